@@ -1,0 +1,213 @@
+"""Kafka's error codes, and the ``KafkaError`` / ``KafkaException`` of confluent-kafka's API.
+
+Broker errors travel as Kafka's numeric codes (``error_code`` fields of the gRPC messages),
+so that names, numbers and retriability match what Kafka users already know. Errors that
+arise inside the client carry confluent-kafka's negative local codes (``_MSG_TIMED_OUT``...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    code: int
+    name: str
+    retriable: bool
+    description: str
+
+
+_BROKER_ERRORS = [
+    ErrorSpec(-1, "UNKNOWN_SERVER_ERROR", False, "The server experienced an unexpected error when processing the request."),
+    ErrorSpec(0, "NO_ERROR", False, "Success."),
+    ErrorSpec(1, "OFFSET_OUT_OF_RANGE", False, "The requested offset is not within the range of offsets maintained by the server."),
+    ErrorSpec(2, "CORRUPT_MESSAGE", True, "The record batch failed its CRC check, is truncated, or is otherwise corrupt."),
+    ErrorSpec(3, "UNKNOWN_TOPIC_OR_PARTITION", True, "This server does not host this topic-partition."),
+    ErrorSpec(4, "INVALID_FETCH_SIZE", False, "The requested fetch size is invalid."),
+    ErrorSpec(5, "LEADER_NOT_AVAILABLE", True, "There is no leader for this topic-partition as we are in the middle of a leadership election."),
+    ErrorSpec(6, "NOT_LEADER_OR_FOLLOWER", True, "This server is not the leader or a follower for that topic-partition."),
+    ErrorSpec(7, "REQUEST_TIMED_OUT", True, "The request timed out."),
+    ErrorSpec(8, "BROKER_NOT_AVAILABLE", False, "The broker is not available."),
+    ErrorSpec(9, "REPLICA_NOT_AVAILABLE", True, "The replica is not available for the requested topic-partition."),
+    ErrorSpec(10, "MESSAGE_TOO_LARGE", False, "The request included a message larger than the max message size the server will accept."),
+    ErrorSpec(11, "STALE_CONTROLLER_EPOCH", False, "The controller moved to another broker."),
+    ErrorSpec(12, "OFFSET_METADATA_TOO_LARGE", False, "The metadata field of the offset request was too large."),
+    ErrorSpec(13, "NETWORK_EXCEPTION", True, "The server disconnected before a response was received."),
+    ErrorSpec(14, "COORDINATOR_LOAD_IN_PROGRESS", True, "The coordinator is loading and hence can't process requests."),
+    ErrorSpec(15, "COORDINATOR_NOT_AVAILABLE", True, "The coordinator is not available."),
+    ErrorSpec(16, "NOT_COORDINATOR", True, "This is not the correct coordinator."),
+    ErrorSpec(17, "INVALID_TOPIC_EXCEPTION", False, "The request attempted to perform an operation on an invalid topic."),
+    ErrorSpec(18, "RECORD_LIST_TOO_LARGE", False, "The request included message batch larger than the configured segment size on the server."),
+    ErrorSpec(19, "NOT_ENOUGH_REPLICAS", True, "Messages are rejected since there are fewer in-sync replicas than required."),
+    ErrorSpec(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, "Messages are written to the log, but to fewer in-sync replicas than required."),
+    ErrorSpec(21, "INVALID_REQUIRED_ACKS", False, "Produce request specified an invalid value for required acks."),
+    ErrorSpec(22, "ILLEGAL_GENERATION", False, "Specified group generation id is not valid."),
+    ErrorSpec(24, "INVALID_GROUP_ID", False, "The configured groupId is invalid."),
+    ErrorSpec(25, "UNKNOWN_MEMBER_ID", False, "The coordinator is not aware of this member."),
+    ErrorSpec(26, "INVALID_SESSION_TIMEOUT", False, "The session timeout is not within the range allowed by the broker."),
+    ErrorSpec(27, "REBALANCE_IN_PROGRESS", False, "The group is rebalancing, so a rejoin is needed."),
+    ErrorSpec(28, "INVALID_COMMIT_OFFSET_SIZE", False, "The committing offset data size is not valid."),
+    ErrorSpec(29, "TOPIC_AUTHORIZATION_FAILED", False, "Topic authorization failed."),
+    ErrorSpec(30, "GROUP_AUTHORIZATION_FAILED", False, "Group authorization failed."),
+    ErrorSpec(31, "CLUSTER_AUTHORIZATION_FAILED", False, "Cluster authorization failed."),
+    ErrorSpec(32, "INVALID_TIMESTAMP", False, "The timestamp of the message is out of acceptable range."),
+    ErrorSpec(35, "UNSUPPORTED_VERSION", False, "The version of the API or record format is not supported."),
+    ErrorSpec(36, "TOPIC_ALREADY_EXISTS", False, "Topic with this name already exists."),
+    ErrorSpec(37, "INVALID_PARTITIONS", False, "Number of partitions is below 1 or would shrink."),
+    ErrorSpec(38, "INVALID_REPLICATION_FACTOR", False, "Replication factor is below 1 or larger than the number of available brokers."),
+    ErrorSpec(39, "INVALID_REPLICA_ASSIGNMENT", False, "Replica assignment is invalid."),
+    ErrorSpec(40, "INVALID_CONFIG", False, "Configuration is invalid."),
+    ErrorSpec(41, "NOT_CONTROLLER", True, "This is not the correct controller for this cluster."),
+    ErrorSpec(42, "INVALID_REQUEST", False, "The request is malformed or violates the protocol."),
+    ErrorSpec(44, "POLICY_VIOLATION", False, "Request parameters do not satisfy the configured policy."),
+    ErrorSpec(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False, "The broker received an out of order sequence number."),
+    ErrorSpec(46, "DUPLICATE_SEQUENCE_NUMBER", False, "The broker received a duplicate sequence number."),
+    ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False, "Producer attempted to produce with an old epoch."),
+    ErrorSpec(48, "INVALID_TXN_STATE", False, "The producer attempted a transactional operation in an invalid state."),
+    ErrorSpec(49, "INVALID_PRODUCER_ID_MAPPING", False, "The producer attempted to use a producer id which is not currently assigned to its transactional id."),
+    ErrorSpec(55, "OPERATION_NOT_ATTEMPTED", False, "The broker did not attempt to execute this operation."),
+    ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when trying to access log file on the disk."),
+    ErrorSpec(58, "SASL_AUTHENTICATION_FAILED", False, "Authentication failed."),
+    ErrorSpec(59, "UNKNOWN_PRODUCER_ID", False, "The broker has no state for this producer id."),
+    ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
+    ErrorSpec(73, "TOPIC_DELETION_DISABLED", False, "Topic deletion is disabled."),
+    ErrorSpec(74, "FENCED_LEADER_EPOCH", True, "The leader epoch in the request is older than the epoch on the broker."),
+    ErrorSpec(75, "UNKNOWN_LEADER_EPOCH", True, "The leader epoch in the request is newer than the epoch on the broker."),
+    ErrorSpec(76, "UNSUPPORTED_COMPRESSION_TYPE", False, "The requesting client does not support the compression type of given partition."),
+    ErrorSpec(78, "OFFSET_NOT_AVAILABLE", True, "The leader high watermark has not caught up from a recent leader election."),
+    ErrorSpec(87, "INVALID_RECORD", False, "This record has failed the validation on broker and hence will be rejected."),
+    ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota has been exceeded."),
+    ErrorSpec(90, "PRODUCER_FENCED", False, "There is a newer producer with the same transactional id which fences the current one."),
+    ErrorSpec(100, "UNKNOWN_TOPIC_ID", True, "This server does not host this topic ID."),
+    ErrorSpec(110, "FENCED_MEMBER_EPOCH", False, "The member epoch is fenced by the group coordinator."),
+    ErrorSpec(113, "STALE_MEMBER_EPOCH", False, "The member epoch is stale."),
+]
+
+# confluent-kafka (librdkafka) local error codes: raised inside the client, never by a broker.
+_LOCAL_ERRORS = [
+    ErrorSpec(-199, "_BAD_MSG", False, "Received message is incorrect."),
+    ErrorSpec(-197, "_DESTROY", False, "The client is being closed."),
+    ErrorSpec(-196, "_FAIL", False, "Generic failure."),
+    ErrorSpec(-195, "_TRANSPORT", True, "Broker transport failure."),
+    ErrorSpec(-192, "_MSG_TIMED_OUT", False, "Message timed out before it could be delivered."),
+    ErrorSpec(-191, "_PARTITION_EOF", False, "Reached the end of the partition."),
+    ErrorSpec(-190, "_UNKNOWN_PARTITION", False, "Unknown partition."),
+    ErrorSpec(-188, "_UNKNOWN_TOPIC", False, "Unknown topic."),
+    ErrorSpec(-187, "_ALL_BROKERS_DOWN", True, "All broker connections are down."),
+    ErrorSpec(-186, "_INVALID_ARG", False, "Invalid argument or configuration."),
+    ErrorSpec(-185, "_TIMED_OUT", True, "Operation timed out."),
+    ErrorSpec(-184, "_QUEUE_FULL", True, "The producer's buffer is full."),
+    ErrorSpec(-172, "_STATE", False, "Operation not allowed in the current state."),
+    ErrorSpec(-168, "_NO_OFFSET", False, "No offset to commit or no stored offset."),
+    ErrorSpec(-169, "_AUTHENTICATION", False, "Authentication failure."),
+    ErrorSpec(-150, "_FATAL", False, "A fatal error has occurred."),
+    ErrorSpec(-152, "_PURGE_QUEUE", False, "Purged from the queue."),
+]
+
+ERRORS_BY_CODE: dict[int, ErrorSpec] = {spec.code: spec for spec in _BROKER_ERRORS + _LOCAL_ERRORS}
+ERRORS_BY_NAME: dict[str, ErrorSpec] = {spec.name: spec for spec in _BROKER_ERRORS + _LOCAL_ERRORS}
+
+
+class ErrorCode:
+    """Kafka error codes by name: ``ErrorCode.NOT_LEADER_OR_FOLLOWER == 6``."""
+
+
+for _spec in _BROKER_ERRORS + _LOCAL_ERRORS:
+    setattr(ErrorCode, _spec.name, _spec.code)
+del _spec
+
+
+def error_name(code: int) -> str:
+    spec = ERRORS_BY_CODE.get(code)
+    return spec.name if spec else f"ERROR_{code}"
+
+
+def is_retriable(code: int) -> bool:
+    spec = ERRORS_BY_CODE.get(code)
+    return spec.retriable if spec else False
+
+
+class KafkaError:
+    """An error as confluent-kafka reports it: ``code()``, ``name()``, ``str()``, ``retriable()``.
+
+    Class attributes hold every code by name, with confluent-kafka's older aliases
+    (``NOT_LEADER_FOR_PARTITION``, ``MSG_SIZE_TOO_LARGE``, ...) beside Kafka's names.
+    """
+
+    __slots__ = ("_code", "_reason", "_fatal", "_retriable", "_txn_requires_abort")
+
+    def __init__(
+        self,
+        error: int,
+        reason: str | None = None,
+        fatal: bool = False,
+        retriable: bool | None = None,
+        txn_requires_abort: bool = False,
+    ) -> None:
+        self._code = error
+        spec = ERRORS_BY_CODE.get(error)
+        self._reason = reason if reason else (spec.description if spec else f"error code {error}")
+        self._fatal = fatal
+        self._retriable = (spec.retriable if spec else False) if retriable is None else retriable
+        self._txn_requires_abort = txn_requires_abort
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        return error_name(self._code)
+
+    def str(self) -> str:
+        return self._reason
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def txn_requires_abort(self) -> bool:
+        return self._txn_requires_abort
+
+    def __str__(self) -> str:
+        return f"KafkaError{{code={self.name()},val={self._code},str=\"{self._reason}\"}}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KafkaError):
+            return self._code == other._code
+        if isinstance(other, int):
+            return self._code == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+
+for _spec in _BROKER_ERRORS + _LOCAL_ERRORS:
+    setattr(KafkaError, _spec.name, _spec.code)
+del _spec
+# confluent-kafka's names for codes Kafka has since renamed.
+KafkaError.NOT_LEADER_FOR_PARTITION = 6  # type: ignore[attr-defined]
+KafkaError.MSG_SIZE_TOO_LARGE = 10  # type: ignore[attr-defined]
+KafkaError.TOPIC_EXCEPTION = 17  # type: ignore[attr-defined]
+KafkaError.INVALID_MSG = 2  # type: ignore[attr-defined]
+KafkaError.UNKNOWN = -1  # type: ignore[attr-defined]
+
+
+class KafkaException(Exception):
+    """Raised by client calls; ``args[0]`` is the :class:`KafkaError`, as in confluent-kafka."""
+
+    def __init__(self, error: KafkaError | int, reason: str | None = None) -> None:
+        if isinstance(error, int):
+            error = KafkaError(error, reason)
+        super().__init__(error)
+
+    @property
+    def error(self) -> KafkaError:
+        return self.args[0]
+
+    def __str__(self) -> str:
+        return str(self.args[0])
