@@ -1,0 +1,111 @@
+"""Real broker processes for tests: started on a random loopback port, ended by the test.
+
+A broker is ``python -m broker_nodes --node-id N --listen 127.0.0.1:PORT --data-dir DIR``;
+it is ready when its gRPC health service reports SERVING (log recovery finished).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_serving(address: str, timeout: float = 30.0) -> None:
+    """Block until the gRPC health service at ``address`` answers SERVING; TimeoutError otherwise."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError as error:
+                last_error = error
+            time.sleep(0.05)
+    raise TimeoutError(f"broker at {address} not serving after {timeout}s (last error: {last_error})")
+
+
+class BrokerProcess:
+    """One broker subprocess. ``configs`` become ``--config key=value`` arguments."""
+
+    def __init__(self, data_dir: Path, *, node_id: int = 1, port: int | None = None, configs: dict[str, str] | None = None, env: dict[str, str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.node_id = node_id
+        self.port = port or free_port()
+        self.configs = dict(configs or {})
+        self.env = dict(env or {})
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir.parent / f"broker-{node_id}-{self.port}.log"
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def command(self) -> list[str]:
+        command = [sys.executable, "-m", "broker_nodes", "--node-id", str(self.node_id), "--listen", self.address, "--data-dir", str(self.data_dir)]
+        for key, value in self.configs.items():
+            command += ["--config", f"{key}={value}"]
+        return command
+
+    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        environment = {**os.environ, **self.env}
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
+        log.close()
+        try:
+            wait_until_serving(self.address, timeout)
+        except TimeoutError:
+            self.stop()
+            raise TimeoutError(f"broker {self.node_id} did not start; its log:\n{self.read_log()[-4000:]}") from None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"broker exited with {self.process.returncode}; its log:\n{self.read_log()[-4000:]}")
+        return self
+
+    def read_log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """kill -9: no chance to flush or close anything."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM and wait for a clean shutdown; SIGKILL after ``timeout``."""
+        if not self.process:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode
+
+    def restart(self, timeout: float = 30.0) -> "BrokerProcess":
+        self.stop()
+        return self.start(timeout)
+
+    def is_running(self) -> bool:
+        return bool(self.process and self.process.poll() is None)
