@@ -646,11 +646,16 @@ def decode_records(
     end = len(data)
     try:
         for _ in range(header.records_count):
-            # Record length; single-byte varints inline (records under 64 bytes), else general.
+            # Varints are decoded inline for their one- and two-byte forms (values below 8192,
+            # which covers the lengths and deltas of typical records); longer ones take the
+            # general path. This loop is the consumer's hot path.
             byte = data[position]
             if byte < 0x80:
                 length = (byte >> 1) ^ -(byte & 1)
                 position += 1
+            elif data[position + 1] < 0x80:
+                length = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
+                position += 2
             else:
                 length, position = decode_varint(data, position)
             record_end = position + length
@@ -661,38 +666,52 @@ def decode_records(
             if byte < 0x80:
                 timestamp_delta = (byte >> 1) ^ -(byte & 1)
                 position += 1
+            elif data[position + 1] < 0x80:
+                varint = (byte & 0x7F) | (data[position + 1] << 7)
+                timestamp_delta = (varint >> 1) ^ -(varint & 1)
+                position += 2
             else:
                 timestamp_delta, position = decode_varint(data, position)
             byte = data[position]
             if byte < 0x80:
-                offset_delta = (byte >> 1) ^ -(byte & 1)
+                offset_delta = byte >> 1
                 position += 1
+            elif data[position + 1] < 0x80:
+                offset_delta = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
+                position += 2
             else:
                 offset_delta, position = decode_varint(data, position)
             byte = data[position]
-            if byte < 0x80:
-                key_length = (byte >> 1) ^ -(byte & 1)
+            if byte == 1:  # zig-zag -1: a null key
+                key = None
                 position += 1
             else:
-                key_length, position = decode_varint(data, position)
-            if key_length < 0:
-                key = None
-            else:
+                if byte < 0x80:
+                    key_length = byte >> 1
+                    position += 1
+                elif data[position + 1] < 0x80:
+                    key_length = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
+                    position += 2
+                else:
+                    key_length, position = decode_varint(data, position)
                 key = data[position : position + key_length]
                 position += key_length
             byte = data[position]
-            if byte < 0x80:
-                value_length = (byte >> 1) ^ -(byte & 1)
+            if byte == 1:
+                value = None
                 position += 1
             else:
-                value_length, position = decode_varint(data, position)
-            if value_length < 0:
-                value = None
-            else:
+                if byte < 0x80:
+                    value_length = byte >> 1
+                    position += 1
+                elif data[position + 1] < 0x80:
+                    value_length = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
+                    position += 2
+                else:
+                    value_length, position = decode_varint(data, position)
                 value = data[position : position + value_length]
                 position += value_length
-            header_count = data[position]
-            if header_count == 0:
+            if data[position] == 0:
                 headers: tuple[Header, ...] = ()
                 position += 1
             else:
