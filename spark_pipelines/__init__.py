@@ -1,0 +1,1 @@
+"""PySpark pipelines (usage metering, consumer lag): arrive with the pipelines issue."""
