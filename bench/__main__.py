@@ -1,0 +1,107 @@
+"""``python -m bench {produce,consume,e2e,all}``: Weir's throughput and latency beside its peers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import settings as defaults
+from bench.malloc_tuning import tune_this_process
+from bench.settings import BenchSettings
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    if not sizes or any(size < 8 for size in sizes):
+        raise argparse.ArgumentTypeError("record sizes must be a comma-separated list of integers >= 8")
+    return sizes
+
+
+def _peers(text: str) -> tuple[str, ...]:
+    if text.strip() == "none":
+        return ()
+    peers = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [peer for peer in peers if peer not in defaults.PEERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown peers {unknown}; choose from {', '.join(defaults.PEERS)} or none")
+    return peers
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all"))
+    parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
+    parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
+    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS})")
+    parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
+    parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
+    parser.add_argument("--delivery", choices=("sampled", "every"), default="sampled", help="Weir delivery reports: a callback on 1 record in 1,000 (default) or on every record")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running Weir broker instead of starting one")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="cProfile the Weir client side, save .prof files in DIR and print the top functions")
+    parser.add_argument("--e2e-rate", type=_positive_int, default=defaults.DEFAULT_E2E_RATE, help="records/s of the end-to-end producer (default 5000)")
+    parser.add_argument("--e2e-seconds", type=float, help=f"duration of an end-to-end run (default {defaults.DEFAULT_E2E_SECONDS:g})")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--nats-url", default="nats://127.0.0.1:4222")
+    parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
+    return parser
+
+
+def settings_from(arguments: argparse.Namespace) -> BenchSettings:
+    quick = arguments.quick
+
+    def chosen(given: object, quick_value: object, default: object) -> object:
+        if given is not None:
+            return given
+        return quick_value if quick else default
+
+    return BenchSettings(
+        scenarios=defaults.SCENARIOS if arguments.scenario == "all" else (arguments.scenario,),
+        records=chosen(arguments.records, defaults.QUICK_RECORDS, defaults.DEFAULT_RECORDS),  # type: ignore[arg-type]
+        sizes=arguments.sizes,
+        runs=chosen(arguments.runs, defaults.QUICK_RUNS, defaults.DEFAULT_RUNS),  # type: ignore[arg-type]
+        peers=arguments.peers,
+        compression=arguments.compression,
+        bootstrap=arguments.bootstrap,
+        profile_directory=arguments.profile,
+        delivery=arguments.delivery,
+        e2e_rate=arguments.e2e_rate,
+        e2e_seconds=chosen(arguments.e2e_seconds, defaults.QUICK_E2E_SECONDS, defaults.DEFAULT_E2E_SECONDS),  # type: ignore[arg-type]
+        redis_url=arguments.redis_url,
+        nats_url=arguments.nats_url,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; exit status 1 when Weir was unavailable or any run failed."""
+    settings = settings_from(build_parser().parse_args(argv))
+    # Before any large allocation: later-started processes inherit the environment variables.
+    malloc_tuned = tune_this_process()
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+
+    from bench.report import print_report
+    from bench.runner import open_systems, run_scenario
+
+    with open_systems(settings, console) as systems:
+        results = [run_scenario(scenario, systems.available, settings, console) for scenario in settings.scenarios]
+        descriptions = [system.describe_settings() for system in systems.available]
+        profiles = [summary for system in systems.available for summary in getattr(system, "profile_summaries", [])]
+    print_report(console, results, systems.unavailable, descriptions, settings, malloc_tuned)
+    for summary in profiles:
+        console.print(summary, markup=False, highlight=False)
+    weir_missing = not any(system.name == "Weir" for system in systems.available)
+    any_failed = any(row.failure for result in results for row in result.rows)
+    return 1 if weir_missing or any_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

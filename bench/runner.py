@@ -1,0 +1,138 @@
+"""Runs the chosen scenarios on every available system and collects medians per row.
+
+Runs are interleaved (run 1 of every system, then run 2 of every system, ...) so that a slow
+stretch of the machine, a page-cache flush say, spreads over all systems instead of landing
+on one. A run that fails (lost records, a client error) marks its row failed with the
+reason; it never stops the other systems.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from rich.console import Console
+
+from bench.broker_launcher import BrokerStartError, LocalBroker
+from bench.measurements import Figures, LatencySample, ThroughputSample, median_figures
+from bench.payloads import value_pool
+from bench.settings import BenchSettings
+from bench.systems.base import BenchmarkedSystem, EndToEndPlan, SystemUnavailable
+
+
+@dataclass
+class Row:
+    """One system at one record size: the medians of its runs, or why it has none."""
+
+    system: str
+    record_size: int
+    records_per_run: int
+    figures: Figures | None = None
+    failure: str | None = None
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    rows: list[Row] = field(default_factory=list)
+
+
+@dataclass
+class Systems:
+    """The systems that answered, and one line for each that did not."""
+
+    available: list[BenchmarkedSystem] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+
+
+def _run_once(system: BenchmarkedSystem, scenario: str, records: int, values: list[bytes], settings: BenchSettings) -> ThroughputSample | LatencySample:
+    if scenario == "produce":
+        return system.produce(records, values)
+    if scenario == "consume":
+        return system.consume(records, values)
+    if scenario == "e2e":
+        return system.end_to_end(EndToEndPlan(settings.e2e_rate, settings.e2e_records()), values)
+    raise ValueError(f"unknown scenario {scenario!r}")
+
+
+def describe_sample(sample: ThroughputSample | LatencySample) -> str:
+    text = f"{sample.records_per_second:,.0f} records/s"
+    if isinstance(sample, LatencySample):
+        summary = sample.summary()
+        text += f", p50 {summary.p50_ms:.2f} ms, p99 {summary.p99_ms:.2f} ms"
+    return text
+
+
+def run_scenario(scenario: str, systems: list[BenchmarkedSystem], settings: BenchSettings, console: Console) -> ScenarioResult:
+    """Every system, every record size, ``settings.runs`` runs each; progress goes to ``console``."""
+    result = ScenarioResult(scenario)
+    for record_size in settings.sizes:
+        values = value_pool(record_size)
+        records = settings.e2e_records() if scenario == "e2e" else settings.records_for(record_size)
+        samples: dict[str, list[ThroughputSample | LatencySample]] = {system.name: [] for system in systems}
+        failures: dict[str, str] = {}
+        for run in range(1, settings.runs + 1):
+            for system in systems:
+                if system.name in failures:
+                    continue
+                try:
+                    sample = _run_once(system, scenario, records, values, settings)
+                except Exception as error:  # A failed run is reported in its row; the others go on.
+                    failures[system.name] = f"{type(error).__name__}: {error}"
+                    console.print(f"[red]{scenario} {record_size} B run {run}/{settings.runs} {system.name}: failed: {failures[system.name]}[/red]")
+                    continue
+                samples[system.name].append(sample)
+                console.print(f"[dim]{scenario} {record_size} B run {run}/{settings.runs} {system.name}: {describe_sample(sample)}[/dim]")
+        for system in systems:
+            row = Row(system.name, record_size, records)
+            if system.name in failures:
+                row.failure = failures[system.name]
+            else:
+                row.figures = median_figures(samples[system.name])
+            result.rows.append(row)
+    return result
+
+
+@contextlib.contextmanager
+def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]:
+    """Start (or reach) Weir and connect to each requested peer; everything is closed afterwards."""
+    # Imported here: the Weir SDK is only needed once a benchmark actually runs.
+    from bench.systems.nats_jetstream import NatsJetStreamSystem
+    from bench.systems.redis_streams import RedisStreamsSystem
+
+    systems = Systems()
+    with contextlib.ExitStack() as stack:
+        bootstrap = settings.bootstrap
+        try:
+            from bench.systems.weir_system import WeirOptions, WeirSystem
+        except ImportError as error:
+            # A source checkout whose SDK is broken still benchmarks the peers, and says why Weir is missing.
+            systems.unavailable.append(f"Weir unavailable: the SDK cannot be imported ({error})")
+            bootstrap = None
+        if bootstrap is None and not systems.unavailable:
+            try:
+                console.print("[dim]starting a Weir broker (python -m broker_nodes) ...[/dim]")
+                bootstrap = stack.enter_context(LocalBroker()).address
+            except BrokerStartError as error:
+                systems.unavailable.append(f"Weir unavailable: {error}")
+        if bootstrap is not None:
+            options = WeirOptions(bootstrap=bootstrap, compression=settings.compression, delivery=settings.delivery)
+            _connect(systems, stack, lambda: WeirSystem(options, settings.profile_directory))
+        peer_factories: dict[str, Callable[[], BenchmarkedSystem]] = {
+            "redis": lambda: RedisStreamsSystem(settings.redis_url),
+            "nats": lambda: NatsJetStreamSystem(settings.nats_url),
+        }
+        for peer in settings.peers:
+            _connect(systems, stack, peer_factories[peer])
+        yield systems
+
+
+def _connect(systems: Systems, stack: contextlib.ExitStack, factory: Callable[[], BenchmarkedSystem]) -> None:
+    try:
+        system = factory()
+    except SystemUnavailable as error:
+        systems.unavailable.append(str(error))
+        return
+    stack.callback(system.close)
+    systems.available.append(system)

@@ -1,0 +1,1 @@
+"""The systems a benchmark measures: Weir and its peers, each behind ``BenchmarkedSystem``."""

@@ -1,0 +1,277 @@
+"""Weir through its Python SDK, exactly as an application uses it.
+
+Every run creates a topic of its own (one partition, replication factor 1) with the admin
+client and deletes it afterwards. The producer uses acks=1 without idempotence (which would
+require acks=all), batches of up to ``batch.size`` bytes and a short linger; the consumer
+assigns the partition from the beginning and reads with ``consume(num_messages=10000)``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from array import array
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import weir
+from weir.admin import AdminClient, NewTopic
+
+from bench.latency_receiver import LatencyReceiver, ReceiverSpec
+from bench.measurements import LatencySample, LatencySummary, ThroughputSample
+from bench.pacing import RatePacer
+from bench.payloads import read_stamp, stamped_value
+from bench.profiling import ClientProfiler
+from bench.systems.base import LATENCY_SAMPLE_INTERVAL, BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
+
+NAME = "Weir"
+# Messages asked for per consume() call.
+CONSUME_BATCH = 10_000
+# Seconds one consume() call may wait; the scenario gives up after this long without a record.
+CONSUME_TIMEOUT = 10.0
+# Seconds allowed for flush() at the end of a produce run and for admin calls.
+FLUSH_TIMEOUT = 120.0
+ADMIN_TIMEOUT = 30.0
+# Delivery reporting modes of the produce scenario (see ``WeirOptions.delivery``).
+DELIVERY_SAMPLED = "sampled"
+DELIVERY_EVERY_RECORD = "every"
+
+
+@dataclass(frozen=True)
+class WeirOptions:
+    """Client settings of the Weir runs.
+
+    ``delivery``: ``sampled`` passes an on_delivery callback for one record in
+    LATENCY_SAMPLE_INTERVAL (which also measures produce latency) and checks the rest through
+    flush() returning 0 and the partition's end offset; ``every`` counts a callback per record,
+    as an application that wants a report for each record would.
+    """
+
+    bootstrap: str
+    compression: str = "none"
+    batch_bytes: int = 1_000_000
+    linger_ms: int = 10
+    delivery: str = DELIVERY_SAMPLED
+
+    def producer_config(self, linger_ms: int | None = None) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "acks": 1,
+            "enable.idempotence": False,
+            "compression.type": self.compression,
+            "batch.size": self.batch_bytes,
+            # Let batch.size, not the record count, close a batch.
+            "batch.num.messages": 1_000_000,
+            "linger.ms": self.linger_ms if linger_ms is None else linger_ms,
+        }
+
+    def consumer_config(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": f"weir-bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+
+
+class DeliveryCounter:
+    """Counts delivery reports and keeps the first error; latencies of sampled records in ns."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self.first_error: Any = None
+        self.latencies_ns: list[int] = []
+
+    def on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None:
+            if self.first_error is None:
+                self.first_error = error
+            return
+        self.delivered += 1
+
+    def timed(self, produced_ns: int) -> Callable[[Any, Any], None]:
+        def on_delivery(error: Any, message: Any) -> None:
+            self.latencies_ns.append(time.perf_counter_ns() - produced_ns)
+            self.on_delivery(error, message)
+
+        return on_delivery
+
+
+class WeirSystem:
+    """A Weir broker at ``options.bootstrap``; used from one thread."""
+
+    name = NAME
+
+    def __init__(self, options: WeirOptions, profile_directory: Any = None) -> None:
+        self.options = options
+        self.profile_directory = profile_directory
+        self.profile_summaries: list[str] = []
+        self._admin = AdminClient({"bootstrap.servers": options.bootstrap})
+        try:
+            self._admin.list_topics(timeout=5)
+        except weir.KafkaException as error:
+            raise SystemUnavailable(NAME, f"{options.bootstrap}: {error}") from None
+
+    def describe_settings(self) -> str:
+        return (
+            f"Weir at {self.options.bootstrap}: acks=1, enable.idempotence=false, compression.type={self.options.compression}, "
+            f"batch.size={self.options.batch_bytes:,}, linger.ms={self.options.linger_ms}, delivery reports: {self.options.delivery}; "
+            f"consume(num_messages={CONSUME_BATCH:,}); e2e linger.ms=0"
+        )
+
+    # ------------------------------------------------------------------ topics
+
+    def _create_topic(self) -> str:
+        topic = f"weir-bench-{uuid.uuid4().hex}"
+        futures = self._admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        futures[topic].result(timeout=ADMIN_TIMEOUT)
+        return topic
+
+    def _delete_topic(self, topic: str) -> None:
+        futures = self._admin.delete_topics([topic])
+        futures[topic].result(timeout=ADMIN_TIMEOUT)
+
+    def _end_offset(self, topic: str) -> int:
+        consumer = weir.Consumer(self.options.consumer_config())
+        try:
+            _low, high = consumer.get_watermark_offsets(weir.TopicPartition(topic, 0), timeout=ADMIN_TIMEOUT)
+        finally:
+            consumer.close()
+        return high
+
+    # ------------------------------------------------------------------ produce
+
+    def _send(self, producer: Any, topic: str, records: int, values: list[bytes], counter: DeliveryCounter) -> None:
+        """Hand ``records`` values to ``producer``; delivery reports go to ``counter``."""
+        produce, poll = producer.produce, producer.poll
+        pool_size = len(values)
+        every_record = self.options.delivery == DELIVERY_EVERY_RECORD
+        each_callback = counter.on_delivery if every_record else None
+        for chunk_start in range(0, records, LATENCY_SAMPLE_INTERVAL):
+            chunk_end = min(chunk_start + LATENCY_SAMPLE_INTERVAL, records)
+            produce(topic, values[chunk_start % pool_size], on_delivery=counter.timed(time.perf_counter_ns()))
+            if every_record:
+                for index in range(chunk_start + 1, chunk_end):
+                    produce(topic, values[index % pool_size], on_delivery=each_callback)
+            else:
+                for index in range(chunk_start + 1, chunk_end):
+                    produce(topic, values[index % pool_size])
+            # Serve delivery reports once per chunk, as a well-behaved application does.
+            poll(0)
+
+    def _load(self, topic: str, records: int, values: list[bytes], profiler_name: str | None) -> tuple[float, DeliveryCounter]:
+        counter = DeliveryCounter()
+        with ClientProfiler(self.profile_directory if profiler_name else None, profiler_name or "") as profiler:
+            producer = weir.Producer(self.options.producer_config())
+            started = time.perf_counter()
+            self._send(producer, topic, records, values, counter)
+            remaining = producer.flush(FLUSH_TIMEOUT)
+            seconds = time.perf_counter() - started
+        if profiler.summary:
+            self.profile_summaries.append(profiler.summary)
+        if remaining:
+            raise BenchmarkIntegrityError(NAME, f"{remaining} records still undelivered after flush({FLUSH_TIMEOUT})")
+        if counter.first_error is not None:
+            raise BenchmarkIntegrityError(NAME, f"delivery failed: {counter.first_error}")
+        end_offset = self._end_offset(topic)
+        if end_offset != records:
+            raise BenchmarkIntegrityError(NAME, f"partition end offset is {end_offset} after producing {records} records")
+        return seconds, counter
+
+    def produce(self, records: int, values: list[bytes]) -> ThroughputSample:
+        topic = self._create_topic()
+        try:
+            seconds, counter = self._load(topic, records, values, profiler_name=f"weir-produce-{len(values[0])}B")
+        finally:
+            self._delete_topic(topic)
+        return ThroughputSample(records, len(values[0]), seconds, LatencySummary.from_nanoseconds(counter.latencies_ns))
+
+    # ------------------------------------------------------------------ consume
+
+    def consume(self, records: int, values: list[bytes]) -> ThroughputSample:
+        topic = self._create_topic()
+        try:
+            self._load(topic, records, values, profiler_name=None)
+            with ClientProfiler(self.profile_directory, f"weir-consume-{len(values[0])}B") as profiler:
+                received, seconds = self._read_all(topic, records)
+            if profiler.summary:
+                self.profile_summaries.append(profiler.summary)
+        finally:
+            self._delete_topic(topic)
+        return ThroughputSample(received, len(values[0]), seconds)
+
+    def _read_all(self, topic: str, records: int) -> tuple[int, float]:
+        consumer = weir.Consumer(self.options.consumer_config())
+        try:
+            consumer.assign([weir.TopicPartition(topic, 0, weir.OFFSET_BEGINNING)])
+            consume = consumer.consume
+            received = 0
+            started = time.perf_counter()
+            # Bounded: a call that returns nothing within CONSUME_TIMEOUT ends the run.
+            while received < records:
+                messages = consume(num_messages=CONSUME_BATCH, timeout=CONSUME_TIMEOUT)
+                if not messages:
+                    raise BenchmarkIntegrityError(NAME, f"no record within {CONSUME_TIMEOUT}s after {received} of {records}")
+                for message in messages:
+                    if message.error() is not None:
+                        raise BenchmarkIntegrityError(NAME, f"consume error: {message.error()}")
+                    message.value()
+                received += len(messages)
+            seconds = time.perf_counter() - started
+        finally:
+            consumer.close()
+        if received != records:
+            raise BenchmarkIntegrityError(NAME, f"read {received} records, expected {records}")
+        return received, seconds
+
+    # ------------------------------------------------------------------ end to end
+
+    def end_to_end(self, plan: EndToEndPlan, values: list[bytes]) -> LatencySample:
+        topic = self._create_topic()
+        spec = ReceiverSpec(__name__, "receive_stamped", {"consumer_config": self.options.consumer_config(), "topic": topic})
+        try:
+            with LatencyReceiver(spec, plan.records, seconds_limit=plan.records / plan.rate_per_second + plan.drain_seconds) as receiver:
+                counter = DeliveryCounter()
+                producer = weir.Producer(self.options.producer_config(linger_ms=0))
+                produce, poll = producer.produce, producer.poll
+                pacer = RatePacer(plan.rate_per_second)
+                pool_size = len(values)
+                for index in range(plan.records):
+                    wait = pacer.seconds_until_due(index)
+                    if wait:
+                        time.sleep(wait)
+                    produce(topic, stamped_value(values[index % pool_size], pacer.due_ns(index)), on_delivery=counter.on_delivery)
+                    poll(0)
+                remaining = producer.flush(FLUSH_TIMEOUT)
+                seconds = (time.monotonic_ns() - pacer.start_ns) / 1e9
+                latencies = receiver.latencies(timeout=plan.drain_seconds + 5)
+        finally:
+            self._delete_topic(topic)
+        if remaining or counter.first_error is not None:
+            raise BenchmarkIntegrityError(NAME, f"{remaining} undelivered, first error: {counter.first_error}")
+        if len(latencies) != plan.records:
+            raise BenchmarkIntegrityError(NAME, f"received {len(latencies)} of {plan.records} records")
+        return LatencySample(len(values[0]), plan.rate_per_second, seconds, latencies)
+
+    def close(self) -> None:
+        """The admin client holds no resources that need closing."""
+
+
+def receive_stamped(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str) -> array:
+    """End-to-end receiver (runs in a child process): consume until ``expected`` records arrived."""
+    consumer = weir.Consumer(consumer_config)
+    latencies = array("q")
+    try:
+        consumer.assign([weir.TopicPartition(topic, 0, weir.OFFSET_BEGINNING)])
+        # One empty round trip first, so that connecting is not charged to the first record.
+        consumer.consume(num_messages=1, timeout=0.1)
+        on_ready()
+        while len(latencies) < expected and time.monotonic_ns() < deadline_ns:
+            messages = consumer.consume(num_messages=1000, timeout=0.1)
+            received_ns = time.monotonic_ns()
+            for message in messages:
+                if message.error() is None:
+                    latencies.append(received_ns - read_stamp(message.value()))
+    finally:
+        consumer.close()
+    return latencies

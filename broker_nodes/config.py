@@ -1,0 +1,241 @@
+"""Broker settings: Kafka's names, one documented table of defaults, parsed once at startup.
+
+A setting's value comes from, in order of precedence: ``--config key=value`` on the command
+line, the environment variable ``WEIR_BROKER_<KEY>`` (the key upper-cased, dots turned into
+underscores: ``WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE=true``), then the default below.
+
+Settings named ``log.*`` (and ``message.max.bytes``, ``compression.type``, ...) are the
+broker-wide defaults of topic configs, as in Kafka: a topic without an override of
+``segment.bytes`` gets ``log.segment.bytes``. Their defaults are taken from the topic config
+table in ``weir.topic_config`` so that each default is written down once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from weir.topic_config import TOPIC_CONFIGS, ConfigKey, InvalidConfigError
+
+ENVIRONMENT_PREFIX = "WEIR_BROKER_"  # WEIR_BROKER_<KEY upper, dots to underscores>
+
+# Broker setting -> the topic config it provides the broker-wide default for (Kafka's names).
+TOPIC_DEFAULT_SETTINGS: Mapping[str, str] = MappingProxyType(
+    {
+        "log.cleanup.policy": "cleanup.policy",
+        "compression.type": "compression.type",
+        "log.cleaner.delete.retention.ms": "delete.retention.ms",
+        "log.segment.delete.delay.ms": "file.delete.delay.ms",
+        "log.flush.interval.messages": "flush.messages",
+        "log.flush.interval.ms": "flush.ms",
+        "log.index.interval.bytes": "index.interval.bytes",
+        "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+        "message.max.bytes": "max.message.bytes",
+        "log.message.timestamp.type": "message.timestamp.type",
+        "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+        "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+        "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+        "min.insync.replicas": "min.insync.replicas",
+        "log.retention.bytes": "retention.bytes",
+        "log.retention.ms": "retention.ms",
+        "log.segment.bytes": "segment.bytes",
+        "log.index.size.max.bytes": "segment.index.bytes",
+        "log.roll.jitter.ms": "segment.jitter.ms",
+        "log.roll.ms": "segment.ms",
+        "unclean.leader.election.enable": "unclean.leader.election.enable",
+    }
+)
+
+
+def _topic_default(setting: str) -> ConfigKey:
+    topic_key = TOPIC_CONFIGS[TOPIC_DEFAULT_SETTINGS[setting]]
+    return ConfigKey(
+        setting,
+        topic_key.type,
+        topic_key.default,
+        f"Default of the topic config {topic_key.name}: {topic_key.documentation}",
+        minimum=topic_key.minimum,
+        maximum=topic_key.maximum,
+        choices=topic_key.choices,
+    )
+
+
+_MIB = 1024 * 1024
+
+# The documented table of every broker setting.
+BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
+    {
+        key.name: key
+        for key in [
+            ConfigKey("auto.create.topics.enable", "BOOLEAN", "false", "Create a topic when a client asks for its metadata with allow_auto_topic_creation."),
+            ConfigKey("num.partitions", "INT", "1", "Partition count of topics created without one (auto-created or num_partitions -1).", minimum=1),
+            ConfigKey("default.replication.factor", "INT", "1", "Replication factor of topics created without one.", minimum=1),
+            ConfigKey("max.request.size", "INT", str(100 * _MIB), "Largest total of record bytes one Produce request may carry.", minimum=1024),
+            ConfigKey("socket.request.max.bytes", "INT", str(100 * _MIB), "Largest gRPC message the broker receives or sends.", minimum=1024),
+            ConfigKey("fetch.max.bytes", "INT", str(55 * _MIB), "Largest total of record bytes one Fetch answers with (requests may ask for less).", minimum=1024),
+            ConfigKey("max.partition.fetch.bytes", "INT", str(_MIB), "Record bytes per partition a Fetch returns when the request leaves partition_max_bytes at 0.", minimum=1),
+            ConfigKey("replica.fetch.max.bytes", "INT", str(_MIB), "Record bytes per partition a follower fetches in one request.", minimum=1),
+            ConfigKey("offsets.topic.num.partitions", "INT", "50", "Partition count of the internal topic __consumer_offsets when it is created.", minimum=1),
+            ConfigKey("offsets.topic.segment.bytes", "INT", str(100 * _MIB), "segment.bytes of the internal topic __consumer_offsets when it is created.", minimum=1024),
+            ConfigKey("offsets.retention.minutes", "INT", "10080", "Committed offsets older than this are removed.", minimum=1),
+            ConfigKey("offsets.retention.check.interval.ms", "LONG", "600000", "How often committed offsets are checked for expiry.", minimum=1),
+            ConfigKey("offset.metadata.max.bytes", "INT", "4096", "Largest metadata string a committed offset may carry.", minimum=0),
+            ConfigKey("log.retention.check.interval.ms", "LONG", "300000", "How often log retention (and compaction) runs.", minimum=1),
+            ConfigKey("log.flush.scheduler.interval.ms", "LONG", "1000", "How often logs are checked for a flush due by flush.ms.", minimum=1),
+            ConfigKey("log.cleaner.enable", "BOOLEAN", "true", "Run the log cleaner that compacts topics with cleanup.policy=compact."),
+            ConfigKey("log.cleaner.backoff.ms", "LONG", "15000", "Pause of the log cleaner when no log needs compaction.", minimum=0),
+            ConfigKey("log.max.open.files", "INT", "1024", "File descriptors of segment files the broker keeps open at most (least recently used are closed).", minimum=16),
+            ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
+            *(_topic_default(setting) for setting in TOPIC_DEFAULT_SETTINGS),
+        ]
+    }
+)
+
+
+def environment_variable(setting: str) -> str:
+    """``WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE`` for ``auto.create.topics.enable``."""
+    return ENVIRONMENT_PREFIX + setting.upper().replace(".", "_")
+
+
+_SETTINGS_BY_ENVIRONMENT_VARIABLE = {environment_variable(name): name for name in BROKER_SETTINGS}
+
+
+class BrokerConfigError(ValueError):
+    """A broker setting that does not exist or a value that does not parse (the process exits 2)."""
+
+    retriable = False
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ListenAddress:
+    host: str
+    port: int  # 0 asks the operating system for a free port
+
+    @classmethod
+    def parse(cls, text: str) -> "ListenAddress":
+        """Parse ``HOST:PORT`` (``[::1]:9092`` for IPv6); raise BrokerConfigError naming the problem."""
+        host, separator, port_text = text.rpartition(":")
+        if not separator or not host or not port_text.isdigit() or int(port_text) > 65535:
+            raise BrokerConfigError("--listen", f"expected HOST:PORT with a port from 0 to 65535, not {text!r}")
+        return cls(host.strip("[]"), int(port_text))
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Everything one broker process is configured with. Immutable; safe to share between threads.
+
+    ``values`` holds every setting of :data:`BROKER_SETTINGS`, typed; ``explicit`` names those
+    set on the command line or in the environment (they describe as STATIC_BROKER_CONFIG).
+    """
+
+    node_id: int
+    listen: ListenAddress
+    data_dir: Path
+    rack: str = ""
+    advertised_host: str = ""
+    values: Mapping[str, object] = field(default_factory=lambda: MappingProxyType(_default_values()))
+    explicit: frozenset[str] = frozenset()
+
+    def __getitem__(self, setting: str) -> object:
+        return self.values[setting]
+
+    @property
+    def host_for_clients(self) -> str:
+        """The host clients are told to connect to (Metadata)."""
+        if self.advertised_host:
+            return self.advertised_host
+        if self.listen.host in ("0.0.0.0", "::"):
+            return "localhost"
+        return self.listen.host
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        """Topic config name -> the broker-wide default set for it explicitly (as text).
+
+        Topic configs missing here fall back to the defaults of ``weir.topic_config``.
+        """
+        return {
+            TOPIC_DEFAULT_SETTINGS[setting]: format_config_value(self.values[setting])
+            for setting in self.explicit
+            if setting in TOPIC_DEFAULT_SETTINGS
+        }
+
+    def describe_value(self, setting: str) -> str:
+        return format_config_value(self.values[setting])
+
+
+def _default_values() -> dict[str, object]:
+    return {name: key.default_value for name, key in BROKER_SETTINGS.items()}
+
+
+def format_config_value(value: object) -> str:
+    """A typed config value as Kafka writes it: ``true``, ``compact,delete``, ``0.5``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return ",".join(str(member) for member in value)
+    return str(value)
+
+
+def parse_settings(command_line: list[str], environment: Mapping[str, str]) -> tuple[dict[str, object], frozenset[str]]:
+    """Typed values of every broker setting, and the names set explicitly.
+
+    ``command_line`` holds the ``key=value`` texts of ``--config``; ``environment`` is the
+    process environment (only ``WEIR_BROKER_*`` variables are read). Raises
+    BrokerConfigError for an unknown key, a text without ``=``, or a bad value.
+    """
+    raw: dict[str, tuple[str, str]] = {}
+    for variable, text in environment.items():
+        if not variable.startswith(ENVIRONMENT_PREFIX):
+            continue
+        setting = _SETTINGS_BY_ENVIRONMENT_VARIABLE.get(variable)
+        if setting is None:
+            raise BrokerConfigError(variable, "no broker setting has this environment variable")
+        raw[setting] = (variable, text)
+    for assignment in command_line:
+        setting, separator, text = assignment.partition("=")
+        setting = setting.strip()
+        if not separator:
+            raise BrokerConfigError(f"--config {assignment}", "expected key=value")
+        if setting not in BROKER_SETTINGS:
+            raise BrokerConfigError(f"--config {assignment}", f"unknown broker setting {setting!r}")
+        raw[setting] = (f"--config {assignment}", text)
+    values = _default_values()
+    for setting, (source, text) in raw.items():
+        try:
+            values[setting] = BROKER_SETTINGS[setting].parse(text)
+        except InvalidConfigError as error:
+            raise BrokerConfigError(source, error.reason + f" (setting {setting}, value {text!r})") from None
+    return values, frozenset(raw)
+
+
+def load_broker_config(
+    *,
+    node_id: int,
+    listen: str,
+    data_dir: str | Path,
+    rack: str = "",
+    advertised_host: str = "",
+    configs: list[str] | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> BrokerConfig:
+    """Build a BrokerConfig from command-line style inputs; raise BrokerConfigError on bad input."""
+    if node_id < 0:
+        raise BrokerConfigError("--node-id", f"must be 0 or more, not {node_id}")
+    values, explicit = parse_settings(list(configs or []), environment or {})
+    return BrokerConfig(
+        node_id=node_id,
+        listen=ListenAddress.parse(listen),
+        data_dir=Path(data_dir),
+        rack=rack,
+        advertised_host=advertised_host,
+        values=MappingProxyType(values),
+        explicit=explicit,
+    )

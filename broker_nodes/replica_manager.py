@@ -1,0 +1,309 @@
+"""The glue between data-plane requests and partition logs: produce, fetch, list offsets.
+
+Standalone, this broker leads every partition it hosts with leader epoch 0 and is the only
+replica, so an append is committed as soon as it is in the log: the high watermark moves to
+the log end right after each append and the fetch purgatory is told. Work is per batch and
+per partition, never per record: produce hands the received bytes to
+``PartitionLog.append_as_leader`` and fetch returns the bytes ``PartitionLog.read`` gives.
+
+Per-partition outcomes are returned as values (a result or the exception) so that one bad
+partition never fails the others; only ``broker_nodes.server.errors`` turns exceptions into
+Kafka error codes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+from broker_nodes.clock import Clock
+from broker_nodes.producer_ids import TransactionsUnsupportedError
+from broker_nodes.server.fetch_purgatory import FetchPurgatory
+from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
+from broker_nodes.storage.log import AppendInfo, PartitionLog
+from broker_nodes.storage.log_manager import LogManager
+from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
+
+LEADER_EPOCH = 0  # standalone: this broker has led every partition since it was created
+VALID_ACKS = (0, 1, -1)  # -1 (all) equals 1 here: there is one replica
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+class ReplicaManagerError(Exception):
+    retriable = False
+
+
+class InvalidRequiredAcksError(ReplicaManagerError):
+    def __init__(self, acks: int) -> None:
+        super().__init__(f"acks must be 0, 1 or -1 (all), not {acks}")
+        self.acks = acks
+
+
+class ProduceRequestTooLargeError(ReplicaManagerError):
+    """The record bytes of a Produce request exceed max.request.size (MESSAGE_TOO_LARGE)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the produce request carries {size} bytes of records, more than max.request.size {limit}")
+        self.size = size
+        self.limit = limit
+
+
+class EmptyRecordsError(ReplicaManagerError):
+    """Produce data for a partition without any record batch (INVALID_RECORD)."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(f"the produce data for partition {partition} of topic {topic!r} holds no record batch")
+        self.topic = topic
+        self.partition = partition
+
+
+class FencedLeaderEpochError(ReplicaManagerError):
+    """The client knows an older leader epoch than the broker's (FENCED_LEADER_EPOCH): refresh metadata."""
+
+    retriable = True
+
+    def __init__(self, request_epoch: int, current_epoch: int) -> None:
+        super().__init__(f"leader epoch {request_epoch} in the request is older than the current epoch {current_epoch}")
+        self.request_epoch = request_epoch
+        self.current_epoch = current_epoch
+
+
+class UnknownLeaderEpochError(ReplicaManagerError):
+    """The client knows a newer leader epoch than the broker's (UNKNOWN_LEADER_EPOCH)."""
+
+    retriable = True
+
+    def __init__(self, request_epoch: int, current_epoch: int) -> None:
+        super().__init__(f"leader epoch {request_epoch} in the request is newer than the current epoch {current_epoch}")
+        self.request_epoch = request_epoch
+        self.current_epoch = current_epoch
+
+
+class InvalidListOffsetsTimestampError(ReplicaManagerError):
+    """A ListOffsets timestamp below -3 (INVALID_REQUEST)."""
+
+    def __init__(self, timestamp: int) -> None:
+        super().__init__(f"timestamp {timestamp} is neither a time in ms nor -1 (latest), -2 (earliest) or -3 (max timestamp)")
+        self.timestamp = timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionRequest:
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1  # -1: not checked
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResult:
+    """What one partition answers a fetch: records (possibly empty) or an error, with the log bounds."""
+
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResult:
+    offset: int  # -1 when no record has a timestamp at or after the one asked for
+    timestamp: int  # -1 unless the lookup was by timestamp
+    leader_epoch: int = LEADER_EPOCH
+
+
+_NO_RECORDS = b""
+
+
+def _raise_unknown_if_deleted(log: PartitionLog) -> None:
+    """A log closed under a request was deleted with its topic: answer as for an unknown partition."""
+    if log.closed:
+        raise UnknownTopicOrPartitionError(log.topic, log.partition) from None
+
+
+class ReplicaManager:
+    """Produce, fetch and offset lookups over the logs of hosted partitions.
+
+    Thread-safe. Appends to one partition are serialized by a per-partition lock held across
+    the append and the high-watermark update, so the high watermark never moves backwards;
+    reads take no lock (the storage engine reads a snapshot of each segment's size).
+    """
+
+    def __init__(self, registry: TopicRegistry, log_manager: LogManager, purgatory: FetchPurgatory, clock: Clock, *, max_request_size: int) -> None:
+        self._registry = registry
+        self._log_manager = log_manager
+        self._purgatory = purgatory
+        self._clock = clock
+        self._max_request_size = max_request_size
+        self._append_locks: dict[tuple[str, int], threading.Lock] = {}
+        self._append_locks_guard = threading.Lock()
+
+    # ------------------------------------------------------------------ lookups
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLog:
+        """The log of a hosted partition; UnknownTopicOrPartitionError otherwise."""
+        metadata = self._registry.get(topic)
+        if metadata is None or not 0 <= partition < metadata.partitions:
+            raise UnknownTopicOrPartitionError(topic, partition)
+        log = self._log_manager.get_log(topic, partition)
+        if log is None:
+            raise UnknownTopicOrPartitionError(topic, partition)
+        return log
+
+    # ------------------------------------------------------------------ produce
+
+    def append_records(self, acks: int, entries: Sequence[tuple[str, int, bytes]], *, transactional_id: str = "") -> list[AppendInfo | Exception]:
+        """Append each ``(topic, partition, record batches)``; one result or exception per entry.
+
+        Request-wide problems (invalid acks, more bytes than max.request.size, a transactional
+        request) fail every entry and append nothing.
+        """
+        request_error: Exception | None = None
+        if transactional_id:
+            request_error = TransactionsUnsupportedError(transactional_id)
+        elif acks not in VALID_ACKS:
+            request_error = InvalidRequiredAcksError(acks)
+        else:
+            size = sum(len(records) for _, _, records in entries)
+            if size > self._max_request_size:
+                request_error = ProduceRequestTooLargeError(size, self._max_request_size)
+        if request_error is not None:
+            return [request_error] * len(entries)
+        results: list[AppendInfo | Exception] = []
+        for topic, partition, records in entries:
+            try:
+                if is_internal_topic_name(topic):
+                    # Internal topics hold the broker's own records (committed offsets); a
+                    # client's bytes there could corrupt what the broker reloads at startup.
+                    raise InvalidTopicError(topic, "internal topics are written only by the broker")
+                results.append(self.append_to_partition(topic, partition, records))
+            except Exception as error:  # every failure is this partition's answer, mapped by server.errors
+                results.append(error)
+        return results
+
+    def append_to_partition(self, topic: str, partition: int, records: bytes) -> AppendInfo:
+        """Append record batches as leader, advance the high watermark and wake waiting fetches."""
+        if not records:
+            raise EmptyRecordsError(topic, partition)
+        log = self.partition_log(topic, partition)
+        with self._append_lock(topic, partition):
+            try:
+                info = log.append_as_leader(records, LEADER_EPOCH)
+            except LogDirectoryError:
+                _raise_unknown_if_deleted(log)
+                raise
+            if info.duplicate:
+                return info
+            log.update_high_watermark(log.log_end_offset)
+        self._purgatory.notify_append(topic, partition, info.size_bytes)
+        return info
+
+    def _append_lock(self, topic: str, partition: int) -> threading.Lock:
+        key = (topic, partition)
+        lock = self._append_locks.get(key)
+        if lock is None:
+            with self._append_locks_guard:
+                lock = self._append_locks.setdefault(key, threading.Lock())
+        return lock
+
+    def forget_partition(self, topic: str, partition: int) -> None:
+        """Drop per-partition state of a deleted partition and wake fetches waiting on it."""
+        with self._append_locks_guard:
+            self._append_locks.pop((topic, partition), None)
+        self._purgatory.wake_partition(topic, partition)
+
+    # ------------------------------------------------------------------ fetch
+
+    def fetch(self, requests: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchPartitionResult]:
+        """Read every partition; wait up to ``max_wait_ms`` until ``min_bytes`` are available.
+
+        Returns at once when enough bytes are there, when any partition has an error, or when
+        ``max_wait_ms`` is 0. Otherwise parks in the fetch purgatory (appends wake it) and
+        reads again after each wake-up, until enough bytes arrived or the deadline passed.
+        """
+        results, total, failed = self._read_partitions(requests, max_bytes)
+        if failed or total >= min_bytes or max_wait_ms <= 0 or not requests:
+            return results
+        deadline = self._clock.monotonic() + max_wait_ms / 1000.0
+        waiter = self._purgatory.park(((request.topic, request.partition) for request in requests), min_bytes - total)
+        if waiter is None:
+            return results
+        try:
+            while True:
+                # Re-read after (re)arming, so that an append between the last read and the
+                # arming is either seen by this read or counted by the waiter.
+                results, total, failed = self._read_partitions(requests, max_bytes)
+                if failed or total >= min_bytes or self._purgatory.closed:
+                    return results
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0 or not waiter.wait(remaining):
+                    return results
+                waiter.rearm(min_bytes - total)
+        finally:
+            self._purgatory.release(waiter)
+
+    def _read_partitions(self, requests: Sequence[FetchPartitionRequest], max_bytes: int) -> tuple[list[FetchPartitionResult], int, bool]:
+        results: list[FetchPartitionResult] = []
+        total = 0
+        failed = False
+        for request in requests:
+            result = self._read_partition(request, max_bytes - total, first_data=total == 0)
+            if result.error is not None:
+                failed = True
+            total += len(result.records)
+            results.append(result)
+        return results, total, failed
+
+    def _read_partition(self, request: FetchPartitionRequest, remaining_bytes: int, *, first_data: bool) -> FetchPartitionResult:
+        log: PartitionLog | None = None
+        try:
+            log = self.partition_log(request.topic, request.partition)
+            self._check_leader_epoch(request.current_leader_epoch)
+            limit = min(request.max_bytes, remaining_bytes)
+            if limit <= 0 and not first_data:
+                # The response is full; the partition is still answered, with its bounds, as Kafka does.
+                return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset)
+            # KIP-74: the first batch of the response comes whole even if larger than the limits,
+            # so a consumer can always make progress.
+            try:
+                info = log.read(request.fetch_offset, max(limit, 0), min_one_batch=first_data)
+            except LogDirectoryError:
+                _raise_unknown_if_deleted(log)
+                raise
+            return FetchPartitionResult(info.records, info.high_watermark, info.log_start_offset)
+        except OffsetOutOfRangeError as error:
+            assert log is not None
+            return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, error)
+        except Exception as error:  # this partition's answer, mapped by server.errors
+            return FetchPartitionResult(_NO_RECORDS, -1, -1, error)
+
+    @staticmethod
+    def _check_leader_epoch(request_epoch: int) -> None:
+        if request_epoch < 0:
+            return
+        if request_epoch < LEADER_EPOCH:
+            raise FencedLeaderEpochError(request_epoch, LEADER_EPOCH)
+        if request_epoch > LEADER_EPOCH:
+            raise UnknownLeaderEpochError(request_epoch, LEADER_EPOCH)
+
+    # ------------------------------------------------------------------ list offsets
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> ListOffsetsResult:
+        """The offset for a ListOffsets timestamp: -2 earliest, -1 latest (the high watermark),
+        -3 the record with the largest timestamp, else the first offset with a timestamp >= it."""
+        log = self.partition_log(topic, partition)
+        if timestamp == LATEST_TIMESTAMP:
+            return ListOffsetsResult(log.high_watermark, -1)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return ListOffsetsResult(log.log_start_offset, -1)
+        if timestamp < MAX_TIMESTAMP:
+            raise InvalidListOffsetsTimestampError(timestamp)
+        found = log.offset_for_timestamp(timestamp)
+        if found is None:
+            return ListOffsetsResult(-1, -1)
+        offset, found_timestamp = found
+        return ListOffsetsResult(offset, found_timestamp)

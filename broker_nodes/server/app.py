@@ -1,0 +1,93 @@
+"""Build and start the gRPC server of one broker: ``create_server(config) -> (server, port, broker)``.
+
+The server listens before the logs are recovered so that health checks can answer: the
+health service says NOT_SERVING until ``Broker.start`` has finished, then SERVING for ""
+and "weir.v1.Broker"; Broker calls arriving earlier are refused with UNAVAILABLE. Server
+reflection is on.
+"""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from broker_nodes.clock import SYSTEM_CLOCK, Clock
+from broker_nodes.config import BrokerConfig
+from broker_nodes.server.broker import Broker, request_thread_count
+from broker_nodes.server.servicer import BrokerServicer
+from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+
+BROKER_SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name  # "weir.v1.Broker"
+HEALTH_SERVICE_NAMES = ("", BROKER_SERVICE_NAME)  # the names whose status health checks report
+
+
+class BrokerServer:
+    """A running gRPC server with its broker and health service. Not thread-safe (one owner)."""
+
+    def __init__(self, server: grpc.Server, port: int, broker: Broker, health_servicer: health.HealthServicer) -> None:
+        self.server = server
+        self.port = port
+        self.broker = broker
+        self._health = health_servicer
+
+    def stop(self, grace_seconds: float = 5.0) -> None:
+        """Graceful stop: refuse new calls, let running ones finish (up to the grace), close the logs."""
+        for name in HEALTH_SERVICE_NAMES:
+            self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        stopped = self.server.stop(grace_seconds)
+        # Parked long polls answer at once instead of holding the shutdown for max_wait_ms.
+        self.broker.purgatory.close()
+        stopped.wait(grace_seconds + 1.0)
+        self.broker.shutdown()
+
+
+def create_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> tuple[grpc.Server, int, Broker]:
+    """Start a broker and its gRPC server on ``config.listen``; returns when it serves.
+
+    The port is the bound one (``config.listen.port`` 0 picks a free port). Stop with
+    ``server.stop(grace).wait()`` and then ``broker.shutdown()``; :func:`start_broker_server`
+    returns an object whose ``stop`` does both and also reports NOT_SERVING first.
+    """
+    running = start_broker_server(config, clock=clock)
+    return running.server, running.port, running.broker
+
+
+def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> BrokerServer:
+    """Like :func:`create_server`, returning a :class:`BrokerServer` that knows how to stop everything."""
+    broker = Broker(config, clock=clock)
+    max_message_bytes = int(config["socket.request.max.bytes"])  # type: ignore[call-overload]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=request_thread_count(config), thread_name_prefix="request"),
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    servicer = BrokerServicer(broker)
+    broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
+    health_servicer = health.HealthServicer()
+    for name in HEALTH_SERVICE_NAMES:
+        health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((BROKER_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    host = config.listen.host
+    address = f"[{host}]:{config.listen.port}" if ":" in host else f"{host}:{config.listen.port}"
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    servicer.set_port(port)
+    server.start()
+    running = BrokerServer(server, port, broker, health_servicer)
+    try:
+        broker.start()
+    except BaseException:
+        server.stop(0)
+        broker.shutdown()
+        raise
+    for name in HEALTH_SERVICE_NAMES:
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return running

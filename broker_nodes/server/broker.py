@@ -1,0 +1,156 @@
+"""One standalone broker: its components wired together, started and shut down in order."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import uuid
+from pathlib import Path
+
+from broker_nodes.clock import SYSTEM_CLOCK, Clock
+from broker_nodes.config import BrokerConfig
+from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
+from broker_nodes.producer_ids import ProducerIdManager
+from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.server.fetch_purgatory import FetchPurgatory
+from broker_nodes.server.periodic import PeriodicTask
+from broker_nodes.server.topic_admin import TopicAdmin
+from broker_nodes.storage.log_manager import LogManager, RecoveryReport
+from broker_nodes.topic_registry import TopicRegistry, write_file_atomically
+
+logger = logging.getLogger(__name__)
+
+META_PROPERTIES_FILE_NAME = "meta.properties"  # in the data directory: cluster id and node id, as Kafka keeps them
+
+
+class DataDirectoryMismatchError(RuntimeError):
+    """The data directory belongs to another node id than the one this broker was started with."""
+
+    retriable = False
+
+    def __init__(self, path: Path, stored_node_id: str, node_id: int) -> None:
+        super().__init__(f"{path} belongs to node {stored_node_id}, not to node {node_id}; use its own data directory per node")
+        self.path = path
+        self.stored_node_id = stored_node_id
+        self.node_id = node_id
+
+
+def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
+    """The cluster id recorded in ``meta.properties``; a new one (Kafka's 22-character form) the first time."""
+    path = data_dir / META_PROPERTIES_FILE_NAME
+    try:
+        properties = dict(
+            line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines() if "=" in line and not line.startswith("#")
+        )
+    except FileNotFoundError:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        write_file_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n".encode("utf-8"))
+        return cluster_id
+    if properties.get("node.id", str(node_id)) != str(node_id):
+        raise DataDirectoryMismatchError(path, properties["node.id"], node_id)
+    return properties["cluster.id"]
+
+
+class Broker:
+    """A standalone broker: topic registry, logs, produce/fetch, committed offsets, producer ids.
+
+    Lifecycle: construct (no I/O besides creating the data directory), :meth:`start` (recover
+    logs, reconcile them with the registry, create ``__consumer_offsets``, load committed
+    offsets, start background work; then :attr:`ready`), :meth:`shutdown` (wake parked
+    fetches, stop background work, ``LogManager.shutdown`` which writes the clean-shutdown
+    marker). Components are safe to use from many request threads once started.
+    """
+
+    def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = load_or_create_cluster_id(config.data_dir, config.node_id)
+        self.registry = TopicRegistry(config.data_dir, available_brokers=1)
+        self.log_manager = LogManager(
+            config.data_dir,
+            clock=clock,
+            max_open_files=int(config["log.max.open.files"]),  # type: ignore[call-overload]
+            retention_check_interval_ms=int(config["log.retention.check.interval.ms"]),  # type: ignore[call-overload]
+            flush_check_interval_ms=int(config["log.flush.scheduler.interval.ms"]),  # type: ignore[call-overload]
+            cleaner_enabled=bool(config["log.cleaner.enable"]),
+            cleaner_backoff_ms=int(config["log.cleaner.backoff.ms"]),  # type: ignore[call-overload]
+        )
+        self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config))
+        self.replica_manager = ReplicaManager(
+            self.registry, self.log_manager, self.purgatory, clock, max_request_size=int(config["max.request.size"])  # type: ignore[call-overload]
+        )
+        self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager)
+        self.producer_ids = ProducerIdManager(config.data_dir)
+        self.offset_store = OffsetStore(
+            self.replica_manager, self.registry, clock, metadata_max_bytes=int(config["offset.metadata.max.bytes"])  # type: ignore[call-overload]
+        )
+        self._offset_expiry = PeriodicTask(
+            "offset-expiry",
+            int(config["offsets.retention.check.interval.ms"]) / 1000.0,  # type: ignore[call-overload]
+            lambda: self.offset_store.expire(int(config["offsets.retention.minutes"]) * 60_000),  # type: ignore[call-overload]
+        )
+        self._ready = threading.Event()
+        self._stopped = False
+        self.recovery_report: RecoveryReport | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def start(self) -> None:
+        """Recover and open everything; afterwards the broker serves requests."""
+        self.registry.load()
+        log_configs = {topic.name: self.topic_admin.log_config(topic) for topic in self.registry.topics()}
+        report = self.log_manager.startup(log_configs)
+        self.recovery_report = report
+        logger.info(
+            "opened %d partitions (%d recovered after an unclean shutdown, %d bytes truncated, %d indexes rebuilt)",
+            report.partitions,
+            report.recovered_partitions,
+            report.truncated_bytes,
+            report.rebuilt_indexes,
+        )
+        created, deleted = self.topic_admin.reconcile_logs()
+        if created or deleted:
+            logger.warning("repaired logs after an interrupted topic change: %d created, %d deleted", created, deleted)
+        if self.registry.get(OFFSETS_TOPIC) is None:
+            self.topic_admin.create_topic(
+                OFFSETS_TOPIC,
+                int(self.config["offsets.topic.num.partitions"]),  # type: ignore[call-overload]
+                1,
+                {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
+                internal=True,
+            )
+            logger.info("created internal topic %s", OFFSETS_TOPIC)
+        loaded = self.offset_store.load()
+        logger.info("loaded %d records of committed offsets from %s", loaded, OFFSETS_TOPIC)
+        self.log_manager.start_background()
+        self._offset_expiry.start()
+        self._ready.set()
+
+    def shutdown(self) -> None:
+        """Stop serving and close the logs cleanly (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._ready.clear()
+        self.purgatory.close()
+        self._offset_expiry.stop()
+        self.log_manager.shutdown()
+        logger.info("logs closed cleanly")
+
+
+def max_parked_fetches(config: BrokerConfig) -> int:
+    """How many long-polling fetches may wait at once: as many as there are request threads."""
+    return int(config["num.io.threads"])  # type: ignore[call-overload]
+
+
+def request_thread_count(config: BrokerConfig) -> int:
+    """Threads of the gRPC pool: ``num.io.threads`` for requests plus one per parkable fetch.
+
+    A parked fetch holds its thread while it waits; sizing the pool above the parking limit
+    keeps ``num.io.threads`` threads free for produce and every other call.
+    """
+    return int(config["num.io.threads"]) + max_parked_fetches(config)  # type: ignore[call-overload]

@@ -1,0 +1,102 @@
+"""The one place where typed errors become Kafka error codes, messages and gRPC statuses.
+
+Per-partition (and per-topic, per-resource) failures travel in responses as Kafka's numeric
+codes with a message naming the problem; a malformed request as a whole is refused with
+gRPC status INVALID_ARGUMENT. An exception nobody expected is answered with
+UNKNOWN_SERVER_ERROR and logged with its traceback; it never ends the process.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+
+from broker_nodes import producer_ids, replica_manager, topic_registry
+from broker_nodes.coordinator import offset_store
+from broker_nodes.storage import errors as storage_errors
+from weir import records
+from weir.errors import ErrorCode
+from weir.topic_config import InvalidConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidRequestError(ValueError):
+    """A request that breaks the protocol as a whole (gRPC INVALID_ARGUMENT)."""
+
+    retriable = False
+
+
+class BrokerNotReadyError(Exception):
+    """The broker is still recovering its logs or already shutting down (gRPC UNAVAILABLE)."""
+
+    retriable = True
+
+
+# Exception class -> Kafka error code. Looked up along the exception's class hierarchy, so a
+# subclass maps like its closest listed ancestor.
+_ERROR_CODES: dict[type[BaseException], int] = {
+    storage_errors.OffsetOutOfRangeError: ErrorCode.OFFSET_OUT_OF_RANGE,
+    storage_errors.CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,
+    storage_errors.InvalidRecordError: ErrorCode.INVALID_RECORD,
+    storage_errors.RecordTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
+    storage_errors.RecordBatchTooLargeForSegmentError: ErrorCode.RECORD_LIST_TOO_LARGE,
+    storage_errors.InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
+    storage_errors.OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    storage_errors.InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
+    storage_errors.LogDirectoryError: ErrorCode.KAFKA_STORAGE_ERROR,
+    # The storage engine wraps codec errors in its own types; these entries only matter if a
+    # codec error ever reaches the server unwrapped.
+    records.BatchTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
+    records.UnsupportedMagicError: ErrorCode.INVALID_RECORD,
+    topic_registry.InvalidTopicError: ErrorCode.INVALID_TOPIC_EXCEPTION,
+    topic_registry.TopicAlreadyExistsError: ErrorCode.TOPIC_ALREADY_EXISTS,
+    topic_registry.UnknownTopicOrPartitionError: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    topic_registry.InvalidPartitionsError: ErrorCode.INVALID_PARTITIONS,
+    topic_registry.InvalidReplicationFactorError: ErrorCode.INVALID_REPLICATION_FACTOR,
+    InvalidConfigError: ErrorCode.INVALID_CONFIG,
+    replica_manager.InvalidRequiredAcksError: ErrorCode.INVALID_REQUIRED_ACKS,
+    replica_manager.ProduceRequestTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
+    replica_manager.EmptyRecordsError: ErrorCode.INVALID_RECORD,
+    replica_manager.FencedLeaderEpochError: ErrorCode.FENCED_LEADER_EPOCH,
+    replica_manager.UnknownLeaderEpochError: ErrorCode.UNKNOWN_LEADER_EPOCH,
+    replica_manager.InvalidListOffsetsTimestampError: ErrorCode.INVALID_REQUEST,
+    producer_ids.InvalidProducerIdMappingError: ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    producer_ids.TransactionsUnsupportedError: ErrorCode.UNSUPPORTED_VERSION,
+    offset_store.InvalidGroupIdError: ErrorCode.INVALID_GROUP_ID,
+    offset_store.OffsetMetadataTooLargeError: ErrorCode.OFFSET_METADATA_TOO_LARGE,
+    offset_store.InvalidCommitOffsetError: ErrorCode.INVALID_REQUEST,
+    offset_store.UnknownMemberError: ErrorCode.UNKNOWN_MEMBER_ID,
+    offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    InvalidRequestError: ErrorCode.INVALID_REQUEST,
+}
+
+
+def error_code(error: BaseException) -> int:
+    """The Kafka error code for ``error``; UNKNOWN_SERVER_ERROR for an unexpected type."""
+    for cls in type(error).__mro__:
+        code = _ERROR_CODES.get(cls)
+        if code is not None:
+            return code
+    if isinstance(error, records.RecordFormatError):
+        return ErrorCode.CORRUPT_MESSAGE if error.corrupt else ErrorCode.INVALID_RECORD
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def error_code_and_message(error: BaseException) -> tuple[int, str]:
+    """(Kafka error code, message for the client). Unexpected errors are logged with their traceback."""
+    code = error_code(error)
+    if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+        logger.error("unexpected error while serving a request", exc_info=error)
+        return code, f"unexpected server error: {type(error).__name__}: {error}"
+    return code, str(error)
+
+
+def grpc_status(error: BaseException) -> grpc.StatusCode:
+    """The gRPC status a whole call fails with when ``error`` escapes a servicer."""
+    if isinstance(error, InvalidRequestError):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    if isinstance(error, BrokerNotReadyError):
+        return grpc.StatusCode.UNAVAILABLE
+    return grpc.StatusCode.INTERNAL

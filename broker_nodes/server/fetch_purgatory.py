@@ -1,0 +1,118 @@
+"""Where long-polling fetches wait for data: appends wake them, nobody busy-waits.
+
+A Fetch that finds fewer than ``min_bytes`` parks a :class:`FetchWaiter` on every partition
+it reads. Each append reports its size to the waiters of its partition; a waiter whose
+partitions received at least the bytes it still needs wakes its thread, which reads again.
+The append path costs one dictionary lookup when nobody waits.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable
+
+PartitionKey = tuple[str, int]
+
+
+class FetchWaiter:
+    """One parked fetch. Its counters change only under the purgatory's lock."""
+
+    __slots__ = ("_event", "_bytes_needed", "_bytes_seen", "keys")
+
+    def __init__(self, keys: tuple[PartitionKey, ...], bytes_needed: int) -> None:
+        self._event = threading.Event()
+        self._bytes_needed = bytes_needed
+        self._bytes_seen = 0
+        self.keys = keys
+
+    def wait(self, timeout_seconds: float) -> bool:
+        """Block until woken or ``timeout_seconds`` pass; True when woken."""
+        return self._event.wait(timeout_seconds)
+
+    def rearm(self, bytes_needed: int) -> None:
+        """Wait again for ``bytes_needed`` more bytes (after a wake-up that read too little)."""
+        self._event.clear()
+        self._bytes_needed = bytes_needed
+        self._bytes_seen = 0
+
+    def _on_append(self, size: int) -> None:
+        self._bytes_seen += size
+        if self._bytes_seen >= self._bytes_needed:
+            self._event.set()
+
+    def _wake(self) -> None:
+        self._event.set()
+
+
+class FetchPurgatory:
+    """Parked fetches by partition.
+
+    At most ``max_parked`` fetches wait at once: a waiting fetch holds a request thread, and
+    the cap keeps threads free for produce and every other call (the server's thread pool is
+    sized above the cap). A fetch that finds no free slot answers at once with what it has.
+    Thread-safe; after :meth:`close` nothing parks and every waiter is woken.
+    """
+
+    def __init__(self, max_parked: int) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[PartitionKey, list[FetchWaiter]] = {}
+        self._parked = 0
+        self._max_parked = max_parked
+        self._closed = False
+
+    @property
+    def parked(self) -> int:
+        return self._parked
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def park(self, keys: Iterable[PartitionKey], bytes_needed: int) -> FetchWaiter | None:
+        """Register a waiter on ``keys``; None when the purgatory is full or closed."""
+        waiter = FetchWaiter(tuple(keys), max(bytes_needed, 1))
+        with self._lock:
+            if self._closed or self._parked >= self._max_parked:
+                return None
+            self._parked += 1
+            for key in waiter.keys:
+                self._waiters.setdefault(key, []).append(waiter)
+        return waiter
+
+    def release(self, waiter: FetchWaiter) -> None:
+        """Unregister a waiter (always call it, in a ``finally``)."""
+        with self._lock:
+            self._parked -= 1
+            for key in waiter.keys:
+                waiters = self._waiters.get(key)
+                if waiters is None:
+                    continue
+                waiters.remove(waiter)
+                if not waiters:
+                    del self._waiters[key]
+
+    def notify_append(self, topic: str, partition: int, size_bytes: int) -> None:
+        """Report ``size_bytes`` appended to a partition; wakes waiters that now have enough."""
+        key = (topic, partition)
+        # Unlocked fast path: when no fetch waits on this partition (the common case on a busy
+        # producer) the lock is not taken. A waiter registered concurrently re-reads the log
+        # after registering, so it cannot miss this append.
+        if key not in self._waiters:
+            return
+        with self._lock:
+            for waiter in self._waiters.get(key, ()):
+                waiter._on_append(size_bytes)
+
+    def wake_partition(self, topic: str, partition: int) -> None:
+        """Wake every waiter of a partition whatever it needs (the partition was deleted)."""
+        with self._lock:
+            for waiter in self._waiters.get((topic, partition), ()):
+                waiter._wake()
+
+    def close(self) -> None:
+        """Wake every waiter and refuse new ones (graceful shutdown)."""
+        with self._lock:
+            self._closed = True
+            for waiters in self._waiters.values():
+                for waiter in waiters:
+                    waiter._wake()

@@ -1,0 +1,237 @@
+"""Topic administration of a standalone broker: the registry and the logs changed together.
+
+Every change is validated and persisted in the :class:`TopicRegistry` first, then applied to
+the logs. A crash in between is repaired at startup (``Broker.start`` creates missing logs
+of registered partitions and deletes logs of topics that are no longer registered), so the
+registry is the truth.
+
+Effective topic configs layer three sources, as in Kafka: a topic's own overrides
+(DYNAMIC_TOPIC_CONFIG), the broker-wide defaults set for this broker (``log.segment.bytes``...,
+STATIC_BROKER_CONFIG) and the defaults of ``weir.topic_config`` (DEFAULT_CONFIG).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, format_config_value
+from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.server.errors import InvalidRequestError
+from broker_nodes.storage.log_config import LogConfig
+from broker_nodes.storage.log_manager import LogManager
+from broker_nodes.topic_registry import (
+    TopicAlreadyExistsError,
+    TopicMetadata,
+    TopicRegistry,
+    UnknownTopicOrPartitionError,
+    check_topic_name,
+)
+from grpc_protos.weir.v1 import broker_pb2
+from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError, effective_topic_configs
+
+USE_BROKER_DEFAULT = -1  # num_partitions / replication_factor meaning "the broker's default"
+
+SOURCE_DYNAMIC_TOPIC_CONFIG = broker_pb2.CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG
+SOURCE_STATIC_BROKER_CONFIG = broker_pb2.CONFIG_SOURCE_STATIC_BROKER_CONFIG
+SOURCE_DEFAULT_CONFIG = broker_pb2.CONFIG_SOURCE_DEFAULT_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDescription:
+    name: str
+    value: str
+    is_default: bool
+    source: int  # a ConfigSource of broker.proto
+    type: str
+    documentation: str
+    read_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    name: str
+    value: str
+    delete: bool  # back to the default (incremental DELETE)
+
+
+class TopicAdmin:
+    """Create, delete, grow and configure topics. Thread-safe: changes are serialized by one lock."""
+
+    def __init__(self, config: BrokerConfig, registry: TopicRegistry, log_manager: LogManager, replica_manager: ReplicaManager) -> None:
+        self._config = config
+        self._registry = registry
+        self._log_manager = log_manager
+        self._replica_manager = replica_manager
+        self._lock = threading.Lock()
+        self._broker_topic_defaults = config.topic_config_defaults()
+
+    # ------------------------------------------------------------------ configs of a topic
+
+    def effective_configs(self, topic: TopicMetadata) -> dict[str, object]:
+        """Every topic config of ``topic``, typed, after overrides and broker defaults."""
+        return effective_topic_configs({**self._broker_topic_defaults, **topic.configs})
+
+    def log_config(self, topic: TopicMetadata) -> LogConfig:
+        return LogConfig.from_topic_configs(self.effective_configs(topic))
+
+    # ------------------------------------------------------------------ create, delete, grow
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
+        internal: bool = False,
+    ) -> TopicMetadata:
+        """Create a topic and its logs (``-1`` counts take the broker defaults)."""
+        if num_partitions == USE_BROKER_DEFAULT:
+            num_partitions = int(self._config["num.partitions"])  # type: ignore[call-overload]
+        if replication_factor == USE_BROKER_DEFAULT:
+            replication_factor = int(self._config["default.replication.factor"])  # type: ignore[call-overload]
+        with self._lock:
+            topic = self._registry.create_topic(name, num_partitions, replication_factor, configs, internal=internal, validate_only=validate_only)
+            if not validate_only:
+                self._create_logs(topic, range(topic.partitions))
+        return topic
+
+    def auto_create_topic(self, name: str) -> TopicMetadata:
+        """Create ``name`` with the broker defaults, or return it if a concurrent call already did."""
+        try:
+            return self.create_topic(name, USE_BROKER_DEFAULT, USE_BROKER_DEFAULT, {})
+        except TopicAlreadyExistsError:
+            return self._registry.require(name)
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        """Unregister a topic and delete its logs. Committed offsets of the topic stay."""
+        with self._lock:
+            topic = self._registry.delete_topic(name)
+            self._delete_logs(topic.name, range(topic.partitions))
+        return topic
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> TopicMetadata:
+        with self._lock:
+            before = self._registry.require(name)
+            topic = self._registry.create_partitions(name, count, validate_only=validate_only)
+            if not validate_only:
+                self._create_logs(topic, range(before.partitions, topic.partitions))
+        return topic
+
+    def _create_logs(self, topic: TopicMetadata, partitions: Iterable[int]) -> None:
+        log_config = self.log_config(topic)
+        for partition in partitions:
+            self._log_manager.get_or_create_log(topic.name, partition, log_config)
+
+    def _delete_logs(self, topic: str, partitions: Iterable[int]) -> None:
+        for partition in partitions:
+            self._log_manager.delete_log(topic, partition)
+            self._replica_manager.forget_partition(topic, partition)
+
+    def reconcile_logs(self) -> tuple[int, int]:
+        """Make the logs match the registry after a crash; returns (logs created, logs deleted)."""
+        with self._lock:
+            deleted = 0
+            for log in self._log_manager.logs():
+                topic = self._registry.get(log.topic)
+                if topic is None or log.partition >= topic.partitions:
+                    self._delete_logs(log.topic, [log.partition])
+                    deleted += 1
+            created = 0
+            for topic in self._registry.topics():
+                missing = [partition for partition in range(topic.partitions) if self._log_manager.get_log(topic.name, partition) is None]
+                self._create_logs(topic, missing)
+                created += len(missing)
+            return created, deleted
+
+    # ------------------------------------------------------------------ metadata
+
+    def describe_topics(self, names: Sequence[str], *, allow_auto_create: bool) -> list[TopicMetadata | Exception]:
+        """Each named topic (every topic when ``names`` is empty), or why it cannot be described.
+
+        An unknown topic is created when the client allows it and auto.create.topics.enable is on.
+        """
+        if not names:
+            return list(self._registry.topics())
+        auto_create = allow_auto_create and bool(self._config["auto.create.topics.enable"])
+        results: list[TopicMetadata | Exception] = []
+        for name in names:
+            try:
+                topic = self._registry.get(name)
+                if topic is None:
+                    check_topic_name(name)
+                    if not auto_create:
+                        raise UnknownTopicOrPartitionError(name)
+                    topic = self.auto_create_topic(name)
+                results.append(topic)
+            except Exception as error:  # this topic's answer, mapped by server.errors
+                results.append(error)
+        return results
+
+    # ------------------------------------------------------------------ describe and alter configs
+
+    def describe_topic_configs(self, name: str, only: Sequence[str] = ()) -> list[ConfigDescription]:
+        """Every topic config of ``name`` (or the keys in ``only``) with its value and source."""
+        topic = self._registry.require(name)
+        values = self.effective_configs(topic)
+        descriptions = []
+        for key_name in only or TOPIC_CONFIGS:
+            key = TOPIC_CONFIGS.get(key_name)
+            if key is None:
+                continue
+            if key_name in topic.configs:
+                source = SOURCE_DYNAMIC_TOPIC_CONFIG
+            elif key_name in self._broker_topic_defaults:
+                source = SOURCE_STATIC_BROKER_CONFIG
+            else:
+                source = SOURCE_DEFAULT_CONFIG
+            descriptions.append(
+                ConfigDescription(key_name, format_config_value(values[key_name]), source == SOURCE_DEFAULT_CONFIG, source, key.type, key.documentation, False)
+            )
+        return descriptions
+
+    def describe_broker_configs(self, resource_name: str, only: Sequence[str] = ()) -> list[ConfigDescription]:
+        """The broker's settings; ``resource_name`` is this broker's node id (or empty for the defaults)."""
+        if resource_name not in ("", str(self._config.node_id)):
+            raise InvalidRequestError(f"broker resource {resource_name!r} is not this broker (node id {self._config.node_id})")
+        descriptions = []
+        for setting in only or BROKER_SETTINGS:
+            key = BROKER_SETTINGS.get(setting)
+            if key is None:
+                continue
+            explicit = setting in self._config.explicit
+            source = SOURCE_STATIC_BROKER_CONFIG if explicit else SOURCE_DEFAULT_CONFIG
+            # Broker settings are fixed for the life of the process (no dynamic broker configs yet).
+            descriptions.append(ConfigDescription(setting, self._config.describe_value(setting), not explicit, source, key.type, key.documentation, True))
+        return descriptions
+
+    def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], *, incremental: bool, validate_only: bool = False) -> TopicMetadata:
+        """Apply config changes to a topic and its running logs.
+
+        Incremental: each change sets or deletes one override. Otherwise the changes replace
+        every override of the topic (a key not named goes back to its default).
+        """
+        seen: set[str] = set()
+        for change in changes:
+            if change.name in seen:
+                raise InvalidRequestError(f"config {change.name!r} is named more than once")
+            seen.add(change.name)
+            if change.name not in TOPIC_CONFIGS:
+                raise InvalidConfigError(change.name, None, "unknown topic config")
+        with self._lock:
+            topic = self._registry.require(name)
+            overrides = dict(topic.configs) if incremental else {}
+            for change in changes:
+                if change.delete:
+                    if not incremental:
+                        raise InvalidRequestError("DELETE is only valid in an incremental config change")
+                    overrides.pop(change.name, None)
+                else:
+                    overrides[change.name] = change.value
+            changed = self._registry.set_configs(name, overrides, validate_only=validate_only)
+            if not validate_only:
+                self._log_manager.update_topic_config(name, self.log_config(changed))
+            return changed

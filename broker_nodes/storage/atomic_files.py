@@ -1,0 +1,36 @@
+"""Durable file replacement: write a temporary file, fsync it, rename it, fsync the directory.
+
+A reader after a crash sees either the previous content or the new content, never a torn mix.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from broker_nodes.storage.file_names import TEMPORARY_SUFFIX
+
+
+def fsync_directory(directory: Path) -> None:
+    """fsync a directory so that renames and new files inside it survive a crash."""
+    descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+    temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(descriptor, view)
+            view = view[written:]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+    fsync_directory(path.parent)

@@ -1,0 +1,336 @@
+"""Log compaction: keep the latest record per key in the closed segments of compacted logs.
+
+A pass over one log:
+
+1. The cleanable range is the prefix of closed segments below the high watermark whose
+   newest record is older than ``min.compaction.lag.ms``; the active segment is never touched.
+2. The pass runs when the dirty share of that range (bytes at or after the first dirty offset,
+   the end of the previous pass) reaches ``min.cleanable.dirty.ratio``, when the oldest dirty
+   segment is older than ``max.compaction.lag.ms``, or when a tombstone's delete horizon passed.
+3. An offset map ``key -> latest offset`` is built from the dirty part.
+4. Each segment of the range is rewritten one to one: a record survives when no later record
+   has its key. Tombstones (null value) survive until their batch's delete horizon (set to
+   ``now + delete.retention.ms`` the first time a pass keeps them, stored in the batch header
+   as Kafka's KIP-534 does) has passed. Offsets never change: each retained batch keeps its
+   base offset, last offset delta, producer id, epoch and base sequence. Batches whose
+   records all survive are copied byte for byte.
+5. A rewritten segment is swapped in crash-safely: write ``<base>.{log,index,timeindex}.cleaned``
+   and fsync them; rename the indexes to ``.swap``, then the log (the commit point); rename
+   the old files to ``.deleted``; rename the ``.swap`` files to their live names. Recovery
+   completes a swap whose ``.log.swap`` exists and discards any other ``.cleaned`` / ``.swap``.
+
+Records without a key cannot be superseded and are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker_nodes.clock import Clock
+from broker_nodes.storage.atomic_files import fsync_directory
+from broker_nodes.storage.checkpoints import OffsetCheckpointFile
+from broker_nodes.storage.deletion_queue import FileDeletionQueue, remove_files
+from broker_nodes.storage.errors import CorruptCheckpointError
+from broker_nodes.storage.log import PartitionLog
+from broker_nodes.storage.retention import segment_age_reference_ms
+from broker_nodes.storage.segment import LogSegment
+from weir.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
+from weir.records import (
+    NO_PRODUCER_ID,
+    BatchHeader,
+    RecordBatchBuilder,
+    batch_records_bytes,
+    decode_records,
+)
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """What one compaction pass did to one log."""
+
+    segments_rewritten: int
+    segments_removed: int
+    records_removed: int
+    bytes_before: int
+    bytes_after: int
+    end_offset: int
+
+
+class LogCleaner:
+    """Compacts logs whose cleanup.policy contains ``compact``.
+
+    Keeps, per partition, the first dirty offset (persisted in ``cleaner-offset-checkpoint``)
+    and the earliest pending tombstone delete horizon (in memory; unknown after a restart,
+    which makes the first pass eligible). Not thread-safe: one maintenance thread calls it.
+    """
+
+    def __init__(self, clock: Clock, checkpoint_path: Path | None = None, deletion_queue: FileDeletionQueue | None = None) -> None:
+        self._clock = clock
+        self._checkpoint = OffsetCheckpointFile(checkpoint_path) if checkpoint_path is not None else None
+        self._deletion_queue = deletion_queue
+        self._first_dirty: dict[TopicPartition, int] = {}
+        self._delete_horizons: dict[TopicPartition, int] = {}
+        if self._checkpoint is not None:
+            try:
+                self._first_dirty = self._checkpoint.read()
+            except CorruptCheckpointError as error:
+                logger.warning("ignoring the cleaner checkpoint, every compacted log will be cleaned from its start: %s", error)
+
+    def first_dirty_offset(self, log: PartitionLog) -> int:
+        return max(self._first_dirty.get((log.topic, log.partition), 0), log.log_start_offset)
+
+    def forget(self, topic: str, partition: int) -> None:
+        self._first_dirty.pop((topic, partition), None)
+        self._delete_horizons.pop((topic, partition), None)
+
+    def write_checkpoint(self) -> None:
+        if self._checkpoint is not None:
+            self._checkpoint.write(self._first_dirty)
+
+    # -------------------------------------------------------------- one pass
+
+    def clean(self, log: PartitionLog, now_ms: int | None = None, *, force: bool = False) -> CleanResult | None:
+        """Compact ``log`` if it is due (or ``force``); None when nothing was done."""
+        config = log.config
+        if not config.compacts:
+            return None
+        now_ms = self._clock.milliseconds() if now_ms is None else now_ms
+        key = (log.topic, log.partition)
+        cleanable = self._cleanable_segments(log, now_ms)
+        if not cleanable:
+            return None
+        first_dirty = self.first_dirty_offset(log)
+        dirty = [segment for segment in cleanable if segment.next_offset > first_dirty]
+        clean_bytes = sum(segment.size for segment in cleanable if segment.next_offset <= first_dirty)
+        dirty_bytes = sum(segment.size for segment in dirty)
+        total = clean_bytes + dirty_bytes
+        ratio = dirty_bytes / total if total else 0.0
+        horizon = self._delete_horizons.get(key, 0 if key not in self._first_dirty else None)
+        due = (
+            force
+            or (dirty_bytes > 0 and ratio >= config.min_cleanable_dirty_ratio)
+            or (dirty and now_ms - segment_age_reference_ms(dirty[0]) > config.max_compaction_lag_ms)
+            or (horizon is not None and horizon <= now_ms)
+        )
+        if not due:
+            return None
+        offset_map = _build_offset_map(dirty, first_dirty)
+        result = self._rewrite(log, cleanable, offset_map, now_ms)
+        self._first_dirty[key] = result.end_offset
+        return result
+
+    def _cleanable_segments(self, log: PartitionLog, now_ms: int) -> list[LogSegment]:
+        config = log.config
+        high_watermark = log.high_watermark
+        cleanable = []
+        for segment in log.segments[:-1]:
+            if segment.next_offset > high_watermark:
+                break
+            if config.min_compaction_lag_ms > 0 and now_ms - segment_age_reference_ms(segment) < config.min_compaction_lag_ms:
+                break
+            cleanable.append(segment)
+        return cleanable
+
+    def _rewrite(self, log: PartitionLog, segments: list[LogSegment], offset_map: dict[bytes, int], now_ms: int) -> CleanResult:
+        rewritten = removed_segments = removed_records = 0
+        bytes_before = sum(segment.size for segment in segments)
+        bytes_after = 0
+        earliest_horizon: int | None = None
+        for segment in segments:
+            output, dropped, horizon = _compact_segment(segment, offset_map, now_ms, log)
+            if horizon is not None:
+                earliest_horizon = horizon if earliest_horizon is None else min(earliest_horizon, horizon)
+            if output is None:
+                bytes_after += segment.size
+                continue
+            removed_records += dropped
+            bytes_after += len(output)
+            if output:
+                self._swap_in(log, segment, output)
+                rewritten += 1
+            else:
+                self._remove(log, segment)
+                removed_segments += 1
+        key = (log.topic, log.partition)
+        if earliest_horizon is None:
+            self._delete_horizons.pop(key, None)
+        else:
+            self._delete_horizons[key] = earliest_horizon
+        result = CleanResult(rewritten, removed_segments, removed_records, bytes_before, bytes_after, segments[-1].next_offset)
+        logger.info(
+            "%s: compacted %d segment(s), removed %d segment(s) and %d record(s), %d -> %d bytes",
+            log.directory.name,
+            rewritten,
+            removed_segments,
+            removed_records,
+            bytes_before,
+            bytes_after,
+        )
+        return result
+
+    # -------------------------------------------------------------- swapping
+
+    def _swap_in(self, log: PartitionLog, old: LogSegment, data: bytes) -> None:
+        directory = log.directory
+        file_cache = old.file_cache
+        config = log.config
+        cleaned = LogSegment(
+            directory,
+            old.base_offset,
+            file_cache,
+            index_max_bytes=max(config.segment_index_bytes, old.offset_index.entry_count * 8 + 8),
+            index_interval_bytes=config.index_interval_bytes,
+            created_ms=old.created_ms,
+            suffix=CLEANED_SUFFIX,
+        )
+        for path in cleaned.file_paths():
+            with open(path, "wb"):
+                pass
+        with open(cleaned.log_path, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        cleaned.size = len(data)
+        cleaned.rebuild_indexes()
+        cleaned.flush()
+        cleaned.close()
+        with log.locked():
+            if log.closed or old not in log.segments:
+                remove_files(cleaned.file_paths())
+                return
+            # Indexes first, the log last: a .log.swap on disk means the swap is committed.
+            cleaned_log, cleaned_index, cleaned_time_index = cleaned.file_paths()
+            for path in (cleaned_index, cleaned_time_index, cleaned_log):
+                os.rename(path, _swap_name(path))
+            fsync_directory(directory)
+            deleted = old.rename_to_deleted()
+            for path in (cleaned_index, cleaned_time_index, cleaned_log):
+                swap = _swap_name(path)
+                os.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
+            fsync_directory(directory)
+            replacement = LogSegment(
+                directory,
+                old.base_offset,
+                file_cache,
+                index_max_bytes=config.segment_index_bytes,
+                index_interval_bytes=config.index_interval_bytes,
+                created_ms=old.created_ms,
+            )
+            log.replace_segment(old, replacement)
+        self._dispose(deleted, config.file_delete_delay_ms)
+
+    def _remove(self, log: PartitionLog, old: LogSegment) -> None:
+        with log.locked():
+            if log.closed or old not in log.segments:
+                return
+            deleted = old.rename_to_deleted()
+            log.replace_segment(old, None)
+        self._dispose(deleted, log.config.file_delete_delay_ms)
+
+    def _dispose(self, paths: list[Path], delay_ms: int) -> None:
+        if self._deletion_queue is not None and delay_ms > 0:
+            self._deletion_queue.schedule(paths, self._clock.milliseconds() + delay_ms)
+        else:
+            remove_files(paths)
+
+
+def _swap_name(cleaned_path: Path) -> Path:
+    return cleaned_path.with_name(cleaned_path.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
+
+
+# ------------------------------------------------------------------ record selection
+
+
+def _iter_stored_batches(segment: LogSegment):
+    for position, header in segment.iter_headers(0):
+        yield header, segment.pread(header.size, position)
+
+
+def _build_offset_map(dirty: list[LogSegment], first_dirty: int) -> dict[bytes, int]:
+    """key -> offset of its latest record in the dirty segments."""
+    offset_map: dict[bytes, int] = {}
+    for segment in dirty:
+        for header, data in _iter_stored_batches(segment):
+            if header.last_offset < first_dirty or header.is_control:
+                continue
+            for offset, _, key, _, _ in decode_records(batch_records_bytes(data, 0, header), header, first_dirty):
+                if key is not None:
+                    offset_map[bytes(key)] = offset
+    return offset_map
+
+
+def _compact_segment(
+    segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog
+) -> tuple[bytes | None, int, int | None]:
+    """(new segment bytes or None when unchanged, records dropped, earliest tombstone horizon kept)."""
+    parts: list[bytes] = []
+    changed = False
+    dropped = 0
+    earliest_horizon: int | None = None
+    for header, data in _iter_stored_batches(segment):
+        if header.is_control:
+            parts.append(data)
+            continue
+        records = decode_records(batch_records_bytes(data, 0, header), header)
+        kept = []
+        needs_horizon = False
+        for record in records:
+            offset, _, key, value, _ = record
+            if key is not None and offset_map.get(bytes(key), offset) > offset:
+                continue
+            if value is None and key is not None:
+                if header.has_delete_horizon and now_ms >= header.base_timestamp:
+                    continue
+                if not header.has_delete_horizon:
+                    needs_horizon = True
+            kept.append(record)
+        dropped += len(records) - len(kept)
+        tombstone_horizon = None
+        if any(record[3] is None and record[2] is not None for record in kept):
+            tombstone_horizon = header.base_timestamp if header.has_delete_horizon else now_ms + log.config.delete_retention_ms
+            earliest_horizon = tombstone_horizon if earliest_horizon is None else min(earliest_horizon, tombstone_horizon)
+        if len(kept) == len(records) and not needs_horizon:
+            parts.append(data)
+            continue
+        changed = True
+        if not kept and not _is_producers_last_batch(header, log):
+            continue
+        parts.append(_rebuild_batch(header, kept, tombstone_horizon))
+    if not changed:
+        return None, 0, earliest_horizon
+    return b"".join(parts), dropped, earliest_horizon
+
+
+def _is_producers_last_batch(header: BatchHeader, log: PartitionLog) -> bool:
+    # An idempotent producer's latest batch is kept even when emptied, so that its sequence
+    # survives a restart that rebuilds producer state from the log.
+    if header.producer_id == NO_PRODUCER_ID:
+        return False
+    entry = log.producer_state(header.producer_id)
+    return entry is not None and entry.last_offset == header.last_offset
+
+
+def _rebuild_batch(header: BatchHeader, records: list, delete_horizon_ms: int | None) -> bytes:
+    builder = RecordBatchBuilder(
+        header.compression,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=header.timestamp_type,
+        # With a delete horizon, Kafka stores the horizon as the base timestamp and encodes
+        # every record's timestamp relative to it.
+        base_timestamp=delete_horizon_ms,
+        delete_horizon_ms=delete_horizon_ms,
+    )
+    for offset, timestamp, key, value, headers in records:
+        builder.append(timestamp, key, value, headers, offset_delta=offset - header.base_offset)
+    return builder.build(last_offset_delta=header.last_offset_delta)

@@ -1,0 +1,168 @@
+"""A file of fixed-size, sorted entries searched in place with ``os.pread``.
+
+The offset index and the time index share this mechanism; each says what its entries mean.
+Entries are not held in memory: a lookup binary-searches the file through the shared
+descriptor cache, so a closed segment's index costs no memory and, when idle, no descriptor.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from pathlib import Path
+from typing import Callable
+
+from broker_nodes.storage.file_cache import FileHandleCache
+
+
+def search_greatest_at_most(key_at: Callable[[int], int], count: int, target: int) -> int:
+    """Index of the last of ``count`` ascending keys that is <= ``target``; -1 if none is.
+
+    ``key_at(i)`` returns the i-th key; the search reads O(log count) of them.
+    """
+    low, high = 0, count - 1
+    found = -1
+    while low <= high:
+        middle = (low + high) // 2
+        if key_at(middle) <= target:
+            found = middle
+            low = middle + 1
+        else:
+            high = middle - 1
+    return found
+
+
+class IndexFile:
+    """Entries of ``entry.size`` bytes appended at the end of ``path``, keys ascending.
+
+    On disk: entries back to back, nothing else; the entry count is the file size divided by
+    the entry size. Only the entry count and the last entry are cached in memory.
+    Thread-safe: appends and truncations take the index's lock; lookups read a snapshot of
+    the entry count and then only read entries below it, which are never rewritten in place.
+    """
+
+    def __init__(self, path: Path, entry: struct.Struct, file_cache: FileHandleCache, max_bytes: int) -> None:
+        self.path = path
+        self._entry = entry
+        self._file_cache = file_cache
+        self._lock = threading.Lock()
+        self._max_entries = max(1, max_bytes // entry.size)
+        self._count = self._read_count()
+        self._last: tuple[int, ...] | None = self._read_entry(self._count - 1) if self._count else None
+
+    # -------------------------------------------------------------- reading
+
+    @property
+    def entry_count(self) -> int:
+        return self._count
+
+    @property
+    def is_full(self) -> bool:
+        """True when one more entry would exceed segment.index.bytes."""
+        return self._count >= self._max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, ...] | None:
+        return self._last
+
+    def entry(self, index: int) -> tuple[int, ...]:
+        return self._read_entry(index)
+
+    def search(self, key_field: int, target: int) -> tuple[int, ...] | None:
+        """The last entry whose field ``key_field`` is <= ``target``, None if none is."""
+        count = self._count
+        if count == 0:
+            return None
+        with self._file_cache.lease(self.path) as descriptor:
+            size = self._entry.size
+            unpack = self._entry.unpack
+
+            def key_at(index: int) -> int:
+                return unpack(os.pread(descriptor, size, index * size))[key_field]
+
+            found = search_greatest_at_most(key_at, count, target)
+            if found < 0:
+                return None
+            return unpack(os.pread(descriptor, size, found * size))
+
+    def first_index_at_least(self, key_field: int, target: int) -> int:
+        """Position in the file of the first entry whose field is >= ``target`` (= count if none)."""
+        count = self._count
+        if count == 0:
+            return 0
+        with self._file_cache.lease(self.path) as descriptor:
+            size = self._entry.size
+            unpack = self._entry.unpack
+            # The last entry strictly below the target; the one after it is the answer.
+            found = search_greatest_at_most(
+                lambda index: unpack(os.pread(descriptor, size, index * size))[key_field], count, target - 1
+            )
+            return found + 1
+
+    # -------------------------------------------------------------- writing
+
+    def append_entry(self, values: tuple[int, ...]) -> None:
+        """Write one entry after the last; the caller guarantees key order."""
+        data = self._entry.pack(*values)
+        with self._lock:
+            with self._file_cache.lease(self.path, create=True) as descriptor:
+                os.pwrite(descriptor, data, self._count * self._entry.size)
+            self._count += 1
+            self._last = values
+
+    def truncate_entries(self, count: int) -> None:
+        """Keep only the first ``count`` entries."""
+        with self._lock:
+            if count >= self._count:
+                return
+            with self._file_cache.lease(self.path, create=True) as descriptor:
+                os.ftruncate(descriptor, count * self._entry.size)
+            self._count = count
+            self._last = self._read_entry(count - 1) if count else None
+
+    def reset(self) -> None:
+        """Remove every entry."""
+        self.truncate_entries(0)
+
+    def flush(self) -> None:
+        with self._file_cache.lease(self.path, create=True) as descriptor:
+            os.fsync(descriptor)
+
+    def rename_to(self, path: Path) -> None:
+        """Rename the file (a missing file is fine: it has no entries) and follow it."""
+        with self._lock:
+            self._file_cache.invalidate(self.path)
+            try:
+                os.rename(self.path, path)
+            except FileNotFoundError:
+                pass
+            self.path = path
+
+    def delete(self) -> None:
+        """Remove the file; a missing file is fine."""
+        with self._lock:
+            self._file_cache.invalidate(self.path)
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            self._count = 0
+            self._last = None
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        self._max_entries = max(1, max_bytes // self._entry.size)
+
+    def file_size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _read_count(self) -> int:
+        return self.file_size() // self._entry.size
+
+    def _read_entry(self, index: int) -> tuple[int, ...]:
+        with self._file_cache.lease(self.path) as descriptor:
+            data = os.pread(descriptor, self._entry.size, index * self._entry.size)
+        return self._entry.unpack(data)

@@ -1,0 +1,85 @@
+"""Leader epoch -> first offset written in that epoch, for one partition."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from pathlib import Path
+
+from broker_nodes.storage.checkpoints import LeaderEpochCheckpointFile
+from broker_nodes.storage.file_names import LEADER_EPOCH_CHECKPOINT
+
+# Kafka's "no epoch" answer to an end-offset query.
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+class LeaderEpochCache:
+    """The partition's epoch history, persisted to ``leader-epoch-checkpoint`` on every change.
+
+    Invariants: epochs and start offsets both strictly increase along the list. Replication
+    uses ``end_offset_for`` to find where a follower's log diverges from the leader's.
+    Thread-safe (one lock); changes are rare (one per leader election), so each is written
+    through to the checkpoint at once.
+    """
+
+    def __init__(self, partition_directory: Path) -> None:
+        self._file = LeaderEpochCheckpointFile(partition_directory / LEADER_EPOCH_CHECKPOINT)
+        self._lock = threading.Lock()
+        self._entries: list[tuple[int, int]] = self._file.read()
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int:
+        with self._lock:
+            return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` began at ``start_offset``; older or repeated epochs are ignored."""
+        if epoch < 0:
+            return
+        with self._lock:
+            if self._entries and epoch <= self._entries[-1][0]:
+                return
+            # A new epoch that starts at or below an earlier epoch's start supersedes it: the
+            # earlier epoch wrote nothing that survived.
+            while self._entries and self._entries[-1][1] >= start_offset:
+                self._entries.pop()
+            self._entries.append((epoch, start_offset))
+            self._file.write(self._entries)
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(largest epoch <= ``epoch``, the offset where it ended), as Kafka's OffsetsForLeaderEpoch answers."""
+        with self._lock:
+            epochs = [entry[0] for entry in self._entries]
+            index = bisect.bisect_right(epochs, epoch)
+            if index == 0:
+                return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            if index == len(self._entries):
+                return self._entries[-1][0], log_end_offset
+            return self._entries[index - 1][0], self._entries[index][1]
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs that started at or after ``end_offset`` (the log was truncated there)."""
+        with self._lock:
+            kept = [entry for entry in self._entries if entry[1] < end_offset]
+            if kept != self._entries:
+                self._entries = kept
+                self._file.write(self._entries)
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop epochs wholly below ``start_offset``; the one spanning it now starts there."""
+        with self._lock:
+            below = [entry for entry in self._entries if entry[1] < start_offset]
+            if not below:
+                return
+            kept = [(below[-1][0], start_offset)] + [entry for entry in self._entries if entry[1] >= start_offset]
+            if kept and len(kept) > 1 and kept[1][1] == start_offset:
+                kept = kept[1:]
+            if kept != self._entries:
+                self._entries = kept
+                self._file.write(self._entries)

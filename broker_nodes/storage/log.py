@@ -1,0 +1,810 @@
+"""The log of one partition: validated appends, reads, lookups, rolling, retention, truncation."""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from broker_nodes.clock import SYSTEM_CLOCK, Clock
+from broker_nodes.storage.atomic_files import fsync_directory
+from broker_nodes.storage.deletion_queue import FileDeletionQueue, remove_files
+from broker_nodes.storage.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    LogDirectoryError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordBatchTooLargeForSegmentError,
+    RecordTooLargeError,
+)
+from broker_nodes.storage.file_cache import FileHandleCache
+from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
+from broker_nodes.storage.log_config import COMPRESSION_TYPE_PRODUCER, COMPRESSION_TYPE_UNCOMPRESSED, LogConfig
+from broker_nodes.storage.producer_state import ProducerEntry, ProducerStateManager
+from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
+from broker_nodes.storage.retention import select_segments_to_delete
+from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
+from weir.log_files import parse_partition_directory_name
+from weir.records import (
+    NO_PRODUCER_ID,
+    NO_TIMESTAMP,
+    BatchHeader,
+    BatchTooLargeError,
+    RecordBatchBuilder,
+    RecordFormatError,
+    assign_offsets,
+    batch_records_bytes,
+    compression_codec,
+    decode_records,
+    read_batch_header,
+    set_log_append_time,
+    validate_batch,
+)
+
+logger = logging.getLogger(__name__)
+
+# ListOffsets special timestamps, as Kafka defines them.
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+# Descriptors used by a log opened without a shared cache (tests, tools).
+DEFAULT_PRIVATE_MAX_OPEN_FILES = 64
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """Result of one append call."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+    size_bytes: int
+    duplicate: bool  # a retried idempotent batch: nothing appended, original offsets returned
+
+
+@dataclass(frozen=True)
+class FetchDataInfo:
+    """Result of one read: whole stored batches and the log's offsets at the time of reading."""
+
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True)
+class _ValidatedBatch:
+    position: int
+    header: BatchHeader
+
+
+class PartitionLog:
+    """The segments of ``<topic>-<partition>/`` and everything that changes them.
+
+    On disk: see ``LogSegment`` (segments), ``ProducerStateManager`` (``*.snapshot``) and
+    ``LeaderEpochCache`` (``leader-epoch-checkpoint``). Invariants: offsets strictly increase
+    across segments; the last segment is the active one, the only one appended to, and it is
+    never deleted or compacted; ``log_start_offset <= high_watermark <= log_end_offset``;
+    everything below ``recovery_point`` has been fsynced.
+
+    Thread-safety: appends, truncation, rolling, retention, compaction swaps and config changes
+    are serialized by one per-log lock. Reads take no lock: they work on an immutable snapshot
+    of the segment list and read each segment below a snapshot of its size, so a concurrent
+    append is either wholly visible or not at all. Segments removed while a read is under way
+    are renamed to ``*.deleted`` and unlinked only after ``file.delete.delay.ms``.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        directory: Path,
+        config: LogConfig,
+        *,
+        clock: Clock,
+        file_cache: FileHandleCache,
+        deletion_queue: FileDeletionQueue | None,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        producer_state: ProducerStateManager,
+        leader_epoch_cache: LeaderEpochCache,
+        recovery: PartitionRecovery,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.config = config
+        self.recovery = recovery
+        # Standalone brokers acknowledge at the log end; replication switches this off and
+        # moves the high watermark with update_high_watermark as followers catch up.
+        self.auto_advance_high_watermark = True
+        self._clock = clock
+        self._file_cache = file_cache
+        self._deletion_queue = deletion_queue
+        self._lock = threading.RLock()
+        self._segments = segments
+        self._base_offsets = [segment.base_offset for segment in segments]
+        self._log_end_offset = segments[-1].next_offset
+        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
+        self._high_watermark = self._log_end_offset
+        self._recovery_point = min(recovery_point, self._log_end_offset)
+        self._producer_state = producer_state
+        self._leader_epoch_cache = leader_epoch_cache
+        self._unflushed_records = 0
+        self._last_flush_ms = clock.milliseconds()
+        self._roll_jitter_ms = self._new_roll_jitter()
+        self._closed = False
+
+    # -------------------------------------------------------------- opening
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        file_cache: FileHandleCache | None = None,
+        deletion_queue: FileDeletionQueue | None = None,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+    ) -> "PartitionLog":
+        """Open (creating if needed) the partition directory ``directory``, recovering it if needed.
+
+        ``log_start_offset`` and ``recovery_point`` come from the data directory's checkpoints.
+        What recovery did is in the returned log's ``recovery`` attribute.
+        """
+        parsed = parse_partition_directory_name(directory.name)
+        if parsed is None:
+            raise ValueError(f"{directory.name!r} is not a <topic>-<partition> directory name")
+        topic, partition = parsed
+        file_cache = file_cache if file_cache is not None else FileHandleCache(DEFAULT_PRIVATE_MAX_OPEN_FILES)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            recovery = PartitionRecovery()
+            prepare_directory(directory, file_cache, recovery)
+            segments = load_segments(
+                directory,
+                config,
+                file_cache,
+                now_ms=clock.milliseconds(),
+                log_start_offset=log_start_offset,
+                recovery_point=recovery_point,
+                clean_shutdown=clean_shutdown,
+                recovery=recovery,
+            )
+            if recovery.recovered:
+                # Everything scanned is now known to be valid; fsync it so that the recovery
+                # point can move to the log end and the next crash need not scan it again.
+                for segment in segments:
+                    if segment.next_offset > recovery_point:
+                        segment.flush()
+                recovery_point = segments[-1].next_offset
+            elif clean_shutdown:
+                recovery_point = segments[-1].next_offset
+            log = cls(
+                topic,
+                partition,
+                directory,
+                config,
+                clock=clock,
+                file_cache=file_cache,
+                deletion_queue=deletion_queue,
+                segments=segments,
+                log_start_offset=log_start_offset,
+                recovery_point=recovery_point,
+                producer_state=ProducerStateManager(directory),
+                leader_epoch_cache=LeaderEpochCache(directory),
+                recovery=recovery,
+            )
+            log._load_producer_state(log.log_end_offset)
+            log._leader_epoch_cache.truncate_from_end(log.log_end_offset)
+            log._leader_epoch_cache.truncate_from_start(log.log_start_offset)
+            return log
+        except OSError as error:
+            raise LogDirectoryError(directory, str(error)) from error
+
+    # -------------------------------------------------------------- properties
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record receives."""
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segment list, oldest first (the last one is active)."""
+        return list(self._segments)
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self._leader_epoch_cache
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def producer_state(self, producer_id: int) -> ProducerEntry | None:
+        """The remembered state of ``producer_id`` (epoch and last batches), None if unknown."""
+        with self._lock:
+            return self._producer_state.entry(producer_id)
+
+    # -------------------------------------------------------------- appending
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate every batch, assign offsets, append; nothing is stored if any batch is bad.
+
+        Raises CorruptRecordError, InvalidRecordError, RecordTooLargeError,
+        RecordBatchTooLargeForSegmentError, InvalidTimestampError, OutOfOrderSequenceError,
+        InvalidProducerEpochError or LogDirectoryError. A retried idempotent batch returns its
+        original offsets with ``duplicate=True``.
+        """
+        config = self.config
+        now_ms = self._clock.milliseconds()
+        buffer = bytearray(records)
+        batches = _validate_batches(buffer, config, now_ms, check_timestamps=True)
+        buffer, batches = _recompress_if_configured(buffer, batches, config)
+        log_append_time = config.uses_log_append_time
+        with self._lock:
+            self._check_open()
+            duplicates = self._producer_state.check_append(batch.header for batch in batches)
+            if any(duplicate is not None for duplicate in duplicates):
+                return self._duplicate_answer(batches, duplicates)
+            next_offset = self._log_end_offset
+            appended: list[AppendedBatch] = []
+            record_count = 0
+            for batch in batches:
+                header = batch.header
+                assign_offsets(buffer, batch.position, next_offset, leader_epoch)
+                max_timestamp = header.max_timestamp
+                if log_append_time:
+                    set_log_append_time(buffer, batch.position, now_ms)
+                    max_timestamp = now_ms
+                appended.append(
+                    AppendedBatch(batch.position, header.size, next_offset, next_offset + header.last_offset_delta, max_timestamp)
+                )
+                record_count += header.records_count
+                next_offset += header.last_offset_delta + 1
+            self._append_locked(buffer, appended, now_ms)
+            self._leader_epoch_cache.assign(leader_epoch, appended[0].base_offset)
+            if self.auto_advance_high_watermark:
+                self._high_watermark = self._log_end_offset
+            self._unflushed_records += record_count
+            flush_due = self._unflushed_records >= config.flush_messages
+        if flush_due:
+            self.flush()
+        return AppendInfo(
+            first_offset=appended[0].base_offset,
+            last_offset=appended[-1].last_offset,
+            max_timestamp=max(batch.max_timestamp for batch in appended),
+            log_append_time_ms=now_ms if log_append_time else -1,
+            log_start_offset=self._log_start_offset,
+            record_count=record_count,
+            size_bytes=len(buffer),
+            duplicate=False,
+        )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches that already carry offsets (replication): checks CRCs and offset order."""
+        buffer = bytes(records)
+        batches = _validate_batches(buffer, self.config, 0, check_timestamps=False)
+        with self._lock:
+            self._check_open()
+            expected = self._log_end_offset
+            appended = []
+            record_count = 0
+            for batch in batches:
+                header = batch.header
+                if header.base_offset < expected:
+                    raise InvalidRecordError(f"batch base offset {header.base_offset} is below the log end offset {expected}")
+                appended.append(AppendedBatch(batch.position, header.size, header.base_offset, header.last_offset, header.max_timestamp))
+                record_count += header.records_count
+                expected = header.next_offset
+            self._append_locked(buffer, appended, self._clock.milliseconds())
+            for batch in batches:
+                if batch.header.partition_leader_epoch >= 0:
+                    self._leader_epoch_cache.assign(batch.header.partition_leader_epoch, batch.header.base_offset)
+            self._unflushed_records += record_count
+            flush_due = self._unflushed_records >= self.config.flush_messages
+        if flush_due:
+            self.flush()
+        return AppendInfo(
+            first_offset=appended[0].base_offset,
+            last_offset=appended[-1].last_offset,
+            max_timestamp=max(batch.max_timestamp for batch in appended),
+            log_append_time_ms=-1,
+            log_start_offset=self._log_start_offset,
+            record_count=record_count,
+            size_bytes=len(buffer),
+            duplicate=False,
+        )
+
+    def _append_locked(self, buffer: bytes | bytearray, appended: list[AppendedBatch], now_ms: int) -> None:
+        try:
+            segment = self._maybe_roll(len(buffer), appended[0].base_offset, appended[-1].last_offset, now_ms)
+            segment.append(buffer, appended)
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+        self._log_end_offset = appended[-1].last_offset + 1
+        for batch in appended:
+            self._producer_state.update(read_batch_header(buffer, batch.position))
+
+    def _duplicate_answer(self, batches: list[_ValidatedBatch], duplicates: list) -> AppendInfo:
+        if not all(duplicate is not None for duplicate in duplicates):
+            # A retried batch sent together with new ones: Kafka's clients never do this, and
+            # accepting the new ones would reorder the producer's sequence.
+            index = next(i for i, duplicate in enumerate(duplicates) if duplicate is not None)
+            header = batches[index].header
+            entry = self._producer_state.entry(header.producer_id)
+            expected = (entry.last_sequence + 1) if entry is not None else 0
+            raise OutOfOrderSequenceError(header.producer_id, expected, header.base_sequence)
+        return AppendInfo(
+            first_offset=duplicates[0].first_offset,
+            last_offset=duplicates[-1].last_offset,
+            max_timestamp=max(duplicate.max_timestamp for duplicate in duplicates),
+            log_append_time_ms=-1,
+            log_start_offset=self._log_start_offset,
+            record_count=sum(batch.header.records_count for batch in batches),
+            size_bytes=0,
+            duplicate=True,
+        )
+
+    # -------------------------------------------------------------- rolling
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int) -> LogSegment:
+        active = self._segments[-1]
+        if active.is_empty:
+            if last_offset - active.base_offset > MAX_RELATIVE_OFFSET or first_offset != active.base_offset:
+                return self._roll_locked(first_offset)
+            return active
+        config = self.config
+        reason = None
+        if active.size + size > config.segment_bytes:
+            reason = "segment.bytes"
+        elif now_ms - active.created_ms > config.segment_ms - self._roll_jitter_ms:
+            reason = "segment.ms"
+        elif active.indexes_full:
+            reason = "segment.index.bytes"
+        elif last_offset - active.base_offset > MAX_RELATIVE_OFFSET:
+            reason = "relative offset overflow"
+        if reason is None:
+            return active
+        logger.debug("%s: rolling segment %d (%s)", self.directory.name, active.base_offset, reason)
+        return self._roll_locked(first_offset)
+
+    def roll(self) -> None:
+        """Close the active segment (fsynced) and start a new one at the log end; no-op when it is empty."""
+        with self._lock:
+            self._check_open()
+            if self._segments[-1].is_empty:
+                return
+            try:
+                self._roll_locked(self._log_end_offset)
+            except OSError as error:
+                raise LogDirectoryError(self.directory, str(error)) from error
+
+    def _roll_locked(self, base_offset: int) -> LogSegment:
+        previous = self._segments[-1]
+        segments = list(self._segments)
+        if previous.is_empty:
+            # An empty active segment is replaced rather than kept as an empty closed segment.
+            segments.pop()
+            self._remove_segments_locked([previous], schedule=False)
+        else:
+            previous.on_roll()
+        config = self.config
+        segment = LogSegment.create(
+            self.directory,
+            base_offset,
+            self._file_cache,
+            index_max_bytes=config.segment_index_bytes,
+            index_interval_bytes=config.index_interval_bytes,
+            created_ms=self._clock.milliseconds(),
+        )
+        segments.append(segment)
+        self._set_segments(segments)
+        fsync_directory(self.directory)
+        self._producer_state.take_snapshot(base_offset)
+        self._roll_jitter_ms = self._new_roll_jitter()
+        return segment
+
+    def _new_roll_jitter(self) -> int:
+        jitter = self.config.segment_jitter_ms
+        return random.randint(0, min(jitter, max(self.config.segment_ms - 1, 0))) if jitter > 0 else 0
+
+    # -------------------------------------------------------------- reading
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole stored batches from the one containing ``offset``, below ``max_offset``.
+
+        ``max_offset`` defaults to the high watermark. At most ``max_bytes`` bytes unless the
+        first batch alone is larger and ``min_one_batch`` (KIP-74). Raises
+        OffsetOutOfRangeError outside [log start, log end].
+        """
+        log_end = self._log_end_offset
+        high_watermark = self._high_watermark
+        segments, bases = self._segments, self._base_offsets
+        log_start = self._log_start_offset
+        if offset < log_start or offset > log_end:
+            raise OffsetOutOfRangeError(offset, log_start, log_end)
+        limit = min(high_watermark if max_offset is None else max_offset, log_end)
+        empty = FetchDataInfo(b"", high_watermark, log_start, log_end)
+        if offset >= limit or (max_bytes <= 0 and not min_one_batch):
+            return empty
+        index = max(bisect.bisect_right(bases, offset) - 1, 0)
+        try:
+            for position in range(index, len(segments)):
+                segment = segments[position]
+                if segment.base_offset >= limit:
+                    break
+                max_position = None
+                if position == len(segments) - 1 or bases[position + 1] > limit:
+                    size_before = segment.size
+                    found = segment.find_batch(limit)
+                    max_position = found[0] if found is not None else size_before
+                data = segment.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
+                if data is None:
+                    continue
+                return FetchDataInfo(data, high_watermark, log_start, log_end)
+        except FileNotFoundError:
+            # The segment was removed by retention after this read took its snapshot and its
+            # delay expired: the offset is gone, as if the read had come a moment later.
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset) from None
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+        return empty
+
+    def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of every stored batch that ends at or after ``from_offset``, in order."""
+        segments, bases = self._segments, self._base_offsets
+        index = max(bisect.bisect_right(bases, from_offset) - 1, 0)
+        for segment in segments[index:]:
+            found = segment.find_batch(from_offset)
+            if found is None:
+                continue
+            for _, header in segment.iter_headers(found[0]):
+                yield header
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) for ``timestamp`` or the special values -1, -2, -3."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self._log_start_offset, NO_TIMESTAMP
+        if timestamp == LATEST_TIMESTAMP:
+            return self._log_end_offset, NO_TIMESTAMP
+        segments = self._segments
+        log_start = self._log_start_offset
+        try:
+            if timestamp == MAX_TIMESTAMP:
+                best: LogSegment | None = None
+                for segment in segments:
+                    if segment.max_timestamp > (best.max_timestamp if best is not None else NO_TIMESTAMP):
+                        best = segment
+                if best is None:
+                    return None
+                return best.find_offset_by_timestamp(best.max_timestamp, max(log_start, best.offset_of_max_timestamp))
+            for segment in segments:
+                if segment.max_timestamp < timestamp or segment.next_offset <= log_start:
+                    continue
+                found = segment.find_offset_by_timestamp(timestamp, log_start)
+                if found is not None:
+                    return found
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+        return None
+
+    # -------------------------------------------------------------- offsets and config
+
+    def update_high_watermark(self, offset: int) -> None:
+        """Set the high watermark, clamped to [log start, log end]."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            active = self._segments[-1]
+            active.index_interval_bytes = config.index_interval_bytes
+            active.offset_index.set_max_bytes(config.segment_index_bytes)
+            active.time_index.set_max_bytes(config.segment_index_bytes)
+            self._roll_jitter_ms = self._new_roll_jitter()
+
+    # -------------------------------------------------------------- truncation
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch that holds an offset at or above ``offset`` (whole batches)."""
+        with self._lock:
+            self._check_open()
+            if offset >= self._log_end_offset:
+                return
+            try:
+                keep = [segment for segment in self._segments if segment.base_offset < offset]
+                drop = [segment for segment in self._segments if segment.base_offset >= offset]
+                if not keep:
+                    new_start = max(offset, 0)
+                    self._remove_segments_locked(drop, schedule=True)
+                    keep = [
+                        LogSegment.create(
+                            self.directory,
+                            new_start,
+                            self._file_cache,
+                            index_max_bytes=self.config.segment_index_bytes,
+                            index_interval_bytes=self.config.index_interval_bytes,
+                            created_ms=self._clock.milliseconds(),
+                        )
+                    ]
+                    self._log_start_offset = new_start
+                else:
+                    self._remove_segments_locked(drop, schedule=True)
+                    keep[-1].truncate_to(offset)
+                self._set_segments(keep)
+            except OSError as error:
+                raise LogDirectoryError(self.directory, str(error)) from error
+            self._log_end_offset = keep[-1].next_offset
+            self._high_watermark = min(self._high_watermark, self._log_end_offset)
+            self._recovery_point = min(self._recovery_point, self._log_end_offset)
+            self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+            self._producer_state.delete_snapshots_above(self._log_end_offset)
+            self._load_producer_state(self._log_end_offset)
+            self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
+            logger.info("%s: truncated to offset %d", self.directory.name, self._log_end_offset)
+
+    # -------------------------------------------------------------- durability
+
+    def flush(self) -> None:
+        """fsync every segment holding offsets above the recovery point; move it to the log end."""
+        with self._lock:
+            self._check_open()
+            end = self._log_end_offset
+            recovery_point = self._recovery_point
+            segments = [segment for segment in self._segments if segment.next_offset > recovery_point]
+            self._unflushed_records = 0
+        try:
+            for segment in segments:
+                segment.flush()
+        except FileNotFoundError:
+            pass  # A segment removed by retention meanwhile needs no fsync.
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+        with self._lock:
+            self._recovery_point = max(self._recovery_point, min(end, self._log_end_offset))
+            self._last_flush_ms = self._clock.milliseconds()
+
+    def write_producer_snapshot(self) -> None:
+        """Persist producer state as of the log end (clean shutdown)."""
+        with self._lock:
+            self._producer_state.take_snapshot(self._log_end_offset)
+
+    # -------------------------------------------------------------- retention
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the closed segments that retention selects; return how many were deleted."""
+        with self._lock:
+            self._check_open()
+            doomed = select_segments_to_delete(
+                self._segments, self.config, now_ms, self._high_watermark, self._log_start_offset
+            )
+            if not doomed:
+                return 0
+            remaining = self._segments[len(doomed) :]
+            try:
+                self._remove_segments_locked(doomed, schedule=True)
+            except OSError as error:
+                raise LogDirectoryError(self.directory, str(error)) from error
+            self._set_segments(remaining)
+            self._log_start_offset = max(self._log_start_offset, remaining[0].base_offset)
+            self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            logger.info(
+                "%s: retention deleted %d segment(s); log start offset is now %d",
+                self.directory.name,
+                len(doomed),
+                self._log_start_offset,
+            )
+            return len(doomed)
+
+    def replace_segment(self, old: LogSegment, new: LogSegment | None) -> None:
+        """Swap a compacted replacement in for the closed segment ``old`` (or remove ``old`` when None).
+
+        The caller (the cleaner) has already renamed the replacement's files to their live
+        names; this updates the segment list and disposes of ``old``'s in-memory handle.
+        """
+        with self._lock:
+            segments = list(self._segments)
+            if old not in segments or old is segments[-1]:
+                raise ValueError(f"segment {old.base_offset} is not a closed segment of {self.directory.name}")
+            index = segments.index(old)
+            if new is None:
+                del segments[index]
+            else:
+                segments[index] = new
+            self._set_segments(segments)
+
+    def _remove_segments_locked(self, segments: list[LogSegment], *, schedule: bool) -> None:
+        for segment in segments:
+            paths = segment.rename_to_deleted()
+            delay = self.config.file_delete_delay_ms
+            if schedule and self._deletion_queue is not None and delay > 0:
+                self._deletion_queue.schedule(paths, self._clock.milliseconds() + delay)
+            else:
+                remove_files(paths)
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        # Readers take the two lists without the lock; each assignment replaces a whole list.
+        self._base_offsets = [segment.base_offset for segment in segments]
+        self._segments = segments
+
+    # -------------------------------------------------------------- producer state
+
+    def _load_producer_state(self, end_offset: int) -> None:
+        snapshot_offset = self._producer_state.load_latest_snapshot(end_offset)
+        self._producer_state.delete_snapshots_above(end_offset)
+        replay_from = snapshot_offset if snapshot_offset is not None else self._log_start_offset
+        if replay_from >= end_offset:
+            return
+        # Headers only, no record decoding: the state is rebuilt from batch metadata.
+        for header in self.iter_batch_headers(replay_from):
+            if header.base_offset >= end_offset:
+                break
+            if header.base_offset >= replay_from:
+                self._producer_state.update(header)
+
+    # -------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """Release file descriptors; the log cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+
+    def locked(self) -> threading.RLock:
+        """The per-log lock, for maintenance that must not interleave with appends (compaction swaps)."""
+        return self._lock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogDirectoryError(self.directory, "the log is closed")
+
+
+# ------------------------------------------------------------------ validation
+
+
+def _validate_batches(
+    buffer: bytes | bytearray, config: LogConfig, now_ms: int, *, check_timestamps: bool
+) -> list[_ValidatedBatch]:
+    """Check every batch of an append before any is stored; raise the first problem found."""
+    if not buffer:
+        raise InvalidRecordError("the request holds no record batches")
+    batches = []
+    position = 0
+    end = len(buffer)
+    while position < end:
+        try:
+            header = validate_batch(buffer, position, max_batch_size=config.max_message_bytes)
+        except BatchTooLargeError as error:
+            raise RecordTooLargeError(error.size, error.limit) from None
+        except RecordFormatError as error:
+            if error.corrupt:
+                raise CorruptRecordError(error.reason, error.position) from None
+            raise InvalidRecordError(error.reason) from None
+        if header.size > config.segment_bytes:
+            raise RecordBatchTooLargeForSegmentError(header.size, config.segment_bytes)
+        _check_header_rules(header)
+        if check_timestamps and not config.uses_log_append_time:
+            _check_timestamps(header, config, now_ms)
+        batches.append(_ValidatedBatch(position, header))
+        position += header.size
+    return batches
+
+
+def _check_header_rules(header: BatchHeader) -> None:
+    if header.records_count <= 0:
+        raise InvalidRecordError(f"a batch must hold at least one record, not {header.records_count}")
+    if header.last_offset_delta != header.records_count - 1:
+        raise InvalidRecordError(
+            f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count}"
+        )
+    if header.is_control:
+        raise InvalidRecordError("control batches may only be written by the broker")
+    if header.is_transactional:
+        raise InvalidRecordError("transactional batches are not supported")
+    if header.producer_id != NO_PRODUCER_ID and (header.producer_epoch < 0 or header.base_sequence < 0):
+        raise InvalidRecordError(
+            f"idempotent batch of producer {header.producer_id} has epoch {header.producer_epoch} "
+            f"and base sequence {header.base_sequence}"
+        )
+
+
+def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
+    for timestamp in (header.base_timestamp, header.max_timestamp):
+        if timestamp == NO_TIMESTAMP:
+            continue
+        if now_ms - timestamp > config.message_timestamp_before_max_ms:
+            raise InvalidTimestampError(
+                timestamp, f"more than message.timestamp.before.max.ms={config.message_timestamp_before_max_ms} before the broker's time {now_ms}"
+            )
+        if timestamp - now_ms > config.message_timestamp_after_max_ms:
+            raise InvalidTimestampError(
+                timestamp, f"more than message.timestamp.after.max.ms={config.message_timestamp_after_max_ms} after the broker's time {now_ms}"
+            )
+
+
+def _recompress_if_configured(
+    buffer: bytearray, batches: list[_ValidatedBatch], config: LogConfig
+) -> tuple[bytearray, list[_ValidatedBatch]]:
+    """Re-encode batches whose codec differs from a fixed compression.type (the slow path)."""
+    if config.compression_type == COMPRESSION_TYPE_PRODUCER:
+        return buffer, batches
+    name = "none" if config.compression_type == COMPRESSION_TYPE_UNCOMPRESSED else config.compression_type
+    codec = compression_codec(name)
+    if all(batch.header.compression == codec for batch in batches):
+        return buffer, batches
+    parts: list[bytes] = []
+    for batch in batches:
+        header = batch.header
+        original = bytes(buffer[batch.position : batch.position + header.size])
+        if header.compression == codec:
+            parts.append(original)
+            continue
+        try:
+            records = decode_records(batch_records_bytes(original, 0, header), header)
+        except RecordFormatError as error:
+            raise CorruptRecordError(error.reason, batch.position) from None
+        builder = RecordBatchBuilder(
+            codec,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            base_offset=header.base_offset,
+            partition_leader_epoch=header.partition_leader_epoch,
+            timestamp_type=header.timestamp_type,
+            base_timestamp=header.base_timestamp,
+        )
+        for offset, timestamp, key, value, headers in records:
+            builder.append(timestamp, key, value, headers, offset_delta=offset - header.base_offset)
+        parts.append(builder.build(last_offset_delta=header.last_offset_delta))
+    new_buffer = bytearray(b"".join(parts))
+    new_batches = []
+    position = 0
+    for _ in batches:
+        header = read_batch_header(new_buffer, position)
+        if header.size > config.max_message_bytes:
+            raise RecordTooLargeError(header.size, config.max_message_bytes)
+        new_batches.append(_ValidatedBatch(position, header))
+        position += header.size
+    return new_buffer, new_batches
+

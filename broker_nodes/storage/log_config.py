@@ -1,0 +1,97 @@
+"""The settings of one partition log, typed, built from the topic config table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from weir.topic_config import effective_topic_configs
+
+CLEANUP_POLICY_DELETE = "delete"
+CLEANUP_POLICY_COMPACT = "compact"
+TIMESTAMP_TYPE_CREATE_TIME = "CreateTime"
+TIMESTAMP_TYPE_LOG_APPEND_TIME = "LogAppendTime"
+# compression.type value that keeps whatever codec the producer chose.
+COMPRESSION_TYPE_PRODUCER = "producer"
+# compression.type value for "no codec"; Kafka spells it differently from the codec name "none".
+COMPRESSION_TYPE_UNCOMPRESSED = "uncompressed"
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Kafka topic configs that the storage engine reads, under Python names.
+
+    Immutable: a config change builds a new LogConfig and hands it to
+    ``PartitionLog.update_config``.
+    """
+
+    segment_bytes: int
+    segment_ms: int
+    segment_jitter_ms: int
+    segment_index_bytes: int
+    index_interval_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    cleanup_policy: frozenset[str]
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    min_cleanable_dirty_ratio: float
+    flush_messages: int
+    flush_ms: int
+    max_message_bytes: int
+    message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    file_delete_delay_ms: int
+    compression_type: str
+
+    @classmethod
+    def from_topic_configs(cls, values: Mapping[str, object]) -> "LogConfig":
+        """Build from ``weir.topic_config.effective_topic_configs(...)``: typed values keyed by Kafka names."""
+        return cls(
+            segment_bytes=int(values["segment.bytes"]),  # type: ignore[arg-type]
+            segment_ms=int(values["segment.ms"]),  # type: ignore[arg-type]
+            segment_jitter_ms=int(values["segment.jitter.ms"]),  # type: ignore[arg-type]
+            segment_index_bytes=int(values["segment.index.bytes"]),  # type: ignore[arg-type]
+            index_interval_bytes=int(values["index.interval.bytes"]),  # type: ignore[arg-type]
+            retention_ms=int(values["retention.ms"]),  # type: ignore[arg-type]
+            retention_bytes=int(values["retention.bytes"]),  # type: ignore[arg-type]
+            cleanup_policy=frozenset(values["cleanup.policy"]),  # type: ignore[arg-type]
+            delete_retention_ms=int(values["delete.retention.ms"]),  # type: ignore[arg-type]
+            min_compaction_lag_ms=int(values["min.compaction.lag.ms"]),  # type: ignore[arg-type]
+            max_compaction_lag_ms=int(values["max.compaction.lag.ms"]),  # type: ignore[arg-type]
+            min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),  # type: ignore[arg-type]
+            flush_messages=int(values["flush.messages"]),  # type: ignore[arg-type]
+            flush_ms=int(values["flush.ms"]),  # type: ignore[arg-type]
+            max_message_bytes=int(values["max.message.bytes"]),  # type: ignore[arg-type]
+            message_timestamp_type=str(values["message.timestamp.type"]),
+            message_timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),  # type: ignore[arg-type]
+            message_timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),  # type: ignore[arg-type]
+            file_delete_delay_ms=int(values["file.delete.delay.ms"]),  # type: ignore[arg-type]
+            compression_type=str(values["compression.type"]),
+        )
+
+    @classmethod
+    def default(cls) -> "LogConfig":
+        """Kafka's defaults for every topic config."""
+        return cls.from_topic_configs(effective_topic_configs({}))
+
+    @classmethod
+    def from_overrides(cls, overrides: Mapping[str, str]) -> "LogConfig":
+        """Defaults with Kafka-named string ``overrides`` validated and applied (handy for tests and tools)."""
+        return cls.from_topic_configs(effective_topic_configs(overrides))
+
+    @property
+    def deletes(self) -> bool:
+        """True when retention deletes old segments (cleanup.policy contains delete)."""
+        return CLEANUP_POLICY_DELETE in self.cleanup_policy
+
+    @property
+    def compacts(self) -> bool:
+        """True when the cleaner compacts the log (cleanup.policy contains compact)."""
+        return CLEANUP_POLICY_COMPACT in self.cleanup_policy
+
+    @property
+    def uses_log_append_time(self) -> bool:
+        return self.message_timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME

@@ -1,0 +1,102 @@
+"""Sparse offset index of one segment: relative offset -> position in the ``.log`` file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker_nodes.storage.errors import CorruptIndexError
+from broker_nodes.storage.file_cache import FileHandleCache
+from broker_nodes.storage.index_file import IndexFile
+from weir.log_files import OFFSET_INDEX_ENTRY
+
+_RELATIVE_OFFSET = 0
+_POSITION = 1
+
+
+class OffsetIndex:
+    """``<base>.index``: 8-byte entries (relative offset int32, position int32), big endian.
+
+    One entry per ``index.interval.bytes`` of log, naming the base offset of a batch and the
+    byte where that batch starts. Invariants: relative offsets and positions both strictly
+    increase; every position lies inside the log file. Lookups return the greatest entry at or
+    below a target, from which the caller scans batch headers forward. Thread-safety: see
+    ``IndexFile``.
+    """
+
+    def __init__(self, path: Path, base_offset: int, file_cache: FileHandleCache, max_bytes: int) -> None:
+        self.base_offset = base_offset
+        self._file = IndexFile(path, OFFSET_INDEX_ENTRY, file_cache, max_bytes)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def entry_count(self) -> int:
+        return self._file.entry_count
+
+    @property
+    def is_full(self) -> bool:
+        return self._file.is_full
+
+    @property
+    def last_offset(self) -> int:
+        """Absolute offset of the last entry, the base offset when empty."""
+        last = self._file.last_entry
+        return self.base_offset if last is None else self.base_offset + last[_RELATIVE_OFFSET]
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the greatest entry <= ``offset``; (base offset, 0) when there is none."""
+        entry = self._file.search(_RELATIVE_OFFSET, offset - self.base_offset)
+        if entry is None:
+            return self.base_offset, 0
+        return self.base_offset + entry[_RELATIVE_OFFSET], entry[_POSITION]
+
+    def entry(self, index: int) -> tuple[int, int]:
+        relative, position = self._file.entry(index)
+        return self.base_offset + relative, position
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; ValueError unless offset and position exceed the last entry's."""
+        last = self._file.last_entry
+        if last is not None and (offset - self.base_offset <= last[_RELATIVE_OFFSET] or position <= last[_POSITION]):
+            raise ValueError(f"index entry ({offset}, {position}) does not follow the last entry {last} of {self.path}")
+        self._file.append_entry((offset - self.base_offset, position))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries for offsets >= ``offset``."""
+        self._file.truncate_entries(self._file.first_index_at_least(_RELATIVE_OFFSET, offset - self.base_offset))
+
+    def truncate_to_position(self, position: int) -> None:
+        """Remove entries pointing at or beyond byte ``position`` of the log."""
+        self._file.truncate_entries(self._file.first_index_at_least(_POSITION, position))
+
+    def reset(self) -> None:
+        self._file.reset()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        self._file.set_max_bytes(max_bytes)
+
+    def rename_to(self, path: Path) -> None:
+        self._file.rename_to(path)
+
+    def delete(self) -> None:
+        self._file.delete()
+
+    def sanity_check(self, log_size: int) -> None:
+        """Raise CorruptIndexError if the file cannot belong to a log of ``log_size`` bytes."""
+        size = self._file.file_size()
+        if size % OFFSET_INDEX_ENTRY.size:
+            raise CorruptIndexError(self.path, f"size {size} is not a multiple of {OFFSET_INDEX_ENTRY.size}")
+        last = self._file.last_entry
+        if last is None:
+            return
+        relative, position = last
+        if relative < 0 or position < 0 or position >= log_size:
+            raise CorruptIndexError(self.path, f"last entry {last} does not fit a log of {log_size} bytes")
+        first_relative, first_position = self._file.entry(0)
+        if first_relative < 0 or first_position < 0 or first_relative > relative or first_position > position:
+            raise CorruptIndexError(self.path, f"first entry {(first_relative, first_position)} is out of order")

@@ -1,0 +1,259 @@
+"""Idempotent producer state of one partition, with snapshot files.
+
+For every producer id seen, the partition remembers the producer epoch and the metadata of
+the last five batches, enough to recognise a retried batch and to reject gaps and fenced
+epochs, as Kafka's ProducerStateManager does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import crc32c
+
+from broker_nodes.storage.atomic_files import write_atomically
+from broker_nodes.storage.errors import CorruptCheckpointError, InvalidProducerEpochError, OutOfOrderSequenceError
+from broker_nodes.storage.file_names import parse_producer_snapshot_file_name, producer_snapshot_file_name
+from weir.records import NO_PRODUCER_ID, BatchHeader
+
+logger = logging.getLogger(__name__)
+
+# Batches remembered per producer: Kafka's max.in.flight.requests.per.connection limit for idempotence.
+BATCHES_PER_PRODUCER = 5
+# Snapshot files kept in a partition directory; older ones are removed when a new one is written.
+SNAPSHOTS_KEPT = 2
+# Version of the snapshot file layout below.
+SNAPSHOT_VERSION = 1
+# Sequence numbers wrap to zero after this value, as in Kafka.
+SEQUENCE_MODULUS = 2**31
+
+_SNAPSHOT_HEADER = struct.Struct(">hIi")  # version, CRC-32C of everything after the header, producer count
+_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, batch count
+_BATCH = struct.Struct(">iiqqq")  # first sequence, last sequence, first offset, last offset, max timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """What is remembered of one appended idempotent batch."""
+
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    """State of one producer id: its epoch and its last (up to five) batches, oldest first."""
+
+    epoch: int
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_PER_PRODUCER))
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, first_sequence: int, last_sequence: int) -> BatchMetadata | None:
+        for batch in self.batches:
+            if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
+                return batch
+        return None
+
+
+class ProducerStateManager:
+    """Producer id -> ``ProducerEntry`` for one partition, plus its ``<offset>.snapshot`` files.
+
+    Snapshot layout (big endian): header (version int16, CRC-32C uint32 of the rest, producer
+    count int32), then per producer (id int64, epoch int16, batch count int32) followed by
+    that many batches (first sequence int32, last sequence int32, first offset int64, last
+    offset int64, max timestamp int64). A snapshot named for offset N describes the state
+    after every batch below N. Not thread-safe: the owning log calls it under its lock.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._producers: dict[int, ProducerEntry] = {}
+
+    # -------------------------------------------------------------- queries
+
+    def entry(self, producer_id: int) -> ProducerEntry | None:
+        return self._producers.get(producer_id)
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._producers)
+
+    def check_append(self, headers: Iterable[BatchHeader]) -> list[BatchMetadata | None]:
+        """Validate the idempotence rules for the batches of one append, in order.
+
+        Returns, per batch, the metadata of the original when it is a retried duplicate, else
+        None. Raises OutOfOrderSequenceError or InvalidProducerEpochError for the first
+        violation. State is not changed; call ``update`` after the append succeeds.
+        """
+        # Batches earlier in the same append count as appended for the ones after them.
+        pending: dict[int, tuple[int, int]] = {}
+        results: list[BatchMetadata | None] = []
+        for header in headers:
+            producer_id = header.producer_id
+            if producer_id == NO_PRODUCER_ID:
+                results.append(None)
+                continue
+            entry = self._producers.get(producer_id)
+            if producer_id in pending:
+                epoch, last_sequence = pending[producer_id]
+            elif entry is not None:
+                epoch, last_sequence = entry.epoch, entry.last_sequence
+            else:
+                epoch, last_sequence = -1, -1
+            received_epoch = header.producer_epoch
+            if epoch >= 0 and received_epoch < epoch:
+                raise InvalidProducerEpochError(producer_id, epoch, received_epoch)
+            if received_epoch > epoch or epoch < 0:
+                if header.base_sequence != 0:
+                    raise OutOfOrderSequenceError(producer_id, 0, header.base_sequence)
+            else:
+                duplicate = None
+                if entry is not None and producer_id not in pending:
+                    duplicate = entry.find_duplicate(header.base_sequence, header.last_sequence)
+                if duplicate is not None:
+                    results.append(duplicate)
+                    continue
+                expected = (last_sequence + 1) % SEQUENCE_MODULUS
+                if header.base_sequence != expected:
+                    raise OutOfOrderSequenceError(producer_id, expected, header.base_sequence)
+            pending[producer_id] = (received_epoch, header.last_sequence)
+            results.append(None)
+        return results
+
+    # -------------------------------------------------------------- updates
+
+    def update(self, header: BatchHeader) -> None:
+        """Record an appended batch (offsets assigned); batches without a producer id are ignored."""
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return
+        entry = self._producers.get(producer_id)
+        if entry is None or header.producer_epoch != entry.epoch:
+            # A new epoch starts with an empty history; a replayed older epoch (possible only
+            # when replaying a log written before a fence) is treated the same way.
+            entry = ProducerEntry(header.producer_epoch)
+            self._producers[producer_id] = entry
+        entry.batches.append(
+            BatchMetadata(
+                header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, header.max_timestamp
+            )
+        )
+
+    def clear(self) -> None:
+        self._producers.clear()
+
+    def remove_batches_from(self, offset: int) -> None:
+        """Forget batches at or above ``offset`` (used when the log is truncated and replay is not possible)."""
+        for producer_id in list(self._producers):
+            entry = self._producers[producer_id]
+            kept = [batch for batch in entry.batches if batch.last_offset < offset]
+            if kept:
+                entry.batches = deque(kept, maxlen=BATCHES_PER_PRODUCER)
+            else:
+                del self._producers[producer_id]
+
+    # -------------------------------------------------------------- snapshots
+
+    def snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files present, ascending."""
+        offsets = []
+        for name in os.listdir(self.directory):
+            offset = parse_producer_snapshot_file_name(name)
+            if offset is not None:
+                offsets.append(offset)
+        return sorted(offsets)
+
+    def take_snapshot(self, offset: int) -> Path:
+        """Write the current state as ``<offset>.snapshot`` and keep only the newest snapshots."""
+        body = bytearray()
+        for producer_id, entry in sorted(self._producers.items()):
+            body += _PRODUCER.pack(producer_id, entry.epoch, len(entry.batches))
+            for batch in entry.batches:
+                body += _BATCH.pack(
+                    batch.first_sequence, batch.last_sequence, batch.first_offset, batch.last_offset, batch.max_timestamp
+                )
+        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(bytes(body)), len(self._producers)) + bytes(body)
+        path = self.directory / producer_snapshot_file_name(offset)
+        write_atomically(path, data)
+        for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
+            self._remove_snapshot(old)
+        return path
+
+    def delete_snapshots_above(self, offset: int) -> None:
+        for snapshot_offset in self.snapshot_offsets():
+            if snapshot_offset > offset:
+                self._remove_snapshot(snapshot_offset)
+
+    def delete_snapshots_below(self, offset: int) -> None:
+        for snapshot_offset in self.snapshot_offsets():
+            if snapshot_offset < offset:
+                self._remove_snapshot(snapshot_offset)
+
+    def load_latest_snapshot(self, max_offset: int) -> int | None:
+        """Replace the state with the newest readable snapshot at or below ``max_offset``.
+
+        Returns its offset (replay the log from there), or None when there is none (replay
+        from the log start). Unreadable snapshots are logged and removed.
+        """
+        self._producers.clear()
+        for offset in reversed(self.snapshot_offsets()):
+            if offset > max_offset:
+                continue
+            path = self.directory / producer_snapshot_file_name(offset)
+            try:
+                self._producers = _parse_snapshot(path)
+                return offset
+            except CorruptCheckpointError as error:
+                logger.warning("removing unreadable producer snapshot: %s", error)
+                self._remove_snapshot(offset)
+        return None
+
+    def _remove_snapshot(self, offset: int) -> None:
+        try:
+            os.unlink(self.directory / producer_snapshot_file_name(offset))
+        except FileNotFoundError:
+            pass
+
+
+def _parse_snapshot(path: Path) -> dict[int, ProducerEntry]:
+    data = path.read_bytes()
+    if len(data) < _SNAPSHOT_HEADER.size:
+        raise CorruptCheckpointError(path, "shorter than the snapshot header")
+    version, checksum, count = _SNAPSHOT_HEADER.unpack_from(data, 0)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptCheckpointError(path, f"unsupported snapshot version {version}")
+    body = data[_SNAPSHOT_HEADER.size :]
+    if crc32c.crc32c(body) != checksum:
+        raise CorruptCheckpointError(path, "checksum mismatch")
+    producers: dict[int, ProducerEntry] = {}
+    position = 0
+    try:
+        for _ in range(count):
+            producer_id, epoch, batch_count = _PRODUCER.unpack_from(body, position)
+            position += _PRODUCER.size
+            entry = ProducerEntry(epoch)
+            for _ in range(batch_count):
+                entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
+                position += _BATCH.size
+            producers[producer_id] = entry
+    except struct.error:
+        raise CorruptCheckpointError(path, "entries run past the end of the file") from None
+    if position != len(body):
+        raise CorruptCheckpointError(path, f"{len(body) - position} unexpected trailing bytes")
+    return producers

@@ -1,0 +1,198 @@
+"""Opening a partition directory: finish or discard interrupted work, then load and check segments.
+
+Order of work, as in Kafka's LogLoader:
+
+1. Remove temporary files, files awaiting deletion (``*.deleted``) and half-written cleaner
+   output (``*.cleaned``). Complete committed swaps: a ``<base>.log.swap`` exists only after
+   the cleaner finished writing and fsyncing the replacement, so it replaces the live files;
+   index ``.swap`` files without a log ``.swap`` belong to an uncommitted swap and go.
+2. Load segments by the ``.log`` files present; remove orphan index files.
+3. After a clean shutdown, only sanity-check each index (rebuild a missing or corrupt one).
+   After an unclean one, scan every batch of every segment from the one holding the
+   recovery point: check length, magic, CRC and offset order, rebuild the indexes, cut the
+   log after the last valid batch and drop all later segments, logging what was dropped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker_nodes.storage.file_cache import FileHandleCache
+from broker_nodes.storage.file_names import TEMPORARY_SUFFIX
+from broker_nodes.storage.log_config import LogConfig
+from broker_nodes.storage.segment import LogSegment
+from weir.log_files import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    parse_segment_file_name,
+    segment_file_name,
+)
+
+logger = logging.getLogger(__name__)
+
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+
+@dataclass
+class PartitionRecovery:
+    """What opening one partition directory did."""
+
+    recovered: bool = False  # segments were scanned because the last shutdown was unclean
+    truncated_bytes: int = 0
+    rebuilt_indexes: int = 0
+    details: list[str] = field(default_factory=list)
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: PartitionRecovery) -> None:
+    """Step 1 above: leave only live segment files and the partition's own checkpoints."""
+    names = os.listdir(directory)
+    for name in names:
+        if name.endswith(TEMPORARY_SUFFIX) or name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
+            _remove(directory / name)
+    committed = {
+        parsed[0]
+        for name in names
+        if name.endswith(SWAP_SUFFIX)
+        and (parsed := parse_segment_file_name(name[: -len(SWAP_SUFFIX)])) is not None
+        and parsed[1] == LOG_SUFFIX
+    }
+    for name in names:
+        if not name.endswith(SWAP_SUFFIX):
+            continue
+        parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
+        if parsed is None or parsed[0] not in committed:
+            _remove(directory / name)
+    for base_offset in sorted(committed):
+        for suffix in _SEGMENT_SUFFIXES:
+            live = directory / segment_file_name(base_offset, suffix)
+            swap = live.with_name(live.name + SWAP_SUFFIX)
+            file_cache.invalidate(live)
+            if swap.exists():
+                os.replace(swap, live)
+            else:
+                # The replacement's index was not written; the stale one must not be used.
+                _remove(live)
+        message = f"{directory.name}: completed an interrupted compaction swap of segment {base_offset}"
+        logger.warning(message)
+        recovery.details.append(message)
+
+
+def load_segments(
+    directory: Path,
+    config: LogConfig,
+    file_cache: FileHandleCache,
+    *,
+    now_ms: int,
+    log_start_offset: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+    recovery: PartitionRecovery,
+) -> list[LogSegment]:
+    """Steps 2 and 3 above; returns the segments in offset order (at least one)."""
+    names = os.listdir(directory)
+    log_bases: set[int] = set()
+    index_files: list[tuple[int, str]] = []
+    for name in names:
+        parsed = parse_segment_file_name(name)
+        if parsed is None:
+            continue
+        if parsed[1] == LOG_SUFFIX:
+            log_bases.add(parsed[0])
+        else:
+            index_files.append((parsed[0], name))
+    for base_offset, name in index_files:
+        if base_offset not in log_bases:
+            _remove(directory / name)
+
+    def open_segment(base_offset: int) -> LogSegment:
+        return LogSegment(
+            directory,
+            base_offset,
+            file_cache,
+            index_max_bytes=config.segment_index_bytes,
+            index_interval_bytes=config.index_interval_bytes,
+            created_ms=now_ms,
+        )
+
+    segments = [open_segment(base_offset) for base_offset in sorted(log_bases)]
+    if not segments:
+        return [
+            LogSegment.create(
+                directory,
+                log_start_offset,
+                file_cache,
+                index_max_bytes=config.segment_index_bytes,
+                index_interval_bytes=config.index_interval_bytes,
+                created_ms=now_ms,
+            )
+        ]
+    first_to_scan = len(segments)
+    if not clean_shutdown:
+        recovery.recovered = True
+        bases = [segment.base_offset for segment in segments]
+        first_to_scan = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+    for segment in segments[:first_to_scan]:
+        problem = segment.sanity_check_indexes()
+        if problem is not None:
+            segment.rebuild_indexes()
+            _note(recovery, f"{directory.name}: rebuilt the indexes of segment {segment.base_offset}: {problem}")
+            recovery.rebuilt_indexes += 1
+    kept = segments[:first_to_scan]
+    for index in range(first_to_scan, len(segments)):
+        segment = segments[index]
+        problem = segment.sanity_check_indexes()
+        if problem is not None:
+            recovery.rebuilt_indexes += 1
+            _note(recovery, f"{directory.name}: rebuilt the indexes of segment {segment.base_offset}: {problem}")
+        expected = kept[-1].next_offset if kept else None
+        result = segment.recover(expected_start_offset=expected)
+        kept.append(segment)
+        if result.truncated_bytes == 0:
+            continue
+        recovery.truncated_bytes += result.truncated_bytes
+        _note(
+            recovery,
+            f"{directory.name}: dropped {result.truncated_bytes} bytes of {segment.log_path.name} "
+            f"from position {result.valid_bytes}: {result.reason}",
+        )
+        for later in segments[index + 1 :]:
+            recovery.truncated_bytes += later.size
+            _note(
+                recovery,
+                f"{directory.name}: dropped {later.size} bytes of {later.log_path.name} from position 0: "
+                f"it follows the corrupt segment {segment.base_offset}",
+            )
+            later.close()
+            for path in later.file_paths():
+                _remove(path)
+        break
+    # The active segment keeps receiving appends; segment.ms counts from its first batch, as
+    # in Kafka, not from this process's start.
+    kept[-1].created_ms = _first_batch_time(kept[-1], now_ms)
+    return kept
+
+
+def _first_batch_time(segment: LogSegment, now_ms: int) -> int:
+    for _, header in segment.iter_headers(0):
+        return header.max_timestamp if header.max_timestamp >= 0 else now_ms
+    return now_ms
+
+
+def _note(recovery: PartitionRecovery, message: str) -> None:
+    logger.warning(message)
+    recovery.details.append(message)

@@ -1,0 +1,99 @@
+"""Time index of one segment: largest timestamp so far -> relative offset of the batch that set it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker_nodes.storage.errors import CorruptIndexError
+from broker_nodes.storage.file_cache import FileHandleCache
+from broker_nodes.storage.index_file import IndexFile
+from weir.log_files import TIME_INDEX_ENTRY
+
+_TIMESTAMP = 0
+_RELATIVE_OFFSET = 1
+
+
+class TimeIndex:
+    """``<base>.timeindex``: 12-byte entries (timestamp int64, relative offset int32), big endian.
+
+    An entry ``(t, r)`` means: the largest batch max timestamp seen up to this point of the
+    segment is ``t`` and the first batch to reach it has base offset ``base + r``. Batches
+    before that one all have max timestamps below ``t``, so a search for the first batch with
+    max timestamp >= target can start at the entry found for target. Invariants: timestamps
+    strictly increase, offsets never decrease; when a segment rolls its last entry holds the
+    segment's largest timestamp. Thread-safety: see ``IndexFile``.
+    """
+
+    def __init__(self, path: Path, base_offset: int, file_cache: FileHandleCache, max_bytes: int) -> None:
+        self.base_offset = base_offset
+        self._file = IndexFile(path, TIME_INDEX_ENTRY, file_cache, max_bytes)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def entry_count(self) -> int:
+        return self._file.entry_count
+
+    @property
+    def is_full(self) -> bool:
+        return self._file.is_full
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, absolute offset) of the last entry, None when empty."""
+        last = self._file.last_entry
+        return None if last is None else (last[_TIMESTAMP], self.base_offset + last[_RELATIVE_OFFSET])
+
+    def lookup(self, timestamp: int) -> tuple[int, int] | None:
+        """(timestamp, absolute offset) of the last entry with timestamp <= ``timestamp``; None if none."""
+        entry = self._file.search(_TIMESTAMP, timestamp)
+        return None if entry is None else (entry[_TIMESTAMP], self.base_offset + entry[_RELATIVE_OFFSET])
+
+    def maybe_append(self, timestamp: int, offset: int) -> bool:
+        """Add ``(timestamp, offset)`` if ``timestamp`` exceeds the last entry's; return whether it did."""
+        last = self._file.last_entry
+        if last is not None and timestamp <= last[_TIMESTAMP]:
+            return False
+        if last is not None and offset - self.base_offset < last[_RELATIVE_OFFSET]:
+            raise ValueError(f"time index entry ({timestamp}, {offset}) goes back in offsets in {self.path}")
+        self._file.append_entry((timestamp, offset - self.base_offset))
+        return True
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries for offsets >= ``offset``."""
+        relative = offset - self.base_offset
+        count = self._file.entry_count
+        # Offsets are non-decreasing but not keyed for search by offset ties; the entries to
+        # drop are a suffix, found by walking back from the end (truncation is rare).
+        while count > 0 and self._file.entry(count - 1)[_RELATIVE_OFFSET] >= relative:
+            count -= 1
+        self._file.truncate_entries(count)
+
+    def reset(self) -> None:
+        self._file.reset()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        self._file.set_max_bytes(max_bytes)
+
+    def rename_to(self, path: Path) -> None:
+        self._file.rename_to(path)
+
+    def delete(self) -> None:
+        self._file.delete()
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError if the file is not a whole number of ordered entries."""
+        size = self._file.file_size()
+        if size % TIME_INDEX_ENTRY.size:
+            raise CorruptIndexError(self.path, f"size {size} is not a multiple of {TIME_INDEX_ENTRY.size}")
+        last = self._file.last_entry
+        if last is None:
+            return
+        first = self._file.entry(0)
+        if last[_RELATIVE_OFFSET] < 0 or first[_RELATIVE_OFFSET] < 0 or first[_TIMESTAMP] > last[_TIMESTAMP]:
+            raise CorruptIndexError(self.path, f"entries {first} .. {last} are out of order")

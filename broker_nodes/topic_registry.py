@@ -1,0 +1,303 @@
+"""The topics this standalone broker hosts: names, ids, partition counts and config overrides.
+
+Until the controller exists (issue 3), the broker itself is the authority on which topics
+exist. The registry validates every change (Kafka's topic name rules, partition counts, the
+replication factor a single broker can offer, config overrides) and persists the whole set
+atomically to ``<data_dir>/topics.json`` before the change becomes visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from weir.topic_config import validate_topic_configs
+
+TOPICS_FILE_NAME = "topics.json"  # in the data directory; never a partition directory name
+TOPICS_FILE_VERSION = 1  # the "version" field of topics.json
+MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, so that partition directory names stay below 255 bytes
+INTERNAL_TOPIC_PREFIX = "__"  # names the broker reserves for its own topics
+MAX_PARTITIONS_PER_TOPIC = 10_000  # guards the broker against one request creating millions of logs
+_LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class TopicRegistryError(Exception):
+    """Base of the registry's errors; each names the topic."""
+
+    retriable = False
+
+    def __init__(self, topic: str, message: str) -> None:
+        super().__init__(message)
+        self.topic = topic
+
+
+class InvalidTopicError(TopicRegistryError):
+    """A name that breaks Kafka's topic name rules, or a reserved/internal topic (INVALID_TOPIC_EXCEPTION)."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(topic, f"invalid topic name {topic!r}: {reason}")
+        self.reason = reason
+
+
+class TopicAlreadyExistsError(TopicRegistryError):
+    def __init__(self, topic: str) -> None:
+        super().__init__(topic, f"topic {topic!r} already exists")
+
+
+class UnknownTopicOrPartitionError(TopicRegistryError):
+    """The topic, or this partition of it, is not hosted here (UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int | None = None) -> None:
+        if partition is None:
+            message = f"topic {topic!r} does not exist"
+        else:
+            message = f"partition {partition} of topic {topic!r} does not exist"
+        super().__init__(topic, message)
+        self.partition = partition
+
+
+class InvalidPartitionsError(TopicRegistryError):
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(topic, f"invalid partition count for topic {topic!r}: {reason}")
+        self.reason = reason
+
+
+class InvalidReplicationFactorError(TopicRegistryError):
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(topic, f"invalid replication factor for topic {topic!r}: {reason}")
+        self.reason = reason
+
+
+def check_topic_name(name: str) -> None:
+    """Raise InvalidTopicError unless ``name`` follows Kafka's rules (internal names pass)."""
+    if not name:
+        raise InvalidTopicError(name, "a topic name must not be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError(name, "'.' and '..' are not allowed as topic names")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(name[:40] + "...", f"a topic name is at most {MAX_TOPIC_NAME_LENGTH} characters, this one has {len(name)}")
+    if not _LEGAL_TOPIC_NAME.match(name):
+        raise InvalidTopicError(name, "a topic name may contain only ASCII letters, digits, '.', '_' and '-'")
+
+
+def is_internal_topic_name(name: str) -> bool:
+    return name.startswith(INTERNAL_TOPIC_PREFIX)
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """One topic as the registry knows it. Immutable: a change produces a new value."""
+
+    name: str
+    topic_id: str  # a UUID; a topic deleted and created again gets a new one
+    partitions: int
+    replication_factor: int
+    configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # overrides only, as text
+    internal: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "topic_id": self.topic_id,
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "configs": dict(self.configs),
+            "internal": self.internal,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "TopicMetadata":
+        return cls(
+            name=str(data["name"]),
+            topic_id=str(data["topic_id"]),
+            partitions=int(data["partitions"]),  # type: ignore[arg-type]
+            replication_factor=int(data["replication_factor"]),  # type: ignore[arg-type]
+            configs=MappingProxyType({str(key): str(value) for key, value in dict(data.get("configs") or {}).items()}),  # type: ignore[call-overload]
+            internal=bool(data.get("internal", False)),
+        )
+
+
+class TopicRegistry:
+    """The persisted set of topics.
+
+    On disk: ``<data_dir>/topics.json`` = ``{"version": 1, "topics": [TopicMetadata.to_json()...]}``,
+    replaced atomically (write ``topics.json.tmp``, fsync, rename, fsync the directory), so a
+    crash leaves either the old or the new set, never a mix.
+
+    Invariants: names are unique and valid; partitions >= 1 and never shrink; the replication
+    factor is at most ``available_brokers``. Thread-safe: every method holds one lock; a
+    change is persisted before it becomes visible to readers.
+    """
+
+    def __init__(self, data_dir: Path, *, available_brokers: int = 1) -> None:
+        self._path = Path(data_dir) / TOPICS_FILE_NAME
+        self._available_brokers = available_brokers
+        self._lock = threading.Lock()
+        self._topics: dict[str, TopicMetadata] = {}
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def load(self) -> None:
+        """Read topics.json (a missing file means no topics yet)."""
+        with self._lock:
+            try:
+                text = self._path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                self._topics = {}
+                return
+            document = json.loads(text)
+            if document.get("version") != TOPICS_FILE_VERSION:
+                raise ValueError(f"{self._path}: unsupported version {document.get('version')!r}")
+            topics = (TopicMetadata.from_json(entry) for entry in document["topics"])
+            self._topics = {topic.name: topic for topic in topics}
+
+    def get(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def require(self, name: str) -> TopicMetadata:
+        """The topic named ``name``; UnknownTopicOrPartitionError when there is none."""
+        topic = self._topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(name)
+        return topic
+
+    def require_partition(self, name: str, partition: int) -> TopicMetadata:
+        topic = self._topics.get(name)
+        if topic is None or not 0 <= partition < topic.partitions:
+            raise UnknownTopicOrPartitionError(name, partition)
+        return topic
+
+    def topics(self) -> list[TopicMetadata]:
+        return sorted(self._topics.values(), key=lambda topic: topic.name)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        internal: bool = False,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Validate and (unless ``validate_only``) persist a new topic.
+
+        Clients may not create names starting with ``__``; the broker passes ``internal=True``
+        for its own topics. Raises the registry's errors or InvalidConfigError.
+        """
+        check_topic_name(name)
+        if is_internal_topic_name(name) and not internal:
+            raise InvalidTopicError(name, f"names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics")
+        self._check_partition_count(name, partitions)
+        self._check_replication_factor(name, replication_factor)
+        validate_topic_configs(configs)
+        topic = TopicMetadata(
+            name=name,
+            topic_id=str(uuid.uuid4()),
+            partitions=partitions,
+            replication_factor=replication_factor,
+            configs=MappingProxyType(dict(configs)),
+            internal=internal,
+        )
+        with self._lock:
+            if name in self._topics:
+                raise TopicAlreadyExistsError(name)
+            if not validate_only:
+                self._commit({**self._topics, name: topic})
+        return topic
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        """Remove the topic from the registry; returns what it was. Internal topics cannot be deleted."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(name)
+            if topic.internal:
+                raise InvalidTopicError(name, "internal topics cannot be deleted")
+            remaining = dict(self._topics)
+            del remaining[name]
+            self._commit(remaining)
+            return topic
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> TopicMetadata:
+        """Grow the partition count to ``count``; it may never shrink or stay the same."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(name)
+            if topic.internal:
+                raise InvalidTopicError(name, "the partition count of an internal topic cannot change")
+            if count <= topic.partitions:
+                raise InvalidPartitionsError(name, f"the topic has {topic.partitions} partitions and the new count {count} does not grow it")
+            self._check_partition_count(name, count)
+            grown = replace(topic, partitions=count)
+            if not validate_only:
+                self._commit({**self._topics, name: grown})
+            return grown
+
+    def set_configs(self, name: str, configs: Mapping[str, str], *, validate_only: bool = False) -> TopicMetadata:
+        """Replace the topic's config overrides with ``configs`` (validated first)."""
+        validate_topic_configs(configs)
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(name)
+            changed = replace(topic, configs=MappingProxyType(dict(configs)))
+            if not validate_only:
+                self._commit({**self._topics, name: changed})
+            return changed
+
+    def _check_partition_count(self, name: str, partitions: int) -> None:
+        if partitions < 1:
+            raise InvalidPartitionsError(name, f"{partitions} is below 1")
+        if partitions > MAX_PARTITIONS_PER_TOPIC:
+            raise InvalidPartitionsError(name, f"{partitions} is above the limit of {MAX_PARTITIONS_PER_TOPIC} partitions per topic")
+
+    def _check_replication_factor(self, name: str, replication_factor: int) -> None:
+        if replication_factor < 1:
+            raise InvalidReplicationFactorError(name, f"{replication_factor} is below 1")
+        if replication_factor > self._available_brokers:
+            brokers = "only 1 broker is" if self._available_brokers == 1 else f"only {self._available_brokers} brokers are"
+            raise InvalidReplicationFactorError(name, f"{replication_factor} replicas were asked for but {brokers} available")
+
+    def _commit(self, topics: Mapping[str, TopicMetadata]) -> None:
+        # Called with the lock held: persist first, then publish, so readers never see a
+        # topic that a crash could make disappear.
+        document = {"version": TOPICS_FILE_VERSION, "topics": [topic.to_json() for topic in sorted(topics.values(), key=lambda topic: topic.name)]}
+        write_file_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        self._topics = dict(topics)
+
+
+def write_file_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content.
+
+    Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory so the
+    rename itself is durable.
+    """
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def partition_keys(topics: Iterable[TopicMetadata]) -> list[tuple[str, int]]:
+    """Every (topic, partition) of ``topics``."""
+    return [(topic.name, partition) for topic in topics for partition in range(topic.partitions)]

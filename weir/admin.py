@@ -1,0 +1,442 @@
+"""``AdminClient`` and its argument and result types, as confluent-kafka's ``confluent_kafka.admin``.
+
+Every operation returns at once with a dict of ``concurrent.futures.Future`` keyed as
+confluent-kafka keys it (topic name, ConfigResource, TopicPartition). One request carries
+all items; each future then resolves with its item's result or fails with
+``KafkaException(KafkaError(code, message))`` from the broker's per-item error. A request
+that fails as a whole (no broker reachable...) fails every future with that error.
+
+Thread-safety: an AdminClient may be used from any thread; requests run on a small pool.
+"""
+
+from __future__ import annotations
+
+import enum
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+from grpc_protos.weir.v1 import broker_pb2
+from weir.cluster import BrokerMetadata, Cluster, ClusterMetadata, PartitionMetadata, TopicMetadata
+from weir.config import ADMIN, ClientConfig
+from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.message import TopicPartition
+
+__all__ = [
+    "AdminClient", "NewTopic", "NewPartitions", "ConfigResource", "ConfigEntry", "ConfigSource",
+    "ResourceType", "AlterConfigOpType", "OffsetSpec", "ListOffsetsResultInfo", "IsolationLevel",
+    "ClusterMetadata", "BrokerMetadata", "TopicMetadata", "PartitionMetadata",
+]
+
+Key = TypeVar("Key")
+
+
+class ResourceType(enum.IntEnum):
+    """Kafka's resource types (the numbers of ConfigResource.Type)."""
+
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    BROKER = 4
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN_CONFIG = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class IsolationLevel(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+class NewTopic:
+    """A topic to create; -1 partitions or replication factor means the broker's default."""
+
+    def __init__(self, topic: str, num_partitions: int = -1, replication_factor: int = -1, replica_assignment: list | None = None, config: Mapping[str, str] | None = None) -> None:
+        if replica_assignment:
+            raise ValueError("replica_assignment is not supported yet: brokers place replicas themselves")
+        self.topic = topic
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.replica_assignment = replica_assignment
+        self.config = dict(config or {})
+
+    def __repr__(self) -> str:
+        return f"NewTopic(topic={self.topic},num_partitions={self.num_partitions})"
+
+
+class NewPartitions:
+    """Grow ``topic`` to ``new_total_count`` partitions."""
+
+    def __init__(self, topic: str, new_total_count: int, replica_assignment: list | None = None) -> None:
+        if replica_assignment:
+            raise ValueError("replica_assignment is not supported yet: brokers place replicas themselves")
+        self.topic = topic
+        self.new_total_count = new_total_count
+        self.replica_assignment = replica_assignment
+
+    def __repr__(self) -> str:
+        return f"NewPartitions(topic={self.topic},new_total_count={self.new_total_count})"
+
+
+class ConfigEntry:
+    """One config of a resource: a describe result, or an item of incremental_alter_configs."""
+
+    def __init__(
+        self,
+        name: str,
+        value: str | None,
+        source: ConfigSource = ConfigSource.UNKNOWN_CONFIG,
+        is_read_only: bool = False,
+        is_default: bool = False,
+        is_sensitive: bool = False,
+        is_synonym: bool = False,
+        synonyms: list | None = None,
+        incremental_operation: AlterConfigOpType | None = None,
+        documentation: str | None = None,
+        type: str | None = None,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.is_read_only = is_read_only
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.is_synonym = is_synonym
+        self.synonyms = synonyms or []
+        self.incremental_operation = incremental_operation
+        self.documentation = documentation
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"ConfigEntry({self.name}=\"{self.value}\")"
+
+    def __str__(self) -> str:
+        return f"{self.name}=\"{self.value}\""
+
+
+class ConfigResource:
+    """A resource whose configs are described or altered; hashes by (type, name).
+
+    ``restype`` is a ConfigResource.Type (ResourceType), its name ("topic") or its number.
+    """
+
+    Type = ResourceType
+
+    def __init__(self, restype: ResourceType | str | int, name: str, set_config: Mapping[str, str] | None = None, described_configs: Any = None, error: KafkaError | None = None, incremental_configs: list[ConfigEntry] | None = None) -> None:
+        if isinstance(restype, str):
+            try:
+                restype = ResourceType[restype.upper()]
+            except KeyError:
+                raise ValueError(f"Unknown resource type \"{restype}\": should be a ConfigResource.Type") from None
+        self.restype = ResourceType(restype)
+        self.name = name
+        self.set_config_dict = dict(set_config or {})
+        self.incremental_configs = list(incremental_configs or [])
+        self.configs = described_configs
+        self.error = error
+
+    def set_config(self, name: str, value: str, overwrite: bool = True) -> None:
+        if not overwrite and name in self.set_config_dict:
+            return
+        self.set_config_dict[name] = value
+
+    def add_incremental_config(self, config: ConfigEntry) -> None:
+        self.incremental_configs.append(config)
+
+    def __hash__(self) -> int:
+        return hash((self.restype, self.name))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfigResource):
+            return NotImplemented
+        return (self.restype, self.name) == (other.restype, other.name)
+
+    def __lt__(self, other: "ConfigResource") -> bool:
+        return (self.restype, self.name) < (other.restype, other.name)
+
+    def __repr__(self) -> str:
+        return f"ConfigResource({self.restype.name},{self.name})"
+
+
+class OffsetSpec:
+    """Which offset list_offsets() asks for: earliest, latest, max timestamp, or the first at a timestamp."""
+
+    EARLIEST = -2
+    LATEST = -1
+    MAX_TIMESTAMP = -3
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    @classmethod
+    def earliest(cls) -> "OffsetSpec":
+        return cls(cls.EARLIEST)
+
+    @classmethod
+    def latest(cls) -> "OffsetSpec":
+        return cls(cls.LATEST)
+
+    @classmethod
+    def max_timestamp(cls) -> "OffsetSpec":
+        return cls(cls.MAX_TIMESTAMP)
+
+    @classmethod
+    def for_timestamp(cls, timestamp_ms: int) -> "OffsetSpec":
+        if timestamp_ms < 0:
+            raise ValueError("timestamp must be a positive number of milliseconds")
+        return cls(timestamp_ms)
+
+    def __repr__(self) -> str:
+        return f"OffsetSpec({self.value})"
+
+
+class ListOffsetsResultInfo:
+    def __init__(self, offset: int, timestamp: int, leader_epoch: int | None) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.leader_epoch = leader_epoch
+
+    def __repr__(self) -> str:
+        return f"ListOffsetsResultInfo(offset={self.offset}, timestamp={self.timestamp}, leader_epoch={self.leader_epoch})"
+
+
+_PROTO_RESOURCE_TYPES = {ResourceType.TOPIC: broker_pb2.RESOURCE_TYPE_TOPIC, ResourceType.BROKER: broker_pb2.RESOURCE_TYPE_BROKER}
+
+
+def _item_error(code: int, message: str) -> KafkaException | None:
+    return KafkaException(KafkaError(code, message or None)) if code else None
+
+
+class AdminClient:
+    """confluent-kafka's AdminClient over the broker's admin calls (see the module docstring)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **options: Any) -> None:
+        merged = dict(config or {})
+        merged.update(options)
+        self._config = ClientConfig(merged, ADMIN)
+        self._cluster = Cluster(self._config)
+        self._default_timeout = self._config["socket.timeout.ms"] / 1000.0
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-admin")
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _timeout(self, request_timeout: float | None) -> float:
+        return self._default_timeout if request_timeout is None or request_timeout < 0 else request_timeout
+
+    def _run(self, keys: Iterable[Key], call: Callable[[], dict[Key, tuple[KafkaException | None, Any]]]) -> dict[Key, Future]:
+        """Create one future per key; ``call`` runs on the pool and returns each key's (error, result)."""
+        futures: dict[Key, Future] = {}
+        for key in keys:
+            future: Future = Future()
+            future.set_running_or_notify_cancel()
+            futures[key] = future
+
+        def complete() -> None:
+            try:
+                outcomes = call()
+            except KafkaException as error:
+                for future in futures.values():
+                    future.set_exception(error)
+                return
+            except Exception as error:
+                wrapped = KafkaException(KafkaError(KafkaError._FAIL, f"{type(error).__name__}: {error}"))  # type: ignore[attr-defined]
+                for future in futures.values():
+                    future.set_exception(wrapped)
+                return
+            for key, future in futures.items():
+                error, result = outcomes.get(key, (KafkaException(KafkaError(KafkaError._FAIL, f"the broker's answer has no result for {key}")), None))  # type: ignore[attr-defined]
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
+
+        self._executor.submit(complete)
+        return futures
+
+    @staticmethod
+    def _topic_outcomes(results: Iterable[broker_pb2.TopicResult]) -> dict[str, tuple[KafkaException | None, None]]:
+        return {result.name: (_item_error(result.error_code, result.error_message), None) for result in results}
+
+    # ------------------------------------------------------------------ topics
+
+    def create_topics(self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False) -> dict[str, Future]:
+        """Create topics -> {topic: Future[None]}."""
+        if not isinstance(new_topics, list) or not new_topics or not all(isinstance(topic, NewTopic) for topic in new_topics):
+            raise TypeError("Expected non-empty list of NewTopic objects")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.CreateTopicsRequest(
+            topics=[
+                broker_pb2.CreatableTopic(
+                    name=topic.topic, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+                    configs=[broker_pb2.TopicConfigEntry(name=name, value=str(value)) for name, value in topic.config.items()],
+                )
+                for topic in new_topics
+            ],
+            validate_only=validate_only,
+            timeout_ms=int(max(operation_timeout, 0) * 1000),
+        )
+        return self._run([topic.topic for topic in new_topics], lambda: self._topic_outcomes(self._cluster.call("CreateTopics", request, timeout=timeout).topics))
+
+    def delete_topics(self, topics: list[str], operation_timeout: float = 0, request_timeout: float | None = None) -> dict[str, Future]:
+        """Delete topics -> {topic: Future[None]}."""
+        if not isinstance(topics, list) or not topics:
+            raise TypeError("Expected non-empty list of topic strings")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=int(max(operation_timeout, 0) * 1000))
+        return self._run(topics, lambda: self._topic_outcomes(self._cluster.call("DeleteTopics", request, timeout=timeout).topics))
+
+    def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False) -> dict[str, Future]:
+        """Grow partition counts -> {topic: Future[None]}."""
+        if not isinstance(new_partitions, list) or not new_partitions or not all(isinstance(item, NewPartitions) for item in new_partitions):
+            raise TypeError("Expected non-empty list of NewPartitions objects")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.CreatePartitionsRequest(
+            topics=[broker_pb2.CreatePartitionsTopic(name=item.topic, count=item.new_total_count) for item in new_partitions],
+            validate_only=validate_only,
+            timeout_ms=int(max(operation_timeout, 0) * 1000),
+        )
+        return self._run([item.topic for item in new_partitions], lambda: self._topic_outcomes(self._cluster.call("CreatePartitions", request, timeout=timeout).topics))
+
+    # ------------------------------------------------------------------ configs
+
+    @staticmethod
+    def _resource_ref(resource: ConfigResource) -> tuple[int, str]:
+        proto_type = _PROTO_RESOURCE_TYPES.get(resource.restype)
+        if proto_type is None:
+            raise ValueError(f"configs of {resource.restype.name} resources are not supported; use TOPIC or BROKER")
+        return proto_type, resource.name
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None) -> dict[ConfigResource, Future]:
+        """Describe configs -> {ConfigResource: Future[{name: ConfigEntry}]}."""
+        if not isinstance(resources, list) or not resources:
+            raise TypeError("Expected non-empty list of ConfigResource objects")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DescribeConfigsRequest(
+            resources=[broker_pb2.ConfigResourceRef(type=self._resource_ref(resource)[0], name=resource.name) for resource in resources],
+            include_documentation=True,
+        )
+        by_key = {(self._resource_ref(resource)): resource for resource in resources}
+
+        def call() -> dict[ConfigResource, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call("DescribeConfigs", request, timeout=timeout)
+            outcomes: dict[ConfigResource, tuple[KafkaException | None, Any]] = {}
+            for result in response.resources:
+                resource = by_key.get((result.type, result.name))
+                if resource is None:
+                    continue
+                error = _item_error(result.error_code, result.error_message)
+                entries = {
+                    entry.name: ConfigEntry(
+                        entry.name, entry.value, ConfigSource(entry.source) if entry.source in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN_CONFIG,
+                        is_read_only=entry.read_only, is_default=entry.is_default, is_sensitive=entry.is_sensitive,
+                        documentation=entry.documentation or None, type=entry.type or None,
+                    )
+                    for entry in result.configs
+                }
+                outcomes[resource] = (error, None if error else entries)
+            return outcomes
+
+        return self._run(resources, call)
+
+    def alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None, validate_only: bool = False) -> dict[ConfigResource, Future]:
+        """Replace every dynamic config of each resource with its ``set_config`` values -> {ConfigResource: Future[None]}."""
+        items = [
+            broker_pb2.AlterConfigsResource(
+                type=self._resource_ref(resource)[0], name=resource.name, incremental=False,
+                configs=[broker_pb2.AlterableConfig(name=name, value=str(value), op=broker_pb2.ALTER_CONFIG_OP_SET) for name, value in resource.set_config_dict.items()],
+            )
+            for resource in resources
+        ]
+        return self._alter(resources, items, request_timeout, validate_only)
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None, validate_only: bool = False) -> dict[ConfigResource, Future]:
+        """SET or DELETE individual configs -> {ConfigResource: Future[None]}. APPEND and SUBTRACT are not supported yet."""
+        items = []
+        for resource in resources:
+            configs = []
+            for entry in resource.incremental_configs:
+                operation = entry.incremental_operation if entry.incremental_operation is not None else AlterConfigOpType.SET
+                if operation not in (AlterConfigOpType.SET, AlterConfigOpType.DELETE):
+                    raise ValueError(f"incremental operation {AlterConfigOpType(operation).name} is not supported yet; use SET or DELETE")
+                op = broker_pb2.ALTER_CONFIG_OP_SET if operation == AlterConfigOpType.SET else broker_pb2.ALTER_CONFIG_OP_DELETE
+                configs.append(broker_pb2.AlterableConfig(name=entry.name, value="" if entry.value is None else str(entry.value), op=op))
+            items.append(broker_pb2.AlterConfigsResource(type=self._resource_ref(resource)[0], name=resource.name, configs=configs, incremental=True))
+        return self._alter(resources, items, request_timeout, validate_only)
+
+    def _alter(self, resources: list[ConfigResource], items: list[broker_pb2.AlterConfigsResource], request_timeout: float | None, validate_only: bool) -> dict[ConfigResource, Future]:
+        if not resources:
+            raise TypeError("Expected non-empty list of ConfigResource objects")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.AlterConfigsRequest(resources=items, validate_only=validate_only)
+        by_key = {self._resource_ref(resource): resource for resource in resources}
+
+        def call() -> dict[ConfigResource, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call("AlterConfigs", request, timeout=timeout)
+            return {
+                by_key[(result.type, result.name)]: (_item_error(result.error_code, result.error_message), None)
+                for result in response.resources
+                if (result.type, result.name) in by_key
+            }
+
+        return self._run(resources, call)
+
+    # ------------------------------------------------------------------ offsets and metadata
+
+    def list_offsets(self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec], isolation_level: IsolationLevel | None = None, request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+        """Offsets by spec -> {TopicPartition: Future[ListOffsetsResultInfo]}, asked of each partition's leader."""
+        if not topic_partition_offsets:
+            raise TypeError("Expected non-empty dict of TopicPartition: OffsetSpec")
+        timeout = self._timeout(request_timeout)
+        isolation = broker_pb2.READ_COMMITTED if isolation_level == IsolationLevel.READ_COMMITTED else broker_pb2.READ_UNCOMMITTED
+        partitions = list(topic_partition_offsets.items())
+
+        def call() -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
+            outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
+            by_leader: dict[str, dict[str, list[broker_pb2.ListOffsetsPartition]]] = {}
+            for tp, spec in partitions:
+                info = self._cluster.topic(tp.topic, timeout=timeout)
+                address = self._cluster.leader_address(tp.topic, tp.partition)
+                if info.error_code or address is None:
+                    code = info.error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+                    outcomes[tp] = (KafkaException(KafkaError(code, f"{tp.topic} [{tp.partition}]: {info.error_message or 'no such partition or no leader'}")), None)
+                    continue
+                by_leader.setdefault(address, {}).setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(partition=tp.partition, timestamp=spec.value))
+            for address, topics in by_leader.items():
+                request = broker_pb2.ListOffsetsRequest(isolation_level=isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=items) for topic, items in topics.items()])
+                response = self._cluster.call("ListOffsets", request, address=address, timeout=timeout)
+                for topic_response in response.topics:
+                    for answer in topic_response.partitions:
+                        key = TopicPartition(topic_response.topic, answer.partition)
+                        error = _item_error(answer.error_code, answer.error_message)
+                        outcomes[key] = (error, None if error else ListOffsetsResultInfo(answer.offset, answer.timestamp, answer.leader_epoch if answer.leader_epoch >= 0 else None))
+            return outcomes
+
+        return self._run([tp for tp, _ in partitions], call)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self._cluster.list_topics(topic, timeout)
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Present for confluent-kafka compatibility: results arrive through futures, nothing to serve."""
+        return 0
+
+    def close(self) -> None:
+        """Wait for running requests and close connections (not in confluent-kafka; optional)."""
+        self._executor.shutdown(wait=True)
+        self._cluster.close()
+
+    def __len__(self) -> int:
+        return 0

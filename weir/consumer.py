@@ -1,0 +1,397 @@
+"""``Consumer``: confluent-kafka's consumer API (assign style) over Weir's gRPC data plane.
+
+A background :class:`~weir.fetcher.Fetcher` keeps long-poll Fetch requests in flight and
+queues raw record bytes; poll() and consume() decode them into :class:`~weir.message.Message`
+objects in the application's thread, skipping records below the position (the first batch
+of an answer may start earlier) and control batches.
+
+Group membership (``subscribe``) arrives with a later release; offsets are committed for
+``group.id`` with the broker's OffsetCommit, as confluent-kafka's assign()-style consumers do.
+
+Start position of an assigned partition: the offset given to assign(), else the group's
+committed offset, else ``auto.offset.reset``. OFFSET_OUT_OF_RANGE while fetching resets per
+``auto.offset.reset``; with ``error`` the application gets a Message whose error() is
+OFFSET_OUT_OF_RANGE.
+
+Thread-safety: one application thread should call poll()/consume(), as with
+confluent-kafka; commit(), position() and the offset queries may be called from others.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+import grpc
+
+from grpc_protos.weir.v1 import broker_pb2
+from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
+from weir.config import CONSUMER, ClientConfig, invalid_argument
+from weir.errors import KafkaError, KafkaException
+from weir.fetcher import Fetcher, FetchedChunk, PartitionState
+from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
+from weir.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, batch_records_bytes, decode_records, iter_batch_positions
+
+
+class Consumer:
+    """A Kafka-style consumer with manual assignment (see the module docstring)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **options: Any) -> None:
+        merged = dict(config or {})
+        merged.update(options)
+        self._config = ClientConfig(merged, CONSUMER)
+        self._cluster = Cluster(self._config)
+        self._fetcher = Fetcher(self._cluster, self._config)
+        self._group_id: str | None = self._config["group.id"]
+        self._auto_commit = self._config["enable.auto.commit"] and bool(self._group_id)
+        self._auto_commit_interval = self._config["auto.commit.interval.ms"] / 1000.0
+        self._auto_store = self._config["enable.auto.offset.store"]
+        self._partition_max_bytes = self._config["max.partition.fetch.bytes"]
+        self._request_timeout = self._config["request.timeout.ms"] / 1000.0
+        self._error_callback: Callable[[KafkaError], Any] | None = self._config["error_cb"]
+        self._commit_callback: Callable[..., Any] | None = self._config["on_commit"]
+        self._commit_results: list[tuple[KafkaError | None, list[TopicPartition]]] = []
+        self._commit_lock = threading.Lock()
+        # Offsets this consumer last committed successfully, so auto commit skips unchanged ones.
+        self._last_committed: dict[tuple[str, int], int] = {}
+        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        # Decoded messages not yet returned, all of one chunk (one partition, one generation).
+        self._decoded: list[Message] = []
+        self._decoded_index = 0
+        self._decoded_chunk: FetchedChunk | None = None
+        self._closed = False
+        self._fetcher.start()
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Consume exactly these partitions; each starts at its offset, else the committed one, else auto.offset.reset."""
+        self._check_open()
+        with self._fetcher.lock:
+            self._fetcher.states.clear()
+            self._drop_buffered(None)
+            for topic_partition in partitions:
+                state = PartitionState(topic_partition.topic, topic_partition.partition, self._partition_max_bytes)
+                offset = topic_partition.offset
+                state.seek(OFFSET_STORED if offset in (OFFSET_INVALID, OFFSET_STORED) else offset)
+                self._fetcher.states[(state.topic, state.partition)] = state
+            self._fetcher.wake_locked()
+
+    def unassign(self) -> None:
+        self.assign([])
+
+    def assignment(self) -> list[TopicPartition]:
+        with self._fetcher.lock:
+            return [TopicPartition(state.topic, state.partition) for state in self._fetcher.states.values()]
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Continue ``partition`` at its offset (absolute or OFFSET_BEGINNING / OFFSET_END / OFFSET_STORED)."""
+        with self._fetcher.lock:
+            state = self._state(partition)
+            state.seek(partition.offset)
+            self._drop_buffered(state)
+            self._fetcher.wake_locked()
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching these partitions; what was prefetched is dropped and fetched again on resume()."""
+        with self._fetcher.lock:
+            for partition in partitions:
+                state = self._state(partition)
+                state.paused = True
+                if state.position is not None:
+                    state.seek(state.position)
+                self._drop_buffered(state)
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        with self._fetcher.lock:
+            for partition in partitions:
+                self._state(partition).paused = False
+            self._fetcher.wake_locked()
+
+    def _state(self, partition: TopicPartition) -> PartitionState:
+        state = self._fetcher.states.get((partition.topic, partition.partition))
+        if state is None:
+            raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {partition.topic} [{partition.partition}] is not assigned"))  # type: ignore[attr-defined]
+        return state
+
+    def _drop_buffered(self, state: PartitionState | None) -> None:
+        """Forget prefetched data of ``state`` (every partition when None). Lock held."""
+        kept = []
+        for chunk in self._fetcher.chunks:
+            if state is None or chunk.state is state:
+                self._fetcher.consumed(chunk)
+            else:
+                kept.append(chunk)
+        self._fetcher.chunks.clear()
+        self._fetcher.chunks.extend(kept)
+        if state is None or (self._decoded_chunk is not None and self._decoded_chunk.state is state):
+            self._decoded = []
+            self._decoded_index = 0
+            self._decoded_chunk = None
+
+    # ------------------------------------------------------------------ reading
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """The next message or event, waiting up to ``timeout`` seconds (None or < 0: forever)."""
+        messages = self.consume(1, -1 if timeout is None else timeout)
+        return messages[0] if messages else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to ``num_messages`` messages, waiting up to ``timeout`` seconds (-1: forever) for the first."""
+        self._check_open()
+        if num_messages < 0 or num_messages > 1_000_000:
+            raise ValueError("num_messages must be between 0 and 1000000")
+        self._serve_callbacks()
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        out: list[Message] = []
+        while len(out) < num_messages:
+            if self._decoded_index < len(self._decoded):
+                self._take_decoded(out, num_messages - len(out))
+                continue
+            chunk = self._next_chunk(deadline if not out else time.monotonic())
+            if chunk is None:
+                break
+            if chunk.error is not None:
+                out.append(Message(chunk.state.topic, chunk.state.partition, (chunk.min_offset, -1, None, None, ()), 0, chunk.error))
+                continue
+            self._decode(chunk)
+        if self._auto_commit and time.monotonic() >= self._next_auto_commit:
+            self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+            self._commit_stored(asynchronous=True, only_changed=True)
+        return out
+
+    def _next_chunk(self, deadline: float | None) -> FetchedChunk | None:
+        fetcher = self._fetcher
+        with fetcher.lock:
+            while not fetcher.chunks:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                fetcher.data_ready.wait(remaining if remaining is not None else 0.5)
+            chunk = fetcher.chunks.popleft()
+            fetcher.consumed(chunk)
+            return chunk
+
+    def _decode(self, chunk: FetchedChunk) -> None:
+        """Decode a chunk's batches into Messages; records below its fetch offset are skipped."""
+        state = chunk.state
+        topic = state.topic
+        partition = state.partition
+        min_offset = chunk.min_offset
+        records = chunk.records
+        messages: list[Message] = []
+        for position, header in iter_batch_positions(records):
+            if header.attributes & CONTROL_FLAG_MASK or header.base_offset + header.last_offset_delta < min_offset:
+                continue
+            timestamp_type = TIMESTAMP_LOG_APPEND_TIME if header.attributes & TIMESTAMP_TYPE_MASK else TIMESTAMP_CREATE_TIME
+            epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
+            data = batch_records_bytes(records, position, header)
+            messages += [Message(topic, partition, record, timestamp_type, None, None, epoch) for record in decode_records(data, header, min_offset)]
+        self._decoded = messages
+        self._decoded_index = 0
+        self._decoded_chunk = chunk
+
+    def _take_decoded(self, out: list[Message], wanted: int) -> None:
+        chunk = self._decoded_chunk
+        start = self._decoded_index
+        end = min(start + wanted, len(self._decoded))
+        taken = self._decoded[start:end]
+        self._decoded_index = end
+        with self._fetcher.lock:
+            state = chunk.state if chunk is not None else None
+            if state is None or state.generation != chunk.generation or (state.topic, state.partition) not in self._fetcher.states:
+                return  # seeked or unassigned since: these records are not wanted any more
+            next_position = taken[-1].offset() + 1
+            state.position = next_position
+            if self._auto_store:
+                state.stored_offset = next_position
+        out.extend(taken)
+
+    # ------------------------------------------------------------------ positions and offsets
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The offset of the next message poll() returns for each partition (OFFSET_INVALID when not known yet)."""
+        with self._fetcher.lock:
+            result = []
+            for partition in partitions:
+                state = self._fetcher.states.get((partition.topic, partition.partition))
+                offset = state.position if state is not None and state.position is not None else OFFSET_INVALID
+                result.append(TopicPartition(partition.topic, partition.partition, offset))
+            return result
+
+    def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
+        """Remember offsets for the next commit: message.offset()+1, or each TopicPartition's offset as given."""
+        if (message is None) == (offsets is None):
+            raise invalid_argument("store_offsets() takes exactly one of message and offsets")
+        pairs = [(message.topic(), message.partition(), message.offset() + 1)] if message is not None else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
+        with self._fetcher.lock:
+            for topic, partition, offset in pairs:
+                state = self._fetcher.states.get((topic, partition))
+                if state is None:
+                    raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {topic} [{partition}] is not assigned"))  # type: ignore[attr-defined]
+                state.stored_offset = offset
+
+    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True) -> list[TopicPartition] | None:
+        """Commit offsets for group.id: message.offset()+1, the given offsets, or every stored offset.
+
+        Synchronous commits return the committed TopicPartitions (``error`` set on those that
+        failed) and raise KafkaException when the whole request fails; asynchronous ones
+        return None and report to on_commit from a later poll().
+        """
+        self._check_open()
+        if message is not None and offsets is not None:
+            raise invalid_argument("commit() takes message or offsets, not both")
+        if message is not None:
+            partitions = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        elif offsets is not None:
+            partitions = list(offsets)
+        else:
+            return self._commit_stored(asynchronous, only_changed=False)
+        return self._commit(partitions, asynchronous)
+
+    def _commit_stored(self, asynchronous: bool, only_changed: bool) -> list[TopicPartition] | None:
+        with self._fetcher.lock:
+            partitions = [TopicPartition(state.topic, state.partition, state.stored_offset) for state in self._fetcher.states.values() if state.stored_offset is not None]
+        if only_changed:
+            with self._commit_lock:
+                last = dict(self._last_committed)
+            partitions = [tp for tp in partitions if last.get((tp.topic, tp.partition)) != tp.offset]
+        if not partitions:
+            if only_changed:
+                return None
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored"))  # type: ignore[attr-defined]
+        return self._commit(partitions, asynchronous)
+
+    def _commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
+        if not self._group_id:
+            raise invalid_argument("commit needs \"group.id\" to be configured")
+        by_topic: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
+        for tp in partitions:
+            if tp.offset < 0:
+                raise invalid_argument(f"cannot commit offset {tp.offset} for {tp.topic} [{tp.partition}]: it is not an absolute offset")
+            by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetCommitPartition(
+                partition=tp.partition, committed_offset=tp.offset,
+                committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1, metadata=tp.metadata or "",
+            ))
+        request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
+        if not asynchronous:
+            response = self._cluster.call("OffsetCommit", request, timeout=self._request_timeout)
+            return self._commit_answered(partitions, response)
+        address = self._cluster.candidate_addresses()[0]
+        future = self._cluster.stub(address).OffsetCommit.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
+        future.add_done_callback(lambda done: self._commit_finished(partitions, done))
+        return None
+
+    def _commit_answered(self, partitions: list[TopicPartition], response: broker_pb2.OffsetCommitResponse) -> list[TopicPartition]:
+        if response.error_code:
+            raise KafkaException(KafkaError(response.error_code, response.error_message or None))
+        errors = {(topic.topic, partition.partition): KafkaError(partition.error_code, partition.error_message or None) for topic in response.topics for partition in topic.partitions if partition.error_code}
+        committed = {}
+        for tp in partitions:
+            tp.error = errors.get((tp.topic, tp.partition))
+            if tp.error is None:
+                committed[(tp.topic, tp.partition)] = tp.offset
+        with self._commit_lock:
+            self._last_committed.update(committed)
+        return partitions
+
+    def _commit_finished(self, partitions: list[TopicPartition], future: grpc.Future) -> None:
+        # Runs on a gRPC thread; the result reaches on_commit from the next poll().
+        error: KafkaError | None = None
+        try:
+            self._commit_answered(partitions, future.result())
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error, "OffsetCommit")
+        except KafkaException as exception:
+            error = exception.error
+        with self._commit_lock:
+            self._commit_results.append((error, partitions))
+
+    def _serve_callbacks(self) -> None:
+        with self._commit_lock:
+            results, self._commit_results = self._commit_results, []
+        if self._commit_callback is not None:
+            for error, partitions in results:
+                self._commit_callback(error, partitions)
+        errors = self._fetcher.take_errors()
+        if self._error_callback is not None:
+            for error in errors:
+                self._error_callback(error)
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        """The group's committed offsets (OFFSET_INVALID where none)."""
+        if not self._group_id:
+            raise invalid_argument("committed() needs \"group.id\" to be configured")
+        committed = self._fetcher.fetch_committed([(tp.topic, tp.partition) for tp in partitions], self._timeout(timeout))
+        result = []
+        for tp in partitions:
+            offset = committed.get((tp.topic, tp.partition), -1)
+            result.append(TopicPartition(tp.topic, tp.partition, offset if offset >= 0 else OFFSET_INVALID))
+        return result
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None, cached: bool = False) -> tuple[int, int] | None:
+        """(low, high) offsets of ``partition``: from the last fetch when ``cached``, else asked of its leader."""
+        if cached:
+            with self._fetcher.lock:
+                state = self._fetcher.states.get((partition.topic, partition.partition))
+                if state is None or state.high_watermark < 0:
+                    return None
+                return state.log_start_offset, state.high_watermark
+        requests = [(partition.topic, partition.partition, -2), (partition.topic, partition.partition, -1)]
+        low = self._list_offset(*requests[0], timeout)
+        high = self._list_offset(*requests[1], timeout)
+        return low, high
+
+    def _list_offset(self, topic: str, partition: int, timestamp: int, timeout: float | None) -> int:
+        code, message, offset, _ = self._fetcher.list_offsets([(topic, partition, timestamp)], self._timeout(timeout))[(topic, partition)]
+        if code:
+            raise KafkaException(KafkaError(code, message or None))
+        return offset
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        """For each partition, the earliest offset whose timestamp is >= the given one (passed as ``offset``); -1 past the end."""
+        results = self._fetcher.list_offsets([(tp.topic, tp.partition, tp.offset) for tp in partitions], self._timeout(timeout))
+        out = []
+        for tp in partitions:
+            code, message, offset, _ = results[(tp.topic, tp.partition)]
+            result = TopicPartition(tp.topic, tp.partition, offset if not code else OFFSET_INVALID)
+            if code:
+                result.error = KafkaError(code, message or None)
+            out.append(result)
+        return out
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self._request_timeout if timeout is None or timeout < 0 else timeout
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self._cluster.list_topics(topic, timeout)
+
+    # ------------------------------------------------------------------ closing
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+
+    def close(self) -> None:
+        """Commit stored offsets (with enable.auto.commit), stop fetching and close connections."""
+        if self._closed:
+            return
+        try:
+            if self._auto_commit:
+                try:
+                    self._commit_stored(asynchronous=False, only_changed=True)
+                except KafkaException as error:
+                    if self._error_callback is not None:
+                        self._error_callback(error.error)
+        finally:
+            self._closed = True
+            self._fetcher.stop()
+            self._cluster.close()
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+

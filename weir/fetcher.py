@@ -1,0 +1,417 @@
+"""The consumer's background fetcher: long-poll Fetch requests and prefetched record data.
+
+One thread per consumer keeps at most one Fetch in flight per broker, covering every
+assigned partition that broker leads and that is not paused, not waiting for an offset
+reset, and not already holding more prefetched data than ``queued.max.messages.kbytes``.
+Answers (completed on gRPC threads) are handed to the fetcher thread through an inbox.
+Record bytes are queued as :class:`FetchedChunk` objects, undecoded; the consumer decodes
+them in poll()/consume(), in the application's thread.
+
+Offset resets also happen here: a partition assigned without an offset asks OffsetFetch for
+its group's committed offset, then falls back to ``auto.offset.reset``; OFFSET_BEGINNING /
+OFFSET_END and OFFSET_OUT_OF_RANGE answers ask ListOffsets.
+
+Thread-safety: :class:`PartitionState` objects are shared with the consumer and are read
+and written only under :attr:`Fetcher.lock`. Each seek or reset bumps the partition's
+``generation``; data fetched for an older generation is dropped, so a seek never returns
+records from before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+import grpc
+
+from grpc_protos.weir.v1 import broker_pb2
+from weir.cluster import Cluster, error_from_rpc
+from weir.config import ClientConfig
+from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
+from weir.records import iter_batch_positions
+
+logger = logging.getLogger(__name__)
+
+_LIST_OFFSETS_EARLIEST = -2
+_LIST_OFFSETS_LATEST = -1
+_IDLE_WAIT = 0.5
+
+
+class PartitionState:
+    """One assigned partition: where fetching stands and where the application stands.
+
+    ``fetch_position`` is the next offset to fetch (None while ``reset_to`` names an offset
+    to look up: OFFSET_BEGINNING, OFFSET_END or OFFSET_STORED); ``position`` is the offset
+    of the next record poll() returns; ``stored_offset`` the offset the next commit writes.
+    """
+
+    __slots__ = (
+        "topic", "partition", "generation", "fetch_position", "reset_to", "position", "paused",
+        "high_watermark", "log_start_offset", "stored_offset", "eof_offset", "in_flight",
+        "retry_at", "partition_max_bytes", "leader_epoch",
+    )
+
+    def __init__(self, topic: str, partition: int, partition_max_bytes: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.generation = 0
+        self.fetch_position: int | None = None
+        self.reset_to: int | None = OFFSET_STORED
+        self.position: int | None = None
+        self.paused = False
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.stored_offset: int | None = None
+        self.eof_offset = -1
+        self.in_flight = False
+        self.retry_at = 0.0
+        self.partition_max_bytes = partition_max_bytes
+        self.leader_epoch: int | None = None
+
+    def seek(self, offset: int) -> None:
+        """Start over at ``offset`` (absolute, or a logical OFFSET_* constant). Lock held."""
+        self.generation += 1
+        self.eof_offset = -1
+        if offset >= 0:
+            self.fetch_position = offset
+            self.position = offset
+            self.reset_to = None
+        else:
+            self.fetch_position = None
+            self.reset_to = offset
+
+
+class FetchedChunk:
+    """Record bytes of one partition from one Fetch answer, or an event (``error`` set, ``records`` empty).
+
+    ``min_offset`` is the offset that was fetched (records below it are skipped);
+    ``next_offset`` follows the last complete batch.
+    """
+
+    __slots__ = ("state", "generation", "records", "min_offset", "next_offset", "error")
+
+    def __init__(self, state: PartitionState, generation: int, records: bytes, min_offset: int, next_offset: int, error: KafkaError | None = None) -> None:
+        self.state = state
+        self.generation = generation
+        self.records = records
+        self.min_offset = min_offset
+        self.next_offset = next_offset
+        self.error = error
+
+
+class Fetcher:
+    """Owns the fetch loop of one consumer; see the module docstring."""
+
+    def __init__(self, cluster: Cluster, config: ClientConfig) -> None:
+        self._cluster = cluster
+        self._group_id = config["group.id"]
+        self._reset_policy = config["auto.offset.reset"]
+        self._partition_eof = config["enable.partition.eof"]
+        self._min_bytes = config["fetch.min.bytes"]
+        self._max_bytes = config["fetch.max.bytes"]
+        self._max_wait_ms = config["fetch.wait.max.ms"]
+        self._isolation = broker_pb2.READ_COMMITTED if config["isolation.level"] == "read_committed" else broker_pb2.READ_UNCOMMITTED
+        self._prefetch_limit = config["queued.max.messages.kbytes"] * 1024
+        self._request_timeout = config["request.timeout.ms"] / 1000.0
+        self._backoff = config["retry.backoff.ms"] / 1000.0
+        self.lock = threading.Lock()
+        # The application waits on ``data_ready``; the fetcher thread on ``work``.
+        self.data_ready = threading.Condition(self.lock)
+        self._work = threading.Condition(self.lock)
+        self.states: dict[tuple[str, int], PartitionState] = {}
+        self.chunks: deque[FetchedChunk] = deque()
+        self.prefetched_bytes = 0
+        self._inbox: deque[tuple[str, list[tuple[PartitionState, int, int]], grpc.Future]] = deque()
+        self._in_flight: set[str] = set()
+        self._errors: deque[KafkaError] = deque()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="weir-consumer-fetcher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self.lock:
+            self._stopping = True
+            self._work.notify()
+        self._thread.join(timeout=self._request_timeout)
+
+    def wake(self) -> None:
+        """Something changed (assignment, seek, room freed): fetch again now."""
+        with self.lock:
+            self._work.notify()
+
+    def wake_locked(self) -> None:
+        """As :meth:`wake`, for callers already holding :attr:`lock`."""
+        self._work.notify()
+
+    def take_errors(self) -> list[KafkaError]:
+        with self.lock:
+            errors = list(self._errors)
+            self._errors.clear()
+            return errors
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                if self._stopping:
+                    return
+            try:
+                wait = self._run_once()
+            except Exception as error:  # the fetcher must outlive any bug in one round
+                logger.exception("consumer fetcher round failed")
+                self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))  # type: ignore[attr-defined]
+                wait = self._backoff
+            with self.lock:
+                if not self._inbox and not self._stopping:
+                    self._work.wait(wait)
+
+    def _run_once(self) -> float:
+        while self._inbox:
+            self._handle_answer(*self._inbox.popleft())
+        now = time.monotonic()
+        wait = self._resolve_resets(now)
+        return min(wait, self._send_fetches(now))
+
+    def _report_error(self, error: KafkaError) -> None:
+        with self.lock:
+            self._errors.append(error)
+            self.data_ready.notify_all()
+
+    # ------------------------------------------------------------------ offset resets
+
+    def _resolve_resets(self, now: float) -> float:
+        with self.lock:
+            pending = [(state, state.generation, state.reset_to) for state in self.states.values() if state.reset_to is not None and state.retry_at <= now]
+        if not pending:
+            return _IDLE_WAIT
+        stored = [(state, generation) for state, generation, reset_to in pending if reset_to == OFFSET_STORED]
+        if stored:
+            self._resolve_stored(stored)
+        logical = [(state, generation, reset_to) for state, generation, reset_to in pending if reset_to in (OFFSET_BEGINNING, OFFSET_END)]
+        if logical:
+            self._resolve_logical(logical)
+        return self._backoff
+
+    def _resolve_stored(self, stored: list[tuple[PartitionState, int]]) -> None:
+        committed: dict[tuple[str, int], int] = {}
+        if self._group_id:
+            try:
+                committed = self.fetch_committed([(state.topic, state.partition) for state, _ in stored], self._request_timeout)
+            except KafkaException as error:
+                self._retry_later([state for state, _ in stored], error.error)
+                return
+        fallback = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(self._reset_policy)
+        with self.lock:
+            for state, generation in stored:
+                if state.generation != generation:
+                    continue
+                offset = committed.get((state.topic, state.partition), -1)
+                if offset >= 0:
+                    state.seek(offset)
+                elif fallback is not None:
+                    state.seek(fallback)
+                else:
+                    self._reset_failed(state, f"no committed offset for {state.topic}-{state.partition} and auto.offset.reset is error")
+            self._work.notify()
+
+    def _resolve_logical(self, logical: list[tuple[PartitionState, int, int]]) -> None:
+        requests = [(state.topic, state.partition, _LIST_OFFSETS_EARLIEST if reset_to == OFFSET_BEGINNING else _LIST_OFFSETS_LATEST) for state, _, reset_to in logical]
+        try:
+            results = self.list_offsets(requests, self._request_timeout)
+        except KafkaException as error:
+            self._retry_later([state for state, _, _ in logical], error.error)
+            return
+        with self.lock:
+            for state, generation, _ in logical:
+                if state.generation != generation:
+                    continue
+                code, _, offset, _ = results[(state.topic, state.partition)]
+                if code:
+                    state.retry_at = time.monotonic() + self._backoff
+                    self._cluster.mark_stale(state.topic)
+                    continue
+                state.seek(offset)
+
+    def _retry_later(self, states: list[PartitionState], error: KafkaError) -> None:
+        with self.lock:
+            for state in states:
+                state.retry_at = time.monotonic() + self._backoff
+        self._report_error(error)
+
+    def _reset_failed(self, state: PartitionState, reason: str) -> None:
+        """auto.offset.reset=error: tell the application through an error message (lock held)."""
+        state.reset_to = None
+        state.fetch_position = None
+        state.generation += 1
+        error = KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Local: no offset to start from: {reason}")  # type: ignore[attr-defined]
+        self.chunks.append(FetchedChunk(state, state.generation, b"", -1, -1, error))
+        self.data_ready.notify_all()
+
+    # ------------------------------------------------------------------ offsets lookups
+
+    def list_offsets(self, requests: list[tuple[str, int, int]], timeout: float) -> dict[tuple[str, int], tuple[int, str, int, int]]:
+        """ListOffsets at each partition's leader: {(topic, partition): (error code, message, offset, timestamp)}."""
+        by_leader: dict[str, dict[str, list[broker_pb2.ListOffsetsPartition]]] = {}
+        results: dict[tuple[str, int], tuple[int, str, int, int]] = {}
+        for topic, partition, timestamp in requests:
+            self._cluster.topic(topic, timeout=timeout)
+            address = self._cluster.leader_address(topic, partition)
+            if address is None:
+                results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no leader known for {topic}-{partition}", -1, -1)  # type: ignore[attr-defined]
+                continue
+            by_leader.setdefault(address, {}).setdefault(topic, []).append(broker_pb2.ListOffsetsPartition(partition=partition, timestamp=timestamp))
+        for address, topics in by_leader.items():
+            request = broker_pb2.ListOffsetsRequest(isolation_level=self._isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()])
+            response = self._cluster.call("ListOffsets", request, address=address, timeout=timeout)
+            for topic_response in response.topics:
+                for partition_response in topic_response.partitions:
+                    results[(topic_response.topic, partition_response.partition)] = (
+                        partition_response.error_code, partition_response.error_message, partition_response.offset, partition_response.timestamp,
+                    )
+        for topic, partition, _ in requests:
+            results.setdefault((topic, partition), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the broker did not answer for this partition", -1, -1))  # type: ignore[attr-defined]
+        return results
+
+    def fetch_committed(self, partitions: list[tuple[str, int]], timeout: float) -> dict[tuple[str, int], int]:
+        """The group's committed offsets ({(topic, partition): offset}, -1 when none)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = broker_pb2.OffsetFetchRequest(group_id=self._group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
+        response = self._cluster.call("OffsetFetch", request, timeout=timeout)
+        if response.error_code:
+            raise KafkaException(KafkaError(response.error_code, response.error_message or None))
+        committed = {}
+        for topic_response in response.topics:
+            for partition_response in topic_response.partitions:
+                committed[(topic_response.topic, partition_response.partition)] = partition_response.committed_offset if not partition_response.error_code else -1
+        return committed
+
+    # ------------------------------------------------------------------ fetching
+
+    def _send_fetches(self, now: float) -> float:
+        by_leader: dict[str, list[PartitionState]] = {}
+        missing: set[str] = set()
+        with self.lock:
+            if self.prefetched_bytes >= self._prefetch_limit:
+                return _IDLE_WAIT
+            candidates = [
+                state for state in self.states.values()
+                if state.fetch_position is not None and not state.paused and not state.in_flight and state.retry_at <= now
+            ]
+        for state in candidates:
+            address = None if self._cluster.is_stale(state.topic) else self._cluster.leader_address(state.topic, state.partition)
+            if address is None:
+                missing.add(state.topic)
+                continue
+            if address in self._in_flight:
+                continue
+            by_leader.setdefault(address, []).append(state)
+        if missing:
+            try:
+                self._cluster.refresh(missing, timeout=self._request_timeout)
+            except KafkaException as error:
+                self._report_error(error.error)
+                return self._backoff
+        for address, states in by_leader.items():
+            self._send_fetch(address, states)
+        return self._backoff if missing else _IDLE_WAIT
+
+    def _send_fetch(self, address: str, states: list[PartitionState]) -> None:
+        topics: dict[str, list[broker_pb2.FetchPartition]] = {}
+        sent: list[tuple[PartitionState, int, int]] = []
+        with self.lock:
+            for state in states:
+                if state.fetch_position is None or state.in_flight:
+                    continue
+                state.in_flight = True
+                sent.append((state, state.generation, state.fetch_position))
+                topics.setdefault(state.topic, []).append(
+                    broker_pb2.FetchPartition(partition=state.partition, fetch_offset=state.fetch_position, partition_max_bytes=state.partition_max_bytes, current_leader_epoch=-1)
+                )
+        if not sent:
+            return
+        request = broker_pb2.FetchRequest(
+            max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, isolation_level=self._isolation,
+            topics=[broker_pb2.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()], replica_id=-1,
+        )
+        self._in_flight.add(address)
+        future = self._cluster.stub(address).Fetch.future(request, timeout=self._request_timeout + self._max_wait_ms / 1000.0, metadata=self._cluster.call_metadata)
+        future.add_done_callback(lambda done: self._arrived(address, sent, done))
+
+    def _arrived(self, address: str, sent: list[tuple[PartitionState, int, int]], future: grpc.Future) -> None:
+        # Runs on a gRPC thread: hand over to the fetcher thread.
+        with self.lock:
+            self._inbox.append((address, sent, future))
+            self._work.notify()
+
+    def _handle_answer(self, address: str, sent: list[tuple[PartitionState, int, int]], future: grpc.Future) -> None:
+        self._in_flight.discard(address)
+        try:
+            response = future.result()
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error, f"Fetch from {address}")
+            with self.lock:
+                for state, _, _ in sent:
+                    state.in_flight = False
+                    state.retry_at = time.monotonic() + self._backoff
+                    self._cluster.mark_stale(state.topic)
+            self._report_error(error)
+            return
+        answers = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
+        with self.lock:
+            for state, generation, fetch_offset in sent:
+                state.in_flight = False
+                answer = answers.get((state.topic, state.partition))
+                if answer is None or state.generation != generation or state.fetch_position != fetch_offset:
+                    continue  # a seek happened meanwhile, or the broker left the partition out
+                self._apply(state, generation, fetch_offset, answer)
+            self.data_ready.notify_all()
+
+    def _apply(self, state: PartitionState, generation: int, fetch_offset: int, answer: broker_pb2.FetchPartitionResponse) -> None:
+        """One partition's answer (lock held)."""
+        code = answer.error_code
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:  # type: ignore[attr-defined]
+            policy = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(self._reset_policy)
+            if policy is None:
+                self._reset_failed(state, f"offset {fetch_offset} is out of range ({answer.log_start_offset}..{answer.high_watermark}) and auto.offset.reset is error")
+            else:
+                state.seek(policy)
+            return
+        if code:
+            state.retry_at = time.monotonic() + self._backoff
+            error = KafkaError(code, answer.error_message or None)
+            if error.retriable():
+                self._cluster.mark_stale(state.topic)
+            else:
+                self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
+            return
+        state.high_watermark = answer.high_watermark
+        state.log_start_offset = answer.log_start_offset
+        records = answer.records
+        next_offset = fetch_offset
+        for _, header in iter_batch_positions(records):
+            next_offset = header.base_offset + header.last_offset_delta + 1
+        if next_offset > fetch_offset:
+            state.fetch_position = next_offset
+            self.chunks.append(FetchedChunk(state, generation, records, fetch_offset, next_offset))
+            self.prefetched_bytes += len(records)
+        elif records:
+            # Only a partial batch came back: it is larger than what we asked for. Ask for more.
+            state.partition_max_bytes = min(state.partition_max_bytes * 2, max(self._max_bytes, 1))
+        elif self._partition_eof and fetch_offset >= answer.high_watermark and state.eof_offset != fetch_offset:
+            state.eof_offset = fetch_offset
+            error = KafkaError(KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}")  # type: ignore[attr-defined]
+            self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
+
+    def consumed(self, chunk: FetchedChunk) -> None:
+        """The application took ``chunk``: its bytes no longer count against the prefetch limit (lock held)."""
+        self.prefetched_bytes -= len(chunk.records)
+        self._work.notify()

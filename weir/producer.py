@@ -1,0 +1,298 @@
+"""``Producer``: confluent-kafka's producer API over Weir's gRPC data plane.
+
+produce() encodes the record into its partition's open batch (see producer_accumulator);
+a background thread sends ready batches (see producer_sender); poll() and flush() run
+delivery callbacks in the caller's thread, as confluent-kafka does.
+
+Behaviour worth knowing, where a choice had to be made:
+
+- The first produce() to a topic fetches its metadata synchronously (as Kafka's Java client
+  does), blocking up to ``max.block.ms``; if no broker answers by then produce() raises
+  KafkaException ``_TRANSPORT``. Later calls use the cache.
+- A topic the brokers do not know is not an exception: the record fails through its
+  delivery callback with ``_UNKNOWN_TOPIC`` (metadata for it is asked again at most every
+  ``retry.backoff.max.ms``, so a topic created meanwhile is found).
+- An explicit partition beyond the topic's partition count raises KafkaException
+  ``_UNKNOWN_PARTITION`` from produce(), as librdkafka does.
+- A record larger than ``message.max.bytes`` raises KafkaException ``MSG_SIZE_TOO_LARGE``.
+- When ``buffer.memory`` is full, produce() blocks up to ``max.block.ms`` for room, then
+  raises ``BufferError`` (confluent-kafka's type for a full queue).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Mapping, Sequence
+
+from weir.cluster import Cluster, ClusterMetadata, TopicInfo
+from weir.config import PRODUCER, ClientConfig
+from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from weir.partitioner import Partitioner
+from weir.producer_accumulator import Delivery, ProducerBatch, RecordAccumulator
+from weir.producer_sender import Sender
+from weir.records import COMPRESSION_CODECS
+
+# How long a topic the brokers did not know stays "unknown" before produce() asks again.
+_UNKNOWN_TOPIC_RECHECK = 1.0
+# Per-header bound of the encoding beyond name and value (varints).
+_HEADER_OVERHEAD = 10
+
+# A queued delivery report: (topic, partition, deliveries, error, base offset, log append time).
+_Report = tuple[str, int, list[Delivery], KafkaError | None, int, int]
+
+
+def _to_bytes(data: Any, what: str) -> bytes:
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"{what} must be bytes or str, not {type(data).__name__}")
+
+
+def normalize_headers(headers: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, bytes | None]], int]:
+    """Headers given as a dict or as (name, value) pairs -> a list of (str, bytes | None) and its size bound."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    normalized = []
+    size = 0
+    for name, value in pairs:
+        if not isinstance(name, str):
+            raise TypeError(f"header names must be str, not {type(name).__name__}")
+        encoded = None if value is None else _to_bytes(value, f"header {name!r}")
+        normalized.append((name, encoded))
+        size += len(name) * 4 + (len(encoded) if encoded is not None else 0) + _HEADER_OVERHEAD
+    return normalized, size
+
+
+class Producer:
+    """A thread-safe Kafka-style producer (see the module docstring for its behaviour)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **options: Any) -> None:
+        merged = dict(config or {})
+        merged.update(options)
+        self._config = ClientConfig(merged, PRODUCER)
+        config_values = self._config
+        self._cluster = Cluster(config_values)
+        self._partitioner = Partitioner(config_values["partitioner"])
+        self._accumulator = RecordAccumulator(
+            batch_size=config_values["batch.size"],
+            batch_max_records=config_values["batch.num.messages"],
+            linger_ms=config_values["linger.ms"],
+            buffer_memory=config_values["buffer.memory"],
+            codec=COMPRESSION_CODECS[config_values["compression.type"]],
+            sticky=self._partitioner.sticky,
+        )
+        self._on_delivery: Callable[..., Any] | None = config_values["on_delivery"]
+        self._error_callback: Callable[[KafkaError], Any] | None = config_values["error_cb"]
+        self._message_max_bytes = config_values["message.max.bytes"]
+        self._max_block = config_values["max.block.ms"] / 1000.0
+        self._events = threading.Condition()
+        self._reports: deque[_Report] = deque()
+        self._errors: deque[KafkaError] = deque()
+        self._sender = Sender(self._accumulator, self._cluster, config_values, self._batch_done, self._sender_error)
+        self._sender.start()
+        self._closed = False
+
+    # ------------------------------------------------------------------ produce
+
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        on_delivery: Callable[..., Any] | None = None,
+        callback: Callable[..., Any] | None = None,
+        timestamp: int = 0,
+        headers: Mapping[str, Any] | Sequence[tuple[str, Any]] | None = None,
+    ) -> None:
+        """Queue one record; its delivery callback runs later from poll() or flush().
+
+        Raises BufferError when buffer.memory stays full for max.block.ms, and
+        KafkaException for a record above message.max.bytes or a partition out of range.
+        """
+        if value is not None and value.__class__ is not bytes:
+            value = _to_bytes(value, "value")
+        if key is not None and key.__class__ is not bytes:
+            key = _to_bytes(key, "key")
+        size = (0 if value is None else len(value)) + (0 if key is None else len(key))
+        if headers:
+            headers, header_size = normalize_headers(headers)
+            size += header_size
+        else:
+            headers = None
+        if size > self._message_max_bytes:
+            raise KafkaException(KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})"))  # type: ignore[attr-defined]
+        info = self._cluster.topics.get(topic)
+        if info is None or info.error_code or self._cluster.is_stale(topic):
+            info = self._topic_info(topic, info)
+        delivery = on_delivery or callback or self._on_delivery
+        if not timestamp:
+            timestamp = time.time_ns() // 1_000_000
+        if info.error_code:
+            self._fail_now(topic, partition, info, delivery, key, value, headers, timestamp)
+            return
+        partition_count = info.partition_count
+        if partition < 0:
+            partition = self._partitioner.keyed_partition(key, partition_count)
+        elif partition >= partition_count:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}"))  # type: ignore[attr-defined]
+        self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
+
+    def _topic_info(self, topic: str, cached: TopicInfo | None) -> TopicInfo:
+        """Metadata of ``topic`` for produce(): fetched when new, stale or unknown for a while."""
+        if cached is not None and cached.error_code and time.monotonic() - cached.fetched_at < _UNKNOWN_TOPIC_RECHECK:
+            return cached
+        deadline = time.monotonic() + self._max_block
+        while True:
+            try:
+                self._cluster.refresh([topic], timeout=max(deadline - time.monotonic(), 0.001))
+                return self._cluster.topics[topic]
+            except KafkaException as error:
+                if cached is not None:
+                    return cached  # keep producing with what we knew; the sender retries
+                if not error.error.retriable() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+
+    def _fail_now(self, topic: str, partition: int, info: TopicInfo, delivery: Callable[..., Any] | None, key: bytes | None, value: bytes | None, headers: Any, timestamp: int) -> None:
+        """Report a record that cannot enter a batch (its topic is unknown) through its callback."""
+        if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # type: ignore[attr-defined]
+            error = KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")  # type: ignore[attr-defined]
+        else:
+            error = KafkaError(info.error_code, info.error_message or None)
+        if delivery is None:
+            return
+        self._accumulator.records_added(1)
+        deliveries = [(delivery, key, value, headers, timestamp, time.monotonic())]
+        with self._events:
+            self._reports.append((topic, partition, deliveries, error, -1, -1))
+            self._events.notify_all()
+
+    # ------------------------------------------------------------------ reports
+
+    def _batch_done(self, batch: ProducerBatch, error: KafkaError | None, base_offset: int, log_append_time: int) -> None:
+        # Runs on the sender thread: callbacks wait for poll(); uncalled-for reports end here.
+        if batch.deliveries:
+            with self._events:
+                self._reports.append((batch.topic, batch.partition, batch.deliveries, error, base_offset, log_append_time))
+                self._events.notify_all()
+            return
+        self._accumulator.records_done(batch.record_count)
+        with self._events:
+            self._events.notify_all()
+
+    def _sender_error(self, error: KafkaError) -> None:
+        if self._error_callback is None:
+            return
+        with self._events:
+            self._errors.append(error)
+            self._events.notify_all()
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serve delivery reports and error callbacks; wait up to ``timeout`` s (None or < 0: forever) for one.
+
+        Returns how many delivery callbacks ran.
+        """
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._events:
+            while not self._reports and not self._errors:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return 0
+                if deadline is None and len(self) == 0:
+                    remaining = 0.1  # nothing can arrive: wake now and then to re-check
+                self._events.wait(remaining)
+            reports = list(self._reports)
+            self._reports.clear()
+            errors = list(self._errors)
+            self._errors.clear()
+        for error in errors:
+            if self._error_callback is not None:
+                self._error_callback(error)
+        served = 0
+        for report in reports:
+            served += self._serve(report)
+        return served
+
+    def _serve(self, report: _Report) -> int:
+        topic, partition, deliveries, error, base_offset, log_append_time = report
+        if log_append_time is not None and log_append_time >= 0:
+            timestamp_type = TIMESTAMP_LOG_APPEND_TIME
+        else:
+            timestamp_type = TIMESTAMP_CREATE_TIME
+        now = time.monotonic()
+        try:
+            for index, (delivery, key, value, headers, timestamp, produced_at) in enumerate(deliveries):
+                if error is not None:
+                    offset = -1001
+                elif base_offset < 0:
+                    offset = -1
+                else:
+                    offset = base_offset + index
+                record_timestamp = log_append_time if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else timestamp
+                message = Message(topic, partition, (offset, record_timestamp, key, value, tuple(headers or ())), timestamp_type, error, now - produced_at)
+                delivery(error, message)
+        finally:
+            self._accumulator.records_done(len(deliveries))
+        return len(deliveries)
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send every queued record and serve its report; return how many are still queued.
+
+        ``timeout`` in seconds; None or negative waits until everything is delivered.
+        """
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        self._accumulator.begin_flush()
+        try:
+            while len(self) > 0:
+                remaining = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+                if remaining <= 0:
+                    break
+                self.poll(remaining)
+            self.poll(0)
+        finally:
+            self._accumulator.end_flush()
+        return len(self)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Fail records not yet sent with ``_PURGE_QUEUE`` (reported from the next poll()).
+
+        Requests already in flight cannot be recalled; they complete normally.
+        """
+        if not in_queue:
+            return
+        error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")  # type: ignore[attr-defined]
+        for batch in self._accumulator.abort_unsent():
+            self._batch_done(batch, error, -1, -1)
+        self._sender.request_purge()
+
+    def __len__(self) -> int:
+        """Records produced whose delivery report has not been served yet."""
+        return self._accumulator.outstanding
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        return self._cluster.list_topics(topic, timeout)
+
+    def close(self, timeout: float | None = None) -> int:
+        """Flush (up to ``timeout``), stop the sender and close connections; returns records left undelivered.
+
+        confluent-kafka has no close(); it is here so that tests and tools can release threads
+        and sockets deterministically.
+        """
+        if self._closed:
+            return 0
+        remaining = self.flush(timeout)
+        self._closed = True
+        self._sender.stop(timeout=5.0)
+        self.poll(0)
+        self._cluster.close()
+        return remaining
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

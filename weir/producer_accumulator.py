@@ -1,0 +1,303 @@
+"""The producer's record accumulator: one open RecordBatch per partition, filled by produce().
+
+produce() encodes each record straight into the open ``RecordBatchBuilder`` of its partition
+(no per-record object unless a delivery callback needs one). A batch is *ready* when it is
+full (``batch.size`` bytes or ``batch.num.messages`` records), when ``linger.ms`` has passed
+since its first record, or when a flush or a blocked produce() asks for everything. The
+sender thread takes ready batches with :meth:`RecordAccumulator.drain` and gives their bytes
+back with :meth:`RecordAccumulator.release` once they are answered.
+
+Back-pressure: the encoded bytes of every batch not yet released count against
+``buffer.memory``; produce() waits up to ``max.block.ms`` for room, then raises
+``BufferError`` (confluent-kafka's type for a full queue).
+
+Thread-safety: every method takes the accumulator's single lock; produce() threads and the
+sender thread share it. The lock is held only for in-memory work, never for I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from weir.partitioner import StickyPartitions
+from weir.records import HEADER_SIZE, RecordBatchBuilder
+
+# Upper bound of a record's encoding beyond its key and value (varints and attributes);
+# the same bound RecordBatchBuilder.estimate_size uses.
+RECORD_OVERHEAD = 21
+
+# A delivery callback's record, kept only when a callback wants it:
+# (callback, key, value, headers, timestamp, monotonic time of produce()).
+Delivery = tuple[Callable[..., Any], bytes | None, bytes | None, Any, int, float]
+
+
+class ProducerBatch:
+    """The records of one partition that travel in one RecordBatch.
+
+    ``size`` is the encoded size before compression, which is also what the batch holds
+    of ``buffer.memory``. After :meth:`RecordAccumulator.drain` the builder is no longer
+    appended to and belongs to the sender, which sets ``payload`` (the encoded bytes, sent
+    unchanged on every retry), ``base_sequence`` and the retry fields.
+    """
+
+    __slots__ = (
+        "topic", "partition", "builder", "size", "created", "deliveries",
+        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error",
+    )
+
+    def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, created: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.builder = builder
+        self.size = HEADER_SIZE
+        self.created = created
+        self.deliveries: list[Delivery] = []
+        self.payload: bytes | None = None
+        self.base_sequence = -1
+        # Order in which the sender received the batch within its partition (never wraps).
+        self.queue_position = 0
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.deadline = 0.0
+        self.last_error: Any = None
+
+    @property
+    def record_count(self) -> int:
+        return self.builder.record_count
+
+    def __repr__(self) -> str:
+        return f"ProducerBatch({self.topic}-{self.partition}, records={self.record_count}, sequence={self.base_sequence})"
+
+
+class RecordAccumulator:
+    """Open batches per (topic, partition), ready batches in closing order, and buffer accounting.
+
+    Invariants: at most one open batch per partition; batches of one partition leave
+    :meth:`drain` in the order they were opened; ``buffered_bytes`` is the sum of ``size``
+    over batches not yet released.
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        batch_max_records: int,
+        linger_ms: int,
+        buffer_memory: int,
+        codec: int,
+        sticky: StickyPartitions | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._batch_size = batch_size
+        self._batch_max_records = batch_max_records
+        self._linger = linger_ms / 1000.0
+        self._buffer_memory = buffer_memory
+        self._codec = codec
+        self._sticky = sticky or StickyPartitions()
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        # The sender waits on ``changed`` for a batch to become ready; produce() threads wait
+        # on ``space`` for buffer memory.
+        self.changed = threading.Condition(self._lock)
+        self._space = threading.Condition(self._lock)
+        self._open: dict[str, list[ProducerBatch | None]] = {}
+        self._partition_counts: dict[str, int] = {}
+        self._closed: deque[ProducerBatch] = deque()
+        self._buffered = 0
+        # Records given to append() whose delivery report has not been served yet: len(producer).
+        self._outstanding = 0
+        self._space_waiters = 0
+        self._flushes = 0
+        self._closing = False
+
+    # ------------------------------------------------------------------ produce() side
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        partition_count: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Any,
+        delivery: Callable[..., Any] | None,
+        estimated_size: int,
+        max_block: float,
+    ) -> None:
+        """Encode one record into its partition's open batch.
+
+        ``partition`` -1 means the topic's sticky partition. ``estimated_size`` is the key,
+        value and header bytes; ``max_block`` the seconds to wait for buffer space before
+        raising BufferError.
+        """
+        needed = estimated_size + RECORD_OVERHEAD
+        with self._lock:
+            if self._buffered + needed > self._buffer_memory and self._buffered > 0:
+                self._wait_for_space(needed, max_block)
+            partitions = self._open.get(topic)
+            if partitions is None or len(partitions) < partition_count:
+                partitions = self._grow(topic, partition_count)
+            sticky = partition < 0
+            if sticky:
+                partition = self._sticky.partition(topic, partition_count)
+            batch = partitions[partition]
+            if batch is not None and (
+                batch.size + needed > self._batch_size or batch.builder.record_count >= self._batch_max_records
+            ):
+                self._close(batch)
+                if sticky:
+                    partition = self._sticky.partition(topic, partition_count)
+                batch = partitions[partition]
+            if batch is None:
+                batch = ProducerBatch(topic, partition, RecordBatchBuilder(self._codec), self._monotonic())
+                partitions[partition] = batch
+                self._buffered += HEADER_SIZE
+                # The sender may be asleep with nothing to do: it must learn when linger.ms ends.
+                self.changed.notify()
+            added = batch.builder.append(timestamp, key, value, headers)
+            batch.size += added
+            self._buffered += added
+            self._outstanding += 1
+            if delivery is not None:
+                batch.deliveries.append((delivery, key, value, headers, timestamp, time.monotonic()))
+            if batch.size >= self._batch_size or batch.builder.record_count >= self._batch_max_records:
+                self._close(batch)
+
+    def _grow(self, topic: str, partition_count: int) -> list[ProducerBatch | None]:
+        partitions = self._open.setdefault(topic, [])
+        partitions.extend([None] * (partition_count - len(partitions)))
+        self._partition_counts[topic] = partition_count
+        return partitions
+
+    def _close(self, batch: ProducerBatch) -> None:
+        """Move an open batch to the ready queue (lock held) and wake the sender."""
+        self._open[batch.topic][batch.partition] = None
+        self._closed.append(batch)
+        self._sticky.batch_sent(batch.topic, batch.partition, self._partition_counts[batch.topic])
+        self.changed.notify()
+
+    def _wait_for_space(self, needed: int, max_block: float) -> None:
+        deadline = time.monotonic() + max_block
+        self._space_waiters += 1
+        # A waiting producer makes every open batch ready (see drain), so that lingering
+        # batches leave and free their memory instead of holding it until linger.ms.
+        self.changed.notify()
+        try:
+            while self._buffered + needed > self._buffer_memory and self._buffered > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closing:
+                    raise BufferError(
+                        f"Local: Queue full: buffer.memory ({self._buffer_memory} bytes) is used by records "
+                        f"not yet delivered and no room appeared within max.block.ms"
+                    )
+                self._space.wait(remaining)
+        finally:
+            self._space_waiters -= 1
+
+    # ------------------------------------------------------------------ sender side
+
+    def drain(self) -> tuple[list[ProducerBatch], float | None]:
+        """Take every ready batch, oldest first; return them with the monotonic time at
+        which the next open batch will be ready (None when no batch is open)."""
+        now = self._monotonic()
+        with self._lock:
+            ready = list(self._closed)
+            self._closed.clear()
+            everything = self._flushes > 0 or self._space_waiters > 0 or self._closing
+            next_ready: float | None = None
+            for topic, partitions in self._open.items():
+                for partition, batch in enumerate(partitions):
+                    if batch is None:
+                        continue
+                    due = batch.created + self._linger
+                    if everything or due <= now:
+                        partitions[partition] = None
+                        self._sticky.batch_sent(topic, partition, self._partition_counts[topic])
+                        ready.append(batch)
+                    elif next_ready is None or due < next_ready:
+                        next_ready = due
+            return ready, next_ready
+
+    def release(self, batch: ProducerBatch) -> None:
+        """The batch is answered (delivered or failed): give its bytes back to buffer.memory."""
+        with self._lock:
+            self._buffered -= batch.size
+            self._space.notify_all()
+
+    def begin_flush(self) -> None:
+        """Make every batch ready until :meth:`end_flush` (flush() and purge())."""
+        with self._lock:
+            self._flushes += 1
+            self.changed.notify()
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushes -= 1
+
+    def close(self) -> None:
+        """Make every batch ready from now on and fail produce() calls waiting for space."""
+        with self._lock:
+            self._closing = True
+            self.changed.notify()
+            self._space.notify_all()
+
+    def abort_unsent(self) -> list[ProducerBatch]:
+        """Remove every open and ready batch (purge()) and return them; their memory is released."""
+        with self._lock:
+            batches = list(self._closed)
+            self._closed.clear()
+            for topic, partitions in self._open.items():
+                for partition, batch in enumerate(partitions):
+                    if batch is not None:
+                        partitions[partition] = None
+                        batches.append(batch)
+            for batch in batches:
+                self._buffered -= batch.size
+            self._space.notify_all()
+            return batches
+
+    def wait_for_work(self, timeout: float, pending: Callable[[], bool]) -> None:
+        """Sender side: sleep up to ``timeout`` unless a batch is ready or ``pending()`` is true."""
+        with self._lock:
+            if self._closed or pending():
+                return
+            if (self._flushes or self._space_waiters or self._closing) and self._any_open():
+                return
+            self.changed.wait(timeout)
+
+    def _any_open(self) -> bool:
+        return any(batch is not None for partitions in self._open.values() for batch in partitions)
+
+    def records_done(self, count: int) -> None:
+        """``count`` records were reported (or need no report): they leave len(producer)."""
+        with self._lock:
+            self._outstanding -= count
+
+    def records_added(self, count: int) -> None:
+        """Records reported without entering a batch (unknown topic) still count until served."""
+        with self._lock:
+            self._outstanding += count
+
+    @property
+    def outstanding(self) -> int:
+        with self._lock:
+            return self._outstanding
+
+    def wake(self) -> None:
+        """Wake the sender (a response arrived or a retry is due)."""
+        with self._lock:
+            self.changed.notify()
+
+    @property
+    def buffered_bytes(self) -> int:
+        with self._lock:
+            return self._buffered
+
+    @property
+    def has_open_batches(self) -> bool:
+        with self._lock:
+            return bool(self._closed) or self._any_open()

@@ -1,0 +1,131 @@
+"""Idempotent delivery bookkeeping: producer id, per-partition sequence numbers, ordering.
+
+With ``enable.idempotence`` the producer gets a producer id and epoch from InitProducerId
+once, and numbers the records of every partition 0, 1, 2, ... (wrapping at 2**31 as Kafka
+does). A batch's ``baseSequence`` is fixed when the sender takes it from the accumulator and
+never changes: a retry sends the very same bytes, so the broker recognises a duplicate and
+answers with the offset it already assigned.
+
+:class:`PartitionQueue` keeps a partition's batches in sequence order and decides which may
+be sent: new batches flow with up to ``max.in.flight`` requests in flight, but once a batch
+must be retried, nothing newer goes out and retries go one at a time, oldest first, after
+every in-flight request of the partition has been answered. A later batch answered
+OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier one is unacknowledged is therefore just
+queued for retry behind it, as Kafka's Java producer does.
+
+Not thread-safe: only the sender thread uses these.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections import deque
+
+from weir.producer_accumulator import ProducerBatch
+from weir.records import ATTRIBUTES_OFFSET, CRC_OFFSET, crc32c
+
+# Byte positions of the producer fields in a RecordBatch v2 header (see weir.records).
+PRODUCER_STATE_OFFSET = 43  # producerId int64, producerEpoch int16, baseSequence int32
+_PRODUCER_STATE = struct.Struct(">qhi")
+_CRC = struct.Struct(">I")
+SEQUENCE_MODULUS = 2**31
+
+
+def stamp_producer_state(batch: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """Return ``batch`` with its producer id, epoch and base sequence set and its CRC recomputed."""
+    buffer = bytearray(batch)
+    _PRODUCER_STATE.pack_into(buffer, PRODUCER_STATE_OFFSET, producer_id, producer_epoch, base_sequence)
+    _CRC.pack_into(buffer, CRC_OFFSET, crc32c(memoryview(buffer)[ATTRIBUTES_OFFSET:]))
+    return bytes(buffer)
+
+
+class PartitionQueue:
+    """The sender's batches of one partition: waiting, in flight, and to be retried.
+
+    Invariants: ``unacknowledged`` lists every batch given to :meth:`add` and not yet
+    acknowledged or failed, in sequence order; ``retries`` is a subsequence of it;
+    ``waiting`` holds batches never sent, in sequence order.
+    """
+
+    __slots__ = ("next_sequence", "waiting", "retries", "unacknowledged", "in_flight", "_order")
+
+    def __init__(self) -> None:
+        self.next_sequence = 0
+        self.waiting: deque[ProducerBatch] = deque()
+        self.retries: list[tuple[int, ProducerBatch]] = []
+        self.unacknowledged: dict[int, ProducerBatch] = {}
+        self.in_flight = 0
+        # Monotonic counter of batches added: the sequence order without wrap-around.
+        self._order = 0
+
+    def add(self, batch: ProducerBatch, assign_sequence: bool) -> None:
+        """Queue a batch just taken from the accumulator, numbering it when idempotent."""
+        if assign_sequence:
+            batch.base_sequence = self.next_sequence
+            self.next_sequence = (self.next_sequence + batch.record_count) % SEQUENCE_MODULUS
+        batch.queue_position = self._order
+        self.unacknowledged[self._order] = batch
+        self._order += 1
+        self.waiting.append(batch)
+
+    def next_sendable(self, now: float) -> ProducerBatch | None:
+        """The batch to send now, or None (see the module docstring for the rules)."""
+        if self.retries:
+            position, batch = self.retries[0]
+            if self.in_flight == 0 and batch.retry_at <= now:
+                return batch
+            return None
+        if self.waiting:
+            return self.waiting[0]
+        return None
+
+    def mark_sent(self, batch: ProducerBatch) -> None:
+        if self.retries and self.retries[0][1] is batch:
+            self.retries.pop(0)
+        else:
+            self.waiting.popleft()
+        self.in_flight += 1
+
+    def answered(self) -> None:
+        """A request carrying one of this partition's batches came back."""
+        self.in_flight -= 1
+
+    def finish(self, batch: ProducerBatch) -> None:
+        """The batch was acknowledged or failed for good: forget it."""
+        self.unacknowledged.pop(batch.queue_position, None)
+
+    def retry(self, batch: ProducerBatch, at: float) -> None:
+        """Send the batch again at monotonic time ``at``, before anything newer."""
+        batch.retry_at = at
+        bisect.insort(self.retries, (batch.queue_position, batch), key=lambda entry: entry[0])
+
+    def has_earlier_unacknowledged(self, batch: ProducerBatch) -> bool:
+        """True when a batch numbered before ``batch`` is still unacknowledged."""
+        position = batch.queue_position
+        return any(other < position for other in self.unacknowledged)
+
+    def expire(self, now: float) -> list[ProducerBatch]:
+        """Remove and return batches not in flight whose delivery deadline has passed."""
+        expired = [batch for batch in self.waiting if batch.deadline <= now]
+        expired += [batch for _, batch in self.retries if batch.deadline <= now]
+        if expired:
+            gone = {id(batch) for batch in expired}
+            self.waiting = deque(batch for batch in self.waiting if id(batch) not in gone)
+            self.retries = [entry for entry in self.retries if id(entry[1]) not in gone]
+            for batch in expired:
+                self.finish(batch)
+        return expired
+
+    def drain_all(self) -> list[ProducerBatch]:
+        """Remove and return every batch not in flight (purge, close)."""
+        batches = list(self.waiting) + [batch for _, batch in self.retries]
+        self.waiting.clear()
+        self.retries.clear()
+        for batch in batches:
+            self.finish(batch)
+        return batches
+
+    @property
+    def idle(self) -> bool:
+        return not self.unacknowledged and self.in_flight == 0

@@ -1,0 +1,355 @@
+"""The producer's background sender: from ready batches to ProduceRequests and delivery reports.
+
+One thread per producer runs :meth:`Sender.run`. Each round it
+
+1. handles the answers that arrived (gRPC completes calls on its own threads and drops the
+   outcome in an inbox, so all state below is touched by this thread only),
+2. takes ready batches from the accumulator, encodes them (compression and CRC happen
+   here, off produce()'s path) and numbers them when idempotent,
+3. fails batches whose ``delivery.timeout.ms`` has passed,
+4. groups the sendable batch of every partition by leader into one ProduceRequest per
+   broker, keeping at most ``max.in.flight.requests.per.connection`` requests in flight per
+   broker (non-blocking ``.future()`` calls),
+5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
+   linger ends.
+
+Answers: success -> a delivery report with the offsets; a retriable error (the error
+table's ``retriable`` flag, transport failures) -> refresh metadata and retry after
+``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms``, until ``retries`` or
+``delivery.timeout.ms`` run out; anything else -> a delivery report carrying the error.
+With acks=0 a batch is reported (offset -1) as soon as it is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+import grpc
+
+from grpc_protos.weir.v1 import broker_pb2
+from weir.cluster import Cluster, error_from_rpc
+from weir.config import ClientConfig
+from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.producer_accumulator import ProducerBatch, RecordAccumulator
+from weir.producer_idempotence import PartitionQueue, stamp_producer_state
+from weir.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+
+logger = logging.getLogger(__name__)
+
+# Called once per finished batch: (batch, error or None, base offset, log append time or -1).
+ReportFunction = Callable[[ProducerBatch, KafkaError | None, int, int], None]
+
+# Errors after which the cached leader is probably wrong.
+_METADATA_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,  # type: ignore[attr-defined]
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, KafkaError._TRANSPORT,  # type: ignore[attr-defined]
+})
+# The longest the sender sleeps without a reason, so that a lost wake-up costs little.
+_IDLE_WAIT = 0.5
+
+
+class Sender:
+    """Owns the in-flight state of one producer; see the module docstring. Runs on its own thread."""
+
+    def __init__(self, accumulator: RecordAccumulator, cluster: Cluster, config: ClientConfig, report: ReportFunction, report_error: Callable[[KafkaError], None]) -> None:
+        self._accumulator = accumulator
+        self._cluster = cluster
+        self._report = report
+        self._report_error = report_error
+        self._acks = config["acks"]
+        self._idempotent = config["enable.idempotence"]
+        self._codec_name = config["compression.type"]
+        self._request_timeout = config["request.timeout.ms"] / 1000.0
+        self._request_timeout_ms = config["request.timeout.ms"]
+        self._delivery_timeout = config["delivery.timeout.ms"] / 1000.0
+        self._retries = config["retries"]
+        self._backoff = config["retry.backoff.ms"] / 1000.0
+        self._backoff_max = config["retry.backoff.max.ms"] / 1000.0
+        self._max_in_flight = config["max.in.flight.requests.per.connection"]
+        self._queues: dict[tuple[str, int], PartitionQueue] = {}
+        self._in_flight: dict[str, int] = {}
+        self._inbox: deque[tuple[str, list[ProducerBatch], grpc.Future]] = deque()
+        self._producer_id = NO_PRODUCER_ID
+        self._producer_epoch = NO_PRODUCER_EPOCH
+        self._needs_new_epoch = False
+        self._next_metadata_attempt = 0.0
+        self._next_producer_id_attempt = 0.0
+        self._stopping = False
+        self._purge_requested = False
+        self._leaders_missing = False
+        self._thread = threading.Thread(target=self.run, name="weir-producer-sender", daemon=True)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish: fail what cannot be sent and return once the thread ended (or ``timeout``)."""
+        self._stopping = True
+        self._accumulator.close()
+        self._thread.join(timeout)
+
+    def request_purge(self) -> None:
+        """Fail every batch not in flight with _PURGE_QUEUE at the next round (purge())."""
+        self._purge_requested = True
+        self._accumulator.wake()
+
+    @property
+    def producer_id(self) -> tuple[int, int]:
+        return self._producer_id, self._producer_epoch
+
+    def run(self) -> None:
+        while True:
+            try:
+                wait = self._run_once()
+            except Exception as error:  # the sender must outlive any bug in one round
+                logger.exception("producer sender round failed")
+                self._report_error(KafkaError(KafkaError._FAIL, f"producer sender: {error!r}"))  # type: ignore[attr-defined]
+                wait = self._backoff
+            if self._stopping and self._finished():
+                return
+            self._accumulator.wait_for_work(wait, self._has_inbox)
+
+    def _has_inbox(self) -> bool:
+        return bool(self._inbox)
+
+    def _finished(self) -> bool:
+        return not self._inbox and all(queue.idle for queue in self._queues.values()) and not self._accumulator.has_open_batches
+
+    # ------------------------------------------------------------------ one round
+
+    def _run_once(self) -> float:
+        while self._inbox:
+            self._handle_answer(*self._inbox.popleft())
+        now = time.monotonic()
+        batches, next_ready = self._accumulator.drain()
+        for batch in batches:
+            self._enqueue(batch, now)
+        if self._purge_requested:
+            self._purge_requested = False
+            self._purge()
+        self._expire(now)
+        if self._stopping and self._abandon_when_unreachable():
+            return 0.0
+        if self._idempotent and not self._ensure_producer_id(now):
+            return max(self._next_producer_id_attempt - now, 0.0)
+        self._send(now)
+        return self._next_wake(now, next_ready)
+
+    def _enqueue(self, batch: ProducerBatch, now: float) -> None:
+        batch.deadline = batch.created + self._delivery_timeout
+        batch.payload = batch.builder.build()
+        key = (batch.topic, batch.partition)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = PartitionQueue()
+        queue.add(batch, assign_sequence=self._idempotent)
+        if self._idempotent and self._producer_id != NO_PRODUCER_ID:
+            batch.payload = stamp_producer_state(batch.payload, self._producer_id, self._producer_epoch, batch.base_sequence)
+
+    def _expire(self, now: float) -> None:
+        for queue in self._queues.values():
+            for batch in queue.expire(now):
+                reason = f"Local: Message timed out: not delivered within delivery.timeout.ms ({self._delivery_timeout * 1000:.0f} ms)"
+                if batch.last_error is not None:
+                    reason += f"; last error: {batch.last_error.str()}"
+                self._fail(batch, KafkaError(KafkaError._MSG_TIMED_OUT, reason), queue, count_failure=True)  # type: ignore[attr-defined]
+
+    def _purge(self) -> None:
+        for queue in self._queues.values():
+            for batch in queue.drain_all():
+                self._fail(batch, KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"), queue, count_failure=True)  # type: ignore[attr-defined]
+
+    def _abandon_when_unreachable(self) -> bool:
+        """While stopping, nothing waits for a retry: fail queued batches that are not in flight."""
+        abandoned = False
+        for queue in self._queues.values():
+            if queue.retries:
+                for batch in queue.drain_all():
+                    abandoned = True
+                    error = batch.last_error or KafkaError(KafkaError._DESTROY, "the producer was closed")  # type: ignore[attr-defined]
+                    self._fail(batch, error, queue, count_failure=True)
+        return abandoned
+
+    def _next_wake(self, now: float, next_ready: float | None) -> float:
+        wake = now + _IDLE_WAIT
+        if next_ready is not None:
+            wake = min(wake, next_ready)
+        if self._leaders_missing:
+            wake = min(wake, self._next_metadata_attempt)
+        for queue in self._queues.values():
+            if queue.retries:
+                wake = min(wake, queue.retries[0][1].retry_at)
+            if queue.waiting:
+                wake = min(wake, queue.waiting[0].deadline)
+        return max(wake - now, 0.0)
+
+    # ------------------------------------------------------------------ idempotence
+
+    def _ensure_producer_id(self, now: float) -> bool:
+        """True when batches may be sent: a producer id is known and no epoch bump is pending."""
+        if self._producer_id != NO_PRODUCER_ID and not self._needs_new_epoch:
+            return True
+        if not any(queue.unacknowledged for queue in self._queues.values()) and self._producer_id != NO_PRODUCER_ID:
+            return True
+        if self._needs_new_epoch and any(queue.in_flight for queue in self._queues.values()):
+            return False  # wait for every answer before numbering anew
+        if now < self._next_producer_id_attempt:
+            return False
+        request = broker_pb2.InitProducerIdRequest(producer_id=self._producer_id, producer_epoch=self._producer_epoch)
+        try:
+            response = self._cluster.call("InitProducerId", request, timeout=self._request_timeout)
+        except KafkaException as error:
+            self._next_producer_id_attempt = now + self._backoff_max
+            self._report_error(error.error)
+            return False
+        if response.error_code:
+            self._next_producer_id_attempt = now + self._backoff_max
+            self._report_error(KafkaError(response.error_code, response.error_message or None))
+            return False
+        renumber = self._needs_new_epoch
+        self._producer_id, self._producer_epoch = response.producer_id, response.producer_epoch
+        self._needs_new_epoch = False
+        for queue in self._queues.values():
+            if renumber:
+                queue.next_sequence = 0
+            for batch in sorted(queue.unacknowledged.values(), key=lambda batch: batch.queue_position):
+                if renumber:
+                    batch.base_sequence = queue.next_sequence
+                    queue.next_sequence = (queue.next_sequence + batch.record_count) % 2**31
+                batch.payload = stamp_producer_state(batch.payload, self._producer_id, self._producer_epoch, batch.base_sequence)
+        return True
+
+    # ------------------------------------------------------------------ sending
+
+    def _send(self, now: float) -> None:
+        missing_leaders: set[str] = set()
+        while True:
+            requests: dict[str, list[ProducerBatch]] = {}
+            for (topic, partition), queue in self._queues.items():
+                batch = queue.next_sendable(now)
+                if batch is None:
+                    continue
+                address = None if self._cluster.is_stale(topic) else self._cluster.leader_address(topic, partition)
+                if address is None:
+                    missing_leaders.add(topic)
+                    continue
+                if address not in requests and self._in_flight.get(address, 0) >= self._max_in_flight:
+                    continue
+                requests.setdefault(address, []).append(batch)
+                queue.mark_sent(batch)
+            if not requests:
+                break
+            for address, batches in requests.items():
+                self._send_request(address, batches)
+        self._leaders_missing = bool(missing_leaders)
+        if missing_leaders:
+            self._refresh_metadata(missing_leaders, now)
+
+    def _send_request(self, address: str, batches: list[ProducerBatch]) -> None:
+        by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
+        for batch in batches:
+            by_topic.setdefault(batch.topic, []).append(broker_pb2.ProducePartitionData(partition=batch.partition, records=batch.payload))
+        request = broker_pb2.ProduceRequest(
+            acks=self._acks,
+            timeout_ms=self._request_timeout_ms,
+            topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()],
+        )
+        self._in_flight[address] = self._in_flight.get(address, 0) + 1
+        try:
+            future = self._cluster.stub(address).Produce.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
+        except KafkaException:
+            self._in_flight[address] -= 1
+            for batch in batches:
+                queue = self._queues[(batch.topic, batch.partition)]
+                queue.answered()
+                self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue, count_failure=True)  # type: ignore[attr-defined]
+            return
+        for batch in batches:
+            batch.attempts += 1
+        if self._acks == 0:
+            # Nobody waits for the broker: the batch counts as delivered once sent (offset -1).
+            for batch in batches:
+                queue = self._queues[(batch.topic, batch.partition)]
+                queue.finish(batch)
+                self._succeed(batch, -1, -1)
+        future.add_done_callback(lambda done: self._arrived(address, batches, done))
+
+    def _arrived(self, address: str, batches: list[ProducerBatch], future: grpc.Future) -> None:
+        # Runs on a gRPC thread: hand over to the sender thread and wake it.
+        self._inbox.append((address, batches, future))
+        self._accumulator.wake()
+
+    def _refresh_metadata(self, topics: set[str], now: float) -> None:
+        if now < self._next_metadata_attempt:
+            return
+        self._next_metadata_attempt = now + self._backoff
+        try:
+            self._cluster.refresh(topics, timeout=self._request_timeout)
+        except KafkaException as error:
+            self._report_error(error.error)
+
+    # ------------------------------------------------------------------ answers
+
+    def _handle_answer(self, address: str, batches: list[ProducerBatch], future: grpc.Future) -> None:
+        self._in_flight[address] -= 1
+        try:
+            response = future.result()
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error, f"Produce to {address}")
+            for batch in batches:
+                queue = self._queues[(batch.topic, batch.partition)]
+                queue.answered()
+                if self._acks != 0:
+                    self._handle_error(batch, error, queue)
+            return
+        results = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
+        for batch in batches:
+            queue = self._queues[(batch.topic, batch.partition)]
+            queue.answered()
+            if self._acks == 0:
+                continue
+            result = results.get((batch.topic, batch.partition))
+            if result is None:
+                self._handle_error(batch, KafkaError(KafkaError._BAD_MSG, f"the broker's answer has no result for {batch.topic}-{batch.partition}"), queue)  # type: ignore[attr-defined]
+            elif result.error_code in (0, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):  # type: ignore[attr-defined]
+                queue.finish(batch)
+                self._succeed(batch, result.base_offset, result.log_append_time_ms)
+            else:
+                self._handle_error(batch, KafkaError(result.error_code, result.error_message or None), queue)
+
+    def _handle_error(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue) -> None:
+        code = error.code()
+        now = time.monotonic()
+        if code in _METADATA_ERRORS:
+            self._cluster.mark_stale(batch.topic)
+        # A later batch refused as out of order because an earlier one is being retried is
+        # not at fault: it goes back in line behind the earlier one.
+        out_of_order_behind_retry = code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and queue.has_earlier_unacknowledged(batch)  # type: ignore[attr-defined]
+        retriable = error.retriable() or out_of_order_behind_retry
+        batch.last_error = error
+        if retriable and batch.attempts <= self._retries and now < batch.deadline:
+            backoff = min(self._backoff * 2 ** max(batch.attempts - 1, 0), self._backoff_max)
+            queue.retry(batch, now + backoff)
+            return
+        if retriable and now >= batch.deadline:
+            error = KafkaError(KafkaError._MSG_TIMED_OUT, f"Local: Message timed out after retrying: {error.str()}")  # type: ignore[attr-defined]
+        self._fail(batch, error, queue, count_failure=True)
+
+    def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self._accumulator.release(batch)
+        self._report(batch, None, base_offset, log_append_time)
+
+    def _fail(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue, *, count_failure: bool) -> None:
+        queue.finish(batch)
+        if self._idempotent and count_failure and queue.unacknowledged:
+            # Later batches carry sequence numbers that now leave a gap; a new epoch lets
+            # them be numbered from 0 again (Kafka's KIP-360 epoch bump).
+            self._needs_new_epoch = True
+        self._accumulator.release(batch)
+        self._report(batch, error, -1, -1)
