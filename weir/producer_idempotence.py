@@ -6,12 +6,15 @@ does). A batch's ``baseSequence`` is fixed when the sender takes it from the acc
 never changes: a retry sends the very same bytes, so the broker recognises a duplicate and
 answers with the offset it already assigned.
 
-:class:`PartitionQueue` keeps a partition's batches in sequence order and decides which may
-be sent: new batches flow with up to ``max.in.flight`` requests in flight, but once a batch
-must be retried, nothing newer goes out and retries go one at a time, oldest first, after
-every in-flight request of the partition has been answered. A later batch answered
-OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier one is unacknowledged is therefore just
-queued for retry behind it, as Kafka's Java producer does.
+:class:`PartitionQueue` keeps a partition's batches in sequence order and sends them one
+request at a time per partition. Kafka can keep five requests of one partition in flight
+because a broker handles the requests of one connection in order; a gRPC server runs
+concurrent calls on concurrent threads, so a second in-flight batch could be appended
+before the first (out of order, or answered OUT_OF_ORDER_SEQUENCE_NUMBER). Requests for
+different partitions and brokers still overlap, up to ``max.in.flight`` per broker. Once a
+batch must be retried, it is resent before anything newer. A batch answered
+OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier one is unacknowledged is queued for retry
+behind it rather than failed, as Kafka's Java producer does.
 
 Not thread-safe: only the sender thread uses these.
 """
@@ -76,7 +79,7 @@ class PartitionQueue:
             if self.in_flight == 0 and batch.retry_at <= now:
                 return batch
             return None
-        if self.waiting:
+        if self.waiting and self.in_flight == 0:
             return self.waiting[0]
         return None
 

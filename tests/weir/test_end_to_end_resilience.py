@@ -58,9 +58,10 @@ def test_idempotent_producer_delivers_every_record_exactly_once_across_a_restart
         producer.produce("exactly-once", b"%d" % index)
         if index % 200 == 0:
             producer.poll(0)
-    # Stop the broker while batches are queued and in flight, keep producing, then bring it
-    # back: retries resend the same bytes and the broker drops any duplicate.
-    broker.stop()
+    # Kill the broker (no graceful shutdown) while batches are queued and in flight, keep
+    # producing, then bring it back: retries resend the same bytes and the broker drops any
+    # duplicate.
+    broker.kill()
     for index in range(total // 2, total):
         producer.produce("exactly-once", b"%d" % index)
     broker.start()

@@ -40,40 +40,36 @@ def test_without_idempotence_no_sequence_is_assigned() -> None:
     assert item.base_sequence == -1
 
 
-def test_new_batches_flow_while_nothing_is_retried() -> None:
+def test_one_batch_per_partition_is_in_flight_at_a_time() -> None:
     queue = PartitionQueue()
     first, second = batch(1), batch(1)
     queue.add(first, True)
     queue.add(second, True)
     assert queue.next_sendable(0.0) is first
     queue.mark_sent(first)
+    assert queue.next_sendable(0.0) is None
+    queue.answered()
+    queue.finish(first)
     assert queue.next_sendable(0.0) is second
 
 
-def test_retry_blocks_newer_batches_until_in_flight_ones_answer() -> None:
+def test_retried_batch_goes_before_newer_ones_after_its_backoff() -> None:
     queue = PartitionQueue()
-    first, second, third = batch(1), batch(1), batch(1)
-    for item in (first, second, third):
-        queue.add(item, True)
+    first, second = batch(1), batch(1)
+    queue.add(first, True)
+    queue.add(second, True)
     queue.mark_sent(first)
-    queue.mark_sent(second)
     queue.answered()
     queue.retry(first, at=1.0)
-    assert queue.next_sendable(2.0) is None  # second is still in flight
-    queue.answered()
     assert queue.has_earlier_unacknowledged(second)
-    queue.retry(second, at=1.0)
-    assert queue.next_sendable(0.5) is None  # backoff not over
+    assert queue.next_sendable(0.5) is None  # backoff not over, and second must wait behind first
     assert queue.next_sendable(2.0) is first
     queue.mark_sent(first)
-    assert queue.next_sendable(2.0) is None  # one retry at a time
+    assert queue.next_sendable(2.0) is None
     queue.answered()
     queue.finish(first)
+    assert not queue.has_earlier_unacknowledged(second)
     assert queue.next_sendable(2.0) is second
-    queue.mark_sent(second)
-    queue.answered()
-    queue.finish(second)
-    assert queue.next_sendable(2.0) is third
 
 
 def test_oldest_unacknowledged_batch_has_nothing_earlier() -> None:

@@ -1,3 +1,6 @@
+import threading
+import time
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -9,6 +12,7 @@ from broker_nodes.server.broker import Broker
 from broker_nodes.server.main import tune_malloc
 from broker_nodes.server.servicer import BrokerServicer
 from grpc_protos.weir.v1 import broker_pb2
+from tests.broker_nodes.server.helpers import create_topic, fetch
 
 
 def test_health_reports_serving_for_the_server_and_the_broker_service(server):
@@ -64,11 +68,6 @@ def test_malloc_tuning_is_skipped_when_the_environment_sets_it():
 
 
 def test_graceful_stop_answers_a_parked_long_poll_at_once(broker_server_factory):
-    import threading
-    import time
-
-    from tests.broker_nodes.server.helpers import create_topic, fetch
-
     server = broker_server_factory()
     create_topic(server.stub, "orders")
     replies = []
