@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS})")
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
-    parser.add_argument("--delivery", choices=("sampled", "every"), default="sampled", help="Weir delivery reports: a callback on 1 record in 1,000 (default) or on every record")
+    parser.add_argument("--delivery", choices=("sampled", "every"), default="every", help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check")
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running Weir broker instead of starting one")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="cProfile the Weir client side, save .prof files in DIR and print the top functions")
     parser.add_argument("--e2e-rate", type=_positive_int, default=defaults.DEFAULT_E2E_RATE, help="records/s of the end-to-end producer (default 5000)")

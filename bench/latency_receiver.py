@@ -74,6 +74,8 @@ class LatencyReceiver:
             daemon=True,
         )
         self._child_end = child_end
+        # (kind, payload) as the child sent it, once received.
+        self._answer: tuple[str, Any] | None = None
 
     def __enter__(self) -> "LatencyReceiver":
         self._process.start()
@@ -86,15 +88,20 @@ class LatencyReceiver:
             if time.monotonic() > deadline:
                 raise ReceiverError(f"receiver did not become ready in {self.ready_timeout}s")
         if self._results.poll():
-            # The child set ready only to report that it failed while starting.
-            self.latencies(timeout=0)
+            # Either the child failed while starting (it sets ready to say so), or it is
+            # already done; keep the answer for latencies() and raise a failure now.
+            self._answer = self._results.recv()
+            if self._answer[0] == "error":
+                raise ReceiverError(f"receiver failed: {self._answer[1]}")
         return self
 
     def latencies(self, timeout: float) -> array:
         """The latencies the child measured; waits up to ``timeout`` seconds for it to finish."""
-        if not self._results.poll(timeout):
-            raise ReceiverError(f"receiver sent no result within {timeout}s")
-        kind, payload = self._results.recv()
+        if self._answer is None:
+            if not self._results.poll(timeout):
+                raise ReceiverError(f"receiver sent no result within {timeout}s")
+            self._answer = self._results.recv()
+        kind, payload = self._answer
         if kind == "error":
             raise ReceiverError(f"receiver failed: {payload}")
         latencies = array("q")

@@ -16,7 +16,7 @@ WEIR = "Weir"
 TITLES = {
     "produce": "Produce: one producer, records/s from the first produce() to the last acknowledgement",
     "consume": "Consume: one consumer reading every record from the beginning",
-    "e2e": "End to end: fixed-rate producer, consumer in another process; latency = receipt - due time",
+    "e2e": "End to end: fixed-rate producer (records/s: the rate it achieved), consumer in another process; latency = receipt - due time",
 }
 
 

@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Callable
 
 import grpc
 
@@ -250,7 +249,7 @@ class Fetcher:
         state.reset_to = None
         state.fetch_position = None
         state.generation += 1
-        error = KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Local: no offset to start from: {reason}")  # type: ignore[attr-defined]
+        error = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"Local: no offset to start from: {reason}")  # type: ignore[attr-defined]
         self.chunks.append(FetchedChunk(state, state.generation, b"", -1, -1, error))
         self.data_ready.notify_all()
 

@@ -22,24 +22,18 @@ Not thread-safe: only the sender thread uses these.
 from __future__ import annotations
 
 import bisect
-import struct
 from collections import deque
 
 from weir.producer_accumulator import ProducerBatch
-from weir.records import ATTRIBUTES_OFFSET, CRC_OFFSET, crc32c
+from weir.records import set_producer_state
 
-# Byte positions of the producer fields in a RecordBatch v2 header (see weir.records).
-PRODUCER_STATE_OFFSET = 43  # producerId int64, producerEpoch int16, baseSequence int32
-_PRODUCER_STATE = struct.Struct(">qhi")
-_CRC = struct.Struct(">I")
 SEQUENCE_MODULUS = 2**31
 
 
 def stamp_producer_state(batch: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
     """Return ``batch`` with its producer id, epoch and base sequence set and its CRC recomputed."""
     buffer = bytearray(batch)
-    _PRODUCER_STATE.pack_into(buffer, PRODUCER_STATE_OFFSET, producer_id, producer_epoch, base_sequence)
-    _CRC.pack_into(buffer, CRC_OFFSET, crc32c(memoryview(buffer)[ATTRIBUTES_OFFSET:]))
+    set_producer_state(buffer, 0, producer_id, producer_epoch, base_sequence)
     return bytes(buffer)
 
 

@@ -47,6 +47,8 @@ PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # the CRC covers from here to the end of the batch
+MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_STATE_OFFSET = 43  # producerId int64, producerEpoch int16, baseSequence int32
 # Smallest legal batchLength: the header after the length field, with zero records.
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
@@ -85,6 +87,7 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _ATTRIBUTES_AND_LAST_DELTA = struct.Struct(">hi")
+_PRODUCER_STATE = struct.Struct(">qhi")
 
 
 class RecordFormatError(ValueError):
@@ -401,7 +404,21 @@ def set_log_append_time(batch: bytearray, position: int, timestamp_ms: int) -> N
     """
     attributes, _ = _ATTRIBUTES_AND_LAST_DELTA.unpack_from(batch, position + ATTRIBUTES_OFFSET)
     struct.pack_into(">h", batch, position + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
-    _INT64.pack_into(batch, position + 35, timestamp_ms)
+    _INT64.pack_into(batch, position + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    _recompute_crc(batch, position)
+
+
+def set_producer_state(batch: bytearray, position: int, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    """Set producerId, producerEpoch and baseSequence of the batch at ``position`` and re-CRC it.
+
+    The idempotent producer stamps these when a batch is closed for sending, since sequence
+    numbers are only known then.
+    """
+    _PRODUCER_STATE.pack_into(batch, position + PRODUCER_STATE_OFFSET, producer_id, producer_epoch, base_sequence)
+    _recompute_crc(batch, position)
+
+
+def _recompute_crc(batch: bytearray, position: int) -> None:
     size = _INT32.unpack_from(batch, position + BATCH_LENGTH_OFFSET)[0] + LOG_OVERHEAD
     crc = _crc32c.crc32c(memoryview(batch)[position + ATTRIBUTES_OFFSET : position + size])
     _UINT32.pack_into(batch, position + CRC_OFFSET, crc)

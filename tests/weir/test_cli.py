@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -36,7 +35,7 @@ def topic() -> str:
 
 
 class Weir:
-    """Runs `weir ...` against the module's broker and keeps the last outputs."""
+    """Runs `weir ...` in-process against the module's broker."""
 
     def __init__(self, broker: BrokerProcess) -> None:
         self.bootstrap = broker.address

@@ -134,7 +134,8 @@ def run_describe(args: argparse.Namespace, streams: Streams, environ: Mapping[st
         [(row["partition"], row["leader"], _join(row["replicas"]), _join(row["isr"]), row["earliest_offset"], row["latest_offset"]) for row in partitions],
     )
     if overrides:
-        streams.print_table("Configs that differ from the defaults", ["Config", "Value"], overrides.items())
+        streams.print_line("Configs that differ from the defaults:")
+        streams.print_table(None, ["Config", "Value"], overrides.items())
     else:
         streams.print_line("All configs have their default values.")
     return EXIT_OK
