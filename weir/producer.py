@@ -40,8 +40,9 @@ _UNKNOWN_TOPIC_RECHECK = 1.0
 # Per-header bound of the encoding beyond name and value (varints).
 _HEADER_OVERHEAD = 10
 
-# A queued delivery report: (topic, partition, deliveries, error, base offset, log append time).
-_Report = tuple[str, int, list[Delivery], KafkaError | None, int, int]
+# A queued delivery report: (topic, partition, deliveries, record count, error, base offset,
+# log append time). The record count includes records produced without a callback.
+_Report = tuple[str, int, list[Delivery], int, KafkaError | None, int, int]
 
 
 def _to_bytes(data: Any, what: str) -> bytes:
@@ -166,9 +167,9 @@ class Producer:
         if delivery is None:
             return
         self._accumulator.records_added(1)
-        deliveries = [(delivery, key, value, headers, timestamp, time.monotonic())]
+        deliveries = [(delivery, 0, key, value, headers, timestamp, time.monotonic())]
         with self._events:
-            self._reports.append((topic, partition, deliveries, error, -1, -1))
+            self._reports.append((topic, partition, deliveries, 1, error, -1, -1))
             self._events.notify_all()
 
     # ------------------------------------------------------------------ reports
@@ -177,7 +178,7 @@ class Producer:
         # Runs on the sender thread: callbacks wait for poll(); uncalled-for reports end here.
         if batch.deliveries:
             with self._events:
-                self._reports.append((batch.topic, batch.partition, batch.deliveries, error, base_offset, log_append_time))
+                self._reports.append((batch.topic, batch.partition, batch.deliveries, batch.record_count, error, base_offset, log_append_time))
                 self._events.notify_all()
             return
         self._accumulator.records_done(batch.record_count)
@@ -218,14 +219,14 @@ class Producer:
         return served
 
     def _serve(self, report: _Report) -> int:
-        topic, partition, deliveries, error, base_offset, log_append_time = report
+        topic, partition, deliveries, record_count, error, base_offset, log_append_time = report
         if log_append_time is not None and log_append_time >= 0:
             timestamp_type = TIMESTAMP_LOG_APPEND_TIME
         else:
             timestamp_type = TIMESTAMP_CREATE_TIME
         now = time.monotonic()
         try:
-            for index, (delivery, key, value, headers, timestamp, produced_at) in enumerate(deliveries):
+            for delivery, index, key, value, headers, timestamp, produced_at in deliveries:
                 if error is not None:
                     offset = -1001
                 elif base_offset < 0:
@@ -236,7 +237,7 @@ class Producer:
                 message = Message(topic, partition, (offset, record_timestamp, key, value, tuple(headers or ())), timestamp_type, error, now - produced_at)
                 delivery(error, message)
         finally:
-            self._accumulator.records_done(len(deliveries))
+            self._accumulator.records_done(record_count)
         return len(deliveries)
 
     def flush(self, timeout: float | None = None) -> int:
@@ -251,7 +252,12 @@ class Producer:
                 remaining = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
                 if remaining <= 0:
                     break
-                self.poll(remaining)
+                # Batches without callbacks leave len(self) without queueing a report, so
+                # wait for either; poll() alone would sleep until its timeout.
+                with self._events:
+                    if not self._reports and not self._errors and len(self) > 0:
+                        self._events.wait(remaining)
+                self.poll(0)
             self.poll(0)
         finally:
             self._accumulator.end_flush()

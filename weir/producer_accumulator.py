@@ -29,9 +29,10 @@ from weir.records import HEADER_SIZE, RecordBatchBuilder
 # the same bound RecordBatchBuilder.estimate_size uses.
 RECORD_OVERHEAD = 21
 
-# A delivery callback's record, kept only when a callback wants it:
-# (callback, key, value, headers, timestamp, monotonic time of produce()).
-Delivery = tuple[Callable[..., Any], bytes | None, bytes | None, Any, int, float]
+# A delivery callback's record, kept only when a callback wants it: (callback, index of the
+# record in its batch, key, value, headers, timestamp, monotonic time of produce()). The index
+# gives the record's offset (base offset + index) even when other records have no callback.
+Delivery = tuple[Callable[..., Any], int, bytes | None, bytes | None, Any, int, float]
 
 
 class ProducerBatch:
@@ -163,7 +164,7 @@ class RecordAccumulator:
             self._buffered += added
             self._outstanding += 1
             if delivery is not None:
-                batch.deliveries.append((delivery, key, value, headers, timestamp, time.monotonic()))
+                batch.deliveries.append((delivery, batch.builder.record_count - 1, key, value, headers, timestamp, time.monotonic()))
             if batch.size >= self._batch_size or batch.builder.record_count >= self._batch_max_records:
                 self._close(batch)
 
@@ -200,9 +201,15 @@ class RecordAccumulator:
 
     # ------------------------------------------------------------------ sender side
 
-    def drain(self) -> tuple[list[ProducerBatch], float | None]:
+    def drain(self, muted: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> tuple[list[ProducerBatch], float | None]:
         """Take every ready batch, oldest first; return them with the monotonic time at
-        which the next open batch will be ready (None when no batch is open)."""
+        which the next open batch will be ready (None when no batch is open).
+
+        The open batch of a ``muted`` partition (one with a request in flight or batches
+        queued at the sender) stays open past linger.ms, as in Kafka's accumulator: records
+        keep joining it until the partition can send again, instead of queueing one tiny
+        batch per record behind the request in flight. Full batches still leave.
+        """
         now = self._monotonic()
         with self._lock:
             ready = list(self._closed)
@@ -213,6 +220,8 @@ class RecordAccumulator:
                 for partition, batch in enumerate(partitions):
                     if batch is None:
                         continue
+                    if not everything and muted and (topic, partition) in muted:
+                        continue  # the sender wakes when the partition's answer arrives
                     due = batch.created + self._linger
                     if everything or due <= now:
                         partitions[partition] = None

@@ -127,7 +127,8 @@ class Sender:
         while self._inbox:
             self._handle_answer(*self._inbox.popleft())
         now = time.monotonic()
-        batches, next_ready = self._accumulator.drain()
+        muted = {key for key, queue in self._queues.items() if queue.in_flight or queue.waiting or queue.retries}
+        batches, next_ready = self._accumulator.drain(muted)
         for batch in batches:
             self._enqueue(batch, now)
         if self._purge_requested:

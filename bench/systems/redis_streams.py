@@ -16,7 +16,7 @@ from bench.measurements import LatencySample, LatencySummary, ThroughputSample
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
-from bench.systems.base import LATENCY_SAMPLE_INTERVAL, BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
+from bench.systems.base import BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
 
 NAME = "Redis Streams"
 # XADDs sent per pipeline round trip.

@@ -118,3 +118,18 @@ def test_list_topics_describes_partitions_and_brokers(broker) -> None:
     leader = topic.partitions[0].leader
     assert metadata.brokers[leader].port == broker.port
     assert topic.partitions[0].replicas == [leader] and topic.partitions[0].isrs == [leader]
+
+
+def test_delivery_offsets_are_right_when_only_some_records_have_callbacks(broker) -> None:
+    create_topic(broker.address, "sampled", partitions=1)
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 50})
+    reported: dict[bytes, int] = {}
+    for index in range(3000):
+        value = f"record-{index}".encode()
+        if index % 1000 == 999:
+            producer.produce("sampled", value, on_delivery=lambda error, message: reported.__setitem__(message.value(), message.offset()))
+        else:
+            producer.produce("sampled", value)
+    assert producer.flush(15) == 0
+    assert len(producer) == 0
+    assert reported == {b"record-999": 999, b"record-1999": 1999, b"record-2999": 2999}

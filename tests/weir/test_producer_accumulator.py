@@ -140,3 +140,25 @@ def test_abort_unsent_returns_open_batches_and_frees_memory() -> None:
     assert [batch.record_count for batch in aborted] == [2]
     assert accumulator.buffered_bytes == 0
     assert not accumulator.has_open_batches
+
+
+def test_open_batch_of_a_muted_partition_stays_open_past_linger() -> None:
+    clock = ManualClock()
+    accumulator = make(clock, linger_ms=0)
+    append(accumulator, count=2)
+    clock.advance(10)
+    ready, next_ready = accumulator.drain(muted={("t", 0)})
+    assert ready == [] and next_ready is None
+    append(accumulator, count=3)
+    ready, _ = accumulator.drain()
+    assert [batch.record_count for batch in ready] == [5]
+
+
+def test_flush_takes_the_open_batch_of_a_muted_partition() -> None:
+    clock = ManualClock()
+    accumulator = make(clock, linger_ms=60_000)
+    append(accumulator, count=2)
+    accumulator.begin_flush()
+    ready, _ = accumulator.drain(muted={("t", 0)})
+    accumulator.end_flush()
+    assert [batch.record_count for batch in ready] == [2]
