@@ -20,6 +20,9 @@ from typing import Mapping
 from weir.topic_config import TOPIC_CONFIGS, ConfigKey, InvalidConfigError
 
 ENVIRONMENT_PREFIX = "WEIR_BROKER_"  # WEIR_BROKER_<KEY upper, dots to underscores>
+# Stack-level variables that share the prefix but configure the launcher (`make up`), not a
+# broker: brokers ignore them instead of refusing them as unknown settings.
+STACK_VARIABLES = frozenset({"WEIR_BROKER_BASE_PORT"})
 
 # Broker setting -> the topic config it provides the broker-wide default for (Kafka's names).
 TOPIC_DEFAULT_SETTINGS: Mapping[str, str] = MappingProxyType(
@@ -193,7 +196,7 @@ def parse_settings(command_line: list[str], environment: Mapping[str, str]) -> t
     """
     raw: dict[str, tuple[str, str]] = {}
     for variable, text in environment.items():
-        if not variable.startswith(ENVIRONMENT_PREFIX):
+        if not variable.startswith(ENVIRONMENT_PREFIX) or variable in STACK_VARIABLES:
             continue
         setting = _SETTINGS_BY_ENVIRONMENT_VARIABLE.get(variable)
         if setting is None:

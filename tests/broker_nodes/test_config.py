@@ -45,6 +45,11 @@ def test_environment_variable_sets_a_setting():
     assert config["auto.create.topics.enable"] is True
 
 
+def test_stack_level_variables_with_the_broker_prefix_are_ignored():
+    config = load(environment={"WEIR_BROKER_BASE_PORT": "19092"})
+    assert config.explicit == frozenset()
+
+
 def test_command_line_beats_environment():
     config = load(["num.partitions=4"], environment={"WEIR_BROKER_NUM_PARTITIONS": "2"})
     assert config["num.partitions"] == 4
