@@ -1,9 +1,21 @@
 """Django settings, read from the environment (twelve-factor) with embedded defaults.
 
-WEIR_DATA_DIR        ./.weir-data      state directory; the default SQLite database lives here
-DJANGO_SECRET_KEY    (generated)       required when DJANGO_DEBUG is off
-DJANGO_DEBUG         true              development mode
-DJANGO_ALLOWED_HOSTS 127.0.0.1,localhost
+=========================  ===================================  =============================================
+variable                   default                              meaning
+=========================  ===================================  =============================================
+WEIR_DATA_DIR              ./.weir-data                         state directory (SQLite file, Celery queue)
+DATABASE_URL               sqlite:///<WEIR_DATA_DIR>/control-   any dj-database-url URL, e.g.
+                           plane.sqlite3                        postgres://user@127.0.0.1:5432/weir
+REDIS_URL                  redis://127.0.0.1:6379/0             Celery's broker; when nothing answers there,
+                                                                kombu's filesystem transport under WEIR_DATA_DIR
+DJANGO_SECRET_KEY          generated per data dir (debug only)  required when DJANGO_DEBUG is false
+DJANGO_DEBUG               true                                 development mode
+DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
+WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential
+WEIR_BOOTSTRAP_SERVERS     127.0.0.1:9092                       brokers the control plane knows at first
+WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`)
+CELERY_TASK_ALWAYS_EAGER   false                                run tasks inline (tests of views only)
+=========================  ===================================  =============================================
 """
 
 from __future__ import annotations
@@ -12,21 +24,38 @@ import os
 import secrets
 from pathlib import Path
 
+import dj_database_url
+
+from webapp.runtime import celery_broker_url, persistent_secret
+
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
 
 DEBUG = os.environ.get("DJANGO_DEBUG", "true").lower() == "true"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (secrets.token_urlsafe(50) if DEBUG else "")
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (persistent_secret(DATA_DIR, "django-secret-key") if DEBUG else "")
 if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
-ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if host.strip()]
+ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if host.strip()]
+
+# The credential the control plane and brokers use among themselves (Admin service, internal
+# topics). Brokers read the same value from WEIR_INTERNAL_TOKEN or the same data-dir file.
+WEIR_INTERNAL_TOKEN = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
+WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+WEIR_PUBLIC_API_URL = os.environ.get("WEIR_PUBLIC_API_URL", "http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
+    "django.contrib.admin",
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "webapp.accounts",
+    "webapp.catalog",
+    "webapp.fleet",
+    "webapp.provisioning",
+    "webapp.dashboard",
 ]
 
 MIDDLEWARE = [
@@ -58,13 +87,68 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": str(DATA_DIR / "control-plane.sqlite3"),
-    }
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'control-plane.sqlite3'}"),
+        conn_max_age=60,
+    )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes (web, worker, beat) share the file: wait for locks instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "dashboard:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "webapp.accounts.authentication.CloudApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "webapp.api.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "webapp.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Weir API",
+    "DESCRIPTION": "Tenants, topics, ACLs, service accounts, API keys, quotas and provisioning jobs of a Weir cluster.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery: Redis when it answers at REDIS_URL, else kombu's filesystem transport (one line says which).
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker_url(REDIS_URL, DATA_DIR)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "false").lower() == "true"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("WEIR_CELERY_QUEUE", "weir")
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# Seconds between reconciler runs (Celery beat).
+WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_SECONDS", "30"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("WEIR_LOG_LEVEL", "INFO")},
+}
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SAMESITE = "Lax"
+del secrets

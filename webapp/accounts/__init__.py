@@ -1,0 +1,1 @@
+"""Tenants, users and their memberships (roles), service accounts and API keys."""

@@ -1,0 +1,48 @@
+"""REST authentication with a cloud API key over HTTP Basic, as Confluent Cloud does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from webapp.accounts.api_keys import secret_matches
+from webapp.accounts.identity import Actor
+from webapp.accounts.models import ApiKey, ApiKeyKind
+
+# last_used_at is written at most this often per key, so that a busy key does not turn
+# every request into a database write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class CloudApiKeyAuthentication(authentication.BasicAuthentication):
+    """``Authorization: Basic base64(<key id>:<secret>)`` with an active cloud key.
+
+    The request's user becomes an :class:`Actor` of the key's tenant with its owner's role.
+    Wrong, unknown, revoked and cluster keys all answer the same 401.
+    """
+
+    www_authenticate_realm = "weir"
+
+    def authenticate_credentials(self, userid: str, password: str, request=None):  # type: ignore[no-untyped-def]
+        key = (
+            ApiKey.objects.select_related("tenant", "owner_service_account", "owner_membership__user")
+            .filter(key_id=userid, kind=ApiKeyKind.CLOUD, revoked_at__isnull=True)
+            .first()
+        )
+        if key is None or not secret_matches(password, key.secret_sha256):
+            raise exceptions.AuthenticationFailed("Invalid API key or secret.")
+        if key.owner_membership is not None:
+            membership = key.owner_membership
+            if not membership.user.is_active:
+                raise exceptions.AuthenticationFailed("Invalid API key or secret.")
+            actor = Actor(tenant=key.tenant, role=membership.role, membership=membership, api_key=key)
+        else:
+            account = key.owner_service_account
+            assert account is not None
+            actor = Actor(tenant=key.tenant, role=account.role, service_account=account, api_key=key)
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return actor, key

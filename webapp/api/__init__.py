@@ -1,0 +1,1 @@
+"""Shared REST plumbing: tenant-scoped viewsets, pagination, error bodies."""

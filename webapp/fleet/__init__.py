@@ -1,0 +1,1 @@
+"""Broker nodes of the cluster and the placement of partitions on them."""

@@ -1,0 +1,77 @@
+"""Decisions the settings make from the machine they run on: secrets kept in the data
+directory, and Celery's transport (Redis when it answers, the filesystem otherwise)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+# How long the settings wait for Redis before falling back to the filesystem transport.
+REDIS_PROBE_TIMEOUT_SECONDS = 0.5
+
+
+def persistent_secret(data_dir: Path, name: str) -> str:
+    """A random secret stored in ``<data_dir>/secrets/<name>`` (mode 0600), created on first use.
+
+    Every process of one stack (web, worker, beat, brokers) reads the same value.
+    """
+    directory = data_dir / "secrets"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / name
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    value = secrets.token_urlsafe(48)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(value)
+    try:
+        # Two processes starting at once: the first link wins, both read the winner.
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(temporary)
+    return path.read_text().strip()
+
+
+def redis_answers(url: str, timeout: float = REDIS_PROBE_TIMEOUT_SECONDS) -> bool:
+    """True when a Redis server answers PING at ``url``."""
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 6379), timeout=timeout) as connection:
+            connection.settimeout(timeout)
+            if parsed.password:
+                connection.sendall(f"AUTH {parsed.password}\r\n".encode())
+                connection.recv(64)
+            connection.sendall(b"PING\r\n")
+            return connection.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def celery_broker_url(redis_url: str, data_dir: Path) -> tuple[str, dict[str, str]]:
+    """Celery's broker URL and transport options: Redis if it answers, else kombu's filesystem
+    transport under ``<data_dir>/celery`` (embedded default; one process tree on one machine)."""
+    if redis_answers(redis_url):
+        return redis_url, {}
+    queue_dir = data_dir / "celery"
+    for sub in ("queue", "processed"):
+        (queue_dir / sub).mkdir(parents=True, exist_ok=True)
+    if os.environ.get("WEIR_QUIET_TRANSPORT_NOTICE") != "1":
+        print(f"weir: no Redis at {redis_url}; Celery uses the filesystem transport in {queue_dir}", file=sys.stderr)
+        # Say it once per process tree, not once per imported settings module in each child.
+        os.environ["WEIR_QUIET_TRANSPORT_NOTICE"] = "1"
+    options = {
+        "data_folder_in": str(queue_dir / "queue"),
+        "data_folder_out": str(queue_dir / "queue"),
+        "processed_folder": str(queue_dir / "processed"),
+        "store_processed": "false",
+    }
+    return "filesystem://", options
