@@ -20,6 +20,7 @@ from typing import Mapping
 from weir.topic_config import TOPIC_CONFIGS, ConfigKey, InvalidConfigError
 
 ENVIRONMENT_PREFIX = "WEIR_BROKER_"  # WEIR_BROKER_<KEY upper, dots to underscores>
+INTERNAL_TOKEN_VARIABLE = "WEIR_INTERNAL_TOKEN"  # the internal token, unless --internal-token-file is given
 # Stack-level variables that share the prefix but configure the launcher (`make up`), not a
 # broker: brokers ignore them instead of refusing them as unknown settings.
 STACK_VARIABLES = frozenset({"WEIR_BROKER_BASE_PORT"})
@@ -92,6 +93,12 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("log.cleaner.backoff.ms", "LONG", "15000", "Pause of the log cleaner when no log needs compaction.", minimum=0),
             ConfigKey("log.max.open.files", "INT", "1024", "File descriptors of segment files the broker keeps open at most (least recently used are closed).", minimum=16),
             ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
+            ConfigKey(
+                "security.required",
+                "BOOLEAN",
+                "false",
+                "Every Broker-service call must carry a cluster API key pushed by the control plane (or the internal token); off: standalone, no authentication.",
+            ),
             *(_topic_default(setting) for setting in TOPIC_DEFAULT_SETTINGS),
         ]
     }
@@ -146,6 +153,11 @@ class BrokerConfig:
     advertised_host: str = ""
     values: Mapping[str, object] = field(default_factory=lambda: MappingProxyType(_default_values()))
     explicit: frozenset[str] = frozenset()
+    # The secret the control plane and brokers share (WEIR_INTERNAL_TOKEN or --internal-token-file);
+    # empty: the Admin service refuses every call and no caller is internal.
+    internal_token: str = field(default="", repr=False)
+    tls_cert: Path | None = None  # PEM certificate chain; with tls_key the broker serves TLS only
+    tls_key: Path | None = None
 
     def __getitem__(self, setting: str) -> object:
         return self.values[setting]
@@ -228,11 +240,29 @@ def load_broker_config(
     advertised_host: str = "",
     configs: list[str] | None = None,
     environment: Mapping[str, str] | None = None,
+    internal_token_file: str | Path | None = None,
+    tls_cert: str | Path | None = None,
+    tls_key: str | Path | None = None,
 ) -> BrokerConfig:
-    """Build a BrokerConfig from command-line style inputs; raise BrokerConfigError on bad input."""
+    """Build a BrokerConfig from command-line style inputs; raise BrokerConfigError on bad input.
+
+    The internal token comes from ``internal_token_file`` when given, else from the
+    environment variable WEIR_INTERNAL_TOKEN.
+    """
     if node_id < 0:
         raise BrokerConfigError("--node-id", f"must be 0 or more, not {node_id}")
-    values, explicit = parse_settings(list(configs or []), environment or {})
+    if (tls_cert is None) != (tls_key is None):
+        raise BrokerConfigError("--tls-cert/--tls-key", "give both the certificate and its private key, or neither")
+    environment = environment or {}
+    internal_token = environment.get(INTERNAL_TOKEN_VARIABLE, "").strip()
+    if internal_token_file is not None:
+        try:
+            internal_token = Path(internal_token_file).read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise BrokerConfigError("--internal-token-file", f"cannot read {internal_token_file}: {error.strerror}") from None
+        if not internal_token:
+            raise BrokerConfigError("--internal-token-file", f"{internal_token_file} is empty")
+    values, explicit = parse_settings(list(configs or []), environment)
     return BrokerConfig(
         node_id=node_id,
         listen=ListenAddress.parse(listen),
@@ -241,4 +271,7 @@ def load_broker_config(
         advertised_host=advertised_host,
         values=MappingProxyType(values),
         explicit=explicit,
+        internal_token=internal_token,
+        tls_cert=Path(tls_cert) if tls_cert is not None else None,
+        tls_key=Path(tls_key) if tls_key is not None else None,
     )

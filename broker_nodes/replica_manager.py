@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from broker_nodes.clock import Clock
+from broker_nodes.cluster_state import ClusterState
 from broker_nodes.producer_ids import TransactionsUnsupportedError
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
@@ -25,7 +26,7 @@ from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 
-LEADER_EPOCH = 0  # standalone: this broker has led every partition since it was created
+LEADER_EPOCH = 0  # standalone (and internal topics): this broker has led every partition since it was created
 VALID_ACKS = (0, 1, -1)  # -1 (all) equals 1 here: there is one replica
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -133,7 +134,19 @@ class ReplicaManager:
     reads take no lock (the storage engine reads a snapshot of each segment's size).
     """
 
-    def __init__(self, registry: TopicRegistry, log_manager: LogManager, purgatory: FetchPurgatory, clock: Clock, *, max_request_size: int) -> None:
+    def __init__(
+        self,
+        registry: TopicRegistry,
+        log_manager: LogManager,
+        purgatory: FetchPurgatory,
+        clock: Clock,
+        *,
+        max_request_size: int,
+        cluster_state: ClusterState | None = None,
+    ) -> None:
+        # In managed mode the cluster map says which partitions this broker leads and with
+        # which epoch; without one (or for topics outside it) the broker leads with LEADER_EPOCH.
+        self._cluster_state = cluster_state
         self._registry = registry
         self._log_manager = log_manager
         self._purgatory = purgatory
@@ -153,6 +166,12 @@ class ReplicaManager:
         if log is None:
             raise UnknownTopicOrPartitionError(topic, partition)
         return log
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The epoch this broker leads the partition with; NotLeaderOrFollowerError when another broker leads it."""
+        if self._cluster_state is None:
+            return LEADER_EPOCH
+        return self._cluster_state.leader_epoch(topic, partition, LEADER_EPOCH)
 
     # ------------------------------------------------------------------ produce
 
@@ -189,10 +208,11 @@ class ReplicaManager:
         """Append record batches as leader, advance the high watermark and wake waiting fetches."""
         if not records:
             raise EmptyRecordsError(topic, partition)
+        leader_epoch = self.leader_epoch(topic, partition)
         log = self.partition_log(topic, partition)
         with self._append_lock(topic, partition):
             try:
-                info = log.append_as_leader(records, LEADER_EPOCH)
+                info = log.append_as_leader(records, leader_epoch)
             except LogDirectoryError:
                 _raise_unknown_if_deleted(log)
                 raise
@@ -261,8 +281,9 @@ class ReplicaManager:
     def _read_partition(self, request: FetchPartitionRequest, remaining_bytes: int, *, first_data: bool) -> FetchPartitionResult:
         log: PartitionLog | None = None
         try:
+            leader_epoch = self.leader_epoch(request.topic, request.partition)
             log = self.partition_log(request.topic, request.partition)
-            self._check_leader_epoch(request.current_leader_epoch)
+            self._check_leader_epoch(request.current_leader_epoch, leader_epoch)
             limit = min(request.max_bytes, remaining_bytes)
             if limit <= 0 and not first_data:
                 # The response is full; the partition is still answered, with its bounds, as Kafka does.
@@ -282,28 +303,29 @@ class ReplicaManager:
             return FetchPartitionResult(_NO_RECORDS, -1, -1, error)
 
     @staticmethod
-    def _check_leader_epoch(request_epoch: int) -> None:
+    def _check_leader_epoch(request_epoch: int, current_epoch: int) -> None:
         if request_epoch < 0:
             return
-        if request_epoch < LEADER_EPOCH:
-            raise FencedLeaderEpochError(request_epoch, LEADER_EPOCH)
-        if request_epoch > LEADER_EPOCH:
-            raise UnknownLeaderEpochError(request_epoch, LEADER_EPOCH)
+        if request_epoch < current_epoch:
+            raise FencedLeaderEpochError(request_epoch, current_epoch)
+        if request_epoch > current_epoch:
+            raise UnknownLeaderEpochError(request_epoch, current_epoch)
 
     # ------------------------------------------------------------------ list offsets
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> ListOffsetsResult:
         """The offset for a ListOffsets timestamp: -2 earliest, -1 latest (the high watermark),
         -3 the record with the largest timestamp, else the first offset with a timestamp >= it."""
+        leader_epoch = self.leader_epoch(topic, partition)
         log = self.partition_log(topic, partition)
         if timestamp == LATEST_TIMESTAMP:
-            return ListOffsetsResult(log.high_watermark, -1)
+            return ListOffsetsResult(log.high_watermark, -1, leader_epoch)
         if timestamp == EARLIEST_TIMESTAMP:
-            return ListOffsetsResult(log.log_start_offset, -1)
+            return ListOffsetsResult(log.log_start_offset, -1, leader_epoch)
         if timestamp < MAX_TIMESTAMP:
             raise InvalidListOffsetsTimestampError(timestamp)
         found = log.offset_for_timestamp(timestamp)
         if found is None:
-            return ListOffsetsResult(-1, -1)
+            return ListOffsetsResult(-1, -1, leader_epoch)
         offset, found_timestamp = found
-        return ListOffsetsResult(offset, found_timestamp)
+        return ListOffsetsResult(offset, found_timestamp, leader_epoch)

@@ -258,6 +258,20 @@ class TopicRegistry:
                 self._commit({**self._topics, name: changed})
             return changed
 
+    def replace_managed_topics(self, topics: Iterable[TopicMetadata]) -> None:
+        """Managed mode: make ``topics`` the registry's non-internal topics, as the control plane decided.
+
+        The control plane has validated names and counts; names here are qualified
+        (``tenant~name``), which Kafka's name rules would refuse, so only configs are checked.
+        Internal topics stay: each broker keeps its own.
+        """
+        desired = {topic.name: topic for topic in topics}
+        for topic in desired.values():
+            validate_topic_configs(topic.configs)
+        with self._lock:
+            kept = {name: topic for name, topic in self._topics.items() if topic.internal}
+            self._commit({**desired, **kept})
+
     def _check_partition_count(self, name: str, partitions: int) -> None:
         if partitions < 1:
             raise InvalidPartitionsError(name, f"{partitions} is below 1")

@@ -1,24 +1,27 @@
-"""`make up`: run Weir on this machine from embedded defaults and say how to reach it.
+"""`make up`: run the whole of Weir on this machine from embedded defaults and say how to use it.
 
-Starts one standalone broker (the control plane, Celery and more brokers join in later
-issues), creates the demo topic, prints connection details, and then supervises: when the
-broker dies it is restarted with backoff (its log recovery runs on the way up). Ctrl-C or
-SIGTERM stops everything cleanly.
+In order: migrate the control-plane database; start WEIR_BROKERS brokers (security on,
+sharing the control plane's internal token); register them; start the web process
+(gunicorn), a Celery worker and Celery beat (the reconciler); run `manage.py demo` and print
+its output. Then supervise: a child that dies is restarted with backoff while the others keep
+running. Ctrl-C or SIGTERM stops everything cleanly.
 
 Configuration (environment, twelve-factor):
 
 ==========================  ===========================  ==================================
 variable                    default                      meaning
 ==========================  ===========================  ==================================
-WEIR_DATA_DIR               ./.weir-data                 all state: one directory per broker
-WEIR_HOST                   127.0.0.1                    interface the broker listens on
+WEIR_DATA_DIR               ./.weir-data                 all state: database, brokers, logs
+WEIR_HOST                   127.0.0.1                    interface every process listens on
+WEIR_BROKERS                3                            number of brokers
 WEIR_BROKER_BASE_PORT       9092                         broker N listens on base + N - 1
-WEIR_DEMO_TOPIC             demo                         topic created at start (3 partitions)
-WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting, e.g.
-                                                         WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE
+WEIR_HTTP_PORT              8000                         the web process (dashboard, REST API)
+WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
+REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
+WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
 ==========================  ===========================  ==================================
 
-Two stacks run side by side when they differ in WEIR_DATA_DIR and WEIR_BROKER_BASE_PORT.
+Two stacks run side by side when they differ in WEIR_DATA_DIR and the ports.
 """
 
 from __future__ import annotations
@@ -29,172 +32,217 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from deploy.processes import ChildFailedError, SupervisedProcess, grpc_serving, http_ok
 
 LOG = logging.getLogger("weir.up")
 
-# A broker that keeps dying is restarted no faster than this, doubling up to the maximum.
-RESTART_BACKOFF_SECONDS = 1.0
-RESTART_BACKOFF_MAX_SECONDS = 30.0
-STARTUP_TIMEOUT_SECONDS = 60.0
+# Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
+WEB_THREADS = 8
+# How long `demo` may wait for its provisioning jobs.
+DEMO_WAIT_SECONDS = 90
+
+
+def _port(environment: dict[str, str], name: str, default: int) -> int:
+    raw = environment.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be a port number, not {raw!r}") from None
+    if not 1 <= value <= 65535:
+        raise SystemExit(f"{name} must be between 1 and 65535, not {value}")
+    return value
 
 
 @dataclass(frozen=True)
 class StackSettings:
     data_dir: Path
     host: str
+    broker_count: int
     broker_base_port: int
-    demo_topic: str
+    http_port: int
+    demo_tenant: str
 
     @classmethod
     def from_environment(cls, environment: dict[str, str]) -> "StackSettings":
-        try:
-            base_port = int(environment.get("WEIR_BROKER_BASE_PORT", "9092"))
-        except ValueError:
-            raise SystemExit(f"WEIR_BROKER_BASE_PORT must be a port number, not {environment['WEIR_BROKER_BASE_PORT']!r}") from None
-        if not 1 <= base_port <= 65535:
-            raise SystemExit(f"WEIR_BROKER_BASE_PORT must be between 1 and 65535, not {base_port}")
+        raw_count = environment.get("WEIR_BROKERS", "3")
+        if not raw_count.isdigit() or not 1 <= int(raw_count) <= 32:
+            raise SystemExit(f"WEIR_BROKERS must be a number from 1 to 32, not {raw_count!r}")
+        base_port = _port(environment, "WEIR_BROKER_BASE_PORT", 9092)
+        if base_port + int(raw_count) - 1 > 65535:
+            raise SystemExit(f"WEIR_BROKER_BASE_PORT {base_port} leaves no room for {raw_count} brokers")
         return cls(
             data_dir=Path(environment.get("WEIR_DATA_DIR", ".weir-data")).resolve(),
             host=environment.get("WEIR_HOST", "127.0.0.1"),
+            broker_count=int(raw_count),
             broker_base_port=base_port,
-            demo_topic=environment.get("WEIR_DEMO_TOPIC", "demo"),
+            http_port=_port(environment, "WEIR_HTTP_PORT", 8000),
+            demo_tenant=environment.get("WEIR_DEMO_TENANT", "demo"),
         )
 
+    def broker_port(self, node_id: int) -> int:
+        return self.broker_base_port + node_id - 1
+
     def broker_address(self, node_id: int) -> str:
-        return f"{self.host}:{self.broker_base_port + node_id - 1}"
+        return f"{self.host}:{self.broker_port(node_id)}"
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, self.broker_count + 1))
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.broker_address(node_id) for node_id in self.node_ids)
+
+    @property
+    def web_url(self) -> str:
+        return f"http://{self.host}:{self.http_port}"
+
+    @property
+    def internal_token_file(self) -> Path:
+        # The same file webapp.settings reads (webapp.runtime.persistent_secret).
+        return self.data_dir / "secrets" / "internal-token"
 
 
-def wait_until_serving(address: str, timeout: float, process: subprocess.Popen[bytes]) -> None:
-    """Block until the gRPC health service at ``address`` says SERVING; raise if the process exits first."""
-    deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the broker exited with code {process.returncode} while starting")
-            try:
-                if stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0).status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
-    raise TimeoutError(f"the broker at {address} was not serving after {timeout:.0f}s")
+def child_environment(settings: StackSettings, base: dict[str, str]) -> dict[str, str]:
+    """The environment every child gets: one data dir, the public URL, the brokers to bootstrap."""
+    environment = dict(base)
+    environment["WEIR_DATA_DIR"] = str(settings.data_dir)
+    environment.setdefault("WEIR_PUBLIC_API_URL", settings.web_url)
+    environment["WEIR_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
+    environment["DJANGO_ALLOWED_HOSTS"] = environment.get("DJANGO_ALLOWED_HOSTS", f"{settings.host},127.0.0.1,localhost")
+    environment.setdefault("PYTHONUNBUFFERED", "1")
+    return environment
 
 
-class SupervisedBroker:
-    """One broker subprocess, restarted with backoff when it dies until ``stop()``."""
+def announce_celery_transport(environment: dict[str, str]) -> None:
+    """Say once which transport Celery uses, and keep the children from repeating it."""
+    from webapp.runtime import redis_answers
 
-    def __init__(self, settings: StackSettings, node_id: int) -> None:
-        self.settings = settings
-        self.node_id = node_id
-        self.address = settings.broker_address(node_id)
-        self.data_dir = settings.data_dir / f"broker-{node_id}"
-        self.log_path = settings.data_dir / f"broker-{node_id}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self._stopping = threading.Event()
-
-    def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "broker_nodes", "--node-id", str(self.node_id), "--listen", self.address, "--data-dir", str(self.data_dir)]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        wait_until_serving(self.address, STARTUP_TIMEOUT_SECONDS, self.process)
-
-    def supervise(self) -> None:
-        """Restart the broker whenever it exits, until ``stop()`` is called."""
-        backoff = RESTART_BACKOFF_SECONDS
-        while not self._stopping.is_set():
-            assert self.process is not None
-            if self.process.poll() is None:
-                self._stopping.wait(0.5)
-                continue
-            LOG.warning("broker %d exited with code %s; restarting in %.0fs (log: %s)", self.node_id, self.process.returncode, backoff, self.log_path)
-            if self._stopping.wait(backoff):
-                return
-            try:
-                self.start()
-                LOG.warning("broker %d is serving again at %s", self.node_id, self.address)
-                backoff = RESTART_BACKOFF_SECONDS
-            except (RuntimeError, TimeoutError) as error:
-                LOG.error("broker %d failed to restart: %s", self.node_id, error)
-                backoff = min(backoff * 2, RESTART_BACKOFF_MAX_SECONDS)
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+    redis_url = environment.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    if redis_answers(redis_url):
+        print(f"weir: Celery uses Redis at {redis_url}", flush=True)
+    else:
+        print(f"weir: no Redis at {redis_url}; Celery uses the filesystem transport (embedded mode)", flush=True)
+    environment["WEIR_QUIET_TRANSPORT_NOTICE"] = "1"
 
 
-def ensure_demo_topic(bootstrap: str, topic: str) -> None:
-    """Create the demo topic unless it exists (idempotent across restarts of `make up`)."""
-    from weir.admin import AdminClient, NewTopic
-    from weir.errors import KafkaError, KafkaException
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic]
-    try:
-        future.result(timeout=30)
-    except KafkaException as error:
-        if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
+def manage(environment: dict[str, str], *arguments: str) -> str:
+    """Run ``manage.py`` with ``arguments`` and return its standard output; SystemExit on failure."""
+    command = [sys.executable, "manage.py", *arguments]
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise SystemExit(f"weir: `manage.py {' '.join(arguments)}` failed:\n{completed.stderr.strip() or completed.stdout.strip()}")
+    return completed.stdout
 
 
-def print_banner(settings: StackSettings, bootstrap: str) -> None:
-    print(
-        f"""
-Weir is up.
-  broker (gRPC)       {bootstrap}        data: {settings.data_dir}
-  demo topic          {settings.demo_topic} (3 partitions)
+def broker_processes(settings: StackSettings, environment: dict[str, str]) -> list[SupervisedProcess]:
+    broker_environment = dict(environment)
+    arguments: list[str] = []
+    if "WEIR_INTERNAL_TOKEN" not in environment:
+        # The control plane's settings create this file; brokers read the same secret.
+        arguments = ["--internal-token-file", str(settings.internal_token_file)]
+    processes = []
+    for node_id in settings.node_ids:
+        data_dir = settings.data_dir / f"broker-{node_id}"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable, "-m", "broker_nodes",
+            "--node-id", str(node_id),
+            "--listen", settings.broker_address(node_id),
+            "--data-dir", str(data_dir),
+            "--config", "security.required=true",
+            *arguments,
+        ]
+        processes.append(
+            SupervisedProcess(
+                f"broker {node_id}",
+                command,
+                log_path=settings.data_dir / f"broker-{node_id}.log",
+                environment=broker_environment,
+                ready=grpc_serving(settings.broker_address(node_id)),
+            )
+        )
+    return processes
 
-Try it (in another terminal, from this directory):
-  .venv/bin/weir --bootstrap-server {bootstrap} topics list
-  seq 1 5 | .venv/bin/weir --bootstrap-server {bootstrap} produce {settings.demo_topic}
-  .venv/bin/weir --bootstrap-server {bootstrap} consume {settings.demo_topic} --from-beginning --max-messages 5
 
-  .venv/bin/python -c "from weir import Producer; p = Producer({{'bootstrap.servers': '{bootstrap}'}}); p.produce('{settings.demo_topic}', b'hello'); p.flush()"
-
-Logs: {settings.data_dir}/broker-*.log      Stop: Ctrl-C
-""",
-        flush=True,
+def control_plane_processes(settings: StackSettings, environment: dict[str, str]) -> list[SupervisedProcess]:
+    web = SupervisedProcess(
+        "web",
+        [
+            sys.executable, "-m", "gunicorn", "webapp.wsgi",
+            "--bind", f"{settings.host}:{settings.http_port}",
+            "--workers", "1", "--threads", str(WEB_THREADS),
+            "--access-logfile", "-",
+        ],
+        log_path=settings.data_dir / "web.log",
+        environment=environment,
+        ready=http_ok(f"{settings.web_url}/healthz"),
     )
+    worker = SupervisedProcess(
+        "celery worker",
+        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        log_path=settings.data_dir / "celery-worker.log",
+        environment=environment,
+    )
+    beat = SupervisedProcess(
+        "celery beat",
+        [sys.executable, "-m", "celery", "-A", "webapp", "beat", "--loglevel", "INFO"],
+        log_path=settings.data_dir / "celery-beat.log",
+        environment=environment,
+    )
+    return [web, worker, beat]
+
+
+def run(settings: StackSettings, stop: threading.Event) -> int:
+    """Start the stack, print how to use it, supervise until ``stop`` is set or Ctrl-C."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    environment = child_environment(settings, dict(os.environ))
+    announce_celery_transport(environment)
+    print("weir: migrating the control-plane database ...", flush=True)
+    manage(environment, "migrate", "--noinput")
+    manage(environment, "collectstatic", "--noinput")
+    children: list[SupervisedProcess] = []
+    try:
+        brokers = broker_processes(settings, environment)
+        for child in brokers:
+            children.append(child)
+            child.start()
+        print(f"weir: {len(brokers)} broker(s) serving at {settings.bootstrap_servers}", flush=True)
+        for node_id in settings.node_ids:
+            manage(environment, "register_broker", "--node-id", str(node_id), "--host", settings.host, "--port", str(settings.broker_port(node_id)))
+        for child in control_plane_processes(settings, environment):
+            children.append(child)
+            child.start()
+        print(f"weir: web at {settings.web_url}, Celery worker and beat running; setting up the demo ...", flush=True)
+        print(manage(environment, "demo", "--tenant", settings.demo_tenant, "--wait-seconds", str(DEMO_WAIT_SECONDS)), flush=True)
+        print(f"Logs: {settings.data_dir}/*.log      Stop: Ctrl-C", flush=True)
+        supervisors = [threading.Thread(target=child.supervise, name=f"supervise {child.name}", daemon=True) for child in children]
+        for supervisor in supervisors:
+            supervisor.start()
+        while not stop.wait(0.5):
+            pass
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except ChildFailedError as error:
+        print(f"weir: {error}", file=sys.stderr)
+        return 1
+    finally:
+        print("\nStopping Weir ...", flush=True)
+        # The control plane first, so that nothing pushes to brokers that are going away.
+        for child in reversed(children):
+            child.stop()
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = StackSettings.from_environment(dict(os.environ))
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    broker = SupervisedBroker(settings, node_id=1)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        try:
-            broker.start()
-        except (RuntimeError, TimeoutError) as error:
-            print(f"weir: could not start the broker at {broker.address}: {error}. See {broker.log_path}", file=sys.stderr)
-            return 1
-        ensure_demo_topic(broker.address, settings.demo_topic)
-        print_banner(settings, broker.address)
-        supervisor = threading.Thread(target=broker.supervise, name="supervisor", daemon=True)
-        supervisor.start()
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        print("\nStopping Weir...", flush=True)
-        broker.stop()
-    return 0
+    return run(settings, stop)
 
 
 if __name__ == "__main__":

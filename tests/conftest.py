@@ -1,29 +1,7 @@
-"""Shared fixtures: real broker processes on random loopback ports; the control plane's
-test database (PostgreSQL when it answers on 127.0.0.1:5432, as in CI; SQLite otherwise)."""
+"""Shared fixtures: real broker processes on random loopback ports. The test database and
+data directory are chosen in ``tests/support/pytest_environment.py`` (loaded with ``-p``)."""
 
 from __future__ import annotations
-
-import os
-import socket
-import sys
-import tempfile
-
-
-def _postgres_answers() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-# Settings are read when pytest-django configures Django, after this module is imported.
-os.environ.setdefault("WEIR_DATA_DIR", tempfile.mkdtemp(prefix="weir-test-data-"))
-if "DATABASE_URL" not in os.environ:
-    if _postgres_answers():
-        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/test"
-    else:
-        print("weir tests: no PostgreSQL on 127.0.0.1:5432; the control plane tests run on SQLite", file=sys.stderr)
 
 from pathlib import Path
 from typing import Iterator

@@ -103,6 +103,7 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise expects it even when serving from finders
 # Serve from the apps' static folders directly (no collectstatic step for `make up`).
 WHITENOISE_USE_FINDERS = True
 
@@ -119,7 +120,7 @@ LOGOUT_REDIRECT_URL = "dashboard:login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "webapp.accounts.authentication.CloudApiKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "webapp.accounts.authentication.SessionActorAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "webapp.api.pagination.CursorPagination",

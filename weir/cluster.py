@@ -142,6 +142,7 @@ class Cluster:
     def __init__(self, config: ClientConfig) -> None:
         self._bootstrap = config.bootstrap_addresses()
         self.call_metadata = config.call_metadata()
+        self._channel_credentials = config.channel_credentials()  # None: plaintext
         self._socket_timeout = config["socket.timeout.ms"] / 1000.0
         self._max_age = config["metadata.max.age.ms"] / 1000.0
         self._channel_options = [
@@ -175,7 +176,10 @@ class Cluster:
                     raise KafkaException(KafkaError(KafkaError._DESTROY, "the client is closed"))  # type: ignore[attr-defined]
                 entry = self._channels.get(address)
                 if entry is None:
-                    channel = grpc.insecure_channel(address, options=self._channel_options)
+                    if self._channel_credentials is None:
+                        channel = grpc.insecure_channel(address, options=self._channel_options)
+                    else:
+                        channel = grpc.secure_channel(address, self._channel_credentials, options=self._channel_options)
                     entry = (channel, broker_pb2_grpc.BrokerStub(channel))
                     self._channels[address] = entry
         return entry[1]

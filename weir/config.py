@@ -15,8 +15,10 @@ Notable choices:
   ``acks`` together with idempotence raises ``_INVALID_ARG``, as Kafka's Java client does.
   Set ``enable.idempotence=false`` to use ``acks=0`` or ``acks=1``.
 - ``partitioner`` defaults to ``murmur2_random`` (Java-compatible key placement).
-- ``security.protocol`` accepts only ``plaintext`` and ``sasl_plaintext`` until TLS arrives:
-  silently ignoring a request for TLS would be a security downgrade.
+- ``security.protocol`` ``ssl`` / ``sasl_ssl`` connect with TLS, verifying the broker's
+  certificate against ``ssl.ca.location`` (or the system's trusted roots when unset).
+- ``weir.internal.token`` / ``weir.tenant`` are internal: the control plane's dashboard uses
+  them to act as a tenant; brokers honour them only with the right token.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ _OFFSET_RESET = {
     "error": "error",
 }
 _ISOLATION = {"read_committed": "read_committed", "read_uncommitted": "read_uncommitted"}
-_SECURITY_PROTOCOLS = {"plaintext": "plaintext", "sasl_plaintext": "sasl_plaintext"}
+_SECURITY_PROTOCOLS = {name: name for name in ("plaintext", "sasl_plaintext", "ssl", "sasl_ssl")}
+TLS_PROTOCOLS = frozenset({"ssl", "sasl_ssl"})  # security.protocol values that connect with TLS
 _SASL_MECHANISMS = {"plain": "PLAIN"}
 
 
@@ -147,7 +150,10 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("retry.backoff.ms", "int", 100, ALL_ROLES, "First wait before retrying a failed request; doubles per attempt up to retry.backoff.max.ms.", minimum=1, maximum=300000),
         _property("retry.backoff.max.ms", "int", 1000, ALL_ROLES, "Longest wait between two retries.", minimum=1, maximum=300000),
         _property("error_cb", "callable", None, ALL_ROLES, "Called with a KafkaError for errors not tied to one message (brokers unreachable...), from poll()."),
-        _property("security.protocol", "enum", "plaintext", ALL_ROLES, "plaintext or sasl_plaintext (TLS is not supported yet and is refused rather than ignored).", choices=_SECURITY_PROTOCOLS),
+        _property("security.protocol", "enum", "plaintext", ALL_ROLES, "plaintext, sasl_plaintext, ssl or sasl_ssl (the last two connect with TLS).", choices=_SECURITY_PROTOCOLS),
+        _property("ssl.ca.location", "str", None, ALL_ROLES, "PEM file of the CA certificates that verify brokers over TLS (default: the system's trusted roots)."),
+        _property("weir.internal.token", "str", None, ALL_ROLES, "Internal: the control plane's token, sent as x-weir-internal-token; brokers refuse a wrong one."),
+        _property("weir.tenant", "str", None, ALL_ROLES, "Internal: with weir.internal.token, act as this tenant (x-weir-tenant)."),
         _property("sasl.mechanism", "enum", "PLAIN", ALL_ROLES, "PLAIN: sasl.username / sasl.password carry the API key and secret.", aliases=("sasl.mechanisms",), choices=_SASL_MECHANISMS),
         _property("sasl.username", "str", None, ALL_ROLES, "API key, sent as gRPC metadata x-weir-api-key on every call."),
         _property("sasl.password", "str", None, ALL_ROLES, "API secret, sent as gRPC metadata x-weir-api-secret on every call."),
@@ -252,4 +258,26 @@ class ClientConfig:
             pairs.append(("x-weir-api-key", self._values["sasl.username"]))
         if self._values["sasl.password"] is not None:
             pairs.append(("x-weir-api-secret", self._values["sasl.password"]))
+        if self._values["weir.internal.token"] is not None:
+            pairs.append(("x-weir-internal-token", self._values["weir.internal.token"]))
+            if self._values["weir.tenant"] is not None:
+                pairs.append(("x-weir-tenant", self._values["weir.tenant"]))
         return tuple(pairs)
+
+    def channel_credentials(self) -> Any:
+        """grpc.ChannelCredentials for TLS (security.protocol ssl / sasl_ssl), None for plaintext.
+
+        Raises KafkaException ``_INVALID_ARG`` when ``ssl.ca.location`` cannot be read.
+        """
+        if self._values["security.protocol"] not in TLS_PROTOCOLS:
+            return None
+        import grpc
+
+        location = self._values["ssl.ca.location"]
+        if location is None:
+            return grpc.ssl_channel_credentials()
+        try:
+            with open(location, "rb") as handle:
+                return grpc.ssl_channel_credentials(root_certificates=handle.read())
+        except OSError as error:
+            raise invalid_argument(f"Configuration property \"ssl.ca.location\": cannot read {location}: {error.strerror}") from None

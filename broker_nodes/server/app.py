@@ -3,12 +3,15 @@
 The server listens before the logs are recovered so that health checks can answer: the
 health service says NOT_SERVING until ``Broker.start`` has finished, then SERVING for ""
 and "weir.v1.Broker"; Broker calls arriving earlier are refused with UNAVAILABLE. Server
-reflection is on.
+reflection is on. The ``Admin`` service (control plane -> broker) is served beside
+``Broker``. With a TLS certificate and key in the config the port speaks TLS only.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent import futures
+from typing import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,11 +19,14 @@ from grpc_reflection.v1alpha import reflection
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.config import BrokerConfig
+from broker_nodes.security.tls import server_credentials
+from broker_nodes.server.admin_servicer import AdminServicer
 from broker_nodes.server.broker import Broker, request_thread_count
 from broker_nodes.server.servicer import BrokerServicer
-from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 
 BROKER_SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name  # "weir.v1.Broker"
+ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name  # "weir.v1.Admin"
 HEALTH_SERVICE_NAMES = ("", BROKER_SERVICE_NAME)  # the names whose status health checks report
 
 
@@ -55,8 +61,11 @@ def create_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> tuple
     return running.server, running.port, running.broker
 
 
-def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> BrokerServer:
-    """Like :func:`create_server`, returning a :class:`BrokerServer` that knows how to stop everything."""
+def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sleep: Callable[[float], None] = time.sleep) -> BrokerServer:
+    """Like :func:`create_server`, returning a :class:`BrokerServer` that knows how to stop everything.
+
+    ``sleep`` delays the responses of tenants over their quota (tests inject a recorder).
+    """
     broker = Broker(config, clock=clock)
     max_message_bytes = int(config["socket.request.max.bytes"])  # type: ignore[call-overload]
     server = grpc.server(
@@ -67,16 +76,20 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) ->
             ("grpc.so_reuseport", 0),
         ],
     )
-    servicer = BrokerServicer(broker)
+    servicer = BrokerServicer(broker, sleep=sleep)
     broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
+    admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(broker), server)
     health_servicer = health.HealthServicer()
     for name in HEALTH_SERVICE_NAMES:
         health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((BROKER_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection((BROKER_SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     host = config.listen.host
     address = f"[{host}]:{config.listen.port}" if ":" in host else f"{host}:{config.listen.port}"
-    port = server.add_insecure_port(address)
+    if config.tls_cert is not None and config.tls_key is not None:
+        port = server.add_secure_port(address, server_credentials(config.tls_cert, config.tls_key))
+    else:
+        port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     servicer.set_port(port)

@@ -1,4 +1,9 @@
-"""One standalone broker: its components wired together, started and shut down in order."""
+"""One broker: its components wired together, started and shut down in order.
+
+A broker is standalone until the control plane's first ``ApplyPartitions`` makes it managed
+(see ``broker_nodes.cluster_state``); security snapshots (``ApplySecurity``) feed the
+authenticator, the ACLs and the quotas.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,17 @@ import uuid
 from pathlib import Path
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
+from broker_nodes.cluster_state import ClusterSnapshot, ClusterState
 from broker_nodes.config import BrokerConfig
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.producer_ids import ProducerIdManager
 from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.security.authenticator import Authenticator
+from broker_nodes.security.quotas import QuotaManager
+from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.server.periodic import PeriodicTask
-from broker_nodes.server.topic_admin import TopicAdmin
+from broker_nodes.server.topic_admin import ManagedTopicsChange, TopicAdmin
 from broker_nodes.storage.log_manager import LogManager, RecoveryReport
 from broker_nodes.topic_registry import TopicRegistry, write_file_atomically
 
@@ -67,6 +76,14 @@ class Broker:
         self.clock = clock
         config.data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = load_or_create_cluster_id(config.data_dir, config.node_id)
+        self.cluster_state = ClusterState(config.data_dir, config.node_id)
+        self.security = SecurityStore(config.data_dir)
+        self.authenticator = Authenticator(
+            security_required=bool(config["security.required"]), internal_token=config.internal_token, security_store=self.security
+        )
+        self.quotas = QuotaManager(clock)
+        # Snapshots are applied one at a time so that the version check and the store agree.
+        self._apply_lock = threading.Lock()
         self.registry = TopicRegistry(config.data_dir, available_brokers=1)
         self.log_manager = LogManager(
             config.data_dir,
@@ -79,9 +96,14 @@ class Broker:
         )
         self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config))
         self.replica_manager = ReplicaManager(
-            self.registry, self.log_manager, self.purgatory, clock, max_request_size=int(config["max.request.size"])  # type: ignore[call-overload]
+            self.registry,
+            self.log_manager,
+            self.purgatory,
+            clock,
+            max_request_size=int(config["max.request.size"]),  # type: ignore[call-overload]
+            cluster_state=self.cluster_state,
         )
-        self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager)
+        self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager, hosted=self.cluster_state.hosts)
         self.producer_ids = ProducerIdManager(config.data_dir)
         self.offset_store = OffsetStore(
             self.replica_manager, self.registry, clock, metadata_max_bytes=int(config["offset.metadata.max.bytes"])  # type: ignore[call-overload]
@@ -101,6 +123,12 @@ class Broker:
 
     def start(self) -> None:
         """Recover and open everything; afterwards the broker serves requests."""
+        snapshot = self.cluster_state.load()
+        security = self.security.load()
+        if snapshot is not None:
+            logger.info("managed mode: cluster map version %d with %d topics", snapshot.version, len(snapshot.topics))
+        if security is not None:
+            logger.info("security snapshot version %d: %d API keys", security.version, len(security.credentials))
         self.registry.load()
         log_configs = {topic.name: self.topic_admin.log_config(topic) for topic in self.registry.topics()}
         report = self.log_manager.startup(log_configs)
@@ -112,7 +140,11 @@ class Broker:
             report.truncated_bytes,
             report.rebuilt_indexes,
         )
-        created, deleted = self.topic_admin.reconcile_logs()
+        if snapshot is not None:
+            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
+            created, deleted = change.partitions_created, change.partitions_deleted
+        else:
+            created, deleted = self.topic_admin.reconcile_logs()
         if created or deleted:
             logger.warning("repaired logs after an interrupted topic change: %d created, %d deleted", created, deleted)
         if self.registry.get(OFFSETS_TOPIC) is None:
@@ -129,6 +161,33 @@ class Broker:
         self.log_manager.start_background()
         self._offset_expiry.start()
         self._ready.set()
+
+    @property
+    def managed(self) -> bool:
+        return self.cluster_state.managed
+
+    def apply_partitions(self, snapshot: ClusterSnapshot) -> ManagedTopicsChange:
+        """Make ``snapshot`` the cluster map and the logs follow it; StaleSnapshotError for an older version."""
+        with self._apply_lock:
+            self.cluster_state.check_not_stale(snapshot.version)
+            self.cluster_state.store(snapshot)
+            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
+        if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:
+            logger.info(
+                "applied cluster map version %d: %d partitions created, %d deleted, %d topics reconfigured",
+                snapshot.version,
+                change.partitions_created,
+                change.partitions_deleted,
+                change.topics_reconfigured,
+            )
+        return change
+
+    def apply_security(self, snapshot: SecuritySnapshot) -> None:
+        """Swap credentials, ACLs and quotas at once; StaleSnapshotError for an older version."""
+        with self._apply_lock:
+            self.security.check_not_stale(snapshot.version)
+            self.security.store(snapshot)
+        logger.info("applied security snapshot version %d: %d API keys", snapshot.version, len(snapshot.credentials))
 
     def shutdown(self) -> None:
         """Stop serving and close the logs cleanly (idempotent)."""

@@ -12,8 +12,10 @@ import logging
 
 import grpc
 
-from broker_nodes import producer_ids, replica_manager, topic_registry
+from broker_nodes import cluster_state, producer_ids, replica_manager, topic_registry
 from broker_nodes.coordinator import offset_store
+from broker_nodes.security import errors as security_errors
+from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.storage import errors as storage_errors
 from weir import records
 from weir.errors import ErrorCode
@@ -70,6 +72,11 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.UnknownMemberError: ErrorCode.UNKNOWN_MEMBER_ID,
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
+    cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    security_errors.TopicAuthorizationError: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    security_errors.GroupAuthorizationError: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    security_errors.ClusterAuthorizationError: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    security_errors.ManagedTopicsPolicyError: ErrorCode.POLICY_VIOLATION,
 }
 
 
@@ -97,6 +104,12 @@ def grpc_status(error: BaseException) -> grpc.StatusCode:
     """The gRPC status a whole call fails with when ``error`` escapes a servicer."""
     if isinstance(error, InvalidRequestError):
         return grpc.StatusCode.INVALID_ARGUMENT
-    if isinstance(error, BrokerNotReadyError):
+    if isinstance(error, (BrokerNotReadyError, CredentialsUnavailableError)):
         return grpc.StatusCode.UNAVAILABLE
+    if isinstance(error, AuthenticationError):
+        return grpc.StatusCode.UNAUTHENTICATED
+    if isinstance(error, cluster_state.StaleSnapshotError):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(error, cluster_state.InvalidSnapshotError):
+        return grpc.StatusCode.INVALID_ARGUMENT
     return grpc.StatusCode.INTERNAL

@@ -71,6 +71,9 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
     parser.add_argument("--rack", default="", help="rack (or availability zone) of this broker")
     parser.add_argument("--advertised-host", default="", help="host name clients are told to connect to")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a broker setting (repeatable)")
+    parser.add_argument("--internal-token-file", default=None, help="file holding the internal token (default: environment WEIR_INTERNAL_TOKEN)")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     options = parser.parse_args(list(arguments))
     return load_broker_config(
         node_id=options.node_id,
@@ -80,6 +83,9 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
         advertised_host=options.advertised_host,
         configs=options.config,
         environment=environment,
+        internal_token_file=options.internal_token_file,
+        tls_cert=options.tls_cert,
+        tls_key=options.tls_key,
     )
 
 

@@ -4,23 +4,35 @@ Servicer methods hold no logic of their own. Per-partition outcomes come back as
 exceptions and are turned into Kafka error codes by ``server.errors``; a malformed request
 is refused as a whole with INVALID_ARGUMENT; an unexpected exception is logged and answered
 with INTERNAL, and the broker keeps serving.
+
+Every call is authenticated first (``security.authenticator``): the resulting
+:class:`CallContext` maps the plain topic and group names of the request into the caller's
+tenant and back, and authorizes each topic and group with the tenant's ACLs. A topic the
+caller may not use is answered with TOPIC_AUTHORIZATION_FAILED whether or not it exists.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Callable, Iterable, TypeVar
 
 import grpc
 
+from broker_nodes.cluster_state import ManagedTopic
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
-from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionResult
+from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
+from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
+from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, ManagedTopicsPolicyError, TopicAuthorizationError
+from broker_nodes.security.quotas import Direction
 from broker_nodes.server import request_parsing
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
 from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
-from broker_nodes.topic_registry import TopicMetadata
+from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -32,16 +44,19 @@ Item = TypeVar("Item")
 NO_ERROR = 0
 
 
-def _handler(method: Callable[["BrokerServicer", Request], Response]) -> Callable[["BrokerServicer", Request, grpc.ServicerContext], Response]:
-    """Wrap a servicer method: refuse calls until the broker is ready, and map escaping errors to a status."""
+def _handler(
+    method: Callable[["BrokerServicer", Request, CallContext], Response],
+) -> Callable[["BrokerServicer", Request, grpc.ServicerContext], Response]:
+    """Wrap a servicer method: refuse calls until the broker is ready, authenticate, map escaping errors to a status."""
 
     @functools.wraps(method)
     def handle(self: "BrokerServicer", request: Request, context: grpc.ServicerContext) -> Response:
         try:
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
-            return method(self, request)
-        except (InvalidRequestError, BrokerNotReadyError) as error:
+            call = self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
+            return method(self, request, call)
+        except (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError) as error:
             context.abort(grpc_status(error), str(error))
         except Exception as error:
             logger.exception("%s failed unexpectedly", method.__name__)
@@ -61,8 +76,10 @@ def _group_by_topic(items: Iterable[tuple[str, Item]]) -> dict[str, list[Item]]:
 class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     """Thin adapter from ``broker.proto`` messages to :class:`Broker`. Thread-safe (stateless)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.broker = broker
+        # Delays the responses of tenants over their byte-rate quota (injected so tests need not wait).
+        self._sleep = sleep
         config = broker.config
         self._fetch_max_bytes = int(config["fetch.max.bytes"])  # type: ignore[call-overload]
         self._partition_max_bytes = int(config["max.partition.fetch.bytes"])  # type: ignore[call-overload]
@@ -75,36 +92,73 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     # ------------------------------------------------------------------ metadata and topic admin
 
     @_handler
-    def Metadata(self, request: broker_pb2.MetadataRequest) -> broker_pb2.MetadataResponse:
+    def Metadata(self, request: broker_pb2.MetadataRequest, call: CallContext) -> broker_pb2.MetadataResponse:
         names = list(dict.fromkeys(request.topics))  # repeated names are answered once, as Kafka does
-        results = self.broker.topic_admin.describe_topics(names, allow_auto_create=request.allow_auto_topic_creation)
+        snapshot = self.broker.cluster_state.snapshot
+        managed_topics = snapshot.topics if snapshot is not None else {}
         topics = []
-        for index, result in enumerate(results):
-            if isinstance(result, TopicMetadata):
-                topics.append(self._topic_metadata(result))
-            else:
-                # Only named topics can fail, so ``names`` lines up with ``results`` here.
-                code, message = error_code_and_message(result)
-                topics.append(broker_pb2.TopicMetadata(error_code=code, error_message=message, name=names[index]))
+        if not names:
+            for topic in self.broker.topic_admin.describe_topics([], allow_auto_create=False):
+                assert isinstance(topic, TopicMetadata)
+                if call.owns(topic.name) and call.may(Operation.DESCRIBE, ResourceType.TOPIC, call.plain(topic.name)):
+                    topics.append(self._topic_metadata(topic, managed_topics.get(topic.name), call))
+        else:
+            # Auto-creation is the control plane's business once topics are managed or tenant-owned.
+            auto_create = request.allow_auto_topic_creation and not self.broker.managed and not call.has_tenant
+            for name in names:
+                if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                    code, message = error_code_and_message(TopicAuthorizationError(name, "describe"))
+                    topics.append(broker_pb2.TopicMetadata(error_code=code, error_message=message, name=name))
+                    continue
+                result = self.broker.topic_admin.describe_topics([call.qualify(name)], allow_auto_create=auto_create)[0]
+                if isinstance(result, TopicMetadata) and call.owns(result.name):
+                    topics.append(self._topic_metadata(result, managed_topics.get(result.name), call))
+                else:
+                    error = result if isinstance(result, Exception) else UnknownTopicOrPartitionError(name)
+                    code, message = error_code_and_message(error)
+                    topics.append(broker_pb2.TopicMetadata(error_code=code, error_message=message.replace(call.qualify(name), name), name=name))
         node_id = self.broker.config.node_id
-        return broker_pb2.MetadataResponse(brokers=[self._node], cluster_id=self.broker.cluster_id, controller_id=node_id, topics=topics)
+        if snapshot is None:
+            return broker_pb2.MetadataResponse(brokers=[self._node], cluster_id=self.broker.cluster_id, controller_id=node_id, topics=topics)
+        brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in snapshot.brokers]
+        if not any(node.node_id == node_id for node in snapshot.brokers):
+            brokers.append(self._node)
+        return broker_pb2.MetadataResponse(brokers=brokers, cluster_id=snapshot.cluster_id or self.broker.cluster_id, controller_id=node_id, topics=topics)
 
-    def _topic_metadata(self, topic: TopicMetadata) -> broker_pb2.TopicMetadata:
-        node_id = self.broker.config.node_id
-        partitions = [
-            broker_pb2.PartitionMetadata(partition=partition, leader_id=node_id, leader_epoch=LEADER_EPOCH, replicas=[node_id], isr=[node_id])
-            for partition in range(topic.partitions)
-        ]
-        return broker_pb2.TopicMetadata(name=topic.name, is_internal=topic.internal, partitions=partitions, topic_id=topic.topic_id)
+    def _topic_metadata(self, topic: TopicMetadata, managed: ManagedTopic | None, call: CallContext) -> broker_pb2.TopicMetadata:
+        if managed is not None:
+            partitions = [
+                broker_pb2.PartitionMetadata(
+                    partition=assignment.partition,
+                    leader_id=assignment.leader_id,
+                    leader_epoch=assignment.leader_epoch,
+                    replicas=assignment.replicas,
+                    isr=assignment.isr,
+                )
+                for assignment in managed.partitions
+            ]
+        else:
+            node_id = self.broker.config.node_id
+            partitions = [
+                broker_pb2.PartitionMetadata(partition=partition, leader_id=node_id, leader_epoch=LEADER_EPOCH, replicas=[node_id], isr=[node_id])
+                for partition in range(topic.partitions)
+            ]
+        return broker_pb2.TopicMetadata(name=call.plain(topic.name), is_internal=topic.internal, partitions=partitions, topic_id=topic.topic_id)
+
+    def _check_topic_admin_allowed(self, call: CallContext, name: str) -> None:
+        """Topic administration through the data plane exists only for standalone topics without a tenant."""
+        if self.broker.managed or call.has_tenant:
+            raise ManagedTopicsPolicyError(name)
 
     @_handler
-    def CreateTopics(self, request: broker_pb2.CreateTopicsRequest) -> broker_pb2.CreateTopicsResponse:
+    def CreateTopics(self, request: broker_pb2.CreateTopicsRequest, call: CallContext) -> broker_pb2.CreateTopicsResponse:
         request_parsing.require_nonempty(request.topics, "topic")
         request_parsing.require_unique((topic.name for topic in request.topics), "topic")
         results = []
         for creatable in request.topics:
             request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
             try:
+                self._check_topic_admin_allowed(call, creatable.name)
                 topic = self.broker.topic_admin.create_topic(
                     creatable.name,
                     creatable.num_partitions,
@@ -120,10 +174,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.CreateTopicsResponse(topics=results)
 
     @_handler
-    def DeleteTopics(self, request: broker_pb2.DeleteTopicsRequest) -> broker_pb2.DeleteTopicsResponse:
+    def DeleteTopics(self, request: broker_pb2.DeleteTopicsRequest, call: CallContext) -> broker_pb2.DeleteTopicsResponse:
         results = []
         for name in request_parsing.topic_names(request.topics, required=True):
             try:
+                self._check_topic_admin_allowed(call, name)
                 topic = self.broker.topic_admin.delete_topic(name)
                 results.append(broker_pb2.TopicResult(name=name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor))
             except Exception as error:
@@ -131,11 +186,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.DeleteTopicsResponse(topics=results)
 
     @_handler
-    def CreatePartitions(self, request: broker_pb2.CreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:
+    def CreatePartitions(self, request: broker_pb2.CreatePartitionsRequest, call: CallContext) -> broker_pb2.CreatePartitionsResponse:
         request_parsing.topic_names([topic.name for topic in request.topics], required=True)
         results = []
         for entry in request.topics:
             try:
+                self._check_topic_admin_allowed(call, entry.name)
                 topic = self.broker.topic_admin.create_partitions(entry.name, entry.count, validate_only=request.validate_only)
                 results.append(broker_pb2.TopicResult(name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor))
             except Exception as error:
@@ -150,15 +206,22 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     # ------------------------------------------------------------------ configs
 
     @_handler
-    def DescribeConfigs(self, request: broker_pb2.DescribeConfigsRequest) -> broker_pb2.DescribeConfigsResponse:
+    def DescribeConfigs(self, request: broker_pb2.DescribeConfigsRequest, call: CallContext) -> broker_pb2.DescribeConfigsResponse:
         request_parsing.config_resources(request.resources)
         admin = self.broker.topic_admin
         results = []
         for resource in request.resources:
             try:
                 if resource.type == broker_pb2.RESOURCE_TYPE_TOPIC:
-                    descriptions = admin.describe_topic_configs(resource.name, list(resource.config_names))
+                    if not call.may(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.name):
+                        raise TopicAuthorizationError(resource.name, "describe the configs of")
+                    try:
+                        descriptions = admin.describe_topic_configs(call.qualify(resource.name), list(resource.config_names))
+                    except UnknownTopicOrPartitionError:
+                        raise UnknownTopicOrPartitionError(resource.name) from None
                 elif resource.type == broker_pb2.RESOURCE_TYPE_BROKER:
+                    if not call.may(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
+                        raise ClusterAuthorizationError("describe the broker configs")
                     descriptions = admin.describe_broker_configs(resource.name, list(resource.config_names))
                 else:
                     raise InvalidRequestError(f"resource type {resource.type} is not TOPIC (2) or BROKER (4)")
@@ -182,11 +245,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         )
 
     @_handler
-    def AlterConfigs(self, request: broker_pb2.AlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
+    def AlterConfigs(self, request: broker_pb2.AlterConfigsRequest, call: CallContext) -> broker_pb2.AlterConfigsResponse:
         request_parsing.config_resources(request.resources)
         results = []
         for resource in request.resources:
             try:
+                self._check_topic_admin_allowed(call, resource.name)
                 if resource.type == broker_pb2.RESOURCE_TYPE_BROKER:
                     raise InvalidRequestError("broker settings cannot be changed at run time; set them with --config or WEIR_BROKER_* and restart")
                 if resource.type != broker_pb2.RESOURCE_TYPE_TOPIC:
@@ -205,14 +269,41 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     # ------------------------------------------------------------------ produce and fetch
 
+    def _throttle(self, call: CallContext, direction: Direction, size_bytes: int) -> int:
+        """Charge ``size_bytes`` to the caller's tenant; delay this response when it is over its quota.
+
+        The delay holds no lock (only this request's thread waits); it is bounded by the
+        quota manager's maximum throttle time.
+        """
+        security = self.broker.security.snapshot
+        if security is None or not call.has_tenant or size_bytes <= 0:
+            return 0
+        quota = security.quota_of(call.tenant_id)
+        rate = quota.produce_bytes_per_second if direction is Direction.PRODUCE else quota.consume_bytes_per_second
+        throttle_ms = self.broker.quotas.record(call.tenant_id, direction, size_bytes, rate)
+        if throttle_ms > 0:
+            self._sleep(throttle_ms / 1000.0)
+        return throttle_ms
+
     @_handler
-    def Produce(self, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
-        entries = request_parsing.produce_entries(request)
-        outcomes = self.broker.replica_manager.append_records(request.acks, entries, transactional_id=request.transactional_id)
+    def Produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
+        requested = request_parsing.produce_entries(request)
+        authorized = [(topic, partition, records) for topic, partition, records in requested if call.may(Operation.WRITE, ResourceType.TOPIC, topic)]
+        appended = self.broker.replica_manager.append_records(
+            request.acks, [(call.qualify(topic), partition, records) for topic, partition, records in authorized], transactional_id=request.transactional_id
+        )
+        outcomes_by_partition = {(topic, partition): outcome for (topic, partition, _), outcome in zip(authorized, appended)}
+        entries = requested
+        outcomes = [
+            outcomes_by_partition[(topic, partition)] if (topic, partition) in outcomes_by_partition else TopicAuthorizationError(topic, "write to")
+            for topic, partition, _ in requested
+        ]
+        throttle_ms = self._throttle(call, Direction.PRODUCE, sum(len(records) for _, _, records in authorized))
         responses = []
         for (topic, partition, _), outcome in zip(entries, outcomes):
             if isinstance(outcome, Exception):
                 code, message = error_code_and_message(outcome)
+                message = message.replace(call.qualify(topic), topic)
                 response = broker_pb2.ProducePartitionResponse(partition=partition, error_code=code, error_message=message, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             else:
                 response = broker_pb2.ProducePartitionResponse(
@@ -220,21 +311,38 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 )
             responses.append((topic, response))
         return broker_pb2.ProduceResponse(
-            topics=[broker_pb2.ProduceTopicResponse(topic=topic, partitions=partitions) for topic, partitions in _group_by_topic(responses).items()]
+            topics=[broker_pb2.ProduceTopicResponse(topic=topic, partitions=partitions) for topic, partitions in _group_by_topic(responses).items()],
+            throttle_time_ms=throttle_ms,
         )
 
     @_handler
-    def Fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+    def Fetch(self, request: broker_pb2.FetchRequest, call: CallContext) -> broker_pb2.FetchResponse:
         partitions = request_parsing.fetch_partitions(request, self._partition_max_bytes)
         max_bytes = min(request.max_bytes or self._fetch_max_bytes, self._fetch_max_bytes)
-        results = self.broker.replica_manager.fetch(partitions, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max_bytes)
-        responses = [(partition.topic, self._fetch_partition_response(partition.partition, result)) for partition, result in zip(partitions, results)]
+        authorized = [partition for partition in partitions if call.may(Operation.READ, ResourceType.TOPIC, partition.topic)]
+        qualified = [
+            FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch) for item in authorized
+        ]
+        if len(authorized) < len(partitions):
+            # A denied partition is answered at once, as an error answers a fetch at once.
+            results = self.broker.replica_manager.fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes)
+        else:
+            results = self.broker.replica_manager.fetch(qualified, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max_bytes)
+        results_by_partition = {(item.topic, item.partition): result for item, result in zip(authorized, results)}
+        responses = []
+        for item in partitions:
+            result = results_by_partition.get((item.topic, item.partition))
+            if result is None:
+                result = FetchPartitionResult(b"", -1, -1, TopicAuthorizationError(item.topic, "read from"))
+            responses.append((item.topic, self._fetch_partition_response(item.partition, result, call.qualify(item.topic), item.topic)))
+        throttle_ms = self._throttle(call, Direction.FETCH, sum(len(result.records) for result in results))
         return broker_pb2.FetchResponse(
-            topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
+            topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()],
+            throttle_time_ms=throttle_ms,
         )
 
     @staticmethod
-    def _fetch_partition_response(partition: int, result: FetchPartitionResult) -> broker_pb2.FetchPartitionResponse:
+    def _fetch_partition_response(partition: int, result: FetchPartitionResult, qualified: str = "", plain: str = "") -> broker_pb2.FetchPartitionResponse:
         if result.error is None:
             return broker_pb2.FetchPartitionResponse(
                 partition=partition,
@@ -244,6 +352,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 records=result.records,
             )
         code, message = error_code_and_message(result.error)
+        if qualified != plain:
+            message = message.replace(qualified, plain)
         return broker_pb2.FetchPartitionResponse(
             partition=partition,
             error_code=code,
@@ -254,11 +364,16 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         )
 
     @_handler
-    def ListOffsets(self, request: broker_pb2.ListOffsetsRequest) -> broker_pb2.ListOffsetsResponse:
+    def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, call: CallContext) -> broker_pb2.ListOffsetsResponse:
         responses = []
         for topic, partition, timestamp in request_parsing.list_offsets_partitions(request):
             try:
-                found = self.broker.replica_manager.list_offset(topic, partition, timestamp)
+                if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, topic):
+                    raise TopicAuthorizationError(topic, "describe")
+                try:
+                    found = self.broker.replica_manager.list_offset(call.qualify(topic), partition, timestamp)
+                except UnknownTopicOrPartitionError:
+                    raise UnknownTopicOrPartitionError(topic, partition) from None
                 response = broker_pb2.ListOffsetsPartitionResponse(partition=partition, timestamp=found.timestamp, offset=found.offset, leader_epoch=found.leader_epoch)
             except Exception as error:
                 code, message = error_code_and_message(error)
@@ -271,8 +386,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     # ------------------------------------------------------------------ producer ids and committed offsets
 
     @_handler
-    def InitProducerId(self, request: broker_pb2.InitProducerIdRequest) -> broker_pb2.InitProducerIdResponse:
+    def InitProducerId(self, request: broker_pb2.InitProducerIdRequest, call: CallContext) -> broker_pb2.InitProducerIdResponse:
         try:
+            # Kafka: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+            if not (
+                call.may(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME) or call.may_on_any(Operation.WRITE, ResourceType.TOPIC)
+            ):
+                raise ClusterAuthorizationError("initialise an idempotent producer")
             allocated = self.broker.producer_ids.init_producer_id(
                 transactional_id=request.transactional_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch
             )
@@ -282,7 +402,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.InitProducerIdResponse(producer_id=allocated.producer_id, producer_epoch=allocated.epoch)
 
     @_handler
-    def OffsetCommit(self, request: broker_pb2.OffsetCommitRequest) -> broker_pb2.OffsetCommitResponse:
+    def OffsetCommit(self, request: broker_pb2.OffsetCommitRequest, call: CallContext) -> broker_pb2.OffsetCommitResponse:
         request_parsing.require_nonempty(request.topics, "topic")
         entries = [
             OffsetCommitEntry(topic.topic, partition.partition, partition.committed_offset, partition.committed_leader_epoch, partition.metadata)
@@ -290,32 +410,57 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             for partition in topic.partitions
         ]
         request_parsing.require_unique(((entry.topic, entry.partition) for entry in entries), "topic-partition")
+        if request.group_id and not call.may(Operation.READ, ResourceType.GROUP, request.group_id):
+            code, message = error_code_and_message(GroupAuthorizationError(request.group_id, "commit offsets of"))
+            return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
+        authorized = [entry for entry in entries if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
+        qualified = [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized]
         try:
-            outcomes = self.broker.offset_store.commit(request.group_id, request.member_id, entries)
+            committed = self.broker.offset_store.commit(call.qualify(request.group_id) if request.group_id else "", request.member_id, qualified)
         except Exception as error:
             code, message = error_code_and_message(error)
             return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
+        committed_by_partition = {(entry.topic, entry.partition): outcome for entry, outcome in zip(authorized, committed)}
+        outcomes = [
+            committed_by_partition[(entry.topic, entry.partition)] if (entry.topic, entry.partition) in committed_by_partition else TopicAuthorizationError(entry.topic, "commit offsets of")
+            for entry in entries
+        ]
         responses = []
         for entry, outcome in zip(entries, outcomes):
             code, message = (NO_ERROR, "") if outcome is None else error_code_and_message(outcome)
+            message = message.replace(call.qualify(entry.topic), entry.topic)
             responses.append((entry.topic, broker_pb2.OffsetCommitPartitionResponse(partition=entry.partition, error_code=code, error_message=message)))
         return broker_pb2.OffsetCommitResponse(
             topics=[broker_pb2.OffsetCommitTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
         )
 
     @_handler
-    def OffsetFetch(self, request: broker_pb2.OffsetFetchRequest) -> broker_pb2.OffsetFetchResponse:
+    def OffsetFetch(self, request: broker_pb2.OffsetFetchRequest, call: CallContext) -> broker_pb2.OffsetFetchResponse:
         wanted = [(topic.topic, partition) for topic in request.topics for partition in topic.partitions] if request.topics else None
         if wanted is not None:
             request_parsing.require_unique(wanted, "topic-partition")
+        if request.group_id and not call.may(Operation.READ, ResourceType.GROUP, request.group_id):
+            code, message = error_code_and_message(GroupAuthorizationError(request.group_id, "fetch offsets of"))
+            return broker_pb2.OffsetFetchResponse(error_code=code, error_message=message)
         try:
-            committed = self.broker.offset_store.fetch(request.group_id, wanted)
+            committed = self.broker.offset_store.fetch(
+                call.qualify(request.group_id) if request.group_id else "",
+                None if wanted is None else [(call.qualify(topic), partition) for topic, partition in wanted],
+            )
         except Exception as error:
             code, message = error_code_and_message(error)
             return broker_pb2.OffsetFetchResponse(error_code=code, error_message=message)
         responses = []
-        for topic, partition, value in committed:
-            if value is None:
+        for qualified_topic, partition, value in committed:
+            if not call.owns(qualified_topic):
+                continue
+            topic = call.plain(qualified_topic)
+            if not call.may(Operation.READ, ResourceType.TOPIC, topic):
+                if wanted is None:
+                    continue  # listing every commit of the group shows only the topics the caller may read
+                code, message = error_code_and_message(TopicAuthorizationError(topic, "fetch offsets of"))
+                response = broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=-1, committed_leader_epoch=-1, error_code=code, error_message=message)
+            elif value is None:
                 response = broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=-1, committed_leader_epoch=-1)
             else:
                 response = broker_pb2.OffsetFetchPartitionResponse(

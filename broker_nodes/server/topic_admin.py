@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, format_config_value
 from broker_nodes.replica_manager import ReplicaManager
@@ -50,6 +50,19 @@ class ConfigDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class ManagedTopicsChange:
+    """What applying a managed-mode topic set changed on this broker."""
+
+    partitions_created: int
+    partitions_deleted: int
+    topics_reconfigured: int
+
+
+def _every_partition_is_hosted(topic: str, partition: int) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigChange:
     name: str
     value: str
@@ -59,7 +72,18 @@ class ConfigChange:
 class TopicAdmin:
     """Create, delete, grow and configure topics. Thread-safe: changes are serialized by one lock."""
 
-    def __init__(self, config: BrokerConfig, registry: TopicRegistry, log_manager: LogManager, replica_manager: ReplicaManager) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        registry: TopicRegistry,
+        log_manager: LogManager,
+        replica_manager: ReplicaManager,
+        *,
+        hosted: Callable[[str, int], bool] = _every_partition_is_hosted,
+    ) -> None:
+        # ``hosted(topic, partition)``: whether this broker keeps the partition's log. Standalone,
+        # every registered partition; managed, only those the cluster map makes it a replica of.
+        self._hosted = hosted
         self._config = config
         self._registry = registry
         self._log_manager = log_manager
@@ -134,18 +158,49 @@ class TopicAdmin:
     def reconcile_logs(self) -> tuple[int, int]:
         """Make the logs match the registry after a crash; returns (logs created, logs deleted)."""
         with self._lock:
-            deleted = 0
-            for log in self._log_manager.logs():
-                topic = self._registry.get(log.topic)
-                if topic is None or log.partition >= topic.partitions:
-                    self._delete_logs(log.topic, [log.partition])
-                    deleted += 1
-            created = 0
-            for topic in self._registry.topics():
-                missing = [partition for partition in range(topic.partitions) if self._log_manager.get_log(topic.name, partition) is None]
-                self._create_logs(topic, missing)
-                created += len(missing)
-            return created, deleted
+            return self._reconcile_logs_locked({})
+
+    def _reconcile_logs_locked(self, previous_topic_ids: Mapping[str, str]) -> tuple[int, int]:
+        # A log is deleted when its topic is gone, its partition is beyond the count, this
+        # broker no longer hosts it, or the topic was recreated under the same name (its id
+        # in ``previous_topic_ids`` differs from the registry's): old records must never
+        # appear in a new topic.
+        deleted = 0
+        for log in self._log_manager.logs():
+            topic = self._registry.get(log.topic)
+            recreated = topic is not None and previous_topic_ids.get(log.topic, topic.topic_id) != topic.topic_id
+            if topic is None or recreated or log.partition >= topic.partitions or not self._hosted(log.topic, log.partition):
+                self._delete_logs(log.topic, [log.partition])
+                deleted += 1
+        created = 0
+        for topic in self._registry.topics():
+            missing = [
+                partition
+                for partition in range(topic.partitions)
+                if self._hosted(topic.name, partition) and self._log_manager.get_log(topic.name, partition) is None
+            ]
+            self._create_logs(topic, missing)
+            created += len(missing)
+        return created, deleted
+
+    def apply_managed_topics(self, topics: Sequence[TopicMetadata]) -> ManagedTopicsChange:
+        """Managed mode: make the registry hold exactly ``topics`` (plus internal ones) and the logs follow.
+
+        The caller has already made ``hosted`` answer for the new cluster map. Logs of topics
+        no longer present (or recreated with a new topic id) are deleted, logs of hosted
+        partitions created, and changed config overrides applied to the running logs.
+        """
+        with self._lock:
+            before = {topic.name: topic for topic in self._registry.topics() if not topic.internal}
+            self._registry.replace_managed_topics(topics)
+            created, deleted = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()})
+            reconfigured = 0
+            for topic in topics:
+                previous = before.get(topic.name)
+                if previous is not None and previous.topic_id == topic.topic_id and dict(previous.configs) != dict(topic.configs):
+                    self._log_manager.update_topic_config(topic.name, self.log_config(topic))
+                    reconfigured += 1
+            return ManagedTopicsChange(created, deleted, reconfigured)
 
     # ------------------------------------------------------------------ metadata
 

@@ -95,8 +95,10 @@ def test_credentials_become_call_metadata() -> None:
     assert config.call_metadata() == (("x-weir-api-key", "key"), ("x-weir-api-secret", "secret"))
 
 
-def test_tls_is_refused_rather_than_ignored() -> None:
-    invalid({"security.protocol": "SASL_SSL"})
+def test_tls_protocols_are_accepted_and_unknown_ones_refused() -> None:
+    config = ClientConfig({**BASE, "security.protocol": "SASL_SSL", "ssl.ca.location": "/etc/ssl/ca.pem"}, PRODUCER)
+    assert config["security.protocol"].lower() == "sasl_ssl"
+    invalid({"security.protocol": "CARRIER_PIGEON"})
 
 
 def test_callbacks_must_be_callable() -> None:

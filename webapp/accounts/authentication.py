@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from webapp.accounts.api_keys import secret_matches
-from webapp.accounts.identity import Actor
+from webapp.accounts.identity import SESSION_TENANT_KEY, TENANT_HEADER, Actor, actor_for_user
 from webapp.accounts.models import ApiKey, ApiKeyKind
 
 # last_used_at is written at most this often per key, so that a busy key does not turn
@@ -46,3 +46,29 @@ class CloudApiKeyAuthentication(authentication.BasicAuthentication):
         if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         return actor, key
+
+
+class SessionActorAuthentication(authentication.SessionAuthentication):
+    """The browser's session (with DRF's CSRF check on unsafe methods), as an :class:`Actor`.
+
+    A user in several tenants picks one with the ``X-Weir-Tenant: tn-...`` header or the
+    session key ``tenant_id`` (the dashboard's tenant switcher); otherwise its oldest
+    membership applies. Naming a tenant the user does not belong to fails authentication
+    (401). A signed-in user without any membership (an operator, or someone about to
+    accept an invitation) stays a plain Django user: tenant endpoints then refuse it and
+    operator endpoints check ``is_staff``.
+    """
+
+    def authenticate(self, request):  # type: ignore[no-untyped-def]
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        user, _ = result
+        requested = request.META.get(TENANT_HEADER) or request.session.get(SESSION_TENANT_KEY)
+        actor = actor_for_user(user, requested)
+        if actor is None and requested and request.META.get(TENANT_HEADER):
+            raise exceptions.AuthenticationFailed("You are not a member of that tenant.")
+        if actor is None and requested:
+            # A stale session choice (the membership was removed): fall back to any membership.
+            actor = actor_for_user(user)
+        return (actor or user), None

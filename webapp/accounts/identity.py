@@ -8,6 +8,10 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from webapp.accounts.models import ApiKey, Membership, ServiceAccount, Tenant
 
+# The session key and request header that pick the tenant of a user who belongs to several.
+SESSION_TENANT_KEY = "tenant_id"  # holds the tenant's public id (``tn-...``)
+TENANT_HEADER = "HTTP_X_WEIR_TENANT"  # ``X-Weir-Tenant: tn-...``
+
 
 @dataclass(frozen=True)
 class Actor:
@@ -43,3 +47,28 @@ class Actor:
             return self.membership.user.get_username()
         assert self.service_account is not None
         return self.service_account.name
+
+    @property
+    def is_operator(self) -> bool:
+        """A staff user signed in with a password. Cloud keys are tenant credentials: a key
+        never carries operator rights, even when a staff user owns it."""
+        return self.api_key is None and self.membership is not None and self.membership.user.is_staff
+
+
+def actor_for_user(user: AbstractBaseUser, tenant_public_id: str | None = None) -> Actor | None:
+    """The actor of a signed-in user: its membership in ``tenant_public_id`` when given, else
+    its oldest membership; None when the user has no (such) membership."""
+    memberships = Membership.objects.select_related("tenant", "user").filter(user=user)
+    if tenant_public_id:
+        memberships = memberships.filter(tenant__public_id=tenant_public_id)
+    membership = memberships.order_by("created_at", "pk").first()
+    if membership is None:
+        return None
+    return Actor(tenant=membership.tenant, role=membership.role, membership=membership)
+
+
+def is_operator(user: object) -> bool:
+    """True for a staff user signed in with a password, whether or not it acts in a tenant."""
+    if isinstance(user, Actor):
+        return user.is_operator
+    return bool(getattr(user, "is_staff", False) and getattr(user, "is_active", False))

@@ -1,0 +1,282 @@
+"""The managed-mode cluster map: brokers and every tenant's partition assignment, from the control plane.
+
+A broker starts standalone (issue 2): it owns its topics and leads every partition. The
+first ``ApplyPartitions`` snapshot makes it managed: from then on the control plane decides
+which topics exist, which broker replicates and leads each partition, and with which leader
+epoch; this map answers Metadata for the whole cluster and tells Produce and Fetch whether
+this broker leads a partition.
+
+On disk: ``<data_dir>/cluster-state.json`` = ``{"format": 1, "snapshot": ClusterSnapshot.to_json()}``,
+replaced atomically. The map is stored before the topic registry and the logs follow it,
+and at every start the broker makes them follow the stored map again, so a crash in
+between is repaired (see :class:`ClusterState`).
+
+Topic names in the map are qualified (``tenant~name``, see ``broker_nodes.names``). Internal
+topics (names starting with ``__``) are never part of the map: each broker keeps its own.
+
+Thread-safety: the current snapshot is an immutable value replaced by one reference
+assignment; readers never lock. Writers (``store``) are serialized by the caller (the
+broker applies snapshots under one lock).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from broker_nodes import names
+from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name, write_file_atomically
+from grpc_protos.weir.v1 import admin_pb2
+from weir.topic_config import InvalidConfigError, validate_topic_configs
+
+CLUSTER_STATE_FILE_NAME = "cluster-state.json"  # in the data directory, next to topics.json
+CLUSTER_STATE_FORMAT = 1  # the "format" field of cluster-state.json
+NO_LEADER = -1  # leader_id of a partition without a leader, as in Kafka's metadata
+
+
+class StaleSnapshotError(Exception):
+    """A snapshot older than the one applied (gRPC FAILED_PRECONDITION): a delayed push must never roll back."""
+
+    retriable = False
+
+    def __init__(self, kind: str, version: int, applied_version: int) -> None:
+        super().__init__(f"{kind} snapshot version {version} is older than the applied version {applied_version}")
+        self.kind = kind
+        self.version = version
+        self.applied_version = applied_version
+
+
+class InvalidSnapshotError(ValueError):
+    """A snapshot that contradicts itself (gRPC INVALID_ARGUMENT); nothing of it is applied."""
+
+    retriable = False
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"invalid snapshot: {reason}")
+        self.reason = reason
+
+
+class NotLeaderOrFollowerError(Exception):
+    """This broker does not lead the partition (NOT_LEADER_OR_FOLLOWER): the client refreshes metadata."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, leader_id: int) -> None:
+        super().__init__(f"this broker is not the leader of partition {partition} of topic {names.plain(topic)!r} (the leader is broker {leader_id})")
+        self.topic = topic
+        self.partition = partition
+        self.leader_id = leader_id
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAssignment:
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"partition": self.partition, "leader_id": self.leader_id, "leader_epoch": self.leader_epoch, "replicas": list(self.replicas), "isr": list(self.isr)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "PartitionAssignment":
+        return cls(int(data["partition"]), int(data["leader_id"]), int(data["leader_epoch"]), tuple(data["replicas"]), tuple(data["isr"]))  # type: ignore[arg-type, call-overload]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedTopic:
+    """One topic of the map. ``partitions[i].partition == i`` for every i (checked on parse)."""
+
+    tenant_id: str
+    name: str  # plain, as the tenant knows it
+    topic_id: str
+    configs: Mapping[str, str]  # overrides only
+    partitions: tuple[PartitionAssignment, ...]
+
+    @property
+    def qualified_name(self) -> str:
+        return names.qualify(self.tenant_id, self.name)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tenant_id": self.tenant_id,
+            "name": self.name,
+            "topic_id": self.topic_id,
+            "configs": dict(self.configs),
+            "partitions": [partition.to_json() for partition in self.partitions],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "ManagedTopic":
+        return cls(
+            tenant_id=str(data["tenant_id"]),
+            name=str(data["name"]),
+            topic_id=str(data["topic_id"]),
+            configs=MappingProxyType({str(key): str(value) for key, value in dict(data["configs"]).items()}),  # type: ignore[call-overload]
+            partitions=tuple(PartitionAssignment.from_json(entry) for entry in data["partitions"]),  # type: ignore[attr-defined]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """One applied ``ApplyPartitions`` request: immutable, topics keyed by qualified name."""
+
+    version: int
+    cluster_id: str
+    brokers: tuple[BrokerEndpoint, ...]
+    topics: Mapping[str, ManagedTopic] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def from_request(cls, request: admin_pb2.ApplyPartitionsRequest) -> "ClusterSnapshot":
+        """Parse and check a request; InvalidSnapshotError names the first contradiction."""
+        if request.version < 1:
+            raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
+        brokers = tuple(BrokerEndpoint(node.node_id, node.host, node.port, node.rack) for node in request.brokers)
+        if len({broker.node_id for broker in brokers}) != len(brokers):
+            raise InvalidSnapshotError("a broker node id occurs more than once")
+        topics: dict[str, ManagedTopic] = {}
+        topic_ids: set[str] = set()
+        for entry in request.topics:
+            if not entry.name or names.TENANT_SEPARATOR in entry.name or names.TENANT_SEPARATOR in entry.tenant_id:
+                raise InvalidSnapshotError(f"topic name {entry.name!r} of tenant {entry.tenant_id!r} is empty or contains {names.TENANT_SEPARATOR!r}")
+            if is_internal_topic_name(entry.name):
+                # Internal topics belong to each broker, not to the map (see the module docstring).
+                continue
+            partitions = tuple(
+                PartitionAssignment(item.partition, item.leader_id, item.leader_epoch, tuple(item.replicas), tuple(item.isr))
+                for item in sorted(entry.partitions, key=lambda item: item.partition)
+            )
+            if not partitions or [item.partition for item in partitions] != list(range(len(partitions))):
+                raise InvalidSnapshotError(f"topic {entry.name!r} must have partitions numbered 0..n-1")
+            if not entry.topic_id or entry.topic_id in topic_ids:
+                raise InvalidSnapshotError(f"topic {entry.name!r} has an empty or repeated topic id {entry.topic_id!r}")
+            try:
+                validate_topic_configs({config.name: config.value for config in entry.configs})
+            except InvalidConfigError as error:
+                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r}: {error}") from None
+            topic = ManagedTopic(
+                entry.tenant_id,
+                entry.name,
+                entry.topic_id,
+                MappingProxyType({config.name: config.value for config in entry.configs}),
+                partitions,
+            )
+            if topic.qualified_name in topics:
+                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r} occurs more than once")
+            topics[topic.qualified_name] = topic
+            topic_ids.add(topic.topic_id)
+        return cls(request.version, request.cluster_id, brokers, MappingProxyType(topics))
+
+    def topic_metadata(self) -> list[TopicMetadata]:
+        """The map's topics as the topic registry keeps them (qualified names)."""
+        return [
+            TopicMetadata(
+                name=qualified,
+                topic_id=topic.topic_id,
+                partitions=len(topic.partitions),
+                replication_factor=topic.replication_factor,
+                configs=MappingProxyType(dict(topic.configs)),
+            )
+            for qualified, topic in sorted(self.topics.items())
+        ]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "cluster_id": self.cluster_id,
+            "brokers": [{"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": broker.rack} for broker in self.brokers],
+            "topics": [topic.to_json() for _, topic in sorted(self.topics.items())],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "ClusterSnapshot":
+        brokers = tuple(BrokerEndpoint(int(item["node_id"]), str(item["host"]), int(item["port"]), str(item.get("rack", ""))) for item in data["brokers"])  # type: ignore[attr-defined]
+        topics = (ManagedTopic.from_json(item) for item in data["topics"])  # type: ignore[attr-defined]
+        return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))  # type: ignore[call-overload]
+
+
+class ClusterState:
+    """The applied cluster map of one broker (None while standalone). See the module docstring.
+
+    Applying a snapshot stores the map first and then makes the registry and logs follow;
+    at startup the broker makes them follow the stored map again, which repairs a crash in
+    between (applying a map twice changes nothing the second time).
+    """
+
+    def __init__(self, data_dir: Path, node_id: int) -> None:
+        self._path = Path(data_dir) / CLUSTER_STATE_FILE_NAME
+        self._node_id = node_id
+        self._snapshot: ClusterSnapshot | None = None
+
+    @property
+    def snapshot(self) -> ClusterSnapshot | None:
+        return self._snapshot
+
+    @property
+    def managed(self) -> bool:
+        return self._snapshot is not None
+
+    @property
+    def version(self) -> int:
+        """The applied version; 0 while standalone."""
+        snapshot = self._snapshot
+        return snapshot.version if snapshot is not None else 0
+
+    def load(self) -> ClusterSnapshot | None:
+        """Read cluster-state.json (absent: standalone)."""
+        try:
+            document = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        if document.get("format") != CLUSTER_STATE_FORMAT:
+            raise ValueError(f"{self._path}: unsupported format {document.get('format')!r}")
+        self._snapshot = ClusterSnapshot.from_json(document["snapshot"])
+        return self._snapshot
+
+    def check_not_stale(self, version: int) -> None:
+        if version < self.version:
+            raise StaleSnapshotError("partitions", version, self.version)
+
+    def store(self, snapshot: ClusterSnapshot) -> None:
+        """Persist ``snapshot`` and make it the current map."""
+        document = {"format": CLUSTER_STATE_FORMAT, "snapshot": snapshot.to_json()}
+        write_file_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        self._snapshot = snapshot
+
+    def hosts(self, topic: str, partition: int) -> bool:
+        """Whether this broker keeps a log of the partition: a replica in the map, or any partition of a topic outside it."""
+        snapshot = self._snapshot
+        managed_topic = snapshot.topics.get(topic) if snapshot is not None else None
+        if managed_topic is None:
+            return True
+        return partition < len(managed_topic.partitions) and self._node_id in managed_topic.partitions[partition].replicas
+
+    def leader_epoch(self, topic: str, partition: int, standalone_epoch: int) -> int:
+        """The leader epoch this broker leads the partition with; NotLeaderOrFollowerError when it does not.
+
+        Topics outside the map (standalone, internal) are led here with ``standalone_epoch``.
+        """
+        snapshot = self._snapshot
+        managed_topic = snapshot.topics.get(topic) if snapshot is not None else None
+        if managed_topic is None or partition >= len(managed_topic.partitions) or partition < 0:
+            return standalone_epoch
+        assignment = managed_topic.partitions[partition]
+        if assignment.leader_id != self._node_id:
+            raise NotLeaderOrFollowerError(topic, partition, assignment.leader_id)
+        return assignment.leader_epoch

@@ -1,0 +1,89 @@
+"""Authentication of every Broker-service call from its gRPC metadata.
+
+Credentials travel as call metadata: a client's cluster API key and secret
+(``x-weir-api-key`` / ``x-weir-api-secret``, what the SDK sends for ``sasl.username`` /
+``sasl.password``), or the internal token (``x-weir-internal-token``), optionally with
+``x-weir-tenant`` to act as that tenant with full rights (the dashboard's message browser).
+
+A key is looked up by its public id in the current security snapshot and its secret's
+SHA-256 compared in constant time; a key absent from the snapshot (revoked, or never pushed)
+is refused. With ``security.required=false`` a call without the internal token is anonymous
+and unrestricted (the standalone mode of issue 2). Thread-safe (reads immutable snapshots).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Iterable
+
+from broker_nodes import names
+from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
+from broker_nodes.security.snapshot import SecurityStore
+
+API_KEY_HEADER = "x-weir-api-key"
+API_SECRET_HEADER = "x-weir-api-secret"
+INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
+TENANT_HEADER = "x-weir-tenant"
+# Compared against when a key is unknown, so that an unknown key costs the same as a wrong secret.
+_UNKNOWN_KEY_DIGEST = "0" * 64
+
+
+class AuthenticationError(Exception):
+    """Credentials missing, unknown, revoked or wrong (gRPC UNAUTHENTICATED); the message says which, never whose."""
+
+    retriable = False
+
+
+class CredentialsUnavailableError(Exception):
+    """security.required is on and no security snapshot has arrived yet (gRPC UNAVAILABLE)."""
+
+    retriable = True
+
+    def __init__(self) -> None:
+        super().__init__("waiting for credentials from the control plane")
+
+
+def internal_token_matches(presented: str, expected: str) -> bool:
+    """Constant-time comparison; an empty expected token (none configured) matches nothing."""
+    return bool(expected) and hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))
+
+
+class Authenticator:
+    """Turns a call's metadata and peer into a :class:`CallContext` or an authentication error."""
+
+    def __init__(self, *, security_required: bool, internal_token: str, security_store: SecurityStore) -> None:
+        self._security_required = security_required
+        self._internal_token = internal_token
+        self._store = security_store
+
+    @property
+    def security_required(self) -> bool:
+        return self._security_required
+
+    def authenticate(self, metadata: Iterable[tuple[str, str | bytes]], peer: str) -> CallContext:
+        headers = {key: value for key, value in metadata if isinstance(value, str)}
+        client_host = client_host_of(peer)
+        token = headers.get(INTERNAL_TOKEN_HEADER)
+        if token is not None:
+            if not internal_token_matches(token, self._internal_token):
+                raise AuthenticationError("the internal token is wrong (or this broker has none configured)")
+            tenant_id = headers.get(TENANT_HEADER, "")
+            if names.TENANT_SEPARATOR in tenant_id:
+                raise AuthenticationError(f"{TENANT_HEADER} is not a tenant id")
+            return CallContext(tenant_id, INTERNAL_PRINCIPAL, client_host, CallerKind.INTERNAL)
+        if not self._security_required:
+            return anonymous_context(client_host)
+        snapshot = self._store.snapshot
+        if snapshot is None:
+            raise CredentialsUnavailableError()
+        api_key = headers.get(API_KEY_HEADER)
+        secret = headers.get(API_SECRET_HEADER)
+        if not api_key or secret is None:
+            raise AuthenticationError("this broker requires a cluster API key: set sasl.username to the key and sasl.password to the secret")
+        credential = snapshot.credentials.get(api_key)
+        digest = hashlib.sha256(secret.encode("utf-8")).hexdigest()
+        expected = credential.secret_sha256 if credential is not None else _UNKNOWN_KEY_DIGEST
+        if not hmac.compare_digest(digest, expected) or credential is None:
+            raise AuthenticationError("invalid API key or secret (unknown, revoked, or not a cluster key)")
+        return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))

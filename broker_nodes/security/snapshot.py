@@ -1,0 +1,196 @@
+"""The security snapshot: cluster API keys, ACL bindings and quotas of every tenant, and its store.
+
+On disk: ``<data_dir>/security-state.json`` (mode 0600: it holds secret hashes) =
+``{"format": 1, "snapshot": SecuritySnapshot.to_json()}``, replaced atomically, so a broker
+restarts with the last credentials it was given and keeps refusing revoked keys.
+
+A key absent from the latest snapshot does not exist: revoking a key is pushing a snapshot
+without it, and it stops working the moment that snapshot is stored.
+
+Thread-safety: a snapshot is immutable; the store replaces its reference in one assignment
+and readers never lock. ``store`` calls are serialized by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from broker_nodes import names
+from broker_nodes.cluster_state import InvalidSnapshotError, StaleSnapshotError
+from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
+from grpc_protos.weir.v1 import admin_pb2
+
+SECURITY_STATE_FILE_NAME = "security-state.json"  # in the data directory
+SECURITY_STATE_FORMAT = 1  # the "format" field of security-state.json
+SECURITY_STATE_FILE_MODE = 0o600  # readable by the broker's user only: it holds secret hashes
+UNLIMITED = 0  # a quota of 0 bytes per second means no limit
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    api_key: str
+    secret_sha256: str  # hex
+    tenant_id: str
+    principal: str
+
+
+@dataclass(frozen=True, slots=True)
+class TenantQuota:
+    produce_bytes_per_second: int = UNLIMITED
+    consume_bytes_per_second: int = UNLIMITED
+
+
+NO_QUOTA = TenantQuota()
+_NO_ACLS: tuple[AclEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class SecuritySnapshot:
+    """One applied ``ApplySecurity`` request, indexed for the hot path (key -> credential, tenant -> ACLs)."""
+
+    version: int
+    credentials: Mapping[str, Credential] = field(default_factory=lambda: MappingProxyType({}))
+    acls: Mapping[str, tuple[AclEntry, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    quotas: Mapping[str, TenantQuota] = field(default_factory=lambda: MappingProxyType({}))
+
+    def acls_of(self, tenant_id: str) -> tuple[AclEntry, ...]:
+        return self.acls.get(tenant_id, _NO_ACLS)
+
+    def quota_of(self, tenant_id: str) -> TenantQuota:
+        return self.quotas.get(tenant_id, NO_QUOTA)
+
+    @classmethod
+    def from_request(cls, request: admin_pb2.ApplySecurityRequest) -> "SecuritySnapshot":
+        """Parse and check a request; InvalidSnapshotError names the first problem."""
+        if request.version < 1:
+            raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
+        credentials: dict[str, Credential] = {}
+        for entry in request.credentials:
+            if not entry.api_key or len(entry.secret_sha256) != 64 or not entry.tenant_id or not entry.principal:
+                raise InvalidSnapshotError(f"credential {entry.api_key!r} needs a key, a 64-digit hex SHA-256, a tenant and a principal")
+            if entry.api_key in credentials:
+                raise InvalidSnapshotError(f"API key {entry.api_key!r} occurs more than once")
+            credentials[entry.api_key] = Credential(entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal)
+        acls: dict[str, list[AclEntry]] = {}
+        for binding in request.acls:
+            try:
+                acl = AclEntry(
+                    binding.principal,
+                    ResourceType(binding.resource_type),
+                    binding.resource_name,
+                    PatternType(binding.pattern_type),
+                    Operation(binding.operation),
+                    Permission(binding.permission),
+                    binding.host or "*",
+                )
+            except ValueError as error:
+                raise InvalidSnapshotError(f"ACL binding of tenant {binding.tenant_id!r} has an unspecified or unknown enum value: {error}") from None
+            if not binding.tenant_id or names.TENANT_SEPARATOR in binding.tenant_id:
+                raise InvalidSnapshotError(f"ACL binding {binding.resource_name!r} has no valid tenant id")
+            acls.setdefault(binding.tenant_id, []).append(acl)
+        quotas = {}
+        for quota in request.quotas:
+            if quota.produce_bytes_per_second < 0 or quota.consume_bytes_per_second < 0:
+                raise InvalidSnapshotError(f"quota of tenant {quota.tenant_id!r} is negative")
+            quotas[quota.tenant_id] = TenantQuota(quota.produce_bytes_per_second, quota.consume_bytes_per_second)
+        return cls(
+            request.version,
+            MappingProxyType(credentials),
+            MappingProxyType({tenant: tuple(entries) for tenant, entries in acls.items()}),
+            MappingProxyType(quotas),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "credentials": [
+                {"api_key": item.api_key, "secret_sha256": item.secret_sha256, "tenant_id": item.tenant_id, "principal": item.principal}
+                for item in self.credentials.values()
+            ],
+            "acls": {
+                tenant: [
+                    [acl.principal, int(acl.resource_type), acl.resource_name, int(acl.pattern_type), int(acl.operation), int(acl.permission), acl.host]
+                    for acl in entries
+                ]
+                for tenant, entries in self.acls.items()
+            },
+            "quotas": {tenant: [quota.produce_bytes_per_second, quota.consume_bytes_per_second] for tenant, quota in self.quotas.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "SecuritySnapshot":
+        credentials = {str(item["api_key"]): Credential(**item) for item in data["credentials"]}  # type: ignore[attr-defined]
+        acls = {
+            tenant: tuple(
+                AclEntry(principal, ResourceType(kind), name, PatternType(pattern), Operation(operation), Permission(permission), host)
+                for principal, kind, name, pattern, operation, permission, host in entries
+            )
+            for tenant, entries in dict(data["acls"]).items()  # type: ignore[call-overload]
+        }
+        quotas = {tenant: TenantQuota(int(produce), int(consume)) for tenant, (produce, consume) in dict(data["quotas"]).items()}  # type: ignore[call-overload]
+        return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas))  # type: ignore[call-overload]
+
+
+def write_private_file_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` (mode 0600 from the first byte); a crash leaves the old or the new file."""
+    temporary = path.with_name(path.name + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, SECURITY_STATE_FILE_MODE)
+    try:
+        # The mode of os.open is filtered by the umask and ignored for an existing file; set it explicitly.
+        os.fchmod(descriptor, SECURITY_STATE_FILE_MODE)
+        os.write(descriptor, data)
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+class SecurityStore:
+    """The applied security snapshot of one broker (None until the first one arrives)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = Path(data_dir) / SECURITY_STATE_FILE_NAME
+        self._snapshot: SecuritySnapshot | None = None
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def snapshot(self) -> SecuritySnapshot | None:
+        return self._snapshot
+
+    @property
+    def version(self) -> int:
+        snapshot = self._snapshot
+        return snapshot.version if snapshot is not None else 0
+
+    def load(self) -> SecuritySnapshot | None:
+        try:
+            document = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        if document.get("format") != SECURITY_STATE_FORMAT:
+            raise ValueError(f"{self._path}: unsupported format {document.get('format')!r}")
+        self._snapshot = SecuritySnapshot.from_json(document["snapshot"])
+        return self._snapshot
+
+    def check_not_stale(self, version: int) -> None:
+        if version < self.version:
+            raise StaleSnapshotError("security", version, self.version)
+
+    def store(self, snapshot: SecuritySnapshot) -> None:
+        """Persist ``snapshot``, then make it current: from here on, keys absent from it are refused."""
+        document = {"format": SECURITY_STATE_FORMAT, "snapshot": snapshot.to_json()}
+        write_private_file_atomically(self._path, json.dumps(document, sort_keys=True).encode("utf-8"))
+        self._snapshot = snapshot

@@ -1,0 +1,57 @@
+"""Tenant actions (owners): rename, change plan."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from webapp.accounts.errors import InvalidInput
+from webapp.accounts.identity import Actor
+from webapp.accounts.models import PLAN_LIMITS, Plan, Role, Tenant
+from webapp.accounts.roles import require_role
+from webapp.catalog.limits import holdings_exceeding
+from webapp.catalog.models import Quota
+from webapp.provisioning.facade import record_change
+from webapp.provisioning.models import JobKind, ProvisioningJob
+
+MAX_NAME_LENGTH = 100
+
+
+def check_update_tenant(actor: Actor, name: str | None, plan: str | None) -> None:
+    require_role(actor, Role.OWNER, "change the tenant")
+    errors: dict[str, object] = {}
+    if name is not None and not (name.strip() and len(name) <= MAX_NAME_LENGTH):
+        errors["name"] = [f"1 to {MAX_NAME_LENGTH} characters."]
+    if plan is not None and plan not in Plan.values:
+        errors["plan"] = [f"One of {', '.join(Plan.values)}."]
+    if errors:
+        raise InvalidInput(errors)
+
+
+def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_id: str = "") -> tuple[Tenant, ProvisioningJob | None]:
+    """Apply the changes; a plan change must fit what the tenant holds (a downgrade with too
+    many topics or partitions, or quotas above the new plan, is refused) and records
+    SYNC_SECURITY because the default quotas change with it."""
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
+        job = None
+        if name is not None:
+            tenant.name = name.strip()
+        if plan is not None and plan != tenant.plan:
+            limits = PLAN_LIMITS[plan]
+            problems = holdings_exceeding(tenant, limits)
+            if _quota_exceeds(tenant, limits.produce_bytes_per_second, limits.consume_bytes_per_second):
+                problems["quota"] = [f"The tenant's quotas are above the {plan} plan's rates."]
+            if problems:
+                reasons = " ".join(message for messages in problems.values() for message in messages)
+                raise InvalidInput.for_field("plan", f"The tenant holds more than the {plan} plan allows: {reasons}")
+            tenant.plan = plan
+            job = record_change(tenant, JobKind.SYNC_SECURITY, "plan", created_by=actor.user, request_id=request_id)
+        tenant.save(update_fields=["name", "plan"])
+    return tenant, job
+
+
+def _quota_exceeds(tenant: Tenant, produce_limit: int, consume_limit: int) -> bool:
+    quota = Quota.objects.filter(tenant=tenant).first()
+    if quota is None:
+        return False
+    return (quota.produce_bytes_per_second or 0) > produce_limit or (quota.consume_bytes_per_second or 0) > consume_limit

@@ -1,0 +1,81 @@
+"""``/jobs`` (the tenant's own; operators see every tenant's) and ``/brokers`` (operators)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.accounts.identity import Actor, is_operator
+from webapp.api.permissions import IsOperator, IsTenantMemberOrOperator
+from webapp.api.views.base import ActionErrorsMixin
+from webapp.fleet.facade import brokers
+from webapp.fleet.models import BrokerNode
+from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
+
+
+class JobSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="public_id")
+    tenant_id = serializers.CharField(source="tenant.public_id", allow_null=True, default=None)
+
+    class Meta:
+        model = ProvisioningJob
+        fields = ["id", "tenant_id", "kind", "target", "state", "attempts", "error", "request_id", "created_at", "started_at", "finished_at"]
+
+
+class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Jobs, newest first, filterable by ``state`` and ``kind``.
+
+    Not a TenantScopedViewSet because operators see all jobs; the scoping is the first line
+    of :meth:`get_queryset` and a member only ever gets its tenant's jobs.
+    """
+
+    serializer_class = JobSerializer
+    permission_classes = [IsTenantMemberOrOperator]
+    lookup_field = "public_id"
+
+    def get_queryset(self) -> QuerySet[ProvisioningJob]:
+        jobs = ProvisioningJob.objects.select_related("tenant")
+        if getattr(self, "swagger_fake_view", False):
+            return jobs.none()
+        user = self.request.user
+        if not is_operator(user):
+            assert isinstance(user, Actor)
+            jobs = jobs.filter(tenant=user.tenant)
+        for parameter, choices in (("state", JobState.values), ("kind", JobKind.values)):
+            value = self.request.query_params.get(parameter)
+            if value in choices:
+                jobs = jobs.filter(**{parameter: value})
+        return jobs
+
+    @extend_schema(parameters=[OpenApiParameter("state", str, enum=JobState.values), OpenApiParameter("kind", str, enum=JobKind.values)])
+    def list(self, request: Request) -> Response:
+        return super().list(request)
+
+
+class BrokerSerializer(serializers.ModelSerializer):
+    kind = serializers.SerializerMethodField()
+    broker_id = serializers.IntegerField(source="node_id")
+
+    class Meta:
+        model = BrokerNode
+        fields = ["kind", "broker_id", "host", "port", "rack", "state", "last_seen_at", "registered_at"]
+
+    def get_kind(self, broker: BrokerNode) -> str:
+        return "KafkaBroker"
+
+
+class BrokerViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The cluster's brokers: operators only (tenants never learn about the fleet here)."""
+
+    serializer_class = BrokerSerializer
+    permission_classes = [IsOperator]
+    lookup_field = "node_id"
+    lookup_url_kwarg = "broker_id"
+    lookup_value_regex = r"[0-9]+"
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[BrokerNode]:
+        return brokers()

@@ -1,0 +1,132 @@
+"""``/topics``: list, create, get, delete; partitions (list, get, grow); configs (get, alter)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.api.serializers.common import JobResponseSerializer, job_summary
+from webapp.api.serializers.topics import (
+    ConfigAlterSerializer,
+    PartitionSerializer,
+    PartitionsGrowSerializer,
+    TopicConfigSerializer,
+    TopicCreateSerializer,
+    TopicSerializer,
+    TopicWithJobSerializer,
+)
+from webapp.api.views.base import TenantScopedViewSet
+from webapp.catalog.actions.topics import (
+    check_alter_topic_configs,
+    check_create_partitions,
+    check_create_topic,
+    do_alter_topic_configs,
+    do_create_partitions,
+    do_create_topic,
+    do_delete_topic,
+)
+from webapp.catalog.models import Topic
+from webapp.catalog.topic_configs import describe_topic_configs
+from webapp.provisioning.facade import describe_partitions
+
+PartitionListSerializer = inline_serializer("KafkaPartitionList", {"kind": serializers.CharField(), "data": PartitionSerializer(many=True)})
+TopicConfigListSerializer = inline_serializer("KafkaTopicConfigList", {"kind": serializers.CharField(), "data": TopicConfigSerializer(many=True)})
+
+
+class TopicViewSet(TenantScopedViewSet):
+    queryset = Topic.objects.all()
+    serializer_class = TopicSerializer
+    lookup_field = "name"
+    lookup_url_kwarg = "topic_name"
+    lookup_value_regex = r"[^/:]+"
+
+    def safely_get_queryset(self, queryset: QuerySet[Topic]) -> QuerySet[Topic]:
+        name = self.request.query_params.get("name")
+        return queryset.filter(name__icontains=name) if name else queryset
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if getattr(self, "swagger_fake_view", False):
+            return context
+        context["tenant_public_id"] = self.actor.tenant.public_id
+        return context
+
+    @extend_schema(parameters=[OpenApiParameter("name", str, description="Only topics whose name contains this text.")])
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request=TopicCreateSerializer, responses={201: TopicWithJobSerializer})
+    def create(self, request: Request) -> Response:
+        payload = TopicCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        values = payload.validated_data
+        new_topic = check_create_topic(self.actor, values["topic_name"], values["partitions_count"], values["replication_factor"], values["configs"])
+        change = do_create_topic(self.actor, new_topic, self.request_id)
+        context = {**self.get_serializer_context(), "job": job_summary(change.job, request)}
+        return Response(TopicWithJobSerializer(change.topic, context=context).data, status=status.HTTP_201_CREATED)
+
+    def retrieve(self, request: Request, topic_name: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    @extend_schema(responses={202: JobResponseSerializer})
+    def destroy(self, request: Request, topic_name: str) -> Response:
+        job = do_delete_topic(self.actor, self.get_object(), self.request_id)
+        return Response({"job": job_summary(job, request)}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(methods=["GET"], operation_id="v1_topics_partitions_list", request=None, responses={200: PartitionListSerializer})
+    @extend_schema(methods=["POST"], operation_id="v1_topics_partitions_create", request=PartitionsGrowSerializer, responses={202: TopicWithJobSerializer}, description="Grow the topic to partitions_count partitions (never shrinks).")
+    @action(detail=True, methods=["get", "post"], url_path="partitions", url_name="partitions")
+    def partitions(self, request: Request, topic_name: str) -> Response:
+        topic = self.get_object()
+        if request.method == "POST":
+            payload = PartitionsGrowSerializer(data=request.data)
+            payload.is_valid(raise_exception=True)
+            count = check_create_partitions(self.actor, topic, payload.validated_data["partitions_count"])
+            change = do_create_partitions(self.actor, topic, count, self.request_id)
+            context = {**self.get_serializer_context(), "job": job_summary(change.job, request)}
+            return Response(TopicWithJobSerializer(change.topic, context=context).data, status=status.HTTP_202_ACCEPTED)
+        descriptions = describe_partitions(topic)
+        return Response({"kind": "KafkaPartitionList", "data": self._partition_data(topic, descriptions)})
+
+    @extend_schema(operation_id="v1_topics_partition_retrieve", responses={200: PartitionSerializer})
+    @action(detail=True, methods=["get"], url_path=r"partitions/(?P<partition_id>[0-9]+)", url_name="partition-detail")
+    def partition(self, request: Request, topic_name: str, partition_id: str) -> Response:
+        topic = self.get_object()
+        index = int(partition_id)
+        if index >= topic.partition_count:
+            raise NotFound(f"Topic '{topic.name}' has no partition {index}.")
+        descriptions = [description for description in describe_partitions(topic) if description.partition == index]
+        if not descriptions:
+            raise NotFound(f"Topic '{topic.name}' has no partition {index}.")
+        return Response(self._partition_data(topic, descriptions)[0])
+
+    @extend_schema(responses={200: TopicConfigListSerializer})
+    @action(detail=True, methods=["get"], url_path="configs", url_name="configs")
+    def configs(self, request: Request, topic_name: str) -> Response:
+        topic = self.get_object()
+        context = {**self.get_serializer_context(), "topic_name": topic.name}
+        data = TopicConfigSerializer(describe_topic_configs(topic), many=True, context=context).data
+        return Response({"kind": "KafkaTopicConfigList", "data": data})
+
+    @extend_schema(request=ConfigAlterSerializer, responses={202: JobResponseSerializer})
+    @action(detail=True, methods=["post"], url_path="configs:alter", url_name="configs-alter")
+    def alter_configs(self, request: Request, topic_name: str) -> Response:
+        topic = self.get_object()
+        payload = ConfigAlterSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        operations = [(entry["name"], entry["operation"], entry.get("value")) for entry in payload.validated_data["data"]]
+        overrides = check_alter_topic_configs(self.actor, topic, operations)
+        change = do_alter_topic_configs(self.actor, topic, overrides, self.request_id)
+        return Response({"job": job_summary(change.job, request)}, status=status.HTTP_202_ACCEPTED)
+
+    def _partition_data(self, topic: Topic, descriptions: list[Any]) -> list[dict[str, Any]]:
+        context = {**self.get_serializer_context(), "topic_name": topic.name}
+        return PartitionSerializer(descriptions, many=True, context=context).data  # type: ignore[return-value]

@@ -1,0 +1,1 @@
+"""Dashboard forms: they parse and shape input; rules live in the domain actions."""

@@ -1,0 +1,93 @@
+"""Forms of the topic pages: create, edit configs, add partitions, confirm deletion."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django import forms
+
+from weir.topic_config import TOPIC_CONFIGS
+
+CONFIG_HELP = "One key=value per line, e.g. retention.ms=86400000. Known keys: " + ", ".join(sorted(TOPIC_CONFIGS))
+
+
+def parse_config_lines(text: str) -> dict[str, str]:
+    """``key=value`` lines (blank lines and ``#`` comments ignored) -> dict; ValidationError
+    naming the line when one has no ``=`` or repeats a key."""
+    configs: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, separator, value = line.partition("=")
+        name, value = name.strip(), value.strip()
+        if not separator or not name:
+            raise forms.ValidationError(f"Line {number} is not key=value: {line!r}.")
+        if name in configs:
+            raise forms.ValidationError(f"Line {number} sets {name} a second time.")
+        configs[name] = value
+    return configs
+
+
+class TopicCreateForm(forms.Form):
+    name = forms.CharField(max_length=249, help_text="Letters, digits, '.', '_' and '-'.", widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}))
+    partitions = forms.IntegerField(min_value=1, initial=1)
+    replication_factor = forms.IntegerField(min_value=1, initial=1, help_text="At most the number of brokers.")
+    configs = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "placeholder": "retention.ms=86400000"}), help_text=CONFIG_HELP)
+
+    # How the topic actions name these fields in their errors.
+    ACTION_FIELDS = {"topic_name": "name", "partitions_count": "partitions", "replication_factor": "replication_factor", "configs": "configs"}
+
+    def clean_configs(self) -> dict[str, str]:
+        return parse_config_lines(self.cleaned_data["configs"])
+
+
+class TopicConfigsForm(forms.Form):
+    """One optional field per declared topic config; empty means "use the default"."""
+
+    def __init__(self, *args: object, overrides: Mapping[str, str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.overrides = dict(overrides)
+        for name, key in sorted(TOPIC_CONFIGS.items()):
+            field = forms.CharField(
+                required=False,
+                label=name,
+                initial=self.overrides.get(name, ""),
+                help_text=f"{key.documentation} Default: {key.default}.",
+                widget=forms.TextInput(attrs={"placeholder": key.default}),
+            )
+            self.fields[name] = field
+
+    def operations(self) -> list[tuple[str, str, str | None]]:
+        """``(name, SET|DELETE, value)`` for every config whose override changes."""
+        changes: list[tuple[str, str, str | None]] = []
+        for name in sorted(TOPIC_CONFIGS):
+            value = (self.cleaned_data.get(name) or "").strip()
+            current = self.overrides.get(name)
+            if value and value != current:
+                changes.append((name, "SET", value))
+            elif not value and current is not None:
+                changes.append((name, "DELETE", None))
+        return changes
+
+
+class AddPartitionsForm(forms.Form):
+    partitions = forms.IntegerField(min_value=1, label="New partition count", help_text="Partitions can be added, never removed.")
+
+    ACTION_FIELDS = {"partitions_count": "partitions"}
+
+
+class ConfirmDeletionForm(forms.Form):
+    """Deleting is irreversible: the user types the topic's name to confirm."""
+
+    confirmation = forms.CharField(label="Type the topic's name to confirm", widget=forms.TextInput(attrs={"autocomplete": "off"}))
+
+    def __init__(self, *args: object, expected: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.expected = expected
+
+    def clean_confirmation(self) -> str:
+        typed = self.cleaned_data["confirmation"]
+        if typed != self.expected:
+            raise forms.ValidationError("That is not the topic's name.")
+        return typed

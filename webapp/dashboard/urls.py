@@ -1,0 +1,48 @@
+"""URL map of the dashboard (the signed-in web UI), namespace ``dashboard``.
+
+Tenant pages work in the session's current tenant (see ``webapp.dashboard.tenancy``); object
+URLs name objects by their public ids or (topics) names, looked up within that tenant only.
+"""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from webapp.dashboard.forms.accounts import SignInForm
+from webapp.dashboard.views import access, accounts, acls, brokers, jobs, members, messages, overview, topics
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("sign-in/", auth_views.LoginView.as_view(template_name="dashboard/sign_in.html", authentication_form=SignInForm, redirect_authenticated_user=True), name="login"),
+    path("sign-out/", auth_views.LogoutView.as_view(), name="logout"),
+    path("sign-up/", accounts.sign_up, name="sign_up"),
+    path("no-organisation/", accounts.no_tenant, name="no_tenant"),
+    path("switch-organisation/", accounts.switch_tenant, name="switch_tenant"),
+    path("invitations/<str:token>/", accounts.accept_invitation, name="accept_invitation"),
+    path("", overview.overview, name="overview"),
+    path("topics/", topics.topic_list, name="topics"),
+    path("topics/new/", topics.topic_create, name="topic_create"),
+    path("topics/<str:name>/", topics.topic_detail, name="topic"),
+    path("topics/<str:name>/configs/", topics.topic_edit_configs, name="topic_configs"),
+    path("topics/<str:name>/partitions/", topics.topic_add_partitions, name="topic_partitions"),
+    path("topics/<str:name>/delete/", topics.topic_delete, name="topic_delete"),
+    path("topics/<str:name>/messages/", messages.topic_messages, name="topic_messages"),
+    path("topics/<str:name>/produce/", messages.topic_produce, name="topic_produce"),
+    path("acls/", acls.acl_list, name="acls"),
+    path("acls/new/", acls.acl_create, name="acl_create"),
+    path("acls/<str:public_id>/delete/", acls.acl_delete, name="acl_delete"),
+    path("service-accounts/", access.service_account_list, name="service_accounts"),
+    path("service-accounts/new/", access.service_account_create, name="service_account_create"),
+    path("service-accounts/<str:public_id>/", access.service_account_detail, name="service_account"),
+    path("service-accounts/<str:public_id>/delete/", access.service_account_delete, name="service_account_delete"),
+    path("api-keys/", access.api_key_list, name="api_keys"),
+    path("api-keys/new/", access.api_key_create, name="api_key_create"),
+    path("api-keys/<str:key_id>/revoke/", access.api_key_revoke, name="api_key_revoke"),
+    path("members/", members.member_list, name="members"),
+    path("members/invite/", members.member_invite, name="member_invite"),
+    path("members/<str:public_id>/role/", members.member_change_role, name="member_role"),
+    path("members/<str:public_id>/remove/", members.member_remove, name="member_remove"),
+    path("jobs/", jobs.job_list, name="jobs"),
+    path("jobs/<str:public_id>/", jobs.job_detail, name="job"),
+    path("brokers/", brokers.broker_list, name="brokers"),
+]

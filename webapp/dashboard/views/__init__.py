@@ -1,0 +1,1 @@
+"""Dashboard views, one module per area; each view parses input, calls one action, renders."""

@@ -1,0 +1,131 @@
+"""Topic pages: list, create, detail (partitions and configs), edit configs, add partitions,
+delete with a typed confirmation. Mutations call ``webapp.catalog.actions.topics``."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from webapp.accounts.models import Role
+from webapp.accounts.roles import role_at_least
+from webapp.catalog.actions.topics import (
+    check_alter_topic_configs,
+    check_create_partitions,
+    check_create_topic,
+    do_alter_topic_configs,
+    do_create_partitions,
+    do_create_topic,
+    do_delete_topic,
+)
+from webapp.catalog.models import Topic
+from webapp.dashboard.action_calls import call_action
+from webapp.dashboard.forms.topics import AddPartitionsForm, ConfirmDeletionForm, TopicConfigsForm, TopicCreateForm
+from webapp.dashboard.tenancy import page_context, tenant_page
+from webapp.dashboard.views.jobs import job_in_progress
+from webapp.provisioning.facade import describe_partitions
+from webapp.provisioning.models import ProvisioningJob
+from weir.topic_config import TOPIC_CONFIGS
+
+
+def tenant_topic(request: HttpRequest, name: str) -> Topic:
+    """The current tenant's topic ``name``; 404 for any other tenant's (never revealed)."""
+    return get_object_or_404(Topic.objects.select_related("tenant"), tenant=request.actor.tenant, name=name)  # type: ignore[attr-defined]
+
+
+def with_job(url: str, job: ProvisioningJob) -> str:
+    """``url`` that shows ``job``'s progress inline."""
+    return f"{url}?job={job.public_id}"
+
+
+@tenant_page()
+def topic_list(request: HttpRequest) -> HttpResponse:
+    topics = Topic.objects.filter(tenant=request.actor.tenant).order_by("name")  # type: ignore[attr-defined]
+    query = request.GET.get("q", "").strip()
+    if query:
+        topics = topics.filter(name__icontains=query)
+    can_create = role_at_least(request.actor.role, Role.DEVELOPER)  # type: ignore[attr-defined]
+    return render(request, "dashboard/topics/list.html", page_context(request, "topics", topics=list(topics), query=query, can_create=can_create))
+
+
+@tenant_page(Role.DEVELOPER)
+def topic_create(request: HttpRequest) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    form = TopicCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        checked = call_action(form, check_create_topic, actor, data["name"], data["partitions"], data["replication_factor"], data["configs"], field_map=TopicCreateForm.ACTION_FIELDS)
+        if checked.ok:
+            created = call_action(form, do_create_topic, actor, checked.value, field_map=TopicCreateForm.ACTION_FIELDS)
+            if created.ok:
+                change = created.value
+                return redirect(with_job(reverse("dashboard:topic", args=[change.topic.name]), change.job))  # type: ignore[union-attr]
+    return render(request, "dashboard/topics/create.html", page_context(request, "topics", form=form, limits=actor.tenant.limits))
+
+
+@tenant_page()
+def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
+    topic = tenant_topic(request, name)
+    partitions = describe_partitions(topic)
+    configs = [
+        {"name": key, "value": topic.configs.get(key, spec.default), "is_default": key not in topic.configs, "documentation": spec.documentation}
+        for key, spec in sorted(TOPIC_CONFIGS.items())
+    ]
+    actor = request.actor  # type: ignore[attr-defined]
+    job = job_in_progress(request, request.GET.get("job"))
+    context = page_context(
+        request,
+        "topics",
+        topic=topic,
+        partitions=partitions,
+        unavailable=any(not partition.available for partition in partitions),
+        configs=configs,
+        job=job,
+        can_change=role_at_least(actor.role, Role.DEVELOPER),
+        total_size=sum(partition.size_bytes or 0 for partition in partitions),
+    )
+    return render(request, "dashboard/topics/detail.html", context)
+
+
+@tenant_page(Role.DEVELOPER)
+def topic_edit_configs(request: HttpRequest, name: str) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    topic = tenant_topic(request, name)
+    form = TopicConfigsForm(request.POST or None, overrides=topic.configs)
+    if request.method == "POST" and form.is_valid():
+        operations = form.operations()
+        if not operations:
+            return redirect("dashboard:topic", topic.name)
+        checked = call_action(form, check_alter_topic_configs, actor, topic, operations)
+        if checked.ok:
+            changed = call_action(form, do_alter_topic_configs, actor, topic, checked.value)
+            if changed.ok:
+                return redirect(with_job(reverse("dashboard:topic", args=[topic.name]), changed.value.job))  # type: ignore[union-attr]
+    return render(request, "dashboard/topics/edit_configs.html", page_context(request, "topics", topic=topic, form=form))
+
+
+@tenant_page(Role.DEVELOPER)
+def topic_add_partitions(request: HttpRequest, name: str) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    topic = tenant_topic(request, name)
+    form = AddPartitionsForm(request.POST or None, initial={"partitions": topic.partition_count + 1})
+    if request.method == "POST" and form.is_valid():
+        checked = call_action(form, check_create_partitions, actor, topic, form.cleaned_data["partitions"], field_map=AddPartitionsForm.ACTION_FIELDS)
+        if checked.ok:
+            grown = call_action(form, do_create_partitions, actor, topic, checked.value, field_map=AddPartitionsForm.ACTION_FIELDS)
+            if grown.ok:
+                return redirect(with_job(reverse("dashboard:topic", args=[topic.name]), grown.value.job))  # type: ignore[union-attr]
+    return render(request, "dashboard/topics/add_partitions.html", page_context(request, "topics", topic=topic, form=form, limits=actor.tenant.limits))
+
+
+@tenant_page(Role.DEVELOPER)
+def topic_delete(request: HttpRequest, name: str) -> HttpResponse:
+    actor = request.actor  # type: ignore[attr-defined]
+    topic = tenant_topic(request, name)
+    form = ConfirmDeletionForm(request.POST or None, expected=topic.name)
+    if request.method == "POST" and form.is_valid():
+        deleted = call_action(form, do_delete_topic, actor, topic)
+        if deleted.ok:
+            return redirect("dashboard:job", deleted.value.public_id)  # type: ignore[union-attr]
+    return render(request, "dashboard/topics/delete.html", page_context(request, "topics", topic=topic, form=form))

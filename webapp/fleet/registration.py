@@ -1,0 +1,49 @@
+"""Registering broker nodes with the control plane (``manage.py register_broker``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.provisioning.facade import record_change
+from webapp.provisioning.models import JobKind
+
+
+class BrokerRegistrationError(ValueError):
+    """The broker's description is invalid. Not retriable."""
+
+    retriable = False
+
+
+@dataclass(frozen=True)
+class Registration:
+    broker: BrokerNode
+    created: bool
+    changed: bool
+
+
+def register_broker(node_id: int, host: str, port: int, rack: str = "") -> Registration:
+    """Create or update broker ``node_id``; idempotent (the same arguments change nothing).
+
+    A new broker or a changed address or rack changes the cluster map every broker serves
+    Metadata from, so it is recorded as a RECONCILE job that pushes every snapshot.
+    """
+    if node_id < 0:
+        raise BrokerRegistrationError(f"node id must not be negative, not {node_id}")
+    if not host:
+        raise BrokerRegistrationError("host must not be empty")
+    if not 1 <= port <= 65535:
+        raise BrokerRegistrationError(f"port must be between 1 and 65535, not {port}")
+    with transaction.atomic():
+        broker, created = BrokerNode.objects.select_for_update().get_or_create(
+            node_id=node_id, defaults={"host": host, "port": port, "rack": rack, "state": BrokerState.UNKNOWN}
+        )
+        changed = created or (broker.host, broker.port, broker.rack) != (host, port, rack)
+        if changed and not created:
+            broker.host, broker.port, broker.rack = host, port, rack
+            broker.save(update_fields=["host", "port", "rack"])
+        if changed:
+            record_change(None, JobKind.RECONCILE, f"broker {node_id} at {host}:{port}")
+    return Registration(broker=broker, created=created, changed=changed)

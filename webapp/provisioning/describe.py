@@ -1,0 +1,86 @@
+"""A topic's partitions as placed in the database and as their brokers report them."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from webapp.catalog.models import Partition, Topic
+from webapp.fleet.models import BrokerNode
+from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
+from grpc_protos.weir.v1 import admin_pb2
+
+# A page showing partitions must not hang on a dead broker: describe calls get a short deadline.
+DESCRIBE_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class PartitionDescription:
+    """One partition: its placement, and live figures from its leader when it answered.
+
+    ``available`` is False when the leader did not answer or does not host the partition
+    (yet); the offsets and size are then ``None``.
+    """
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    available: bool
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+    size_bytes: int | None = None
+
+
+def _describe_brokers(brokers: list[BrokerAddress]) -> dict[int, admin_pb2.DescribeStateResponse | None]:
+    def describe(broker: BrokerAddress) -> admin_pb2.DescribeStateResponse | None:
+        try:
+            with BrokerAdminClient(broker, timeout_seconds=DESCRIBE_TIMEOUT_SECONDS) as client:
+                return client.describe_state()
+        except BrokerCallError:
+            return None
+
+    if not brokers:
+        return {}
+    # In parallel, so that one slow broker costs one deadline, not one per broker.
+    with ThreadPoolExecutor(max_workers=min(8, len(brokers))) as pool:
+        return dict(zip((broker.node_id for broker in brokers), pool.map(describe, brokers)))
+
+
+def describe_partitions(topic: Topic) -> list[PartitionDescription]:
+    """Every partition of ``topic`` in index order, with offsets and sizes from its leader.
+
+    Two queries and one DescribeState per leader broker, whatever the partition count.
+    """
+    partitions = list(Partition.objects.filter(topic=topic).order_by("index"))
+    leader_ids = {partition.leader for partition in partitions if partition.leader >= 0}
+    nodes = BrokerNode.objects.filter(node_id__in=leader_ids)
+    states = _describe_brokers([BrokerAddress(node.node_id, node.address) for node in nodes])
+    topic_id = str(topic.topic_id)
+    hosted: dict[tuple[int, int], admin_pb2.HostedPartition] = {}
+    for node_id, state in states.items():
+        if state is None:
+            continue
+        for entry in state.partitions:
+            if entry.topic_id == topic_id:
+                hosted[(node_id, entry.partition)] = entry
+    descriptions = []
+    for partition in partitions:
+        entry = hosted.get((partition.leader, partition.index))
+        descriptions.append(
+            PartitionDescription(
+                partition=partition.index,
+                leader=partition.leader,
+                leader_epoch=partition.leader_epoch,
+                replicas=list(partition.replicas),
+                isr=list(partition.isr),
+                available=entry is not None,
+                log_start_offset=entry.log_start_offset if entry is not None else None,
+                log_end_offset=entry.log_end_offset if entry is not None else None,
+                high_watermark=entry.high_watermark if entry is not None else None,
+                size_bytes=entry.size_bytes if entry is not None else None,
+            )
+        )
+    return descriptions

@@ -1,0 +1,50 @@
+"""Partition rows of a topic, placed over the registered brokers by ``webapp.fleet.placement``."""
+
+from __future__ import annotations
+
+from webapp.catalog.models import Partition, Topic
+from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.fleet.placement import PlacementBroker, assign_replicas, placement_order
+
+
+def placement_candidates() -> list[PlacementBroker]:
+    """Brokers new replicas may go to: every registered broker not known to be offline.
+
+    A broker that was never probed (UNKNOWN) counts: ``make up`` registers brokers before the
+    reconciler's first probe, and a topic created then must still spread over all of them.
+    """
+    rows = BrokerNode.objects.exclude(state=BrokerState.OFFLINE).values_list("node_id", "rack")
+    return [PlacementBroker(node_id=node_id, rack=rack) for node_id, rack in rows]
+
+
+def place_partitions(topic: Topic, start_index: int, count: int) -> list[Partition]:
+    """Create the Partition rows ``start_index .. start_index + count - 1`` of ``topic``.
+
+    Precondition: inside the transaction that creates or grows the topic (with
+    ``record_change`` after it). New partitions of an existing topic continue the layout of
+    its partition 0, as Kafka does when partitions are added. Raises ``PlacementError``
+    (``ReplicationFactorTooLargeError``) when ``topic.replication_factor`` exceeds the brokers
+    available; nothing is written then.
+    """
+    brokers = placement_candidates()
+    start: int | None = None
+    shift: int | None = None
+    if start_index > 0:
+        first = Partition.objects.filter(topic=topic, index=0).values_list("replicas", flat=True).first()
+        node_ids = [broker.node_id for broker in placement_order(brokers)]
+        if first and first[0] in node_ids:
+            # Kafka's addPartitions: the existing partition 0's leader fixes both the start and the shift.
+            start = shift = node_ids.index(first[0])
+    assignment = assign_replicas(
+        brokers,
+        count,
+        topic.replication_factor,
+        first_partition=start_index,
+        start_index=start,
+        replica_shift=shift,
+    )
+    rows = [
+        Partition(topic=topic, index=index, replicas=replicas, isr=list(replicas), leader=replicas[0], leader_epoch=0)
+        for index, replicas in sorted(assignment.items())
+    ]
+    return Partition.objects.bulk_create(rows)

@@ -1,0 +1,184 @@
+"""The reconciler: compare what each broker reports with the desired state, repair drift.
+
+For every registered broker: DescribeState. No answer -> the broker is marked OFFLINE.
+An answer -> ONLINE with ``last_seen_at``, and then
+* a partitions or security version behind the database's -> push that snapshot;
+* the same partitions version but hosted partitions that differ from the placement (logs
+  lost under a running broker) -> bump the version and push, since a broker ignores a
+  snapshot of the version it already applied.
+A RECONCILE job is recorded only when something was repaired (or a repair failed), with
+what was done, so the job list shows drift without filling up with no-op rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from grpc_protos.weir.v1 import admin_pb2
+from webapp.catalog.models import Partition
+from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
+from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
+from webapp.provisioning.push import push_to_broker
+from webapp.provisioning.snapshots import build_snapshots
+from webapp.provisioning.versions import bump_versions, current_versions
+
+LOG = logging.getLogger(__name__)
+
+# A probe must not hold up the whole round: brokers that take longer count as offline.
+PROBE_TIMEOUT_SECONDS = 3.0
+
+
+@dataclass
+class ReconcileReport:
+    """What one round found and did."""
+
+    online: list[int] = field(default_factory=list)
+    offline: list[int] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    job: ProvisioningJob | None = None
+
+    def summary(self) -> str:
+        parts = [f"online {self.online}", f"offline {self.offline}"]
+        if self.repairs:
+            parts.append("repaired: " + "; ".join(self.repairs))
+        if self.failures:
+            parts.append("failed: " + "; ".join(self.failures))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Drift:
+    broker: BrokerAddress
+    push_partitions: bool
+    push_security: bool
+    same_version_drift: bool
+    description: str
+
+
+def _probe(broker: BrokerAddress) -> admin_pb2.DescribeStateResponse | None:
+    try:
+        with BrokerAdminClient(broker, timeout_seconds=PROBE_TIMEOUT_SECONDS) as client:
+            return client.describe_state()
+    except BrokerCallError as error:
+        LOG.info("reconcile: %s", error)
+        return None
+
+
+def _expected_partitions() -> dict[int, set[tuple[str, int]]]:
+    """Broker node id -> the (topic id, partition) pairs it should host."""
+    expected: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    for topic_id, index, replicas in Partition.objects.values_list("topic__topic_id", "index", "replicas"):
+        for node_id in replicas:
+            expected[node_id].add((str(topic_id), index))
+    return expected
+
+
+def _drift_of(
+    broker: BrokerAddress, state: admin_pb2.DescribeStateResponse, versions: dict[str, int], expected: set[tuple[str, int]]
+) -> _Drift | None:
+    desired_partitions = versions[SnapshotKind.PARTITIONS]
+    desired_security = versions[SnapshotKind.SECURITY]
+    notes = []
+    partitions_behind = state.partitions_version < desired_partitions
+    security_behind = state.security_version < desired_security
+    if partitions_behind:
+        notes.append(f"partitions snapshot v{state.partitions_version} behind v{desired_partitions}")
+    if security_behind:
+        notes.append(f"security snapshot v{state.security_version} behind v{desired_security}")
+    same_version_drift = False
+    # Hosted partitions are compared only at the version read here: a broker already on a
+    # newer version may rightly hold partitions this round's placement does not know.
+    if state.partitions_version == desired_partitions:
+        hosted = {(entry.topic_id, entry.partition) for entry in state.partitions if entry.tenant_id}
+        missing = expected - hosted
+        extra = hosted - expected
+        if missing or extra:
+            same_version_drift = True
+            notes.append(f"hosts {len(missing)} partition(s) too few and {len(extra)} too many at v{desired_partitions}")
+    if not notes:
+        return None
+    return _Drift(
+        broker=broker,
+        push_partitions=partitions_behind or same_version_drift,
+        push_security=security_behind,
+        same_version_drift=same_version_drift,
+        description=f"broker {broker.node_id}: " + ", ".join(notes),
+    )
+
+
+def _mark_brokers(online: list[int], offline: list[int]) -> None:
+    now = timezone.now()
+    if online:
+        BrokerNode.objects.filter(node_id__in=online).update(state=BrokerState.ONLINE, last_seen_at=now)
+    if offline:
+        BrokerNode.objects.filter(node_id__in=offline).update(state=BrokerState.OFFLINE)
+
+
+def reconcile() -> ReconcileReport:
+    """One reconciliation round over every registered broker (see the module docstring)."""
+    report = ReconcileReport()
+    brokers = [BrokerAddress(node.node_id, node.address) for node in BrokerNode.objects.order_by("node_id")]
+    if not brokers:
+        return report
+    versions = current_versions()
+    expected = _expected_partitions()
+    with ThreadPoolExecutor(max_workers=min(16, len(brokers))) as pool:
+        states = list(pool.map(_probe, brokers))
+    drifts: list[_Drift] = []
+    for broker, state in zip(brokers, states):
+        if state is None:
+            report.offline.append(broker.node_id)
+            continue
+        report.online.append(broker.node_id)
+        drift = _drift_of(broker, state, versions, expected.get(broker.node_id, set()))
+        if drift is not None:
+            drifts.append(drift)
+    _mark_brokers(report.online, report.offline)
+    if drifts:
+        _repair(drifts, report)
+    return report
+
+
+def _repair(drifts: list[_Drift], report: ReconcileReport) -> None:
+    if any(drift.same_version_drift for drift in drifts):
+        with transaction.atomic():
+            bump_versions([SnapshotKind.PARTITIONS])
+    kinds = set()
+    for drift in drifts:
+        if drift.push_partitions:
+            kinds.add(SnapshotKind.PARTITIONS)
+        if drift.push_security:
+            kinds.add(SnapshotKind.SECURITY)
+    snapshots = build_snapshots(sorted(kinds))
+    for drift in drifts:
+        selected = type(snapshots)(
+            partitions=snapshots.partitions if drift.push_partitions else None,
+            security=snapshots.security if drift.push_security else None,
+        )
+        error = push_to_broker(drift.broker, selected)
+        if error is None:
+            report.repairs.append(drift.description)
+        else:
+            report.failures.append(f"{drift.description}; push failed: {error}")
+    now = timezone.now()
+    # A RECONCILE job has no tenant; its target says what was repaired (or tried), its
+    # error what could not be.
+    report.job = ProvisioningJob.objects.create(
+        tenant=None,
+        kind=JobKind.RECONCILE,
+        target="; ".join(drift.description for drift in drifts)[:255],
+        state=JobState.FAILED if report.failures else JobState.SUCCEEDED,
+        attempts=1,
+        error="\n".join(report.failures),
+        started_at=now,
+        finished_at=now,
+    )
+    LOG.info("reconcile: %s", report.summary())

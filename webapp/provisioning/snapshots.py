@@ -1,0 +1,124 @@
+"""Full desired-state snapshots, built from the database for the brokers' Admin service.
+
+* Partitions snapshot (``ApplyPartitionsRequest``): every registered broker, and every
+  tenant's topics with tenant id, topic id, config overrides and partition placement.
+* Security snapshot (``ApplySecurityRequest``): every active cluster API key as a credential
+  (tenant and principal, secret as its SHA-256), every ACL binding, and every tenant's
+  effective byte-rate quotas.
+
+Each snapshot is read in one transaction after locking its version row (see
+``webapp.provisioning.versions``), so the version it carries covers exactly its content.
+The number of queries is fixed, whatever the number of tenants, topics or keys.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from grpc_protos.weir.v1 import admin_pb2, broker_pb2
+from webapp.accounts.models import ApiKey, ApiKeyKind, Tenant
+from webapp.catalog.models import AclBinding, Partition, Topic
+from webapp.fleet.models import BrokerNode
+from webapp.provisioning.models import SnapshotKind
+from webapp.provisioning.versions import locked_versions
+
+# Names the cluster in ApplyPartitions unless settings.WEIR_CLUSTER_ID says otherwise.
+DEFAULT_CLUSTER_ID = "weir-local"
+
+_RESOURCE_TYPES = {
+    "TOPIC": admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
+    "GROUP": admin_pb2.ACL_RESOURCE_TYPE_GROUP,
+    "CLUSTER": admin_pb2.ACL_RESOURCE_TYPE_CLUSTER,
+}
+_PATTERN_TYPES = {"LITERAL": admin_pb2.ACL_PATTERN_TYPE_LITERAL, "PREFIXED": admin_pb2.ACL_PATTERN_TYPE_PREFIXED}
+_PERMISSIONS = {"ALLOW": admin_pb2.ACL_PERMISSION_ALLOW, "DENY": admin_pb2.ACL_PERMISSION_DENY}
+
+
+def _operation(name: str) -> int:
+    return admin_pb2.AclOperation.Value(f"ACL_OPERATION_{name}")
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The snapshots of one consistent read; a kind not asked for is ``None``."""
+
+    partitions: admin_pb2.ApplyPartitionsRequest | None = None
+    security: admin_pb2.ApplySecurityRequest | None = None
+
+
+def build_snapshots(kinds: tuple[str, ...] | list[str]) -> Snapshots:
+    """Build the snapshots of ``kinds`` (``SnapshotKind`` values) with their current versions."""
+    with transaction.atomic():
+        versions = locked_versions(kinds)
+        partitions = _partitions_snapshot(versions[SnapshotKind.PARTITIONS]) if SnapshotKind.PARTITIONS in versions else None
+        security = _security_snapshot(versions[SnapshotKind.SECURITY]) if SnapshotKind.SECURITY in versions else None
+    return Snapshots(partitions=partitions, security=security)
+
+
+def _partitions_snapshot(version: int) -> admin_pb2.ApplyPartitionsRequest:
+    brokers = [
+        broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
+        for node in BrokerNode.objects.order_by("node_id")
+    ]
+    partitions_of_topic: dict[int, list[admin_pb2.PartitionAssignment]] = defaultdict(list)
+    for topic_pk, index, leader, leader_epoch, replicas, isr in Partition.objects.order_by("topic_id", "index").values_list(
+        "topic_id", "index", "leader", "leader_epoch", "replicas", "isr"
+    ):
+        partitions_of_topic[topic_pk].append(
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=leader_epoch, replicas=replicas, isr=isr)
+        )
+    topics = [
+        admin_pb2.TopicAssignment(
+            tenant_id=tenant_id,
+            name=name,
+            topic_id=str(topic_id),
+            configs=[broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((configs or {}).items())],
+            partitions=partitions_of_topic.get(topic_pk, []),
+        )
+        for topic_pk, tenant_id, name, topic_id, configs in Topic.objects.order_by("tenant__public_id", "name").values_list(
+            "pk", "tenant__public_id", "name", "topic_id", "configs"
+        )
+    ]
+    cluster_id = getattr(settings, "WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
+    return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics)
+
+
+def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
+    keys = (
+        ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True)
+        .select_related("tenant", "owner_service_account", "owner_membership")
+        .order_by("key_id")
+    )
+    credentials = [
+        admin_pb2.Credential(api_key=key.key_id, secret_sha256=key.secret_sha256, tenant_id=key.tenant.public_id, principal=key.principal)
+        for key in keys
+    ]
+    acls = [
+        admin_pb2.AclBinding(
+            tenant_id=tenant_id,
+            principal=principal,
+            resource_type=_RESOURCE_TYPES[resource_type],
+            resource_name=resource_name,
+            pattern_type=_PATTERN_TYPES[pattern_type],
+            operation=_operation(operation),
+            permission=_PERMISSIONS[permission],
+            host=host,
+        )
+        for tenant_id, principal, resource_type, resource_name, pattern_type, operation, permission, host in AclBinding.objects.order_by(
+            "tenant__public_id", "public_id"
+        ).values_list(
+            "tenant__public_id", "principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"
+        )
+    ]
+    quotas = []
+    for tenant in Tenant.objects.select_related("quota").order_by("public_id"):
+        limits = tenant.limits
+        quota = getattr(tenant, "quota", None)
+        produce = quota.produce_bytes_per_second if quota is not None and quota.produce_bytes_per_second is not None else limits.produce_bytes_per_second
+        consume = quota.consume_bytes_per_second if quota is not None and quota.consume_bytes_per_second is not None else limits.consume_bytes_per_second
+        quotas.append(admin_pb2.TenantQuota(tenant_id=tenant.public_id, produce_bytes_per_second=produce, consume_bytes_per_second=consume))
+    return admin_pb2.ApplySecurityRequest(version=version, credentials=credentials, acls=acls, quotas=quotas)
