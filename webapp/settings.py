@@ -15,11 +15,22 @@ WEIR_INTERNAL_TOKEN        generated per data dir               the control plan
 WEIR_BOOTSTRAP_SERVERS     127.0.0.1:9092                       brokers the control plane knows at first
 WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`)
 CELERY_TASK_ALWAYS_EAGER   false                                run tasks inline (tests of views only)
+WEIR_CELERY_QUEUE          weir-<hash of WEIR_DATA_DIR>         Celery queue of this stack
+WEIR_RECONCILE_INTERVAL_   30                                   seconds between reconciler runs (beat)
+SECONDS
+WEIR_ADMIN_CALL_TIMEOUT_   5                                    deadline of each Admin call to a broker
+SECONDS
+WEIR_PROVISIONING_MAX_     5                                    attempts before a job is FAILED
+ATTEMPTS
+WEIR_PROVISIONING_RETRY_   4                                    first retry delay (doubles each attempt)
+BACKOFF_SECONDS
+WEIR_CLUSTER_ID            weir-local                           cluster id brokers report in Metadata
 =========================  ===================================  =============================================
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -94,8 +105,10 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several processes (web, worker, beat) share the file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Several processes (web, worker, beat) share the file: wait for locks instead of failing,
+    # and take the write lock when a transaction starts, so that a transaction that reads and
+    # then writes waits its turn instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -146,7 +159,9 @@ CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "false").l
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("WEIR_CELERY_QUEUE", "weir")
+# One queue per stack (derived from its data directory), so that two stacks sharing one
+# Redis never run each other's jobs.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("WEIR_CELERY_QUEUE") or "weir-" + hashlib.sha256(str(DATA_DIR).encode()).hexdigest()[:12]
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Seconds between reconciler runs (Celery beat).
 WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_SECONDS", "30"))

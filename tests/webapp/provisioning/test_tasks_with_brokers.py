@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 from celery.contrib.testing.worker import start_worker
+from celery.signals import task_postrun
 from django.conf import settings
 from django.db import connection, connections
 
@@ -64,12 +65,20 @@ def worker(django_db_blocker) -> Iterator[None]:  # type: ignore[no-untyped-def]
     previous_queue, previous_eager = app.conf.task_default_queue, app.conf.task_always_eager
     app.conf.task_default_queue = queue
     app.conf.task_always_eager = False
+
+    def close_worker_connections(**_: object) -> None:
+        # Runs in the worker thread after each task: Django's connections are per thread, so
+        # only this thread can close the one its tasks opened, which must not outlive the
+        # test database (its teardown refuses to drop a database still in use).
+        connections.close_all()
+
+    task_postrun.connect(close_worker_connections, weak=False)
     try:
         with django_db_blocker.unblock(), start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=10):
             yield
     finally:
+        task_postrun.disconnect(close_worker_connections)
         app.conf.task_default_queue, app.conf.task_always_eager = previous_queue, previous_eager
-        # The worker thread's database connection must not outlive the test database.
         connections.close_all()
 
 
