@@ -1,4 +1,5 @@
-"""``python -m bench {produce,consume,e2e,all}``: Weir's throughput and latency beside its peers."""
+"""``python -m bench {produce,consume,e2e,all,control-plane}``: Weir's throughput and latency
+beside its peers, or (``control-plane``) issue 3's topic readiness and REST API latency."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from rich.console import Console
 from bench import settings as defaults
 from bench.malloc_tuning import tune_this_process
 from bench.settings import BenchSettings
+
+# Not a peer comparison: it starts the whole control plane and has its own options.
+CONTROL_PLANE = "control-plane"
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -39,7 +43,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all"))
+    parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", CONTROL_PLANE))
     parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
     parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS})")
@@ -52,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--e2e-seconds", type=float, help=f"duration of an end-to-end run (default {defaults.DEFAULT_E2E_SECONDS:g})")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--nats-url", default="nats://127.0.0.1:4222")
+    parser.add_argument("--topics", type=_positive_int, default=20, help="control-plane: topics created (and timed) per run (default 20)")
+    parser.add_argument("--rate", type=_positive_int, default=50, help="control-plane: GET requests per second of the API load (default 50)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -83,7 +90,14 @@ def settings_from(arguments: argparse.Namespace) -> BenchSettings:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; exit status 1 when Weir was unavailable or any run failed."""
-    settings = settings_from(build_parser().parse_args(argv))
+    arguments = build_parser().parse_args(argv)
+    if arguments.scenario == CONTROL_PLANE:
+        from bench import control_plane
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else 3)
+        return control_plane.main(runs=runs, topics=arguments.topics, rate=arguments.rate, seconds=arguments.seconds, console=console)
+    settings = settings_from(arguments)
     # Before any large allocation: later-started processes inherit the environment variables.
     malloc_tuned = tune_this_process()
     console = Console(width=200) if not sys.stdout.isatty() else Console()

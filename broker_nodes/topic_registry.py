@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
@@ -19,13 +18,12 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from weir.topic_config import validate_topic_configs
+from weir.topic_names import INTERNAL_TOPIC_PREFIX, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
 
 TOPICS_FILE_NAME = "topics.json"  # in the data directory; never a partition directory name
 TOPICS_FILE_VERSION = 1  # the "version" field of topics.json
-MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, so that partition directory names stay below 255 bytes
-INTERNAL_TOPIC_PREFIX = "__"  # names the broker reserves for its own topics
 MAX_PARTITIONS_PER_TOPIC = 10_000  # guards the broker against one request creating millions of logs
-_LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_IN_ERROR = 40  # an over-long invalid name is cut to this many characters in its error message
 
 
 class TopicRegistryError(Exception):
@@ -79,18 +77,11 @@ class InvalidReplicationFactorError(TopicRegistryError):
 
 def check_topic_name(name: str) -> None:
     """Raise InvalidTopicError unless ``name`` follows Kafka's rules (internal names pass)."""
-    if not name:
-        raise InvalidTopicError(name, "a topic name must not be empty")
-    if name in (".", ".."):
-        raise InvalidTopicError(name, "'.' and '..' are not allowed as topic names")
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise InvalidTopicError(name[:40] + "...", f"a topic name is at most {MAX_TOPIC_NAME_LENGTH} characters, this one has {len(name)}")
-    if not _LEGAL_TOPIC_NAME.match(name):
-        raise InvalidTopicError(name, "a topic name may contain only ASCII letters, digits, '.', '_' and '-'")
-
-
-def is_internal_topic_name(name: str) -> bool:
-    return name.startswith(INTERNAL_TOPIC_PREFIX)
+    try:
+        validate_topic_name(name)
+    except InvalidTopicNameError as error:
+        shown = name if len(name) <= MAX_NAME_IN_ERROR else name[:MAX_NAME_IN_ERROR] + "..."
+        raise InvalidTopicError(shown, error.reason) from None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,19 @@ WEIR_HTTP_PORT              8000                         the web process (dashbo
 WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
 REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
 WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
+WEIR_TLS                    0                            1: make (once) a local CA and a
+                                                         certificate under <WEIR_DATA_DIR>/tls
+                                                         and serve TLS on every broker and
+                                                         the web process
+WEIR_TLS_CERT               unset                        PEM certificate chain the web process
+                                                         serves HTTPS with (instead of the
+                                                         local CA's certificate)
+WEIR_TLS_KEY                unset                        its private key (with WEIR_TLS_CERT)
 ==========================  ===========================  ==================================
+
+Without WEIR_TLS the stack is plaintext, which is meant for loopback only. With it, clients
+connect with ``security.protocol=SASL_SSL`` and ``ssl.ca.location=<WEIR_DATA_DIR>/tls/ca.pem``,
+and the control plane's own clients of the brokers trust that CA (``WEIR_BROKER_TLS_CA``).
 
 Two stacks run side by side when they differ in WEIR_DATA_DIR and the ports.
 """
@@ -29,6 +41,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -36,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.processes import ChildFailedError, SupervisedProcess, grpc_serving, http_ok
+from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
 
 LOG = logging.getLogger("weir.up")
 
@@ -64,12 +78,23 @@ class StackSettings:
     broker_base_port: int
     http_port: int
     demo_tenant: str
+    # WEIR_TLS=1: brokers and the web process serve TLS with a local CA's certificate.
+    local_tls: bool = False
+    # WEIR_TLS_CERT / WEIR_TLS_KEY: what the web process serves HTTPS with, when given.
+    web_certificate: Path | None = None
+    web_private_key: Path | None = None
 
     @classmethod
     def from_environment(cls, environment: dict[str, str]) -> "StackSettings":
         raw_count = environment.get("WEIR_BROKERS", "3")
         if not raw_count.isdigit() or not 1 <= int(raw_count) <= 32:
             raise SystemExit(f"WEIR_BROKERS must be a number from 1 to 32, not {raw_count!r}")
+        raw_tls = environment.get("WEIR_TLS", "0").strip().lower()
+        if raw_tls not in ("0", "1", "false", "true", ""):
+            raise SystemExit(f"WEIR_TLS must be 1 or 0, not {raw_tls!r}")
+        web_certificate, web_private_key = environment.get("WEIR_TLS_CERT"), environment.get("WEIR_TLS_KEY")
+        if bool(web_certificate) != bool(web_private_key):
+            raise SystemExit("WEIR_TLS_CERT and WEIR_TLS_KEY go together: give the certificate and its private key, or neither")
         base_port = _port(environment, "WEIR_BROKER_BASE_PORT", 9092)
         if base_port + int(raw_count) - 1 > 65535:
             raise SystemExit(f"WEIR_BROKER_BASE_PORT {base_port} leaves no room for {raw_count} brokers")
@@ -80,6 +105,9 @@ class StackSettings:
             broker_base_port=base_port,
             http_port=_port(environment, "WEIR_HTTP_PORT", 8000),
             demo_tenant=environment.get("WEIR_DEMO_TENANT", "demo"),
+            local_tls=raw_tls in ("1", "true"),
+            web_certificate=Path(web_certificate).resolve() if web_certificate else None,
+            web_private_key=Path(web_private_key).resolve() if web_private_key else None,
         )
 
     def broker_port(self, node_id: int) -> int:
@@ -97,8 +125,23 @@ class StackSettings:
         return ",".join(self.broker_address(node_id) for node_id in self.node_ids)
 
     @property
+    def web_tls(self) -> bool:
+        return self.local_tls or self.web_certificate is not None
+
+    @property
     def web_url(self) -> str:
-        return f"http://{self.host}:{self.http_port}"
+        scheme = "https" if self.web_tls else "http"
+        return f"{scheme}://{self.host}:{self.http_port}"
+
+    @property
+    def tls_directory(self) -> Path:
+        return self.data_dir / "tls"
+
+    @property
+    def certificate_hosts(self) -> list[str]:
+        """Names the local server certificate is valid for: the stack's host, then loopback."""
+        hosts = [self.host] if self.host not in ("0.0.0.0", "::") else []
+        return hosts + [host for host in ("127.0.0.1", "localhost", "::1") if host not in hosts]
 
     @property
     def internal_token_file(self) -> Path:
@@ -106,9 +149,24 @@ class StackSettings:
         return self.data_dir / "secrets" / "internal-token"
 
 
-def child_environment(settings: StackSettings, base: dict[str, str]) -> dict[str, str]:
-    """The environment every child gets: one data dir, the public URL, the brokers to bootstrap."""
+def prepare_tls(settings: StackSettings) -> TlsFiles | None:
+    """The local CA and certificate when WEIR_TLS=1 (made on the first run), else None."""
+    if not settings.local_tls:
+        return None
+    try:
+        return ensure_local_certificates(settings.tls_directory, settings.certificate_hosts)
+    except TlsSetupError as error:
+        raise SystemExit(f"weir: {error}") from None
+
+
+def child_environment(settings: StackSettings, base: dict[str, str], tls: TlsFiles | None = None) -> dict[str, str]:
+    """The environment every child gets: one data dir, the public URL, the brokers to bootstrap.
+
+    With ``tls`` the control plane's clients of the brokers trust its CA (WEIR_BROKER_TLS_CA).
+    """
     environment = dict(base)
+    if tls is not None:
+        environment["WEIR_BROKER_TLS_CA"] = str(tls.ca_certificate)
     environment["WEIR_DATA_DIR"] = str(settings.data_dir)
     environment.setdefault("WEIR_PUBLIC_API_URL", settings.web_url)
     environment["WEIR_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
@@ -138,12 +196,17 @@ def manage(environment: dict[str, str], *arguments: str) -> str:
     return completed.stdout
 
 
-def broker_processes(settings: StackSettings, environment: dict[str, str]) -> list[SupervisedProcess]:
+def broker_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
     broker_environment = dict(environment)
+    # A control-plane setting whose name brokers would otherwise read as a broker setting
+    # (WEIR_BROKER_<SETTING>) and refuse as unknown.
+    broker_environment.pop("WEIR_BROKER_TLS_CA", None)
     arguments: list[str] = []
     if "WEIR_INTERNAL_TOKEN" not in environment:
         # The control plane's settings create this file; brokers read the same secret.
         arguments = ["--internal-token-file", str(settings.internal_token_file)]
+    if tls is not None:
+        arguments += ["--tls-cert", str(tls.certificate), "--tls-key", str(tls.private_key)]
     processes = []
     for node_id in settings.node_ids:
         data_dir = settings.data_dir / f"broker-{node_id}"
@@ -162,24 +225,51 @@ def broker_processes(settings: StackSettings, environment: dict[str, str]) -> li
                 command,
                 log_path=settings.data_dir / f"broker-{node_id}.log",
                 environment=broker_environment,
-                ready=grpc_serving(settings.broker_address(node_id)),
+                ready=grpc_serving(settings.broker_address(node_id), ca_certificate=tls.ca_certificate if tls is not None else None),
             )
         )
     return processes
 
 
-def control_plane_processes(settings: StackSettings, environment: dict[str, str]) -> list[SupervisedProcess]:
+def web_command(settings: StackSettings, tls: TlsFiles | None = None) -> list[str]:
+    """gunicorn serving the dashboard and API; HTTPS with WEIR_TLS_CERT/KEY, else the local certificate."""
+    command = [
+        sys.executable, "-m", "gunicorn", "webapp.wsgi",
+        "--bind", f"{settings.host}:{settings.http_port}",
+        "--workers", "1", "--threads", str(WEB_THREADS),
+        "--access-logfile", "-",
+    ]
+    if settings.web_certificate is not None and settings.web_private_key is not None:
+        command += ["--certfile", str(settings.web_certificate), "--keyfile", str(settings.web_private_key)]
+    elif tls is not None:
+        command += ["--certfile", str(tls.certificate), "--keyfile", str(tls.private_key)]
+    return command
+
+
+def web_ready_context(settings: StackSettings, tls: TlsFiles | None) -> ssl.SSLContext | None:
+    """How the readiness probe speaks to the web process: None for plain HTTP.
+
+    A certificate of our local CA is verified. A certificate given through WEIR_TLS_CERT may
+    name a public host rather than the loopback address the probe uses, so the probe then
+    only asks whether the server answers, without verifying it: it makes no trust decision.
+    """
+    if not settings.web_tls:
+        return None
+    if settings.web_certificate is None and tls is not None:
+        return ssl.create_default_context(cafile=str(tls.ca_certificate))
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def control_plane_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
     web = SupervisedProcess(
         "web",
-        [
-            sys.executable, "-m", "gunicorn", "webapp.wsgi",
-            "--bind", f"{settings.host}:{settings.http_port}",
-            "--workers", "1", "--threads", str(WEB_THREADS),
-            "--access-logfile", "-",
-        ],
+        web_command(settings, tls),
         log_path=settings.data_dir / "web.log",
         environment=environment,
-        ready=http_ok(f"{settings.web_url}/healthz"),
+        ready=http_ok(f"{settings.web_url}/healthz", context=web_ready_context(settings, tls)),
     )
     worker = SupervisedProcess(
         "celery worker",
@@ -196,28 +286,48 @@ def control_plane_processes(settings: StackSettings, environment: dict[str, str]
     return [web, worker, beat]
 
 
+def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
+    """What a client needs besides the demo's credentials when the stack speaks TLS ("" without TLS)."""
+    lines = []
+    if tls is not None:
+        lines += [
+            "TLS:         every broker and the web process serve TLS with a certificate of the local CA",
+            "  security.protocol=SASL_SSL",
+            f"  ssl.ca.location={tls.ca_certificate}",
+            f"  curl --cacert {tls.ca_certificate} -u KEY:SECRET {settings.web_url}/api/v1/topics",
+        ]
+    elif settings.web_certificate is not None:
+        lines += [f"TLS:         the web process serves HTTPS at {settings.web_url} with {settings.web_certificate}; brokers are plaintext"]
+    return "\n".join(lines)
+
+
 def run(settings: StackSettings, stop: threading.Event) -> int:
     """Start the stack, print how to use it, supervise until ``stop`` is set or Ctrl-C."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    environment = child_environment(settings, dict(os.environ))
+    tls = prepare_tls(settings)
+    environment = child_environment(settings, dict(os.environ), tls)
     announce_celery_transport(environment)
     print("weir: migrating the control-plane database ...", flush=True)
     manage(environment, "migrate", "--noinput")
     manage(environment, "collectstatic", "--noinput")
     children: list[SupervisedProcess] = []
     try:
-        brokers = broker_processes(settings, environment)
+        brokers = broker_processes(settings, environment, tls)
         for child in brokers:
             children.append(child)
             child.start()
-        print(f"weir: {len(brokers)} broker(s) serving at {settings.bootstrap_servers}", flush=True)
+        protocol = " over TLS" if tls is not None else ""
+        print(f"weir: {len(brokers)} broker(s) serving{protocol} at {settings.bootstrap_servers}", flush=True)
         for node_id in settings.node_ids:
             manage(environment, "register_broker", "--node-id", str(node_id), "--host", settings.host, "--port", str(settings.broker_port(node_id)))
-        for child in control_plane_processes(settings, environment):
+        for child in control_plane_processes(settings, environment, tls):
             children.append(child)
             child.start()
         print(f"weir: web at {settings.web_url}, Celery worker and beat running; setting up the demo ...", flush=True)
         print(manage(environment, "demo", "--tenant", settings.demo_tenant, "--wait-seconds", str(DEMO_WAIT_SECONDS)), flush=True)
+        instructions = tls_instructions(settings, tls)
+        if instructions:
+            print(instructions + "\n", flush=True)
         print(f"Logs: {settings.data_dir}/*.log      Stop: Ctrl-C", flush=True)
         supervisors = [threading.Thread(target=child.supervise, name=f"supervise {child.name}", daemon=True) for child in children]
         for supervisor in supervisors:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -34,11 +35,13 @@ READY_POLL_SECONDS = 0.1
 ReadyCheck = Callable[[], bool]
 
 
-def grpc_serving(address: str) -> ReadyCheck:
-    """Ready when the gRPC health service at ``address`` reports SERVING."""
+def grpc_serving(address: str, *, ca_certificate: Path | None = None) -> ReadyCheck:
+    """Ready when the gRPC health service at ``address`` reports SERVING (over TLS trusting ``ca_certificate`` when given)."""
+    credentials = grpc.ssl_channel_credentials(root_certificates=ca_certificate.read_bytes()) if ca_certificate is not None else None
 
     def check() -> bool:
-        with grpc.insecure_channel(address) as channel:
+        channel = grpc.secure_channel(address, credentials) if credentials is not None else grpc.insecure_channel(address)
+        with channel:
             try:
                 reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
             except grpc.RpcError:
@@ -48,12 +51,12 @@ def grpc_serving(address: str) -> ReadyCheck:
     return check
 
 
-def http_ok(url: str) -> ReadyCheck:
-    """Ready when ``url`` answers HTTP 200."""
+def http_ok(url: str, *, context: ssl.SSLContext | None = None) -> ReadyCheck:
+    """Ready when ``url`` answers HTTP 200; an https URL is checked with ``context`` (default: system trust)."""
 
     def check() -> bool:
         try:
-            with urllib.request.urlopen(url, timeout=1.0) as response:
+            with urllib.request.urlopen(url, timeout=1.0, context=context) as response:
                 return response.status == 200
         except (urllib.error.URLError, OSError):
             return False

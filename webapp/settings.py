@@ -13,6 +13,9 @@ DJANGO_DEBUG               true                                 development mode
 DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
 WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential
 WEIR_BOOTSTRAP_SERVERS     127.0.0.1:9092                       brokers the control plane knows at first
+WEIR_BROKER_TLS_CA         unset (plaintext)                    PEM CA file; when set, the control plane's
+                                                                clients of the brokers (Admin, dashboard)
+                                                                use TLS and verify brokers against it
 WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`)
 CELERY_TASK_ALWAYS_EAGER   false                                run tasks inline (tests of views only)
 WEIR_CELERY_QUEUE          weir-<hash of WEIR_DATA_DIR>         Celery queue of this stack
@@ -51,6 +54,8 @@ ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS",
 # topics). Brokers read the same value from WEIR_INTERNAL_TOKEN or the same data-dir file.
 WEIR_INTERNAL_TOKEN = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+# When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.
+WEIR_BROKER_TLS_CA = os.environ.get("WEIR_BROKER_TLS_CA") or None
 WEIR_PUBLIC_API_URL = os.environ.get("WEIR_PUBLIC_API_URL", "http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [

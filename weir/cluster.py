@@ -7,6 +7,13 @@ every call. Every call carries the API key and secret as gRPC metadata. Transpor
 become the retriable ``_TRANSPORT`` KafkaError and mark the cache stale, so the next
 lookup refreshes it.
 
+Committed offsets go to one broker per group (until consumer groups bring FindCoordinator):
+every broker keeps its own ``__consumer_offsets``, so OffsetCommit and OffsetFetch of group G
+must always reach the same broker. :meth:`Cluster.call_coordinator` sends them to
+``brokers sorted by node id [abs(java_string_hash_code(G)) % broker count]`` of the current
+metadata, and on a transport error or NOT_COORDINATOR refreshes the metadata and tries again
+(at most ``COORDINATOR_ATTEMPTS`` times within the call's timeout).
+
 Also here: confluent-kafka's metadata result classes (``ClusterMetadata`` and friends)
 returned by ``list_topics()``.
 
@@ -29,6 +36,35 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 
 # Largest gRPC message either way: Kafka's max.request.size / socket.request.max.bytes default.
 MAX_MESSAGE_BYTES = 104857600 + 1024 * 1024
+# Tries of one coordinator call: the first, then one per metadata refresh after a transport
+# error or NOT_COORDINATOR. Enough to ride out one broker leaving the cluster map.
+COORDINATOR_ATTEMPTS = 3
+# Answers of a coordinator call that newer metadata may fix (the broker map changed).
+COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})  # type: ignore[attr-defined]
+
+
+def java_string_hash_code(text: str) -> int:
+    """Java's ``String.hashCode()``: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as int32.
+
+    The same function Kafka (and Weir's brokers) use to place a group, so that a group lands
+    on the same coordinator whichever client computes it.
+    """
+    hash_code = 0
+    encoded = text.encode("utf-16-be")
+    for index in range(0, len(encoded), 2):
+        hash_code = (31 * hash_code + ((encoded[index] << 8) | encoded[index + 1])) & 0xFFFFFFFF
+    return hash_code - (1 << 32) if hash_code >= 1 << 31 else hash_code
+
+
+def coordinator_index(group_id: str, broker_count: int) -> int:
+    """Index, among the brokers sorted by node id, of the broker that keeps ``group_id``'s offsets.
+
+    ``Utils.abs(hashCode) % count`` as Kafka computes it, where Utils.abs is ``value & 0x7fffffff``
+    (Integer.MIN_VALUE maps to 0 instead of staying negative).
+    """
+    if broker_count < 1:
+        raise ValueError("a coordinator needs at least one broker")
+    return (java_string_hash_code(group_id) & 0x7FFFFFFF) % broker_count
 
 
 # ---------------------------------------------------------------------- result classes
@@ -144,6 +180,7 @@ class Cluster:
         self.call_metadata = config.call_metadata()
         self._channel_credentials = config.channel_credentials()  # None: plaintext
         self._socket_timeout = config["socket.timeout.ms"] / 1000.0
+        self._retry_backoff = config["retry.backoff.ms"] / 1000.0
         self._max_age = config["metadata.max.age.ms"] / 1000.0
         self._channel_options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -161,6 +198,9 @@ class Cluster:
         self._brokers: dict[int, broker_pb2.BrokerNode] = {}
         self.topics: dict[str, TopicInfo] = {}
         self._stale: set[str] = set()
+        # Set when a coordinator call failed in a way newer metadata may fix (also from
+        # asynchronous commits, which do not retry themselves): the next one refreshes first.
+        self._coordinator_stale = False
         self.cluster_id: str | None = None
         self.controller_id = -1
         self._closed = False
@@ -226,6 +266,63 @@ class Cluster:
         elif not address:
             last_error = KafkaError(KafkaError._TRANSPORT, f"{method}: none of the brokers answered ({', '.join(addresses)}): {last_error.str()}")  # type: ignore[attr-defined]
         raise KafkaException(last_error)
+
+    # ------------------------------------------------------------------ group coordinator
+
+    def coordinator_address(self, group_id: str, *, timeout: float | None = None) -> str:
+        """``host:port`` of the broker that keeps ``group_id``'s committed offsets (see module docstring).
+
+        Uses the cached broker map, refreshing it first when none is known yet or the last
+        coordinator call failed. Raises KafkaException when the metadata cannot be fetched.
+        """
+        if not self._brokers or self._coordinator_stale:
+            self.refresh(None, timeout=timeout)
+            self._coordinator_stale = False
+        brokers = sorted(self._brokers.values(), key=lambda node: node.node_id)
+        if not brokers:
+            raise KafkaException(KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no broker is known to coordinate group {group_id!r}"))  # type: ignore[attr-defined]
+        node = brokers[coordinator_index(group_id, len(brokers))]
+        return f"{node.host}:{node.port}"
+
+    def mark_coordinator_stale(self) -> None:
+        """A coordinator call failed: refresh the broker map before the next one."""
+        self._coordinator_stale = True
+
+    def call_coordinator(self, group_id: str, method: str, request: Any, *, timeout: float | None = None) -> Any:
+        """Call ``method`` (OffsetCommit / OffsetFetch) on ``group_id``'s coordinator.
+
+        On a retriable transport failure, COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, the
+        metadata is refreshed and the call tried again, at most COORDINATOR_ATTEMPTS times in
+        all and never past ``timeout``. The last failure is raised as KafkaException; a
+        response whose top-level error persists is returned as it is for the caller to read.
+        """
+        timeout = self._socket_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        attempts_left = COORDINATOR_ATTEMPTS
+        while True:
+            attempts_left -= 1
+            address = self.coordinator_address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
+            try:
+                response = self.call(method, request, address=address, timeout=max(deadline - time.monotonic(), 0.001))
+            except KafkaException as exception:
+                if not exception.error.retriable():
+                    raise
+                self.mark_coordinator_stale()
+                if not attempts_left or not self._wait_before_retry(deadline):
+                    raise
+                continue
+            if response.error_code not in COORDINATOR_MOVED:
+                return response
+            self.mark_coordinator_stale()
+            if not attempts_left or not self._wait_before_retry(deadline):
+                return response
+
+    def _wait_before_retry(self, deadline: float) -> bool:
+        """Sleep retry.backoff.ms when time is left for another attempt after it; False otherwise."""
+        if time.monotonic() + self._retry_backoff >= deadline:
+            return False
+        time.sleep(self._retry_backoff)
+        return True
 
     # ------------------------------------------------------------------ metadata
 

@@ -8,6 +8,16 @@ of an answer may start earlier) and control batches.
 Group membership (``subscribe``) arrives with a later release; offsets are committed for
 ``group.id`` with the broker's OffsetCommit, as confluent-kafka's assign()-style consumers do.
 
+Where a group's offsets live: every broker keeps its own ``__consumer_offsets``, and there is
+no FindCoordinator yet (it comes with consumer groups). So that a commit and a later fetch
+reach the same broker, every OffsetCommit and OffsetFetch of group G goes to one broker
+chosen from the current metadata: the brokers sorted by node id, index
+``abs(java_string_hash_code(G)) % broker count`` (Java's String.hashCode, as Kafka places
+groups). A transport error or NOT_COORDINATOR refreshes the metadata and retries, a bounded
+number of times (:meth:`weir.cluster.Cluster.call_coordinator`); asynchronous commits are not
+retried (as in Kafka) but make the next coordinator call refresh the metadata first. Changing
+the set of brokers moves groups, and their offsets stay behind on the old broker.
+
 Start position of an assigned partition: the offset given to assign(), else the group's
 committed offset, else ``auto.offset.reset``. OFFSET_OUT_OF_RANGE while fetching resets per
 ``auto.offset.reset``; with ``error`` the application gets a Message whose error() is
@@ -26,7 +36,7 @@ from typing import Any, Callable, Mapping
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
-from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
+from weir.cluster import COORDINATOR_MOVED, Cluster, ClusterMetadata, error_from_rpc
 from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.errors import KafkaError, KafkaException
 from weir.fetcher import Fetcher, FetchedChunk, PartitionState
@@ -276,9 +286,9 @@ class Consumer:
             ))
         request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
         if not asynchronous:
-            response = self._cluster.call("OffsetCommit", request, timeout=self._request_timeout)
+            response = self._cluster.call_coordinator(self._group_id, "OffsetCommit", request, timeout=self._request_timeout)
             return self._commit_answered(partitions, response)
-        address = self._cluster.candidate_addresses()[0]
+        address = self._cluster.coordinator_address(self._group_id, timeout=self._request_timeout)
         future = self._cluster.stub(address).OffsetCommit.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
         future.add_done_callback(lambda done: self._commit_finished(partitions, done))
         return None
@@ -305,6 +315,8 @@ class Consumer:
             error = error_from_rpc(rpc_error, "OffsetCommit")
         except KafkaException as exception:
             error = exception.error
+        if error is not None and (error.retriable() or error.code() in COORDINATOR_MOVED):
+            self._cluster.mark_coordinator_stale()
         with self._commit_lock:
             self._commit_results.append((error, partitions))
 

@@ -284,7 +284,7 @@ class Fetcher:
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
         request = broker_pb2.OffsetFetchRequest(group_id=self._group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
-        response = self._cluster.call("OffsetFetch", request, timeout=timeout)
+        response = self._cluster.call_coordinator(self._group_id, "OffsetFetch", request, timeout=timeout)
         if response.error_code:
             raise KafkaException(KafkaError(response.error_code, response.error_message or None))
         committed = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, format_config_value
+from broker_nodes.names import plain
 from broker_nodes.replica_manager import ReplicaManager
 from broker_nodes.server.errors import InvalidRequestError
 from broker_nodes.storage.log_config import LogConfig
@@ -217,7 +218,9 @@ class TopicAdmin:
             try:
                 topic = self._registry.get(name)
                 if topic is None:
-                    check_topic_name(name)
+                    # A tenant's name arrives qualified (tn-…~orders); the rules apply to the
+                    # part the client chose.
+                    check_topic_name(plain(name))
                     if not auto_create:
                         raise UnknownTopicOrPartitionError(name)
                     topic = self.auto_create_topic(name)

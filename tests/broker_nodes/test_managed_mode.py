@@ -137,6 +137,17 @@ def test_unauthorized_topic_is_refused_whether_or_not_it_exists(node) -> None:
     ]
 
 
+def test_authorized_tenant_asking_for_a_missing_topic_gets_a_retriable_unknown_topic(node) -> None:
+    # Bob may describe every topic of his tenant; a topic the control plane is still creating
+    # must look "not there yet" (retriable), not like an invalid name.
+    response = metadata_of(node, BOB_KEY, "not-created-yet", "../evil")
+    assert [(item.name, item.error_code) for item in response.topics] == [
+        ("not-created-yet", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ("../evil", ErrorCode.INVALID_TOPIC_EXCEPTION),
+    ]
+    assert "tn-" not in response.topics[1].error_message
+
+
 def test_same_named_topics_of_two_tenants_hold_separate_records(node) -> None:
     assert produce(node, ALICE_KEY, "orders", b"alice-only").topics[0].partitions[0].error_code == 0
     bob_view = fetch(node, BOB_KEY, "orders")

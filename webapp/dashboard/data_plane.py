@@ -83,7 +83,9 @@ class ProducedRecord:
 def client_config(tenant_public_id: str) -> dict[str, Any]:
     """SDK configuration acting as ``tenant_public_id`` with the internal credential."""
     timeout_ms = int(REQUEST_TIMEOUT_SECONDS * 1000)
-    return {
+    # TLS when the brokers serve it; the internal token is the credential either way.
+    transport = {"security.protocol": "SSL", "ssl.ca.location": settings.WEIR_BROKER_TLS_CA} if settings.WEIR_BROKER_TLS_CA else {}
+    return transport | {
         "bootstrap.servers": settings.WEIR_BOOTSTRAP_SERVERS,
         "client.id": "weir-dashboard",
         "weir.internal.token": settings.WEIR_INTERNAL_TOKEN,

@@ -69,6 +69,17 @@ def _error_for(broker: BrokerAddress, method: str, error: grpc.RpcError) -> Brok
     return BrokerRejectedError(broker, method, code, details)
 
 
+def _open_channel(address: str) -> grpc.Channel:
+    """Plaintext, or TLS verified against settings.WEIR_BROKER_TLS_CA when it is set."""
+    ca_location = settings.WEIR_BROKER_TLS_CA
+    if not ca_location:
+        return grpc.insecure_channel(address)
+    # Read on every client so that a renewed CA file is picked up without a restart.
+    with open(ca_location, "rb") as ca_file:
+        credentials = grpc.ssl_channel_credentials(root_certificates=ca_file.read())
+    return grpc.secure_channel(address, credentials)
+
+
 class BrokerAdminClient:
     """Admin calls to one broker. Use as a context manager to close the channel."""
 
@@ -78,7 +89,7 @@ class BrokerAdminClient:
         if timeout_seconds is None:
             timeout_seconds = float(getattr(settings, "WEIR_ADMIN_CALL_TIMEOUT_SECONDS", DEFAULT_CALL_TIMEOUT_SECONDS))
         self._timeout = timeout_seconds
-        self._channel = grpc.insecure_channel(broker.address)
+        self._channel = _open_channel(broker.address)
         self._stub = admin_pb2_grpc.AdminStub(self._channel)
 
     def __enter__(self) -> "BrokerAdminClient":

@@ -4,14 +4,22 @@ An attempt builds the latest snapshots of the job's kinds and pushes them to eve
 not known to be offline. Snapshots are full and versioned, so an attempt is idempotent and
 a later job's push also carries an earlier job's change. A finished job is left alone when
 its task runs again (a redelivered message).
+
+A job whose Celery message is lost (a worker killed mid-attempt, or while holding a delayed
+retry) would stay PENDING or RUNNING forever: every step of a live job refreshes its
+``heartbeat_at``, and :func:`recover_lost_jobs` (run by the reconciler) re-queues a job silent
+for longer than :func:`lost_after_seconds`, counting the lost delivery as an attempt, and
+fails it once the attempt limit is reached.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F
+from django.db import transaction
+from django.db.models import Case, F, PositiveIntegerField, When
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
@@ -25,10 +33,23 @@ from webapp.provisioning.versions import snapshot_kinds_for
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_RETRY_BACKOFF_SECONDS = 4.0
 MAX_RETRY_DELAY_SECONDS = 60.0
+# A live job shows a sign of life at least every MAX_RETRY_DELAY_SECONDS plus one attempt's
+# broker calls (seconds): silence for twice the longest delay means its message is lost.
+# Setting WEIR_PROVISIONING_LOST_AFTER_SECONDS overrides.
+DEFAULT_LOST_AFTER_SECONDS = 2 * MAX_RETRY_DELAY_SECONDS
+# Lost jobs handled per reconciler round, so that one round stays short after a long outage;
+# the rest are found by the next round.
+MAX_LOST_JOBS_PER_ROUND = 500
+LOST_JOB_REASON = "lost: no worker finished it"
 
 
 def max_attempts() -> int:
     return int(getattr(settings, "WEIR_PROVISIONING_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+
+
+def lost_after_seconds() -> float:
+    """Silence after which an unfinished job counts as lost (its Celery message gone)."""
+    return float(getattr(settings, "WEIR_PROVISIONING_LOST_AFTER_SECONDS", DEFAULT_LOST_AFTER_SECONDS))
 
 
 def retry_delay_seconds(attempt: int) -> float:
@@ -51,7 +72,7 @@ def _start_attempt(job_id: int) -> ProvisioningJob | None:
     started = (
         ProvisioningJob.objects.filter(pk=job_id)
         .exclude(state__in=(JobState.SUCCEEDED, JobState.FAILED))
-        .update(state=JobState.RUNNING, attempts=F("attempts") + 1, started_at=Coalesce("started_at", Now()))
+        .update(state=JobState.RUNNING, attempts=F("attempts") + 1, started_at=Coalesce("started_at", Now()), heartbeat_at=Now())
     )
     if not started:
         return None
@@ -82,8 +103,88 @@ def run_attempt(job_id: int) -> AttemptOutcome:
     if all(failure.retriable for failure in failures) and job.attempts < max_attempts():
         delay = retry_delay_seconds(job.attempts)
         ProvisioningJob.objects.filter(pk=job.pk).update(
-            error=f"attempt {job.attempts} of {max_attempts()} failed, retrying in {delay:g} s: {reasons}"
+            error=f"attempt {job.attempts} of {max_attempts()} failed, retrying in {delay:g} s: {reasons}",
+            heartbeat_at=Now(),
         )
         return AttemptOutcome(state=JobState.RUNNING, retry_in_seconds=delay)
     _finish(job, JobState.FAILED, f"failed after {job.attempts} attempt(s): {reasons}")
     return AttemptOutcome(state=JobState.FAILED)
+
+
+# The attempt count of a lost job once the loss is recorded: see recover_lost_jobs.
+_ATTEMPTS_AFTER_LOSS = Case(
+    When(state=JobState.PENDING, then=F("attempts") + 1), default=F("attempts"), output_field=PositiveIntegerField()
+)
+
+
+@dataclass
+class LostJobs:
+    """What :func:`recover_lost_jobs` did: public ids of the jobs re-queued and of those failed."""
+
+    requeued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def recover_lost_jobs(now: datetime | None = None) -> LostJobs:
+    """Re-queue or fail the unfinished jobs silent for longer than :func:`lost_after_seconds`.
+
+    ``now`` defaults to the current time (tests pass their own). A job's last sign of life is
+    its ``heartbeat_at`` (its ``created_at`` while no worker ever touched it). A lost PENDING
+    job's delivery counts as an attempt (a RUNNING job's lost attempt was counted when it
+    started), so that a stack without any worker cannot re-queue forever. A lost job with an
+    attempt left goes back to PENDING and its task is queued when the transaction commits;
+    one without is FAILED with ``LOST_JOB_REASON``. A late worker that still runs a re-queued
+    job does no harm: attempts are idempotent and a finished job is left alone.
+    """
+    now = now or timezone.now()
+    silence = lost_after_seconds()
+    cutoff = now - timedelta(seconds=silence)
+    limit = max_attempts()
+    lost = LostJobs()
+    with transaction.atomic():
+        # Locked rows (PostgreSQL) keep a worker's concurrent update from interleaving with
+        # the decision; a row another round holds is skipped and handled by that round.
+        silent = (
+            ProvisioningJob.objects.select_for_update(skip_locked=True)
+            .filter(state__in=(JobState.PENDING, JobState.RUNNING))
+            .alias(last_sign_of_life=Coalesce("heartbeat_at", "created_at"))
+            .filter(last_sign_of_life__lt=cutoff)
+            .order_by("pk")
+            .values_list("pk", "public_id", "state", "attempts")[:MAX_LOST_JOBS_PER_ROUND]
+        )
+        requeue_ids: list[int] = []
+        fail_ids: list[int] = []
+        for pk, public_id, state, attempts in silent:
+            spent = attempts + 1 if state == JobState.PENDING else attempts
+            if spent < limit:
+                requeue_ids.append(pk)
+                lost.requeued.append(public_id)
+            else:
+                fail_ids.append(pk)
+                lost.failed.append(public_id)
+        if requeue_ids:
+            ProvisioningJob.objects.filter(pk__in=requeue_ids).update(
+                state=JobState.PENDING,
+                attempts=_ATTEMPTS_AFTER_LOSS,
+                heartbeat_at=now,
+                error=f"{LOST_JOB_REASON} within {silence:g} s; re-queued",
+            )
+        if fail_ids:
+            ProvisioningJob.objects.filter(pk__in=fail_ids).update(
+                state=JobState.FAILED,
+                attempts=_ATTEMPTS_AFTER_LOSS,
+                heartbeat_at=now,
+                finished_at=now,
+                error=f"{LOST_JOB_REASON}: silent for more than {silence:g} s and no attempt left of {limit}",
+            )
+
+        def queue() -> None:
+            # Imported here: the tasks module imports this one.
+            from webapp.provisioning.tasks import run_job
+
+            for job_id in requeue_ids:
+                run_job.delay(job_id)
+
+        if requeue_ids:
+            transaction.on_commit(queue)
+    return lost

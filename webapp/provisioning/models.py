@@ -41,6 +41,10 @@ class ProvisioningJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Last sign of life of an unfinished job: an attempt started, a retry was scheduled, or the
+    # reconciler re-queued it. A job silent for longer than jobs.lost_after_seconds() lost its
+    # Celery message (a killed worker) and the reconciler re-queues or fails it.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

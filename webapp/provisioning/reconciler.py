@@ -8,6 +8,9 @@ An answer -> ONLINE with ``last_seen_at``, and then
   snapshot of the version it already applied.
 A RECONCILE job is recorded only when something was repaired (or a repair failed), with
 what was done, so the job list shows drift without filling up with no-op rounds.
+
+Each round first recovers lost jobs (``jobs.recover_lost_jobs``): jobs whose Celery message
+was lost are re-queued or failed, so no job stays PENDING or RUNNING forever.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import logging
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +28,7 @@ from grpc_protos.weir.v1 import admin_pb2
 from webapp.catalog.models import Partition
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
+from webapp.provisioning.jobs import recover_lost_jobs
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
 from webapp.provisioning.push import push_to_broker
 from webapp.provisioning.snapshots import build_snapshots
@@ -44,9 +49,15 @@ class ReconcileReport:
     repairs: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     job: ProvisioningJob | None = None
+    requeued_jobs: list[str] = field(default_factory=list)  # public ids of lost jobs queued again
+    failed_lost_jobs: list[str] = field(default_factory=list)  # public ids of lost jobs out of attempts
 
     def summary(self) -> str:
         parts = [f"online {self.online}", f"offline {self.offline}"]
+        if self.requeued_jobs:
+            parts.append("re-queued lost jobs " + ", ".join(self.requeued_jobs))
+        if self.failed_lost_jobs:
+            parts.append("failed lost jobs " + ", ".join(self.failed_lost_jobs))
         if self.repairs:
             parts.append("repaired: " + "; ".join(self.repairs))
         if self.failures:
@@ -122,9 +133,13 @@ def _mark_brokers(online: list[int], offline: list[int]) -> None:
         BrokerNode.objects.filter(node_id__in=offline).update(state=BrokerState.OFFLINE)
 
 
-def reconcile() -> ReconcileReport:
-    """One reconciliation round over every registered broker (see the module docstring)."""
+def reconcile(now: datetime | None = None) -> ReconcileReport:
+    """One reconciliation round: recover lost jobs, then check every registered broker (see
+    the module docstring). ``now`` is the time lost jobs are judged at (default: now)."""
     report = ReconcileReport()
+    lost = recover_lost_jobs(now)
+    report.requeued_jobs = lost.requeued
+    report.failed_lost_jobs = lost.failed
     brokers = [BrokerAddress(node.node_id, node.address) for node in BrokerNode.objects.order_by("node_id")]
     if not brokers:
         return report
