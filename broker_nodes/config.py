@@ -23,7 +23,7 @@ ENVIRONMENT_PREFIX = "WEIR_BROKER_"  # WEIR_BROKER_<KEY upper, dots to underscor
 INTERNAL_TOKEN_VARIABLE = "WEIR_INTERNAL_TOKEN"  # the internal token, unless --internal-token-file is given
 # Stack-level variables that share the prefix but configure the launcher (`make up`), not a
 # broker: brokers ignore them instead of refusing them as unknown settings.
-STACK_VARIABLES = frozenset({"WEIR_BROKER_BASE_PORT"})
+STACK_VARIABLES = frozenset({"WEIR_BROKER_BASE_PORT", "WEIR_BROKER_TLS_CA"})
 
 # Broker setting -> the topic config it provides the broker-wide default for (Kafka's names).
 TOPIC_DEFAULT_SETTINGS: Mapping[str, str] = MappingProxyType(

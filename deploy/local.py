@@ -341,6 +341,8 @@ def run(settings: StackSettings, stop: threading.Event) -> int:
         print(f"weir: {error}", file=sys.stderr)
         return 1
     finally:
+        # A second Ctrl-C while stopping must not abandon children half-way: ignore it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("\nStopping Weir ...", flush=True)
         # The control plane first, so that nothing pushes to brokers that are going away.
         for child in reversed(children):

@@ -18,6 +18,7 @@ import hmac
 from typing import Iterable
 
 from broker_nodes import names
+from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
 from broker_nodes.security.snapshot import SecurityStore
 
@@ -52,10 +53,18 @@ def internal_token_matches(presented: str, expected: str) -> bool:
 class Authenticator:
     """Turns a call's metadata and peer into a :class:`CallContext` or an authentication error."""
 
-    def __init__(self, *, security_required: bool, internal_token: str, security_store: SecurityStore) -> None:
+    def __init__(self, *, security_required: bool, internal_token: str, security_store: SecurityStore, clock: Clock = SYSTEM_CLOCK) -> None:
         self._security_required = security_required
         self._internal_token = internal_token
         self._store = security_store
+        self._clock = clock
+        # api key -> ms of its last successful authentication. One dict store per call (not
+        # per record); readers copy it, and CPython's dict operations are atomic under the GIL.
+        self._last_used: dict[str, int] = {}
+
+    def last_used(self) -> dict[str, int]:
+        """When each cluster key last authenticated a call here (since this process started)."""
+        return dict(self._last_used)
 
     @property
     def security_required(self) -> bool:
@@ -86,4 +95,5 @@ class Authenticator:
         expected = credential.secret_sha256 if credential is not None else _UNKNOWN_KEY_DIGEST
         if not hmac.compare_digest(digest, expected) or credential is None:
             raise AuthenticationError("invalid API key or secret (unknown, revoked, or not a cluster key)")
+        self._last_used[api_key] = self._clock.milliseconds()
         return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))

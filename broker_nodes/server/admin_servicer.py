@@ -106,4 +106,8 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             partitions_version=self.broker.cluster_state.version,
             security_version=self.broker.security.version,
             partitions=partitions,
+            credential_uses=[
+                admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms)
+                for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())
+            ],
         )

@@ -79,7 +79,7 @@ class Broker:
         self.cluster_state = ClusterState(config.data_dir, config.node_id)
         self.security = SecurityStore(config.data_dir)
         self.authenticator = Authenticator(
-            security_required=bool(config["security.required"]), internal_token=config.internal_token, security_store=self.security
+            security_required=bool(config["security.required"]), internal_token=config.internal_token, security_store=self.security, clock=clock
         )
         self.quotas = QuotaManager(clock)
         # Snapshots are applied one at a time so that the version check and the store agree.

@@ -109,6 +109,17 @@ def test_revoked_key_stops_working_when_the_snapshot_is_applied(node) -> None:
     assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
+def test_describe_state_reports_when_each_cluster_key_was_last_used(node) -> None:
+    before = node.admin.DescribeState(admin_pb2.DescribeStateRequest(), metadata=INTERNAL)
+    assert list(before.credential_uses) == []
+    metadata_of(node, ALICE_KEY)
+    with pytest.raises(grpc.RpcError):
+        metadata_of(node, as_key("KEYBOB", "wrong-secret"))
+    uses = node.admin.DescribeState(admin_pb2.DescribeStateRequest(), metadata=INTERNAL).credential_uses
+    assert [use.api_key for use in uses] == ["KEYALICE"]  # a failed attempt is not a use
+    assert uses[0].last_used_ms > 0
+
+
 def test_wrong_internal_token_is_unauthenticated(node) -> None:
     with pytest.raises(grpc.RpcError) as raised:
         metadata_of(node, (("x-weir-internal-token", "guess"), ("x-weir-tenant", TENANT_A)))

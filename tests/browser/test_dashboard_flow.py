@@ -56,28 +56,10 @@ def managed_broker(tmp_path: Path, settings, transactional_db: None) -> Iterator
 
 @pytest.fixture
 def live_server(transactional_db: None) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    """A live server for this test only (pytest-django's is session-scoped and would keep its
-    database connection open past the test database's teardown)."""
-    from pytest_django.live_server_helper import LiveServer
+    from tests.support.live_server import running_live_server
 
-    server = LiveServer("127.0.0.1:0")
-    try:
+    with running_live_server() as server:
         yield server
-    finally:
-        server.stop()
-        _end_orphaned_database_sessions()
-
-
-def _end_orphaned_database_sessions() -> None:
-    """The live server's request threads can exit without closing their database connection
-    (Django closes it when the browser closes its keep-alive socket, which may come after the
-    thread is gone); the test database cannot be dropped while such a session lingers."""
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 @pytest.fixture

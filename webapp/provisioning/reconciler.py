@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grpc_protos.weir.v1 import admin_pb2
+from webapp.accounts.actions.keys import do_record_cluster_key_use
 from webapp.catalog.models import Partition
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
@@ -133,6 +134,16 @@ def _mark_brokers(online: list[int], offline: list[int]) -> None:
         BrokerNode.objects.filter(node_id__in=offline).update(state=BrokerState.OFFLINE)
 
 
+def _record_cluster_key_use(states: list[admin_pb2.DescribeStateResponse]) -> None:
+    """Cluster keys are used on brokers, not here: record each key's latest use any broker reported."""
+    latest: dict[str, int] = {}
+    for state in states:
+        for use in state.credential_uses:
+            latest[use.api_key] = max(latest.get(use.api_key, 0), use.last_used_ms)
+    if latest:
+        do_record_cluster_key_use(latest)
+
+
 def reconcile(now: datetime | None = None) -> ReconcileReport:
     """One reconciliation round: recover lost jobs, then check every registered broker (see
     the module docstring). ``now`` is the time lost jobs are judged at (default: now)."""
@@ -157,6 +168,7 @@ def reconcile(now: datetime | None = None) -> ReconcileReport:
         if drift is not None:
             drifts.append(drift)
     _mark_brokers(report.online, report.offline)
+    _record_cluster_key_use([state for state in states if state is not None])
     if drifts:
         _repair(drifts, report)
     return report

@@ -204,16 +204,26 @@ class HostedPartition(_message.Message):
     segment_count: int
     def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., leader_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segment_count: _Optional[int] = ...) -> None: ...
 
+class CredentialUse(_message.Message):
+    __slots__ = ("api_key", "last_used_ms")
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_MS_FIELD_NUMBER: _ClassVar[int]
+    api_key: str
+    last_used_ms: int
+    def __init__(self, api_key: _Optional[str] = ..., last_used_ms: _Optional[int] = ...) -> None: ...
+
 class DescribeStateResponse(_message.Message):
-    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions")
+    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_VERSION_FIELD_NUMBER: _ClassVar[int]
     SECURITY_VERSION_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_USES_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     rack: str
     partitions_version: int
     security_version: int
     partitions: _containers.RepeatedCompositeFieldContainer[HostedPartition]
-    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ...) -> None: ...
+    credential_uses: _containers.RepeatedCompositeFieldContainer[CredentialUse]
+    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ...) -> None: ...

@@ -1,5 +1,5 @@
-"""The OpenAPI schema drives schemathesis over every operation, in process through Django's
-WSGI application with an owner's cloud key: no input may produce a 500.
+"""The OpenAPI schema drives schemathesis over every operation of a running server (a live
+HTTP server on loopback) with an owner's cloud key: no input may produce a 500.
 
 Examples are bounded per operation (and the whole module stays well under a minute);
 ``/sign-up`` and ``/invitations/accept`` run anonymous too, since the key is then unused.
@@ -21,27 +21,24 @@ from webapp.fleet.models import BrokerNode
 EXAMPLES_PER_OPERATION = 8
 
 
-from webapp.wsgi import application  # noqa: E402  (pytest-django has configured Django by now)
+def _served_schema() -> dict:
+    # pytest-django has configured Django by now; serving the schema runs no query.
+    from django.test import Client
 
-# Loading the schema runs no query: /api/schema/ is public and the request carries no credentials.
-schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+    return Client().get("/api/schema/?format=json").json()
+
+
+# The operations come from the schema the application serves; every generated case is sent
+# over HTTP to a live server (see ``live_server``).
+schema = schemathesis.openapi.from_dict(_served_schema())
 
 
 @pytest.fixture
-def database_connection_kept_open():  # type: ignore[no-untyped-def]
-    """Django's WSGI handler closes the database connection after each request; inside a
-    test's transaction that would lose the test's data (Django's own test client turns this
-    off the same way)."""
-    from django.core import signals
-    from django.db import close_old_connections
+def live_server(transactional_db: None):  # type: ignore[no-untyped-def]
+    from tests.support.live_server import running_live_server
 
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    try:
-        yield
-    finally:
-        signals.request_started.connect(close_old_connections)
-        signals.request_finished.connect(close_old_connections)
+    with running_live_server() as server:
+        yield server
 
 
 def test_schema_and_docs_are_served(client) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +50,7 @@ def test_schema_and_docs_are_served(client) -> None:  # type: ignore[no-untyped-
     assert docs.status_code == 200
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES_PER_OPERATION,
@@ -62,8 +59,8 @@ def test_schema_and_docs_are_served(client) -> None:  # type: ignore[no-untyped-
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-def test_no_operation_answers_500(case, database_connection_kept_open: None, acme: TenantFixture, registered_broker: BrokerNode) -> None:  # type: ignore[no-untyped-def]
+def test_no_operation_answers_500(case, live_server, acme: TenantFixture, registered_broker: BrokerNode) -> None:  # type: ignore[no-untyped-def]
     key_id, secret = acme.secrets[Role.OWNER]
     token = base64.b64encode(f"{key_id}:{secret}".encode()).decode()
 
-    case.call_and_validate(headers={"Authorization": f"Basic {token}"}, checks=[not_a_server_error])
+    case.call_and_validate(base_url=live_server.url, headers={"Authorization": f"Basic {token}"}, checks=[not_a_server_error], timeout=30)

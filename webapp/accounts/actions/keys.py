@@ -8,6 +8,9 @@ SYNC_SECURITY job; cloud keys are checked by the control plane alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from typing import Mapping
 
 from django.db import transaction
 from django.utils import timezone
@@ -111,3 +114,17 @@ def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiK
         if locked.kind == ApiKeyKind.CLUSTER:
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, locked.key_id, created_by=actor.user, request_id=request_id)
     return locked, job
+
+
+def do_record_cluster_key_use(last_used_ms_by_key: Mapping[str, int]) -> int:
+    """Set the last_used_at of cluster keys from the brokers' reports (key id -> ms since the
+    epoch), never moving it backwards. Two queries whatever the number of keys; returns how
+    many keys changed."""
+    changed = []
+    for key in ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, key_id__in=list(last_used_ms_by_key)):
+        used_at = datetime.fromtimestamp(last_used_ms_by_key[key.key_id] / 1000, tz=dt_timezone.utc)
+        if key.last_used_at is None or key.last_used_at < used_at:
+            key.last_used_at = used_at
+            changed.append(key)
+    ApiKey.objects.bulk_update(changed, ["last_used_at"])
+    return len(changed)
