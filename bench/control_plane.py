@@ -218,7 +218,7 @@ class LocalStack:
     def log_tails(self, lines: int = 15) -> str:
         """The last ``lines`` lines of each process's log and of deploy.local's output, to
         explain failures before the data directory goes away."""
-        parts = [f"--- deploy.local output\n" + "\n".join(self._lines[-lines:])]
+        parts = ["--- deploy.local output\n" + "\n".join(self._lines[-lines:])]
         for log in sorted(self._data_dir.glob("*.log")):
             tail = log.read_text(errors="replace").splitlines()[-lines:]
             parts.append(f"--- {log.name}\n" + "\n".join(tail))

@@ -7,7 +7,6 @@ token; the worker consumes a queue unique to this test run.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,13 +57,17 @@ def fast_retries(settings) -> None:  # type: ignore[no-untyped-def]
 def worker(django_db_blocker) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """A Celery worker thread on Redis, consuming a queue no other run uses.
 
-    One worker for the module: Celery fixes its routing to the default queue on first use,
-    so the queue is chosen once, before any task of this process is sent.
+    One worker for the module, consuming this session's default queue.
     """
-    queue = f"weir-test-{uuid.uuid4().hex}"
-    previous_queue, previous_eager = app.conf.task_default_queue, app.conf.task_always_eager
-    app.conf.task_default_queue = queue
+    # The default queue is already this test session's own: settings derive it from the
+    # session's temporary WEIR_DATA_DIR. Celery fixes its routing on first use, so changing
+    # the queue here would not reach tasks sent earlier in the session; consume it instead,
+    # minus anything an earlier test left there.
+    queue = app.conf.task_default_queue
+    previous_eager = app.conf.task_always_eager
     app.conf.task_always_eager = False
+    with app.connection_for_write() as connection:
+        app.amqp.queues[queue].bind(connection).purge()
 
     def close_worker_connections(**_: object) -> None:
         # Runs in the worker thread after each task: Django's connections are per thread, so
@@ -78,7 +81,7 @@ def worker(django_db_blocker) -> Iterator[None]:  # type: ignore[no-untyped-def]
             yield
     finally:
         task_postrun.disconnect(close_worker_connections)
-        app.conf.task_default_queue, app.conf.task_always_eager = previous_queue, previous_eager
+        app.conf.task_always_eager = previous_eager
         connections.close_all()
 
 

@@ -3,7 +3,6 @@ delete with a typed confirmation. Mutations call ``webapp.catalog.actions.topics
 
 from __future__ import annotations
 
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
