@@ -6,68 +6,31 @@ import hashlib
 import uuid
 from pathlib import Path
 
-import grpc
 
-from broker_nodes.config import load_broker_config
-from broker_nodes.server.app import BrokerServer, start_broker_server
-from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
+from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
+from tests.support.in_process_broker import InProcessBroker
 
 INTERNAL_TOKEN = "test-internal-token-0123456789"
 FAST_CONFIGS = {"offsets.topic.num.partitions": "2"}
 
 
-class SecuredBroker:
-    """A running in-process broker with an Admin stub (internal token) and a way to call as any client."""
+class SecuredBroker(InProcessBroker):
+    """An in-process broker run as the control plane runs it (internal token,
+    ``security.required``), with an Admin stub; quota delays are recorded, not slept."""
 
     def __init__(self, data_dir: Path, *, node_id: int = 1, security_required: bool = True) -> None:
-        self.data_dir = data_dir
-        self.node_id = node_id
-        configs = {**FAST_CONFIGS, "security.required": "true" if security_required else "false"}
-        self.config = load_broker_config(
+        self.throttle_delays: list[float] = []
+        super().__init__(
+            data_dir,
+            {**FAST_CONFIGS, "security.required": "true" if security_required else "false"},
             node_id=node_id,
-            listen="127.0.0.1:0",
-            data_dir=data_dir,
-            configs=[f"{key}={value}" for key, value in configs.items()],
             environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN},
+            sleep=self.throttle_delays.append,
         )
-        self.running: BrokerServer | None = None
-        self.channel: grpc.Channel | None = None
-        self.throttle_delays: list[float] = []  # quota delays, recorded instead of slept
-
-    def start(self) -> "SecuredBroker":
-        self.running = start_broker_server(self.config, sleep=self.throttle_delays.append)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.running.port}")
-        return self
-
-    @property
-    def port(self) -> int:
-        assert self.running is not None
-        return self.running.port
-
-    @property
-    def broker(self):
-        assert self.running is not None
-        return self.running.broker
 
     @property
     def admin(self) -> admin_pb2_grpc.AdminStub:
         return admin_pb2_grpc.AdminStub(self.channel)
-
-    @property
-    def stub(self) -> broker_pb2_grpc.BrokerStub:
-        return broker_pb2_grpc.BrokerStub(self.channel)
-
-    def stop(self) -> None:
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
-        if self.running is not None:
-            self.running.stop(grace_seconds=1.0)
-            self.running = None
-
-    def restart(self) -> "SecuredBroker":
-        self.stop()
-        return self.start()
 
 
 INTERNAL = (("x-weir-internal-token", INTERNAL_TOKEN),)
