@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.weir.sdk_support import assigned, consume_all, create_topic
 from weir import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError, Producer, TopicPartition
 
@@ -143,3 +145,20 @@ def test_paused_partition_is_not_consumed_until_resumed(broker) -> None:
     received = consume_all(consumer, 1)
     consumer.close()
     assert [message.value() for message in received] == [b"late"]
+
+
+@pytest.mark.parametrize("enabled_by_application", [True, False])
+def test_consume_leaves_the_garbage_collector_as_the_application_set_it(broker, enabled_by_application: bool) -> None:
+    import gc
+
+    load(broker.address, "collected", 50)
+    consumer = assigned(Consumer({"bootstrap.servers": broker.address}), "collected", 1, OFFSET_BEGINNING)
+    was_enabled = gc.isenabled()
+    (gc.enable if enabled_by_application else gc.disable)()
+    try:
+        received = consume_all(consumer, 50)
+        assert gc.isenabled() is enabled_by_application
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+        consumer.close()
+    assert len(received) == 50
