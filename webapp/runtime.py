@@ -62,7 +62,7 @@ def celery_broker_url(redis_url: str, data_dir: Path) -> tuple[str, dict[str, st
     if redis_answers(redis_url):
         return redis_url, {}
     queue_dir = data_dir / "celery"
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (queue_dir / sub).mkdir(parents=True, exist_ok=True)
     if os.environ.get("WEIR_QUIET_TRANSPORT_NOTICE") != "1":
         print(f"weir: no Redis at {redis_url}; Celery uses the filesystem transport in {queue_dir}", file=sys.stderr)
@@ -73,5 +73,7 @@ def celery_broker_url(redis_url: str, data_dir: Path) -> tuple[str, dict[str, st
         "data_folder_out": str(queue_dir / "queue"),
         "processed_folder": str(queue_dir / "processed"),
         "store_processed": "false",
+        # Exchange bindings; kombu's default is a "control" folder in the working directory.
+        "control_folder": str(queue_dir / "control"),
     }
     return "filesystem://", options

@@ -39,7 +39,9 @@ def test_children_share_the_data_dir_and_know_the_brokers(tmp_path: Path) -> Non
 def test_celery_falls_back_to_the_filesystem_when_redis_does_not_answer(tmp_path: Path) -> None:
     url, options = celery_broker_url(f"redis://127.0.0.1:{free_port()}/0", tmp_path)
     assert url == "filesystem://"
-    assert Path(options["data_folder_in"]).is_dir()
+    # Every folder kombu uses lies in the data directory, none in the working directory.
+    for option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        assert Path(options[option]).is_dir() and tmp_path in Path(options[option]).parents
 
 def test_supervisor_restarts_a_child_that_dies(tmp_path: Path) -> None:
     marker = tmp_path / "starts"
