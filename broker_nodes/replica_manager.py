@@ -2,7 +2,10 @@
 
 Standalone, this broker leads every partition it hosts with leader epoch 0 and is the only
 replica, so an append is committed as soon as it is in the log: the high watermark moves to
-the log end right after each append and the fetch purgatory is told. Work is per batch and
+the log end right after each append and the fetch purgatory is told. A partition the cluster
+map gives followers is led through ``broker_nodes.replication``: the high watermark moves as
+the in-sync replicas catch up, and acks=all waits for it (or fails with NOT_ENOUGH_REPLICAS
+before appending when the ISR is smaller than min.insync.replicas). Work is per batch and
 per partition, never per record: produce hands the received bytes to
 ``PartitionLog.append_as_leader`` and fetch returns the bytes ``PartitionLog.read`` gives.
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterState
@@ -26,8 +29,13 @@ from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 
+if TYPE_CHECKING:
+    from broker_nodes.replication.manager import ReplicationManager
+
 LEADER_EPOCH = 0  # standalone (and internal topics): this broker has led every partition since it was created
-VALID_ACKS = (0, 1, -1)  # -1 (all) equals 1 here: there is one replica
+VALID_ACKS = (0, 1, -1)  # -1 (all) equals 1 for partitions with a single replica
+ACKS_ALL = -1
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # acks=all wait when a request sets no timeout_ms (Kafka's request.timeout.ms)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -154,6 +162,9 @@ class ReplicaManager:
         self._max_request_size = max_request_size
         self._append_locks: dict[tuple[str, int], threading.Lock] = {}
         self._append_locks_guard = threading.Lock()
+        # Set by the broker once replication is wired in; None: every partition has one replica.
+        self.replication: "ReplicationManager | None" = None
+        self.default_request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS
 
     # ------------------------------------------------------------------ lookups
 
@@ -175,11 +186,16 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ produce
 
-    def append_records(self, acks: int, entries: Sequence[tuple[str, int, bytes]], *, transactional_id: str = "") -> list[AppendInfo | Exception]:
+    def append_records(
+        self, acks: int, entries: Sequence[tuple[str, int, bytes]], *, transactional_id: str = "", timeout_ms: int = 0
+    ) -> list[AppendInfo | Exception]:
         """Append each ``(topic, partition, record batches)``; one result or exception per entry.
 
         Request-wide problems (invalid acks, more bytes than max.request.size, a transactional
-        request) fail every entry and append nothing.
+        request) fail every entry and append nothing. With acks=all, replicated partitions are
+        answered once their in-sync replicas have the batch, or with REQUEST_TIMED_OUT after
+        ``timeout_ms`` (0 or less: the broker's request.timeout.ms); all partitions are
+        appended first and then waited for together.
         """
         request_error: Exception | None = None
         if transactional_id:
@@ -199,18 +215,38 @@ class ReplicaManager:
                     # Internal topics hold the broker's own records (committed offsets); a
                     # client's bytes there could corrupt what the broker reloads at startup.
                     raise InvalidTopicError(topic, "internal topics are written only by the broker")
-                results.append(self.append_to_partition(topic, partition, records))
+                results.append(self.append_to_partition(topic, partition, records, acks=acks))
             except Exception as error:  # every failure is this partition's answer, mapped by server.errors
                 results.append(error)
+        replication = self.replication
+        if acks == ACKS_ALL and replication is not None:
+            wait_ms = timeout_ms if timeout_ms > 0 else self.default_request_timeout_ms
+            deadline = self._clock.monotonic() + wait_ms / 1000.0
+            for index, ((topic, partition, _), result) in enumerate(zip(entries, results)):
+                if isinstance(result, AppendInfo) and replication.is_replicated_leader(topic, partition):
+                    try:
+                        replication.wait_for_replication(topic, partition, result.last_offset + 1, deadline, wait_ms)
+                    except Exception as error:
+                        results[index] = error
         return results
 
-    def append_to_partition(self, topic: str, partition: int, records: bytes) -> AppendInfo:
-        """Append record batches as leader, advance the high watermark and wake waiting fetches."""
+    def append_to_partition(self, topic: str, partition: int, records: bytes, *, acks: int = 1) -> AppendInfo:
+        """Append record batches as leader, advance the high watermark and wake waiting fetches.
+
+        For a replicated partition the high watermark moves only as the in-sync replicas
+        catch up, and acks=all is refused (NotEnoughReplicasError, nothing appended) while the
+        ISR is smaller than min.insync.replicas.
+        """
         if not records:
             raise EmptyRecordsError(topic, partition)
         leader_epoch = self.leader_epoch(topic, partition)
         log = self.partition_log(topic, partition)
+        replication = self.replication
+        replicated = replication is not None and replication.is_replicated_leader(topic, partition)
         with self._append_lock(topic, partition):
+            if replicated and acks == ACKS_ALL:
+                assert replication is not None
+                replication.check_enough_replicas(topic, partition)
             try:
                 info = log.append_as_leader(records, leader_epoch)
             except LogDirectoryError:
@@ -218,8 +254,13 @@ class ReplicaManager:
                 raise
             if info.duplicate:
                 return info
-            log.update_high_watermark(log.log_end_offset)
+            if not replicated:
+                log.update_high_watermark(log.log_end_offset)
+        # Wakes followers' long polls; consumers parked here re-read and see only what is below the high watermark.
         self._purgatory.notify_append(topic, partition, info.size_bytes)
+        if replicated:
+            assert replication is not None
+            replication.after_leader_append(topic, partition, log)
         return info
 
     def _append_lock(self, topic: str, partition: int) -> threading.Lock:

@@ -3,8 +3,8 @@
 The server listens before the logs are recovered so that health checks can answer: the
 health service says NOT_SERVING until ``Broker.start`` has finished, then SERVING for ""
 and "weir.v1.Broker"; Broker calls arriving earlier are refused with UNAVAILABLE. Server
-reflection is on. The ``Admin`` service (control plane -> broker) is served beside
-``Broker``. With a TLS certificate and key in the config the port speaks TLS only.
+reflection is on. The ``Admin`` service (control plane -> broker) and the ``Replication``
+service (follower -> leader) are served beside ``Broker``. With a TLS certificate and key in the config the port speaks TLS only.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from broker_nodes.config import BrokerConfig
 from broker_nodes.security.tls import server_credentials
 from broker_nodes.server.admin_servicer import AdminServicer
 from broker_nodes.server.broker import Broker, request_thread_count
+from broker_nodes.server.replication_servicer import ReplicationServicer
 from broker_nodes.server.servicer import BrokerServicer
-from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
+from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc, replication_pb2, replication_pb2_grpc
 
 BROKER_SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name  # "weir.v1.Broker"
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name  # "weir.v1.Admin"
+REPLICATION_SERVICE_NAME = replication_pb2.DESCRIPTOR.services_by_name["Replication"].full_name  # "weir.v1.Replication"
 HEALTH_SERVICE_NAMES = ("", BROKER_SERVICE_NAME)  # the names whose status health checks report
 
 
@@ -79,11 +81,12 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
     servicer = BrokerServicer(broker, sleep=sleep)
     broker_pb2_grpc.add_BrokerServicer_to_server(servicer, server)
     admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(broker), server)
+    replication_pb2_grpc.add_ReplicationServicer_to_server(ReplicationServicer(broker), server)
     health_servicer = health.HealthServicer()
     for name in HEALTH_SERVICE_NAMES:
         health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((BROKER_SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection((BROKER_SERVICE_NAME, ADMIN_SERVICE_NAME, REPLICATION_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     host = config.listen.host
     address = f"[{host}]:{config.listen.port}" if ":" in host else f"{host}:{config.listen.port}"
     if config.tls_cert is not None and config.tls_key is not None:

@@ -19,6 +19,8 @@ from broker_nodes.config import BrokerConfig
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.producer_ids import ProducerIdManager
 from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.replication.follower import FetcherSettings
+from broker_nodes.replication.manager import ReplicationManager, ReplicationSettings
 from broker_nodes.security.authenticator import Authenticator
 from broker_nodes.security.quotas import QuotaManager
 from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
@@ -104,6 +106,30 @@ class Broker:
             cluster_state=self.cluster_state,
         )
         self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager, hosted=self.cluster_state.hosts)
+        self.replication = ReplicationManager(
+            config.node_id,
+            log_manager=self.log_manager,
+            fetch_purgatory=self.purgatory,
+            clock=clock,
+            internal_token=config.internal_token,
+            settings=ReplicationSettings(
+                replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),  # type: ignore[call-overload]
+                fetcher=FetcherSettings(
+                    max_wait_ms=int(config["replica.fetch.wait.max.ms"]),  # type: ignore[call-overload]
+                    max_bytes=int(config["replica.fetch.max.bytes"]),  # type: ignore[call-overload]
+                    backoff_ms=int(config["replica.fetch.backoff.ms"]),  # type: ignore[call-overload]
+                ),
+            ),
+            min_insync_replicas=self._min_insync_replicas,
+        )
+        self.replica_manager.replication = self.replication
+        self.replica_manager.default_request_timeout_ms = int(config["request.timeout.ms"])  # type: ignore[call-overload]
+        # Followers are checked for lag twice per replica.lag.time.max.ms, as Kafka does.
+        self._isr_expiry = PeriodicTask(
+            "isr-expiry",
+            int(config["replica.lag.time.max.ms"]) / 2000.0,  # type: ignore[call-overload]
+            self.replication.shrink_isrs,
+        )
         self.producer_ids = ProducerIdManager(config.data_dir)
         self.offset_store = OffsetStore(
             self.replica_manager, self.registry, clock, metadata_max_bytes=int(config["offset.metadata.max.bytes"])  # type: ignore[call-overload]
@@ -158,9 +184,18 @@ class Broker:
             logger.info("created internal topic %s", OFFSETS_TOPIC)
         loaded = self.offset_store.load()
         logger.info("loaded %d records of committed offsets from %s", loaded, OFFSETS_TOPIC)
+        if snapshot is not None:
+            self.replication.apply(snapshot)
         self.log_manager.start_background()
         self._offset_expiry.start()
+        self._isr_expiry.start()
         self._ready.set()
+
+    def _min_insync_replicas(self, topic: str) -> int:
+        metadata = self.registry.get(topic)
+        if metadata is None:
+            return 1
+        return int(self.topic_admin.effective_configs(metadata)["min.insync.replicas"])  # type: ignore[call-overload]
 
     @property
     def managed(self) -> bool:
@@ -172,6 +207,7 @@ class Broker:
             self.cluster_state.check_not_stale(snapshot.version)
             self.cluster_state.store(snapshot)
             change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
+            self.replication.apply(snapshot)
         if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:
             logger.info(
                 "applied cluster map version %d: %d partitions created, %d deleted, %d topics reconfigured",
@@ -196,7 +232,9 @@ class Broker:
         self._stopped = True
         self._ready.clear()
         self.purgatory.close()
+        self.replication.shutdown()
         self._offset_expiry.stop()
+        self._isr_expiry.stop()
         self.log_manager.shutdown()
         logger.info("logs closed cleanly")
 

@@ -14,6 +14,7 @@ import grpc
 
 from broker_nodes import cluster_state, producer_ids, replica_manager, topic_registry
 from broker_nodes.coordinator import offset_store
+from broker_nodes.replication import errors as replication_errors
 from broker_nodes.security import errors as security_errors
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.storage import errors as storage_errors
@@ -73,6 +74,9 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
     cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,
+    replication_errors.NotEnoughReplicasAfterAppendError: ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    replication_errors.ReplicationTimedOutError: ErrorCode.REQUEST_TIMED_OUT,
     security_errors.TopicAuthorizationError: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     security_errors.GroupAuthorizationError: ErrorCode.GROUP_AUTHORIZATION_FAILED,
     security_errors.ClusterAuthorizationError: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

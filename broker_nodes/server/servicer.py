@@ -133,7 +133,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     leader_id=assignment.leader_id,
                     leader_epoch=assignment.leader_epoch,
                     replicas=assignment.replicas,
-                    isr=assignment.isr,
+                    # As leader, the ISR this broker keeps is newer than the map's.
+                    isr=self.broker.replication.isr(topic.name, assignment.partition) or assignment.isr,
                 )
                 for assignment in managed.partitions
             ]
@@ -290,7 +291,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         requested = request_parsing.produce_entries(request)
         authorized = [(topic, partition, records) for topic, partition, records in requested if call.may(Operation.WRITE, ResourceType.TOPIC, topic)]
         appended = self.broker.replica_manager.append_records(
-            request.acks, [(call.qualify(topic), partition, records) for topic, partition, records in authorized], transactional_id=request.transactional_id
+            request.acks,
+            [(call.qualify(topic), partition, records) for topic, partition, records in authorized],
+            transactional_id=request.transactional_id,
+            timeout_ms=request.timeout_ms,
         )
         outcomes_by_partition = {(topic, partition): outcome for (topic, partition, _), outcome in zip(authorized, appended)}
         entries = requested

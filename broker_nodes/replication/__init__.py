@@ -1,0 +1,1 @@
+"""Leader/follower replication between brokers: follower fetchers, ISR, high watermark, acks=all."""

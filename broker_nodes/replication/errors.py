@@ -1,0 +1,50 @@
+"""Typed errors of replication, each with a ``retriable`` flag; ``server.errors`` maps them to Kafka codes."""
+
+from __future__ import annotations
+
+
+class NotEnoughReplicasError(Exception):
+    """acks=all with fewer in-sync replicas than min.insync.replicas (NOT_ENOUGH_REPLICAS): nothing was appended."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, isr_size: int, min_insync_replicas: int) -> None:
+        super().__init__(
+            f"partition {partition} of topic {topic!r} has {isr_size} in-sync replicas, fewer than min.insync.replicas {min_insync_replicas}; nothing was appended"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.isr_size = isr_size
+        self.min_insync_replicas = min_insync_replicas
+
+
+class NotEnoughReplicasAfterAppendError(Exception):
+    """The batch reached every in-sync replica, but the ISR had shrunk below min.insync.replicas meanwhile."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, isr_size: int, min_insync_replicas: int) -> None:
+        super().__init__(
+            f"partition {partition} of topic {topic!r} was written to {isr_size} in-sync replicas, fewer than min.insync.replicas {min_insync_replicas}"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.isr_size = isr_size
+        self.min_insync_replicas = min_insync_replicas
+
+
+class ReplicationTimedOutError(Exception):
+    """acks=all: the in-sync replicas did not all have the batch before the request's timeout (REQUEST_TIMED_OUT)."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, required_offset: int, high_watermark: int, timeout_ms: int) -> None:
+        super().__init__(
+            f"partition {partition} of topic {topic!r}: the in-sync replicas reached offset {high_watermark}, "
+            f"not {required_offset}, within {timeout_ms} ms; the batch is in the leader's log and may still be replicated"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.required_offset = required_offset
+        self.high_watermark = high_watermark
+        self.timeout_ms = timeout_ms

@@ -1,0 +1,271 @@
+"""The follower side: one fetcher thread per leader broker pulls the partitions it leads.
+
+For each partition a fetcher first truncates a divergent tail (KIP-101 / KIP-279): it asks the
+leader ``OffsetForLeaderEpoch`` for the end offset of the latest epoch in its own
+leader-epoch cache and truncates its log to the smaller of that offset and its own end of
+that epoch. It never truncates to its own high watermark, which may lag behind records the
+leader committed. Then it fetches from its log end offset with a long poll, appends the
+leader's batches as they are (``append_as_follower``: same bytes, same offsets, same epochs)
+and takes the leader's high watermark, capped at its own log end.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import grpc
+
+from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH
+from broker_nodes.storage.log import PartitionLog
+from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
+from weir.errors import ErrorCode
+
+logger = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+LogLookup = Callable[[str, int], "PartitionLog | None"]
+INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
+# Added to the long poll's max wait for the gRPC deadline, so the leader can answer late.
+CALL_DEADLINE_MARGIN_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class FollowedPartition:
+    """One partition a fetcher replicates. Changed only under the fetcher's lock."""
+
+    leader_epoch: int
+    truncated: bool = False  # the divergent tail (if any) is gone; fetching may start
+    retry_at: float = 0.0  # monotonic time before which the partition is not fetched (after an error)
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    max_wait_ms: int  # replica.fetch.wait.max.ms
+    max_bytes: int  # replica.fetch.max.bytes, per partition
+    backoff_ms: int  # replica.fetch.backoff.ms
+
+
+class ReplicaFetcher:
+    """The thread that replicates every partition one leader broker leads for this broker.
+
+    Thread-safety: partitions are added and removed from any thread. A removal waits for a
+    response being applied, so once :meth:`remove_partition` returns the fetcher never
+    writes to that partition's log again (the broker may make it the leader).
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        leader_id: int,
+        address: str,
+        *,
+        internal_token: str,
+        logs: LogLookup,
+        settings: FetcherSettings,
+    ) -> None:
+        self.node_id = node_id
+        self.leader_id = leader_id
+        self.address = address
+        self._logs = logs
+        self._settings = settings
+        self._metadata = ((INTERNAL_TOKEN_HEADER, internal_token),)
+        self._lock = threading.Lock()
+        self._partitions: dict[PartitionKey, FollowedPartition] = {}
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._in_flight: grpc.Future | None = None
+        self._channel = grpc.insecure_channel(address)
+        self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
+        self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
+
+    # ------------------------------------------------------------------ control
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add_partition(self, topic: str, partition: int, leader_epoch: int) -> None:
+        """Follow ``(topic, partition)`` under ``leader_epoch``: truncate by epoch first, then fetch."""
+        with self._lock:
+            current = self._partitions.get((topic, partition))
+            if current is not None and current.leader_epoch == leader_epoch:
+                return
+            self._partitions[(topic, partition)] = FollowedPartition(leader_epoch)
+        self._interrupt()
+
+    def remove_partition(self, topic: str, partition: int) -> None:
+        with self._lock:
+            self._partitions.pop((topic, partition), None)
+
+    @property
+    def partition_keys(self) -> set[PartitionKey]:
+        with self._lock:
+            return set(self._partitions)
+
+    def stop(self, timeout_seconds: float = 5.0) -> None:
+        self._stopping.set()
+        self._interrupt()
+        self._thread.join(timeout_seconds)
+        self._channel.close()
+
+    def _interrupt(self) -> None:
+        """Cut a long poll short so a partition change takes effect at once."""
+        self._wake.set()
+        in_flight = self._in_flight
+        if in_flight is not None:
+            in_flight.cancel()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                progressed = self._run_once()
+            except grpc.FutureCancelledError:
+                continue  # a partition change cut the long poll short (see _interrupt)
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.CANCELLED:
+                    logger.info("replica fetcher for leader %d at %s: %s", self.leader_id, self.address, error.code().name)
+                    self._wake.wait(self._settings.backoff_ms / 1000.0)
+                continue
+            except Exception:
+                logger.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
+                progressed = False
+            if not progressed:
+                self._wake.wait(self._settings.backoff_ms / 1000.0)
+
+    def _run_once(self) -> bool:
+        """One round: truncate the partitions that need it, then one fetch. False when there was nothing to do."""
+        now = time.monotonic()
+        with self._lock:
+            due = {key: state.leader_epoch for key, state in self._partitions.items() if state.retry_at <= now}
+            to_truncate = {key: epoch for key, epoch in due.items() if not self._partitions[key].truncated}
+        if to_truncate:
+            self._truncate(to_truncate)
+        with self._lock:
+            to_fetch = {key: state.leader_epoch for key, state in self._partitions.items() if state.truncated and state.retry_at <= now}
+        if not to_fetch:
+            return False
+        return self._fetch(to_fetch)
+
+    def _call(self, method, request):  # type: ignore[no-untyped-def]
+        future = method.future(request, timeout=self._settings.max_wait_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS, metadata=self._metadata)
+        self._in_flight = future
+        try:
+            if self._stopping.is_set():
+                future.cancel()
+            return future.result()
+        finally:
+            self._in_flight = None
+
+    # ------------------------------------------------------------------ truncation
+
+    def _truncate(self, partitions: dict[PartitionKey, int]) -> None:
+        requests = []
+        latest_epochs: dict[PartitionKey, int] = {}
+        for (topic, partition), leader_epoch in partitions.items():
+            log = self._logs(topic, partition)
+            if log is None:
+                continue
+            latest = log.leader_epoch_cache.latest_epoch
+            if latest == UNDEFINED_EPOCH:
+                # A log without any epoch holds no record written under a leader: nothing can diverge.
+                self._mark_truncated((topic, partition), leader_epoch)
+                continue
+            latest_epochs[(topic, partition)] = latest
+            requests.append(replication_pb2.OffsetForLeaderEpochPartition(topic=topic, partition=partition, current_leader_epoch=leader_epoch, leader_epoch=latest))
+        if not requests:
+            return
+        response = self._call(self._stub.OffsetForLeaderEpoch, replication_pb2.OffsetForLeaderEpochRequest(replica_id=self.node_id, partitions=requests))
+        for answer in response.partitions:
+            key = (answer.topic, answer.partition)
+            with self._lock:
+                state = self._partitions.get(key)
+                if state is None or state.leader_epoch != partitions.get(key):
+                    continue
+                if answer.error_code != ErrorCode.NO_ERROR:
+                    self._back_off_locked(state, answer.error_code, answer.error_message, key)
+                    continue
+                log = self._logs(*key)
+                if log is None:
+                    continue
+                target = self._truncation_offset(log, latest_epochs[key], answer.leader_epoch, answer.end_offset)
+                if target < log.log_end_offset:
+                    logger.warning(
+                        "partition %d of %s: truncating the divergent tail from %d to %d (leader %d, epoch %d ends at %d there)",
+                        key[1], key[0], log.log_end_offset, target, self.leader_id, answer.leader_epoch, answer.end_offset,
+                    )
+                    log.truncate_to(target)
+                state.truncated = True
+
+    @staticmethod
+    def _truncation_offset(log: PartitionLog, asked_epoch: int, leader_epoch: int, leader_end_offset: int) -> int:
+        """Where this log stops agreeing with the leader's (KIP-279)."""
+        if leader_epoch == UNDEFINED_EPOCH or leader_end_offset < 0:
+            # The leader has no epoch at or below any of ours: none of our records is in its log.
+            return log.log_start_offset
+        if leader_epoch == asked_epoch:
+            return min(leader_end_offset, log.log_end_offset)
+        # The leader never had our latest epoch: we agree at most up to where the largest
+        # epoch we share ended, on either side.
+        _, own_end = log.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
+        return min(leader_end_offset, own_end if own_end >= 0 else log.log_start_offset, log.log_end_offset)
+
+    def _mark_truncated(self, key: PartitionKey, leader_epoch: int) -> None:
+        with self._lock:
+            state = self._partitions.get(key)
+            if state is not None and state.leader_epoch == leader_epoch:
+                state.truncated = True
+
+    # ------------------------------------------------------------------ fetching
+
+    def _fetch(self, partitions: dict[PartitionKey, int]) -> bool:
+        requests = []
+        for (topic, partition), leader_epoch in partitions.items():
+            log = self._logs(topic, partition)
+            if log is None:
+                continue
+            requests.append(
+                replication_pb2.ReplicaFetchPartition(
+                    topic=topic, partition=partition, fetch_offset=log.log_end_offset, current_leader_epoch=leader_epoch, log_end_offset=log.log_end_offset
+                )
+            )
+        if not requests:
+            return False
+        request = replication_pb2.ReplicaFetchRequest(
+            replica_id=self.node_id, max_wait_ms=self._settings.max_wait_ms, min_bytes=1, max_bytes=self._settings.max_bytes, partitions=requests
+        )
+        response = self._call(self._stub.ReplicaFetch, request)
+        progressed = False
+        for answer in response.partitions:
+            key = (answer.topic, answer.partition)
+            # Applied under the lock so that a removal (this broker becoming the leader) waits
+            # for it and no follower write lands after the partition changed hands.
+            with self._lock:
+                state = self._partitions.get(key)
+                if state is None or state.leader_epoch != partitions.get(key):
+                    continue
+                if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    # Our log end is past the leader's: the leader changed under us; truncate again by epoch.
+                    state.truncated = False
+                    continue
+                if answer.error_code != ErrorCode.NO_ERROR:
+                    self._back_off_locked(state, answer.error_code, answer.error_message, key)
+                    continue
+                log = self._logs(*key)
+                if log is None:
+                    continue
+                if answer.records:
+                    log.append_as_follower(answer.records)
+                    progressed = True
+                log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
+        # An empty answer after a full long poll is progress too: fetch again at once.
+        return progressed or bool(response.partitions)
+
+    def _back_off_locked(self, state: FollowedPartition, code: int, message: str, key: PartitionKey) -> None:
+        logger.info("partition %d of %s from leader %d: error %d (%s); retrying later", key[1], key[0], self.leader_id, code, message)
+        state.retry_at = time.monotonic() + self._settings.backoff_ms / 1000.0

@@ -1,0 +1,112 @@
+"""The leader's view of its followers: how far each has fetched, and which are in sync.
+
+Kafka's rule (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr``): a follower is caught up at
+the time of a fetch whose offset reaches the leader's log end offset, or reaches the log end
+offset the leader had at the follower's previous fetch (it has read everything that existed
+then). A follower in the ISR that has not been caught up for ``replica.lag.time.max.ms``
+leaves it; a follower outside the ISR joins once its fetch offset reaches the high watermark
+and the start of the current leader epoch (it holds everything committed).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+# (topic, partition, new ISR, leader epoch): how ISR changes leave the leader (the controller
+# will receive them through AlterPartition; for now the broker keeps the ISR locally).
+IsrChangeCallback = Callable[[str, int, tuple[int, ...], int], None]
+
+
+@dataclass(slots=True)
+class FollowerProgress:
+    """What the leader knows of one follower. Changed only under the owning tracker's lock."""
+
+    log_end_offset: int = 0
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    leader_log_end_at_last_fetch: int = 0
+
+
+class IsrTracker:
+    """The ISR and follower progress of one partition this broker leads with one leader epoch.
+
+    Invariants: the leader is always in the ISR; the ISR only names replicas of the partition.
+    Thread-safe (one lock); a new tracker is made for every new leader epoch.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        leader_id: int,
+        leader_epoch: int,
+        leader_epoch_start_offset: int,
+        replicas: Sequence[int],
+        isr: Sequence[int],
+        now_ms: int,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self._leader_epoch_start_offset = leader_epoch_start_offset
+        self._lock = threading.Lock()
+        self._replicas = tuple(replicas)
+        # The leader may be missing from the ISR the controller sent (it is being elected
+        # from it); it holds its own log, so it is in sync by definition.
+        self._isr = tuple(sorted({leader_id, *(replica for replica in isr if replica in self._replicas)}))
+        # Followers in the ISR start as caught up now: they get replica.lag.time.max.ms to
+        # show up before they are dropped, as in Kafka after an election.
+        self._followers = {
+            replica: FollowerProgress(last_caught_up_ms=now_ms if replica in self._isr else 0, last_fetch_ms=now_ms)
+            for replica in self._replicas
+            if replica != leader_id
+        }
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self._isr
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self._replicas
+
+    def in_sync_follower_log_end_offsets(self) -> list[int]:
+        """Log end offsets of the followers in the ISR (the high watermark is their minimum with the leader's)."""
+        with self._lock:
+            return [self._followers[replica].log_end_offset for replica in self._isr if replica != self.leader_id]
+
+    def record_fetch(self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int) -> bool:
+        """Note a follower's fetch at ``fetch_offset``; True when it joined the ISR.
+
+        Precondition: ``replica_id`` is a follower of this partition (see :meth:`is_follower`).
+        """
+        with self._lock:
+            progress = self._followers[replica_id]
+            progress.log_end_offset = fetch_offset
+            if fetch_offset >= leader_log_end_offset:
+                progress.last_caught_up_ms = now_ms
+            elif fetch_offset >= progress.leader_log_end_at_last_fetch:
+                progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+            progress.leader_log_end_at_last_fetch = leader_log_end_offset
+            progress.last_fetch_ms = now_ms
+            if replica_id in self._isr or fetch_offset < max(high_watermark, self._leader_epoch_start_offset):
+                return False
+            self._isr = tuple(sorted((*self._isr, replica_id)))
+            return True
+
+    def is_follower(self, replica_id: int) -> bool:
+        return replica_id in self._followers
+
+    def shrink(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """Drop followers not caught up for more than ``max_lag_ms``; the replicas dropped."""
+        with self._lock:
+            lagging = tuple(
+                replica for replica in self._isr if replica != self.leader_id and now_ms - self._followers[replica].last_caught_up_ms > max_lag_ms
+            )
+            if lagging:
+                self._isr = tuple(replica for replica in self._isr if replica not in lagging)
+            return lagging

@@ -1,0 +1,372 @@
+"""Replication of one broker's partitions: leader-side state, follower fetchers, acks=all.
+
+The cluster map (``ApplyPartitions``) says, for every partition, its replicas, its leader and
+the leader epoch. For each partition with more than one replica that this broker hosts:
+
+- as leader, an :class:`IsrTracker` per leader epoch follows the followers' fetches, the
+  high watermark moves to what every in-sync replica holds, and acks=all produces wait in the
+  :class:`AcksPurgatory` until it covers their batch;
+- as follower, the partition is handed to the :class:`ReplicaFetcher` of its leader.
+
+Becoming leader records the new epoch in the leader-epoch cache at the log end (so that
+followers asking ``OffsetForLeaderEpoch`` for an older epoch learn where it ended here), and
+the partition's fetcher lets go of it first. A snapshot whose leader epoch is older than the
+latest epoch in the partition's log is ignored for that partition. Partitions with a single
+replica (and standalone brokers) are left alone: their high watermark follows the log end.
+
+Thread-safety: the maps are swapped under one lock; request threads read them without it
+(a dictionary read is atomic); trackers and the purgatory have their own locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from broker_nodes.clock import Clock
+from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
+from broker_nodes.replica_manager import FencedLeaderEpochError, UnknownLeaderEpochError
+from broker_nodes.replication.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, ReplicationTimedOutError
+from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
+from broker_nodes.replication.high_watermark import advance_high_watermark
+from broker_nodes.replication.isr import IsrChangeCallback, IsrTracker
+from broker_nodes.replication.purgatory import AcksPurgatory
+from broker_nodes.server.fetch_purgatory import FetchPurgatory
+from broker_nodes.storage.errors import OffsetOutOfRangeError
+from broker_nodes.storage.log import PartitionLog
+from broker_nodes.storage.log_manager import LogManager
+
+logger = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+NO_RECORDS = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationSettings:
+    replica_lag_time_max_ms: int  # replica.lag.time.max.ms
+    fetcher: FetcherSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetchPartitionRequest:
+    topic: str
+    partition: int
+    fetch_offset: int
+    current_leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetchPartitionResult:
+    topic: str
+    partition: int
+    records: bytes = NO_RECORDS
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    error: Exception | None = None
+
+
+def _check_leader_epoch(request_epoch: int, current_epoch: int) -> None:
+    if request_epoch < current_epoch:
+        raise FencedLeaderEpochError(request_epoch, current_epoch)
+    if request_epoch > current_epoch:
+        raise UnknownLeaderEpochError(request_epoch, current_epoch)
+
+
+def _default_isr_change(topic: str, partition: int, isr: tuple[int, ...], leader_epoch: int) -> None:
+    logger.info("partition %d of %s: ISR is now %s (leader epoch %d)", partition, topic, list(isr), leader_epoch)
+
+
+class ReplicationManager:
+    """See the module docstring. Construct, :meth:`apply` each cluster map, :meth:`shutdown` at the end."""
+
+    def __init__(
+        self,
+        node_id: int,
+        *,
+        log_manager: LogManager,
+        fetch_purgatory: FetchPurgatory,
+        clock: Clock,
+        internal_token: str,
+        settings: ReplicationSettings,
+        min_insync_replicas: Callable[[str], int],
+        on_isr_change: IsrChangeCallback = _default_isr_change,
+    ) -> None:
+        self.node_id = node_id
+        self._log_manager = log_manager
+        self._fetch_purgatory = fetch_purgatory
+        self._clock = clock
+        self._internal_token = internal_token
+        self._settings = settings
+        self._min_insync_replicas = min_insync_replicas
+        self._on_isr_change = on_isr_change
+        self.acks = AcksPurgatory()
+        self._lock = threading.Lock()
+        self._leaders: dict[PartitionKey, IsrTracker] = {}
+        self._followed: dict[PartitionKey, tuple[int, str]] = {}  # -> (leader id, address) of its fetcher
+        self._fetchers: dict[tuple[int, str], ReplicaFetcher] = {}
+
+    # ------------------------------------------------------------------ the cluster map
+
+    def apply(self, snapshot: ClusterSnapshot) -> None:
+        """Lead, follow or let go of every replicated partition as ``snapshot`` says."""
+        addresses = {broker.node_id: f"{broker.host}:{broker.port}" for broker in snapshot.brokers}
+        lead: dict[PartitionKey, PartitionAssignment] = {}
+        follow: dict[PartitionKey, PartitionAssignment] = {}
+        single_replica: list[PartitionKey] = []
+        for qualified, topic in snapshot.topics.items():
+            for assignment in topic.partitions:
+                key = (qualified, assignment.partition)
+                if self.node_id not in assignment.replicas:
+                    continue
+                if len(assignment.replicas) < 2:
+                    single_replica.append(key)
+                elif assignment.leader_id == self.node_id:
+                    lead[key] = assignment
+                elif assignment.leader_id in addresses:
+                    follow[key] = assignment
+        with self._lock:
+            for key, (leader_id, address) in list(self._followed.items()):
+                wanted = follow.get(key)
+                if wanted is None or wanted.leader_id != leader_id or addresses[wanted.leader_id] != address:
+                    # Returns only once the fetcher's last write to this log is done.
+                    self._fetchers[(leader_id, address)].remove_partition(*key)
+                    del self._followed[key]
+            for key in [key for key in self._leaders if key not in lead]:
+                del self._leaders[key]
+                self.acks.wake_partition(*key)
+            for key, assignment in lead.items():
+                self._become_leader(key, assignment)
+            for key, assignment in follow.items():
+                self._become_follower(key, assignment, addresses[assignment.leader_id])
+            for fetcher_key, fetcher in list(self._fetchers.items()):
+                if not fetcher.partition_keys:
+                    fetcher.stop()
+                    del self._fetchers[fetcher_key]
+        for key in single_replica:
+            log = self._log(*key)
+            if log is not None and not log.auto_advance_high_watermark:
+                log.auto_advance_high_watermark = True
+                log.update_high_watermark(log.log_end_offset)
+
+    def _become_leader(self, key: PartitionKey, assignment: PartitionAssignment) -> None:
+        current = self._leaders.get(key)
+        if current is not None and current.leader_epoch == assignment.leader_epoch:
+            return  # the same leadership: the ISR kept here is newer than the map's
+        log = self._log(*key)
+        if log is None or self._is_stale(key, log, assignment):
+            return
+        log.auto_advance_high_watermark = False
+        log.leader_epoch_cache.assign(assignment.leader_epoch, log.log_end_offset)
+        tracker = IsrTracker(
+            key[0],
+            key[1],
+            leader_id=self.node_id,
+            leader_epoch=assignment.leader_epoch,
+            leader_epoch_start_offset=log.log_end_offset,
+            replicas=assignment.replicas,
+            isr=assignment.isr,
+            now_ms=self._clock.milliseconds(),
+        )
+        self._leaders[key] = tracker
+        logger.info("partition %d of %s: leader with epoch %d, ISR %s", key[1], key[0], assignment.leader_epoch, list(tracker.isr))
+        self._advance(key, tracker, log)
+
+    def _become_follower(self, key: PartitionKey, assignment: PartitionAssignment, address: str) -> None:
+        log = self._log(*key)
+        if log is None or self._is_stale(key, log, assignment):
+            return
+        log.auto_advance_high_watermark = False
+        fetcher_key = (assignment.leader_id, address)
+        fetcher = self._fetchers.get(fetcher_key)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(
+                self.node_id, assignment.leader_id, address, internal_token=self._internal_token, logs=self._log, settings=self._settings.fetcher
+            )
+            fetcher.start()
+            self._fetchers[fetcher_key] = fetcher
+        fetcher.add_partition(key[0], key[1], assignment.leader_epoch)
+        self._followed[key] = fetcher_key
+
+    @staticmethod
+    def _is_stale(key: PartitionKey, log: PartitionLog, assignment: PartitionAssignment) -> bool:
+        latest = log.leader_epoch_cache.latest_epoch
+        if assignment.leader_epoch < latest:
+            logger.warning("partition %d of %s: ignoring leader epoch %d, older than epoch %d in the log", key[1], key[0], assignment.leader_epoch, latest)
+            return True
+        return False
+
+    def _log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._log_manager.get_log(topic, partition)
+
+    # ------------------------------------------------------------------ queries
+
+    def is_replicated_leader(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self._leaders
+
+    def isr(self, topic: str, partition: int) -> tuple[int, ...] | None:
+        """The ISR this broker keeps as leader of the partition; None when it does not lead it replicated."""
+        tracker = self._leaders.get((topic, partition))
+        return tracker.isr if tracker is not None else None
+
+    def fetcher_count(self) -> int:
+        return len(self._fetchers)
+
+    # ------------------------------------------------------------------ produce (leader)
+
+    def check_enough_replicas(self, topic: str, partition: int) -> None:
+        """acks=all: NotEnoughReplicasError when the ISR is smaller than min.insync.replicas (before appending)."""
+        tracker = self._leaders.get((topic, partition))
+        if tracker is None:
+            return
+        required = self._min_insync_replicas(topic)
+        if len(tracker.isr) < required:
+            raise NotEnoughReplicasError(topic, partition, len(tracker.isr), required)
+
+    def after_leader_append(self, topic: str, partition: int, log: PartitionLog) -> None:
+        """A leader append: with no follower in the ISR the high watermark moves at once."""
+        tracker = self._leaders.get((topic, partition))
+        if tracker is not None:
+            self._advance((topic, partition), tracker, log)
+
+    def wait_for_replication(self, topic: str, partition: int, required_offset: int, deadline: float, timeout_ms: int) -> None:
+        """Block this request's thread until the high watermark reaches ``required_offset``.
+
+        ``deadline`` is on the injected clock's monotonic scale. Raises ReplicationTimedOutError
+        at the deadline, NotLeaderOrFollowerError when leadership moved away meanwhile, and
+        NotEnoughReplicasAfterAppendError when the ISR that has the batch is below min.insync.replicas.
+        """
+        key = (topic, partition)
+        log = self._log(topic, partition)
+        if log is None:
+            raise NotLeaderOrFollowerError(topic, partition, -1)
+        waiter = self.acks.park(key, required_offset)
+        try:
+            while True:
+                waiter.rearm()
+                tracker = self._leaders.get(key)
+                if tracker is None or self.acks.closed:
+                    raise NotLeaderOrFollowerError(topic, partition, -1)
+                if log.high_watermark >= required_offset:
+                    required = self._min_insync_replicas(topic)
+                    if len(tracker.isr) < required:
+                        raise NotEnoughReplicasAfterAppendError(topic, partition, len(tracker.isr), required)
+                    return
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    raise ReplicationTimedOutError(topic, partition, required_offset, log.high_watermark, timeout_ms)
+                waiter.wait(remaining)
+        finally:
+            self.acks.release(waiter)
+
+    # ------------------------------------------------------------------ replica fetch (leader)
+
+    def replica_fetch(
+        self, replica_id: int, requests: Sequence[ReplicaFetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int
+    ) -> list[ReplicaFetchPartitionResult]:
+        """Answer a follower's fetch: a long poll like a consumer's, reading up to the log end.
+
+        Each read records the follower's fetch offset (its log end), which may add it to the
+        ISR and move the high watermark.
+        """
+        results, total, failed = self._read_for_follower(replica_id, requests, max_bytes)
+        if failed or total >= min_bytes or max_wait_ms <= 0 or not requests:
+            return results
+        deadline = self._clock.monotonic() + max_wait_ms / 1000.0
+        waiter = self._fetch_purgatory.park(((request.topic, request.partition) for request in requests), min_bytes - total)
+        if waiter is None:
+            return results
+        try:
+            while True:
+                results, total, failed = self._read_for_follower(replica_id, requests, max_bytes)
+                if failed or total >= min_bytes or self._fetch_purgatory.closed:
+                    return results
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0 or not waiter.wait(remaining):
+                    return results
+                waiter.rearm(min_bytes - total)
+        finally:
+            self._fetch_purgatory.release(waiter)
+
+    def _read_for_follower(
+        self, replica_id: int, requests: Sequence[ReplicaFetchPartitionRequest], max_bytes: int
+    ) -> tuple[list[ReplicaFetchPartitionResult], int, bool]:
+        results = []
+        total = 0
+        failed = False
+        for request in requests:
+            try:
+                result = self._read_one_for_follower(replica_id, request, max_bytes)
+            except Exception as error:  # this partition's answer, mapped by server.errors
+                result = ReplicaFetchPartitionResult(request.topic, request.partition, error=error)
+                failed = True
+            total += len(result.records)
+            results.append(result)
+        return results, total, failed
+
+    def _read_one_for_follower(self, replica_id: int, request: ReplicaFetchPartitionRequest, max_bytes: int) -> ReplicaFetchPartitionResult:
+        key = (request.topic, request.partition)
+        tracker = self._leaders.get(key)
+        if tracker is None or not tracker.is_follower(replica_id):
+            raise NotLeaderOrFollowerError(request.topic, request.partition, -1)
+        _check_leader_epoch(request.current_leader_epoch, tracker.leader_epoch)
+        log = self._log(*key)
+        if log is None:
+            raise NotLeaderOrFollowerError(request.topic, request.partition, -1)
+        log_end = log.log_end_offset
+        if request.fetch_offset > log_end or request.fetch_offset < log.log_start_offset:
+            raise OffsetOutOfRangeError(request.fetch_offset, log.log_start_offset, log_end)
+        joined = tracker.record_fetch(
+            replica_id, request.fetch_offset, leader_log_end_offset=log_end, high_watermark=log.high_watermark, now_ms=self._clock.milliseconds()
+        )
+        if joined:
+            self._on_isr_change(request.topic, request.partition, tracker.isr, tracker.leader_epoch)
+        self._advance(key, tracker, log)
+        info = log.read(request.fetch_offset, max_bytes, max_offset=log_end, min_one_batch=True)
+        return ReplicaFetchPartitionResult(request.topic, request.partition, bytes(info.records), log.high_watermark, info.log_start_offset, log_end)
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int]:
+        """(largest epoch <= ``leader_epoch`` in this leader's log, the offset where it ended)."""
+        tracker = self._leaders.get((topic, partition))
+        if tracker is None:
+            raise NotLeaderOrFollowerError(topic, partition, -1)
+        _check_leader_epoch(current_leader_epoch, tracker.leader_epoch)
+        log = self._log(topic, partition)
+        if log is None:
+            raise NotLeaderOrFollowerError(topic, partition, -1)
+        return log.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
+
+    # ------------------------------------------------------------------ ISR and high watermark
+
+    def shrink_isrs(self) -> None:
+        """Drop followers behind for longer than replica.lag.time.max.ms (run periodically)."""
+        now_ms = self._clock.milliseconds()
+        for key, tracker in list(self._leaders.items()):
+            dropped = tracker.shrink(now_ms, self._settings.replica_lag_time_max_ms)
+            if not dropped:
+                continue
+            logger.warning("partition %d of %s: replicas %s fell behind for more than %d ms", key[1], key[0], list(dropped), self._settings.replica_lag_time_max_ms)
+            self._on_isr_change(key[0], key[1], tracker.isr, tracker.leader_epoch)
+            log = self._log(*key)
+            if log is not None:
+                self._advance(key, tracker, log)
+            self.acks.wake_partition(*key)
+
+    def _advance(self, key: PartitionKey, tracker: IsrTracker, log: PartitionLog) -> None:
+        if advance_high_watermark(log, tracker.in_sync_follower_log_end_offsets()):
+            # Consumers read below the high watermark: the ones parked on this partition may now have data.
+            self._fetch_purgatory.wake_partition(*key)
+            self.acks.on_high_watermark(key[0], key[1], log.high_watermark)
+
+    def shutdown(self) -> None:
+        """Stop every fetcher and wake every parked acks=all produce."""
+        self.acks.close()
+        with self._lock:
+            fetchers = list(self._fetchers.values())
+            self._fetchers.clear()
+            self._followed.clear()
+        for fetcher in fetchers:
+            fetcher.stop()

@@ -1,0 +1,75 @@
+"""The gRPC ``weir.v1.Replication`` service: followers fetch from this broker as leader.
+
+Every call must carry the internal token (metadata ``x-weir-internal-token``), like the Admin
+service; anything else is refused with UNAUTHENTICATED. The logic lives in
+``broker_nodes.replication.manager``; per-partition errors are mapped by ``server.errors``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+
+from broker_nodes.replication.manager import ReplicaFetchPartitionRequest
+from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import error_code_and_message
+from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+
+class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
+    """Thin adapter from ``replication.proto`` to the broker's ReplicationManager. Thread-safe."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def _check_call(self, context: grpc.ServicerContext) -> None:
+        presented = next((value for key, value in context.invocation_metadata() if key == INTERNAL_TOKEN_HEADER and isinstance(value, str)), None)
+        if presented is None or not internal_token_matches(presented, self.broker.config.internal_token):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "the Replication service needs the internal token (x-weir-internal-token)")
+        if not self.broker.ready:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the broker is starting (recovering its logs) or shutting down")
+
+    def ReplicaFetch(self, request: replication_pb2.ReplicaFetchRequest, context: grpc.ServicerContext) -> replication_pb2.ReplicaFetchResponse:
+        self._check_call(context)
+        requests = [ReplicaFetchPartitionRequest(item.topic, item.partition, item.fetch_offset, item.current_leader_epoch) for item in request.partitions]
+        results = self.broker.replication.replica_fetch(
+            request.replica_id, requests, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max(request.max_bytes, 1)
+        )
+        partitions = []
+        for result in results:
+            code, message = (0, "") if result.error is None else error_code_and_message(result.error)
+            partitions.append(
+                replication_pb2.ReplicaFetchPartitionResponse(
+                    topic=result.topic,
+                    partition=result.partition,
+                    error_code=code,
+                    error_message=message,
+                    high_watermark=result.high_watermark,
+                    log_start_offset=result.log_start_offset,
+                    log_end_offset=result.log_end_offset,
+                    records=result.records,
+                )
+            )
+        return replication_pb2.ReplicaFetchResponse(partitions=partitions)
+
+    def OffsetForLeaderEpoch(
+        self, request: replication_pb2.OffsetForLeaderEpochRequest, context: grpc.ServicerContext
+    ) -> replication_pb2.OffsetForLeaderEpochResponse:
+        self._check_call(context)
+        partitions = []
+        for item in request.partitions:
+            try:
+                epoch, end_offset = self.broker.replication.offset_for_leader_epoch(item.topic, item.partition, item.current_leader_epoch, item.leader_epoch)
+                partitions.append(replication_pb2.OffsetForLeaderEpochPartitionResponse(topic=item.topic, partition=item.partition, leader_epoch=epoch, end_offset=end_offset))
+            except Exception as error:
+                code, message = error_code_and_message(error)
+                partitions.append(
+                    replication_pb2.OffsetForLeaderEpochPartitionResponse(
+                        topic=item.topic, partition=item.partition, error_code=code, error_message=message, leader_epoch=-1, end_offset=-1
+                    )
+                )
+        return replication_pb2.OffsetForLeaderEpochResponse(partitions=partitions)
