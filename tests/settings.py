@@ -9,3 +9,10 @@ from webapp.settings import *  # noqa: E402,F401,F403
 # Close the database connection at the end of every request: a live server's keep-alive
 # request threads must not hold one open past the test database's teardown.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+# Each test run gets its own PostgreSQL test database, so that two runs against one server
+# (a developer's and CI's, or two checkouts) never drop each other's tables.
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    import os as _os
+
+    DATABASES["default"]["TEST"] = {"NAME": f"test_weir_{_os.getpid()}"}  # noqa: F405
