@@ -28,6 +28,8 @@ ATTEMPTS
 WEIR_PROVISIONING_RETRY_   4                                    first retry delay (doubles each attempt)
 BACKOFF_SECONDS
 WEIR_CLUSTER_ID            weir-local                           cluster id brokers report in Metadata
+WEIR_BROKER_SESSION_       9000                                 controller: a broker silent this long is
+TIMEOUT_MS                                                      fenced and its partitions fail over
 =========================  ===================================  =============================================
 """
 

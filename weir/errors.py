@@ -75,6 +75,7 @@ _BROKER_ERRORS = [
     ErrorSpec(74, "FENCED_LEADER_EPOCH", True, "The leader epoch in the request is older than the epoch on the broker."),
     ErrorSpec(75, "UNKNOWN_LEADER_EPOCH", True, "The leader epoch in the request is newer than the epoch on the broker."),
     ErrorSpec(76, "UNSUPPORTED_COMPRESSION_TYPE", False, "The requesting client does not support the compression type of given partition."),
+    ErrorSpec(77, "STALE_BROKER_EPOCH", False, "The broker epoch is not the current one of the broker's session."),
     ErrorSpec(78, "OFFSET_NOT_AVAILABLE", True, "The leader high watermark has not caught up from a recent leader election."),
     ErrorSpec(87, "INVALID_RECORD", False, "This record has failed the validation on broker and hence will be rejected."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota has been exceeded."),

@@ -1,0 +1,73 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RegisterBrokerRequest(_message.Message):
+    __slots__ = ("node_id", "host", "port", "rack")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    RACK_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    host: str
+    port: int
+    rack: str
+    def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ...) -> None: ...
+
+class RegisterBrokerResponse(_message.Message):
+    __slots__ = ("error_code", "broker_epoch", "session_timeout_ms")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    broker_epoch: int
+    session_timeout_ms: int
+    def __init__(self, error_code: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class BrokerHeartbeatRequest(_message.Message):
+    __slots__ = ("node_id", "broker_epoch")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    broker_epoch: int
+    def __init__(self, node_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class BrokerHeartbeatResponse(_message.Message):
+    __slots__ = ("error_code", "fenced")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    FENCED_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    fenced: bool
+    def __init__(self, error_code: _Optional[int] = ..., fenced: _Optional[bool] = ...) -> None: ...
+
+class AlterPartitionRequest(_message.Message):
+    __slots__ = ("topic", "partition", "leader_id", "leader_epoch", "new_isr", "broker_epoch")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    new_isr: _containers.RepeatedScalarFieldContainer[int]
+    broker_epoch: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class AlterPartitionResponse(_message.Message):
+    __slots__ = ("error_code", "isr", "leader_id", "leader_epoch")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ISR_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    isr: _containers.RepeatedScalarFieldContainer[int]
+    leader_id: int
+    leader_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,74 @@
+"""Broker sessions: epochs, heartbeats, expiry; time comes from a manual clock."""
+
+from __future__ import annotations
+
+from webapp.fleet.controller.sessions import BrokerSessions
+
+
+class ManualMonotonic:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sessions(clock: ManualMonotonic, timeout_ms: int = 9000) -> BrokerSessions:
+    return BrokerSessions(session_timeout_ms=timeout_ms, first_epoch=1000, monotonic=clock)
+
+
+def test_registering_again_gives_a_higher_epoch_and_refuses_the_old_one() -> None:
+    table = sessions(ManualMonotonic())
+    first = table.register(1)
+    second = table.register(1)
+    assert second > first
+    assert not table.heartbeat(1, first)
+    assert table.heartbeat(1, second)
+
+
+def test_heartbeats_within_the_timeout_keep_the_session() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    epoch = table.register(1)
+    for _ in range(5):
+        clock.now += 8.0
+        assert table.heartbeat(1, epoch)
+        assert table.expire() == []
+    assert table.live() == {1}
+
+
+def test_session_expires_after_the_timeout_without_heartbeat() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    table.register(1)
+    epoch_two = table.register(2)
+    clock.now += 5.0
+    table.heartbeat(2, epoch_two)
+    clock.now += 4.5
+    assert table.expire() == [1]
+    assert table.live() == {2}
+    assert table.expire() == []
+
+
+def test_heartbeat_after_expiry_is_refused_until_the_broker_registers() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    epoch = table.register(1)
+    clock.now += 10.0
+    assert not table.heartbeat(1, epoch)
+    table.expire()
+    assert not table.heartbeat(1, epoch)
+    assert table.heartbeat(1, table.register(1))
+
+
+def test_adopted_broker_expires_unless_it_registers() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    table.adopt(1)
+    table.adopt(2)
+    assert not table.heartbeat(1, 0)
+    clock.now += 5.0
+    table.register(2)
+    clock.now += 4.5
+    assert table.expire() == [1]
+    assert table.live() == {2}

@@ -1,0 +1,6 @@
+"""The controller: broker sessions, leader election from the ISR, ISR changes (data path 4).
+
+``election`` and ``sessions`` are pure (no database, injected clock); ``actions`` applies their
+decisions to the catalog in transactions; ``service`` ties them together and pushes the new
+cluster map; ``servicer`` is the thin gRPC face; ``leadership`` keeps one controller active.
+"""

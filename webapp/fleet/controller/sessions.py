@@ -1,0 +1,87 @@
+"""Broker sessions: which brokers are alive, under which broker epoch.
+
+A broker registers and gets a new broker epoch, higher than every epoch handed out before by
+this table; its heartbeats carry that epoch. A heartbeat with another epoch (a restarted
+broker's old session, or a session that expired) is refused, and the broker must register
+again. A session expires when no accepted heartbeat came for ``session_timeout_ms``.
+
+Epochs start at ``first_epoch``; the service seeds it from the wall clock in milliseconds, so
+that a controller that takes over hands out epochs above those of the one before it.
+
+Brokers the database knows as online when a controller starts are *adopted*: they get a
+session without an epoch, which expires like any other unless the broker registers again
+(its first heartbeat to the new controller is refused as stale, so it does).
+
+Thread-safety: every method takes one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+NO_EPOCH = -1  # the epoch of an adopted session: no heartbeat matches it
+
+
+@dataclass(slots=True)
+class _Session:
+    epoch: int
+    deadline: float  # clock seconds after which the session is expired
+
+
+class BrokerSessions:
+    """See the module docstring. ``monotonic`` returns seconds (``time.monotonic`` in production)."""
+
+    def __init__(self, *, session_timeout_ms: int, first_epoch: int, monotonic: Callable[[], float]) -> None:
+        if session_timeout_ms <= 0:
+            raise ValueError(f"session timeout must be positive, not {session_timeout_ms} ms")
+        self.session_timeout_ms = session_timeout_ms
+        self._timeout_seconds = session_timeout_ms / 1000.0
+        self._next_epoch = first_epoch
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._sessions: dict[int, _Session] = {}
+
+    def register(self, node_id: int) -> int:
+        """Start a new session for ``node_id`` (replacing any other) and return its epoch."""
+        with self._lock:
+            epoch = self._next_epoch
+            self._next_epoch += 1
+            self._sessions[node_id] = _Session(epoch, self._monotonic() + self._timeout_seconds)
+            return epoch
+
+    def adopt(self, node_id: int) -> None:
+        """Give ``node_id`` a session without an epoch, so that it expires unless it registers."""
+        with self._lock:
+            self._sessions.setdefault(node_id, _Session(NO_EPOCH, self._monotonic() + self._timeout_seconds))
+
+    def heartbeat(self, node_id: int, epoch: int) -> bool:
+        """Extend the session of ``node_id``; False when ``epoch`` is not its live session's."""
+        with self._lock:
+            session = self._sessions.get(node_id)
+            now = self._monotonic()
+            if session is None or session.epoch == NO_EPOCH or session.epoch != epoch or now > session.deadline:
+                return False
+            session.deadline = now + self._timeout_seconds
+            return True
+
+    def is_current(self, node_id: int, epoch: int) -> bool:
+        """True when ``epoch`` is the live session of ``node_id``."""
+        with self._lock:
+            session = self._sessions.get(node_id)
+            return session is not None and session.epoch == epoch and session.epoch != NO_EPOCH
+
+    def expire(self) -> list[int]:
+        """Remove and return (in id order) the brokers whose session has expired."""
+        with self._lock:
+            now = self._monotonic()
+            expired = sorted(node_id for node_id, session in self._sessions.items() if now > session.deadline)
+            for node_id in expired:
+                del self._sessions[node_id]
+            return expired
+
+    def live(self) -> frozenset[int]:
+        """Brokers with a session that has not been found expired yet."""
+        with self._lock:
+            return frozenset(self._sessions)
