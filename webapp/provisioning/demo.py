@@ -41,6 +41,8 @@ DEMO_ACLS = (
     (ResourceType.TOPIC, Operation.READ),
     (ResourceType.TOPIC, Operation.WRITE),
     (ResourceType.TOPIC, Operation.DESCRIBE),
+    # `weir topics describe` shows configs too (Kafka's DescribeConfigs needs this operation).
+    (ResourceType.TOPIC, Operation.DESCRIBE_CONFIGS),
     (ResourceType.GROUP, Operation.READ),
 )
 # Polling interval while waiting for the demo's provisioning jobs.
