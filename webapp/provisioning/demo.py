@@ -36,7 +36,7 @@ DEMO_TOPIC = "demo"
 DEMO_TOPIC_PARTITIONS = 3
 # Demo keys are recognised by this description when a later run replaces them.
 DEMO_KEY_DESCRIPTION = "demo key (replaced by every run of manage.py demo)"
-# What the demo service account may do: produce and consume on topics and groups named demo*.
+# What the demo service account may do: produce, consume and describe topics named demo*, read groups named demo*.
 DEMO_ACLS = (
     (ResourceType.TOPIC, Operation.READ),
     (ResourceType.TOPIC, Operation.WRITE),
