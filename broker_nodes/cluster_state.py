@@ -28,7 +28,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from broker_nodes import names
-from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name, write_file_atomically
+from broker_nodes.storage.atomic_files import write_atomically
+from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name
 from grpc_protos.weir.v1 import admin_pb2
 from weir.topic_config import InvalidConfigError, validate_topic_configs
 
@@ -256,7 +257,7 @@ class ClusterState:
     def store(self, snapshot: ClusterSnapshot) -> None:
         """Persist ``snapshot`` and make it the current map."""
         document = {"format": CLUSTER_STATE_FORMAT, "snapshot": snapshot.to_json()}
-        write_file_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        write_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
         self._snapshot = snapshot
 
     def hosts(self, topic: str, partition: int) -> bool:

@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker_nodes.topic_registry import write_file_atomically
+from broker_nodes.storage.atomic_files import write_atomically
+
 
 PRODUCER_ID_FILE_NAME = "producer-id-block"  # in the data directory: the first id not yet reserved
 PRODUCER_ID_BLOCK_SIZE = 1000  # ids reserved by one write of the file
@@ -80,7 +81,7 @@ class ProducerIdManager:
         with self._lock:
             if self._next_id >= self._reserved_end:
                 end = self._next_id + self._block_size
-                write_file_atomically(self._path, f"{end}\n".encode("ascii"))
+                write_atomically(self._path, f"{end}\n".encode("ascii"))
                 self._reserved_end = end
             producer_id = self._next_id
             self._next_id += 1

@@ -9,7 +9,6 @@ atomically to ``<data_dir>/topics.json`` before the change becomes visible.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from broker_nodes.storage.atomic_files import write_atomically
 from weir.topic_config import validate_topic_configs
 from weir.topic_names import INTERNAL_TOPIC_PREFIX, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
 
@@ -280,29 +280,5 @@ class TopicRegistry:
         # Called with the lock held: persist first, then publish, so readers never see a
         # topic that a crash could make disappear.
         document = {"version": TOPICS_FILE_VERSION, "topics": [topic.to_json() for topic in sorted(topics.values(), key=lambda topic: topic.name)]}
-        write_file_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        write_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
         self._topics = dict(topics)
-
-
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content.
-
-    Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory so the
-    rename itself is durable.
-    """
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def partition_keys(topics: Iterable[TopicMetadata]) -> list[tuple[str, int]]:
-    """Every (topic, partition) of ``topics``."""
-    return [(topic.name, partition) for topic in topics for partition in range(topic.partitions)]

@@ -14,7 +14,6 @@ and readers never lock. ``store`` calls are serialized by the caller.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -23,6 +22,7 @@ from typing import Mapping
 from broker_nodes import names
 from broker_nodes.cluster_state import InvalidSnapshotError, StaleSnapshotError
 from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
+from broker_nodes.storage.atomic_files import write_atomically
 from grpc_protos.weir.v1 import admin_pb2
 
 SECURITY_STATE_FILE_NAME = "security-state.json"  # in the data directory
@@ -136,25 +136,6 @@ class SecuritySnapshot:
         return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas))  # type: ignore[call-overload]
 
 
-def write_private_file_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` (mode 0600 from the first byte); a crash leaves the old or the new file."""
-    temporary = path.with_name(path.name + ".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, SECURITY_STATE_FILE_MODE)
-    try:
-        # The mode of os.open is filtered by the umask and ignored for an existing file; set it explicitly.
-        os.fchmod(descriptor, SECURITY_STATE_FILE_MODE)
-        os.write(descriptor, data)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
 class SecurityStore:
     """The applied security snapshot of one broker (None until the first one arrives)."""
 
@@ -192,5 +173,5 @@ class SecurityStore:
     def store(self, snapshot: SecuritySnapshot) -> None:
         """Persist ``snapshot``, then make it current: from here on, keys absent from it are refused."""
         document = {"format": SECURITY_STATE_FORMAT, "snapshot": snapshot.to_json()}
-        write_private_file_atomically(self._path, json.dumps(document, sort_keys=True).encode("utf-8"))
+        write_atomically(self._path, json.dumps(document, sort_keys=True).encode("utf-8"), mode=SECURITY_STATE_FILE_MODE)
         self._snapshot = snapshot

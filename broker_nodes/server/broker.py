@@ -27,8 +27,9 @@ from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.server.periodic import PeriodicTask
 from broker_nodes.server.topic_admin import ManagedTopicsChange, TopicAdmin
+from broker_nodes.storage.atomic_files import write_atomically
 from broker_nodes.storage.log_manager import LogManager, RecoveryReport
-from broker_nodes.topic_registry import TopicRegistry, write_file_atomically
+from broker_nodes.topic_registry import TopicRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
         )
     except FileNotFoundError:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        write_file_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n".encode("utf-8"))
+        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n".encode("utf-8"))
         return cluster_id
     if properties.get("node.id", str(node_id)) != str(node_id):
         raise DataDirectoryMismatchError(path, properties["node.id"], node_id)

@@ -20,11 +20,16 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
+
+    The file has ``mode`` from its first byte (files holding secrets pass 0o600).
+    """
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        # os.open's mode is filtered by the umask and ignored for a leftover file: set it exactly.
+        os.fchmod(descriptor, mode)
         view = memoryview(data)
         while view:
             written = os.write(descriptor, view)
