@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import settings as defaults
-from bench.malloc_tuning import tune_this_process
+from weir.malloc_tuning import tune_this_process
 from bench.settings import BenchSettings
 
 # Not a peer comparison: it starts the whole control plane and has its own options.

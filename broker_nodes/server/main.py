@@ -7,8 +7,6 @@ settings, 1 when the broker cannot start (for example a data directory of anothe
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import logging
 import os
 import signal
@@ -18,6 +16,7 @@ from typing import Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
+from weir.malloc_tuning import tune_this_process
 
 logger = logging.getLogger("broker_nodes")
 
@@ -26,29 +25,6 @@ EXIT_START_FAILED = 1
 EXIT_USAGE = 2  # what argparse uses for bad arguments; bad settings share it
 SHUTDOWN_GRACE_SECONDS = 5.0  # in-flight requests get this long to finish after SIGTERM
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
-
-# glibc mallopt parameters and the threshold the broker sets: large gRPC messages are
-# allocated and freed constantly, and glibc's defaults return each one to the operating
-# system (mmap/munmap, heap trimming); keeping up to 1 GiB measured 2-4x faster.
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-_MALLOC_THRESHOLD_BYTES = 1 << 30
-
-
-def tune_malloc(environment: Mapping[str, str]) -> bool:
-    """Raise glibc's mmap and trim thresholds unless MALLOC_MMAP_THRESHOLD_ is set; False when not glibc."""
-    if "MALLOC_MMAP_THRESHOLD_" in environment:
-        return False
-    library = ctypes.util.find_library("c")
-    if not library:
-        return False
-    try:
-        libc = ctypes.CDLL(library)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MALLOC_THRESHOLD_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _MALLOC_THRESHOLD_BYTES))
-
 
 def _settings_help() -> str:
     lines = ["broker settings (--config key=value or environment WEIR_BROKER_<KEY>):"]
@@ -97,7 +73,9 @@ def main(arguments: Sequence[str] | None = None) -> int:
     except BrokerConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    tune_malloc(environment)
+    # Large gRPC messages are allocated and freed constantly; keeping that memory in the
+    # process instead of returning it to the kernel measured 2-4x faster.
+    tune_this_process()
     stop_requested = threading.Event()
 
     def request_stop(signal_number: int, _frame: object) -> None:

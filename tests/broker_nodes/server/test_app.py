@@ -9,7 +9,6 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from broker_nodes.config import load_broker_config
 from broker_nodes.server.app import create_server
 from broker_nodes.server.broker import Broker
-from broker_nodes.server.main import tune_malloc
 from broker_nodes.server.servicer import BrokerServicer
 from grpc_protos.weir.v1 import broker_pb2
 from tests.broker_nodes.server.helpers import create_topic, fetch
@@ -61,10 +60,6 @@ def test_data_directory_of_another_node_is_refused(tmp_path):
     Broker(load_broker_config(node_id=1, listen="127.0.0.1:0", data_dir=tmp_path))
     with pytest.raises(RuntimeError, match="belongs to node 1"):
         Broker(load_broker_config(node_id=2, listen="127.0.0.1:0", data_dir=tmp_path))
-
-
-def test_malloc_tuning_is_skipped_when_the_environment_sets_it():
-    assert tune_malloc({"MALLOC_MMAP_THRESHOLD_": "1"}) is False
 
 
 def test_graceful_stop_answers_a_parked_long_poll_at_once(broker_server_factory):
