@@ -286,26 +286,13 @@ class ReplicaManager:
         ``max_wait_ms`` is 0. Otherwise parks in the fetch purgatory (appends wake it) and
         reads again after each wake-up, until enough bytes arrived or the deadline passed.
         """
-        results, total, failed = self._read_partitions(requests, max_bytes)
-        if failed or total >= min_bytes or max_wait_ms <= 0 or not requests:
-            return results
-        deadline = self._clock.monotonic() + max_wait_ms / 1000.0
-        waiter = self._purgatory.park(((request.topic, request.partition) for request in requests), min_bytes - total)
-        if waiter is None:
-            return results
-        try:
-            while True:
-                # Re-read after (re)arming, so that an append between the last read and the
-                # arming is either seen by this read or counted by the waiter.
-                results, total, failed = self._read_partitions(requests, max_bytes)
-                if failed or total >= min_bytes or self._purgatory.closed:
-                    return results
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0 or not waiter.wait(remaining):
-                    return results
-                waiter.rearm(min_bytes - total)
-        finally:
-            self._purgatory.release(waiter)
+        return self._purgatory.long_poll(
+            ((request.topic, request.partition) for request in requests),
+            lambda: self._read_partitions(requests, max_bytes),
+            min_bytes=min_bytes,
+            max_wait_ms=max_wait_ms,
+            monotonic=self._clock.monotonic,
+        )
 
     def _read_partitions(self, requests: Sequence[FetchPartitionRequest], max_bytes: int) -> tuple[list[FetchPartitionResult], int, bool]:
         results: list[FetchPartitionResult] = []

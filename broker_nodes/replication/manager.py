@@ -272,24 +272,13 @@ class ReplicationManager:
         Each read records the follower's fetch offset (its log end), which may add it to the
         ISR and move the high watermark.
         """
-        results, total, failed = self._read_for_follower(replica_id, requests, max_bytes)
-        if failed or total >= min_bytes or max_wait_ms <= 0 or not requests:
-            return results
-        deadline = self._clock.monotonic() + max_wait_ms / 1000.0
-        waiter = self._fetch_purgatory.park(((request.topic, request.partition) for request in requests), min_bytes - total)
-        if waiter is None:
-            return results
-        try:
-            while True:
-                results, total, failed = self._read_for_follower(replica_id, requests, max_bytes)
-                if failed or total >= min_bytes or self._fetch_purgatory.closed:
-                    return results
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0 or not waiter.wait(remaining):
-                    return results
-                waiter.rearm(min_bytes - total)
-        finally:
-            self._fetch_purgatory.release(waiter)
+        return self._fetch_purgatory.long_poll(
+            ((request.topic, request.partition) for request in requests),
+            lambda: self._read_for_follower(replica_id, requests, max_bytes),
+            min_bytes=min_bytes,
+            max_wait_ms=max_wait_ms,
+            monotonic=self._clock.monotonic,
+        )
 
     def _read_for_follower(
         self, replica_id: int, requests: Sequence[ReplicaFetchPartitionRequest], max_bytes: int

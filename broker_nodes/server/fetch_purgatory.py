@@ -9,9 +9,10 @@ The append path costs one dictionary lookup when nobody waits.
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 PartitionKey = tuple[str, int]
+Results = TypeVar("Results")
 
 
 class FetchWaiter:
@@ -78,6 +79,44 @@ class FetchPurgatory:
             for key in waiter.keys:
                 self._waiters.setdefault(key, []).append(waiter)
         return waiter
+
+    def long_poll(
+        self,
+        keys: Iterable[PartitionKey],
+        read: Callable[[], tuple[Results, int, bool]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        monotonic: Callable[[], float],
+    ) -> Results:
+        """Run ``read`` (-> results, bytes read, any partition failed) until it has ``min_bytes``.
+
+        Returns at once when enough bytes are there, when a partition failed or when
+        ``max_wait_ms`` is 0; otherwise parks on ``keys`` and reads again after each wake-up
+        until enough bytes arrived, the deadline passed or the purgatory closed. Consumers'
+        fetches and followers' replica fetches both wait here.
+        """
+        keys = tuple(keys)
+        results, total, failed = read()
+        if failed or total >= min_bytes or max_wait_ms <= 0 or not keys:
+            return results
+        deadline = monotonic() + max_wait_ms / 1000.0
+        waiter = self.park(keys, min_bytes - total)
+        if waiter is None:
+            return results
+        try:
+            while True:
+                # Re-read after (re)arming, so that an append between the last read and the
+                # arming is either seen by this read or counted by the waiter.
+                results, total, failed = read()
+                if failed or total >= min_bytes or self._closed:
+                    return results
+                remaining = deadline - monotonic()
+                if remaining <= 0 or not waiter.wait(remaining):
+                    return results
+                waiter.rearm(min_bytes - total)
+        finally:
+            self.release(waiter)
 
     def release(self, waiter: FetchWaiter) -> None:
         """Unregister a waiter (always call it, in a ``finally``)."""
