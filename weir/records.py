@@ -620,6 +620,37 @@ def build_batch(
     return builder.build()
 
 
+def rebuild_batch(
+    header: BatchHeader,
+    records: Iterable[tuple[int, int, bytes | None, bytes | None, Sequence[Header]]],
+    *,
+    codec: int | None = None,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """Re-encode ``(offset, timestamp, key, value, headers)`` records of the batch ``header``
+    describes, keeping its base and last offset (gaps allowed), producer fields, leader epoch
+    and timestamp type; ``codec`` defaults to the batch's own.
+
+    Compaction (records dropped, maybe a delete horizon) and a topic's compression.type
+    (another codec) both rewrite batches this way. With a delete horizon, Kafka stores the
+    horizon as the base timestamp and encodes every record's timestamp relative to it.
+    """
+    builder = RecordBatchBuilder(
+        header.compression if codec is None else codec,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=header.timestamp_type,
+        base_timestamp=delete_horizon_ms,
+        delete_horizon_ms=delete_horizon_ms,
+    )
+    for offset, timestamp, key, value, headers in records:
+        builder.append(timestamp, key, value, headers, offset_delta=offset - header.base_offset)
+    return builder.build(last_offset_delta=header.last_offset_delta)
+
+
 # ------------------------------------------------------------------ reading records
 
 

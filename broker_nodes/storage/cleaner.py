@@ -41,9 +41,9 @@ from weir.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from weir.records import (
     NO_PRODUCER_ID,
     BatchHeader,
-    RecordBatchBuilder,
     batch_records_bytes,
     decode_records,
+    rebuild_batch,
 )
 
 logger = logging.getLogger(__name__)
@@ -302,7 +302,7 @@ def _compact_segment(
         changed = True
         if not kept and not _is_producers_last_batch(header, log):
             continue
-        parts.append(_rebuild_batch(header, kept, tombstone_horizon))
+        parts.append(rebuild_batch(header, kept, delete_horizon_ms=tombstone_horizon))
     if not changed:
         return None, 0, earliest_horizon
     return b"".join(parts), dropped, earliest_horizon
@@ -315,22 +315,3 @@ def _is_producers_last_batch(header: BatchHeader, log: PartitionLog) -> bool:
         return False
     entry = log.producer_state(header.producer_id)
     return entry is not None and entry.last_offset == header.last_offset
-
-
-def _rebuild_batch(header: BatchHeader, records: list, delete_horizon_ms: int | None) -> bytes:
-    builder = RecordBatchBuilder(
-        header.compression,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        base_offset=header.base_offset,
-        partition_leader_epoch=header.partition_leader_epoch,
-        timestamp_type=header.timestamp_type,
-        # With a delete horizon, Kafka stores the horizon as the base timestamp and encodes
-        # every record's timestamp relative to it.
-        base_timestamp=delete_horizon_ms,
-        delete_horizon_ms=delete_horizon_ms,
-    )
-    for offset, timestamp, key, value, headers in records:
-        builder.append(timestamp, key, value, headers, offset_delta=offset - header.base_offset)
-    return builder.build(last_offset_delta=header.last_offset_delta)

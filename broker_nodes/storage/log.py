@@ -36,13 +36,13 @@ from weir.records import (
     NO_TIMESTAMP,
     BatchHeader,
     BatchTooLargeError,
-    RecordBatchBuilder,
     RecordFormatError,
     assign_offsets,
     batch_records_bytes,
     compression_codec,
     decode_records,
     read_batch_header,
+    rebuild_batch,
     set_log_append_time,
     validate_batch,
 )
@@ -784,19 +784,7 @@ def _recompress_if_configured(
             records = decode_records(batch_records_bytes(original, 0, header), header)
         except RecordFormatError as error:
             raise CorruptRecordError(error.reason, batch.position) from None
-        builder = RecordBatchBuilder(
-            codec,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-            base_offset=header.base_offset,
-            partition_leader_epoch=header.partition_leader_epoch,
-            timestamp_type=header.timestamp_type,
-            base_timestamp=header.base_timestamp,
-        )
-        for offset, timestamp, key, value, headers in records:
-            builder.append(timestamp, key, value, headers, offset_delta=offset - header.base_offset)
-        parts.append(builder.build(last_offset_delta=header.last_offset_delta))
+        parts.append(rebuild_batch(header, records, codec=codec))
     new_buffer = bytearray(b"".join(parts))
     new_batches = []
     position = 0

@@ -166,3 +166,16 @@ def test_compaction_style_build_keeps_offset_gaps_and_last_offset_delta():
     header = records.validate_batch(batch)
     assert header.last_offset == 59
     assert [record.offset for record in records.iter_records(batch)] == [52, 57]
+
+
+def test_rebuild_batch_keeps_offsets_producer_fields_and_last_offset_in_another_codec():
+    batch = bytearray(build([(index, f"k{index}".encode(), b"v" * 50, []) for index in range(5)], producer_id=9, producer_epoch=2, base_sequence=40))
+    records.assign_offsets(batch, 0, base_offset=100, partition_leader_epoch=3)
+    header = records.validate_batch(batch)
+    kept = [(record.offset, record.timestamp, record.key, record.value, record.headers) for record in records.iter_records(batch) if record.offset != 102]
+    rebuilt = records.rebuild_batch(header, kept, codec=records.COMPRESSION_ZSTD)
+    new_header = records.validate_batch(rebuilt)
+    assert new_header.compression == records.COMPRESSION_ZSTD
+    assert (new_header.base_offset, new_header.last_offset, new_header.records_count) == (100, 104, 4)
+    assert (new_header.producer_id, new_header.producer_epoch, new_header.base_sequence, new_header.partition_leader_epoch) == (9, 2, 40, 3)
+    assert [(record.offset, record.key, record.timestamp) for record in records.iter_records(rebuilt)] == [(offset, key, timestamp) for offset, timestamp, key, _, _ in kept]
