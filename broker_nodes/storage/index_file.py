@@ -166,3 +166,40 @@ class IndexFile:
         with self._file_cache.lease(self.path) as descriptor:
             data = os.pread(descriptor, self._entry.size, index * self._entry.size)
         return self._entry.unpack(data)
+
+
+class SegmentIndex:
+    """What a segment's offset index and time index share: an :class:`IndexFile` of fixed-size
+    entries relative to the segment's base offset. Subclasses add lookups, appends and checks.
+    Thread-safety: see ``IndexFile``."""
+
+    def __init__(self, path: Path, base_offset: int, entry: struct.Struct, file_cache: FileHandleCache, max_bytes: int) -> None:
+        self.base_offset = base_offset
+        self._file = IndexFile(path, entry, file_cache, max_bytes)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def entry_count(self) -> int:
+        return self._file.entry_count
+
+    @property
+    def is_full(self) -> bool:
+        return self._file.is_full
+
+    def reset(self) -> None:
+        self._file.reset()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        self._file.set_max_bytes(max_bytes)
+
+    def rename_to(self, path: Path) -> None:
+        self._file.rename_to(path)
+
+    def delete(self) -> None:
+        self._file.delete()

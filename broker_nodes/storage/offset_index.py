@@ -6,14 +6,14 @@ from pathlib import Path
 
 from broker_nodes.storage.errors import CorruptIndexError
 from broker_nodes.storage.file_cache import FileHandleCache
-from broker_nodes.storage.index_file import IndexFile
+from broker_nodes.storage.index_file import SegmentIndex
 from weir.log_files import OFFSET_INDEX_ENTRY
 
 _RELATIVE_OFFSET = 0
 _POSITION = 1
 
 
-class OffsetIndex:
+class OffsetIndex(SegmentIndex):
     """``<base>.index``: 8-byte entries (relative offset int32, position int32), big endian.
 
     One entry per ``index.interval.bytes`` of log, naming the base offset of a batch and the
@@ -24,20 +24,7 @@ class OffsetIndex:
     """
 
     def __init__(self, path: Path, base_offset: int, file_cache: FileHandleCache, max_bytes: int) -> None:
-        self.base_offset = base_offset
-        self._file = IndexFile(path, OFFSET_INDEX_ENTRY, file_cache, max_bytes)
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def entry_count(self) -> int:
-        return self._file.entry_count
-
-    @property
-    def is_full(self) -> bool:
-        return self._file.is_full
+        super().__init__(path, base_offset, OFFSET_INDEX_ENTRY, file_cache, max_bytes)
 
     @property
     def last_offset(self) -> int:
@@ -70,21 +57,6 @@ class OffsetIndex:
     def truncate_to_position(self, position: int) -> None:
         """Remove entries pointing at or beyond byte ``position`` of the log."""
         self._file.truncate_entries(self._file.first_index_at_least(_POSITION, position))
-
-    def reset(self) -> None:
-        self._file.reset()
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def set_max_bytes(self, max_bytes: int) -> None:
-        self._file.set_max_bytes(max_bytes)
-
-    def rename_to(self, path: Path) -> None:
-        self._file.rename_to(path)
-
-    def delete(self) -> None:
-        self._file.delete()
 
     def sanity_check(self, log_size: int) -> None:
         """Raise CorruptIndexError if the file cannot belong to a log of ``log_size`` bytes."""

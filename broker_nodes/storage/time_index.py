@@ -6,14 +6,14 @@ from pathlib import Path
 
 from broker_nodes.storage.errors import CorruptIndexError
 from broker_nodes.storage.file_cache import FileHandleCache
-from broker_nodes.storage.index_file import IndexFile
+from broker_nodes.storage.index_file import SegmentIndex
 from weir.log_files import TIME_INDEX_ENTRY
 
 _TIMESTAMP = 0
 _RELATIVE_OFFSET = 1
 
 
-class TimeIndex:
+class TimeIndex(SegmentIndex):
     """``<base>.timeindex``: 12-byte entries (timestamp int64, relative offset int32), big endian.
 
     An entry ``(t, r)`` means: the largest batch max timestamp seen up to this point of the
@@ -25,20 +25,7 @@ class TimeIndex:
     """
 
     def __init__(self, path: Path, base_offset: int, file_cache: FileHandleCache, max_bytes: int) -> None:
-        self.base_offset = base_offset
-        self._file = IndexFile(path, TIME_INDEX_ENTRY, file_cache, max_bytes)
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def entry_count(self) -> int:
-        return self._file.entry_count
-
-    @property
-    def is_full(self) -> bool:
-        return self._file.is_full
+        super().__init__(path, base_offset, TIME_INDEX_ENTRY, file_cache, max_bytes)
 
     @property
     def last_entry(self) -> tuple[int, int] | None:
@@ -70,21 +57,6 @@ class TimeIndex:
         while count > 0 and self._file.entry(count - 1)[_RELATIVE_OFFSET] >= relative:
             count -= 1
         self._file.truncate_entries(count)
-
-    def reset(self) -> None:
-        self._file.reset()
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def set_max_bytes(self, max_bytes: int) -> None:
-        self._file.set_max_bytes(max_bytes)
-
-    def rename_to(self, path: Path) -> None:
-        self._file.rename_to(path)
-
-    def delete(self) -> None:
-        self._file.delete()
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if the file is not a whole number of ordered entries."""
