@@ -91,16 +91,18 @@ class TopicAssignment(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., topic_id: _Optional[str] = ..., configs: _Optional[_Iterable[_Union[_broker_pb2.TopicConfigEntry, _Mapping]]] = ..., partitions: _Optional[_Iterable[_Union[PartitionAssignment, _Mapping]]] = ...) -> None: ...
 
 class ApplyPartitionsRequest(_message.Message):
-    __slots__ = ("version", "cluster_id", "brokers", "topics")
+    __slots__ = ("version", "cluster_id", "brokers", "topics", "controller_epoch")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     version: int
     cluster_id: str
     brokers: _containers.RepeatedCompositeFieldContainer[_broker_pb2.BrokerNode]
     topics: _containers.RepeatedCompositeFieldContainer[TopicAssignment]
-    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[_broker_pb2.BrokerNode, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicAssignment, _Mapping]]] = ...) -> None: ...
+    controller_epoch: int
+    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[_broker_pb2.BrokerNode, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicAssignment, _Mapping]]] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
 
 class ApplyPartitionsResponse(_message.Message):
     __slots__ = ("applied_version", "partitions_created", "partitions_deleted", "topics_reconfigured")
@@ -179,7 +181,7 @@ class DescribeStateRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class HostedPartition(_message.Message):
-    __slots__ = ("tenant_id", "topic", "topic_id", "partition", "is_leader", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark", "size_bytes", "segment_count")
+    __slots__ = ("tenant_id", "topic", "topic_id", "partition", "is_leader", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark", "size_bytes", "segment_count", "isr", "replicas", "leader_id")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
@@ -191,6 +193,9 @@ class HostedPartition(_message.Message):
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ISR_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     topic: str
     topic_id: str
@@ -202,7 +207,10 @@ class HostedPartition(_message.Message):
     high_watermark: int
     size_bytes: int
     segment_count: int
-    def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., leader_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segment_count: _Optional[int] = ...) -> None: ...
+    isr: _containers.RepeatedScalarFieldContainer[int]
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    leader_id: int
+    def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., leader_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segment_count: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[int]] = ..., leader_id: _Optional[int] = ...) -> None: ...
 
 class CredentialUse(_message.Message):
     __slots__ = ("api_key", "last_used_ms")
@@ -213,17 +221,21 @@ class CredentialUse(_message.Message):
     def __init__(self, api_key: _Optional[str] = ..., last_used_ms: _Optional[int] = ...) -> None: ...
 
 class DescribeStateResponse(_message.Message):
-    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses")
+    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses", "controller_epoch", "broker_epoch")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_VERSION_FIELD_NUMBER: _ClassVar[int]
     SECURITY_VERSION_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     CREDENTIAL_USES_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     rack: str
     partitions_version: int
     security_version: int
     partitions: _containers.RepeatedCompositeFieldContainer[HostedPartition]
     credential_uses: _containers.RepeatedCompositeFieldContainer[CredentialUse]
-    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ...) -> None: ...
+    controller_epoch: int
+    broker_epoch: int
+    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...

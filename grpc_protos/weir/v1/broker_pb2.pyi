@@ -612,3 +612,31 @@ class OffsetFetchResponse(_message.Message):
     error_message: str
     topics: _containers.RepeatedCompositeFieldContainer[OffsetFetchTopicResponse]
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetFetchTopicResponse, _Mapping]]] = ...) -> None: ...
+
+class FindCoordinatorRequest(_message.Message):
+    __slots__ = ("group_ids",)
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Coordinator(_message.Message):
+    __slots__ = ("group_id", "node_id", "host", "port", "error_code", "error_message")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    node_id: int
+    host: str
+    port: int
+    error_code: int
+    error_message: str
+    def __init__(self, group_id: _Optional[str] = ..., node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class FindCoordinatorResponse(_message.Message):
+    __slots__ = ("coordinators",)
+    COORDINATORS_FIELD_NUMBER: _ClassVar[int]
+    coordinators: _containers.RepeatedCompositeFieldContainer[Coordinator]
+    def __init__(self, coordinators: _Optional[_Iterable[_Union[Coordinator, _Mapping]]] = ...) -> None: ...

@@ -94,6 +94,11 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchResponse.FromString,
                 _registered_method=True)
+        self.FindCoordinator = channel.unary_unary(
+                '/weir.v1.Broker/FindCoordinator',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -174,6 +179,14 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindCoordinator(self, request, context):
+        """Where a group's coordinator is: the leader of __consumer_offsets partition
+        abs(java hash(group)) % offsets.topic.num.partitions (Kafka's FindCoordinator, key type GROUP).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +249,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.OffsetFetch,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchResponse.SerializeToString,
+            ),
+            'FindCoordinator': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindCoordinator,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -562,6 +580,33 @@ class Broker:
             '/weir.v1.Broker/OffsetFetch',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.OffsetFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindCoordinator(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/FindCoordinator',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.FromString,
             options,
             channel_credentials,
             insecure,

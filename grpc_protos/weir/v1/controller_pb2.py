@@ -22,27 +22,44 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from grpc_protos.weir.v1 import broker_pb2 as grpc__protos_dot_weir_dot_v1_dot_broker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$grpc_protos/weir/v1/controller.proto\x12\x07weir.v1\"R\n\x15RegisterBrokerRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04rack\x18\x04 \x01(\t\"^\n\x16RegisterBrokerResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x1a\n\x12session_timeout_ms\x18\x03 \x01(\x05\"?\n\x16\x42rokerHeartbeatRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"=\n\x17\x42rokerHeartbeatResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x0e\n\x06\x66\x65nced\x18\x02 \x01(\x08\"\x89\x01\n\x15\x41lterPartitionRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x0f\n\x07new_isr\x18\x05 \x03(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x06 \x01(\x03\"b\n\x16\x41lterPartitionResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x0b\n\x03isr\x18\x02 \x03(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x32\x88\x02\n\nController\x12Q\n\x0eRegisterBroker\x12\x1e.weir.v1.RegisterBrokerRequest\x1a\x1f.weir.v1.RegisterBrokerResponse\x12T\n\x0f\x42rokerHeartbeat\x12\x1f.weir.v1.BrokerHeartbeatRequest\x1a .weir.v1.BrokerHeartbeatResponse\x12Q\n\x0e\x41lterPartition\x12\x1e.weir.v1.AlterPartitionRequest\x1a\x1f.weir.v1.AlterPartitionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$grpc_protos/weir/v1/controller.proto\x12\x07weir.v1\x1a grpc_protos/weir/v1/broker.proto\"R\n\x15RegisterBrokerRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04rack\x18\x04 \x01(\t\"x\n\x16RegisterBrokerResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x1a\n\x12session_timeout_ms\x18\x03 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x04 \x01(\x03\"?\n\x16\x42rokerHeartbeatRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"W\n\x17\x42rokerHeartbeatResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x0e\n\x06\x66\x65nced\x18\x02 \x01(\x08\x12\x18\n\x10\x63ontroller_epoch\x18\x03 \x01(\x03\"\x89\x01\n\x15\x41lterPartitionRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x0f\n\x07new_isr\x18\x05 \x03(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x06 \x01(\x03\"b\n\x16\x41lterPartitionResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x0b\n\x03isr\x18\x02 \x03(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\"B\n\x19\x43ontrolledShutdownRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"0\n\x0cPartitionRef\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\"e\n\x1a\x43ontrolledShutdownResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x33\n\x14remaining_partitions\x18\x02 \x03(\x0b\x32\x15.weir.v1.PartitionRef\"H\n\x0f\x46orwardedCaller\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12\x0f\n\x07\x61pi_key\x18\x03 \x01(\t\"w\n\x1c\x46orwardedCreateTopicsRequest\x12(\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x18.weir.v1.ForwardedCaller\x12-\n\x07request\x18\x02 \x01(\x0b\x32\x1c.weir.v1.CreateTopicsRequest\"w\n\x1c\x46orwardedDeleteTopicsRequest\x12(\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x18.weir.v1.ForwardedCaller\x12-\n\x07request\x18\x02 \x01(\x0b\x32\x1c.weir.v1.DeleteTopicsRequest\"\x7f\n ForwardedCreatePartitionsRequest\x12(\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x18.weir.v1.ForwardedCaller\x12\x31\n\x07request\x18\x02 \x01(\x0b\x32 .weir.v1.CreatePartitionsRequest\"w\n\x1c\x46orwardedAlterConfigsRequest\x12(\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x18.weir.v1.ForwardedCaller\x12-\n\x07request\x18\x02 \x01(\x0b\x32\x1c.weir.v1.AlterConfigsRequest2\xcb\x05\n\nController\x12Q\n\x0eRegisterBroker\x12\x1e.weir.v1.RegisterBrokerRequest\x1a\x1f.weir.v1.RegisterBrokerResponse\x12T\n\x0f\x42rokerHeartbeat\x12\x1f.weir.v1.BrokerHeartbeatRequest\x1a .weir.v1.BrokerHeartbeatResponse\x12Q\n\x0e\x41lterPartition\x12\x1e.weir.v1.AlterPartitionRequest\x1a\x1f.weir.v1.AlterPartitionResponse\x12]\n\x12\x43ontrolledShutdown\x12\".weir.v1.ControlledShutdownRequest\x1a#.weir.v1.ControlledShutdownResponse\x12T\n\x0c\x43reateTopics\x12%.weir.v1.ForwardedCreateTopicsRequest\x1a\x1d.weir.v1.CreateTopicsResponse\x12T\n\x0c\x44\x65leteTopics\x12%.weir.v1.ForwardedDeleteTopicsRequest\x1a\x1d.weir.v1.DeleteTopicsResponse\x12`\n\x10\x43reatePartitions\x12).weir.v1.ForwardedCreatePartitionsRequest\x1a!.weir.v1.CreatePartitionsResponse\x12T\n\x0c\x41lterConfigs\x12%.weir.v1.ForwardedAlterConfigsRequest\x1a\x1d.weir.v1.AlterConfigsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'grpc_protos.weir.v1.controller_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REGISTERBROKERREQUEST']._serialized_start=49
-  _globals['_REGISTERBROKERREQUEST']._serialized_end=131
-  _globals['_REGISTERBROKERRESPONSE']._serialized_start=133
-  _globals['_REGISTERBROKERRESPONSE']._serialized_end=227
-  _globals['_BROKERHEARTBEATREQUEST']._serialized_start=229
-  _globals['_BROKERHEARTBEATREQUEST']._serialized_end=292
-  _globals['_BROKERHEARTBEATRESPONSE']._serialized_start=294
-  _globals['_BROKERHEARTBEATRESPONSE']._serialized_end=355
-  _globals['_ALTERPARTITIONREQUEST']._serialized_start=358
-  _globals['_ALTERPARTITIONREQUEST']._serialized_end=495
-  _globals['_ALTERPARTITIONRESPONSE']._serialized_start=497
-  _globals['_ALTERPARTITIONRESPONSE']._serialized_end=595
-  _globals['_CONTROLLER']._serialized_start=598
-  _globals['_CONTROLLER']._serialized_end=862
+  _globals['_REGISTERBROKERREQUEST']._serialized_start=83
+  _globals['_REGISTERBROKERREQUEST']._serialized_end=165
+  _globals['_REGISTERBROKERRESPONSE']._serialized_start=167
+  _globals['_REGISTERBROKERRESPONSE']._serialized_end=287
+  _globals['_BROKERHEARTBEATREQUEST']._serialized_start=289
+  _globals['_BROKERHEARTBEATREQUEST']._serialized_end=352
+  _globals['_BROKERHEARTBEATRESPONSE']._serialized_start=354
+  _globals['_BROKERHEARTBEATRESPONSE']._serialized_end=441
+  _globals['_ALTERPARTITIONREQUEST']._serialized_start=444
+  _globals['_ALTERPARTITIONREQUEST']._serialized_end=581
+  _globals['_ALTERPARTITIONRESPONSE']._serialized_start=583
+  _globals['_ALTERPARTITIONRESPONSE']._serialized_end=681
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_start=683
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_end=749
+  _globals['_PARTITIONREF']._serialized_start=751
+  _globals['_PARTITIONREF']._serialized_end=799
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_start=801
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_end=902
+  _globals['_FORWARDEDCALLER']._serialized_start=904
+  _globals['_FORWARDEDCALLER']._serialized_end=976
+  _globals['_FORWARDEDCREATETOPICSREQUEST']._serialized_start=978
+  _globals['_FORWARDEDCREATETOPICSREQUEST']._serialized_end=1097
+  _globals['_FORWARDEDDELETETOPICSREQUEST']._serialized_start=1099
+  _globals['_FORWARDEDDELETETOPICSREQUEST']._serialized_end=1218
+  _globals['_FORWARDEDCREATEPARTITIONSREQUEST']._serialized_start=1220
+  _globals['_FORWARDEDCREATEPARTITIONSREQUEST']._serialized_end=1347
+  _globals['_FORWARDEDALTERCONFIGSREQUEST']._serialized_start=1349
+  _globals['_FORWARDEDALTERCONFIGSREQUEST']._serialized_end=1468
+  _globals['_CONTROLLER']._serialized_start=1471
+  _globals['_CONTROLLER']._serialized_end=2186
 # @@protoc_insertion_point(module_scope)

@@ -1,8 +1,9 @@
+from grpc_protos.weir.v1 import broker_pb2 as _broker_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -19,14 +20,16 @@ class RegisterBrokerRequest(_message.Message):
     def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
-    __slots__ = ("error_code", "broker_epoch", "session_timeout_ms")
+    __slots__ = ("error_code", "broker_epoch", "session_timeout_ms", "controller_epoch")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     broker_epoch: int
     session_timeout_ms: int
-    def __init__(self, error_code: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
+    controller_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., session_timeout_ms: _Optional[int] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerHeartbeatRequest(_message.Message):
     __slots__ = ("node_id", "broker_epoch")
@@ -37,12 +40,14 @@ class BrokerHeartbeatRequest(_message.Message):
     def __init__(self, node_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerHeartbeatResponse(_message.Message):
-    __slots__ = ("error_code", "fenced")
+    __slots__ = ("error_code", "fenced", "controller_epoch")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     fenced: bool
-    def __init__(self, error_code: _Optional[int] = ..., fenced: _Optional[bool] = ...) -> None: ...
+    controller_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., fenced: _Optional[bool] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
 
 class AlterPartitionRequest(_message.Message):
     __slots__ = ("topic", "partition", "leader_id", "leader_epoch", "new_isr", "broker_epoch")
@@ -71,3 +76,69 @@ class AlterPartitionResponse(_message.Message):
     leader_id: int
     leader_epoch: int
     def __init__(self, error_code: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
+class ControlledShutdownRequest(_message.Message):
+    __slots__ = ("node_id", "broker_epoch")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    broker_epoch: int
+    def __init__(self, node_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class PartitionRef(_message.Message):
+    __slots__ = ("topic", "partition")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class ControlledShutdownResponse(_message.Message):
+    __slots__ = ("error_code", "remaining_partitions")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    remaining_partitions: _containers.RepeatedCompositeFieldContainer[PartitionRef]
+    def __init__(self, error_code: _Optional[int] = ..., remaining_partitions: _Optional[_Iterable[_Union[PartitionRef, _Mapping]]] = ...) -> None: ...
+
+class ForwardedCaller(_message.Message):
+    __slots__ = ("tenant_id", "principal", "api_key")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    principal: str
+    api_key: str
+    def __init__(self, tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., api_key: _Optional[str] = ...) -> None: ...
+
+class ForwardedCreateTopicsRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.CreateTopicsRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.CreateTopicsRequest, _Mapping]] = ...) -> None: ...
+
+class ForwardedDeleteTopicsRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.DeleteTopicsRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.DeleteTopicsRequest, _Mapping]] = ...) -> None: ...
+
+class ForwardedCreatePartitionsRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.CreatePartitionsRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.CreatePartitionsRequest, _Mapping]] = ...) -> None: ...
+
+class ForwardedAlterConfigsRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.AlterConfigsRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.AlterConfigsRequest, _Mapping]] = ...) -> None: ...

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from grpc_protos.weir.v1 import broker_pb2 as grpc__protos_dot_weir_dot_v1_dot_broker__pb2
 from grpc_protos.weir.v1 import controller_pb2 as grpc__protos_dot_weir_dot_v1_dot_controller__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -49,6 +50,31 @@ class ControllerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
                 _registered_method=True)
+        self.ControlledShutdown = channel.unary_unary(
+                '/weir.v1.Controller/ControlledShutdown',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownResponse.FromString,
+                _registered_method=True)
+        self.CreateTopics = channel.unary_unary(
+                '/weir.v1.Controller/CreateTopics',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateTopicsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateTopicsResponse.FromString,
+                _registered_method=True)
+        self.DeleteTopics = channel.unary_unary(
+                '/weir.v1.Controller/DeleteTopics',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteTopicsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteTopicsResponse.FromString,
+                _registered_method=True)
+        self.CreatePartitions = channel.unary_unary(
+                '/weir.v1.Controller/CreatePartitions',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreatePartitionsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreatePartitionsResponse.FromString,
+                _registered_method=True)
+        self.AlterConfigs = channel.unary_unary(
+                '/weir.v1.Controller/AlterConfigs',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -78,6 +104,44 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ControlledShutdown(self, request, context):
+        """A broker about to stop (SIGTERM) asks the controller to move every leadership it holds
+        to another in-sync replica and to drop it from every ISR. The answer lists the partitions
+        it still leads (no other ISR member); the broker retries until none are left or its
+        controlled-shutdown timeout passes, then stops.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateTopics(self, request, context):
+        """Topic administration a client sent to a broker, forwarded to the controller (as KRaft
+        brokers forward to theirs): the change lands in the control plane's catalog exactly like
+        one made over REST, and the answer is the one the client gets. The caller is the principal
+        the broker authenticated; the controller checks the tenant's ACLs, limits and roles.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTopics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreatePartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -95,6 +159,31 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AlterPartition,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'ControlledShutdown': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControlledShutdown,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownResponse.SerializeToString,
+            ),
+            'CreateTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTopics,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateTopicsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateTopicsResponse.SerializeToString,
+            ),
+            'DeleteTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTopics,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteTopicsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteTopicsResponse.SerializeToString,
+            ),
+            'CreatePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartitions,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreatePartitionsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreatePartitionsResponse.SerializeToString,
+            ),
+            'AlterConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterConfigs,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +267,141 @@ class Controller:
             '/weir.v1.Controller/AlterPartition',
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControlledShutdown(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/ControlledShutdown',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/CreateTopics',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateTopicsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/DeleteTopics',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteTopicsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/CreatePartitions',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreatePartitionsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreatePartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/AlterConfigs',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,
