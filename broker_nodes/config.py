@@ -98,6 +98,15 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("log.max.open.files", "INT", "1024", "File descriptors of segment files the broker keeps open at most (least recently used are closed).", minimum=16),
             ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
             ConfigKey(
+                "controller.quorum.bootstrap.servers",
+                "LIST",
+                "",
+                "HOST:PORT of the controllers (comma-separated; --controller). Empty: no controller, the broker takes cluster maps from ApplyPartitions pushes only.",
+            ),
+            ConfigKey("broker.heartbeat.interval.ms", "INT", "2000", "How often the broker heartbeats to the controller (well within the controller's broker.session.timeout.ms).", minimum=10),
+            ConfigKey("controlled.shutdown.enable", "BOOLEAN", "true", "On SIGTERM, ask the controller to move this broker's leaderships to other in-sync replicas before stopping."),
+            ConfigKey("controlled.shutdown.timeout.ms", "LONG", "30000", "Longest a controlled shutdown waits for the controller to move leaderships away.", minimum=0),
+            ConfigKey(
                 "security.required",
                 "BOOLEAN",
                 "false",

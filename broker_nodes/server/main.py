@@ -47,6 +47,9 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
     parser.add_argument("--rack", default="", help="rack (or availability zone) of this broker")
     parser.add_argument("--advertised-host", default="", help="host name clients are told to connect to")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a broker setting (repeatable)")
+    parser.add_argument(
+        "--controller", default=None, metavar="HOST:PORT[,HOST:PORT]", help="the controllers to register with (sets controller.quorum.bootstrap.servers)"
+    )
     parser.add_argument("--internal-token-file", default=None, help="file holding the internal token (default: environment WEIR_INTERNAL_TOKEN)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
@@ -57,7 +60,7 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
         data_dir=options.data_dir,
         rack=options.rack,
         advertised_host=options.advertised_host,
-        configs=options.config,
+        configs=[*options.config, *([f"controller.quorum.bootstrap.servers={options.controller}"] if options.controller is not None else [])],
         environment=environment,
         internal_token_file=options.internal_token_file,
         tls_cert=options.tls_cert,
