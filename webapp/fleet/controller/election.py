@@ -9,8 +9,12 @@ Rules (Kafka's, KIP-966 aside):
   replica alone, since the others' logs may hold records it lacks.
 * The ISR never becomes empty: when the last in-sync replica dies it stays in the ISR, so that
   it can lead again cleanly when it returns.
-* Every leader change, including going offline, increases the leader epoch by one; an
-  unchanged leader keeps its epoch.
+* Every change the controller makes, a leader change (including going offline) or an ISR
+  the controller shrinks itself (a fenced follower), increases the leader epoch by one, as
+  ZooKeeper-era Kafka did: a leader takes the ISR of a cluster map only together with a newer
+  leader epoch (between epochs its own ISR, confirmed through ``AlterPartition``, is newer than
+  any map), so a controller-made ISR change must come with a new epoch to reach the leader.
+  ISR changes the leader asks for (``AlterPartition``) keep the epoch.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ def elect_leader(replicas: Sequence[int], isr: Collection[int], live: Collection
 
 
 def _with_leader(state: PartitionState, leader: int, isr: tuple[int, ...]) -> PartitionState:
-    epoch = state.leader_epoch + 1 if leader != state.leader else state.leader_epoch
+    changed = leader != state.leader or isr != state.isr
+    epoch = state.leader_epoch + 1 if changed else state.leader_epoch
     return PartitionState(replicas=state.replicas, isr=isr, leader=leader, leader_epoch=epoch)
 
 

@@ -28,8 +28,8 @@ def test_elect_leader_follows_the_rules(replicas, isr, live, unclean, expected) 
     [
         # The leader dies, an ISR member takes over with a higher epoch, the ISR shrinks.
         (PartitionState((1, 2, 3), (1, 2, 3), 1, 4), 1, {2, 3}, False, PartitionState((1, 2, 3), (2, 3), 2, 5)),
-        # A follower dies: same leader and epoch, smaller ISR.
-        (PartitionState((1, 2, 3), (1, 2, 3), 1, 4), 3, {1, 2}, False, PartitionState((1, 2, 3), (1, 2), 1, 4)),
+        # A follower dies: same leader, smaller ISR, and a new epoch that carries the ISR to the leader.
+        (PartitionState((1, 2, 3), (1, 2, 3), 1, 4), 3, {1, 2}, False, PartitionState((1, 2, 3), (1, 2), 1, 5)),
         # The leader dies and no ISR member is alive: offline, epoch still increases, ISR keeps its last member.
         (PartitionState((1, 2, 3), (1,), 1, 4), 1, {2, 3}, False, PartitionState((1, 2, 3), (1,), NO_LEADER, 5)),
         # Same with unclean election on: a live out-of-sync replica leads alone.
