@@ -6,6 +6,16 @@ offset the leader had at the follower's previous fetch (it has read everything t
 then). A follower in the ISR that has not been caught up for ``replica.lag.time.max.ms``
 leaves it; a follower outside the ISR joins once its fetch offset reaches the high watermark
 and the start of the current leader epoch (it holds everything committed).
+
+With a controller (``confirm_changes``), an ISR change is only *proposed* here and becomes
+the ISR once the controller has stored it (``AlterPartition``, KIP-497), one change in flight
+at a time. Until then the tracker is conservative both ways, as Kafka's ``PendingShrinkIsr``
+and ``PendingExpandIsr`` are: the high watermark waits for the *maximal* ISR (the committed
+one plus a replica being added, and still including a replica being removed), while
+``min.insync.replicas`` is checked against the committed ISR. So a record is never
+acknowledged as committed to a set of replicas the controller does not know as the ISR,
+and the controller never elects a replica that lacks an acknowledged record. Without a
+controller (a broker driven by pushed maps only) changes apply at once.
 """
 
 from __future__ import annotations
@@ -14,8 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-# (topic, partition, new ISR, leader epoch): how ISR changes leave the leader (the controller
-# will receive them through AlterPartition; for now the broker keeps the ISR locally).
+# (topic, partition, ISR, leader epoch): an ISR change made (no controller) or proposed (with a
+# controller: the callback sends it as AlterPartition and reports the answer back).
 IsrChangeCallback = Callable[[str, int, tuple[int, ...], int], None]
 
 
@@ -47,6 +57,7 @@ class IsrTracker:
         replicas: Sequence[int],
         isr: Sequence[int],
         now_ms: int,
+        confirm_changes: bool = False,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -58,6 +69,8 @@ class IsrTracker:
         # The leader may be missing from the ISR the controller sent (it is being elected
         # from it); it holds its own log, so it is in sync by definition.
         self._isr = tuple(sorted({leader_id, *(replica for replica in isr if replica in self._replicas)}))
+        self._confirm_changes = confirm_changes
+        self._pending: tuple[int, ...] | None = None  # an ISR proposed to the controller, not yet stored
         # Followers in the ISR start as caught up now: they get replica.lag.time.max.ms to
         # show up before they are dropped, as in Kafka after an election.
         self._followers = {
@@ -68,7 +81,21 @@ class IsrTracker:
 
     @property
     def isr(self) -> tuple[int, ...]:
+        """The committed ISR: what the controller has stored (min.insync.replicas counts these)."""
         return self._isr
+
+    @property
+    def pending_isr(self) -> tuple[int, ...] | None:
+        """The ISR proposed to the controller and not answered yet; None when nothing is in flight."""
+        return self._pending
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR with the replicas of a pending change: the high watermark waits for all of them."""
+        pending = self._pending
+        if pending is None:
+            return self._isr
+        return tuple(sorted({*self._isr, *pending}))
 
     @property
     def replicas(self) -> tuple[int, ...]:
@@ -77,10 +104,12 @@ class IsrTracker:
     def in_sync_follower_log_end_offsets(self) -> list[int]:
         """Log end offsets of the followers in the ISR (the high watermark is their minimum with the leader's)."""
         with self._lock:
-            return [self._followers[replica].log_end_offset for replica in self._isr if replica != self.leader_id]
+            return [self._followers[replica].log_end_offset for replica in self.maximal_isr if replica != self.leader_id]
 
-    def record_fetch(self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int) -> bool:
-        """Note a follower's fetch at ``fetch_offset``; True when it joined the ISR.
+    def record_fetch(
+        self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int
+    ) -> tuple[int, ...] | None:
+        """Note a follower's fetch at ``fetch_offset``; the new ISR (made or proposed) when it may join, else None.
 
         Precondition: ``replica_id`` is a follower of this partition (see :meth:`is_follower`).
         """
@@ -93,20 +122,52 @@ class IsrTracker:
                 progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
             progress.leader_log_end_at_last_fetch = leader_log_end_offset
             progress.last_fetch_ms = now_ms
-            if replica_id in self._isr or fetch_offset < max(high_watermark, self._leader_epoch_start_offset):
-                return False
-            self._isr = tuple(sorted((*self._isr, replica_id)))
-            return True
+            if self._pending is not None or replica_id in self._isr or fetch_offset < max(high_watermark, self._leader_epoch_start_offset):
+                return None
+            return self._change(tuple(sorted((*self._isr, replica_id))))
 
     def is_follower(self, replica_id: int) -> bool:
         return replica_id in self._followers
 
-    def shrink(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
-        """Drop followers not caught up for more than ``max_lag_ms``; the replicas dropped."""
+    def shrink(self, now_ms: int, max_lag_ms: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Drop (or propose to drop) followers not caught up for more than ``max_lag_ms``.
+
+        Returns (the replicas dropped, the new ISR); both empty when nothing changes or a change
+        is already in flight.
+        """
         with self._lock:
+            if self._pending is not None:
+                return (), ()
             lagging = tuple(
                 replica for replica in self._isr if replica != self.leader_id and now_ms - self._followers[replica].last_caught_up_ms > max_lag_ms
             )
-            if lagging:
-                self._isr = tuple(replica for replica in self._isr if replica not in lagging)
-            return lagging
+            if not lagging:
+                return (), ()
+            return lagging, self._change(tuple(replica for replica in self._isr if replica not in lagging))
+
+    def _change(self, isr: tuple[int, ...]) -> tuple[int, ...]:
+        """Apply ``isr`` (no controller) or hold it as the pending proposal; the caller holds the lock."""
+        if self._confirm_changes:
+            self._pending = isr
+        else:
+            self._isr = isr
+        return isr
+
+    def confirm(self, proposed: tuple[int, ...], stored: Sequence[int]) -> bool:
+        """The controller answered the proposal ``proposed`` by storing ``stored``; True when taken.
+
+        A stale answer (``proposed`` is no longer the pending change) is ignored. ``stored`` keeps
+        only replicas of the partition and always the leader.
+        """
+        with self._lock:
+            if self._pending != tuple(proposed):
+                return False
+            self._isr = tuple(sorted({self.leader_id, *(replica for replica in stored if replica in self._replicas)}))
+            self._pending = None
+            return True
+
+    def abandon(self, proposed: tuple[int, ...]) -> None:
+        """Forget the proposal (the controller refused it); the committed ISR stays, a later check may propose again."""
+        with self._lock:
+            if self._pending == tuple(proposed):
+                self._pending = None

@@ -94,7 +94,10 @@ class ReplicationManager:
         settings: ReplicationSettings,
         min_insync_replicas: Callable[[str], int],
         on_isr_change: IsrChangeCallback = _default_isr_change,
+        confirm_isr_changes: bool = False,
     ) -> None:
+        """``confirm_isr_changes``: ISR changes are proposals that ``on_isr_change`` sends to the
+        controller and :meth:`isr_change_answered` completes (see ``isr``); False: they apply at once."""
         self.node_id = node_id
         self._log_manager = log_manager
         self._fetch_purgatory = fetch_purgatory
@@ -103,6 +106,7 @@ class ReplicationManager:
         self._settings = settings
         self._min_insync_replicas = min_insync_replicas
         self._on_isr_change = on_isr_change
+        self._confirm_isr_changes = confirm_isr_changes
         self.acks = AcksPurgatory()
         self._lock = threading.Lock()
         self._leaders: dict[PartitionKey, IsrTracker] = {}
@@ -170,6 +174,7 @@ class ReplicationManager:
             replicas=assignment.replicas,
             isr=assignment.isr,
             now_ms=self._clock.milliseconds(),
+            confirm_changes=self._confirm_isr_changes,
         )
         self._leaders[key] = tracker
         logger.info("partition %d of %s: leader with epoch %d, ISR %s", key[1], key[0], assignment.leader_epoch, list(tracker.isr))
@@ -308,11 +313,11 @@ class ReplicationManager:
         log_end = log.log_end_offset
         if request.fetch_offset > log_end or request.fetch_offset < log.log_start_offset:
             raise OffsetOutOfRangeError(request.fetch_offset, log.log_start_offset, log_end)
-        joined = tracker.record_fetch(
+        expanded = tracker.record_fetch(
             replica_id, request.fetch_offset, leader_log_end_offset=log_end, high_watermark=log.high_watermark, now_ms=self._clock.milliseconds()
         )
-        if joined:
-            self._on_isr_change(request.topic, request.partition, tracker.isr, tracker.leader_epoch)
+        if expanded is not None:
+            self._on_isr_change(request.topic, request.partition, expanded, tracker.leader_epoch)
         self._advance(key, tracker, log)
         info = log.read(request.fetch_offset, max_bytes, max_offset=log_end, min_one_batch=True)
         return ReplicaFetchPartitionResult(request.topic, request.partition, bytes(info.records), log.high_watermark, info.log_start_offset, log_end)
@@ -334,15 +339,41 @@ class ReplicationManager:
         """Drop followers behind for longer than replica.lag.time.max.ms (run periodically)."""
         now_ms = self._clock.milliseconds()
         for key, tracker in list(self._leaders.items()):
-            dropped = tracker.shrink(now_ms, self._settings.replica_lag_time_max_ms)
+            dropped, shrunk = tracker.shrink(now_ms, self._settings.replica_lag_time_max_ms)
             if not dropped:
                 continue
             logger.warning("partition %d of %s: replicas %s fell behind for more than %d ms", key[1], key[0], list(dropped), self._settings.replica_lag_time_max_ms)
-            self._on_isr_change(key[0], key[1], tracker.isr, tracker.leader_epoch)
+            self._on_isr_change(key[0], key[1], shrunk, tracker.leader_epoch)
             log = self._log(*key)
             if log is not None:
                 self._advance(key, tracker, log)
             self.acks.wake_partition(*key)
+
+    def isr_change_answered(self, topic: str, partition: int, leader_epoch: int, proposed: tuple[int, ...], stored: Sequence[int] | None) -> None:
+        """The controller's answer to a proposed ISR: ``stored`` is the ISR it keeps, None when it
+        refused the change (a newer leader epoch exists; the next cluster map brings it)."""
+        key = (topic, partition)
+        tracker = self._leaders.get(key)
+        if tracker is None or tracker.leader_epoch != leader_epoch:
+            return
+        if stored is None:
+            tracker.abandon(proposed)
+            return
+        if not tracker.confirm(proposed, stored):
+            return
+        logger.info("partition %d of %s: ISR is now %s (leader epoch %d)", partition, topic, list(tracker.isr), leader_epoch)
+        log = self._log(*key)
+        if log is not None:
+            self._advance(key, tracker, log)
+        # acks=all produces waiting on this partition re-check the ISR against min.insync.replicas.
+        self.acks.wake_partition(*key)
+
+    def pending_isr_change(self, topic: str, partition: int, leader_epoch: int) -> tuple[int, ...] | None:
+        """The proposal still waiting for the controller at ``leader_epoch``; None when there is none."""
+        tracker = self._leaders.get((topic, partition))
+        if tracker is None or tracker.leader_epoch != leader_epoch:
+            return None
+        return tracker.pending_isr
 
     def _advance(self, key: PartitionKey, tracker: IsrTracker, log: PartitionLog) -> None:
         if advance_high_watermark(log, tracker.in_sync_follower_log_end_offsets()):
