@@ -12,7 +12,10 @@ and at every start the broker makes them follow the stored map again, so a crash
 between is repaired (see :class:`ClusterState`).
 
 Topic names in the map are qualified (``tenant~name``, see ``broker_nodes.names``). Internal
-topics (names starting with ``__``) are never part of the map: each broker keeps its own.
+topics (``__consumer_offsets``, ``__usage``) are part of the map too, replicated like any
+topic: they come without a tenant and keep their plain name, and only names starting with
+``__`` may come without a tenant. A managed broker holds exactly the map's topics; only a
+standalone broker creates internal topics itself.
 
 Thread-safety: the current snapshot is an immutable value replaced by one reference
 assignment; readers never lock. Writers (``store``) are serialized by the caller (the
@@ -32,6 +35,7 @@ from broker_nodes.storage.atomic_files import write_atomically
 from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name
 from grpc_protos.weir.v1 import admin_pb2
 from weir.topic_config import InvalidConfigError, validate_topic_configs
+from weir.topic_names import INTERNAL_TOPIC_PREFIX
 
 CLUSTER_STATE_FILE_NAME = "cluster-state.json"  # in the data directory, next to topics.json
 CLUSTER_STATE_FORMAT = 1  # the "format" field of cluster-state.json
@@ -103,6 +107,11 @@ class ManagedTopic:
         return names.qualify(self.tenant_id, self.name)
 
     @property
+    def internal(self) -> bool:
+        """An internal topic of the cluster (``__consumer_offsets``...): the only topics without a tenant."""
+        return not self.tenant_id
+
+    @property
     def replication_factor(self) -> int:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
@@ -156,9 +165,10 @@ class ClusterSnapshot:
         for entry in request.topics:
             if not entry.name or names.TENANT_SEPARATOR in entry.name or names.TENANT_SEPARATOR in entry.tenant_id:
                 raise InvalidSnapshotError(f"topic name {entry.name!r} of tenant {entry.tenant_id!r} is empty or contains {names.TENANT_SEPARATOR!r}")
-            if is_internal_topic_name(entry.name):
-                # Internal topics belong to each broker, not to the map (see the module docstring).
-                continue
+            if not entry.tenant_id and not is_internal_topic_name(entry.name):
+                raise InvalidSnapshotError(f"topic {entry.name!r} has no tenant id; only internal topics (names starting with {INTERNAL_TOPIC_PREFIX!r}) may have none")
+            if entry.tenant_id and is_internal_topic_name(entry.name):
+                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r}: names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics")
             partitions = tuple(
                 PartitionAssignment(item.partition, item.leader_id, item.leader_epoch, tuple(item.replicas), tuple(item.isr))
                 for item in sorted(entry.partitions, key=lambda item: item.partition)
@@ -193,9 +203,21 @@ class ClusterSnapshot:
                 partitions=len(topic.partitions),
                 replication_factor=topic.replication_factor,
                 configs=MappingProxyType(dict(topic.configs)),
+                internal=topic.internal,
             )
             for qualified, topic in sorted(self.topics.items())
         ]
+
+    def broker(self, node_id: int) -> BrokerEndpoint | None:
+        """The endpoint of broker ``node_id``; None when the map does not list it."""
+        return next((broker for broker in self.brokers if broker.node_id == node_id), None)
+
+    def led_partitions(self, topic: str, node_id: int) -> dict[int, int]:
+        """partition -> leader epoch of every partition of ``topic`` that broker ``node_id`` leads (empty when the topic is not in the map)."""
+        managed_topic = self.topics.get(topic)
+        if managed_topic is None:
+            return {}
+        return {assignment.partition: assignment.leader_epoch for assignment in managed_topic.partitions if assignment.leader_id == node_id}
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -261,7 +283,7 @@ class ClusterState:
         self._snapshot = snapshot
 
     def hosts(self, topic: str, partition: int) -> bool:
-        """Whether this broker keeps a log of the partition: a replica in the map, or any partition of a topic outside it."""
+        """Whether this broker keeps a log of the partition: a replica in the map, or any partition while standalone."""
         snapshot = self._snapshot
         managed_topic = snapshot.topics.get(topic) if snapshot is not None else None
         if managed_topic is None:
@@ -271,7 +293,7 @@ class ClusterState:
     def leader_epoch(self, topic: str, partition: int, standalone_epoch: int) -> int:
         """The leader epoch this broker leads the partition with; NotLeaderOrFollowerError when it does not.
 
-        Topics outside the map (standalone, internal) are led here with ``standalone_epoch``.
+        Topics outside the map (every topic while standalone) are led here with ``standalone_epoch``.
         """
         snapshot = self._snapshot
         managed_topic = snapshot.topics.get(topic) if snapshot is not None else None

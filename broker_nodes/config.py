@@ -171,6 +171,9 @@ class BrokerConfig:
     internal_token: str = field(default="", repr=False)
     tls_cert: Path | None = None  # PEM certificate chain; with tls_key the broker serves TLS only
     tls_key: Path | None = None
+    # PEM CA certificates that verify other brokers and the controller; set: the broker's own
+    # calls to them use TLS (server.channels), unset: plaintext. Required with tls_cert.
+    tls_ca: Path | None = None
 
     def __getitem__(self, setting: str) -> object:
         return self.values[setting]
@@ -256,16 +259,22 @@ def load_broker_config(
     internal_token_file: str | Path | None = None,
     tls_cert: str | Path | None = None,
     tls_key: str | Path | None = None,
+    tls_ca: str | Path | None = None,
 ) -> BrokerConfig:
     """Build a BrokerConfig from command-line style inputs; raise BrokerConfigError on bad input.
 
     The internal token comes from ``internal_token_file`` when given, else from the
-    environment variable WEIR_INTERNAL_TOKEN.
+    environment variable WEIR_INTERNAL_TOKEN. A broker serving TLS (``tls_cert``) needs
+    ``tls_ca``: its peers serve TLS too, and it must verify them.
     """
     if node_id < 0:
         raise BrokerConfigError("--node-id", f"must be 0 or more, not {node_id}")
     if (tls_cert is None) != (tls_key is None):
         raise BrokerConfigError("--tls-cert/--tls-key", "give both the certificate and its private key, or neither")
+    if tls_cert is not None and tls_ca is None:
+        raise BrokerConfigError("--tls-ca", "a TLS broker needs --tls-ca to verify other brokers and the controller")
+    if tls_ca is not None and not Path(tls_ca).is_file():
+        raise BrokerConfigError("--tls-ca", f"{tls_ca} is not a readable file of CA certificates")
     environment = environment or {}
     internal_token = environment.get(INTERNAL_TOKEN_VARIABLE, "").strip()
     if internal_token_file is not None:
@@ -287,4 +296,5 @@ def load_broker_config(
         internal_token=internal_token,
         tls_cert=Path(tls_cert) if tls_cert is not None else None,
         tls_key=Path(tls_key) if tls_key is not None else None,
+        tls_ca=Path(tls_ca) if tls_ca is not None else None,
     )

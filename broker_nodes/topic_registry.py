@@ -250,18 +250,18 @@ class TopicRegistry:
             return changed
 
     def replace_managed_topics(self, topics: Iterable[TopicMetadata]) -> None:
-        """Managed mode: make ``topics`` the registry's non-internal topics, as the control plane decided.
+        """Managed mode: make ``topics`` the registry's topics, internal ones included, as the control plane decided.
 
         The control plane has validated names and counts; names here are qualified
         (``tenant~name``), which Kafka's name rules would refuse, so only configs are checked.
-        Internal topics stay: each broker keeps its own.
+        A topic absent from ``topics`` is gone, a broker's own (standalone) internal topics too:
+        in managed mode internal topics come in the cluster map like any other.
         """
         desired = {topic.name: topic for topic in topics}
         for topic in desired.values():
             validate_topic_configs(topic.configs)
         with self._lock:
-            kept = {name: topic for name, topic in self._topics.items() if topic.internal}
-            self._commit({**desired, **kept})
+            self._commit(desired)
 
     def _check_partition_count(self, name: str, partitions: int) -> None:
         if partitions < 1:

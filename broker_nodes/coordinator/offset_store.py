@@ -2,8 +2,17 @@
 
 A group's commits go to partition ``Utils.abs(groupId.hashCode()) % N`` of the topic, one
 record per committed partition with Kafka's key and value schemas (see ``offset_schema``),
-so the topic is the durable truth and compaction keeps only the latest commit per key. An
-in-memory cache answers OffsetFetch; it is rebuilt at startup by reading the topic.
+so the topic is the durable truth and compaction keeps only the latest commit per key.
+
+The coordinator of a group is the leader of the group's partition, as in Kafka. This broker
+serves commits and fetches only for the partitions it leads, each from an in-memory cache
+(:class:`OffsetsPartition`) loaded from the partition's log when the leadership begins; a
+group of another partition is answered NOT_COORDINATOR, one of a partition still loading
+COORDINATOR_LOAD_IN_PROGRESS. A standalone broker leads every partition and loads them all at
+startup; a managed broker follows the cluster map (:meth:`OffsetStore.follow_leadership`)
+and loads a newly led partition on a background thread. A commit is appended on the leader
+and, when the partition has followers, answered once every in-sync replica has it (acks=all,
+bounded by request.timeout.ms), so an acknowledged commit survives the loss of the leader.
 
 Groups have no members yet (that arrives with the group protocol): a commit is accepted only
 as a "simple" commit, without a member id, as Kafka's ``assign()``-style consumers make it.
@@ -13,10 +22,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
+from broker_nodes import names
 from broker_nodes.clock import Clock
+from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.coordinator.offset_schema import (
     OffsetAndMetadata,
     OffsetCommitKey,
@@ -27,16 +39,16 @@ from broker_nodes.coordinator.offset_schema import (
     encode_offset_commit_value,
     partition_for_group,
 )
-from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPartition
+from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.storage.log import AppendInfo
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from weir.records import RecordBatchBuilder, iter_batch_positions, iter_records
 
 logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's name for the internal topic of committed offsets
-LOAD_READ_BYTES = 1024 * 1024  # bytes read per step while loading the topic at startup
-
-TopicPartition = tuple[str, int]
+LOAD_READ_BYTES = 1024 * 1024  # bytes read per step while loading a partition's log
 
 
 class OffsetStoreError(Exception):
@@ -53,7 +65,7 @@ class UnknownMemberError(OffsetStoreError):
     """A commit naming a group member; only member-less commits exist yet (UNKNOWN_MEMBER_ID)."""
 
     def __init__(self, group_id: str, member_id: str) -> None:
-        super().__init__(f"group {group_id!r} has no member {member_id!r}: only commits without a member id are supported")
+        super().__init__(f"group {names.plain(group_id)!r} has no member {member_id!r}: only commits without a member id are supported")
         self.group_id = group_id
         self.member_id = member_id
 
@@ -74,12 +86,38 @@ class OffsetMetadataTooLargeError(OffsetStoreError):
 
 
 class CoordinatorLoadingError(OffsetStoreError):
-    """Committed offsets are still being loaded (COORDINATOR_LOAD_IN_PROGRESS)."""
+    """The group's offsets partition is led here but still being loaded (COORDINATOR_LOAD_IN_PROGRESS)."""
 
     retriable = True
 
-    def __init__(self) -> None:
-        super().__init__(f"committed offsets are still being loaded from {OFFSETS_TOPIC}")
+    def __init__(self, group_id: str, partition: int) -> None:
+        super().__init__(f"committed offsets of group {names.plain(group_id)!r} are still being loaded from partition {partition} of {OFFSETS_TOPIC}; try again shortly")
+        self.group_id = group_id
+        self.partition = partition
+
+
+class NotCoordinatorError(OffsetStoreError):
+    """This broker does not lead the group's offsets partition (NOT_COORDINATOR): find the coordinator again."""
+
+    retriable = True
+
+    def __init__(self, group_id: str, partition: int) -> None:
+        super().__init__(
+            f"this broker is not the coordinator of group {names.plain(group_id)!r}: it does not lead partition {partition} of {OFFSETS_TOPIC}; find the coordinator again"
+        )
+        self.group_id = group_id
+        self.partition = partition
+
+
+class CoordinatorNotAvailableError(OffsetStoreError):
+    """No broker can coordinate the group now (COORDINATOR_NOT_AVAILABLE): no offsets topic yet, or its partition has no leader."""
+
+    retriable = True
+
+    def __init__(self, group_id: str, reason: str) -> None:
+        super().__init__(f"no coordinator is available for group {names.plain(group_id)!r}: {reason}")
+        self.group_id = group_id
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,49 +130,115 @@ class OffsetCommitEntry:
 
 
 class OffsetStore:
-    """Committed offsets: ``__consumer_offsets`` on disk, a cache group -> (topic, partition) -> offset.
+    """Committed offsets of the groups whose ``__consumer_offsets`` partition this broker leads.
 
-    Thread-safe. Commits that land in the same ``__consumer_offsets`` partition are serialized
-    (append, then cache update, under that partition's lock) so the cache always agrees with
-    the last record of each key in the log.
+    Lifecycle: standalone, :meth:`lead_every_partition` at startup; managed,
+    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end.
+
+    Thread-safe. The led partitions are a dict of :class:`OffsetsPartition` changed under one
+    lock and read without it (a dict read is atomic). Commits of one partition are appended
+    in turn under that partition's lock and wait for replication outside it.
     """
 
-    def __init__(self, replica_manager: ReplicaManager, registry: TopicRegistry, clock: Clock, *, metadata_max_bytes: int) -> None:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        registry: TopicRegistry,
+        clock: Clock,
+        *,
+        metadata_max_bytes: int,
+        commit_timeout_ms: int,
+        loader: Executor | None = None,
+    ) -> None:
         self._replica_manager = replica_manager
         self._registry = registry
         self._clock = clock
         self._metadata_max_bytes = metadata_max_bytes
-        self._cache: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        self._cache_lock = threading.Lock()
-        self._partition_locks: list[threading.Lock] = []
-        self._loaded = False
-
-    @property
-    def partition_count(self) -> int:
-        return self._registry.require(OFFSETS_TOPIC).partitions
+        self._commit_timeout_ms = commit_timeout_ms  # request.timeout.ms: how long a commit waits for the in-sync replicas
+        self._leadership_lock = threading.Lock()
+        self._partitions: dict[int, OffsetsPartition] = {}
+        # One thread loads newly led partitions one after another, as Kafka's group-metadata
+        # loader does (injected so that tests decide when a load runs).
+        self._loader = loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-loader")
+        self._closed = False
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for_group(group_id, self.partition_count)
+        """The offsets partition of a group; CoordinatorNotAvailableError while ``__consumer_offsets`` does not exist."""
+        topic = self._registry.get(OFFSETS_TOPIC)
+        if topic is None:
+            raise CoordinatorNotAvailableError(group_id, f"{OFFSETS_TOPIC} does not exist yet")
+        return partition_for_group(group_id, topic.partitions)
 
-    # ------------------------------------------------------------------ loading
+    def is_loaded(self, partition: int) -> bool:
+        """Whether this broker leads the offsets partition and has loaded it."""
+        state = self._partitions.get(partition)
+        return state is not None and state.active
 
-    def load(self) -> int:
-        """Rebuild the cache from every partition of ``__consumer_offsets``; returns the records read."""
-        partitions = self.partition_count
-        self._partition_locks = [threading.Lock() for _ in range(partitions)]
-        cache: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        loaded = sum(self._load_partition(partition, cache) for partition in range(partitions))
-        with self._cache_lock:
-            self._cache = cache
-            self._loaded = True
+    # ------------------------------------------------------------------ leadership
+
+    def lead_every_partition(self) -> int:
+        """Standalone: lead every offsets partition and load them all now; returns the records read."""
+        topic = self._registry.require(OFFSETS_TOPIC)
+        loaded = 0
+        with self._leadership_lock:
+            self._partitions.clear()
+            for partition in range(topic.partitions):
+                state = OffsetsPartition(partition, LEADER_EPOCH, topic.topic_id)
+                self._partitions[partition] = state
+                loaded += self._load(state)
         return loaded
 
-    def _load_partition(self, partition: int, cache: dict[str, dict[TopicPartition, OffsetAndMetadata]]) -> int:
-        log = self._replica_manager.partition_log(OFFSETS_TOPIC, partition)
+    def follow_leadership(self, led: Mapping[int, int]) -> None:
+        """Managed: lead exactly the partitions in ``led`` (partition -> leader epoch), as the cluster map says.
+
+        A partition led anew (or again with a higher epoch, or of a recreated topic) starts
+        loading on the loader thread; one no longer led is dropped at once, so its groups are
+        answered NOT_COORDINATOR from now on. The caller applies the map to the registry and
+        the replication first, so the log no longer changes under a follower's fetcher.
+        """
+        topic = self._registry.get(OFFSETS_TOPIC)
+        topic_id = topic.topic_id if topic is not None else None
+        partition_count = topic.partitions if topic is not None else 0
+        with self._leadership_lock:
+            for partition, state in list(self._partitions.items()):
+                epoch = led.get(partition)
+                if epoch is None or state.topic_id != topic_id or epoch > state.leader_epoch:
+                    del self._partitions[partition]
+                    logger.info("partition %d of %s: no longer coordinating its groups with leader epoch %d", partition, OFFSETS_TOPIC, state.leader_epoch)
+            if topic_id is None or self._closed:
+                return
+            for partition, epoch in sorted(led.items()):
+                if partition in self._partitions or partition >= partition_count:
+                    continue
+                state = OffsetsPartition(partition, epoch, topic_id)
+                self._partitions[partition] = state
+                self._loader.submit(self._load_in_background, state)
+
+    def _is_current(self, state: OffsetsPartition) -> bool:
+        return self._partitions.get(state.partition) is state
+
+    def _load_in_background(self, state: OffsetsPartition) -> None:
+        try:
+            loaded = self._load(state)
+        except Exception:
+            # Drop the leadership: its groups get NOT_COORDINATOR instead of loading forever,
+            # and the next map that makes this broker leader loads the partition again.
+            logger.exception("partition %d of %s: loading committed offsets failed", state.partition, OFFSETS_TOPIC)
+            with self._leadership_lock:
+                if self._is_current(state):
+                    del self._partitions[state.partition]
+            return
+        if self._is_current(state):
+            logger.info("partition %d of %s: loaded %d records; coordinating its groups with leader epoch %d", state.partition, OFFSETS_TOPIC, loaded, state.leader_epoch)
+
+    def _load(self, state: OffsetsPartition) -> int:
+        """Replay the partition's log into ``state`` and activate it; stops early when the leadership ends."""
+        log = self._replica_manager.partition_log(OFFSETS_TOPIC, state.partition)
         offset = log.log_start_offset
+        # As leader this broker's log is the partition's truth, up to its end.
         end = log.log_end_offset
         loaded = 0
-        while offset < end:
+        while offset < end and self._is_current(state) and not self._closed:
             data = log.read(offset, LOAD_READ_BYTES, max_offset=end).records
             next_offset = offset
             for _, header in iter_batch_positions(data):
@@ -143,38 +247,48 @@ class OffsetStore:
                 break
             for record in iter_records(data, offset):
                 loaded += 1
-                self._apply_record(record.key, record.value, cache, partition, record.offset)
+                self._replay(state, record.key, record.value, record.offset)
             offset = next_offset
+        with state.lock:
+            if self._is_current(state):
+                state.activate()
         return loaded
 
     @staticmethod
-    def _apply_record(key: bytes | None, value: bytes | None, cache: dict[str, dict[TopicPartition, OffsetAndMetadata]], partition: int, offset: int) -> None:
+    def _replay(state: OffsetsPartition, key: bytes | None, value: bytes | None, offset: int) -> None:
         if key is None:
             return
         try:
             commit_key = decode_key(bytes(key))
             if commit_key is None:
                 return
-            group = cache.setdefault(commit_key.group, {})
-            if value is None:
-                group.pop((commit_key.topic, commit_key.partition), None)
-                if not group:
-                    del cache[commit_key.group]
-                return
-            group[(commit_key.topic, commit_key.partition)] = decode_offset_commit_value(bytes(value))
+            decoded = None if value is None else decode_offset_commit_value(bytes(value))
         except OffsetSchemaError as error:
-            logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, OFFSETS_TOPIC, partition, error)
+            logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, OFFSETS_TOPIC, state.partition, error)
+            return
+        state.replay(commit_key.group, (commit_key.topic, commit_key.partition), decoded, offset)
+
+    def shutdown(self) -> None:
+        """Stop loading (a running load ends at its next step) and drop every leadership."""
+        self._closed = True
+        with self._leadership_lock:
+            self._partitions.clear()
+        self._loader.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ commit and fetch
 
     def commit(self, group_id: str, member_id: str, entries: Sequence[OffsetCommitEntry]) -> list[Exception | None]:
         """Store ``entries`` for a group; one outcome (None = stored) per entry.
 
-        Raises InvalidGroupIdError / UnknownMemberError / CoordinatorLoadingError for the whole
-        request. Entries that fail validation are not stored; the valid ones are appended as
-        one batch, so they are stored together or not at all.
+        Raises InvalidGroupIdError / UnknownMemberError / NotCoordinatorError /
+        CoordinatorLoadingError / CoordinatorNotAvailableError for the whole request. Entries
+        that fail validation are not stored; the valid ones are appended as one batch, so they
+        are stored together or not at all; when the append or the wait for the in-sync
+        replicas fails (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT...), that error is each valid
+        entry's outcome and the cache keeps the previous commits.
         """
-        self._check_group(group_id)
+        self._check_group_id(group_id)
+        state = self._coordinating(group_id)
         if member_id:
             raise UnknownMemberError(group_id, member_id)
         outcomes: list[Exception | None] = [self._validate(entry) for entry in entries]
@@ -183,73 +297,105 @@ class OffsetStore:
             return outcomes
         now = self._clock.milliseconds()
         builder = RecordBatchBuilder()
-        values = []
+        values: list[tuple[TopicPartition, OffsetAndMetadata]] = []
         for entry in valid:
             value = OffsetAndMetadata(entry.offset, entry.leader_epoch, entry.metadata, now)
-            values.append(value)
+            values.append(((entry.topic, entry.partition), value))
             builder.append(now, encode_offset_commit_key(OffsetCommitKey(group_id, entry.topic, entry.partition)), encode_offset_commit_value(value))
-        partition = self.partition_for(group_id)
         try:
-            with self._partition_locks[partition]:
-                self._replica_manager.append_to_partition(OFFSETS_TOPIC, partition, builder.build())
-                with self._cache_lock:
-                    group = self._cache.setdefault(group_id, {})
-                    for entry, value in zip(valid, values):
-                        group[(entry.topic, entry.partition)] = value
-        except Exception as error:  # the append failed: no valid entry was stored
+            info = self._append_commit(state, group_id, [topic_partition for topic_partition, _ in values], builder.build())
+        except NotCoordinatorError:
+            raise
+        except Exception as error:  # nothing was appended
             return [error if outcome is None else outcome for outcome in outcomes]
+        stored = False
+        try:
+            self._wait_for_replicas(state.partition, info)
+            stored = True
+        except NotLeaderOrFollowerError:
+            raise NotCoordinatorError(group_id, state.partition) from None
+        except Exception as error:  # in the leader's log, not (yet) on every in-sync replica
+            return [error if outcome is None else outcome for outcome in outcomes]
+        finally:
+            state.complete_commit(group_id, values, info.first_offset, stored=stored)
         return outcomes
 
+    def _append_commit(self, state: OffsetsPartition, group_id: str, topic_partitions: list[TopicPartition], records: bytes) -> AppendInfo:
+        with state.lock:
+            if not self._is_current(state):
+                raise NotCoordinatorError(group_id, state.partition)
+            try:
+                info = self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, records, acks=ACKS_ALL)
+            except NotLeaderOrFollowerError:
+                raise NotCoordinatorError(group_id, state.partition) from None
+            state.begin_commit(group_id, topic_partitions)
+        return info
+
+    def _wait_for_replicas(self, partition: int, info: AppendInfo) -> None:
+        """acks=all: block until the in-sync replicas hold the batch (no-op for a partition without followers)."""
+        replication = self._replica_manager.replication
+        if replication is None or not replication.is_replicated_leader(OFFSETS_TOPIC, partition):
+            return
+        deadline = self._clock.monotonic() + self._commit_timeout_ms / 1000.0
+        replication.wait_for_replication(OFFSETS_TOPIC, partition, info.last_offset + 1, deadline, self._commit_timeout_ms)
+
     def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None) -> list[tuple[str, int, OffsetAndMetadata | None]]:
-        """Committed offsets of a group: of ``partitions``, or of every partition it committed (None)."""
-        self._check_group(group_id)
-        with self._cache_lock:
-            committed = dict(self._cache.get(group_id, {}))
+        """Committed offsets of a group: of ``partitions``, or of every partition it committed (None).
+
+        Raises like :meth:`commit` when this broker does not coordinate the group (yet).
+        """
+        self._check_group_id(group_id)
+        committed = self._coordinating(group_id).committed(group_id)
         if partitions is None:
             return [(topic, partition, value) for (topic, partition), value in sorted(committed.items())]
         return [(topic, partition, committed.get((topic, partition))) for topic, partition in partitions]
 
     def expire(self, retention_ms: int) -> int:
-        """Remove commits older than ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many."""
-        if not self._loaded:
-            return 0
+        """Remove commits older than ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many.
+
+        Only partitions this broker leads and has loaded are expired; their followers learn of
+        the tombstones through replication.
+        """
         removed = 0
-        for partition, lock in enumerate(self._partition_locks):
-            # Under the partition's lock no commit of its groups can slip in between finding an
-            # expired commit and writing its tombstone (which would then erase the newer commit).
-            with lock:
-                cutoff = self._clock.milliseconds() - retention_ms
-                with self._cache_lock:
-                    expired = [
-                        (group_id, topic_partition)
-                        for group_id, group in self._cache.items()
-                        if self.partition_for(group_id) == partition
-                        for topic_partition, value in group.items()
-                        if value.commit_timestamp < cutoff
-                    ]
+        for state in list(self._partitions.values()):
+            if not state.active:
+                continue
+            # Under the partition's lock no commit can be appended between finding an expired
+            # commit and writing its tombstone; commits still waiting for replicas are skipped.
+            with state.lock:
+                if not self._is_current(state):
+                    continue
+                expired = state.expired(self._clock.milliseconds() - retention_ms)
                 if not expired:
                     continue
                 now = self._clock.milliseconds()
                 builder = RecordBatchBuilder()
                 for group_id, (topic, topic_partition) in expired:
                     builder.append(now, encode_offset_commit_key(OffsetCommitKey(group_id, topic, topic_partition)), None)
-                self._replica_manager.append_to_partition(OFFSETS_TOPIC, partition, builder.build())
-                with self._cache_lock:
-                    for group_id, topic_partition in expired:
-                        group = self._cache[group_id]
-                        del group[topic_partition]
-                        if not group:
-                            del self._cache[group_id]
+                try:
+                    self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, builder.build())
+                except (NotLeaderOrFollowerError, UnknownTopicOrPartitionError):
+                    continue  # the leadership ended meanwhile; the new leader expires them
+                state.remove(expired)
                 removed += len(expired)
         if removed:
             logger.info("expired %d committed offsets older than %d ms", removed, retention_ms)
         return removed
 
-    def _check_group(self, group_id: str) -> None:
+    def _coordinating(self, group_id: str) -> OffsetsPartition:
+        """The led, loaded partition of the group; the coordinator errors otherwise."""
+        partition = self.partition_for(group_id)
+        state = self._partitions.get(partition)
+        if state is None:
+            raise NotCoordinatorError(group_id, partition)
+        if not state.active:
+            raise CoordinatorLoadingError(group_id, partition)
+        return state
+
+    @staticmethod
+    def _check_group_id(group_id: str) -> None:
         if not group_id:
             raise InvalidGroupIdError(group_id)
-        if not self._loaded:
-            raise CoordinatorLoadingError()
 
     def _validate(self, entry: OffsetCommitEntry) -> Exception | None:
         topic = self._registry.get(entry.topic)

@@ -6,7 +6,14 @@ leader-epoch cache and truncates its log to the smaller of that offset and its o
 that epoch. It never truncates to its own high watermark, which may lag behind records the
 leader committed. Then it fetches from its log end offset with a long poll, appends the
 leader's batches as they are (``append_as_follower``: same bytes, same offsets, same epochs)
-and takes the leader's high watermark, capped at its own log end.
+and takes the leader's high watermark, capped at its own log end, and the leader's log start
+offset, so that retention on the leader removes the same records here.
+
+When the leader answers OFFSET_OUT_OF_RANGE (Kafka's handleOffsetOutOfRange), the answer
+carries the leader's log start and log end offsets: a follower whose log end is past the
+leader's truncates to the leader's log end; one whose log end is below the leader's log start
+(it was away while retention deleted what it lacks) discards its whole log and continues from
+the leader's log start.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 LogLookup = Callable[[str, int], "PartitionLog | None"]
+ChannelFactory = Callable[[str], grpc.Channel]  # HOST:PORT -> a channel to that broker
 INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
 # Added to the long poll's max wait for the gRPC deadline, so the leader can answer late.
 CALL_DEADLINE_MARGIN_SECONDS = 5.0
@@ -47,6 +55,9 @@ class FetcherSettings:
     max_wait_ms: int  # replica.fetch.wait.max.ms
     max_bytes: int  # replica.fetch.max.bytes, per partition
     backoff_ms: int  # replica.fetch.backoff.ms
+    # Opens the channel to a leader (TLS or plaintext, keepalive, message limits): see
+    # broker_nodes.server.channels.open_internal_channel.
+    channel_factory: ChannelFactory
 
 
 class ReplicaFetcher:
@@ -78,7 +89,7 @@ class ReplicaFetcher:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._in_flight: grpc.Future | None = None
-        self._channel = grpc.insecure_channel(address)
+        self._channel = settings.channel_factory(address)
         self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
 
@@ -249,22 +260,51 @@ class ReplicaFetcher:
                 state = self._partitions.get(key)
                 if state is None or state.leader_epoch != partitions.get(key):
                     continue
-                if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                    # Our log end is past the leader's: the leader changed under us; truncate again by epoch.
-                    state.truncated = False
-                    continue
-                if answer.error_code != ErrorCode.NO_ERROR:
+                if answer.error_code not in (ErrorCode.NO_ERROR, ErrorCode.OFFSET_OUT_OF_RANGE):
                     self._back_off_locked(state, answer.error_code, answer.error_message, key)
                     continue
                 log = self._logs(*key)
                 if log is None:
                     continue
+                if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self._handle_out_of_range_locked(key, state, log, answer)
+                    continue
                 if answer.records:
                     log.append_as_follower(answer.records)
                     progressed = True
                 log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
+                log.increase_log_start_offset(answer.log_start_offset)
         # An empty answer after a full long poll is progress too: fetch again at once.
         return progressed or bool(response.partitions)
+
+    def _handle_out_of_range_locked(
+        self, key: PartitionKey, state: FollowedPartition, log: PartitionLog, answer: replication_pb2.ReplicaFetchPartitionResponse
+    ) -> None:
+        """The leader refused our log end as a fetch offset: move our log into the leader's range."""
+        leader_start, leader_end = answer.log_start_offset, answer.log_end_offset
+        own_end = log.log_end_offset
+        if leader_start < 0 or leader_end < 0:
+            # A leader that does not say where its log lies: truncate by epoch again, later.
+            state.truncated = False
+            self._back_off_locked(state, answer.error_code, answer.error_message, key)
+        elif leader_end < own_end:
+            # Epoch truncation ran before fetching, so this is a leader that lost records it
+            # had (an unclean election); Kafka truncates to the leader's end as well.
+            logger.warning(
+                "partition %d of %s: log end %d is past leader %d's log end %d; truncating to it",
+                key[1], key[0], own_end, self.leader_id, leader_end,
+            )
+            log.truncate_to(leader_end)
+        elif leader_start > own_end:
+            logger.warning(
+                "partition %d of %s: log end %d is below leader %d's log start %d (deleted there meanwhile); "
+                "discarding this log and continuing from the leader's log start",
+                key[1], key[0], own_end, self.leader_id, leader_start,
+            )
+            log.truncate_fully_and_start_at(leader_start)
+        else:
+            # Our log end is inside the leader's range by now (it moved since it answered): retry.
+            self._back_off_locked(state, answer.error_code, answer.error_message, key)
 
     def _back_off_locked(self, state: FollowedPartition, code: int, message: str, key: PartitionKey) -> None:
         logger.info("partition %d of %s from leader %d: error %d (%s); retrying later", key[1], key[0], self.leader_id, code, message)

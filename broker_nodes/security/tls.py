@@ -1,4 +1,5 @@
-"""TLS for the broker's gRPC port: a PEM certificate chain and its private key, read once at startup."""
+"""TLS for the broker's gRPC port (a PEM certificate chain and its private key, read once at startup)
+and for its own calls to other brokers and the controller (the CA certificates that verify them)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,8 @@ def _read(path: Path) -> bytes:
 def server_credentials(certificate_chain: Path, private_key: Path) -> grpc.ServerCredentials:
     """Credentials for ``server.add_secure_port``: the broker then speaks TLS only on that port."""
     return grpc.ssl_server_credentials([(_read(private_key), _read(certificate_chain))])
+
+
+def channel_credentials(ca_certificates: Path) -> grpc.ChannelCredentials:
+    """Credentials for ``grpc.secure_channel`` that trust only the CA certificates in ``ca_certificates`` (PEM)."""
+    return grpc.ssl_channel_credentials(root_certificates=_read(ca_certificates))

@@ -58,7 +58,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
 
     @_admin_handler
     def ApplyPartitions(self, request: admin_pb2.ApplyPartitionsRequest) -> admin_pb2.ApplyPartitionsResponse:
-        change = self.broker.apply_partitions(ClusterSnapshot.from_request(request))
+        change = self.broker.apply_partitions(ClusterSnapshot.from_request(request), controller_epoch=request.controller_epoch)
         return admin_pb2.ApplyPartitionsResponse(
             applied_version=self.broker.cluster_state.version,
             partitions_created=change.partitions_created,
@@ -74,9 +74,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     @_admin_handler
     def DescribeState(self, request: admin_pb2.DescribeStateRequest) -> admin_pb2.DescribeStateResponse:
         partitions = []
+        snapshot = self.broker.cluster_state.snapshot
         for log in sorted(self.broker.log_manager.logs(), key=lambda log: (log.topic, log.partition)):
             topic = self.broker.registry.get(log.topic)
-            if topic is None or topic.internal:
+            if topic is None:
                 continue
             try:
                 leader_epoch = self.broker.replica_manager.leader_epoch(log.topic, log.partition)
@@ -84,6 +85,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             except NotLeaderOrFollowerError:
                 leader_epoch, is_leader = -1, False
             tenant_id, name = names.split(log.topic)
+            managed = snapshot.topics.get(log.topic) if snapshot is not None else None
+            assignment = managed.partitions[log.partition] if managed is not None and log.partition < len(managed.partitions) else None
+            node_id = self.broker.config.node_id
+            replicas = list(assignment.replicas) if assignment is not None else [node_id]
+            leader_id = assignment.leader_id if assignment is not None else node_id
+            # The leader's own ISR is newer than the map's (changes confirmed since the last push).
+            isr = self.broker.replication.isr(log.topic, log.partition) or (assignment.isr if assignment is not None else (node_id,))
             partitions.append(
                 admin_pb2.HostedPartition(
                     tenant_id=tenant_id,
@@ -97,6 +105,9 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     high_watermark=log.high_watermark,
                     size_bytes=log.size_in_bytes,
                     segment_count=log.segment_count,
+                    isr=list(isr),
+                    replicas=replicas,
+                    leader_id=leader_id,
                 )
             )
         config = self.broker.config
@@ -106,6 +117,8 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             partitions_version=self.broker.cluster_state.version,
             security_version=self.broker.security.version,
             partitions=partitions,
+            controller_epoch=self.broker.controller.controller_epoch if self.broker.controller is not None else 0,
+            broker_epoch=self.broker.controller.broker_epoch if self.broker.controller is not None else 0,
             credential_uses=[
                 admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms)
                 for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())

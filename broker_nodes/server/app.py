@@ -42,7 +42,10 @@ class BrokerServer:
         self._health = health_servicer
 
     def stop(self, grace_seconds: float = 5.0) -> None:
-        """Graceful stop: refuse new calls, let running ones finish (up to the grace), close the logs."""
+        """Graceful stop: hand leaderships to other replicas (controlled shutdown, while still
+        serving so followers catch up and the new map arrives), refuse new calls, let running
+        ones finish (up to the grace), close the logs."""
+        self.broker.controlled_shutdown()
         for name in HEALTH_SERVICE_NAMES:
             self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         stopped = self.server.stop(grace_seconds)
@@ -106,4 +109,5 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
         raise
     for name in HEALTH_SERVICE_NAMES:
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    broker.connect_controller(port)
     return running

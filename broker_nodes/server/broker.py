@@ -13,17 +13,22 @@ import threading
 import uuid
 from pathlib import Path
 
+import grpc
+
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
-from broker_nodes.cluster_state import ClusterSnapshot, ClusterState
+from broker_nodes.cluster_state import ClusterSnapshot, ClusterState, StaleSnapshotError
 from broker_nodes.config import BrokerConfig
+from broker_nodes.controller_client import ControllerClient
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.producer_ids import ProducerIdManager
+from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replica_manager import ReplicaManager
 from broker_nodes.replication.follower import FetcherSettings
 from broker_nodes.replication.manager import ReplicationManager, ReplicationSettings
 from broker_nodes.security.authenticator import Authenticator
 from broker_nodes.security.quotas import QuotaManager
 from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
+from broker_nodes.server.channels import open_internal_channel
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.server.periodic import PeriodicTask
 from broker_nodes.server.topic_admin import ManagedTopicsChange, TopicAdmin
@@ -64,12 +69,23 @@ def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
     return properties["cluster.id"]
 
 
+class StaleControllerEpochError(StaleSnapshotError):
+    """A cluster map from a controller older than the newest one seen: a deposed controller (FAILED_PRECONDITION)."""
+
+    def __init__(self, epoch: int, newest_epoch: int) -> None:
+        Exception.__init__(self, f"cluster map from controller epoch {epoch}, older than controller epoch {newest_epoch}: that controller was replaced")
+        self.kind = "controller"
+        self.version = epoch
+        self.applied_version = newest_epoch
+
+
 class Broker:
     """A standalone broker: topic registry, logs, produce/fetch, committed offsets, producer ids.
 
     Lifecycle: construct (no I/O besides creating the data directory), :meth:`start` (recover
-    logs, reconcile them with the registry, create ``__consumer_offsets``, load committed
-    offsets, start background work; then :attr:`ready`), :meth:`shutdown` (wake parked
+    logs, reconcile them with the registry; standalone, create ``__consumer_offsets`` and load
+    committed offsets, managed, load those of the offsets partitions the map makes this broker
+    lead in the background; start background work; then :attr:`ready`), :meth:`shutdown` (wake parked
     fetches, stop background work, ``LogManager.shutdown`` which writes the clean-shutdown
     marker). Components are safe to use from many request threads once started.
     """
@@ -107,6 +123,26 @@ class Broker:
             cluster_state=self.cluster_state,
         )
         self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager, hosted=self.cluster_state.hosts)
+        # With a controller the broker registers and heartbeats, and ISR changes are proposals
+        # the controller must store (AlterPartition) before they count; without one (maps pushed
+        # by the control plane only) the broker keeps its ISRs itself.
+        controller_addresses = tuple(config["controller.quorum.bootstrap.servers"])  # type: ignore[call-overload]
+        self.controller: ControllerClient | None = None
+        self._alter_partition: AlterPartitionSender | None = None
+        if controller_addresses:
+            self.controller = ControllerClient(
+                controller_addresses,
+                node_id=config.node_id,
+                rack=config.rack,
+                internal_token=config.internal_token,
+                heartbeat_interval_ms=int(config["broker.heartbeat.interval.ms"]),  # type: ignore[call-overload]
+                channel_factory=self._internal_channel,
+            )
+            self._alter_partition = AlterPartitionSender(
+                self.controller,
+                answered=lambda *answer: self.replication.isr_change_answered(*answer),
+                pending=lambda topic, partition, epoch: self.replication.pending_isr_change(topic, partition, epoch),
+            )
         self.replication = ReplicationManager(
             config.node_id,
             log_manager=self.log_manager,
@@ -119,9 +155,15 @@ class Broker:
                     max_wait_ms=int(config["replica.fetch.wait.max.ms"]),  # type: ignore[call-overload]
                     max_bytes=int(config["replica.fetch.max.bytes"]),  # type: ignore[call-overload]
                     backoff_ms=int(config["replica.fetch.backoff.ms"]),  # type: ignore[call-overload]
+                    channel_factory=self._internal_channel,
                 ),
             ),
             min_insync_replicas=self._min_insync_replicas,
+            **(
+                {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True}
+                if self._alter_partition is not None
+                else {}
+            ),
         )
         self.replica_manager.replication = self.replication
         self.replica_manager.default_request_timeout_ms = int(config["request.timeout.ms"])  # type: ignore[call-overload]
@@ -133,7 +175,11 @@ class Broker:
         )
         self.producer_ids = ProducerIdManager(config.data_dir)
         self.offset_store = OffsetStore(
-            self.replica_manager, self.registry, clock, metadata_max_bytes=int(config["offset.metadata.max.bytes"])  # type: ignore[call-overload]
+            self.replica_manager,
+            self.registry,
+            clock,
+            metadata_max_bytes=int(config["offset.metadata.max.bytes"]),  # type: ignore[call-overload]
+            commit_timeout_ms=int(config["request.timeout.ms"]),  # type: ignore[call-overload]
         )
         self._offset_expiry = PeriodicTask(
             "offset-expiry",
@@ -174,23 +220,58 @@ class Broker:
             created, deleted = self.topic_admin.reconcile_logs()
         if created or deleted:
             logger.warning("repaired logs after an interrupted topic change: %d created, %d deleted", created, deleted)
-        if self.registry.get(OFFSETS_TOPIC) is None:
-            self.topic_admin.create_topic(
-                OFFSETS_TOPIC,
-                int(self.config["offsets.topic.num.partitions"]),  # type: ignore[call-overload]
-                1,
-                {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
-                internal=True,
-            )
-            logger.info("created internal topic %s", OFFSETS_TOPIC)
-        loaded = self.offset_store.load()
-        logger.info("loaded %d records of committed offsets from %s", loaded, OFFSETS_TOPIC)
-        if snapshot is not None:
+        if snapshot is None:
+            # Standalone, the broker owns __consumer_offsets and coordinates every group; a
+            # managed broker gets the topic in the cluster map, like any replicated topic.
+            if self.registry.get(OFFSETS_TOPIC) is None:
+                self.topic_admin.create_topic(
+                    OFFSETS_TOPIC,
+                    int(self.config["offsets.topic.num.partitions"]),  # type: ignore[call-overload]
+                    1,
+                    {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
+                    internal=True,
+                )
+                logger.info("created internal topic %s", OFFSETS_TOPIC)
+            loaded = self.offset_store.lead_every_partition()
+            logger.info("loaded %d records of committed offsets from %s", loaded, OFFSETS_TOPIC)
+        else:
             self.replication.apply(snapshot)
+            self._follow_offsets_leadership(snapshot)
         self.log_manager.start_background()
         self._offset_expiry.start()
         self._isr_expiry.start()
         self._ready.set()
+
+    def _internal_channel(self, address: str) -> grpc.Channel:
+        """A channel to another broker or the controller (TLS when the broker has --tls-ca)."""
+        return open_internal_channel(address, self.config)
+
+    def connect_controller(self, port: int) -> None:
+        """Register with the controller as this broker listening on ``port`` and keep the session (no-op without one)."""
+        if self.controller is None or self._alter_partition is None:
+            return
+        self._alter_partition.start()
+        self.controller.start(self.config.host_for_clients, port)
+
+    def controlled_shutdown(self) -> bool:
+        """Before stopping: have the controller move this broker's leaderships away (SIGTERM).
+
+        True when nothing is led here any more; False without a controller, when
+        ``controlled.shutdown.enable`` is off, or when the controller could not finish in
+        ``controlled.shutdown.timeout.ms`` (the broker then stops anyway, as Kafka's does).
+        """
+        if self.controller is None or not self.config["controlled.shutdown.enable"]:
+            return False
+        timeout_seconds = int(self.config["controlled.shutdown.timeout.ms"]) / 1000.0  # type: ignore[call-overload]
+        return self.controller.controlled_shutdown(timeout_seconds)
+
+    def _follow_offsets_leadership(self, snapshot: ClusterSnapshot) -> None:
+        """Coordinate the groups of the __consumer_offsets partitions the map makes this broker lead.
+
+        Called after the replication has applied the map, so that a partition this broker
+        now leads is no longer written by a follower fetcher while its offsets load.
+        """
+        self.offset_store.follow_leadership(snapshot.led_partitions(OFFSETS_TOPIC, self.config.node_id))
 
     def _min_insync_replicas(self, topic: str) -> int:
         metadata = self.registry.get(topic)
@@ -202,13 +283,20 @@ class Broker:
     def managed(self) -> bool:
         return self.cluster_state.managed
 
-    def apply_partitions(self, snapshot: ClusterSnapshot) -> ManagedTopicsChange:
-        """Make ``snapshot`` the cluster map and the logs follow it; StaleSnapshotError for an older version."""
+    def apply_partitions(self, snapshot: ClusterSnapshot, *, controller_epoch: int = 0) -> ManagedTopicsChange:
+        """Make ``snapshot`` the cluster map and the logs follow it; StaleSnapshotError for an older version.
+
+        ``controller_epoch`` is the epoch of the controller that sent the map (0: not from a
+        controller); StaleControllerEpochError when a newer controller has been seen.
+        """
         with self._apply_lock:
+            if controller_epoch and self.controller is not None and not self.controller.observe_controller_epoch(controller_epoch):
+                raise StaleControllerEpochError(controller_epoch, self.controller.controller_epoch)
             self.cluster_state.check_not_stale(snapshot.version)
             self.cluster_state.store(snapshot)
             change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
             self.replication.apply(snapshot)
+            self._follow_offsets_leadership(snapshot)
         if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:
             logger.info(
                 "applied cluster map version %d: %d partitions created, %d deleted, %d topics reconfigured",
@@ -233,8 +321,13 @@ class Broker:
         self._stopped = True
         self._ready.clear()
         self.purgatory.close()
+        if self._alter_partition is not None:
+            self._alter_partition.stop()
+        if self.controller is not None:
+            self.controller.stop()
         self.replication.shutdown()
         self._offset_expiry.stop()
+        self.offset_store.shutdown()
         self._isr_expiry.stop()
         self.log_manager.shutdown()
         logger.info("logs closed cleanly")

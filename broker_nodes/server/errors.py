@@ -72,6 +72,8 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.InvalidCommitOffsetError: ErrorCode.INVALID_REQUEST,
     offset_store.UnknownMemberError: ErrorCode.UNKNOWN_MEMBER_ID,
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    offset_store.NotCoordinatorError: ErrorCode.NOT_COORDINATOR,
+    offset_store.CoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
     cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
     replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,

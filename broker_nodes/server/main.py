@@ -53,6 +53,9 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
     parser.add_argument("--internal-token-file", default=None, help="file holding the internal token (default: environment WEIR_INTERNAL_TOKEN)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-ca", default=None, help="PEM CA certificates that verify other brokers and the controller: call them over TLS (needed with --tls-cert)"
+    )
     options = parser.parse_args(list(arguments))
     return load_broker_config(
         node_id=options.node_id,
@@ -65,6 +68,7 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
         internal_token_file=options.internal_token_file,
         tls_cert=options.tls_cert,
         tls_key=options.tls_key,
+        tls_ca=options.tls_ca,
     )
 
 

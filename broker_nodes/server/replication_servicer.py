@@ -3,6 +3,8 @@
 Every call must carry the internal token (metadata ``x-weir-internal-token``), like the Admin
 service; anything else is refused with UNAUTHENTICATED. The logic lives in
 ``broker_nodes.replication.manager``; per-partition errors are mapped by ``server.errors``.
+An OFFSET_OUT_OF_RANGE answer carries the leader's log start and log end offsets, which
+tell the follower how to move its log into the leader's range.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import logging
 
 import grpc
 
-from broker_nodes.replication.manager import ReplicaFetchPartitionRequest
+from broker_nodes.replication.manager import ReplicaFetchPartitionRequest, ReplicaFetchPartitionResult
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.storage.errors import OffsetOutOfRangeError
 from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
         partitions = []
         for result in results:
             code, message = (0, "") if result.error is None else error_code_and_message(result.error)
+            log_start_offset, log_end_offset = _leader_log_range(result)
             partitions.append(
                 replication_pb2.ReplicaFetchPartitionResponse(
                     topic=result.topic,
@@ -49,8 +53,8 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                     error_code=code,
                     error_message=message,
                     high_watermark=result.high_watermark,
-                    log_start_offset=result.log_start_offset,
-                    log_end_offset=result.log_end_offset,
+                    log_start_offset=log_start_offset,
+                    log_end_offset=log_end_offset,
                     records=result.records,
                 )
             )
@@ -73,3 +77,10 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                     )
                 )
         return replication_pb2.OffsetForLeaderEpochResponse(partitions=partitions)
+
+
+def _leader_log_range(result: ReplicaFetchPartitionResult) -> tuple[int, int]:
+    """(log start, log end) of the leader's log for one answer; -1 when the failure says nothing of it."""
+    if isinstance(result.error, OffsetOutOfRangeError):
+        return result.error.log_start_offset, result.error.log_end_offset
+    return result.log_start_offset, result.log_end_offset

@@ -20,7 +20,8 @@ from typing import Callable, Iterable, TypeVar
 
 import grpc
 
-from broker_nodes.cluster_state import ManagedTopic
+from broker_nodes.cluster_state import BrokerEndpoint, ManagedTopic
+from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.security.access import CallContext
@@ -28,7 +29,7 @@ from broker_nodes.security.authenticator import AuthenticationError, Credentials
 from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
 from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, ManagedTopicsPolicyError, TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
-from broker_nodes.server import request_parsing
+from broker_nodes.server import request_parsing, topic_forwarding
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
 from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
@@ -146,6 +147,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             ]
         return broker_pb2.TopicMetadata(name=call.plain(topic.name), is_internal=topic.internal, partitions=partitions, topic_id=topic.topic_id)
 
+    def _forwards_topic_admin(self, call: CallContext) -> bool:
+        """A tenant's topic administration goes to the controller when there is one (see topic_forwarding)."""
+        return self.broker.controller is not None and call.has_tenant
+
     def _check_topic_admin_allowed(self, call: CallContext, name: str) -> None:
         """Topic administration through the data plane exists only for standalone topics without a tenant."""
         if self.broker.managed or call.has_tenant:
@@ -155,6 +160,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     def CreateTopics(self, request: broker_pb2.CreateTopicsRequest, call: CallContext) -> broker_pb2.CreateTopicsResponse:
         request_parsing.require_nonempty(request.topics, "topic")
         request_parsing.require_unique((topic.name for topic in request.topics), "topic")
+        if self._forwards_topic_admin(call):
+            for creatable in request.topics:
+                request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
+            return topic_forwarding.create_topics(self.broker.controller, call, request)  # type: ignore[arg-type]
         results = []
         for creatable in request.topics:
             request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
@@ -176,8 +185,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def DeleteTopics(self, request: broker_pb2.DeleteTopicsRequest, call: CallContext) -> broker_pb2.DeleteTopicsResponse:
+        names_to_delete = request_parsing.topic_names(request.topics, required=True)
+        if self._forwards_topic_admin(call):
+            return topic_forwarding.delete_topics(self.broker.controller, call, list(names_to_delete), request.timeout_ms)  # type: ignore[arg-type]
         results = []
-        for name in request_parsing.topic_names(request.topics, required=True):
+        for name in names_to_delete:
             try:
                 self._check_topic_admin_allowed(call, name)
                 topic = self.broker.topic_admin.delete_topic(name)
@@ -189,6 +201,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     @_handler
     def CreatePartitions(self, request: broker_pb2.CreatePartitionsRequest, call: CallContext) -> broker_pb2.CreatePartitionsResponse:
         request_parsing.topic_names([topic.name for topic in request.topics], required=True)
+        if self._forwards_topic_admin(call):
+            return topic_forwarding.create_partitions(self.broker.controller, call, request)  # type: ignore[arg-type]
         results = []
         for entry in request.topics:
             try:
@@ -248,6 +262,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     @_handler
     def AlterConfigs(self, request: broker_pb2.AlterConfigsRequest, call: CallContext) -> broker_pb2.AlterConfigsResponse:
         request_parsing.config_resources(request.resources)
+        if self._forwards_topic_admin(call):
+            return topic_forwarding.alter_configs(self.broker.controller, call, request)  # type: ignore[arg-type]
         results = []
         for resource in request.resources:
             try:
@@ -474,4 +490,25 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.OffsetFetchResponse(
             topics=[broker_pb2.OffsetFetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
         )
+
+    @_handler
+    def FindCoordinator(self, request: broker_pb2.FindCoordinatorRequest, call: CallContext) -> broker_pb2.FindCoordinatorResponse:
+        """Each group's coordinator, in request order; Kafka asks for DESCRIBE on the group."""
+        request_parsing.require_nonempty(request.group_ids, "group id")
+        snapshot = self.broker.cluster_state.snapshot
+        this_broker = BrokerEndpoint(self._node.node_id, self._node.host, self._node.port, self._node.rack)
+        coordinators = []
+        for group_id in request.group_ids:
+            try:
+                if not group_id:
+                    raise InvalidRequestError("a group id must not be empty")
+                if not call.may(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+                    raise GroupAuthorizationError(group_id, "describe")
+                node = find_coordinator(snapshot, call.qualify(group_id), this_broker)
+                coordinators.append(broker_pb2.Coordinator(group_id=group_id, node_id=node.node_id, host=node.host, port=node.port))
+            except Exception as error:
+                code, message = error_code_and_message(error)
+                # Kafka's Node.noNode(): id -1, no host, port -1.
+                coordinators.append(broker_pb2.Coordinator(group_id=group_id, node_id=-1, host="", port=-1, error_code=code, error_message=message))
+        return broker_pb2.FindCoordinatorResponse(coordinators=coordinators)
 

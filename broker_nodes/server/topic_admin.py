@@ -185,14 +185,16 @@ class TopicAdmin:
         return created, deleted
 
     def apply_managed_topics(self, topics: Sequence[TopicMetadata]) -> ManagedTopicsChange:
-        """Managed mode: make the registry hold exactly ``topics`` (plus internal ones) and the logs follow.
+        """Managed mode: make the registry hold exactly ``topics`` (internal ones included) and the logs follow.
 
         The caller has already made ``hosted`` answer for the new cluster map. Logs of topics
         no longer present (or recreated with a new topic id) are deleted, logs of hosted
-        partitions created, and changed config overrides applied to the running logs.
+        partitions created, and changed config overrides applied to the running logs. A
+        standalone broker's own ``__consumer_offsets`` has another topic id than the map's, so
+        the first map replaces it like a recreated topic.
         """
         with self._lock:
-            before = {topic.name: topic for topic in self._registry.topics() if not topic.internal}
+            before = {topic.name: topic for topic in self._registry.topics()}
             self._registry.replace_managed_topics(topics)
             created, deleted = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()})
             reconfigured = 0

@@ -71,6 +71,12 @@ class LeaderEpochCache:
                 self._entries = kept
                 self._file.write(self._entries)
 
+    def clear(self) -> None:
+        """Forget every epoch: the log was emptied and restarts at another offset (Kafka's clearAndFlush)."""
+        with self._lock:
+            self._entries = []
+            self._file.write(self._entries)
+
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly below ``start_offset``; the one spanning it now starts there."""
         with self._lock:

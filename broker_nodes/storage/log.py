@@ -1,4 +1,9 @@
-"""The log of one partition: validated appends, reads, lookups, rolling, retention, truncation."""
+"""The log of one partition: validated appends, reads, lookups, rolling, retention, truncation.
+
+Besides retention, two operations move the log start offset: a follower mirrors its leader's
+(``increase_log_start_offset``), and a follower left behind the leader's log start discards its
+whole log and restarts at that offset (``truncate_fully_and_start_at``).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
 from broker_nodes.storage.log_config import COMPRESSION_TYPE_PRODUCER, COMPRESSION_TYPE_UNCOMPRESSED, LogConfig
 from broker_nodes.storage.producer_state import ProducerEntry, ProducerStateManager
 from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
-from broker_nodes.storage.retention import select_segments_to_delete
+from broker_nodes.storage.retention import count_below_log_start, select_segments_to_delete
 from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
 from weir.log_files import parse_partition_directory_name
 from weir.records import (
@@ -579,6 +584,52 @@ class PartitionLog:
             self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
             logger.info("%s: truncated to offset %d", self.directory.name, self._log_end_offset)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Discard every record and continue as an empty log starting at ``offset`` (Kafka's truncateFullyAndStartAt).
+
+        A follower whose log end is below its leader's log start offset can never fetch the
+        offsets in between (retention deleted them on the leader); it empties its log and
+        fetches from the leader's log start. Afterwards log start, log end, high watermark and
+        recovery point are all ``offset``, the leader-epoch cache is empty and the producer
+        state is reset (no snapshots). ``offset`` may be above, below or inside the old range.
+
+        Crash safety, by the order of the steps: (1) producer snapshots are removed, so a
+        reopened old log rebuilds producer state from its own batches; (2) every old segment
+        is renamed to ``*.deleted`` (removed at the next open) and the directory fsynced, so a
+        crash leaves a remainder of the old segments, itself a valid log; (3) the empty
+        segment at ``offset`` is created and the directory fsynced; (4) the epoch cache is
+        cleared, and if a crash comes first, ``open`` cuts the stale epochs to the new log's
+        range. Whatever the crash point, the reopened log is valid and a follower reaching
+        the leader's log start again truncates again. Raises ValueError for a negative offset
+        and LogDirectoryError when the files cannot be changed.
+        """
+        if offset < 0:
+            raise ValueError(f"a log cannot start at the negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            try:
+                self._producer_state.truncate_fully()
+                self._remove_segments_locked(list(self._segments), schedule=True)
+                fsync_directory(self.directory)
+                segment = LogSegment.create(
+                    self.directory,
+                    offset,
+                    self._file_cache,
+                    index_max_bytes=self.config.segment_index_bytes,
+                    index_interval_bytes=self.config.index_interval_bytes,
+                    created_ms=self._clock.milliseconds(),
+                )
+                fsync_directory(self.directory)
+                self._set_segments([segment])
+                self._log_start_offset = self._log_end_offset = offset
+                self._high_watermark = self._recovery_point = offset
+                self._unflushed_records = 0
+                self._roll_jitter_ms = self._new_roll_jitter()
+                self._leader_epoch_cache.clear()
+            except OSError as error:
+                raise LogDirectoryError(self.directory, str(error)) from error
+            logger.warning("%s: discarded the whole log; it now starts at offset %d", self.directory.name, offset)
+
     # -------------------------------------------------------------- durability
 
     def flush(self) -> None:
@@ -616,14 +667,7 @@ class PartitionLog:
             )
             if not doomed:
                 return 0
-            remaining = self._segments[len(doomed) :]
-            try:
-                self._remove_segments_locked(doomed, schedule=True)
-            except OSError as error:
-                raise LogDirectoryError(self.directory, str(error)) from error
-            self._set_segments(remaining)
-            self._log_start_offset = max(self._log_start_offset, remaining[0].base_offset)
-            self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            self._delete_oldest_segments_locked(len(doomed))
             logger.info(
                 "%s: retention deleted %d segment(s); log start offset is now %d",
                 self.directory.name,
@@ -631,6 +675,42 @@ class PartitionLog:
                 self._log_start_offset,
             )
             return len(doomed)
+
+    def increase_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset to ``offset`` and delete the closed segments wholly below it.
+
+        A follower mirrors its leader's log start from every fetch answer this way, so that
+        retention on the leader (or a records deletion there) removes the same records here
+        (Kafka's maybeIncrementLogStartOffset). The new start is capped at the high watermark,
+        which keeps ``log_start_offset <= high_watermark``; an offset at or below the current
+        log start changes nothing. Returns whether the log start moved. Records below the new
+        start in a segment that also holds later ones stay on disk but cannot be read.
+        """
+        if offset <= self._log_start_offset:
+            return False  # the common case, answered without the lock
+        with self._lock:
+            self._check_open()
+            new_start = min(offset, self._high_watermark)
+            if new_start <= self._log_start_offset:
+                return False
+            self._log_start_offset = new_start
+            self._leader_epoch_cache.truncate_from_start(new_start)
+            deleted = count_below_log_start(self._segments[:-1], new_start)
+            if deleted:
+                self._delete_oldest_segments_locked(deleted)
+                logger.info("%s: log start offset raised to %d; %d segment(s) below it deleted", self.directory.name, new_start, deleted)
+            return True
+
+    def _delete_oldest_segments_locked(self, count: int) -> None:
+        """Remove the ``count`` oldest segments (never the active one); the log start follows."""
+        doomed, remaining = self._segments[:count], self._segments[count:]
+        try:
+            self._remove_segments_locked(doomed, schedule=True)
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+        self._set_segments(remaining)
+        self._log_start_offset = max(self._log_start_offset, remaining[0].base_offset)
+        self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
 
     def replace_segment(self, old: LogSegment, new: LogSegment | None) -> None:
         """Swap a compacted replacement in for the closed segment ``old`` (or remove ``old`` when None).

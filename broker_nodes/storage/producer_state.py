@@ -158,6 +158,12 @@ class ProducerStateManager:
     def clear(self) -> None:
         self._producers.clear()
 
+    def truncate_fully(self) -> None:
+        """Forget every producer and remove every snapshot: the log was emptied (Kafka's truncateFullyAndStartAt)."""
+        self._producers.clear()
+        for snapshot_offset in self.snapshot_offsets():
+            self._remove_snapshot(snapshot_offset)
+
     def remove_batches_from(self, offset: int) -> None:
         """Forget batches at or above ``offset`` (used when the log is truncated and replay is not possible)."""
         for producer_id in list(self._producers):

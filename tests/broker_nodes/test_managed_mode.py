@@ -9,6 +9,7 @@ import pytest
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, as_tenant, brokers, credential, topic
+from tests.broker_nodes.replication.cluster import wait_until
 from tests.broker_nodes.server.helpers import batch
 from weir.errors import ErrorCode
 
@@ -47,11 +48,13 @@ def node(tmp_path: Path):
                 topic(TENANT_A, "orders", partitions=2, leaders=[1, 2]),
                 topic(TENANT_A, "secret-plans"),
                 topic(TENANT_B, "orders"),
+                topic("", "__consumer_offsets"),  # internal topics come in the map, without a tenant
             ],
         ),
         metadata=INTERNAL,
     )
     broker.admin.ApplySecurity(security(1), metadata=INTERNAL)
+    wait_until(lambda: broker.broker.offset_store.is_loaded(0), what="__consumer_offsets to load")
     yield broker
     broker.stop()
 

@@ -45,6 +45,7 @@ def tls_broker(tmp_path: Path, certificates: Path):
         configs=["offsets.topic.num.partitions=1", "auto.create.topics.enable=true"],
         tls_cert=certificates / "broker.pem",
         tls_key=certificates / "broker-key.pem",
+        tls_ca=certificates / "ca.pem",
     )
     running = start_broker_server(config)
     yield running

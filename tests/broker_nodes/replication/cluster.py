@@ -28,9 +28,10 @@ FAST_REPLICATION = {
 class ReplicatedCluster:
     """Brokers 1..3 in-process; ``apply`` pushes one RF=3 topic with a given leader and epoch to chosen brokers."""
 
-    def __init__(self, root: Path, *, topic_configs: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, *, topic_configs: dict[str, str] | None = None, broker_configs: dict[str, str] | None = None) -> None:
+        configs = {**FAST_REPLICATION, **(broker_configs or {})}
         self.nodes = {
-            node_id: InProcessBroker(root / f"node-{node_id}", FAST_REPLICATION, node_id=node_id, environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}).start()
+            node_id: InProcessBroker(root / f"node-{node_id}", configs, node_id=node_id, environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}).start()
             for node_id in (1, 2, 3)
         }
         self.topic_id = str(uuid.uuid4())

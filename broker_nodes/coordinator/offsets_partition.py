@@ -1,0 +1,124 @@
+"""The committed offsets of one ``__consumer_offsets`` partition, as its leader keeps them in memory.
+
+A broker coordinates the groups of the offsets partitions it leads. For each of them it holds
+one :class:`OffsetsPartition` per leadership (topic id and leader epoch): it starts loading,
+is filled from the partition's log (:meth:`replay`, in log order), and then serves commits
+and fetches until the leadership ends and the store drops it. A new leadership always starts
+from the log again, since records replicated while following never went through the cache.
+
+Each cached commit remembers the log offset of its record. A commit is appended under
+:attr:`lock` but waits for the in-sync replicas without it, so two commits of one key may
+complete out of order; the cache keeps the one whose record is later in the log, which is
+the one compaction and every reload keep too (Kafka's ``GroupMetadata`` does the same).
+Keys with a commit between append and completion are *pending*: expiry leaves them alone, so
+a tombstone can never land after a newer commit of the key.
+
+Thread-safety: every method takes :attr:`lock`, except those the caller calls holding it:
+:meth:`activate`, :meth:`begin_commit` (held across the append before it) and
+:meth:`expired` / :meth:`remove` (held across the tombstones' append between them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from broker_nodes.coordinator.offset_schema import OffsetAndMetadata
+
+TopicPartition = tuple[str, int]
+CommitKey = tuple[str, TopicPartition]  # (group, (topic, partition))
+
+
+@dataclass(frozen=True, slots=True)
+class CachedCommit:
+    value: OffsetAndMetadata
+    log_offset: int  # offset of the record in __consumer_offsets
+
+
+class OffsetsPartition:
+    """One leadership of one offsets partition: loading, then active. See the module docstring."""
+
+    def __init__(self, partition: int, leader_epoch: int, topic_id: str) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.topic_id = topic_id  # a recreated __consumer_offsets is a new leadership too
+        self.lock = threading.Lock()
+        self._active = False  # set once the log is loaded; read without the lock (a bool read is atomic)
+        self._groups: dict[str, dict[TopicPartition, CachedCommit]] = {}
+        self._pending: Counter[CommitKey] = Counter()
+
+    @property
+    def active(self) -> bool:
+        """Loaded: commits and fetches are served."""
+        return self._active
+
+    def activate(self) -> None:
+        """The log is loaded: serve from now on. The caller holds :attr:`lock` (and checked the leadership is current)."""
+        self._active = True
+
+    # ------------------------------------------------------------------ loading
+
+    def replay(self, group: str, topic_partition: TopicPartition, value: OffsetAndMetadata | None, log_offset: int) -> None:
+        """Apply one record read from the log (a None value is a tombstone); records come in log order."""
+        with self.lock:
+            if value is None:
+                self._remove(group, topic_partition)
+            else:
+                self._groups.setdefault(group, {})[topic_partition] = CachedCommit(value, log_offset)
+
+    # ------------------------------------------------------------------ commits
+
+    def begin_commit(self, group: str, topic_partitions: Iterable[TopicPartition]) -> None:
+        """Mark keys whose commit is appended and not yet complete. The caller holds :attr:`lock`."""
+        for topic_partition in topic_partitions:
+            self._pending[(group, topic_partition)] += 1
+
+    def complete_commit(self, group: str, values: Sequence[tuple[TopicPartition, OffsetAndMetadata]], first_log_offset: int, *, stored: bool) -> None:
+        """End a commit begun with :meth:`begin_commit`; when ``stored``, cache its values.
+
+        ``values`` are in the order of the records of the batch that starts at ``first_log_offset``.
+        """
+        with self.lock:
+            for index, (topic_partition, value) in enumerate(values):
+                key = (group, topic_partition)
+                self._pending[key] -= 1
+                if self._pending[key] <= 0:
+                    del self._pending[key]
+                if not stored:
+                    continue
+                log_offset = first_log_offset + index
+                group_commits = self._groups.setdefault(group, {})
+                cached = group_commits.get(topic_partition)
+                if cached is None or cached.log_offset < log_offset:
+                    group_commits[topic_partition] = CachedCommit(value, log_offset)
+
+    def committed(self, group: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """A copy of the group's committed offsets."""
+        with self.lock:
+            return {topic_partition: cached.value for topic_partition, cached in self._groups.get(group, {}).items()}
+
+    # ------------------------------------------------------------------ expiry
+
+    def expired(self, cutoff_ms: int) -> list[CommitKey]:
+        """Commits older than ``cutoff_ms`` and not pending. The caller holds :attr:`lock` until :meth:`remove`."""
+        return [
+            (group, topic_partition)
+            for group, commits in self._groups.items()
+            for topic_partition, cached in commits.items()
+            if cached.value.commit_timestamp < cutoff_ms and (group, topic_partition) not in self._pending
+        ]
+
+    def remove(self, keys: Iterable[CommitKey]) -> None:
+        """Forget commits whose tombstones were appended. The caller holds :attr:`lock`."""
+        for group, topic_partition in keys:
+            self._remove(group, topic_partition)
+
+    def _remove(self, group: str, topic_partition: TopicPartition) -> None:
+        commits = self._groups.get(group)
+        if commits is None:
+            return
+        commits.pop(topic_partition, None)
+        if not commits:
+            del self._groups[group]
