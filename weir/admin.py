@@ -6,12 +6,21 @@ all items; each future then resolves with its item's result or fails with
 ``KafkaException(KafkaError(code, message))`` from the broker's per-item error. A request
 that fails as a whole (no broker reachable...) fails every future with that error.
 
+Failover: requests go to any live broker (a broker forwards topic administration to the
+controller), trying the others when one cannot be reached and going round again after
+retry.backoff.ms until the call's timeout (``request_timeout``, else socket.timeout.ms);
+see :meth:`weir.cluster.Cluster.call_any`. Items answered NOT_CONTROLLER (the controller
+moved while the request was forwarded) are sent again within the same timeout. list_offsets
+asks each partition's leader and, after NOT_LEADER_OR_FOLLOWER, an epoch error, a partition
+without a leader or a transport failure, refreshes the metadata and asks the new leader.
+
 Thread-safety: an AdminClient may be used from any thread; requests run on a small pool.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -214,6 +223,13 @@ class ListOffsetsResultInfo:
 
 
 _PROTO_RESOURCE_TYPES = {ResourceType.TOPIC: broker_pb2.RESOURCE_TYPE_TOPIC, ResourceType.BROKER: broker_pb2.RESOURCE_TYPE_BROKER}
+# Per-topic answers of topic administration that are sent again (within the call's timeout).
+_TOPIC_ITEM_RETRIES = frozenset({ErrorCode.NOT_CONTROLLER})  # type: ignore[attr-defined]
+# Per-partition ListOffsets answers after which the leader is looked up again and asked again.
+_LEADER_MOVED = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,  # type: ignore[attr-defined]
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.REPLICA_NOT_AVAILABLE,  # type: ignore[attr-defined]
+})
 
 
 def _item_error(code: int, message: str) -> KafkaException | None:
@@ -266,9 +282,30 @@ class AdminClient:
         self._executor.submit(complete)
         return futures
 
-    @staticmethod
-    def _topic_outcomes(results: Iterable[broker_pb2.TopicResult]) -> dict[str, tuple[KafkaException | None, None]]:
-        return {result.name: (_item_error(result.error_code, result.error_message), None) for result in results}
+    def _topic_outcomes(self, method: str, names: list[str], request_for: Callable[[list[str]], Any], timeout: float) -> dict[str, tuple[KafkaException | None, None]]:
+        """Send a topic administration request for ``names`` (built by ``request_for``) to any broker; each topic's outcome.
+
+        Topics answered with an error of _TOPIC_ITEM_RETRIES are asked again, alone, after
+        retry.backoff.ms (doubling), until ``timeout`` has passed; then their last error stands.
+        """
+        deadline = time.monotonic() + timeout
+        outcomes: dict[str, tuple[KafkaException | None, None]] = {}
+        pending = list(names)
+        for attempt in range(1_000_000):  # ends at the deadline long before
+            response = self._cluster.call_any(method, request_for(pending), timeout=max(deadline - time.monotonic(), 0.001))
+            pause = self._cluster.backoff(attempt)
+            again_possible = time.monotonic() + pause < deadline
+            retry = []
+            for result in response.topics:
+                if again_possible and result.error_code in _TOPIC_ITEM_RETRIES and result.name in pending:
+                    retry.append(result.name)
+                else:
+                    outcomes[result.name] = (_item_error(result.error_code, result.error_message), None)
+            if not retry:
+                return outcomes
+            pending = retry
+            time.sleep(pause)
+        return outcomes
 
     # ------------------------------------------------------------------ topics
 
@@ -277,38 +314,46 @@ class AdminClient:
         if not isinstance(new_topics, list) or not new_topics or not all(isinstance(topic, NewTopic) for topic in new_topics):
             raise TypeError("Expected non-empty list of NewTopic objects")
         timeout = self._timeout(request_timeout)
-        request = broker_pb2.CreateTopicsRequest(
-            topics=[
-                broker_pb2.CreatableTopic(
-                    name=topic.topic, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
-                    configs=[broker_pb2.TopicConfigEntry(name=name, value=str(value)) for name, value in topic.config.items()],
-                )
-                for topic in new_topics
-            ],
-            validate_only=validate_only,
-            timeout_ms=int(max(operation_timeout, 0) * 1000),
-        )
-        return self._run([topic.topic for topic in new_topics], lambda: self._topic_outcomes(self._cluster.call("CreateTopics", request, timeout=timeout).topics))
+        creatable = {
+            topic.topic: broker_pb2.CreatableTopic(
+                name=topic.topic, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+                configs=[broker_pb2.TopicConfigEntry(name=name, value=str(value)) for name, value in topic.config.items()],
+            )
+            for topic in new_topics
+        }
+
+        def request_for(names: list[str]) -> broker_pb2.CreateTopicsRequest:
+            return broker_pb2.CreateTopicsRequest(topics=[creatable[name] for name in names], validate_only=validate_only, timeout_ms=int(max(operation_timeout, 0) * 1000))
+
+        names = [topic.topic for topic in new_topics]
+        return self._run(names, lambda: self._topic_outcomes("CreateTopics", names, request_for, timeout))
 
     def delete_topics(self, topics: list[str], operation_timeout: float = 0, request_timeout: float | None = None) -> dict[str, Future]:
         """Delete topics -> {topic: Future[None]}."""
         if not isinstance(topics, list) or not topics:
             raise TypeError("Expected non-empty list of topic strings")
         timeout = self._timeout(request_timeout)
-        request = broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=int(max(operation_timeout, 0) * 1000))
-        return self._run(topics, lambda: self._topic_outcomes(self._cluster.call("DeleteTopics", request, timeout=timeout).topics))
+        def request_for(names: list[str]) -> broker_pb2.DeleteTopicsRequest:
+            return broker_pb2.DeleteTopicsRequest(topics=names, timeout_ms=int(max(operation_timeout, 0) * 1000))
+
+        return self._run(topics, lambda: self._topic_outcomes("DeleteTopics", list(topics), request_for, timeout))
 
     def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False) -> dict[str, Future]:
         """Grow partition counts -> {topic: Future[None]}."""
         if not isinstance(new_partitions, list) or not new_partitions or not all(isinstance(item, NewPartitions) for item in new_partitions):
             raise TypeError("Expected non-empty list of NewPartitions objects")
         timeout = self._timeout(request_timeout)
-        request = broker_pb2.CreatePartitionsRequest(
-            topics=[broker_pb2.CreatePartitionsTopic(name=item.topic, count=item.new_total_count) for item in new_partitions],
-            validate_only=validate_only,
-            timeout_ms=int(max(operation_timeout, 0) * 1000),
-        )
-        return self._run([item.topic for item in new_partitions], lambda: self._topic_outcomes(self._cluster.call("CreatePartitions", request, timeout=timeout).topics))
+        counts = {item.topic: item.new_total_count for item in new_partitions}
+
+        def request_for(names: list[str]) -> broker_pb2.CreatePartitionsRequest:
+            return broker_pb2.CreatePartitionsRequest(
+                topics=[broker_pb2.CreatePartitionsTopic(name=name, count=counts[name]) for name in names],
+                validate_only=validate_only,
+                timeout_ms=int(max(operation_timeout, 0) * 1000),
+            )
+
+        names = [item.topic for item in new_partitions]
+        return self._run(names, lambda: self._topic_outcomes("CreatePartitions", names, request_for, timeout))
 
     # ------------------------------------------------------------------ configs
 
@@ -331,7 +376,7 @@ class AdminClient:
         by_key = {(self._resource_ref(resource)): resource for resource in resources}
 
         def call() -> dict[ConfigResource, tuple[KafkaException | None, Any]]:
-            response = self._cluster.call("DescribeConfigs", request, timeout=timeout)
+            response = self._cluster.call_any("DescribeConfigs", request, timeout=timeout)
             outcomes: dict[ConfigResource, tuple[KafkaException | None, Any]] = {}
             for result in response.resources:
                 resource = by_key.get((result.type, result.name))
@@ -384,7 +429,7 @@ class AdminClient:
         by_key = {self._resource_ref(resource): resource for resource in resources}
 
         def call() -> dict[ConfigResource, tuple[KafkaException | None, Any]]:
-            response = self._cluster.call("AlterConfigs", request, timeout=timeout)
+            response = self._cluster.call_any("AlterConfigs", request, timeout=timeout)
             return {
                 by_key[(result.type, result.name)]: (_item_error(result.error_code, result.error_message), None)
                 for result in response.resources
@@ -404,27 +449,58 @@ class AdminClient:
         partitions = list(topic_partition_offsets.items())
 
         def call() -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
-            outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
+            return self._list_offsets(dict(partitions), isolation, time.monotonic() + timeout)
+
+        return self._run([tp for tp, _ in partitions], call)
+
+    def _list_offsets(self, pending: dict[TopicPartition, OffsetSpec], isolation: int, deadline: float) -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
+        """Ask each partition's leader; partitions whose leader moved or is unknown are asked again until ``deadline``."""
+        outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
+        for attempt in range(1_000_000):  # ends at the deadline long before
+            retry: dict[TopicPartition, tuple[OffsetSpec, KafkaException]] = {}
             by_leader: dict[str, dict[str, list[broker_pb2.ListOffsetsPartition]]] = {}
-            for tp, spec in partitions:
-                info = self._cluster.topic(tp.topic, timeout=timeout)
-                address = self._cluster.leader_address(tp.topic, tp.partition)
-                if info.error_code or address is None:
+            for tp, spec in pending.items():
+                info = self._cluster.topic(tp.topic, timeout=max(deadline - time.monotonic(), 0.001))
+                if info.error_code or tp.partition >= info.partition_count:
                     code = info.error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
-                    outcomes[tp] = (KafkaException(KafkaError(code, f"{tp.topic} [{tp.partition}]: {info.error_message or 'no such partition or no leader'}")), None)
+                    outcomes[tp] = (KafkaException(KafkaError(code, f"{tp.topic} [{tp.partition}]: {info.error_message or 'no such partition'}")), None)
+                    continue
+                address = self._cluster.leader_address(tp.topic, tp.partition)
+                if address is None:
+                    self._cluster.mark_stale(tp.topic)
+                    retry[tp] = (spec, KafkaException(KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp.topic} [{tp.partition}]: no leader")))  # type: ignore[attr-defined]
                     continue
                 by_leader.setdefault(address, {}).setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(partition=tp.partition, timestamp=spec.value))
             for address, topics in by_leader.items():
                 request = broker_pb2.ListOffsetsRequest(isolation_level=isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=items) for topic, items in topics.items()])
-                response = self._cluster.call("ListOffsets", request, address=address, timeout=timeout)
+                try:
+                    response = self._cluster.call("ListOffsets", request, address=address, timeout=max(deadline - time.monotonic(), 0.001))
+                except KafkaException as failure:
+                    if not failure.error.retriable():
+                        raise
+                    for topic, items in topics.items():
+                        self._cluster.mark_stale(topic)
+                        for item in items:
+                            tp = TopicPartition(topic, item.partition)
+                            retry[tp] = (pending[tp], failure)
+                    continue
                 for topic_response in response.topics:
                     for answer in topic_response.partitions:
                         key = TopicPartition(topic_response.topic, answer.partition)
                         error = _item_error(answer.error_code, answer.error_message)
+                        if answer.error_code in _LEADER_MOVED and key in pending:
+                            self._cluster.mark_stale(key.topic)
+                            retry[key] = (pending[key], error)  # type: ignore[assignment]
+                            continue
                         outcomes[key] = (error, None if error else ListOffsetsResultInfo(answer.offset, answer.timestamp, answer.leader_epoch if answer.leader_epoch >= 0 else None))
-            return outcomes
-
-        return self._run([tp for tp, _ in partitions], call)
+            pause = self._cluster.backoff(attempt)
+            if not retry or time.monotonic() + pause >= deadline:
+                for tp, (_, error) in retry.items():
+                    outcomes[tp] = (error, None)
+                return outcomes
+            time.sleep(pause)
+            pending = {tp: spec for tp, (spec, _) in retry.items()}
+        return outcomes
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self._cluster.list_topics(topic, timeout)

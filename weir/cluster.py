@@ -1,18 +1,42 @@
 """The client's view of the cluster: bootstrap, the metadata cache and one gRPC channel per broker.
 
-Every client (Producer, Consumer, AdminClient) owns one :class:`Cluster`. It asks any broker
-of ``bootstrap.servers`` (then any broker it has learnt of) for the cluster map, caches
-topics and their partition leaders, and opens one channel per broker address, reused by
-every call. Every call carries the API key and secret as gRPC metadata. Transport failures
-become the retriable ``_TRANSPORT`` KafkaError and mark the cache stale, so the next
-lookup refreshes it.
+Every client (Producer, Consumer, AdminClient) owns one :class:`Cluster`. It caches the
+cluster map (brokers; topics with their partitions' leaders and leader epochs) and opens one
+channel per broker address, reused by every call; every call carries the API key and secret
+as gRPC metadata. Transport failures become the retriable ``_TRANSPORT`` KafkaError, and
+deadlines the retriable ``_TIMED_OUT``.
 
-Committed offsets go to one broker per group (until consumer groups bring FindCoordinator):
-every broker keeps its own ``__consumer_offsets``, so OffsetCommit and OffsetFetch of group G
-must always reach the same broker. :meth:`Cluster.call_coordinator` sends them to
-``brokers sorted by node id [abs(java_string_hash_code(G)) % broker count]`` of the current
-metadata, and on a transport error or NOT_COORDINATOR refreshes the metadata and tries again
-(at most ``COORDINATOR_ATTEMPTS`` times within the call's timeout).
+Where calls go:
+
+- A call for one broker (:meth:`Cluster.call` with ``address``: Produce, Fetch and
+  ListOffsets at a partition's leader, commits at a group's coordinator) goes there only.
+- A call for any broker (Metadata, FindCoordinator, admin requests) tries the brokers of the
+  cached map, then those of ``bootstrap.servers``, one after the other. An address that
+  failed with a transport error or a deadline goes to the back of the line until it answers
+  again, and no address may take longer than ``socket.connection.setup.timeout.ms`` while
+  others are left to try, so one dead or unreachable broker never holds a client up.
+  :meth:`Cluster.call` makes one round; :meth:`Cluster.call_any` keeps going round, waiting
+  retry.backoff.ms (doubling up to retry.backoff.max.ms) between rounds, until its timeout,
+  and then fails with ``_TRANSPORT`` naming every address it tried and the last error.
+
+Metadata: :meth:`Cluster.refresh` fetches it at once. The producer's sender and the
+consumer's fetcher call :meth:`Cluster.maybe_refresh` every round instead: it refreshes the
+topics they use that are marked stale (:meth:`Cluster.mark_stale`, after
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
+UNKNOWN_LEADER_EPOCH, a transport failure, or a partition without a leader) or older than
+``metadata.max.age.ms``, at most once per retry.backoff.ms (doubling up to
+retry.backoff.max.ms while refreshes fail), in one round over the brokers so that those
+threads never block for long. A partition whose refreshed leader epoch is older than the
+cached one (the answer of a broker that has not heard of the latest election yet) keeps the
+cached leader, as Kafka's clients do (KIP-320).
+
+Connections: after its broker went away, gRPC reconnects a channel by itself, with a backoff
+set here from retry.backoff.ms to retry.backoff.max.ms, so a broker that comes back at the
+same address is used again within retry.backoff.max.ms, and partitions that moved are
+reached through the new leader's channel after the refresh. Channels are closed only by
+:meth:`Cluster.close`: closing one under a call another thread is starting would fail that
+call outside the retry logic. (Channels to addresses that left the cluster map stay open
+until then.)
 
 Also here: confluent-kafka's metadata result classes (``ClusterMetadata`` and friends)
 returned by ``list_topics()``.
@@ -36,35 +60,11 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 
 # Largest gRPC message either way: Kafka's max.request.size / socket.request.max.bytes default.
 MAX_MESSAGE_BYTES = 104857600 + 1024 * 1024
-# Tries of one coordinator call: the first, then one per metadata refresh after a transport
-# error or NOT_COORDINATOR. Enough to ride out one broker leaving the cluster map.
-COORDINATOR_ATTEMPTS = 3
-# Answers of a coordinator call that newer metadata may fix (the broker map changed).
-COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})  # type: ignore[attr-defined]
-
-
-def java_string_hash_code(text: str) -> int:
-    """Java's ``String.hashCode()``: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as int32.
-
-    The same function Kafka (and Weir's brokers) use to place a group, so that a group lands
-    on the same coordinator whichever client computes it.
-    """
-    hash_code = 0
-    encoded = text.encode("utf-16-be")
-    for index in range(0, len(encoded), 2):
-        hash_code = (31 * hash_code + ((encoded[index] << 8) | encoded[index + 1])) & 0xFFFFFFFF
-    return hash_code - (1 << 32) if hash_code >= 1 << 31 else hash_code
-
-
-def coordinator_index(group_id: str, broker_count: int) -> int:
-    """Index, among the brokers sorted by node id, of the broker that keeps ``group_id``'s offsets.
-
-    ``Utils.abs(hashCode) % count`` as Kafka computes it, where Utils.abs is ``value & 0x7fffffff``
-    (Integer.MIN_VALUE maps to 0 instead of staying negative).
-    """
-    if broker_count < 1:
-        raise ValueError("a coordinator needs at least one broker")
-    return (java_string_hash_code(group_id) & 0x7FFFFFFF) % broker_count
+# Retry waits double per attempt from retry.backoff.ms; past this many doublings the cap
+# (retry.backoff.max.ms) is reached anyway, and 2**attempt stays a small number.
+_MAX_BACKOFF_DOUBLINGS = 30
+# Errors after which a call for any broker tries the next one.
+_UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- result classes
@@ -138,18 +138,21 @@ class TopicInfo:
     """What the client caches of one topic. Immutable once built.
 
     ``error_code`` is the topic-level Kafka error (0 when the topic exists);
-    ``leaders[p]`` is the node id leading partition p (-1 without a leader).
+    ``leaders[p]`` is the node id leading partition p (-1 without a leader) and
+    ``leader_epochs[p]`` its leader epoch (-1 when unknown); ``topic_id`` changes when the
+    topic is deleted and created again; ``fetched_at`` is the monotonic time of the answer.
     """
 
-    __slots__ = ("name", "error_code", "error_message", "partition_count", "leaders", "leader_epochs", "fetched_at")
+    __slots__ = ("name", "error_code", "error_message", "partition_count", "leaders", "leader_epochs", "topic_id", "fetched_at")
 
-    def __init__(self, name: str, error_code: int, error_message: str, leaders: tuple[int, ...], leader_epochs: tuple[int, ...], fetched_at: float) -> None:
+    def __init__(self, name: str, error_code: int, error_message: str, leaders: tuple[int, ...], leader_epochs: tuple[int, ...], fetched_at: float, topic_id: str = "") -> None:
         self.name = name
         self.error_code = error_code
         self.error_message = error_message
         self.partition_count = len(leaders)
         self.leaders = leaders
         self.leader_epochs = leader_epochs
+        self.topic_id = topic_id
         self.fetched_at = fetched_at
 
 
@@ -169,6 +172,8 @@ def error_from_rpc(error: grpc.RpcError, what: str) -> KafkaError:
         return KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"{what}: {details}")  # type: ignore[attr-defined]
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return KafkaError(KafkaError._INVALID_ARG, f"{what}: {details}")  # type: ignore[attr-defined]
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"{what}: the broker does not implement this call (an older broker): {details}")  # type: ignore[attr-defined]
     return KafkaError(KafkaError._FAIL, f"{what}: {code}: {details}")  # type: ignore[attr-defined]
 
 
@@ -180,7 +185,9 @@ class Cluster:
         self.call_metadata = config.call_metadata()
         self._channel_credentials = config.channel_credentials()  # None: plaintext
         self._socket_timeout = config["socket.timeout.ms"] / 1000.0
+        self._setup_timeout = config["socket.connection.setup.timeout.ms"] / 1000.0
         self._retry_backoff = config["retry.backoff.ms"] / 1000.0
+        self._retry_backoff_max = config["retry.backoff.max.ms"] / 1000.0
         self._max_age = config["metadata.max.age.ms"] / 1000.0
         self._channel_options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -198,9 +205,11 @@ class Cluster:
         self._brokers: dict[int, broker_pb2.BrokerNode] = {}
         self.topics: dict[str, TopicInfo] = {}
         self._stale: set[str] = set()
-        # Set when a coordinator call failed in a way newer metadata may fix (also from
-        # asynchronous commits, which do not retry themselves): the next one refreshes first.
-        self._coordinator_stale = False
+        # Address -> monotonic time of its last transport failure or deadline; cleared when it answers.
+        self._unreachable: dict[str, float] = {}
+        # Rate limit of maybe_refresh: no refresh before this monotonic time.
+        self._next_refresh = 0.0
+        self._refresh_failures = 0
         self.cluster_id: str | None = None
         self.controller_id = -1
         self._closed = False
@@ -236,124 +245,199 @@ class Cluster:
         leader = info.leaders[partition]
         return self.node_address(leader) if leader >= 0 else None
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The cached leader epoch of the partition; -1 when unknown (brokers then skip the check)."""
+        info = self.topics.get(topic)
+        if info is None or info.error_code or partition >= info.partition_count:
+            return -1
+        return info.leader_epochs[partition]
+
     def candidate_addresses(self) -> list[str]:
-        """Known brokers first, then the bootstrap list: where a metadata call may go."""
+        """Where a call for any broker may go, in order: known brokers, then the bootstrap list;
+        addresses that failed lately last, the longest-failed first."""
         known = [f"{node.host}:{node.port}" for node in self._brokers.values()]
-        return known + [address for address in self._bootstrap if address not in known]
+        ordered = known + [address for address in self._bootstrap if address not in known]
+        unreachable = dict(self._unreachable)
+        if unreachable:
+            ordered.sort(key=lambda address: unreachable.get(address, float("-inf")))
+        return ordered
+
+    def note_failure(self, address: str, error: KafkaError) -> None:
+        """A call to ``address`` failed with ``error``: after a transport failure or a deadline,
+        calls for any broker try that address last until it answers again."""
+        if error.code() in _UNREACHABLE:
+            self._unreachable[address] = time.monotonic()
+
+    def note_answer(self, address: str) -> None:
+        """``address`` answered a call: it is no longer tried last."""
+        if self._unreachable:
+            self._unreachable.pop(address, None)
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (0 = the first): retry.backoff.ms
+        doubled per earlier attempt, at most retry.backoff.max.ms."""
+        return min(self._retry_backoff * 2 ** min(max(attempt, 0), _MAX_BACKOFF_DOUBLINGS), self._retry_backoff_max)
+
+    # ------------------------------------------------------------------ calls
 
     def call(self, method: str, request: Any, *, address: str | None = None, timeout: float | None = None) -> Any:
-        """Call ``method`` on one broker (``address``) or on the first candidate that answers.
+        """Call ``method`` at ``address``, or at each candidate broker in turn until one answers (one round).
 
-        Raises KafkaException: ``_TRANSPORT`` when no broker could be reached, other codes
-        for other gRPC failures (see :func:`error_from_rpc`).
+        ``timeout`` in seconds, socket.timeout.ms when None. Raises KafkaException:
+        ``_TRANSPORT`` when no broker could be reached, other codes for other gRPC failures
+        (see :func:`error_from_rpc`); a non-retriable failure is raised at once.
         """
         timeout = self._socket_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        addresses = [address] if address else self.candidate_addresses()
+        if address is not None:
+            return self._invoke(address, method, request, timeout)
+        tried: list[str] = []
+        answered, outcome = self._round(method, request, deadline, tried)
+        if answered:
+            return outcome
+        raise KafkaException(self._none_answered(method, timeout, tried, outcome))
+
+    def call_any(self, method: str, request: Any, *, timeout: float | None = None) -> Any:
+        """Call ``method`` at any broker, going round the candidates until one answers or ``timeout`` passes.
+
+        Between rounds it waits retry.backoff.ms, doubling up to retry.backoff.max.ms. Raises
+        KafkaException ``_TRANSPORT`` naming every address tried and the last error when no
+        broker answered in time; a non-retriable failure is raised at once.
+        """
+        timeout = self._socket_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        tried: list[str] = []
         last_error: KafkaError | None = None
-        for candidate in addresses:
+        for round_number in range(1_000_000):  # ends at the deadline long before
+            answered, outcome = self._round(method, request, deadline, tried)
+            if answered:
+                return outcome
+            last_error = outcome or last_error
+            pause = self.backoff(round_number)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+        raise KafkaException(self._none_answered(method, timeout, tried, last_error))
+
+    def _round(self, method: str, request: Any, deadline: float, tried: list[str]) -> tuple[bool, Any]:
+        """Try each candidate once: (True, response) from the first that answers, else (False, last error or None)."""
+        candidates = self.candidate_addresses()
+        last_error: KafkaError | None = None
+        for index, candidate in enumerate(candidates):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
+            if index < len(candidates) - 1:
+                remaining = min(remaining, self._setup_timeout)
+            if candidate not in tried:
+                tried.append(candidate)
             try:
-                return getattr(self.stub(candidate), method)(request, timeout=remaining, metadata=self.call_metadata)
-            except grpc.RpcError as error:
-                last_error = error_from_rpc(error, f"{method} to {candidate}")
-                if not last_error.retriable():
-                    raise KafkaException(last_error) from None
-        if last_error is None:
-            last_error = KafkaError(KafkaError._TIMED_OUT, f"{method}: no broker answered within {timeout:.1f}s")  # type: ignore[attr-defined]
-        elif not address:
-            last_error = KafkaError(KafkaError._TRANSPORT, f"{method}: none of the brokers answered ({', '.join(addresses)}): {last_error.str()}")  # type: ignore[attr-defined]
-        raise KafkaException(last_error)
-
-    # ------------------------------------------------------------------ group coordinator
-
-    def coordinator_address(self, group_id: str, *, timeout: float | None = None) -> str:
-        """``host:port`` of the broker that keeps ``group_id``'s committed offsets (see module docstring).
-
-        Uses the cached broker map, refreshing it first when none is known yet or the last
-        coordinator call failed. Raises KafkaException when the metadata cannot be fetched.
-        """
-        if not self._brokers or self._coordinator_stale:
-            self.refresh(None, timeout=timeout)
-            self._coordinator_stale = False
-        brokers = sorted(self._brokers.values(), key=lambda node: node.node_id)
-        if not brokers:
-            raise KafkaException(KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no broker is known to coordinate group {group_id!r}"))  # type: ignore[attr-defined]
-        node = brokers[coordinator_index(group_id, len(brokers))]
-        return f"{node.host}:{node.port}"
-
-    def mark_coordinator_stale(self) -> None:
-        """A coordinator call failed: refresh the broker map before the next one."""
-        self._coordinator_stale = True
-
-    def call_coordinator(self, group_id: str, method: str, request: Any, *, timeout: float | None = None) -> Any:
-        """Call ``method`` (OffsetCommit / OffsetFetch) on ``group_id``'s coordinator.
-
-        On a retriable transport failure, COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, the
-        metadata is refreshed and the call tried again, at most COORDINATOR_ATTEMPTS times in
-        all and never past ``timeout``. The last failure is raised as KafkaException; a
-        response whose top-level error persists is returned as it is for the caller to read.
-        """
-        timeout = self._socket_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        attempts_left = COORDINATOR_ATTEMPTS
-        while True:
-            attempts_left -= 1
-            address = self.coordinator_address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
-            try:
-                response = self.call(method, request, address=address, timeout=max(deadline - time.monotonic(), 0.001))
+                return True, self._invoke(candidate, method, request, remaining)
             except KafkaException as exception:
                 if not exception.error.retriable():
                     raise
-                self.mark_coordinator_stale()
-                if not attempts_left or not self._wait_before_retry(deadline):
-                    raise
-                continue
-            if response.error_code not in COORDINATOR_MOVED:
-                return response
-            self.mark_coordinator_stale()
-            if not attempts_left or not self._wait_before_retry(deadline):
-                return response
+                last_error = exception.error
+        return False, last_error
 
-    def _wait_before_retry(self, deadline: float) -> bool:
-        """Sleep retry.backoff.ms when time is left for another attempt after it; False otherwise."""
-        if time.monotonic() + self._retry_backoff >= deadline:
-            return False
-        time.sleep(self._retry_backoff)
-        return True
+    def _invoke(self, address: str, method: str, request: Any, timeout: float) -> Any:
+        """One gRPC call; records whether ``address`` answered. Raises KafkaException."""
+        try:
+            response = getattr(self.stub(address), method)(request, timeout=max(timeout, 0.001), metadata=self.call_metadata)
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error, f"{method} to {address}")
+            self.note_failure(address, error)
+            raise KafkaException(error) from None
+        self.note_answer(address)
+        return response
+
+    @staticmethod
+    def _none_answered(method: str, timeout: float, tried: list[str], last_error: KafkaError | None) -> KafkaError:
+        if not tried:
+            return KafkaError(KafkaError._TIMED_OUT, f"{method}: no broker could be tried within {timeout:.3f}s")  # type: ignore[attr-defined]
+        last = f": last error: {last_error.str()}" if last_error is not None else ""
+        return KafkaError(KafkaError._TRANSPORT, f"{method}: none of the brokers answered within {timeout:.1f}s (tried {', '.join(tried)}){last}")  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ metadata
 
-    def refresh(self, topics: Iterable[str] | None = None, *, timeout: float | None = None) -> broker_pb2.MetadataResponse:
-        """Fetch metadata (every topic when ``topics`` is None) and update the cache."""
+    def refresh(self, topics: Iterable[str] | None = None, *, timeout: float | None = None, retry: bool = True) -> broker_pb2.MetadataResponse:
+        """Fetch metadata (every topic when ``topics`` is None) and update the cache.
+
+        With ``retry`` (the default) brokers are tried until ``timeout`` (:meth:`call_any`);
+        without, in one round (:meth:`call`). Raises KafkaException when no broker answered.
+        """
         names = list(topics) if topics is not None else []
-        response = self.call("Metadata", broker_pb2.MetadataRequest(topics=names), timeout=timeout)
+        request = broker_pb2.MetadataRequest(topics=names)
+        if retry:
+            response = self.call_any("Metadata", request, timeout=timeout)
+        else:
+            response = self.call("Metadata", request, timeout=timeout)
+        self._update(response, partial=bool(names))
+        return response
+
+    def _update(self, response: broker_pb2.MetadataResponse, *, partial: bool) -> None:
         now = time.monotonic()
-        fresh: dict[str, TopicInfo] = {}
-        for topic in response.topics:
-            ordered = sorted(topic.partitions, key=lambda partition: partition.partition)
-            fresh[topic.name] = TopicInfo(
-                topic.name,
-                topic.error_code,
-                topic.error_message,
-                tuple(partition.leader_id for partition in ordered),
-                tuple(partition.leader_epoch for partition in ordered),
-                now,
-            )
+        answered = [(topic, sorted(topic.partitions, key=lambda partition: partition.partition)) for topic in response.topics]
         with self._lock:
+            # Merged under the lock so that of two refreshes racing, the older answer cannot
+            # undo the newer leader epochs of the other.
+            fresh: dict[str, TopicInfo] = {}
+            for topic, ordered in answered:
+                leaders = [partition.leader_id for partition in ordered]
+                epochs = [partition.leader_epoch for partition in ordered]
+                cached = self.topics.get(topic.name)
+                if cached is not None and not topic.error_code and not cached.error_code and cached.topic_id == topic.topic_id:
+                    for index in range(min(len(leaders), cached.partition_count)):
+                        if epochs[index] < cached.leader_epochs[index]:
+                            # This broker has not heard of the latest election yet: keep what we know.
+                            leaders[index] = cached.leaders[index]
+                            epochs[index] = cached.leader_epochs[index]
+                fresh[topic.name] = TopicInfo(topic.name, topic.error_code, topic.error_message, tuple(leaders), tuple(epochs), now, topic.topic_id)
             self._brokers = {node.node_id: node for node in response.brokers}
             self.cluster_id = response.cluster_id or None
             self.controller_id = response.controller_id
-            topics_now = dict(self.topics) if names else {}
+            topics_now = dict(self.topics) if partial else {}
             topics_now.update(fresh)
             self.topics = topics_now
             self._stale.difference_update(fresh)
-        return response
+
+    def maybe_refresh(self, topics: Iterable[str], *, timeout: float | None = None) -> bool:
+        """Refresh those of ``topics`` that are unknown, stale or older than metadata.max.age.ms.
+
+        For background loops (see the module docstring): at most once per retry.backoff.ms
+        (doubling up to retry.backoff.max.ms after failures), one round over the brokers.
+        Returns True when a refresh was made; raises KafkaException when it failed.
+        """
+        now = time.monotonic()
+        cache = self.topics
+        stale = self._stale
+        due = []
+        for topic in topics:
+            info = cache.get(topic)
+            if info is None or topic in stale or now - info.fetched_at > self._max_age:
+                due.append(topic)
+        if not due:
+            return False
+        with self._lock:
+            if now < self._next_refresh:
+                return False
+            self._next_refresh = now + self.backoff(self._refresh_failures)
+        try:
+            self.refresh(due, timeout=timeout, retry=False)
+        except KafkaException:
+            with self._lock:
+                self._refresh_failures += 1
+                self._next_refresh = time.monotonic() + self.backoff(self._refresh_failures)
+            raise
+        with self._lock:
+            self._refresh_failures = 0
+        return True
+
+    def next_refresh_in(self) -> float:
+        """Seconds until :meth:`maybe_refresh` may refresh again (0 when it may now)."""
+        return max(self._next_refresh - time.monotonic(), 0.0)
 
     def topic(self, name: str, *, timeout: float | None = None) -> TopicInfo:
-        """The cached metadata of ``name``, fetched when missing, stale or older than metadata.max.age.ms."""
+        """The cached metadata of ``name``, fetched (retrying until ``timeout``) when missing, stale or older than metadata.max.age.ms."""
         info = self.topics.get(name)
         if info is None or name in self._stale or time.monotonic() - info.fetched_at > self._max_age:
             self.refresh([name], timeout=timeout)

@@ -146,6 +146,7 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("client.id", "str", "weir", ALL_ROLES, "Name of this client, for the broker's logs."),
         _property("request.timeout.ms", "int", 30000, ALL_ROLES, "Deadline of one request to a broker.", minimum=1, maximum=900000),
         _property("socket.timeout.ms", "int", 60000, ALL_ROLES, "Deadline of metadata and admin requests.", minimum=10, maximum=300000),
+        _property("socket.connection.setup.timeout.ms", "int", 10000, ALL_ROLES, "Longest one broker of the list may take to answer a metadata, coordinator or admin call while others are left to try.", minimum=10, maximum=INT32_MAX),
         _property("metadata.max.age.ms", "int", 900000, ALL_ROLES, "Refresh the cached cluster map at least this often.", minimum=1, maximum=86400000),
         _property("retry.backoff.ms", "int", 100, ALL_ROLES, "First wait before retrying a failed request; doubles per attempt up to retry.backoff.max.ms.", minimum=1, maximum=300000),
         _property("retry.backoff.max.ms", "int", 1000, ALL_ROLES, "Longest wait between two retries.", minimum=1, maximum=300000),

@@ -8,15 +8,10 @@ of an answer may start earlier) and control batches.
 Group membership (``subscribe``) arrives with a later release; offsets are committed for
 ``group.id`` with the broker's OffsetCommit, as confluent-kafka's assign()-style consumers do.
 
-Where a group's offsets live: every broker keeps its own ``__consumer_offsets``, and there is
-no FindCoordinator yet (it comes with consumer groups). So that a commit and a later fetch
-reach the same broker, every OffsetCommit and OffsetFetch of group G goes to one broker
-chosen from the current metadata: the brokers sorted by node id, index
-``abs(java_string_hash_code(G)) % broker count`` (Java's String.hashCode, as Kafka places
-groups). A transport error or NOT_COORDINATOR refreshes the metadata and retries, a bounded
-number of times (:meth:`weir.cluster.Cluster.call_coordinator`); asynchronous commits are not
-retried (as in Kafka) but make the next coordinator call refresh the metadata first. Changing
-the set of brokers moves groups, and their offsets stay behind on the old broker.
+Where a group's offsets live: at the group's coordinator, found with FindCoordinator and
+cached (:mod:`weir.coordinator`). Synchronous commits and committed() retry within their
+timeout when the coordinator moved, is loading or cannot be reached; asynchronous commits are
+not retried (as in Kafka) but make the next call look the coordinator up again.
 
 Start position of an assigned partition: the offset given to assign(), else the group's
 committed offset, else ``auto.offset.reset``. OFFSET_OUT_OF_RANGE while fetching resets per
@@ -37,8 +32,9 @@ from typing import Any, Callable, Mapping
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
-from weir.cluster import COORDINATOR_MOVED, Cluster, ClusterMetadata, error_from_rpc
+from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
 from weir.config import CONSUMER, ClientConfig, invalid_argument
+from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import KafkaError, KafkaException
 from weir.fetcher import Fetcher, FetchedChunk, PartitionState
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
@@ -53,7 +49,8 @@ class Consumer:
         merged.update(options)
         self._config = ClientConfig(merged, CONSUMER)
         self._cluster = Cluster(self._config)
-        self._fetcher = Fetcher(self._cluster, self._config)
+        self._coordinators = GroupCoordinators(self._cluster)
+        self._fetcher = Fetcher(self._cluster, self._coordinators, self._config)
         self._group_id: str | None = self._config["group.id"]
         self._auto_commit = self._config["enable.auto.commit"] and bool(self._group_id)
         self._auto_commit_interval = self._config["auto.commit.interval.ms"] / 1000.0
@@ -299,11 +296,11 @@ class Consumer:
             ))
         request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
         if not asynchronous:
-            response = self._cluster.call_coordinator(self._group_id, "OffsetCommit", request, timeout=self._request_timeout)
+            response = self._coordinators.call(self._group_id, "OffsetCommit", request, timeout=self._request_timeout)
             return self._commit_answered(partitions, response)
-        address = self._cluster.coordinator_address(self._group_id, timeout=self._request_timeout)
+        address = self._coordinators.address(self._group_id, timeout=self._request_timeout)
         future = self._cluster.stub(address).OffsetCommit.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
-        future.add_done_callback(lambda done: self._commit_finished(partitions, done))
+        future.add_done_callback(lambda done: self._commit_finished(partitions, address, done))
         return None
 
     def _commit_answered(self, partitions: list[TopicPartition], response: broker_pb2.OffsetCommitResponse) -> list[TopicPartition]:
@@ -319,17 +316,18 @@ class Consumer:
             self._last_committed.update(committed)
         return partitions
 
-    def _commit_finished(self, partitions: list[TopicPartition], future: grpc.Future) -> None:
+    def _commit_finished(self, partitions: list[TopicPartition], address: str, future: grpc.Future) -> None:
         # Runs on a gRPC thread; the result reaches on_commit from the next poll().
         error: KafkaError | None = None
         try:
             self._commit_answered(partitions, future.result())
         except grpc.RpcError as rpc_error:
-            error = error_from_rpc(rpc_error, "OffsetCommit")
+            error = error_from_rpc(rpc_error, f"OffsetCommit to {address}")
         except KafkaException as exception:
             error = exception.error
-        if error is not None and (error.retriable() or error.code() in COORDINATOR_MOVED):
-            self._cluster.mark_coordinator_stale()
+        failures = [error] if error is not None else [tp.error for tp in partitions if tp.error is not None]
+        if any(failure.retriable() or failure.code() in COORDINATOR_MOVED for failure in failures):
+            self._coordinators.forget(self._group_id, address)  # type: ignore[arg-type]
         with self._commit_lock:
             self._commit_results.append((error, partitions))
 

@@ -11,6 +11,16 @@ Offset resets also happen here: a partition assigned without an offset asks Offs
 its group's committed offset, then falls back to ``auto.offset.reset``; OFFSET_BEGINNING /
 OFFSET_END and OFFSET_OUT_OF_RANGE answers ask ListOffsets.
 
+Failover: every fetch carries the leader epoch of the cached metadata (``current_leader_epoch``),
+so a deposed leader that has not heard of the election yet answers FENCED_LEADER_EPOCH or
+NOT_LEADER_OR_FOLLOWER instead of serving from a log that may diverge, and a leader behind the
+client answers UNKNOWN_LEADER_EPOCH. Those errors, UNKNOWN_TOPIC_OR_PARTITION,
+LEADER_NOT_AVAILABLE, transport failures and deadlines mark the topic's metadata stale; the
+partition waits retry.backoff.ms, its metadata is refreshed (rate-limited, see
+:meth:`weir.cluster.Cluster.maybe_refresh`), and fetching goes on at the new leader from the
+same position, so nothing is skipped or repeated. A partition without a leader waits for
+metadata that names one. OFFSET_OUT_OF_RANGE resets per ``auto.offset.reset``.
+
 Thread-safety: :class:`PartitionState` objects are shared with the consumer and are read
 and written only under :attr:`Fetcher.lock`. Each seek or reset bumps the partition's
 ``generation``; data fetched for an older generation is dropped, so a seek never returns
@@ -29,6 +39,7 @@ import grpc
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
+from weir.coordinator import GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
 from weir.records import iter_batch_positions
@@ -105,8 +116,9 @@ class FetchedChunk:
 class Fetcher:
     """Owns the fetch loop of one consumer; see the module docstring."""
 
-    def __init__(self, cluster: Cluster, config: ClientConfig) -> None:
+    def __init__(self, cluster: Cluster, coordinators: GroupCoordinators, config: ClientConfig) -> None:
         self._cluster = cluster
+        self._coordinators = coordinators
         self._group_id = config["group.id"]
         self._reset_policy = config["auto.offset.reset"]
         self._partition_eof = config["enable.partition.eof"]
@@ -225,6 +237,9 @@ class Fetcher:
         try:
             results = self.list_offsets(requests, self._request_timeout)
         except KafkaException as error:
+            if error.error.retriable():
+                for state, _, _ in logical:
+                    self._cluster.mark_stale(state.topic)
             self._retry_later([state for state, _, _ in logical], error.error)
             return
         with self.lock:
@@ -284,7 +299,7 @@ class Fetcher:
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
         request = broker_pb2.OffsetFetchRequest(group_id=self._group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
-        response = self._cluster.call_coordinator(self._group_id, "OffsetFetch", request, timeout=timeout)
+        response = self._coordinators.call(self._group_id, "OffsetFetch", request, timeout=timeout)
         if response.error_code:
             raise KafkaException(KafkaError(response.error_code, response.error_message or None))
         committed = {}
@@ -305,23 +320,26 @@ class Fetcher:
                 state for state in self.states.values()
                 if state.fetch_position is not None and not state.paused and not state.in_flight and state.retry_at <= now
             ]
+        try:
+            self._cluster.maybe_refresh({state.topic for state in candidates}, timeout=self._request_timeout)
+        except KafkaException as error:
+            self._report_error(error.error)
         for state in candidates:
             address = None if self._cluster.is_stale(state.topic) else self._cluster.leader_address(state.topic, state.partition)
             if address is None:
+                # No leader known (an election is under way, or the refresh failed): wait for
+                # metadata that names one.
+                self._cluster.mark_stale(state.topic)
                 missing.add(state.topic)
                 continue
             if address in self._in_flight:
                 continue
             by_leader.setdefault(address, []).append(state)
-        if missing:
-            try:
-                self._cluster.refresh(missing, timeout=self._request_timeout)
-            except KafkaException as error:
-                self._report_error(error.error)
-                return self._backoff
         for address, states in by_leader.items():
             self._send_fetch(address, states)
-        return self._backoff if missing else _IDLE_WAIT
+        if missing:
+            return min(max(self._cluster.next_refresh_in(), self._backoff), _IDLE_WAIT)
+        return _IDLE_WAIT
 
     def _send_fetch(self, address: str, states: list[PartitionState]) -> None:
         topics: dict[str, list[broker_pb2.FetchPartition]] = {}
@@ -333,7 +351,10 @@ class Fetcher:
                 state.in_flight = True
                 sent.append((state, state.generation, state.fetch_position))
                 topics.setdefault(state.topic, []).append(
-                    broker_pb2.FetchPartition(partition=state.partition, fetch_offset=state.fetch_position, partition_max_bytes=state.partition_max_bytes, current_leader_epoch=-1)
+                    broker_pb2.FetchPartition(
+                        partition=state.partition, fetch_offset=state.fetch_position, partition_max_bytes=state.partition_max_bytes,
+                        current_leader_epoch=self._cluster.leader_epoch(state.topic, state.partition),
+                    )
                 )
         if not sent:
             return
@@ -357,6 +378,7 @@ class Fetcher:
             response = future.result()
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error, f"Fetch from {address}")
+            self._cluster.note_failure(address, error)
             with self.lock:
                 for state, _, _ in sent:
                     state.in_flight = False
@@ -364,6 +386,7 @@ class Fetcher:
                     self._cluster.mark_stale(state.topic)
             self._report_error(error)
             return
+        self._cluster.note_answer(address)
         answers = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
         with self.lock:
             for state, generation, fetch_offset in sent:

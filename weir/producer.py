@@ -7,8 +7,11 @@ delivery callbacks in the caller's thread, as confluent-kafka does.
 Behaviour worth knowing, where a choice had to be made:
 
 - The first produce() to a topic fetches its metadata synchronously (as Kafka's Java client
-  does), blocking up to ``max.block.ms``; if no broker answers by then produce() raises
-  KafkaException ``_TRANSPORT``. Later calls use the cache.
+  does), trying every broker of ``bootstrap.servers`` (and those it learns of) for up to
+  ``max.block.ms``; if none answers by then produce() raises KafkaException ``_TRANSPORT``
+  naming the addresses tried. Later calls use the cache, which the sender thread keeps fresh
+  (after leader changes and every ``metadata.max.age.ms``); a partition whose leader is
+  unknown or gone keeps its records until metadata names a new one (see producer_sender).
 - A topic the brokers do not know is not an exception: the record fails through its
   delivery callback with ``_UNKNOWN_TOPIC`` (metadata for it is asked again at most every
   ``retry.backoff.max.ms``, so a topic created meanwhile is found).
@@ -127,7 +130,7 @@ class Producer:
         if size > self._message_max_bytes:
             raise KafkaException(KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})"))  # type: ignore[attr-defined]
         info = self._cluster.topics.get(topic)
-        if info is None or info.error_code or self._cluster.is_stale(topic):
+        if info is None or info.error_code:
             info = self._topic_info(topic, info)
         delivery = on_delivery or callback or self._on_delivery
         if not timestamp:
@@ -143,20 +146,24 @@ class Producer:
         self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
 
     def _topic_info(self, topic: str, cached: TopicInfo | None) -> TopicInfo:
-        """Metadata of ``topic`` for produce(): fetched when new, stale or unknown for a while."""
-        if cached is not None and cached.error_code and time.monotonic() - cached.fetched_at < _UNKNOWN_TOPIC_RECHECK:
+        """Metadata of ``topic`` for produce(): fetched when new or unknown to the brokers for a while.
+
+        Raises KafkaException when no broker answered within max.block.ms and nothing is cached.
+        """
+        if cached is not None and time.monotonic() - cached.fetched_at < _UNKNOWN_TOPIC_RECHECK:
             return cached
-        deadline = time.monotonic() + self._max_block
-        while True:
-            try:
-                self._cluster.refresh([topic], timeout=max(deadline - time.monotonic(), 0.001))
-                return self._cluster.topics[topic]
-            except KafkaException as error:
-                if cached is not None:
-                    return cached  # keep producing with what we knew; the sender retries
-                if not error.error.retriable() or time.monotonic() >= deadline:
-                    raise
-                time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+        try:
+            # With something cached, one round over the brokers is enough: produce() must not
+            # block for long on a topic it already reports as unknown.
+            self._cluster.refresh([topic], timeout=self._max_block, retry=cached is None)
+        except KafkaException:
+            if cached is not None:
+                return cached  # keep reporting what we knew; a later produce() asks again
+            raise
+        info = self._cluster.topics.get(topic)
+        if info is None:
+            raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))  # type: ignore[attr-defined]
+        return info
 
     def _fail_now(self, topic: str, partition: int, info: TopicInfo, delivery: Callable[..., Any] | None, key: bytes | None, value: bytes | None, headers: Any, timestamp: int) -> None:
         """Report a record that cannot enter a batch (its topic is unknown) through its callback."""

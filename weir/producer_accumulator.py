@@ -41,12 +41,14 @@ class ProducerBatch:
     ``size`` is the encoded size before compression, which is also what the batch holds
     of ``buffer.memory``. After :meth:`RecordAccumulator.drain` the builder is no longer
     appended to and belongs to the sender, which sets ``payload`` (the encoded bytes, sent
-    unchanged on every retry), ``base_sequence`` and the retry fields.
+    unchanged on every retry), ``base_sequence`` and the retry fields. ``maybe_persisted``
+    is true once a send of the batch may have been appended without the producer knowing
+    (no answer, a deadline, or an answer that does not rule it out).
     """
 
     __slots__ = (
         "topic", "partition", "builder", "size", "created", "deliveries",
-        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error",
+        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error", "maybe_persisted",
     )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, created: float) -> None:
@@ -64,6 +66,7 @@ class ProducerBatch:
         self.retry_at = 0.0
         self.deadline = 0.0
         self.last_error: Any = None
+        self.maybe_persisted = False
 
     @property
     def record_count(self) -> int:

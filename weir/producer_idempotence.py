@@ -16,6 +16,20 @@ batch must be retried, it is resent before anything newer. A batch answered
 OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier one is unacknowledged is queued for retry
 behind it rather than failed, as Kafka's Java producer does.
 
+Sequence gaps (what the sender does, after librdkafka's idempotent producer): when a numbered
+batch fails for good (its error is not retriable, or delivery.timeout.ms passed), its numbers
+leave a gap that the partition's leader would refuse in every later batch. The producer then
+asks InitProducerId for a new epoch of its id (KIP-360) and numbers every unacknowledged batch
+of every partition from 0 again. The bump waits until no request is in flight and no batch
+that may already have been appended (:attr:`ProducerBatch.maybe_persisted`) is left: those
+are sent again, unchanged under the old epoch, meanwhile (``resends_only``), so that the
+broker still recognises them as duplicates and nothing is written twice. UNKNOWN_PRODUCER_ID
+for a batch that cannot have been appended and has nothing unacknowledged before it (the
+broker lost the producer's state) bumps the epoch and retries the batch; OUT_OF_ORDER_SEQUENCE
+for the oldest unacknowledged batch (the leader lacks earlier acknowledged batches, which a
+clean election never causes) fails that batch, where librdkafka stops the producer with a
+fatal error, and bumps the epoch so that later batches go on.
+
 Not thread-safe: only the sender thread uses these.
 """
 
@@ -66,14 +80,18 @@ class PartitionQueue:
         self._order += 1
         self.waiting.append(batch)
 
-    def next_sendable(self, now: float) -> ProducerBatch | None:
-        """The batch to send now, or None (see the module docstring for the rules)."""
+    def next_sendable(self, now: float, resends_only: bool = False) -> ProducerBatch | None:
+        """The batch to send now, or None (see the module docstring for the rules).
+
+        ``resends_only``: only a batch that may already have been appended (while an epoch
+        bump waits for those).
+        """
         if self.retries:
             position, batch = self.retries[0]
-            if self.in_flight == 0 and batch.retry_at <= now:
+            if self.in_flight == 0 and batch.retry_at <= now and (batch.maybe_persisted or not resends_only):
                 return batch
             return None
-        if self.waiting and self.in_flight == 0:
+        if self.waiting and self.in_flight == 0 and not resends_only:
             return self.waiting[0]
         return None
 
@@ -96,6 +114,10 @@ class PartitionQueue:
         """Send the batch again at monotonic time ``at``, before anything newer."""
         batch.retry_at = at
         bisect.insort(self.retries, (batch.queue_position, batch), key=lambda entry: entry[0])
+
+    def has_maybe_persisted(self) -> bool:
+        """True when an unacknowledged batch may already have been appended."""
+        return any(batch.maybe_persisted for batch in self.unacknowledged.values())
 
     def has_earlier_unacknowledged(self, batch: ProducerBatch) -> bool:
         """True when a batch numbered before ``batch`` is still unacknowledged."""

@@ -13,11 +13,23 @@ One thread per producer runs :meth:`Sender.run`. Each round it
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
 
-Answers: success -> a delivery report with the offsets; a retriable error (the error
-table's ``retriable`` flag, transport failures) -> refresh metadata and retry after
-``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms``, until ``retries`` or
-``delivery.timeout.ms`` run out; anything else -> a delivery report carrying the error.
-With acks=0 a batch is reported (offset -1) as soon as it is sent.
+Answers: success -> a delivery report with the offsets (DUPLICATE_SEQUENCE_NUMBER, "appended
+before, the answer was lost", counts as success with offset -1, as in librdkafka); a
+retriable error (the error table's ``retriable`` flag, transport failures, deadlines) -> retry
+after ``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms``, until ``retries`` or
+``delivery.timeout.ms`` run out, then a delivery report with ``_MSG_TIMED_OUT`` and the last
+error; anything else -> a delivery report carrying the error. With acks=0 a batch is reported
+(offset -1) as soon as it is sent.
+
+Failover: a retried batch is sent again byte for byte (same producer id, epoch and sequence
+numbers), so the new leader appends it once even if the old one had appended it before
+dying (the follower it was replicated to knows its sequence numbers). Errors that mean the
+cached leader is wrong (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, transport failures and
+deadlines) mark the topic's metadata stale; the sender refreshes it (rate-limited, see
+:meth:`weir.cluster.Cluster.maybe_refresh`) and sends to the new leader. A partition without
+a leader keeps its batches until metadata names one or delivery.timeout.ms passes. Sequence
+gaps and epoch bumps: see :mod:`weir.producer_idempotence`.
 """
 
 from __future__ import annotations
@@ -46,7 +58,12 @@ ReportFunction = Callable[[ProducerBatch, KafkaError | None, int, int], None]
 # Errors after which the cached leader is probably wrong.
 _METADATA_ERRORS = frozenset({
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,  # type: ignore[attr-defined]
-    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, KafkaError._TRANSPORT,  # type: ignore[attr-defined]
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,  # type: ignore[attr-defined]
+})
+# Failures that leave open whether the batch was appended (librdkafka's "possibly persisted").
+_MAYBE_APPENDED = frozenset({
+    KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._BAD_MSG, ErrorCode.REQUEST_TIMED_OUT,  # type: ignore[attr-defined]
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.NETWORK_EXCEPTION,  # type: ignore[attr-defined]
 })
 # The longest the sender sleeps without a reason, so that a lost wake-up costs little.
 _IDLE_WAIT = 0.5
@@ -76,7 +93,6 @@ class Sender:
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._needs_new_epoch = False
-        self._next_metadata_attempt = 0.0
         self._next_producer_id_attempt = 0.0
         self._stopping = False
         self._purge_requested = False
@@ -138,7 +154,15 @@ class Sender:
         if self._stopping and self._abandon_when_unreachable():
             return 0.0
         if self._idempotent and not self._ensure_producer_id(now):
-            return max(self._next_producer_id_attempt - now, 0.0)
+            if self._producer_id == NO_PRODUCER_ID:
+                return max(self._next_producer_id_attempt - now, 0.0)
+            # An epoch bump waits for the batches that may have been appended under the
+            # current epoch: meanwhile they alone are sent, unchanged.
+            self._send(now, resends_only=True)
+            wake = self._next_wake(now, next_ready)
+            if self._next_producer_id_attempt > now:
+                wake = min(wake, self._next_producer_id_attempt - now)
+            return wake
         self._send(now)
         return self._next_wake(now, next_ready)
 
@@ -159,12 +183,12 @@ class Sender:
                 reason = f"Local: Message timed out: not delivered within delivery.timeout.ms ({self._delivery_timeout * 1000:.0f} ms)"
                 if batch.last_error is not None:
                     reason += f"; last error: {batch.last_error.str()}"
-                self._fail(batch, KafkaError(KafkaError._MSG_TIMED_OUT, reason), queue, count_failure=True)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._MSG_TIMED_OUT, reason), queue)  # type: ignore[attr-defined]
 
     def _purge(self) -> None:
         for queue in self._queues.values():
             for batch in queue.drain_all():
-                self._fail(batch, KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"), queue, count_failure=True)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"), queue)  # type: ignore[attr-defined]
 
     def _abandon_when_unreachable(self) -> bool:
         """While stopping, nothing waits for a retry: fail queued batches that are not in flight."""
@@ -174,7 +198,7 @@ class Sender:
                 for batch in queue.drain_all():
                     abandoned = True
                     error = batch.last_error or KafkaError(KafkaError._DESTROY, "the producer was closed")  # type: ignore[attr-defined]
-                    self._fail(batch, error, queue, count_failure=True)
+                    self._fail(batch, error, queue)
         return abandoned
 
     def _next_wake(self, now: float, next_ready: float | None) -> float:
@@ -182,7 +206,7 @@ class Sender:
         if next_ready is not None:
             wake = min(wake, next_ready)
         if self._leaders_missing:
-            wake = min(wake, self._next_metadata_attempt)
+            wake = min(wake, now + max(self._cluster.next_refresh_in(), self._backoff))
         for queue in self._queues.values():
             if queue.retries:
                 wake = min(wake, queue.retries[0][1].retry_at)
@@ -193,25 +217,28 @@ class Sender:
     # ------------------------------------------------------------------ idempotence
 
     def _ensure_producer_id(self, now: float) -> bool:
-        """True when batches may be sent: a producer id is known and no epoch bump is pending."""
-        if self._producer_id != NO_PRODUCER_ID and not self._needs_new_epoch:
+        """True when new batches may be sent: a producer id is known and no epoch bump is pending.
+
+        A pending bump (see :mod:`weir.producer_idempotence`) is made once no request is in
+        flight and no batch that may have been appended is unacknowledged.
+        """
+        known = self._producer_id != NO_PRODUCER_ID
+        if known and not self._needs_new_epoch:
             return True
-        if not any(queue.unacknowledged for queue in self._queues.values()) and self._producer_id != NO_PRODUCER_ID:
-            return True
-        if self._needs_new_epoch and any(queue.in_flight for queue in self._queues.values()):
-            return False  # wait for every answer before numbering anew
+        if known and not any(queue.unacknowledged for queue in self._queues.values()):
+            return True  # nothing to renumber yet: the bump happens when batches are queued
+        if known and any(queue.in_flight or queue.has_maybe_persisted() for queue in self._queues.values()):
+            return False
         if now < self._next_producer_id_attempt:
             return False
-        request = broker_pb2.InitProducerIdRequest(producer_id=self._producer_id, producer_epoch=self._producer_epoch)
-        try:
-            response = self._cluster.call("InitProducerId", request, timeout=self._request_timeout)
-        except KafkaException as error:
+        response, error = self._init_producer_id(self._producer_id, self._producer_epoch)
+        if error is not None and known and not error.retriable():
+            # A broker that did not hand out this id cannot bump its epoch
+            # (INVALID_PRODUCER_ID_MAPPING); a new id serves the same purpose.
+            response, error = self._init_producer_id(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        if error is not None:
             self._next_producer_id_attempt = now + self._backoff_max
-            self._report_error(error.error)
-            return False
-        if response.error_code:
-            self._next_producer_id_attempt = now + self._backoff_max
-            self._report_error(KafkaError(response.error_code, response.error_message or None))
+            self._report_error(error)
             return False
         renumber = self._needs_new_epoch
         self._producer_id, self._producer_epoch = response.producer_id, response.producer_epoch
@@ -226,19 +253,34 @@ class Sender:
                 batch.payload = stamp_producer_state(batch.payload, self._producer_id, self._producer_epoch, batch.base_sequence)
         return True
 
+    def _init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[broker_pb2.InitProducerIdResponse | None, KafkaError | None]:
+        """InitProducerId at any broker: a new id (``producer_id`` -1) or the next epoch of ``producer_id``."""
+        request = broker_pb2.InitProducerIdRequest(producer_id=producer_id, producer_epoch=producer_epoch)
+        try:
+            response = self._cluster.call("InitProducerId", request, timeout=self._request_timeout)
+        except KafkaException as error:
+            return None, error.error
+        if response.error_code:
+            return None, KafkaError(response.error_code, f"InitProducerId: {response.error_message or KafkaError(response.error_code).str()}")
+        return response, None
+
     # ------------------------------------------------------------------ sending
 
-    def _send(self, now: float) -> None:
-        missing_leaders: set[str] = set()
+    def _send(self, now: float, resends_only: bool = False) -> None:
+        self._refresh_metadata()
+        missing_leaders = False
         while True:
             requests: dict[str, list[ProducerBatch]] = {}
             for (topic, partition), queue in self._queues.items():
-                batch = queue.next_sendable(now)
+                batch = queue.next_sendable(now, resends_only)
                 if batch is None:
                     continue
                 address = None if self._cluster.is_stale(topic) else self._cluster.leader_address(topic, partition)
                 if address is None:
-                    missing_leaders.add(topic)
+                    # No leader known (an election is under way, or the refresh failed): the
+                    # batch waits for metadata that names one.
+                    self._cluster.mark_stale(topic)
+                    missing_leaders = True
                     continue
                 if address not in requests and self._in_flight.get(address, 0) >= self._max_in_flight:
                     continue
@@ -248,9 +290,7 @@ class Sender:
                 break
             for address, batches in requests.items():
                 self._send_request(address, batches)
-        self._leaders_missing = bool(missing_leaders)
-        if missing_leaders:
-            self._refresh_metadata(missing_leaders, now)
+        self._leaders_missing = missing_leaders
 
     def _send_request(self, address: str, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
@@ -269,7 +309,7 @@ class Sender:
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.answered()
-                self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue, count_failure=True)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue)  # type: ignore[attr-defined]
             return
         for batch in batches:
             batch.attempts += 1
@@ -286,12 +326,13 @@ class Sender:
         self._inbox.append((address, batches, future))
         self._accumulator.wake()
 
-    def _refresh_metadata(self, topics: set[str], now: float) -> None:
-        if now < self._next_metadata_attempt:
+    def _refresh_metadata(self) -> None:
+        """Refresh (rate-limited) the metadata of topics with batches to send that is stale or old."""
+        topics = {topic for (topic, _), queue in self._queues.items() if queue.waiting or queue.retries}
+        if not topics:
             return
-        self._next_metadata_attempt = now + self._backoff
         try:
-            self._cluster.refresh(topics, timeout=self._request_timeout)
+            self._cluster.maybe_refresh(topics, timeout=self._request_timeout)
         except KafkaException as error:
             self._report_error(error.error)
 
@@ -303,12 +344,14 @@ class Sender:
             response = future.result()
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error, f"Produce to {address}")
+            self._cluster.note_failure(address, error)
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.answered()
                 if self._acks != 0:
                     self._handle_error(batch, error, queue)
             return
+        self._cluster.note_answer(address)
         results = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
         for batch in batches:
             queue = self._queues[(batch.topic, batch.partition)]
@@ -318,9 +361,13 @@ class Sender:
             result = results.get((batch.topic, batch.partition))
             if result is None:
                 self._handle_error(batch, KafkaError(KafkaError._BAD_MSG, f"the broker's answer has no result for {batch.topic}-{batch.partition}"), queue)  # type: ignore[attr-defined]
-            elif result.error_code in (0, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):  # type: ignore[attr-defined]
+            elif result.error_code == 0:
                 queue.finish(batch)
                 self._succeed(batch, result.base_offset, result.log_append_time_ms)
+            elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # type: ignore[attr-defined]
+                # Appended by an earlier send whose answer was lost; where is not known.
+                queue.finish(batch)
+                self._succeed(batch, -1, -1)
             else:
                 self._handle_error(batch, KafkaError(result.error_code, result.error_message or None), queue)
 
@@ -329,28 +376,36 @@ class Sender:
         now = time.monotonic()
         if code in _METADATA_ERRORS:
             self._cluster.mark_stale(batch.topic)
+        if code in _MAYBE_APPENDED:
+            batch.maybe_persisted = True
+        batch.last_error = error
+        if self._idempotent and code == ErrorCode.UNKNOWN_PRODUCER_ID and not batch.maybe_persisted and not queue.has_earlier_unacknowledged(batch):  # type: ignore[attr-defined]
+            # The leader lost this producer's state and nothing of the batch was appended:
+            # renumber under a new epoch and send again (librdkafka does the same).
+            self._needs_new_epoch = True
+            if now < batch.deadline:
+                queue.retry(batch, now + self._backoff)
+                return
         # A later batch refused as out of order because an earlier one is being retried is
         # not at fault: it goes back in line behind the earlier one.
         out_of_order_behind_retry = code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and queue.has_earlier_unacknowledged(batch)  # type: ignore[attr-defined]
         retriable = error.retriable() or out_of_order_behind_retry
-        batch.last_error = error
         if retriable and batch.attempts <= self._retries and now < batch.deadline:
-            backoff = min(self._backoff * 2 ** max(batch.attempts - 1, 0), self._backoff_max)
-            queue.retry(batch, now + backoff)
+            queue.retry(batch, now + self._cluster.backoff(batch.attempts - 1))
             return
         if retriable and now >= batch.deadline:
             error = KafkaError(KafkaError._MSG_TIMED_OUT, f"Local: Message timed out after retrying: {error.str()}")  # type: ignore[attr-defined]
-        self._fail(batch, error, queue, count_failure=True)
+        self._fail(batch, error, queue)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._accumulator.release(batch)
         self._report(batch, None, base_offset, log_append_time)
 
-    def _fail(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue, *, count_failure: bool) -> None:
+    def _fail(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue) -> None:
         queue.finish(batch)
-        if self._idempotent and count_failure and queue.unacknowledged:
-            # Later batches carry sequence numbers that now leave a gap; a new epoch lets
-            # them be numbered from 0 again (Kafka's KIP-360 epoch bump).
+        if self._idempotent and batch.base_sequence >= 0:
+            # Its sequence numbers are now a gap the leader would refuse in every later batch
+            # of the partition: number anew under a new epoch (see producer_idempotence).
             self._needs_new_epoch = True
         self._accumulator.release(batch)
         self._report(batch, error, -1, -1)
