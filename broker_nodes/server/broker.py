@@ -173,7 +173,7 @@ class Broker:
             int(config["replica.lag.time.max.ms"]) / 2000.0,  # type: ignore[call-overload]
             self.replication.shrink_isrs,
         )
-        self.producer_ids = ProducerIdManager(config.data_dir)
+        self.producer_ids = ProducerIdManager(config.data_dir, node_id=config.node_id)
         self.offset_store = OffsetStore(
             self.replica_manager,
             self.registry,
