@@ -1,10 +1,17 @@
 """`make up`: run the whole of Weir on this machine from embedded defaults and say how to use it.
 
-In order: migrate the control-plane database; start WEIR_BROKERS brokers (security on,
-sharing the control plane's internal token); register them; start the web process
-(gunicorn), a Celery worker and Celery beat (the reconciler); run `manage.py demo` and print
-its output. Then supervise: a child that dies is restarted with backoff while the others keep
-running. Ctrl-C or SIGTERM stops everything cleanly.
+In order: migrate the control-plane database; start two controllers (`manage.py
+run_controller`: the first takes the controller lock and serves, the second waits as its
+standby); start WEIR_BROKERS brokers (security on, sharing the control plane's internal
+token, `--controller` naming both controllers) and wait until each has registered with the
+active controller, which records it as online; start the web process (gunicorn), a Celery
+worker and Celery beat (the reconciler); run `manage.py demo` (its topic replicated on up to
+three brokers) and print its output, then how to watch a failover. Then supervise: a child
+that dies is restarted with backoff while the others keep running. A killed broker stays
+down until the controller has fenced it and a while longer, so that the dashboard shows it
+offline and its partitions' new leaders before it comes back and registers again. Every
+child's process id is in <WEIR_DATA_DIR>/run/<name>.pid. Ctrl-C or SIGTERM stops everything
+cleanly.
 
 Configuration (environment, twelve-factor):
 
@@ -15,14 +22,18 @@ WEIR_DATA_DIR               ./.weir-data                 all state: database, br
 WEIR_HOST                   127.0.0.1                    interface every process listens on
 WEIR_BROKERS                3                            number of brokers
 WEIR_BROKER_BASE_PORT       9092                         broker N listens on base + N - 1
+WEIR_CONTROLLER_BASE_PORT   9190                         controller N (1: first active,
+                                                         2: standby) listens on base + N - 1
+WEIR_BROKER_SESSION_TIMEOUT_MS  9000                     the controllers fence a broker
+                                                         silent this long
 WEIR_HTTP_PORT              8000                         the web process (dashboard, REST API)
 WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
 REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
 WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
 WEIR_TLS                    0                            1: make (once) a local CA and a
                                                          certificate under <WEIR_DATA_DIR>/tls
-                                                         and serve TLS on every broker and
-                                                         the web process
+                                                         and serve TLS on every broker, both
+                                                         controllers and the web process
 WEIR_TLS_CERT               unset                        PEM certificate chain the web process
                                                          serves HTTPS with (instead of the
                                                          local CA's certificate)
@@ -33,7 +44,8 @@ Without WEIR_TLS the stack is plaintext, which is meant for loopback only. With 
 connect with ``security.protocol=SASL_SSL`` and ``ssl.ca.location=<WEIR_DATA_DIR>/tls/ca.pem``,
 and the control plane's own clients of the brokers trust that CA (``WEIR_BROKER_TLS_CA``).
 
-Two stacks run side by side when they differ in WEIR_DATA_DIR and the ports.
+Two stacks run side by side when they differ in WEIR_DATA_DIR and the ports. WEIR_BROKER_SESSION_TIMEOUT_MS
+shares the WEIR_BROKER_ prefix but is the controllers' setting (broker.session.timeout.ms): brokers do not get it.
 """
 
 from __future__ import annotations
@@ -45,18 +57,30 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.processes import ChildFailedError, SupervisedProcess, grpc_serving, http_ok
+from deploy.processes import ChildFailedError, SupervisedProcess, any_ready, broker_registered, grpc_listening, http_ok
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
-
-LOG = logging.getLogger("weir.up")
 
 # Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
 WEB_THREADS = 8
 # How long `demo` may wait for its provisioning jobs.
 DEMO_WAIT_SECONDS = 90
+# One active controller and one standby that takes over when the active one dies.
+CONTROLLER_COUNT = 2
+# broker.session.timeout.ms of the controllers unless WEIR_BROKER_SESSION_TIMEOUT_MS says otherwise
+# (the same default as webapp.fleet.controller.service, which `make up` cannot import without Django).
+DEFAULT_SESSION_TIMEOUT_MS = 9000
+# A broker that died is restarted this long after the controller fenced it, so that the
+# failover (the broker offline, its partitions led by other replicas) can be watched.
+FAILOVER_VIEWING_SECONDS = 10.0
+# Control-plane settings whose names brokers would otherwise read as broker settings
+# (WEIR_BROKER_<SETTING>) and refuse as unknown.
+CONTROL_PLANE_VARIABLES = ("WEIR_BROKER_TLS_CA", "WEIR_BROKER_SESSION_TIMEOUT_MS")
+# The broker a person is told to kill to watch a failover (broker 1 when it is the only one).
+FAILOVER_EXAMPLE_NODE_ID = 2
 
 
 def _port(environment: dict[str, str], name: str, default: int) -> int:
@@ -70,6 +94,18 @@ def _port(environment: dict[str, str], name: str, default: int) -> int:
     return value
 
 
+def _session_timeout_ms(environment: dict[str, str]) -> int:
+    raw = environment.get("WEIR_BROKER_SESSION_TIMEOUT_MS", str(DEFAULT_SESSION_TIMEOUT_MS))
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"WEIR_BROKER_SESSION_TIMEOUT_MS must be a number of milliseconds above 0, not {raw!r}")
+    return int(raw)
+
+
+def file_stem(name: str) -> str:
+    """The log and pid file name of a child: ``broker 2`` -> ``broker-2``."""
+    return name.replace(" ", "-")
+
+
 @dataclass(frozen=True)
 class StackSettings:
     data_dir: Path
@@ -78,7 +114,9 @@ class StackSettings:
     broker_base_port: int
     http_port: int
     demo_tenant: str
-    # WEIR_TLS=1: brokers and the web process serve TLS with a local CA's certificate.
+    controller_base_port: int = 9190
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    # WEIR_TLS=1: brokers, controllers and the web process serve TLS with a local CA's certificate.
     local_tls: bool = False
     # WEIR_TLS_CERT / WEIR_TLS_KEY: what the web process serves HTTPS with, when given.
     web_certificate: Path | None = None
@@ -98,13 +136,26 @@ class StackSettings:
         base_port = _port(environment, "WEIR_BROKER_BASE_PORT", 9092)
         if base_port + int(raw_count) - 1 > 65535:
             raise SystemExit(f"WEIR_BROKER_BASE_PORT {base_port} leaves no room for {raw_count} brokers")
+        controller_base_port = _port(environment, "WEIR_CONTROLLER_BASE_PORT", 9190)
+        if controller_base_port + CONTROLLER_COUNT - 1 > 65535:
+            raise SystemExit(f"WEIR_CONTROLLER_BASE_PORT {controller_base_port} leaves no room for {CONTROLLER_COUNT} controllers")
+        http_port = _port(environment, "WEIR_HTTP_PORT", 8000)
+        _refuse_shared_ports(
+            {
+                "WEIR_BROKER_BASE_PORT": range(base_port, base_port + int(raw_count)),
+                "WEIR_CONTROLLER_BASE_PORT": range(controller_base_port, controller_base_port + CONTROLLER_COUNT),
+                "WEIR_HTTP_PORT": range(http_port, http_port + 1),
+            }
+        )
         return cls(
             data_dir=Path(environment.get("WEIR_DATA_DIR", ".weir-data")).resolve(),
             host=environment.get("WEIR_HOST", "127.0.0.1"),
             broker_count=int(raw_count),
             broker_base_port=base_port,
-            http_port=_port(environment, "WEIR_HTTP_PORT", 8000),
+            http_port=http_port,
             demo_tenant=environment.get("WEIR_DEMO_TENANT", "demo"),
+            controller_base_port=controller_base_port,
+            session_timeout_ms=_session_timeout_ms(environment),
             local_tls=raw_tls in ("1", "true"),
             web_certificate=Path(web_certificate).resolve() if web_certificate else None,
             web_private_key=Path(web_private_key).resolve() if web_private_key else None,
@@ -123,6 +174,34 @@ class StackSettings:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(self.broker_address(node_id) for node_id in self.node_ids)
+
+    def controller_address(self, controller_id: int) -> str:
+        return f"{self.host}:{self.controller_base_port + controller_id - 1}"
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return list(range(1, CONTROLLER_COUNT + 1))
+
+    @property
+    def controller_quorum(self) -> str:
+        """What brokers get as ``--controller``: every controller, the active one found by trying."""
+        return ",".join(self.controller_address(controller_id) for controller_id in self.controller_ids)
+
+    @property
+    def broker_restart_delay(self) -> float:
+        """Seconds a dead broker stays down: past the controller's fencing, plus time to look."""
+        return self.session_timeout_ms / 1000 + FAILOVER_VIEWING_SECONDS
+
+    @property
+    def run_directory(self) -> Path:
+        """Where every child's pid file is (``broker-2.pid``)."""
+        return self.data_dir / "run"
+
+    def pid_file(self, name: str) -> Path:
+        return self.run_directory / f"{file_stem(name)}.pid"
+
+    def log_file(self, name: str) -> Path:
+        return self.data_dir / f"{file_stem(name)}.log"
 
     @property
     def web_tls(self) -> bool:
@@ -149,6 +228,16 @@ class StackSettings:
         return self.data_dir / "secrets" / "internal-token"
 
 
+def _refuse_shared_ports(ranges: dict[str, range]) -> None:
+    """SystemExit naming two settings whose ports overlap (every process needs its own port)."""
+    names = list(ranges)
+    for index, name in enumerate(names):
+        for other in names[index + 1 :]:
+            shared = sorted(set(ranges[name]) & set(ranges[other]))
+            if shared:
+                raise SystemExit(f"{name} and {other} both give port {shared[0]}: every broker, controller and the web process needs its own port")
+
+
 def prepare_tls(settings: StackSettings) -> TlsFiles | None:
     """The local CA and certificate when WEIR_TLS=1 (made on the first run), else None."""
     if not settings.local_tls:
@@ -171,6 +260,8 @@ def child_environment(settings: StackSettings, base: dict[str, str], tls: TlsFil
     environment.setdefault("WEIR_PUBLIC_API_URL", settings.web_url)
     environment["WEIR_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
     environment["DJANGO_ALLOWED_HOSTS"] = environment.get("DJANGO_ALLOWED_HOSTS", f"{settings.host},127.0.0.1,localhost")
+    # The controllers' broker.session.timeout.ms: the value the broker restart delay is computed from.
+    environment["WEIR_BROKER_SESSION_TIMEOUT_MS"] = str(settings.session_timeout_ms)
     environment.setdefault("PYTHONUNBUFFERED", "1")
     return environment
 
@@ -196,19 +287,55 @@ def manage(environment: dict[str, str], *arguments: str) -> str:
     return completed.stdout
 
 
+def internal_token_reader(settings: StackSettings, environment: dict[str, str]) -> Callable[[], str]:
+    """How `make up` reads the internal token for its own probes: WEIR_INTERNAL_TOKEN when set,
+    else the file the control plane's settings create (read on every call: it may not exist yet)."""
+    token = environment.get("WEIR_INTERNAL_TOKEN", "").strip()
+    if token:
+        return lambda: token
+    return lambda: settings.internal_token_file.read_text(encoding="utf-8").strip()
+
+
+def controller_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
+    """``manage.py run_controller`` twice: whichever takes the controller lock first serves,
+    the other waits as its standby and takes over when it dies.
+
+    A standby serves nothing, so a controller counts as ready when some controller serves:
+    at the start the first one (it takes the lock), after a restart the one that took over.
+    """
+    ca_certificate = tls.ca_certificate if tls is not None else None
+    ready = any_ready(*(grpc_listening(settings.controller_address(controller_id), ca_certificate=ca_certificate) for controller_id in settings.controller_ids))
+    arguments = ["--tls-cert", str(tls.certificate), "--tls-key", str(tls.private_key)] if tls is not None else []
+    processes = []
+    for controller_id in settings.controller_ids:
+        name = f"controller {controller_id}"
+        processes.append(
+            SupervisedProcess(
+                name,
+                [sys.executable, "manage.py", "run_controller", "--listen", settings.controller_address(controller_id), *arguments],
+                log_path=settings.log_file(name),
+                environment=environment,
+                ready=ready,
+                pid_file=settings.pid_file(name),
+            )
+        )
+    return processes
+
+
 def broker_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
-    broker_environment = dict(environment)
-    # A control-plane setting whose name brokers would otherwise read as a broker setting
-    # (WEIR_BROKER_<SETTING>) and refuse as unknown.
-    broker_environment.pop("WEIR_BROKER_TLS_CA", None)
-    arguments: list[str] = []
+    """The brokers, each ready once it has registered with the active controller."""
+    broker_environment = {name: value for name, value in environment.items() if name not in CONTROL_PLANE_VARIABLES}
+    arguments: list[str] = ["--controller", settings.controller_quorum]
     if "WEIR_INTERNAL_TOKEN" not in environment:
         # The control plane's settings create this file; brokers read the same secret.
-        arguments = ["--internal-token-file", str(settings.internal_token_file)]
+        arguments += ["--internal-token-file", str(settings.internal_token_file)]
     if tls is not None:
-        arguments += ["--tls-cert", str(tls.certificate), "--tls-key", str(tls.private_key)]
+        # --tls-ca: brokers verify the controllers and each other against the local CA.
+        arguments += ["--tls-cert", str(tls.certificate), "--tls-key", str(tls.private_key), "--tls-ca", str(tls.ca_certificate)]
+    internal_token = internal_token_reader(settings, environment)
     processes = []
     for node_id in settings.node_ids:
+        name = f"broker {node_id}"
         data_dir = settings.data_dir / f"broker-{node_id}"
         data_dir.mkdir(parents=True, exist_ok=True)
         command = [
@@ -221,11 +348,15 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
         ]
         processes.append(
             SupervisedProcess(
-                f"broker {node_id}",
+                name,
                 command,
-                log_path=settings.data_dir / f"broker-{node_id}.log",
+                log_path=settings.log_file(name),
                 environment=broker_environment,
-                ready=grpc_serving(settings.broker_address(node_id), ca_certificate=tls.ca_certificate if tls is not None else None),
+                ready=broker_registered(
+                    settings.broker_address(node_id), internal_token=internal_token, ca_certificate=tls.ca_certificate if tls is not None else None
+                ),
+                pid_file=settings.pid_file(name),
+                restart_delay=settings.broker_restart_delay,
             )
         )
     return processes
@@ -267,21 +398,24 @@ def control_plane_processes(settings: StackSettings, environment: dict[str, str]
     web = SupervisedProcess(
         "web",
         web_command(settings, tls),
-        log_path=settings.data_dir / "web.log",
+        log_path=settings.log_file("web"),
         environment=environment,
         ready=http_ok(f"{settings.web_url}/healthz", context=web_ready_context(settings, tls)),
+        pid_file=settings.pid_file("web"),
     )
     worker = SupervisedProcess(
         "celery worker",
         [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        log_path=settings.data_dir / "celery-worker.log",
+        log_path=settings.log_file("celery worker"),
         environment=environment,
+        pid_file=settings.pid_file("celery worker"),
     )
     beat = SupervisedProcess(
         "celery beat",
         [sys.executable, "-m", "celery", "-A", "webapp", "beat", "--loglevel", "INFO"],
-        log_path=settings.data_dir / "celery-beat.log",
+        log_path=settings.log_file("celery beat"),
         environment=environment,
+        pid_file=settings.pid_file("celery beat"),
     )
     return [web, worker, beat]
 
@@ -291,7 +425,7 @@ def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
     lines = []
     if tls is not None:
         lines += [
-            "TLS:         every broker and the web process serve TLS with a certificate of the local CA",
+            "TLS:         every broker, both controllers and the web process serve TLS with a certificate of the local CA",
             "  security.protocol=SASL_SSL",
             f"  ssl.ca.location={tls.ca_certificate}",
             f"  curl --cacert {tls.ca_certificate} -u KEY:SECRET {settings.web_url}/api/v1/topics",
@@ -299,6 +433,47 @@ def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
     elif settings.web_certificate is not None:
         lines += [f"TLS:         the web process serves HTTPS at {settings.web_url} with {settings.web_certificate}; brokers are plaintext"]
     return "\n".join(lines)
+
+
+def failover_instructions(settings: StackSettings) -> str:
+    """How to kill a broker and watch the controller move its partitions, printed last."""
+    node_id = min(FAILOVER_EXAMPLE_NODE_ID, settings.broker_count)
+    name = f"broker {node_id}"
+    seconds = settings.session_timeout_ms / 1000
+    if settings.broker_count > 1:
+        consequence = f"after {seconds:g} s without its heartbeat the controller fences it and moves its leaderships to in-sync replicas"
+    else:
+        consequence = f"after {seconds:g} s without its heartbeat the controller fences it; with one broker its partitions are offline until it is back"
+    return "\n".join(
+        [
+            f"Failover:    kill -9 $(cat {settings.pid_file(name)})",
+            f"  {consequence};",
+            f"  watch it in the dashboard: {settings.web_url}/brokers/ (states) and {settings.web_url}/topics/demo/ (leaders, ISR).",
+            f"  {settings.broker_restart_delay:g} s after it died, make up starts {name} again and it registers with the controller by itself.",
+            f"  kill -9 $(cat {settings.pid_file('controller 1')}) makes the standby controller active within seconds.",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Children started together (in order, each ready before the next), then ``started`` is printed."""
+
+    children: list[SupervisedProcess]
+    started: str
+
+
+def startup_stages(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[Stage]:
+    """What `make up` starts, in order: controllers, brokers (each ready once the controller
+    recorded it online, so that the demo's topic is placed on all of them), the control plane."""
+    protocol = " over TLS" if tls is not None else ""
+    active, standby = settings.controller_address(1), settings.controller_address(2)
+    brokers = broker_processes(settings, environment, tls)
+    return [
+        Stage(controller_processes(settings, environment, tls), f"controller active at {active}{protocol}, its standby at {standby}"),
+        Stage(brokers, f"{len(brokers)} broker(s) serving{protocol} at {settings.bootstrap_servers}, registered with the controller"),
+        Stage(control_plane_processes(settings, environment, tls), f"web at {settings.web_url}, Celery worker and beat running; setting up the demo ..."),
+    ]
 
 
 def run(settings: StackSettings, stop: threading.Event) -> int:
@@ -312,23 +487,18 @@ def run(settings: StackSettings, stop: threading.Event) -> int:
     manage(environment, "collectstatic", "--noinput")
     children: list[SupervisedProcess] = []
     try:
-        brokers = broker_processes(settings, environment, tls)
-        for child in brokers:
-            children.append(child)
-            child.start()
-        protocol = " over TLS" if tls is not None else ""
-        print(f"weir: {len(brokers)} broker(s) serving{protocol} at {settings.bootstrap_servers}", flush=True)
-        for node_id in settings.node_ids:
-            manage(environment, "register_broker", "--node-id", str(node_id), "--host", settings.host, "--port", str(settings.broker_port(node_id)))
-        for child in control_plane_processes(settings, environment, tls):
-            children.append(child)
-            child.start()
-        print(f"weir: web at {settings.web_url}, Celery worker and beat running; setting up the demo ...", flush=True)
+        for stage in startup_stages(settings, environment, tls):
+            for child in stage.children:
+                children.append(child)
+                child.start()
+            print(f"weir: {stage.started}", flush=True)
         print(manage(environment, "demo", "--tenant", settings.demo_tenant, "--wait-seconds", str(DEMO_WAIT_SECONDS)), flush=True)
         instructions = tls_instructions(settings, tls)
         if instructions:
             print(instructions + "\n", flush=True)
-        print(f"Logs: {settings.data_dir}/*.log      Stop: Ctrl-C", flush=True)
+        print(failover_instructions(settings) + "\n", flush=True)
+        print(f"Processes:   {', '.join(child.name for child in children)} (pid files: {settings.run_directory}/*.pid)", flush=True)
+        print(f"Logs:        {settings.data_dir}/*.log      Stop: Ctrl-C", flush=True)
         supervisors = [threading.Thread(target=child.supervise, name=f"supervise {child.name}", daemon=True) for child in children]
         for supervisor in supervisors:
             supervisor.start()
@@ -344,7 +514,8 @@ def run(settings: StackSettings, stop: threading.Event) -> int:
         # A second Ctrl-C while stopping must not abandon children half-way: ignore it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("\nStopping Weir ...", flush=True)
-        # The control plane first, so that nothing pushes to brokers that are going away.
+        # The control plane first, so that nothing pushes to brokers that are going away;
+        # the controllers last, so that stopping brokers can still hand their leaderships over.
         for child in reversed(children):
             child.stop()
 

@@ -28,8 +28,23 @@ ATTEMPTS
 WEIR_PROVISIONING_RETRY_   4                                    first retry delay (doubles each attempt)
 BACKOFF_SECONDS
 WEIR_CLUSTER_ID            weir-local                           cluster id brokers report in Metadata
+WEIR_DEFAULT_NUM_           1 (at most the plan's per-topic      partitions of a topic created over the data
+PARTITIONS                 limit)                               plane with num_partitions -1
+WEIR_DEFAULT_REPLICATION_  min(3, brokers not offline)          replication factor of a topic created over
+FACTOR                                                          the data plane with replication_factor -1
+WEIR_OFFSETS_TOPIC_NUM_    50                                   partitions of __consumer_offsets (fixed once
+PARTITIONS                                                      created: groups hash onto them)
+WEIR_USAGE_TOPIC_NUM_      3                                    partitions of __usage
+PARTITIONS
 WEIR_BROKER_SESSION_       9000                                 controller: a broker silent this long is
 TIMEOUT_MS                                                      fenced and its partitions fail over
+WEIR_AUTO_LEADER_          true                                 controller: run the preferred-leader election
+REBALANCE_ENABLE                                                periodically (auto.leader.rebalance.enable)
+WEIR_LEADER_IMBALANCE_     300                                  controller: seconds between those elections
+CHECK_INTERVAL_SECONDS
+WEIR_LEADER_IMBALANCE_     10                                   controller: move leaders back only for brokers
+PER_BROKER_PERCENTAGE                                           whose share of partitions they prefer but do
+                                                                not lead is above this percentage
 =========================  ===================================  =============================================
 """
 
@@ -59,6 +74,12 @@ WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:909
 # When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.
 WEIR_BROKER_TLS_CA = os.environ.get("WEIR_BROKER_TLS_CA") or None
 WEIR_PUBLIC_API_URL = os.environ.get("WEIR_PUBLIC_API_URL", "http://127.0.0.1:8000").rstrip("/")
+# Topic defaults of the data plane's CreateTopics (-1 counts), and the internal topics'
+# partition counts (webapp.fleet.internal_topics). None: min(3, brokers not offline).
+WEIR_DEFAULT_NUM_PARTITIONS = int(os.environ.get("WEIR_DEFAULT_NUM_PARTITIONS", "1"))
+WEIR_DEFAULT_REPLICATION_FACTOR = int(os.environ["WEIR_DEFAULT_REPLICATION_FACTOR"]) if os.environ.get("WEIR_DEFAULT_REPLICATION_FACTOR") else None
+WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_OFFSETS_TOPIC_NUM_PARTITIONS", "50"))
+WEIR_USAGE_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_USAGE_TOPIC_NUM_PARTITIONS", "3"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -15,7 +15,7 @@ import pytest
 
 from broker_nodes.config import load_broker_config
 from broker_nodes.server.app import start_broker_server
-from deploy.local import StackSettings, broker_processes, child_environment, control_plane_processes, tls_instructions, web_command
+from deploy.local import StackSettings, broker_processes, child_environment, control_plane_processes, controller_processes, tls_instructions, web_command
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
 from grpc_protos.weir.v1 import admin_pb2
 from tests.support.processes import free_port
@@ -78,8 +78,13 @@ def test_tls_stack_serves_https_and_gives_brokers_the_certificate(tmp_path: Path
     for broker in broker_processes(settings, environment, certificates):
         assert broker.command[broker.command.index("--tls-cert") + 1] == str(certificates.certificate)
         assert broker.command[broker.command.index("--tls-key") + 1] == str(certificates.private_key)
+        # Brokers verify the controllers and each other against the local CA.
+        assert broker.command[broker.command.index("--tls-ca") + 1] == str(certificates.ca_certificate)
         # Brokers read WEIR_BROKER_* as their own settings and would refuse this one.
         assert "WEIR_BROKER_TLS_CA" not in broker.environment
+    for controller in controller_processes(settings, environment, certificates):
+        assert controller.command[controller.command.index("--tls-cert") + 1] == str(certificates.certificate)
+        assert controller.command[controller.command.index("--tls-key") + 1] == str(certificates.private_key)
     command = web_command(settings, certificates)
     assert command[command.index("--certfile") + 1] == str(certificates.certificate)
     instructions = tls_instructions(settings, certificates)
@@ -91,7 +96,8 @@ def test_plaintext_stack_passes_no_tls_options(tmp_path: Path) -> None:
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path)})
     environment = child_environment(settings, {"PATH": "/usr/bin"})
     assert "WEIR_BROKER_TLS_CA" not in environment
-    assert all("--tls-cert" not in broker.command for broker in broker_processes(settings, environment))
+    assert all("--tls-cert" not in broker.command and "--tls-ca" not in broker.command for broker in broker_processes(settings, environment))
+    assert all("--tls-cert" not in controller.command for controller in controller_processes(settings, environment))
     assert "--certfile" not in web_command(settings)
     assert tls_instructions(settings, None) == ""
 
@@ -146,6 +152,7 @@ def tls_broker(tmp_path: Path, certificates: TlsFiles) -> Iterator[int]:
         environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN},
         tls_cert=certificates.certificate,
         tls_key=certificates.private_key,
+        tls_ca=certificates.ca_certificate,
     )
     running = start_broker_server(config)
     try:

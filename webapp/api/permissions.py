@@ -40,15 +40,6 @@ class HasRequiredRole(permissions.BasePermission):
         return False
 
 
-class IsOperator(permissions.BasePermission):
-    """A staff user signed in with a password."""
-
-    message = "Only operators may do this."
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        return is_operator(request.user)
-
-
 class IsTenantMemberOrOperator(permissions.BasePermission):
     message = "You are not a member of any tenant."
 

@@ -7,8 +7,9 @@ from rest_framework.routers import DefaultRouter
 
 from webapp.api import schema  # noqa: F401  (registers the authentication schemes)
 from webapp.api.views.acls import AclViewSet
+from webapp.api.views.cluster import BrokerViewSet, ClusterView
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
-from webapp.api.views.operations import BrokerViewSet, JobViewSet
+from webapp.api.views.operations import JobViewSet
 from webapp.api.views.tenants import (
     InvitationAcceptView,
     InvitationViewSet,
@@ -35,6 +36,7 @@ urlpatterns = [
     # ACLs are deleted by filter on the collection, which the router does not route.
     path("acls", AclViewSet.as_view({"get": "list", "post": "create", "delete": "delete_matching"}), name="acl-list"),
     path("tenant", TenantView.as_view(), name="tenant"),
+    path("cluster", ClusterView.as_view(), name="cluster"),
     path("quotas", QuotaView.as_view(), name="quotas"),
     path("sign-up", SignUpView.as_view(), name="sign-up"),
     path("invitations/accept", InvitationAcceptView.as_view(), name="invitation-accept"),

@@ -9,16 +9,23 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import Q
 
 from webapp.accounts.models import Tenant
 from webapp.public_ids import new_acl_id
+from weir.topic_names import INTERNAL_TOPIC_PREFIX
 
 
 class Topic(models.Model):
-    """A tenant's topic. ``configs`` holds only overrides (Kafka names -> string values),
-    validated against ``weir.topic_config.TOPIC_CONFIGS``."""
+    """A tenant's topic, or an internal topic of the cluster (``__consumer_offsets``,
+    ``__usage``: no tenant, a name starting with ``__``, managed by the controller through
+    ``webapp.fleet.internal_topics``). ``configs`` holds only overrides (Kafka names -> string
+    values), validated against ``weir.topic_config.TOPIC_CONFIGS``.
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="topics")
+    Every tenant-facing query filters on a tenant, which never matches an internal row.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="topics")
     name = models.CharField(max_length=249)
     topic_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     partition_count = models.PositiveIntegerField()
@@ -28,11 +35,24 @@ class Topic(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="topic_name_unique_per_tenant")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="topic_name_unique_per_tenant"),
+            # NULLs are distinct in the constraint above, so internal names need their own.
+            models.UniqueConstraint(fields=["name"], condition=Q(tenant__isnull=True), name="internal_topic_name_unique"),
+            models.CheckConstraint(
+                condition=(Q(tenant__isnull=True) & Q(name__startswith=INTERNAL_TOPIC_PREFIX))
+                | (Q(tenant__isnull=False) & ~Q(name__startswith=INTERNAL_TOPIC_PREFIX)),
+                name="only_internal_topics_have_no_tenant",
+            ),
+        ]
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return f"{self.tenant.public_id}/{self.name}"
+        return f"{self.tenant.public_id}/{self.name}" if self.tenant is not None else self.name
+
+    @property
+    def is_internal(self) -> bool:
+        return self.tenant_id is None
 
 
 class Partition(models.Model):

@@ -26,6 +26,7 @@ urlpatterns = [
     path("topics/<str:name>/configs/", topics.topic_edit_configs, name="topic_configs"),
     path("topics/<str:name>/partitions/", topics.topic_add_partitions, name="topic_partitions"),
     path("topics/<str:name>/delete/", topics.topic_delete, name="topic_delete"),
+    path("topics/<str:name>/replication/", topics.topic_replication, name="topic_replication"),
     path("topics/<str:name>/messages/", messages.topic_messages, name="topic_messages"),
     path("topics/<str:name>/produce/", messages.topic_produce, name="topic_produce"),
     path("acls/", acls.acl_list, name="acls"),
@@ -45,4 +46,5 @@ urlpatterns = [
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<str:public_id>/", jobs.job_detail, name="job"),
     path("brokers/", brokers.broker_list, name="brokers"),
+    path("brokers/table/", brokers.broker_table, name="broker_table"),
 ]

@@ -6,9 +6,9 @@ answers questions about the brokers themselves.
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
-from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.fleet.models import DOWN_STATES, BrokerNode
 
 
 def brokers() -> QuerySet[BrokerNode]:
@@ -16,7 +16,13 @@ def brokers() -> QuerySet[BrokerNode]:
     return BrokerNode.objects.order_by("node_id")
 
 
+def broker_state_counts() -> dict[str, int]:
+    """How many registered brokers are in each state, by state name (one query)."""
+    rows = BrokerNode.objects.order_by("state").values("state").annotate(count=Count("pk"))
+    return {row["state"]: row["count"] for row in rows}
+
+
 def registered_broker_count() -> int:
     """Brokers that are registered and not known to be down: what a replication factor may
     reach (each replica needs its own broker)."""
-    return BrokerNode.objects.exclude(state=BrokerState.OFFLINE).count()
+    return BrokerNode.objects.exclude(state__in=DOWN_STATES).count()

@@ -30,10 +30,14 @@ from webapp.catalog.actions.topics import check_create_topic, do_create_topic
 from webapp.catalog.models import Operation, PatternType, Permission, ResourceType, Topic
 from webapp.fleet.models import BrokerNode
 from webapp.provisioning.models import JobState, ProvisioningJob
+from webapp.provisioning.placement_rows import placement_candidates
 
 DEMO_SERVICE_ACCOUNT = "demo-app"
 DEMO_TOPIC = "demo"
 DEMO_TOPIC_PARTITIONS = 3
+# Replicas of each demo partition when that many brokers are available (fewer otherwise), so
+# that killing a broker under `make up` shows a failover rather than an outage.
+DEMO_TOPIC_REPLICATION_FACTOR = 3
 # Demo keys are recognised by this description when a later run replaces them.
 DEMO_KEY_DESCRIPTION = "demo key (replaced by every run of manage.py demo)"
 # What the demo service account may do: produce, consume and describe topics named demo*, read groups named demo*.
@@ -122,10 +126,15 @@ def _replace_keys(actor: Actor, account: ServiceAccount) -> tuple[dict[str, tupl
     return pairs, job_ids
 
 
+def demo_replication_factor() -> int:
+    """DEMO_TOPIC_REPLICATION_FACTOR, or the number of brokers placement may use when smaller (at least 1)."""
+    return max(1, min(DEMO_TOPIC_REPLICATION_FACTOR, len(placement_candidates())))
+
+
 def _topic_and_acls(actor: Actor, account: ServiceAccount) -> list[int]:
     job_ids: list[int] = []
     if not Topic.objects.filter(tenant=actor.tenant, name=DEMO_TOPIC).exists():
-        new_topic = check_create_topic(actor, DEMO_TOPIC, DEMO_TOPIC_PARTITIONS, 1, {})
+        new_topic = check_create_topic(actor, DEMO_TOPIC, DEMO_TOPIC_PARTITIONS, demo_replication_factor(), {})
         job_ids.append(do_create_topic(actor, new_topic).job.pk)
     for resource_type, operation in DEMO_ACLS:
         binding = check_create_acl(

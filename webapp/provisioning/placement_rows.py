@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.fleet.models import DOWN_STATES, BrokerNode
 from webapp.fleet.placement import PlacementBroker, assign_replicas, placement_order
 
 
@@ -13,7 +13,7 @@ def placement_candidates() -> list[PlacementBroker]:
     A broker that was never probed (UNKNOWN) counts: ``make up`` registers brokers before the
     reconciler's first probe, and a topic created then must still spread over all of them.
     """
-    rows = BrokerNode.objects.exclude(state=BrokerState.OFFLINE).values_list("node_id", "rack")
+    rows = BrokerNode.objects.exclude(state__in=DOWN_STATES).values_list("node_id", "rack")
     return [PlacementBroker(node_id=node_id, rack=rack) for node_id, rack in rows]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.fleet.models import DOWN_STATES, BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError, StaleSnapshotError
 from webapp.provisioning.snapshots import Snapshots
 
@@ -15,12 +15,12 @@ MAX_PARALLEL_PUSHES = 16
 def push_targets() -> list[BrokerAddress]:
     """Brokers a job pushes to: every registered broker not known to be offline.
 
-    An OFFLINE broker is skipped so that one dead machine does not fail every change; the
+    An OFFLINE or STOPPED broker is skipped so that one dead machine does not fail every change; the
     reconciler brings it up to date when it answers again.
     """
     return [
         BrokerAddress(node_id, f"{host}:{port}")
-        for node_id, host, port in BrokerNode.objects.exclude(state=BrokerState.OFFLINE).order_by("node_id").values_list("node_id", "host", "port")
+        for node_id, host, port in BrokerNode.objects.exclude(state__in=DOWN_STATES).order_by("node_id").values_list("node_id", "host", "port")
     ]
 
 

@@ -109,7 +109,8 @@ def _drift_of(
     # Hosted partitions are compared only at the version read here: a broker already on a
     # newer version may rightly hold partitions this round's placement does not know.
     if state.partitions_version == desired_partitions:
-        hosted = {(entry.topic_id, entry.partition) for entry in state.partitions if entry.tenant_id}
+        # Internal topics (tenant_id "") are hosted from the map like tenants' topics.
+        hosted = {(entry.topic_id, entry.partition) for entry in state.partitions}
         missing = expected - hosted
         extra = hosted - expected
         if missing or extra:
@@ -131,7 +132,8 @@ def _mark_brokers(online: list[int], offline: list[int]) -> None:
     if online:
         BrokerNode.objects.filter(node_id__in=online).update(state=BrokerState.ONLINE, last_seen_at=now)
     if offline:
-        BrokerNode.objects.filter(node_id__in=offline).update(state=BrokerState.OFFLINE)
+        # A broker that stopped cleanly stays STOPPED: the dashboard tells it from a failure.
+        BrokerNode.objects.filter(node_id__in=offline).exclude(state=BrokerState.STOPPED).update(state=BrokerState.OFFLINE)
 
 
 def _record_cluster_key_use(states: list[admin_pb2.DescribeStateResponse]) -> None:

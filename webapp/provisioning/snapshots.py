@@ -1,7 +1,8 @@
 """Full desired-state snapshots, built from the database for the brokers' Admin service.
 
 * Partitions snapshot (``ApplyPartitionsRequest``): every registered broker, and every
-  tenant's topics with tenant id, topic id, config overrides and partition placement.
+  tenant's topics with tenant id, topic id, config overrides and partition placement; the
+  internal topics (``__consumer_offsets``...) are there too, with an empty tenant id.
 * Security snapshot (``ApplySecurityRequest``): every active cluster API key as a credential
   (tenant and principal, secret as its SHA-256), every ACL binding, and every tenant's
   effective byte-rate quotas.
@@ -50,16 +51,21 @@ class Snapshots:
     security: admin_pb2.ApplySecurityRequest | None = None
 
 
-def build_snapshots(kinds: tuple[str, ...] | list[str]) -> Snapshots:
-    """Build the snapshots of ``kinds`` (``SnapshotKind`` values) with their current versions."""
+def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int = 0) -> Snapshots:
+    """Build the snapshots of ``kinds`` (``SnapshotKind`` values) with their current versions.
+
+    ``controller_epoch`` stamps the partitions snapshot: the epoch of the controller that
+    pushes it, 0 for pushes that do not come from a controller (provisioning jobs, the
+    reconciler). Brokers refuse a map from an older controller epoch than they have seen.
+    """
     with transaction.atomic():
         versions = locked_versions(kinds)
-        partitions = _partitions_snapshot(versions[SnapshotKind.PARTITIONS]) if SnapshotKind.PARTITIONS in versions else None
+        partitions = _partitions_snapshot(versions[SnapshotKind.PARTITIONS], controller_epoch) if SnapshotKind.PARTITIONS in versions else None
         security = _security_snapshot(versions[SnapshotKind.SECURITY]) if SnapshotKind.SECURITY in versions else None
     return Snapshots(partitions=partitions, security=security)
 
 
-def _partitions_snapshot(version: int) -> admin_pb2.ApplyPartitionsRequest:
+def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.ApplyPartitionsRequest:
     brokers = [
         broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
         for node in BrokerNode.objects.order_by("node_id")
@@ -73,7 +79,7 @@ def _partitions_snapshot(version: int) -> admin_pb2.ApplyPartitionsRequest:
         )
     topics = [
         admin_pb2.TopicAssignment(
-            tenant_id=tenant_id,
+            tenant_id=tenant_id or "",  # None: an internal topic, which brokers know by its plain name
             name=name,
             topic_id=str(topic_id),
             configs=[broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((configs or {}).items())],
@@ -84,7 +90,7 @@ def _partitions_snapshot(version: int) -> admin_pb2.ApplyPartitionsRequest:
         )
     ]
     cluster_id = getattr(settings, "WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
-    return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics)
+    return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics, controller_epoch=controller_epoch)
 
 
 def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:

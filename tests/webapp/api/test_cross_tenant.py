@@ -34,6 +34,8 @@ def acme_objects(acme: TenantFixture, registered_broker: BrokerNode) -> dict[str
         ("get", "/api/v1/topics/{topic}/partitions", None),
         ("post", "/api/v1/topics/{topic}/partitions", {"partitions_count": 3}),
         ("get", "/api/v1/topics/{topic}/partitions/0", None),
+        ("get", "/api/v1/topics/{topic}/partitions/0/replicas", None),
+        ("get", "/api/v1/topics/{topic}/partitions/0/replicas/1", None),
         ("get", "/api/v1/topics/{topic}/configs", None),
         ("post", "/api/v1/topics/{topic}/configs:alter", {"data": [{"name": "retention.ms", "value": "1"}]}),
         ("get", "/api/v1/service-accounts/{account}", None),
@@ -57,11 +59,15 @@ def test_other_tenants_object_answers_404(acme_objects: dict[str, str], globex: 
 
 def test_other_tenants_objects_never_appear_in_lists_and_survive_attempts(acme_objects: dict[str, str], globex: TenantFixture) -> None:
     client = globex.client(Role.OWNER)
-    for path in ("/api/v1/topics", "/api/v1/acls", "/api/v1/service-accounts", "/api/v1/api-keys", "/api/v1/jobs", "/api/v1/members", "/api/v1/invitations"):
+    for path in ("/api/v1/topics", "/api/v1/acls", "/api/v1/service-accounts", "/api/v1/api-keys", "/api/v1/jobs", "/api/v1/members", "/api/v1/invitations", "/api/v1/cluster", "/api/v1/brokers"):
         response = client.get(path)
         assert response.status_code == 200, path
         for value in acme_objects.values():
             assert value not in response.content.decode(), path
+
+    # The brokers are shared, but the counts are the caller's: acme's two partitions are not in them.
+    assert client.get("/api/v1/cluster").json()["partitions_count"] == 0
+    assert [broker["replica_partitions_count"] for broker in client.get("/api/v1/brokers").json()["data"]] == [0]
 
     deleted = client.delete("/api/v1/acls?resource_type=ANY")
 

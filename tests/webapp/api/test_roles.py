@@ -39,7 +39,9 @@ CASES = [
     ("post", "/api/v1/invitations", {"email": "boss@example.com", "role": "owner"}, at_least(Role.OWNER)),
     ("patch", "/api/v1/members/{viewer}", {"role": "developer"}, at_least(Role.OWNER)),
     ("get", "/api/v1/jobs", None, at_least(Role.VIEWER)),
-    ("get", "/api/v1/brokers", None, {role: False for role in ROLES}),
+    ("get", "/api/v1/brokers", None, at_least(Role.VIEWER)),
+    ("get", "/api/v1/brokers/1", None, at_least(Role.VIEWER)),
+    ("get", "/api/v1/cluster", None, at_least(Role.VIEWER)),
 ]
 
 

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
 from webapp.catalog.models import Topic
+from webapp.catalog.partition_health import HealthCounts, PartitionHealth, partition_health, topic_health_counts
 from webapp.catalog.topic_configs import TopicConfigEntry
 from webapp.provisioning.facade import PartitionDescription
 
@@ -45,6 +46,9 @@ class ConfigAlterSerializer(serializers.Serializer):
 
 
 class TopicSerializer(serializers.Serializer):
+    """A topic and the health of its partitions (counted from the controller's records;
+    prefetch ``partitions`` when serializing a page of topics)."""
+
     kind = serializers.SerializerMethodField()
     metadata = serializers.SerializerMethodField()
     cluster_id = serializers.SerializerMethodField()
@@ -55,7 +59,15 @@ class TopicSerializer(serializers.Serializer):
     partitions_count = serializers.IntegerField(source="partition_count")
     partitions = serializers.SerializerMethodField()
     configs = serializers.SerializerMethodField()
+    under_replicated_partitions_count = serializers.SerializerMethodField(help_text="Partitions whose ISR is smaller than their replica list.")
+    under_min_isr_partitions_count = serializers.SerializerMethodField(help_text="Partitions without a leader or whose ISR is smaller than min.insync.replicas: acks=all produce fails there.")
+    offline_partitions_count = serializers.SerializerMethodField(help_text="Partitions without a leader: no in-sync replica is alive.")
     created_at = serializers.DateTimeField()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The three counts come from one pass over a topic's partitions.
+        self._health_by_topic: dict[int, HealthCounts] = {}
 
     def get_kind(self, topic: Topic) -> str:
         return "KafkaTopic"
@@ -83,6 +95,20 @@ class TopicSerializer(serializers.Serializer):
     def get_configs(self, topic: Topic) -> dict[str, str]:
         return {"related": link(self.context["request"], "api:topic-configs", topic_name=topic.name)}
 
+    def get_under_replicated_partitions_count(self, topic: Topic) -> int:
+        return self._health(topic).under_replicated
+
+    def get_under_min_isr_partitions_count(self, topic: Topic) -> int:
+        return self._health(topic).under_min_isr
+
+    def get_offline_partitions_count(self, topic: Topic) -> int:
+        return self._health(topic).offline
+
+    def _health(self, topic: Topic) -> HealthCounts:
+        if topic.pk not in self._health_by_topic:
+            self._health_by_topic[topic.pk] = topic_health_counts(topic)
+        return self._health_by_topic[topic.pk]
+
 
 class TopicWithJobSerializer(TopicSerializer):
     job = serializers.SerializerMethodField()
@@ -97,8 +123,10 @@ class BrokerIdSerializer(serializers.Serializer):
 
 
 class PartitionSerializer(serializers.Serializer):
-    """A partition's placement and, when its leader answered, its offsets and size.
-    ``available`` false means the figures are missing because the leader did not answer."""
+    """A partition's placement and health and, when its leader answered, its offsets and size.
+    ``available`` false means the figures are missing because the leader did not answer.
+    ``replicas`` lists the preferred leader first; the context gives the topic's
+    ``min_insync_replicas``."""
 
     kind = serializers.SerializerMethodField()
     cluster_id = serializers.SerializerMethodField()
@@ -108,6 +136,9 @@ class PartitionSerializer(serializers.Serializer):
     leader_epoch = serializers.IntegerField()
     replicas = serializers.SerializerMethodField()
     isr = serializers.SerializerMethodField()
+    is_under_replicated = serializers.SerializerMethodField(help_text="The ISR is smaller than the replica list.")
+    is_under_min_isr = serializers.SerializerMethodField(help_text="No leader, or the ISR is smaller than the topic's min.insync.replicas.")
+    is_offline = serializers.SerializerMethodField(help_text="No leader: no in-sync replica is alive.")
     available = serializers.BooleanField()
     log_start_offset = serializers.IntegerField(allow_null=True)
     log_end_offset = serializers.IntegerField(allow_null=True)
@@ -134,6 +165,57 @@ class PartitionSerializer(serializers.Serializer):
     @extend_schema_field(BrokerIdSerializer(many=True))
     def get_isr(self, partition: PartitionDescription) -> list[dict[str, int]]:
         return [{"broker_id": broker} for broker in partition.isr]
+
+    def get_is_under_replicated(self, partition: PartitionDescription) -> bool:
+        return self._health(partition).is_under_replicated
+
+    def get_is_under_min_isr(self, partition: PartitionDescription) -> bool:
+        return self._health(partition).is_under_min_isr
+
+    def get_is_offline(self, partition: PartitionDescription) -> bool:
+        return self._health(partition).is_offline
+
+    def _health(self, partition: PartitionDescription) -> PartitionHealth:
+        return partition_health(partition.leader, partition.replicas, partition.isr, self.context["min_insync_replicas"])
+
+
+class ReplicaSerializer(serializers.Serializer):
+    """Confluent's KafkaReplica: one broker's replica of a partition. The context gives
+    ``tenant_public_id``, ``topic_name`` and ``partition_id``."""
+
+    kind = serializers.SerializerMethodField()
+    metadata = serializers.SerializerMethodField()
+    cluster_id = serializers.SerializerMethodField()
+    topic_name = serializers.SerializerMethodField()
+    partition_id = serializers.SerializerMethodField()
+    broker_id = serializers.IntegerField()
+    is_leader = serializers.BooleanField()
+    is_in_sync = serializers.BooleanField()
+    broker = serializers.SerializerMethodField()
+
+    def get_kind(self, replica: dict[str, Any]) -> str:
+        return "KafkaReplica"
+
+    @extend_schema_field(ResourceMetadataSerializer)
+    def get_metadata(self, replica: dict[str, Any]) -> dict[str, str]:
+        topic_name, partition_id = self.context["topic_name"], self.context["partition_id"]
+        return {
+            "self": link(self.context["request"], "api:topic-partition-replica", topic_name=topic_name, partition_id=partition_id, broker_id=replica["broker_id"]),
+            "resource_name": resource_name(self.context["tenant_public_id"], f"topic={topic_name}", f"partition={partition_id}", f"replica={replica['broker_id']}"),
+        }
+
+    def get_cluster_id(self, replica: dict[str, Any]) -> str:
+        return self.context["tenant_public_id"]
+
+    def get_topic_name(self, replica: dict[str, Any]) -> str:
+        return self.context["topic_name"]
+
+    def get_partition_id(self, replica: dict[str, Any]) -> int:
+        return self.context["partition_id"]
+
+    @extend_schema_field(RelatedLinkSerializer)
+    def get_broker(self, replica: dict[str, Any]) -> dict[str, str]:
+        return {"related": link(self.context["request"], "api:broker-detail", broker_id=replica["broker_id"])}
 
 
 class TopicConfigSerializer(serializers.Serializer):

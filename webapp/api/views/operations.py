@@ -1,4 +1,4 @@
-"""``/jobs`` (the tenant's own; operators see every tenant's) and ``/brokers`` (operators)."""
+"""``/jobs``: the tenant's own; operators see every tenant's."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.accounts.identity import Actor, is_operator
-from webapp.api.permissions import IsOperator, IsTenantMemberOrOperator
+from webapp.api.permissions import IsTenantMemberOrOperator
 from webapp.api.views.base import ActionErrorsMixin
-from webapp.fleet.facade import brokers
-from webapp.fleet.models import BrokerNode
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 
 
@@ -53,29 +51,3 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
     @extend_schema(parameters=[OpenApiParameter("state", str, enum=JobState.values), OpenApiParameter("kind", str, enum=JobKind.values)])
     def list(self, request: Request) -> Response:
         return super().list(request)
-
-
-class BrokerSerializer(serializers.ModelSerializer):
-    kind = serializers.SerializerMethodField()
-    broker_id = serializers.IntegerField(source="node_id")
-
-    class Meta:
-        model = BrokerNode
-        fields = ["kind", "broker_id", "host", "port", "rack", "state", "last_seen_at", "registered_at"]
-
-    def get_kind(self, broker: BrokerNode) -> str:
-        return "KafkaBroker"
-
-
-class BrokerViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """The cluster's brokers: operators only (tenants never learn about the fleet here)."""
-
-    serializer_class = BrokerSerializer
-    permission_classes = [IsOperator]
-    lookup_field = "node_id"
-    lookup_url_kwarg = "broker_id"
-    lookup_value_regex = r"[0-9]+"
-    pagination_class = None
-
-    def get_queryset(self) -> QuerySet[BrokerNode]:
-        return brokers()

@@ -1,4 +1,5 @@
-"""``/topics``: list, create, get, delete; partitions (list, get, grow); configs (get, alter)."""
+"""``/topics``: list, create, get, delete; partitions (list, get, grow) and their replicas;
+configs (get, alter)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from webapp.api.serializers.topics import (
     ConfigAlterSerializer,
     PartitionSerializer,
     PartitionsGrowSerializer,
+    ReplicaSerializer,
     TopicConfigSerializer,
     TopicCreateSerializer,
     TopicSerializer,
@@ -32,12 +34,14 @@ from webapp.catalog.actions.topics import (
     do_create_topic,
     do_delete_topic,
 )
-from webapp.catalog.models import Topic
+from webapp.catalog.models import Partition, Topic
+from webapp.catalog.partition_health import min_insync_replicas, replica_states
 from webapp.catalog.topic_configs import describe_topic_configs
 from webapp.provisioning.facade import describe_partitions
 
 PartitionListSerializer = inline_serializer("KafkaPartitionList", {"kind": serializers.CharField(), "data": PartitionSerializer(many=True)})
 TopicConfigListSerializer = inline_serializer("KafkaTopicConfigList", {"kind": serializers.CharField(), "data": TopicConfigSerializer(many=True)})
+ReplicaListSerializer = inline_serializer("KafkaReplicaList", {"kind": serializers.CharField(), "data": ReplicaSerializer(many=True)})
 
 
 class TopicViewSet(TenantScopedViewSet):
@@ -48,6 +52,8 @@ class TopicViewSet(TenantScopedViewSet):
     lookup_value_regex = r"[^/:]+"
 
     def safely_get_queryset(self, queryset: QuerySet[Topic]) -> QuerySet[Topic]:
+        # Partitions are prefetched for the health counts: one query for a whole page.
+        queryset = queryset.prefetch_related("partitions")
         name = self.request.query_params.get("name")
         return queryset.filter(name__icontains=name) if name else queryset
 
@@ -108,6 +114,21 @@ class TopicViewSet(TenantScopedViewSet):
             raise NotFound(f"Topic '{topic.name}' has no partition {index}.")
         return Response(self._partition_data(topic, descriptions)[0])
 
+    @extend_schema(operation_id="v1_topics_partition_replicas_list", responses={200: ReplicaListSerializer}, description="The partition's replicas, the preferred leader first, as the controller last recorded them.")
+    @action(detail=True, methods=["get"], url_path=r"partitions/(?P<partition_id>[0-9]+)/replicas", url_name="partition-replicas")
+    def replicas(self, request: Request, topic_name: str, partition_id: str) -> Response:
+        topic, partition = self._partition_row(partition_id)
+        return Response({"kind": "KafkaReplicaList", "data": self._replica_data(topic, partition, replica_states(partition.leader, partition.replicas, partition.isr))})
+
+    @extend_schema(operation_id="v1_topics_partition_replica_retrieve", responses={200: ReplicaSerializer}, description="The partition's replica on one broker: whether it leads and whether it is in sync.")
+    @action(detail=True, methods=["get"], url_path=r"partitions/(?P<partition_id>[0-9]+)/replicas/(?P<broker_id>[0-9]+)", url_name="partition-replica")
+    def replica(self, request: Request, topic_name: str, partition_id: str, broker_id: str) -> Response:
+        topic, partition = self._partition_row(partition_id)
+        states = [state for state in replica_states(partition.leader, partition.replicas, partition.isr) if state[0] == int(broker_id)]
+        if not states:
+            raise NotFound(f"Partition {partition.index} of topic '{topic.name}' has no replica on broker {broker_id}.")
+        return Response(self._replica_data(topic, partition, states)[0])
+
     @extend_schema(responses={200: TopicConfigListSerializer})
     @action(detail=True, methods=["get"], url_path="configs", url_name="configs")
     def configs(self, request: Request, topic_name: str) -> Response:
@@ -128,5 +149,20 @@ class TopicViewSet(TenantScopedViewSet):
         return Response({"job": job_summary(change.job, request)}, status=status.HTTP_202_ACCEPTED)
 
     def _partition_data(self, topic: Topic, descriptions: list[Any]) -> list[dict[str, Any]]:
-        context = {**self.get_serializer_context(), "topic_name": topic.name}
+        context = {**self.get_serializer_context(), "topic_name": topic.name, "min_insync_replicas": min_insync_replicas(topic.configs)}
         return PartitionSerializer(descriptions, many=True, context=context).data  # type: ignore[return-value]
+
+    def _partition_row(self, partition_id: str) -> tuple[Topic, Partition]:
+        """The caller's topic named in the URL and its partition ``partition_id``, else 404."""
+        topic = self.get_object()
+        index = int(partition_id)
+        # Compared before querying: an index too large for the column is simply not found.
+        partition = Partition.objects.filter(topic=topic, index=index).first() if index < topic.partition_count else None
+        if partition is None:
+            raise NotFound(f"Topic '{topic.name}' has no partition {index}.")
+        return topic, partition
+
+    def _replica_data(self, topic: Topic, partition: Partition, states: list[tuple[int, bool, bool]]) -> list[dict[str, Any]]:
+        context = {**self.get_serializer_context(), "topic_name": topic.name, "partition_id": partition.index}
+        replicas = [{"broker_id": broker_id, "is_leader": is_leader, "is_in_sync": in_sync} for broker_id, is_leader, in_sync in states]
+        return ReplicaSerializer(replicas, many=True, context=context).data  # type: ignore[return-value]

@@ -1,14 +1,59 @@
-"""The broker fleet, for operators (staff users) only."""
+"""The brokers page: each broker's state, when it was last heard from, and how many of the
+tenant's partitions it leads and hosts, for every member and for operators.
+
+Brokers are shared by all tenants; a member sees counts of its own tenant's partitions only
+(never another tenant's topics), an operator signed in outside any tenant counts every
+partition. The table is also served alone (``broker_table``) for the page's script to
+refresh every few seconds; both read only the database.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
 
-from webapp.dashboard.tenancy import operator_page, page_context
+from webapp.accounts.identity import is_operator
+from webapp.catalog.partition_health import BrokerPartitionCounts, broker_partition_counts
+from webapp.dashboard.tenancy import View, operator_page, page_context, tenant_page
 from webapp.fleet.facade import brokers
+from webapp.fleet.models import BrokerNode
 
 
-@operator_page
-def broker_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/brokers.html", page_context(request, "brokers", brokers=list(brokers())))
+@dataclass(frozen=True)
+class BrokerRow:
+    broker: BrokerNode
+    partitions: BrokerPartitionCounts
+
+
+def broker_rows(request: HttpRequest) -> list[BrokerRow]:
+    """Every broker with its counts over the current tenant's partitions (all for an
+    operator outside any tenant): two queries."""
+    actor = request.actor  # type: ignore[attr-defined]
+    counts = broker_partition_counts(actor.tenant if actor is not None else None)
+    return [BrokerRow(broker, counts.get(broker.node_id, BrokerPartitionCounts())) for broker in brokers()]
+
+
+def _members_and_operators(view: View) -> View:
+    """``view`` for operators (with or without a tenant) and for members of any role."""
+    as_operator = operator_page(view)
+    as_member = tenant_page()(view)
+
+    def dispatch(request: HttpRequest) -> HttpResponse:
+        return as_operator(request) if is_operator(request.user) else as_member(request)
+
+    return dispatch
+
+
+def _broker_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/brokers.html", page_context(request, "brokers", rows=broker_rows(request)))
+
+
+def _broker_table(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/brokers_table.html", {"actor": request.actor, "rows": broker_rows(request)})  # type: ignore[attr-defined]
+
+
+broker_list = _members_and_operators(_broker_list)
+broker_table = never_cache(_members_and_operators(_broker_table))

@@ -1,16 +1,17 @@
-"""The tenant's home page: what it owns, what is being provisioned, how the brokers are."""
+"""The tenant's home page: what it owns, how healthy its partitions are, what is being
+provisioned, how the brokers are."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from webapp.accounts.models import ApiKey
 from webapp.catalog.models import AclBinding, Topic
+from webapp.catalog.partition_health import tenant_health_counts
 from webapp.dashboard.tenancy import page_context, tenant_page
-from webapp.fleet.facade import brokers
+from webapp.fleet.facade import broker_state_counts
 from webapp.provisioning.models import ProvisioningJob
 
 RECENT_JOBS = 8
@@ -19,13 +20,12 @@ RECENT_JOBS = 8
 @tenant_page()
 def overview(request: HttpRequest) -> HttpResponse:
     tenant = request.actor.tenant  # type: ignore[attr-defined]
-    topic_totals = Topic.objects.filter(tenant=tenant).aggregate(topics=Count("pk"), partitions=Sum("partition_count"))
-    broker_states = {row["state"]: row["count"] for row in brokers().order_by().values("state").annotate(count=Count("pk"))}
+    broker_states = broker_state_counts()
     context = page_context(
         request,
         "overview",
-        topic_count=topic_totals["topics"],
-        partition_count=topic_totals["partitions"] or 0,
+        topic_count=Topic.objects.filter(tenant=tenant).count(),
+        health=tenant_health_counts(tenant),
         active_key_count=ApiKey.objects.filter(tenant=tenant, revoked_at__isnull=True).count(),
         acl_count=AclBinding.objects.filter(tenant=tenant).count(),
         recent_jobs=list(ProvisioningJob.objects.filter(tenant=tenant).order_by("-created_at", "-pk")[:RECENT_JOBS]),

@@ -1,11 +1,18 @@
 """Topic pages: list, create, detail (partitions and configs), edit configs, add partitions,
-delete with a typed confirmation. Mutations call ``webapp.catalog.actions.topics``."""
+delete with a typed confirmation. Mutations call ``webapp.catalog.actions.topics``.
+
+The detail page's replication table (leader, replicas, ISR, epoch, health) is also served
+alone (``topic_replication``) for the page's script to refresh every few seconds: it reads
+only the controller's records, never the brokers, so watching a failover costs a query."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 
 from webapp.accounts.models import Role
 from webapp.accounts.roles import role_at_least
@@ -19,6 +26,7 @@ from webapp.catalog.actions.topics import (
     do_delete_topic,
 )
 from webapp.catalog.models import Topic
+from webapp.catalog.partition_health import HealthCounts, PartitionHealth, min_insync_replicas, replica_states, topic_health_counts, topic_partition_health
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.topics import AddPartitionsForm, ConfirmDeletionForm, TopicConfigsForm, TopicCreateForm
 from webapp.dashboard.tenancy import page_context, tenant_page
@@ -38,14 +46,56 @@ def with_job(url: str, job: ProvisioningJob) -> str:
     return f"{url}?job={job.public_id}"
 
 
+@dataclass(frozen=True)
+class ReplicaCell:
+    """One broker id in a partition's replica list, marked if it leads or has fallen out of sync."""
+
+    broker_id: int
+    is_leader: bool
+    is_in_sync: bool
+
+
+@dataclass(frozen=True)
+class ReplicationRow:
+    """One row of the replication table: where a partition lives and how healthy it is."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[ReplicaCell]
+    isr: list[int]
+    health: PartitionHealth
+
+
+def replication_context(topic: Topic) -> dict[str, object]:
+    """What the replication table shows, from the Partition rows only (one query)."""
+    rows = [
+        ReplicationRow(
+            partition=partition.index,
+            leader=partition.leader,
+            leader_epoch=partition.leader_epoch,
+            replicas=[ReplicaCell(*state) for state in replica_states(partition.leader, partition.replicas, partition.isr)],
+            isr=list(partition.isr),
+            health=health,
+        )
+        for partition, health in topic_partition_health(topic)
+    ]
+    counts = HealthCounts()
+    for row in rows:
+        counts.add(row.health)
+    return {"replication": rows, "health": counts, "min_insync_replicas": min_insync_replicas(topic.configs)}
+
+
 @tenant_page()
 def topic_list(request: HttpRequest) -> HttpResponse:
-    topics = Topic.objects.filter(tenant=request.actor.tenant).order_by("name")  # type: ignore[attr-defined]
+    # Partitions are prefetched for the health columns: one query for every topic listed.
+    topics = Topic.objects.filter(tenant=request.actor.tenant).order_by("name").prefetch_related("partitions")  # type: ignore[attr-defined]
     query = request.GET.get("q", "").strip()
     if query:
         topics = topics.filter(name__icontains=query)
+    rows = [(topic, topic_health_counts(topic)) for topic in topics]
     can_create = role_at_least(request.actor.role, Role.DEVELOPER)  # type: ignore[attr-defined]
-    return render(request, "dashboard/topics/list.html", page_context(request, "topics", topics=list(topics), query=query, can_create=can_create))
+    return render(request, "dashboard/topics/list.html", page_context(request, "topics", rows=rows, query=query, can_create=can_create))
 
 
 @tenant_page(Role.DEVELOPER)
@@ -83,8 +133,17 @@ def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
         job=job,
         can_change=role_at_least(actor.role, Role.DEVELOPER),
         total_size=sum(partition.size_bytes or 0 for partition in partitions),
+        **replication_context(topic),
     )
     return render(request, "dashboard/topics/detail.html", context)
+
+
+@never_cache
+@tenant_page()
+def topic_replication(request: HttpRequest, name: str) -> HttpResponse:
+    """The detail page's replication table alone, for its periodic refresh."""
+    topic = tenant_topic(request, name)
+    return render(request, "dashboard/topics/replication.html", {"topic": topic, **replication_context(topic)})
 
 
 @tenant_page(Role.DEVELOPER)

@@ -2,5 +2,7 @@
 
 ``election`` and ``sessions`` are pure (no database, injected clock); ``actions`` applies their
 decisions to the catalog in transactions; ``service`` ties them together and pushes the new
-cluster map; ``servicer`` is the thin gRPC face; ``leadership`` keeps one controller active.
+cluster map; ``servicer`` is the thin gRPC face; ``leadership`` keeps one controller active
+and ``epoch`` fences a controller that was replaced; ``rebalance`` says when the periodic
+preferred-leader election runs.
 """

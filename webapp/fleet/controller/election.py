@@ -15,14 +15,22 @@ Rules (Kafka's, KIP-966 aside):
   leader epoch (between epochs its own ISR, confirmed through ``AlterPartition``, is newer than
   any map), so a controller-made ISR change must come with a new epoch to reach the leader.
   ISR changes the leader asks for (``AlterPartition``) keep the epoch.
+* A broker in controlled shutdown hands each leadership to another live ISR member and leaves
+  every ISR it can leave; what it cannot hand over it keeps, and says so.
+* Preferred-leader election gives leadership back to the first replica when it is alive and
+  in the ISR; the periodic one acts only for brokers whose imbalance is above a percentage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 NO_LEADER = -1  # the leader id of an offline partition, as Kafka writes it
+
+K = TypeVar("K", bound=Hashable)  # whatever a caller keys its partitions by
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +98,61 @@ def after_broker_return(state: PartitionState, returned: int, live: Collection[i
         return None
     isr = state.isr if leader in state.isr else (leader,)
     return _with_leader(state, leader, isr)
+
+
+def after_controlled_shutdown(state: PartitionState, stopping: int, live: Collection[int]) -> PartitionState | None:
+    """The state once broker ``stopping`` has handed over what it can, or ``None`` when the
+    partition does not change.
+
+    A partition it leads moves to the first other live ISR member in replica order (higher
+    epoch, ISR without it); with no such member it stays led by ``stopping`` and unchanged
+    (the broker reports it as remaining). A partition it follows drops it from the ISR (with a
+    new epoch, like every ISR change the controller makes), unless it is the last ISR member
+    (an offline partition). Precondition: ``stopping`` is not in ``live``.
+    """
+    if stopping not in state.replicas or (stopping not in state.isr and stopping != state.leader):
+        return None
+    remaining = tuple(replica for replica in state.isr if replica != stopping)
+    if state.leader == stopping:
+        leader = elect_leader(state.replicas, remaining, live, unclean_allowed=False)
+        return None if leader == NO_LEADER else _with_leader(state, leader, remaining)
+    if not remaining:
+        return None
+    return _with_leader(state, state.leader, remaining)
+
+
+def preferred_leader_election(state: PartitionState, live: Collection[int]) -> PartitionState | None:
+    """The state with the preferred replica (the first) as leader, or ``None`` when it already
+    leads or cannot: it must be alive and in the ISR (Kafka's preferred election never elects
+    a replica that may lack records). The leader epoch increases by one."""
+    if not state.replicas:
+        return None
+    preferred = state.replicas[0]
+    if state.leader == preferred or preferred not in live or preferred not in state.isr:
+        return None
+    return _with_leader(state, preferred, state.isr)
+
+
+def preferred_elections(states: Mapping[K, PartitionState], live: Collection[int], *, imbalance_percentage: float | None) -> dict[K, PartitionState]:
+    """The partitions of ``states`` whose leadership goes back to their preferred replica, with
+    their new state.
+
+    With ``imbalance_percentage`` (Kafka's ``leader.imbalance.per.broker.percentage``), only the
+    partitions of a broker whose share of partitions it prefers but does not lead is above
+    that percentage are moved; ``None`` moves every partition that can move (an operator's
+    explicit election).
+    """
+    preferred_by_broker: dict[int, list[K]] = defaultdict(list)
+    for key, state in states.items():
+        if state.replicas:
+            preferred_by_broker[state.replicas[0]].append(key)
+    elected: dict[K, PartitionState] = {}
+    for broker, keys in preferred_by_broker.items():
+        not_led = [key for key in keys if states[key].leader != broker]
+        if imbalance_percentage is not None and len(not_led) * 100 <= imbalance_percentage * len(keys):
+            continue
+        for key in not_led:
+            state = preferred_leader_election(states[key], live)
+            if state is not None:
+                elected[key] = state
+    return elected

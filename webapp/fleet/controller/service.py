@@ -6,6 +6,11 @@ of the new PARTITIONS snapshot to every broker not known to be offline
 its older cluster map until the next push or the reconciler's, and stale maps are harmless
 because every map carries leader epochs that brokers check.
 
+The service acts under the controller epoch it won when it became active (``epoch``). When
+an action finds that a newer controller exists, the service is *fenced* for good: every later
+call raises ``ControllerFencedError`` (the servicer answers NOT_CONTROLLER) and
+``run_controller`` steps down.
+
 Thread-safety: calls are serialized by one lock (gRPC handler threads and the session timer
 share an instance); the database work of a call is one short transaction.
 """
@@ -16,12 +21,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from django.conf import settings
 
-from webapp.fleet.controller import actions
+from grpc_protos.weir.v1 import broker_pb2, controller_pb2
+from webapp.fleet import internal_topics
+from webapp.fleet.controller import actions, topic_requests
+from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.fleet.controller.sessions import BrokerSessions
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
@@ -43,9 +54,10 @@ def session_timeout_ms() -> int:
     return int(configured) if configured else DEFAULT_SESSION_TIMEOUT_MS
 
 
-def push_partitions() -> None:
-    """Push the current PARTITIONS snapshot to the brokers not known to be offline."""
-    snapshots = build_snapshots([SnapshotKind.PARTITIONS])
+def push_partitions(controller_epoch: int) -> None:
+    """Push the current PARTITIONS snapshot, stamped with ``controller_epoch``, to the brokers
+    not known to be down."""
+    snapshots = build_snapshots([SnapshotKind.PARTITIONS], controller_epoch=controller_epoch)
     for failure in push_snapshots(snapshots, push_targets()):
         logger.warning("cluster map version %d not pushed: %s", snapshots.partitions.version if snapshots.partitions else -1, failure)
 
@@ -56,8 +68,19 @@ class Registered:
     session_timeout_ms: int
 
 
+@dataclass(frozen=True)
+class ControlledShutdownResult:
+    error_code: int
+    remaining: tuple[actions.PartitionRef, ...] = ()  # partitions the broker still leads
+
+
 class ControllerService:
-    """See the module docstring. ``push`` and ``monotonic`` are injected for tests."""
+    """See the module docstring. ``push`` and ``monotonic`` are injected for tests.
+
+    ``controller_epoch`` is the epoch this controller won (``epoch.become_active``, called by
+    ``run_controller`` once it holds the controller lock); ``None`` takes a new one now, which
+    fences any controller that was active before.
+    """
 
     def __init__(
         self,
@@ -65,15 +88,36 @@ class ControllerService:
         session_timeout_ms: int,
         monotonic: Callable[[], float] = time.monotonic,
         first_epoch: int | None = None,
-        push: Callable[[], None] = push_partitions,
+        controller_epoch: int | None = None,
+        push: Callable[[], None] | None = None,
     ) -> None:
         self.sessions = BrokerSessions(
             session_timeout_ms=session_timeout_ms,
             first_epoch=first_epoch if first_epoch is not None else int(time.time() * 1000),
             monotonic=monotonic,
         )
-        self._push = push
+        self.controller_epoch = controller_epoch if controller_epoch is not None else become_active()
+        self._push = push if push is not None else partial(push_partitions, self.controller_epoch)
         self._lock = threading.Lock()
+        self._superseded: ControllerFencedError | None = None
+
+    @property
+    def fenced(self) -> bool:
+        """True once a newer controller is known to exist: this one must step down."""
+        return self._superseded is not None
+
+    @contextmanager
+    def _while_active(self) -> Iterator[None]:
+        """Refuse work once fenced; fence the service when an action finds a newer controller."""
+        if self._superseded is not None:
+            raise ControllerFencedError(self.controller_epoch, self._superseded.current_epoch, self._superseded.holder)
+        try:
+            yield
+        except ControllerFencedError as error:
+            if self._superseded is None:
+                self._superseded = error
+                logger.error("%s; this controller is fenced and refuses every call from now on", error)
+            raise
 
     def adopt_online_brokers(self) -> list[int]:
         """Start a grace session for every broker the database knows as online (at takeover)."""
@@ -87,17 +131,22 @@ class ControllerService:
 
         Raises ``BrokerRegistrationError`` for an invalid address.
         """
-        with self._lock:
+        with self._lock, self._while_active():
             epoch = self.sessions.register(node_id)
-            changed = actions.mark_broker_online(node_id, host, port, rack, self.sessions.live())
+            actions.mark_broker_online(node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch)
+            # A new broker may complete the internal topics or raise their replication factor.
+            internal_topics.ensure_internal_topics(controller_epoch=self.controller_epoch)
         logger.info("broker %d registered at %s:%d with broker epoch %d", node_id, host, port, epoch)
-        if changed:
-            self._push()
+        # Pushed even when nothing changed: a broker that restarts starts from the map it
+        # stored, which is stale when it was fenced meanwhile (it would keep leading, or
+        # fetching, at old leader epochs until some later change happened to push a new map).
+        self._push()
         return Registered(epoch, self.sessions.session_timeout_ms)
 
     def heartbeat(self, node_id: int, broker_epoch: int) -> bool:
         """True when the session goes on; False: the broker is fenced and must register again."""
-        return self.sessions.heartbeat(node_id, broker_epoch)
+        with self._while_active():
+            return self.sessions.heartbeat(node_id, broker_epoch)
 
     def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int, new_isr: list[int], broker_epoch: int) -> actions.AlterPartitionResult:
         """Store a leader's new ISR (epoch-checked, see ``actions.alter_partition``).
@@ -105,24 +154,97 @@ class ControllerService:
         A ``broker_epoch`` of 0 skips the session check (a leader that has not registered yet);
         any other value must be the leader's live session, else STALE_BROKER_EPOCH.
         """
-        if broker_epoch and not self.sessions.is_current(leader_id, broker_epoch):
-            return actions.AlterPartitionResult(STALE_BROKER_EPOCH)
-        with self._lock:
-            result = actions.alter_partition(topic, partition, leader_id, leader_epoch, new_isr)
+        with self._lock, self._while_active():
+            if broker_epoch and not self.sessions.is_current(leader_id, broker_epoch):
+                return actions.AlterPartitionResult(STALE_BROKER_EPOCH)
+            result = actions.alter_partition(topic, partition, leader_id, leader_epoch, new_isr, controller_epoch=self.controller_epoch)
         if result.changed:
             self._push()
         return result
 
     def check_sessions(self) -> list[int]:
         """Fence every broker whose session expired; returns their ids."""
-        with self._lock:
+        with self._lock, self._while_active():
             expired = self.sessions.expire()
             changed = 0
             for node_id in expired:
                 logger.warning("broker %d: session expired after %d ms without a heartbeat; fencing it", node_id, self.sessions.session_timeout_ms)
-                changed += actions.fence_broker(node_id, self.sessions.live())
+                changed += actions.fence_broker(node_id, self.sessions.electable(), controller_epoch=self.controller_epoch)
         if changed:
             self._push()
         return expired
+
+    def check_still_active(self) -> None:
+        """Raise ``ControllerFencedError`` (and stay fenced) when a newer controller epoch
+        exists. Run periodically: a controller that lost its lock with its database connection
+        would otherwise learn it only from its next action."""
+        with self._while_active():
+            current, holder = current_epoch()
+            if current != self.controller_epoch:
+                raise ControllerFencedError(self.controller_epoch, current, holder)
+
+    def controlled_shutdown(self, node_id: int, broker_epoch: int) -> ControlledShutdownResult:
+        """Hand the broker's leaderships to other live ISR members and drop it from the ISRs
+        (``actions.controlled_shutdown``); no election makes it a leader from now on. When it
+        leads nothing any more its session ends. STALE_BROKER_EPOCH unless ``broker_epoch`` is
+        its live session."""
+        with self._lock, self._while_active():
+            if not self.sessions.begin_shutdown(node_id, broker_epoch):
+                return ControlledShutdownResult(STALE_BROKER_EPOCH)
+            outcome = actions.controlled_shutdown(node_id, self.sessions.electable(), controller_epoch=self.controller_epoch)
+            if outcome.complete:
+                self.sessions.end(node_id, broker_epoch)
+        if outcome.complete:
+            logger.info("broker %d: controlled shutdown complete (%d partitions changed); session ended", node_id, outcome.changed)
+        else:
+            logger.info("broker %d: controlled shutdown leaves %d partitions it still leads", node_id, len(outcome.remaining))
+        if outcome.changed:
+            self._push()
+        return ControlledShutdownResult(ErrorCode.NO_ERROR, outcome.remaining)
+
+    def elect_preferred_leaders(self, *, imbalance_percentage: float | None = None, topic: str | None = None) -> list[actions.LeaderMove]:
+        """Preferred-leader election among the electable brokers (``actions.elect_preferred_leaders``)."""
+        with self._lock, self._while_active():
+            moves = actions.elect_preferred_leaders(
+                self.sessions.electable(), controller_epoch=self.controller_epoch, imbalance_percentage=imbalance_percentage, topic=topic
+            )
+        if moves:
+            self._push()
+        return moves
+
+    def ensure_internal_topics(self) -> internal_topics.InternalTopicsChange:
+        """Create missing internal topics and give their partitions the replicas the available
+        brokers allow (``webapp.fleet.internal_topics``); run when this controller becomes
+        active (registrations do it too). Pushes the cluster map when something changed."""
+        with self._lock, self._while_active():
+            change = internal_topics.ensure_internal_topics(controller_epoch=self.controller_epoch)
+        if change.changed:
+            self._push()
+        return change
+
+    def _forwarded(self, handle: Callable[[Any, Any], topic_requests.Answered[Any]], forwarded: Any) -> Any:
+        # Not under the service lock: these are the catalog actions REST runs concurrently
+        # too, serialized by their own row locks. The push follows the commit.
+        with self._while_active():
+            answered = handle(forwarded.caller, forwarded.request)
+        if answered.changed:
+            self._push()
+        return answered.response
+
+    def create_topics(self, forwarded: controller_pb2.ForwardedCreateTopicsRequest) -> broker_pb2.CreateTopicsResponse:
+        """A client's CreateTopics forwarded by a broker (``topic_requests.create_topics``)."""
+        return self._forwarded(topic_requests.create_topics, forwarded)
+
+    def delete_topics(self, forwarded: controller_pb2.ForwardedDeleteTopicsRequest) -> broker_pb2.DeleteTopicsResponse:
+        """A client's DeleteTopics forwarded by a broker (``topic_requests.delete_topics``)."""
+        return self._forwarded(topic_requests.delete_topics, forwarded)
+
+    def create_partitions(self, forwarded: controller_pb2.ForwardedCreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:
+        """A client's CreatePartitions forwarded by a broker (``topic_requests.create_partitions``)."""
+        return self._forwarded(topic_requests.create_partitions, forwarded)
+
+    def alter_configs(self, forwarded: controller_pb2.ForwardedAlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
+        """A client's AlterConfigs forwarded by a broker (``topic_requests.alter_configs``)."""
+        return self._forwarded(topic_requests.alter_configs, forwarded)
 
 

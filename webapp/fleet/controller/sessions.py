@@ -12,6 +12,10 @@ Brokers the database knows as online when a controller starts are *adopted*: the
 session without an epoch, which expires like any other unless the broker registers again
 (its first heartbeat to the new controller is refused as stale, so it does).
 
+A broker in controlled shutdown keeps its session (it heartbeats while it hands over its
+leaderships) but is no longer *electable*: no election makes it a leader until it registers
+again. When it has handed everything over its session ends, and later heartbeats are stale.
+
 Thread-safety: every method takes one lock.
 """
 
@@ -28,6 +32,7 @@ NO_EPOCH = -1  # the epoch of an adopted session: no heartbeat matches it
 class _Session:
     epoch: int
     deadline: float  # clock seconds after which the session is expired
+    shutting_down: bool = False  # in controlled shutdown: alive, but never elected
 
 
 class BrokerSessions:
@@ -66,11 +71,15 @@ class BrokerSessions:
             session.deadline = now + self._timeout_seconds
             return True
 
+    def _current(self, node_id: int, epoch: int) -> _Session | None:
+        """The session of ``node_id`` when its epoch is ``epoch`` (never an adopted one). Hold the lock."""
+        session = self._sessions.get(node_id)
+        return session if session is not None and session.epoch == epoch and epoch != NO_EPOCH else None
+
     def is_current(self, node_id: int, epoch: int) -> bool:
         """True when ``epoch`` is the live session of ``node_id``."""
         with self._lock:
-            session = self._sessions.get(node_id)
-            return session is not None and session.epoch == epoch and session.epoch != NO_EPOCH
+            return self._current(node_id, epoch) is not None
 
     def expire(self) -> list[int]:
         """Remove and return (in id order) the brokers whose session has expired."""
@@ -85,3 +94,27 @@ class BrokerSessions:
         """Brokers with a session that has not been found expired yet."""
         with self._lock:
             return frozenset(self._sessions)
+
+    def electable(self) -> frozenset[int]:
+        """Live brokers that may become leaders: not in controlled shutdown."""
+        with self._lock:
+            return frozenset(node_id for node_id, session in self._sessions.items() if not session.shutting_down)
+
+    def begin_shutdown(self, node_id: int, epoch: int) -> bool:
+        """Mark the session ``epoch`` of ``node_id`` as shutting down; False when it is not the
+        live session (nothing changes then). A new registration clears the mark."""
+        with self._lock:
+            session = self._current(node_id, epoch)
+            if session is None:
+                return False
+            session.shutting_down = True
+            return True
+
+    def end(self, node_id: int, epoch: int) -> bool:
+        """End the session ``epoch`` of ``node_id`` (a completed controlled shutdown), so that it
+        neither expires later nor accepts heartbeats; False when it is not the live session."""
+        with self._lock:
+            if self._current(node_id, epoch) is None:
+                return False
+            del self._sessions[node_id]
+            return True

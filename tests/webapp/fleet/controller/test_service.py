@@ -30,6 +30,7 @@ class Harness:
         self.service = ControllerService(session_timeout_ms=9000, monotonic=self.clock, first_epoch=1, push=self._push)
         self.tenant = Tenant.objects.create(name="Acme", slug="acme")
         self.epochs = {node_id: self.service.register(node_id, "127.0.0.1", 9000 + node_id, "").broker_epoch for node_id in (1, 2, 3)}
+        self.pushes = 0  # registrations push (and create the internal topics); count from here
 
     def _push(self) -> None:
         self.pushes += 1

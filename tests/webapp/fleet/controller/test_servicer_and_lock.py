@@ -18,7 +18,8 @@ TOKEN = "controller-test-token"
 
 
 @pytest.fixture
-def stub():  # type: ignore[no-untyped-def]
+def stub(transactional_db):  # type: ignore[no-untyped-def]
+    # The service takes a controller epoch in the database, which its handler threads share.
     service = ControllerService(session_timeout_ms=9000, first_epoch=10, push=lambda: None)
     server, port = create_controller_server(service, "127.0.0.1:0", internal_token=TOKEN)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")

@@ -72,3 +72,38 @@ def test_adopted_broker_expires_unless_it_registers() -> None:
     clock.now += 4.5
     assert table.expire() == [1]
     assert table.live() == {2}
+
+
+def test_a_broker_shutting_down_stays_live_but_is_not_electable_until_it_registers() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    epoch = table.register(1)
+    table.register(2)
+    assert not table.begin_shutdown(1, epoch + 100)  # not its session: nothing changes
+    assert table.electable() == {1, 2}
+    assert table.begin_shutdown(1, epoch)
+    assert table.live() == {1, 2}
+    assert table.electable() == {2}
+    assert table.heartbeat(1, epoch)
+    table.register(1)
+    assert table.electable() == {1, 2}
+
+
+def test_an_ended_session_neither_expires_nor_accepts_heartbeats() -> None:
+    clock = ManualMonotonic()
+    table = sessions(clock)
+    epoch = table.register(1)
+    assert not table.end(1, epoch - 1)
+    assert table.end(1, epoch)
+    assert table.live() == frozenset()
+    assert not table.heartbeat(1, epoch)
+    clock.now += 60.0
+    assert table.expire() == []
+
+
+def test_an_adopted_session_cannot_shut_down_or_end() -> None:
+    table = sessions(ManualMonotonic())
+    table.adopt(1)
+    assert not table.begin_shutdown(1, -1)
+    assert not table.end(1, -1)
+    assert table.live() == {1}

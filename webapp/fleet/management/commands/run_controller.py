@@ -1,8 +1,18 @@
 """``python manage.py run_controller --listen HOST:PORT``: the gRPC Controller service.
 
 Waits as a standby until it holds the controller lock (``webapp.fleet.controller.leadership``),
-then serves brokers' registrations, heartbeats and ISR changes, and checks sessions every
-second. SIGTERM or SIGINT stops it and releases the lock.
+takes the next controller epoch (``webapp.fleet.controller.epoch``), then serves brokers'
+registrations, heartbeats, ISR changes and controlled shutdowns. Every second it checks broker
+sessions and that its epoch is still the current one; every
+WEIR_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS it runs the preferred-leader election
+(``webapp.fleet.controller.rebalance``). SIGTERM or SIGINT stops it and releases the lock.
+
+When a newer controller epoch exists (this controller lost its lock without noticing, e.g.
+with its database connection), it steps down: it stops serving, releases the lock and exits
+with status 1, and its supervisor restarts it as a standby.
+
+With ``--tls-cert`` and ``--tls-key`` the Controller service speaks TLS only; brokers then
+verify it against their ``--tls-ca``.
 """
 
 from __future__ import annotations
@@ -10,17 +20,21 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
+from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
+from webapp.fleet.controller.epoch import ControllerFencedError, become_active
 from webapp.fleet.controller.leadership import ControllerLock
+from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
 from webapp.fleet.controller.servicer import create_controller_server
 from webapp.fleet.controller.service import ControllerService, session_timeout_ms
 
 logger = logging.getLogger(__name__)
 
-SESSION_CHECK_INTERVAL_SECONDS = 1.0  # how often expired broker sessions are looked for
+SESSION_CHECK_INTERVAL_SECONDS = 1.0  # how often expired broker sessions and the controller epoch are checked
 STANDBY_POLL_SECONDS = 1.0  # how often a standby tries to take the lock
 SHUTDOWN_GRACE_SECONDS = 5.0  # in-flight calls get this long to finish
 
@@ -30,8 +44,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:  # type: ignore[no-untyped-def]
         parser.add_argument("--listen", required=True, help="HOST:PORT to serve the Controller service on")
+        parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
+        parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
 
     def handle(self, *args: object, **options: object) -> None:
+        try:
+            rebalance = RebalanceConfig.from_settings()
+        except RebalanceConfigError as error:
+            raise CommandError(str(error)) from None
+        tls = self._tls_files(options.get("tls_cert"), options.get("tls_key"))
         stopping = threading.Event()
         for signal_number in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signal_number, lambda _number, _frame: stopping.set())
@@ -39,28 +60,62 @@ class Command(BaseCommand):
         logger.info("controller waiting for the controller lock")
         if not lock.acquire(poll_seconds=STANDBY_POLL_SECONDS, should_stop=stopping.is_set):
             return
+        service: ControllerService | None = None
         try:
-            service = ControllerService(session_timeout_ms=session_timeout_ms())
+            controller_epoch = become_active()
+            service = ControllerService(session_timeout_ms=session_timeout_ms(), controller_epoch=controller_epoch)
             adopted = service.adopt_online_brokers()
-            server, port = create_controller_server(service, str(options["listen"]))
-            logger.info("controller active on port %d; %d brokers adopted from the database", port, len(adopted))
-            checker = threading.Thread(target=self._check_sessions, args=(service, stopping), name="session-check", daemon=True)
+            service.ensure_internal_topics()  # before serving: brokers may already be registered
+            server, port = create_controller_server(service, str(options["listen"]), tls=tls)
+            logger.info(
+                "controller active on port %d at controller epoch %d; %d brokers adopted from the database", port, controller_epoch, len(adopted)
+            )
+            checker = threading.Thread(target=self._check_periodically, args=(service, rebalance, stopping), name="controller-checks", daemon=True)
             checker.start()
-            while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS):
+            while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS) and not service.fenced:
                 pass
             server.stop(SHUTDOWN_GRACE_SECONDS).wait()
+            stopping.set()
             checker.join(SHUTDOWN_GRACE_SECONDS)
         finally:
             lock.release()
+        if service is not None and service.fenced:
+            logger.error(
+                "controller at epoch %d stepped down: a newer controller is active; exiting so that a supervisor restarts it as a standby",
+                service.controller_epoch,
+            )
+            raise CommandError(f"controller epoch {service.controller_epoch} was superseded by a newer controller")
         logger.info("controller stopped")
 
     @staticmethod
-    def _check_sessions(service: ControllerService, stopping: threading.Event) -> None:
+    def _tls_files(certificate: object, private_key: object) -> tuple[Path, Path] | None:
+        """(certificate, key) to serve TLS with, None for plaintext; checked before waiting for the lock."""
+        if certificate is None and private_key is None:
+            return None
+        if certificate is None or private_key is None:
+            raise CommandError("--tls-cert and --tls-key go together: give the certificate and its private key, or neither")
+        files = (Path(str(certificate)), Path(str(private_key)))
+        for path in files:
+            if not path.is_file():
+                raise CommandError(f"TLS: {path} is not a readable file")
+        return files
+
+    @staticmethod
+    def _check_periodically(service: ControllerService, rebalance: RebalanceConfig, stopping: threading.Event) -> None:
+        """Sessions and the controller epoch every second; the preferred-leader election when due."""
+        schedule = RebalanceSchedule(rebalance, time.monotonic)
         while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS):
             try:
+                service.check_still_active()
                 service.check_sessions()
+                if schedule.due():
+                    moves = service.elect_preferred_leaders(imbalance_percentage=rebalance.imbalance_percentage)
+                    if moves:
+                        logger.info("leader rebalance: %d partitions back on their preferred leader", len(moves))
+            except ControllerFencedError:
+                return  # the main thread sees service.fenced and steps down
             except Exception:
-                logger.exception("session check failed; trying again in %.0f s", SESSION_CHECK_INTERVAL_SECONDS)
+                logger.exception("controller check failed; trying again in %.0f s", SESSION_CHECK_INTERVAL_SECONDS)
             finally:
                 # This thread's connection must not outlive a database restart.
                 close_old_connections()

@@ -1,0 +1,162 @@
+"""How healthy partitions are, from the Partition rows the controller keeps: offline,
+under-replicated, below min.insync.replicas; and how many of them each broker leads and hosts.
+
+The rules are Kafka's (``kafka-topics --describe``, TopicCommand's PartitionDescription):
+
+* offline: the partition has no leader (``leader == -1``: no ISR member was alive to elect);
+* under-replicated: its ISR is smaller than its replica list (an offline partition whose ISR
+  still names its last leader counts too);
+* below min ISR: offline, or its ISR is smaller than the topic's effective
+  ``min.insync.replicas`` (acks=all produce requests fail with NOT_ENOUGH_REPLICAS).
+
+Only database rows are read, never the brokers: a page or an API call shows a failover as
+soon as the controller has written it, and costs a fixed number of queries whatever the
+partition count. The counts overlap (a partition may be both offline and under-replicated),
+as Kafka's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from webapp.accounts.models import Tenant
+from webapp.catalog.models import Partition, Topic
+from weir.topic_config import TOPIC_CONFIGS
+
+NO_LEADER = -1  # Partition.leader of a partition without a leader
+
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+# A partition's state, most severe first; the names double as CSS classes in the dashboard.
+OFFLINE = "offline"
+UNDER_MIN_ISR = "under-min-isr"
+UNDER_REPLICATED = "under-replicated"
+OK = "ok"
+
+STATE_LABELS = {OFFLINE: "offline", UNDER_MIN_ISR: "below min ISR", UNDER_REPLICATED: "under-replicated", OK: "ok"}
+
+
+@dataclass(frozen=True)
+class PartitionHealth:
+    """The three flags of one partition; ``state`` is the most severe one that holds."""
+
+    is_offline: bool
+    is_under_replicated: bool
+    is_under_min_isr: bool
+
+    @property
+    def state(self) -> str:
+        if self.is_offline:
+            return OFFLINE
+        if self.is_under_min_isr:
+            return UNDER_MIN_ISR
+        if self.is_under_replicated:
+            return UNDER_REPLICATED
+        return OK
+
+    @property
+    def label(self) -> str:
+        return STATE_LABELS[self.state]
+
+
+def partition_health(leader: int, replicas: Sequence[int], isr: Sequence[int], min_insync_replicas: int) -> PartitionHealth:
+    """The health of a partition led by ``leader`` (-1: none) with these replicas and ISR."""
+    is_offline = leader < 0
+    return PartitionHealth(
+        is_offline=is_offline,
+        is_under_replicated=len(isr) < len(replicas),
+        is_under_min_isr=is_offline or len(isr) < min_insync_replicas,
+    )
+
+
+def min_insync_replicas(configs: Mapping[str, str]) -> int:
+    """The effective ``min.insync.replicas`` of a topic with these overrides (else the default).
+
+    Overrides are validated when stored (``webapp.catalog.actions.topics``), so parsing
+    cannot fail here.
+    """
+    key = TOPIC_CONFIGS[MIN_INSYNC_REPLICAS]
+    return int(key.parse(configs.get(MIN_INSYNC_REPLICAS, key.default)))  # type: ignore[arg-type]
+
+
+@dataclass
+class HealthCounts:
+    """How many partitions there are and how many are in each unhealthy condition."""
+
+    partitions: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    offline: int = 0
+
+    def add(self, health: PartitionHealth) -> None:
+        self.partitions += 1
+        self.under_replicated += health.is_under_replicated
+        self.under_min_isr += health.is_under_min_isr
+        self.offline += health.is_offline
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.under_replicated or self.under_min_isr or self.offline)
+
+
+def topic_partition_health(topic: Topic) -> list[tuple[Partition, PartitionHealth]]:
+    """Each partition of ``topic`` in index order with its health.
+
+    Reads ``topic.partitions.all()``: prefetch ``partitions`` when doing this for many topics
+    (one query for all of them).
+    """
+    minimum = min_insync_replicas(topic.configs)
+    partitions = sorted(topic.partitions.all(), key=lambda partition: partition.index)
+    return [(partition, partition_health(partition.leader, partition.replicas, partition.isr, minimum)) for partition in partitions]
+
+
+def topic_health_counts(topic: Topic) -> HealthCounts:
+    """The counts over ``topic``'s partitions (see :func:`topic_partition_health` on queries)."""
+    counts = HealthCounts()
+    for _, health in topic_partition_health(topic):
+        counts.add(health)
+    return counts
+
+
+def tenant_health_counts(tenant: Tenant) -> HealthCounts:
+    """The counts over every partition of ``tenant``'s topics, in one query."""
+    counts = HealthCounts()
+    minimum_by_topic: dict[int, int] = {}
+    rows = Partition.objects.filter(topic__tenant=tenant).values_list("topic_id", "topic__configs", "leader", "replicas", "isr")
+    for topic_id, configs, leader, replicas, isr in rows.iterator():
+        if topic_id not in minimum_by_topic:
+            minimum_by_topic[topic_id] = min_insync_replicas(configs)
+        counts.add(partition_health(leader, replicas, isr, minimum_by_topic[topic_id]))
+    return counts
+
+
+@dataclass
+class BrokerPartitionCounts:
+    """How many of the counted partitions a broker leads, and how many it holds a replica of."""
+
+    leader: int = 0
+    replicas: int = 0
+
+
+def broker_partition_counts(tenant: Tenant | None) -> dict[int, BrokerPartitionCounts]:
+    """Per broker node id, the partitions of ``tenant``'s topics it leads and hosts (one query).
+
+    ``tenant=None`` counts every partition, internal topics included: the operators' view.
+    Brokers that host none of them are absent. Only counts leave this function, never topic
+    names, so it may describe shared brokers to any tenant.
+    """
+    partitions = Partition.objects.all() if tenant is None else Partition.objects.filter(topic__tenant=tenant)
+    counts: dict[int, BrokerPartitionCounts] = {}
+    for leader, replicas in partitions.values_list("leader", "replicas").iterator():
+        for broker_id in replicas:
+            counts.setdefault(broker_id, BrokerPartitionCounts()).replicas += 1
+        if leader != NO_LEADER:
+            counts.setdefault(leader, BrokerPartitionCounts()).leader += 1
+    return counts
+
+
+def replica_states(leader: int, replicas: Iterable[int], isr: Iterable[int]) -> list[tuple[int, bool, bool]]:
+    """``(broker_id, is_leader, is_in_sync)`` for each replica, the preferred leader first."""
+    in_sync = set(isr)
+    return [(broker_id, broker_id == leader, broker_id in in_sync) for broker_id in replicas]
