@@ -25,6 +25,7 @@ from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerServic
 from webapp.fleet.registration import BrokerRegistrationError
 from webapp.provisioning.broker_client import INTERNAL_TOKEN_METADATA
 from weir.errors import ErrorCode
+from weir.pem import PemFileError, read_pem
 
 # Handler threads: brokers call rarely (a heartbeat every two seconds each).
 SERVER_THREADS = 8
@@ -160,25 +161,8 @@ def _not_controller(names: list[str], message: str) -> list[broker_pb2.TopicResu
     return [broker_pb2.TopicResult(name=name, error_code=ErrorCode.NOT_CONTROLLER, error_message=message) for name in names]
 
 
-class ControllerTlsError(Exception):
-    """The controller's TLS certificate or key cannot be read (the controller does not start)."""
-
-    retriable = False
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"controller TLS: cannot read {path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-def _read_pem(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ControllerTlsError(path, error.strerror or str(error)) from None
-    if b"-----BEGIN" not in data:
-        raise ControllerTlsError(path, "not a PEM file")
-    return data
+# The controller's TLS certificate or key cannot be read (the controller does not start).
+ControllerTlsError = PemFileError
 
 
 def create_controller_server(
@@ -192,7 +176,7 @@ def create_controller_server(
     credentials = None
     if tls is not None:
         certificate_chain, private_key = (Path(path) for path in tls)
-        credentials = grpc.ssl_server_credentials([(_read_pem(private_key), _read_pem(certificate_chain))])
+        credentials = grpc.ssl_server_credentials([(read_pem(private_key, what="controller TLS"), read_pem(certificate_chain, what="controller TLS"))])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=SERVER_THREADS, thread_name_prefix="controller"))
     controller_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(service, internal_token or settings.WEIR_INTERNAL_TOKEN), server)
     port = server.add_secure_port(listen, credentials) if credentials is not None else server.add_insecure_port(listen)
