@@ -1,5 +1,7 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane}``: Weir's throughput and latency
-beside its peers, or (``control-plane``) issue 3's topic readiness and REST API latency."""
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput}``:
+Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
+issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
+(``failover``) and its replicated produce throughput ratio (``replication-throughput``)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,15 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import settings as defaults
+from bench.failover import CONFIGURATIONS as FAILOVER_CONFIGURATIONS
 from weir.malloc_tuning import tune_this_process
 from bench.settings import BenchSettings
 
-# Not a peer comparison: it starts the whole control plane and has its own options.
+# Not peer comparisons: each starts the whole stack and has its own options.
 CONTROL_PLANE = "control-plane"
+FAILOVER = "failover"
+REPLICATION_THROUGHPUT = "replication-throughput"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -34,6 +40,21 @@ def _peers(text: str) -> tuple[str, ...]:
     return peers
 
 
+def _failover_configurations(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [name for name in names if name not in FAILOVER_CONFIGURATIONS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown failover configurations {unknown or [text]}; choose from {', '.join(FAILOVER_CONFIGURATIONS)}, comma-separated")
+    return names
+
+
+def _record_bytes(text: str) -> int:
+    value = int(text)
+    if value < 8:
+        raise argparse.ArgumentTypeError("the record size must be an integer >= 8")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -43,10 +64,10 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", CONTROL_PLANE))
+    parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", *STACK_SCENARIOS))
     parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
-    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS})")
+    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover: 5)")
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
     parser.add_argument("--delivery", choices=("sampled", "every"), default="every", help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check")
@@ -59,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--topics", type=_positive_int, default=20, help="control-plane: topics created (and timed) per run (default 20)")
     parser.add_argument("--rate", type=_positive_int, default=50, help="control-plane: GET requests per second of the API load (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
+    parser.add_argument("--failover-config", type=_failover_configurations, default=tuple(FAILOVER_CONFIGURATIONS), help="failover: session timeout configurations measured, one stack each: default (9 s), tuned (2 s), or both comma-separated (default both)")
+    parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput: record size in bytes (default 100); there --records defaults to 200,000")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -97,6 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         console = Console(width=200) if not sys.stdout.isatty() else Console()
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else 3)
         return control_plane.main(runs=runs, topics=arguments.topics, rate=arguments.rate, seconds=arguments.seconds, console=console)
+    if arguments.scenario == FAILOVER:
+        from bench import failover
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else 5)
+        return failover.main(runs=runs, configuration_names=arguments.failover_config, console=console)
+    if arguments.scenario == REPLICATION_THROUGHPUT:
+        from bench import replication_throughput
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
+        records = arguments.records if arguments.records is not None else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
+        return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
     settings = settings_from(arguments)
     # Before any large allocation: later-started processes inherit the environment variables.
     malloc_tuned = tune_this_process()

@@ -11,36 +11,22 @@ Two figures, each with its target:
   measured from each request's *due* time, so a server that falls behind cannot hide the
   delay by slowing the sender down (coordinated omission).
 
-The stack is the one ``make up`` starts (``python -m deploy.local``: SQLite, three brokers
-with security on, gunicorn, a Celery worker and beat), run as a child process in a temporary
-data directory on free ports. Celery's transport is Redis when it answers, the filesystem
-otherwise; the report says which. Credentials come from ``manage.py demo --json``, whose
-service account may create topics and produce to topics starting with ``demo``. This module
-reaches the stack only over HTTP, through the SDK and through those two commands: the
-benchmark stays a client of Weir, never a part of it.
+The stack is the one ``make up`` starts, run by :class:`bench.stack.LocalStack` (SQLite, two
+controllers, three brokers with security on, gunicorn, a Celery worker and beat). Celery's
+transport is Redis when it answers, the filesystem otherwise; the report says which. Topics
+are created over REST with the demo's cloud key; records are produced with its cluster key,
+whose ACLs cover topics starting with ``demo``.
 """
 
 from __future__ import annotations
 
-import base64
 import itertools
-import json
 import math
-import os
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator, Sequence
 
 from rich.console import Console
@@ -48,50 +34,18 @@ from rich.table import Table
 
 from bench.measurements import LatencySummary
 from bench.pacing import RatePacer
+from bench.stack import DEFAULT_BROKER_COUNT, ApiClient, LocalStack, StackError
 from weir import Producer
 from weir.errors import KafkaException
 
-REPOSITORY = Path(__file__).resolve().parents[1]
-LOOPBACK = "127.0.0.1"
-BROKER_COUNT = 3  # as `make up` by default: partitions spread over several brokers
 TOPIC_PARTITIONS = 3  # one partition per broker, so readiness waits for every broker's push
 TOPIC_PREFIX = "demo-bench"  # the demo service account's ACLs cover topics starting with "demo"
-DEMO_TENANT = "bench"
 
 READINESS_TARGET_SECONDS = 1.0  # issue 3: a topic is ready within 1 s (median)
 API_P99_TARGET_MS = 100.0  # issue 3: API p99 under 100 ms at 50 requests/s
-STACK_START_TIMEOUT_SECONDS = 240.0  # migrate, three brokers, web, worker, beat, demo
-STACK_STOP_TIMEOUT_SECONDS = 30.0  # deploy.local stops its children on SIGTERM
-DEMO_TIMEOUT_SECONDS = 120.0  # `manage.py demo --json` waits for its own jobs
 TOPIC_READY_TIMEOUT_SECONDS = 30.0  # a topic not ready by then counts as a failure
 READINESS_PROBE_PAUSE_SECONDS = 0.005  # between produce attempts while a topic is not ready
-HTTP_TIMEOUT_SECONDS = 10.0
 LOAD_THREADS = 16  # enough that a slow request never delays the next one at 50 requests/s
-READY_LINE = "Logs:"  # deploy.local prints it once the stack serves and the demo is set up
-TRANSPORT_LINE = "weir: Celery uses "  # deploy.local's notice of Celery's transport
-
-
-class ControlPlaneBenchError(Exception):
-    """The stack could not be started or measured; the message says what failed and where."""
-
-    retriable = False
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """What ``manage.py demo --json`` hands out that the benchmark uses."""
-
-    api_url: str
-    bootstrap_servers: str
-    cloud_api_key: str
-    cloud_api_secret: str
-    cluster_api_key: str
-    cluster_api_secret: str
-
-    @classmethod
-    def from_demo_json(cls, text: str) -> "Credentials":
-        data = json.loads(text)
-        return cls(**{name: str(data[name]) for name in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -104,170 +58,6 @@ class RunResult:
     api_requests: int = 0
     api_failures: list[str] = field(default_factory=list)
     api_seconds: float = 0.0
-
-
-# ----------------------------------------------------------------------------- the stack
-
-
-def free_port_block(count: int, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that were all free a moment ago."""
-    for _attempt in range(attempts):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((LOOPBACK, 0))
-            first = probe.getsockname()[1]
-        if first + count - 1 > 65535:
-            continue
-        if all(_port_is_free(port) for port in range(first, first + count)):
-            return first
-    raise ControlPlaneBenchError(f"found no {count} consecutive free ports in {attempts} attempts")
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
-
-
-class LocalStack:
-    """``python -m deploy.local`` in a temporary data directory, on free ports; a context manager.
-
-    On entry the stack serves (its own readiness checks passed and its demo is set up); on
-    exit it gets SIGTERM, which stops every child, and the data directory is removed.
-    ``transport`` is deploy.local's line naming Celery's transport.
-    """
-
-    def __init__(self, console: Console, broker_count: int = BROKER_COUNT) -> None:
-        self._console = console
-        self._broker_count = broker_count
-        self._data_dir = Path(tempfile.mkdtemp(prefix="weir-bench-control-plane-"))
-        self._process: subprocess.Popen[str] | None = None
-        self._lines: list[str] = []
-        self._ready = threading.Event()
-        self.transport = "unknown"
-        self.credentials: Credentials | None = None
-
-    def _environment(self) -> dict[str, str]:
-        environment = dict(os.environ)
-        # The embedded default: SQLite under the data directory, whatever the caller's shell
-        # says. The settings module too: under pytest it is the test suite's, which picks the
-        # suite's PostgreSQL database.
-        environment.pop("DATABASE_URL", None)
-        environment["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
-        environment.pop("WEIR_INTERNAL_TOKEN", None)
-        http_port = free_port_block(1)
-        broker_base_port = free_port_block(self._broker_count)
-        environment.update(
-            WEIR_DATA_DIR=str(self._data_dir),
-            WEIR_HTTP_PORT=str(http_port),
-            WEIR_BROKER_BASE_PORT=str(broker_base_port),
-            WEIR_BROKERS=str(self._broker_count),
-            WEIR_DEMO_TENANT=DEMO_TENANT,
-            # What deploy.local gives its own children; `demo --json`, run from here, prints them.
-            WEIR_PUBLIC_API_URL=f"http://{LOOPBACK}:{http_port}",
-            WEIR_BOOTSTRAP_SERVERS=",".join(f"{LOOPBACK}:{broker_base_port + offset}" for offset in range(self._broker_count)),
-            PYTHONUNBUFFERED="1",
-        )
-        return environment
-
-    def __enter__(self) -> "LocalStack":
-        environment = self._environment()
-        self._console.print(f"control-plane: starting the stack in {self._data_dir} ...")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "deploy.local"],
-            cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True,  # its own process group, so that a failed stop can end all of it
-        )
-        threading.Thread(target=self._read_output, name="deploy.local output", daemon=True).start()
-        try:
-            self._wait_until_ready()
-            self.credentials = self._demo_credentials(environment)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def _read_output(self) -> None:
-        assert self._process is not None and self._process.stdout is not None
-        for line in self._process.stdout:
-            self._lines.append(line.rstrip("\n"))
-            if line.startswith(TRANSPORT_LINE):
-                self.transport = line[len("weir: "):].strip()
-            if line.startswith(READY_LINE):
-                self._ready.set()
-        self._ready.set()  # the process ended: the waiter sees that it is gone
-
-    def _wait_until_ready(self) -> None:
-        assert self._process is not None
-        if not self._ready.wait(STACK_START_TIMEOUT_SECONDS) or self._process.poll() is not None:
-            tail = "\n".join(self._lines[-30:])
-            raise ControlPlaneBenchError(f"the stack did not come up within {STACK_START_TIMEOUT_SECONDS:g} s; its output ended with:\n{tail}")
-
-    def _demo_credentials(self, environment: dict[str, str]) -> Credentials:
-        # `demo` again, for machine-readable output: it reuses the tenant and issues new keys.
-        completed = subprocess.run(
-            [sys.executable, "manage.py", "demo", "--tenant", DEMO_TENANT, "--json"],
-            cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=DEMO_TIMEOUT_SECONDS,
-        )
-        if completed.returncode != 0:
-            raise ControlPlaneBenchError(f"`manage.py demo --json` failed: {completed.stderr.strip() or completed.stdout.strip()}")
-        return Credentials.from_demo_json(completed.stdout)
-
-    def log_tails(self, lines: int = 15) -> str:
-        """The last ``lines`` lines of each process's log and of deploy.local's output, to
-        explain failures before the data directory goes away."""
-        parts = ["--- deploy.local output\n" + "\n".join(self._lines[-lines:])]
-        for log in sorted(self._data_dir.glob("*.log")):
-            tail = log.read_text(errors="replace").splitlines()[-lines:]
-            parts.append(f"--- {log.name}\n" + "\n".join(tail))
-        return "\n".join(parts)
-
-    def __exit__(self, *_: object) -> None:
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(STACK_STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(STACK_STOP_TIMEOUT_SECONDS)
-        shutil.rmtree(self._data_dir, ignore_errors=True)
-
-
-# ----------------------------------------------------------------------------- HTTP
-
-
-class ApiClient:
-    """The REST API (``base_url`` ends in ``/api/v1``) with a cloud key (HTTP Basic), over
-    urllib. Thread-safe: no shared state."""
-
-    def __init__(self, base_url: str, key: str, secret: str) -> None:
-        self._base_url = base_url.rstrip("/")
-        token = base64.b64encode(f"{key}:{secret}".encode()).decode()
-        self._headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
-
-    def request(self, method: str, path: str, body: object | None = None) -> tuple[int, object]:
-        """Send one request; (status, decoded JSON body, or the start of a body that is not JSON,
-        or None). HTTP errors are returned, not raised; a connection failure raises OSError."""
-        data = None if body is None else json.dumps(body).encode()
-        headers = dict(self._headers)
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(self._base_url + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
-                status, payload = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, payload = error.code, error.read()
-        if not payload:
-            return status, None
-        try:
-            return status, json.loads(payload)
-        except ValueError:
-            # An HTML error page (a proxy, a crash page): kept short, for the failure message.
-            return status, payload[:200].decode(errors="replace")
 
 
 # ----------------------------------------------------------------------------- figures
@@ -450,16 +240,13 @@ def verdicts(results: Sequence[RunResult]) -> list[str]:
 def main(runs: int, topics: int, rate: int, seconds: float, console: Console) -> int:
     """Start the stack, measure ``runs`` times, print the table and verdicts; 1 on any failure."""
     try:
-        with LocalStack(console) as stack:
+        with LocalStack(console, "control-plane") as stack:
             assert stack.credentials is not None
             credentials = stack.credentials
             console.print(f"control-plane: stack up; {stack.transport}")
-            api = ApiClient(credentials.api_url, credentials.cloud_api_key, credentials.cloud_api_secret)
+            api = ApiClient.for_stack(credentials)
             producer = Producer({
-                "bootstrap.servers": credentials.bootstrap_servers,
-                "sasl.username": credentials.cluster_api_key,
-                "sasl.password": credentials.cluster_api_secret,
-                "security.protocol": "sasl_plaintext",
+                **credentials.client_config(),
                 "linger.ms": 0,
                 # A leader that has not applied the placement yet answers a retriable error;
                 # retry soon, so that the figure measures the brokers, not the client's backoff.
@@ -474,11 +261,11 @@ def main(runs: int, topics: int, rate: int, seconds: float, console: Console) ->
                 producer.flush(5)
             if any(result.readiness_failures or result.api_failures for result in results):
                 console.print(stack.log_tails(), markup=False, highlight=False)
-    except ControlPlaneBenchError as error:
+    except StackError as error:
         console.print(f"control-plane: {error}", markup=False)
         return 1
     console.print(results_table(results, rate))
-    console.print(f"embedded default: SQLite, {BROKER_COUNT} brokers, gunicorn (1 worker), Celery: {stack.transport}", markup=False)
+    console.print(f"embedded default: SQLite, {DEFAULT_BROKER_COUNT} brokers, gunicorn (1 worker), Celery: {stack.transport}", markup=False)
     for line in verdicts(results):
         console.print(line, markup=False)
     failures = [failure for result in results for failure in (*result.readiness_failures, *result.api_failures)]

@@ -4,6 +4,9 @@ Every run creates a topic of its own (one partition, replication factor 1) with 
 client and deletes it afterwards. The producer uses acks=1 without idempotence (which would
 require acks=all), batches of up to ``batch.size`` bytes and a short linger; the consumer
 assigns the partition from the beginning and reads with ``consume(num_messages=10000)``.
+``produce_to`` measures the same producer against a topic made by the caller, with the acks,
+idempotence and client settings (credentials) of its options: ``bench.replication_throughput``
+compares replicated and unreplicated topics with it.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 import time
 import uuid
 from array import array
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 import weir
 from weir.admin import AdminClient, NewTopic
@@ -44,7 +47,9 @@ class WeirOptions:
     ``delivery``: ``sampled`` passes an on_delivery callback for one record in
     LATENCY_SAMPLE_INTERVAL (which also measures produce latency) and checks the rest through
     flush() returning 0 and the partition's end offset; ``every`` counts a callback per record,
-    as an application that wants a report for each record would.
+    as an application that wants a report for each record would. ``acks`` and ``idempotence``
+    go to the producer (idempotence requires acks "all"); ``client_settings`` (for example
+    SASL credentials) go to every client.
     """
 
     bootstrap: str
@@ -52,12 +57,19 @@ class WeirOptions:
     batch_bytes: int = 1_000_000
     linger_ms: int = 10
     delivery: str = DELIVERY_SAMPLED
+    acks: str = "1"
+    idempotence: bool = False
+    client_settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def admin_config(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, **self.client_settings}
 
     def producer_config(self, linger_ms: int | None = None) -> dict[str, Any]:
         return {
             "bootstrap.servers": self.bootstrap,
-            "acks": 1,
-            "enable.idempotence": False,
+            **self.client_settings,
+            "acks": self.acks,
+            "enable.idempotence": self.idempotence,
             "compression.type": self.compression,
             "batch.size": self.batch_bytes,
             # Let batch.size, not the record count, close a batch.
@@ -68,6 +80,7 @@ class WeirOptions:
     def consumer_config(self) -> dict[str, Any]:
         return {
             "bootstrap.servers": self.bootstrap,
+            **self.client_settings,
             "group.id": f"weir-bench-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "isolation.level": "read_uncommitted",
@@ -106,7 +119,7 @@ class WeirSystem:
         self.options = options
         self.profile_directory = profile_directory
         self.profile_summaries: list[str] = []
-        self._admin = AdminClient({"bootstrap.servers": options.bootstrap})
+        self._admin = AdminClient(options.admin_config())
         try:
             self._admin.list_topics(timeout=5)
         except weir.KafkaException as error:
@@ -114,7 +127,7 @@ class WeirSystem:
 
     def describe_settings(self) -> str:
         return (
-            f"Weir at {self.options.bootstrap}: acks=1, enable.idempotence=false, compression.type={self.options.compression}, "
+            f"Weir at {self.options.bootstrap}: acks={self.options.acks}, enable.idempotence={str(self.options.idempotence).lower()}, compression.type={self.options.compression}, "
             f"batch.size={self.options.batch_bytes:,}, linger.ms={self.options.linger_ms}, delivery reports: {self.options.delivery}; "
             f"consume(num_messages={CONSUME_BATCH:,}); e2e linger.ms=0"
         )
@@ -182,9 +195,14 @@ class WeirSystem:
     def produce(self, records: int, values: list[bytes]) -> ThroughputSample:
         topic = self._create_topic()
         try:
-            seconds, counter = self._load(topic, records, values, profiler_name=f"weir-produce-{len(values[0])}B")
+            return self.produce_to(topic, records, values)
         finally:
             self._delete_topic(topic)
+
+    def produce_to(self, topic: str, records: int, values: list[bytes]) -> ThroughputSample:
+        """Time one producer sending ``records`` values to ``topic``, which must have one empty
+        partition (the run checks that its end offset is ``records`` afterwards)."""
+        seconds, counter = self._load(topic, records, values, profiler_name=f"weir-produce-{len(values[0])}B")
         return ThroughputSample(records, len(values[0]), seconds, LatencySummary.from_nanoseconds(counter.latencies_ns))
 
     # ------------------------------------------------------------------ consume

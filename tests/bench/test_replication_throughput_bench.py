@@ -1,0 +1,55 @@
+"""`python -m bench replication-throughput`: run order, ratio and verdict on their own, then the
+whole benchmark, small (one run of a few thousand records on a real `make up` stack). No
+timing assertion on the figures: the machine running the suite may be busy."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.measurements import ThroughputSample
+from bench.replication_throughput import REPLICATED, UNREPLICATED, run_order, throughput_ratio, verdict
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+# A workload's row: "│ RF=3 acks=all │    1 │   149,171 │  14.2 │  842.1 │  927.4 │"
+ROW = r"│ {label}\s+│\s+1 │\s+([\d,]+) │\s+([\d.,]+) │"
+
+
+def samples_at(*records_per_second: int) -> list[ThroughputSample]:
+    return [ThroughputSample(records=rate, record_size=100, seconds=1.0) for rate in records_per_second]
+
+
+def test_runs_alternate_which_workload_goes_first() -> None:
+    assert run_order(1) == (UNREPLICATED, REPLICATED)
+    assert run_order(2) == (REPLICATED, UNREPLICATED)
+    assert run_order(3) == (UNREPLICATED, REPLICATED)
+
+
+def test_ratio_is_of_the_medians_over_runs() -> None:
+    ratio = throughput_ratio({UNREPLICATED: samples_at(100_000, 200_000, 300_000), REPLICATED: samples_at(50_000, 100_000, 900_000)})
+    assert ratio == 0.5
+
+
+def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> None:
+    assert verdict(0.4).endswith("target met")
+    assert verdict(0.39).endswith("target NOT met")
+    assert verdict(throughput_ratio({UNREPLICATED: samples_at(100_000)})).endswith("target NOT met")
+
+
+@pytest.mark.slow
+def test_replication_throughput_benchmark_measures_both_workloads_and_their_ratio() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench", "replication-throughput", "--runs", "1", "--records", "3000"],
+        cwd=REPOSITORY, capture_output=True, text=True, timeout=280,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output
+    for label in ("RF=1 acks=1", "RF=3 acks=all"):
+        row = re.search(ROW.format(label=re.escape(label)), output)
+        assert row is not None, output
+        assert int(row.group(1).replace(",", "")) > 0
+    assert re.search(r"RF=3 acks=all / RF=1 acks=1 \(median records/s\): [\d.]+, target >= 0.4: target (met|NOT met)", output), output
