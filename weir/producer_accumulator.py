@@ -48,7 +48,7 @@ class ProducerBatch:
 
     __slots__ = (
         "topic", "partition", "builder", "size", "created", "deliveries",
-        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error", "maybe_persisted",
+        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error", "maybe_persisted", "sent_to",
     )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, created: float) -> None:
@@ -67,6 +67,7 @@ class ProducerBatch:
         self.deadline = 0.0
         self.last_error: Any = None
         self.maybe_persisted = False
+        self.sent_to: str | None = None  # the broker address of the last attempt
 
     @property
     def record_count(self) -> int:

@@ -23,7 +23,10 @@ error; anything else -> a delivery report carrying the error. With acks=0 a batc
 
 Failover: a retried batch is sent again byte for byte (same producer id, epoch and sequence
 numbers), so the new leader appends it once even if the old one had appended it before
-dying (the follower it was replicated to knows its sequence numbers). Errors that mean the
+dying (the follower it was replicated to knows its sequence numbers). While a batch that
+failed at its leader waits out its backoff, the sender keeps refreshing metadata (every
+``retry.backoff.ms``), and once another leader is named the batch goes there at once
+instead of finishing the backoff (KIP-951). Errors that mean the
 cached leader is wrong (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, transport failures and
 deadlines) mark the topic's metadata stale; the sender refreshes it (rate-limited, see
@@ -205,7 +208,7 @@ class Sender:
         wake = now + _IDLE_WAIT
         if next_ready is not None:
             wake = min(wake, next_ready)
-        if self._leaders_missing:
+        if self._leaders_missing or any(self._waits_for_new_leader(topic, partition, queue, now) for (topic, partition), queue in self._queues.items()):
             wake = min(wake, now + max(self._cluster.next_refresh_in(), self._backoff))
         for queue in self._queues.values():
             if queue.retries:
@@ -272,6 +275,7 @@ class Sender:
         while True:
             requests: dict[str, list[ProducerBatch]] = {}
             for (topic, partition), queue in self._queues.items():
+                self._skip_backoff_for_new_leader(topic, partition, queue, now)
                 batch = queue.next_sendable(now, resends_only)
                 if batch is None:
                     continue
@@ -291,6 +295,30 @@ class Sender:
             for address, batches in requests.items():
                 self._send_request(address, batches)
         self._leaders_missing = missing_leaders
+
+    def _waits_for_new_leader(self, topic: str, partition: int, queue: PartitionQueue, now: float) -> bool:
+        """Whether the partition's next retry is in backoff after a leader failure at the leader still cached."""
+        if not queue.retries:
+            return False
+        batch = queue.retries[0][1]
+        if batch.retry_at <= now or batch.sent_to is None or batch.last_error is None or batch.last_error.code() not in _METADATA_ERRORS:
+            return False
+        return self._cluster.leader_address(topic, partition) == batch.sent_to
+
+    def _skip_backoff_for_new_leader(self, topic: str, partition: int, queue: PartitionQueue, now: float) -> None:
+        """A batch waiting out its backoff after failing at the old leader goes to a new one at once (KIP-951).
+
+        The backoff is there not to hammer a broker that just failed; once metadata names
+        another leader, waiting only adds to the failover time.
+        """
+        if not queue.retries:
+            return
+        batch = queue.retries[0][1]
+        if batch.retry_at <= now or batch.sent_to is None or self._cluster.is_stale(topic):
+            return
+        leader = self._cluster.leader_address(topic, partition)
+        if leader is not None and leader != batch.sent_to:
+            batch.retry_at = now
 
     def _send_request(self, address: str, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
@@ -313,6 +341,7 @@ class Sender:
             return
         for batch in batches:
             batch.attempts += 1
+            batch.sent_to = address
         if self._acks == 0:
             # Nobody waits for the broker: the batch counts as delivered once sent (offset -1).
             for batch in batches:
@@ -331,6 +360,12 @@ class Sender:
         topics = {topic for (topic, _), queue in self._queues.items() if queue.waiting or queue.retries}
         if not topics:
             return
+        now = time.monotonic()
+        for (topic, partition), queue in self._queues.items():
+            if self._waits_for_new_leader(topic, partition, queue, now):
+                # The leader that failed is still the one known: keep asking (rate-limited) so
+                # that the batch goes to the new leader as soon as metadata names it.
+                self._cluster.mark_stale(topic)
         try:
             self._cluster.maybe_refresh(topics, timeout=self._request_timeout)
         except KafkaException as error:

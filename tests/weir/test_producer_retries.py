@@ -193,3 +193,35 @@ def test_a_partition_without_a_leader_keeps_its_records_until_metadata_names_one
 
     assert reports.items == [(None, b"patient", 0)]
     assert len(broker.called("Metadata")) >= 4
+
+
+def test_a_batch_refused_by_its_old_leader_goes_to_the_new_leader_without_waiting_out_its_backoff() -> None:
+    old, new = ScriptedBroker(1).start(), ScriptedBroker(2).start()
+    moved = threading.Event()
+    try:
+        for broker in (old, new):
+            broker.answers["Metadata"] = lambda request: metadata([old, new], {TOPIC: [(2 if moved.is_set() else 1, 3)]})
+            broker.answers["InitProducerId"] = _init_producer_id
+
+        def refuse(request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
+            moved.set()  # the election happened meanwhile: metadata names broker 2 from now on
+            partition = request.topics[0].partitions[0].partition
+            answer = broker_pb2.ProducePartitionResponse(partition=partition, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, base_offset=-1)  # type: ignore[attr-defined]
+            return broker_pb2.ProduceResponse(topics=[broker_pb2.ProduceTopicResponse(topic=TOPIC, partitions=[answer])])
+
+        old.answers["Produce"] = refuse
+        new.answers["Produce"] = ProduceScript(lambda sent, call_index: 0)
+        reports = Reports()
+        # A backoff far longer than the flush below: only skipping it can deliver in time.
+        producer = Producer({
+            "bootstrap.servers": old.address, "linger.ms": 0, "retry.backoff.ms": 30000, "retry.backoff.max.ms": 30000,
+            "delivery.timeout.ms": 60000, "on_delivery": reports,
+        })
+        producer.produce(TOPIC, b"moved", partition=0)
+        assert producer.flush(10) == 0
+        producer.close()
+        assert reports.items == [(None, b"moved", 0)]
+        assert len(old.called("Produce")) == 1 and len(new.called("Produce")) == 1
+    finally:
+        old.stop()
+        new.stop()
