@@ -47,6 +47,10 @@ DEMO_ACLS = (
     (ResourceType.TOPIC, Operation.DESCRIBE),
     # `weir topics describe` shows configs too (Kafka's DescribeConfigs needs this operation).
     (ResourceType.TOPIC, Operation.DESCRIBE_CONFIGS),
+    # `AdminClient.create_topics` / `weir topics create` for topics named demo* (forwarded by the
+    # broker to the controller, landing in the catalog like a REST call), and their configs.
+    (ResourceType.TOPIC, Operation.CREATE),
+    (ResourceType.TOPIC, Operation.ALTER_CONFIGS),
     (ResourceType.GROUP, Operation.READ),
 )
 # Polling interval while waiting for the demo's provisioning jobs.

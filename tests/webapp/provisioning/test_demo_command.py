@@ -62,7 +62,7 @@ def test_demo_credentials_are_usable() -> None:
     tenant = Tenant.objects.get(public_id=printed["tenant"])
     assert Topic.objects.get(tenant=tenant, name="demo").partitions.count() == 3
     assert set(AclBinding.objects.filter(tenant=tenant).values_list("resource_type", "operation")) == {
-        ("TOPIC", "READ"), ("TOPIC", "WRITE"), ("TOPIC", "DESCRIBE"), ("TOPIC", "DESCRIBE_CONFIGS"), ("GROUP", "READ"),
+        ("TOPIC", "READ"), ("TOPIC", "WRITE"), ("TOPIC", "DESCRIBE"), ("TOPIC", "DESCRIBE_CONFIGS"), ("TOPIC", "CREATE"), ("TOPIC", "ALTER_CONFIGS"), ("GROUP", "READ"),
     }
 
 
@@ -78,7 +78,7 @@ def test_second_run_reuses_the_tenant_and_revokes_the_old_keys() -> None:
     assert authenticate(username=second["username"], password=second["password"]) is not None
     assert authenticate(username=first["username"], password=first["password"]) is None
     assert Topic.objects.filter(name="demo").count() == 1
-    assert AclBinding.objects.count() == 5
+    assert AclBinding.objects.count() == 7
 
 
 def test_other_tenant_name_makes_another_tenant() -> None:
