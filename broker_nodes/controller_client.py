@@ -85,6 +85,10 @@ class ControllerClient:
         self._broker_epoch = 0
         self._controller_epoch = 0
         self._stopping = threading.Event()
+        # Set once a controlled shutdown starts: the session may end (the controller ends it when
+        # nothing is left to move) and must not start again, or the stopping broker would be
+        # electable once more and then fenced: an unclean failover instead of a clean stop.
+        self._shutting_down = threading.Event()
         self._reregister = threading.Event()
         self.registered = threading.Event()
         self._thread: threading.Thread | None = None
@@ -142,6 +146,9 @@ class ControllerClient:
         while not self._stopping.is_set():
             try:
                 if self._broker_epoch == 0:
+                    if self._shutting_down.is_set():
+                        self._reregister.wait(self._heartbeat_seconds)
+                        continue
                     self._register()
                     unreachable_logged = False
                 else:
@@ -229,6 +236,7 @@ class ControllerClient:
         False when time ran out or the broker has no session (then it stops without it).
         """
         deadline = self._monotonic() + timeout_seconds
+        self._shutting_down.set()
         while True:
             epoch = self._broker_epoch
             if epoch == 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from broker_nodes.topic_registry import TopicRegistry
 
 logger = logging.getLogger(__name__)
 
+LEADERSHIP_HANDOVER_MAX_SECONDS = 5.0  # the longest a broker in controlled shutdown waits for that map
+LEADERSHIP_HANDOVER_POLL_SECONDS = 0.05  # how often a broker in controlled shutdown checks for the map that moved its leaderships
 META_PROPERTIES_FILE_NAME = "meta.properties"  # in the data directory: cluster id and node id, as Kafka keeps them
 
 
@@ -263,7 +266,22 @@ class Broker:
         if self.controller is None or not self.config["controlled.shutdown.enable"]:
             return False
         timeout_seconds = int(self.config["controlled.shutdown.timeout.ms"]) / 1000.0  # type: ignore[call-overload]
-        return self.controller.controlled_shutdown(timeout_seconds)
+        deadline = time.monotonic() + timeout_seconds
+        if not self.controller.controlled_shutdown(timeout_seconds):
+            return False
+        # The map that moves the leaderships away is pushed right after the answer: wait for it
+        # (bounded), so that no produce is taken here as leader after the controller moved on.
+        handover_deadline = min(deadline, time.monotonic() + LEADERSHIP_HANDOVER_MAX_SECONDS)
+        while self._leads_anything() and time.monotonic() < handover_deadline:
+            time.sleep(LEADERSHIP_HANDOVER_POLL_SECONDS)
+        return True
+
+    def _leads_anything(self) -> bool:
+        snapshot = self.cluster_state.snapshot
+        if snapshot is None:
+            return False
+        node_id = self.config.node_id
+        return any(assignment.leader_id == node_id for topic in snapshot.topics.values() for assignment in topic.partitions)
 
     def _follow_offsets_leadership(self, snapshot: ClusterSnapshot) -> None:
         """Coordinate the groups of the __consumer_offsets partitions the map makes this broker lead.

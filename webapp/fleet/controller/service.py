@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +35,7 @@ from webapp.fleet.controller.epoch import ControllerFencedError, become_active, 
 from webapp.fleet.controller.sessions import BrokerSessions
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
+from webapp.fleet.controller.pusher import ClusterMapPusher
 from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from weir.errors import ErrorCode
@@ -97,9 +97,19 @@ class ControllerService:
             monotonic=monotonic,
         )
         self.controller_epoch = controller_epoch if controller_epoch is not None else become_active()
-        self._push = push if push is not None else partial(push_partitions, self.controller_epoch)
+        self._pusher: ClusterMapPusher | None = None
+        if push is None:
+            # Decisions are answered at once; the new map follows in the background (see pusher).
+            self._pusher = ClusterMapPusher(self.controller_epoch)
+            push = self._pusher.request
+        self._push = push
         self._lock = threading.Lock()
         self._superseded: ControllerFencedError | None = None
+
+    def stop(self) -> None:
+        """Stop the background pushes (at the end of ``run_controller``)."""
+        if self._pusher is not None:
+            self._pusher.stop()
 
     @property
     def fenced(self) -> bool:

@@ -3,6 +3,7 @@ and the cluster maps a controller pushes carry its epoch."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -11,12 +12,13 @@ from tests.webapp.fleet.controller.harness import ControllerHarness, placement
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
 from webapp.fleet.controller import actions
-from webapp.fleet.controller import service as service_module
+from webapp.fleet.controller.pusher import ClusterMapPusher
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.fleet.controller.service import ControllerService
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.snapshots import build_snapshots
+from webapp.provisioning.broker_client import BrokerAddress
+from webapp.provisioning.snapshots import Snapshots, build_snapshots
 from webapp.provisioning.versions import current_versions
 
 pytestmark = pytest.mark.django_db
@@ -102,16 +104,31 @@ def test_partitions_snapshot_carries_the_controller_epoch_given() -> None:
     assert build_snapshots([SnapshotKind.PARTITIONS]).partitions.controller_epoch == 0
 
 
-def test_the_controller_pushes_maps_stamped_with_its_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
-    pushed = []
-    monkeypatch.setattr(service_module, "push_targets", lambda: ["every broker"])
-    monkeypatch.setattr(service_module, "push_snapshots", lambda snapshots, targets: pushed.append(snapshots.partitions) or [])
-    service = ControllerService(session_timeout_ms=9000, first_epoch=1)
-    for node_id in (1, 2):
-        service.register(node_id, "127.0.0.1", 9000 + node_id, "")
-    tenant = Tenant.objects.create(name="Acme", slug="acme")
-    topic = Topic.objects.create(tenant=tenant, name="orders", partition_count=1, replication_factor=2)
-    Partition.objects.create(topic=topic, index=0, replicas=[1, 2], isr=[1, 2], leader=2, leader_epoch=0)
-    pushed.clear()
-    assert service.elect_preferred_leaders()
-    assert [snapshot.controller_epoch for snapshot in pushed] == [service.controller_epoch]
+def test_the_controller_pushes_maps_stamped_with_its_epoch_in_the_background() -> None:
+    pushed: list[tuple[int, int]] = []
+    arrived = threading.Event()
+    release = threading.Event()
+
+    def push_one(address: BrokerAddress, snapshots: Snapshots) -> None:
+        release.wait(10)  # a slow broker: the decision is answered before its push ends
+        pushed.append((address.node_id, snapshots.partitions.controller_epoch))
+        arrived.set()
+
+    epoch = become_active()
+    pusher = ClusterMapPusher(epoch, push_one=push_one, targets=lambda: [BrokerAddress(1, "127.0.0.1:1")])
+    service = ControllerService(session_timeout_ms=9000, first_epoch=1, controller_epoch=epoch, push=pusher.request)
+    try:
+        for node_id in (1, 2):
+            service.register(node_id, "127.0.0.1", 9000 + node_id, "")
+        tenant = Tenant.objects.create(name="Acme", slug="acme")
+        topic = Topic.objects.create(tenant=tenant, name="orders", partition_count=1, replication_factor=2)
+        Partition.objects.create(topic=topic, index=0, replicas=[1, 2], isr=[1, 2], leader=2, leader_epoch=0)
+        assert service.elect_preferred_leaders()  # answered while the pushes wait
+        assert not arrived.is_set()
+        release.set()
+        assert arrived.wait(10)
+        # The worker pushes the newest map it was given; every one carries this controller's epoch.
+        assert pushed and all(pushed_epoch == epoch for _, pushed_epoch in pushed)
+    finally:
+        release.set()
+        pusher.stop()

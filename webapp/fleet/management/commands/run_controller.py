@@ -78,6 +78,8 @@ class Command(BaseCommand):
             stopping.set()
             checker.join(SHUTDOWN_GRACE_SECONDS)
         finally:
+            if service is not None:
+                service.stop()
             lock.release()
         if service is not None and service.fenced:
             logger.error(
