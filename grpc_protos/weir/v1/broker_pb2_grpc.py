@@ -99,6 +99,26 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.FromString,
                 _registered_method=True)
+        self.ConsumerGroupHeartbeat = channel.unary_unary(
+                '/weir.v1.Broker/ConsumerGroupHeartbeat',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.ConsumerGroupDescribe = channel.unary_unary(
+                '/weir.v1.Broker/ConsumerGroupDescribe',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/weir.v1.Broker/ListGroups',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
+        self.DeleteGroups = channel.unary_unary(
+                '/weir.v1.Broker/DeleteGroups',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -187,6 +207,34 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConsumerGroupHeartbeat(self, request, context):
+        """Consumer groups (KIP-848's protocol), answered by the group's coordinator: a member's
+        heartbeat carries its subscription and the partitions it owns; the answer carries its
+        member epoch and the partitions it may own now. NOT_COORDINATOR elsewhere.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupDescribe(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """The groups this broker coordinates (clients ask every broker and merge, as Kafka's do).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -254,6 +302,26 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.FindCoordinator,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.SerializeToString,
+            ),
+            'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeat,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+            ),
+            'ConsumerGroupDescribe': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupDescribe,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'DeleteGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroups,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -607,6 +675,114 @@ class Broker:
             '/weir.v1.Broker/FindCoordinator',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindCoordinatorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/ConsumerGroupHeartbeat',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupDescribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/ConsumerGroupDescribe',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ConsumerGroupDescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/ListGroups',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DeleteGroups',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,
