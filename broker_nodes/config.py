@@ -91,6 +91,25 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("offsets.retention.minutes", "INT", "10080", "Committed offsets older than this are removed.", minimum=1),
             ConfigKey("offsets.retention.check.interval.ms", "LONG", "600000", "How often committed offsets are checked for expiry.", minimum=1),
             ConfigKey("offset.metadata.max.bytes", "INT", "4096", "Largest metadata string a committed offset may carry.", minimum=0),
+            ConfigKey("group.consumer.session.timeout.ms", "INT", "45000", "Session timeout of a group member that asks for none: no heartbeat for this long removes it.", minimum=1),
+            ConfigKey("group.consumer.min.session.timeout.ms", "INT", "1000", "Shortest session timeout a member may ask for (INVALID_SESSION_TIMEOUT below).", minimum=1),
+            ConfigKey("group.consumer.max.session.timeout.ms", "INT", "60000", "Longest session timeout a member may ask for (INVALID_SESSION_TIMEOUT above).", minimum=1),
+            ConfigKey(
+                "group.consumer.heartbeat.interval.ms",
+                "INT",
+                "5000",
+                "How often members are told to heartbeat (at most a third of their session timeout); revocations and new assignments travel with heartbeats.",
+                minimum=1,
+            ),
+            ConfigKey("group.consumer.max.size", "INT", str(2**31 - 1), "Most members a consumer group may have (GROUP_MAX_SIZE_REACHED beyond).", minimum=1),
+            ConfigKey(
+                "group.consumer.assignors",
+                "LIST",
+                "sticky,range,roundrobin",
+                "Server-side assignors members may choose (partition.assignment.strategy); the first is used when members choose none. "
+                "sticky is Kafka's uniform assignor.",
+                choices=("sticky", "range", "roundrobin"),
+            ),
             ConfigKey("log.retention.check.interval.ms", "LONG", "300000", "How often log retention (and compaction) runs.", minimum=1),
             ConfigKey("log.flush.scheduler.interval.ms", "LONG", "1000", "How often logs are checked for a flush due by flush.ms.", minimum=1),
             ConfigKey("log.cleaner.enable", "BOOLEAN", "true", "Run the log cleaner that compacts topics with cleanup.policy=compact."),
@@ -247,6 +266,18 @@ def parse_settings(command_line: list[str], environment: Mapping[str, str]) -> t
     return values, frozenset(raw)
 
 
+def _check_session_timeouts(values: Mapping[str, object]) -> None:
+    """The default session timeout of group members must lie within the range members may ask for."""
+    minimum = values["group.consumer.min.session.timeout.ms"]
+    default = values["group.consumer.session.timeout.ms"]
+    maximum = values["group.consumer.max.session.timeout.ms"]
+    if not minimum <= default <= maximum:  # type: ignore[operator]
+        raise BrokerConfigError(
+            "group.consumer.session.timeout.ms",
+            f"{default} must lie between group.consumer.min.session.timeout.ms={minimum} and group.consumer.max.session.timeout.ms={maximum}",
+        )
+
+
 def load_broker_config(
     *,
     node_id: int,
@@ -285,6 +316,7 @@ def load_broker_config(
         if not internal_token:
             raise BrokerConfigError("--internal-token-file", f"{internal_token_file} is empty")
     values, explicit = parse_settings(list(configs or []), environment)
+    _check_session_timeouts(values)
     return BrokerConfig(
         node_id=node_id,
         listen=ListenAddress.parse(listen),

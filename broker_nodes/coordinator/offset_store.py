@@ -14,8 +14,13 @@ and loads a newly led partition on a background thread. A commit is appended on 
 and, when the partition has followers, answered once every in-sync replica has it (acks=all,
 bounded by request.timeout.ms), so an acknowledged commit survives the loss of the leader.
 
-Groups have no members yet (that arrives with the group protocol): a commit is accepted only
-as a "simple" commit, without a member id, as Kafka's ``assign()``-style consumers make it.
+The same partitions hold the records of consumer groups (``groups.records``): loading a
+partition rebuilds its groups too, and the group coordinator (``groups.coordinator``) writes
+their changes through :meth:`OffsetStore.write_records`, the same acks=all path as commits.
+A commit is checked against its group (``ConsumerGroup.check_commit``) under the group's
+lock: a member commits with its current member epoch and only partitions it owns; a commit
+without a member id (an admin or ``assign()``-style commit) only while the group has no
+members.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from typing import Iterable, Mapping, Sequence
 from broker_nodes import names
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
+from broker_nodes.coordinator.groups.group import check_commit_without_group
+from broker_nodes.coordinator.groups.records import GROUP_RECORD_KEY_VERSIONS, GroupRecordError, key_version
+from broker_nodes.coordinator.groups.records import decode as decode_group_record
 from broker_nodes.coordinator.offset_schema import (
     OffsetAndMetadata,
     OffsetCommitKey,
@@ -59,15 +67,6 @@ class InvalidGroupIdError(OffsetStoreError):
     def __init__(self, group_id: str) -> None:
         super().__init__(f"group id {group_id!r} is invalid: it must not be empty")
         self.group_id = group_id
-
-
-class UnknownMemberError(OffsetStoreError):
-    """A commit naming a group member; only member-less commits exist yet (UNKNOWN_MEMBER_ID)."""
-
-    def __init__(self, group_id: str, member_id: str) -> None:
-        super().__init__(f"group {names.plain(group_id)!r} has no member {member_id!r}: only commits without a member id are supported")
-        self.group_id = group_id
-        self.member_id = member_id
 
 
 class InvalidCommitOffsetError(OffsetStoreError):
@@ -251,6 +250,8 @@ class OffsetStore:
             offset = next_offset
         with state.lock:
             if self._is_current(state):
+                # Members may have been heartbeating to the previous coordinator: each gets a full session from now.
+                state.groups.start_timers(self._clock.milliseconds())
                 state.activate()
         return loaded
 
@@ -259,11 +260,14 @@ class OffsetStore:
         if key is None:
             return
         try:
+            if key_version(bytes(key)) in GROUP_RECORD_KEY_VERSIONS:
+                state.groups.replay(decode_group_record(bytes(key), None if value is None else bytes(value)))
+                return
             commit_key = decode_key(bytes(key))
             if commit_key is None:
                 return
             decoded = None if value is None else decode_offset_commit_value(bytes(value))
-        except OffsetSchemaError as error:
+        except (OffsetSchemaError, GroupRecordError) as error:
             logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, OFFSETS_TOPIC, state.partition, error)
             return
         state.replay(commit_key.group, (commit_key.topic, commit_key.partition), decoded, offset)
@@ -277,21 +281,36 @@ class OffsetStore:
 
     # ------------------------------------------------------------------ commit and fetch
 
-    def commit(self, group_id: str, member_id: str, entries: Sequence[OffsetCommitEntry]) -> list[Exception | None]:
+    def commit(self, group_id: str, member_id: str, entries: Sequence[OffsetCommitEntry], *, member_epoch: int = -1) -> list[Exception | None]:
         """Store ``entries`` for a group; one outcome (None = stored) per entry.
 
-        Raises InvalidGroupIdError / UnknownMemberError / NotCoordinatorError /
-        CoordinatorLoadingError / CoordinatorNotAvailableError for the whole request. Entries
-        that fail validation are not stored; the valid ones are appended as one batch, so they
-        are stored together or not at all; when the append or the wait for the in-sync
-        replicas fails (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT...), that error is each valid
-        entry's outcome and the cache keeps the previous commits.
+        ``member_id`` / ``member_epoch`` name the committing member ("" / -1 for a commit
+        without one). Raises InvalidGroupIdError / NotCoordinatorError /
+        CoordinatorLoadingError / CoordinatorNotAvailableError, and the group's refusals
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, an active group for a commit without a member),
+        for the whole request. Entries that fail validation (a partition the member does not
+        own, an unknown partition...) are not stored; the valid ones are appended as one
+        batch, so they are stored together or not at all; when the append or the wait for the
+        in-sync replicas fails (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT...), that error is each
+        valid entry's outcome and the cache keeps the previous commits.
+
+        The group's lock is held from the check to the end of the wait for the replicas, so
+        no heartbeat changes the member's assignment in between and no group is deleted under
+        a commit in flight.
         """
         self._check_group_id(group_id)
-        state = self._coordinating(group_id)
-        if member_id:
-            raise UnknownMemberError(group_id, member_id)
-        outcomes: list[Exception | None] = [self._validate(entry) for entry in entries]
+        state = self.coordinating(group_id)
+        with state.groups.lock(group_id):
+            group = state.groups.get(group_id)
+            topic_partitions = [(entry.topic, entry.partition) for entry in entries]
+            if group is None:
+                checks = check_commit_without_group(group_id, member_id, len(entries))
+            else:
+                checks = group.check_commit(member_id, member_epoch, topic_partitions)
+            outcomes = [check if check is not None else self._validate(entry) for check, entry in zip(checks, entries)]
+            return self._store_commits(state, group_id, entries, outcomes)
+
+    def _store_commits(self, state: OffsetsPartition, group_id: str, entries: Sequence[OffsetCommitEntry], outcomes: list[Exception | None]) -> list[Exception | None]:
         valid = [entry for entry, outcome in zip(entries, outcomes) if outcome is None]
         if not valid:
             return outcomes
@@ -339,22 +358,51 @@ class OffsetStore:
         deadline = self._clock.monotonic() + self._commit_timeout_ms / 1000.0
         replication.wait_for_replication(OFFSETS_TOPIC, partition, info.last_offset + 1, deadline, self._commit_timeout_ms)
 
+    def write_records(self, state: OffsetsPartition, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Append records of a group (state changes, tombstones) to its partition and wait for the in-sync replicas.
+
+        The group coordinator's path to the log, acks=all like commits. NotCoordinatorError
+        when the leadership ended; CoordinatorNotAvailableError (retriable) when the records
+        could not be appended or did not reach the in-sync replicas in request.timeout.ms,
+        in which case the caller keeps the group as it was before these records.
+        """
+        now = self._clock.milliseconds()
+        builder = RecordBatchBuilder()
+        for key, value in records:
+            builder.append(now, key, value)
+        with state.lock:
+            if not self._is_current(state):
+                raise NotCoordinatorError(group_id, state.partition)
+            try:
+                info = self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
+            except NotLeaderOrFollowerError:
+                raise NotCoordinatorError(group_id, state.partition) from None
+            except Exception as error:
+                raise CoordinatorNotAvailableError(group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+        try:
+            self._wait_for_replicas(state.partition, info)
+        except NotLeaderOrFollowerError:
+            raise NotCoordinatorError(group_id, state.partition) from None
+        except Exception as error:
+            raise CoordinatorNotAvailableError(group_id, f"its records did not reach the in-sync replicas of partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+
     def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None) -> list[tuple[str, int, OffsetAndMetadata | None]]:
         """Committed offsets of a group: of ``partitions``, or of every partition it committed (None).
 
         Raises like :meth:`commit` when this broker does not coordinate the group (yet).
         """
         self._check_group_id(group_id)
-        committed = self._coordinating(group_id).committed(group_id)
+        committed = self.coordinating(group_id).committed(group_id)
         if partitions is None:
             return [(topic, partition, value) for (topic, partition), value in sorted(committed.items())]
         return [(topic, partition, committed.get((topic, partition))) for topic, partition in partitions]
 
     def expire(self, retention_ms: int) -> int:
-        """Remove commits older than ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many.
+        """Remove commits past ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many.
 
-        Only partitions this broker leads and has loaded are expired; their followers learn of
-        the tombstones through replication.
+        Offsets of a group with members never expire; an empty group's count from when it
+        became empty (see ``OffsetsPartition.expired``). Only partitions this broker leads and
+        has loaded are expired; their followers learn of the tombstones through replication.
         """
         removed = 0
         for state in list(self._partitions.values()):
@@ -365,7 +413,7 @@ class OffsetStore:
             with state.lock:
                 if not self._is_current(state):
                     continue
-                expired = state.expired(self._clock.milliseconds() - retention_ms)
+                expired = state.expired(self._clock.milliseconds(), retention_ms)
                 if not expired:
                     continue
                 now = self._clock.milliseconds()
@@ -382,8 +430,12 @@ class OffsetStore:
             logger.info("expired %d committed offsets older than %d ms", removed, retention_ms)
         return removed
 
-    def _coordinating(self, group_id: str) -> OffsetsPartition:
-        """The led, loaded partition of the group; the coordinator errors otherwise."""
+    def led_partitions(self) -> list[OffsetsPartition]:
+        """The offsets partitions this broker leads and has loaded."""
+        return [state for state in list(self._partitions.values()) if state.active]
+
+    def coordinating(self, group_id: str) -> OffsetsPartition:
+        """The led, loaded partition of the group; NotCoordinatorError / CoordinatorLoadingError / CoordinatorNotAvailableError otherwise."""
         partition = self.partition_for(group_id)
         state = self._partitions.get(partition)
         if state is None:

@@ -1,10 +1,11 @@
-"""The committed offsets of one ``__consumer_offsets`` partition, as its leader keeps them in memory.
+"""The committed offsets and consumer groups of one ``__consumer_offsets`` partition, as its leader keeps them in memory.
 
 A broker coordinates the groups of the offsets partitions it leads. For each of them it holds
 one :class:`OffsetsPartition` per leadership (topic id and leader epoch): it starts loading,
-is filled from the partition's log (:meth:`replay`, in log order), and then serves commits
-and fetches until the leadership ends and the store drops it. A new leadership always starts
-from the log again, since records replicated while following never went through the cache.
+is filled from the partition's log (:meth:`replay` for commits, :attr:`groups` for the group
+records, in log order), and then serves commits, fetches and the group protocol until the
+leadership ends and the store drops it. A new leadership always starts from the log again,
+since records replicated while following never went through the cache.
 
 Each cached commit remembers the log offset of its record. A commit is appended under
 :attr:`lock` but waits for the in-sync replicas without it, so two commits of one key may
@@ -16,6 +17,7 @@ a tombstone can never land after a newer commit of the key.
 Thread-safety: every method takes :attr:`lock`, except those the caller calls holding it:
 :meth:`activate`, :meth:`begin_commit` (held across the append before it) and
 :meth:`expired` / :meth:`remove` (held across the tombstones' append between them).
+:attr:`groups` has its own per-group locks (see ``groups.loaded_groups``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
 from broker_nodes.coordinator.offset_schema import OffsetAndMetadata
 
 TopicPartition = tuple[str, int]
@@ -46,8 +49,9 @@ class OffsetsPartition:
         self.topic_id = topic_id  # a recreated __consumer_offsets is a new leadership too
         self.lock = threading.Lock()
         self._active = False  # set once the log is loaded; read without the lock (a bool read is atomic)
-        self._groups: dict[str, dict[TopicPartition, CachedCommit]] = {}
+        self._commits: dict[str, dict[TopicPartition, CachedCommit]] = {}
         self._pending: Counter[CommitKey] = Counter()
+        self.groups = LoadedGroups()  # the consumer groups whose records are in this partition
 
     @property
     def active(self) -> bool:
@@ -66,7 +70,7 @@ class OffsetsPartition:
             if value is None:
                 self._remove(group, topic_partition)
             else:
-                self._groups.setdefault(group, {})[topic_partition] = CachedCommit(value, log_offset)
+                self._commits.setdefault(group, {})[topic_partition] = CachedCommit(value, log_offset)
 
     # ------------------------------------------------------------------ commits
 
@@ -89,7 +93,7 @@ class OffsetsPartition:
                 if not stored:
                     continue
                 log_offset = first_log_offset + index
-                group_commits = self._groups.setdefault(group, {})
+                group_commits = self._commits.setdefault(group, {})
                 cached = group_commits.get(topic_partition)
                 if cached is None or cached.log_offset < log_offset:
                     group_commits[topic_partition] = CachedCommit(value, log_offset)
@@ -97,18 +101,39 @@ class OffsetsPartition:
     def committed(self, group: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """A copy of the group's committed offsets."""
         with self.lock:
-            return {topic_partition: cached.value for topic_partition, cached in self._groups.get(group, {}).items()}
+            return {topic_partition: cached.value for topic_partition, cached in self._commits.get(group, {}).items()}
+
+    def groups_with_commits(self) -> list[str]:
+        """The groups that have committed offsets here."""
+        with self.lock:
+            return list(self._commits)
 
     # ------------------------------------------------------------------ expiry
 
-    def expired(self, cutoff_ms: int) -> list[CommitKey]:
-        """Commits older than ``cutoff_ms`` and not pending. The caller holds :attr:`lock` until :meth:`remove`."""
-        return [
-            (group, topic_partition)
-            for group, commits in self._groups.items()
-            for topic_partition, cached in commits.items()
-            if cached.value.commit_timestamp < cutoff_ms and (group, topic_partition) not in self._pending
-        ]
+    def expired(self, now_ms: int, retention_ms: int) -> list[CommitKey]:
+        """Commits past ``retention_ms`` and not pending. The caller holds :attr:`lock` until :meth:`remove`.
+
+        Offsets of a group with members never expire; those of an empty group count from the
+        later of their commit and the moment the group became empty (offsets.retention.minutes
+        after the last consumer left); those of a group without members' state (assign()-style
+        commits) from their commit.
+        """
+        cutoff_ms = now_ms - retention_ms
+        expired = []
+        for group, commits in self._commits.items():
+            loaded = self.groups.get(group)
+            empty_since = -1
+            if loaded is not None:
+                start = loaded.offsets_expire_from()
+                if start is None:
+                    continue
+                empty_since = start
+            expired.extend(
+                (group, topic_partition)
+                for topic_partition, cached in commits.items()
+                if max(cached.value.commit_timestamp, empty_since) < cutoff_ms and (group, topic_partition) not in self._pending
+            )
+        return expired
 
     def remove(self, keys: Iterable[CommitKey]) -> None:
         """Forget commits whose tombstones were appended. The caller holds :attr:`lock`."""
@@ -116,9 +141,9 @@ class OffsetsPartition:
             self._remove(group, topic_partition)
 
     def _remove(self, group: str, topic_partition: TopicPartition) -> None:
-        commits = self._groups.get(group)
+        commits = self._commits.get(group)
         if commits is None:
             return
         commits.pop(topic_partition, None)
         if not commits:
-            del self._groups[group]
+            del self._commits[group]

@@ -20,6 +20,8 @@ from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.cluster_state import ClusterSnapshot, ClusterState, StaleSnapshotError
 from broker_nodes.config import BrokerConfig
 from broker_nodes.controller_client import ControllerClient
+from broker_nodes.coordinator.groups.coordinator import TIMER_INTERVAL_SECONDS, GroupCoordinator
+from broker_nodes.coordinator.groups.group import GroupSettings
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.producer_ids import ProducerIdManager
 from broker_nodes.replication.alter_partition import AlterPartitionSender
@@ -83,7 +85,7 @@ class StaleControllerEpochError(StaleSnapshotError):
 
 
 class Broker:
-    """A standalone broker: topic registry, logs, produce/fetch, committed offsets, producer ids.
+    """A standalone broker: topic registry, logs, produce/fetch, committed offsets and consumer groups, producer ids.
 
     Lifecycle: construct (no I/O besides creating the data directory), :meth:`start` (recover
     logs, reconcile them with the registry; standalone, create ``__consumer_offsets`` and load
@@ -184,11 +186,13 @@ class Broker:
             metadata_max_bytes=int(config["offset.metadata.max.bytes"]),  # type: ignore[call-overload]
             commit_timeout_ms=int(config["request.timeout.ms"]),  # type: ignore[call-overload]
         )
+        self.group_coordinator = GroupCoordinator(self.offset_store, self.registry, clock, group_settings(config))
         self._offset_expiry = PeriodicTask(
             "offset-expiry",
             int(config["offsets.retention.check.interval.ms"]) / 1000.0,  # type: ignore[call-overload]
-            lambda: self.offset_store.expire(int(config["offsets.retention.minutes"]) * 60_000),  # type: ignore[call-overload]
+            lambda: self.group_coordinator.expire_offsets(int(config["offsets.retention.minutes"]) * 60_000),  # type: ignore[call-overload]
         )
+        self._group_timers = PeriodicTask("group-timers", TIMER_INTERVAL_SECONDS, self.group_coordinator.expire_members)
         self._ready = threading.Event()
         self._stopped = False
         self.recovery_report: RecoveryReport | None = None
@@ -242,6 +246,7 @@ class Broker:
             self._follow_offsets_leadership(snapshot)
         self.log_manager.start_background()
         self._offset_expiry.start()
+        self._group_timers.start()
         self._isr_expiry.start()
         self._ready.set()
 
@@ -345,10 +350,23 @@ class Broker:
             self.controller.stop()
         self.replication.shutdown()
         self._offset_expiry.stop()
+        self._group_timers.stop()
         self.offset_store.shutdown()
         self._isr_expiry.stop()
         self.log_manager.shutdown()
         logger.info("logs closed cleanly")
+
+
+def group_settings(config: BrokerConfig) -> GroupSettings:
+    """The group coordinator's settings (group.consumer.*)."""
+    return GroupSettings(
+        session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),  # type: ignore[call-overload]
+        min_session_timeout_ms=int(config["group.consumer.min.session.timeout.ms"]),  # type: ignore[call-overload]
+        max_session_timeout_ms=int(config["group.consumer.max.session.timeout.ms"]),  # type: ignore[call-overload]
+        heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),  # type: ignore[call-overload]
+        max_size=int(config["group.consumer.max.size"]),  # type: ignore[call-overload]
+        assignors=tuple(config["group.consumer.assignors"]),  # type: ignore[call-overload]
+    )
 
 
 def max_parked_fetches(config: BrokerConfig) -> int:

@@ -14,6 +14,7 @@ import grpc
 
 from broker_nodes import cluster_state, producer_ids, replica_manager, topic_registry
 from broker_nodes.coordinator import offset_store
+from broker_nodes.coordinator.groups import errors as group_errors
 from broker_nodes.replication import errors as replication_errors
 from broker_nodes.security import errors as security_errors
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
@@ -70,10 +71,23 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.InvalidGroupIdError: ErrorCode.INVALID_GROUP_ID,
     offset_store.OffsetMetadataTooLargeError: ErrorCode.OFFSET_METADATA_TOO_LARGE,
     offset_store.InvalidCommitOffsetError: ErrorCode.INVALID_REQUEST,
-    offset_store.UnknownMemberError: ErrorCode.UNKNOWN_MEMBER_ID,
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     offset_store.NotCoordinatorError: ErrorCode.NOT_COORDINATOR,
     offset_store.CoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    group_errors.UnknownMemberIdError: ErrorCode.UNKNOWN_MEMBER_ID,
+    group_errors.FencedMemberEpochError: ErrorCode.FENCED_MEMBER_EPOCH,
+    group_errors.StaleMemberEpochError: ErrorCode.STALE_MEMBER_EPOCH,
+    group_errors.UnreleasedInstanceIdError: ErrorCode.UNRELEASED_INSTANCE_ID,
+    group_errors.FencedInstanceIdError: ErrorCode.FENCED_INSTANCE_ID,
+    group_errors.UnsupportedAssignorError: ErrorCode.UNSUPPORTED_ASSIGNOR,
+    group_errors.GroupMaxSizeReachedError: ErrorCode.GROUP_MAX_SIZE_REACHED,
+    group_errors.InvalidGroupRequestError: ErrorCode.INVALID_REQUEST,
+    group_errors.InvalidSessionTimeoutError: ErrorCode.INVALID_SESSION_TIMEOUT,
+    group_errors.GroupIdNotFoundError: ErrorCode.GROUP_ID_NOT_FOUND,
+    group_errors.NonEmptyGroupError: ErrorCode.NON_EMPTY_GROUP,
+    # An admin commit to an active group: Kafka's answer to AlterConsumerGroupOffsets then.
+    group_errors.ActiveGroupError: ErrorCode.UNKNOWN_MEMBER_ID,
+    group_errors.PartitionNotAssignedError: ErrorCode.INVALID_REQUEST,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
     cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
     replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,

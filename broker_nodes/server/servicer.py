@@ -21,8 +21,11 @@ from typing import Callable, Iterable, TypeVar
 import grpc
 
 from broker_nodes.cluster_state import BrokerEndpoint, ManagedTopic
+from broker_nodes.coordinator.groups import messages as group_messages
+from broker_nodes.coordinator.groups.group import GroupState
+from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.lookup import find_coordinator
-from broker_nodes.coordinator.offset_store import OffsetCommitEntry
+from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
 from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
@@ -35,6 +38,7 @@ from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError,
 from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
 from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -436,7 +440,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         authorized = [entry for entry in entries if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
         qualified = [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized]
         try:
-            committed = self.broker.offset_store.commit(call.qualify(request.group_id) if request.group_id else "", request.member_id, qualified)
+            committed = self.broker.offset_store.commit(
+                call.qualify(request.group_id) if request.group_id else "", request.member_id, qualified, member_epoch=request.generation_id
+            )
         except Exception as error:
             code, message = error_code_and_message(error)
             return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
@@ -512,3 +518,73 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 coordinators.append(broker_pb2.Coordinator(group_id=group_id, node_id=-1, host="", port=-1, error_code=code, error_message=message))
         return broker_pb2.FindCoordinatorResponse(coordinators=coordinators)
 
+    # ------------------------------------------------------------------ consumer groups (KIP-848)
+
+    @staticmethod
+    def _check_group(group_id: str, call: CallContext, operation: Operation, verb: str) -> None:
+        if not group_id:
+            raise InvalidGroupIdError(group_id)
+        if not call.may(operation, ResourceType.GROUP, group_id):
+            raise GroupAuthorizationError(group_id, verb)
+
+    @_handler
+    def ConsumerGroupHeartbeat(self, request: broker_pb2.ConsumerGroupHeartbeatRequest, call: CallContext) -> broker_pb2.ConsumerGroupHeartbeatResponse:
+        """Join, heartbeat or leave (READ on the group; READ on each subscribed topic)."""
+        try:
+            self._check_group(request.group_id, call, Operation.READ, "join")
+            answer = self.broker.group_coordinator.heartbeat(
+                call.qualify(request.group_id), group_messages.heartbeat_request(request, call), TenantSubscriptions(self.broker.registry, call)
+            )
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            return broker_pb2.ConsumerGroupHeartbeatResponse(error_code=code, error_message=message, member_id=request.member_id, member_epoch=request.member_epoch)
+        return group_messages.heartbeat_response(answer, call)
+
+    @_handler
+    def ConsumerGroupDescribe(self, request: broker_pb2.ConsumerGroupDescribeRequest, call: CallContext) -> broker_pb2.ConsumerGroupDescribeResponse:
+        """Each group's state, members and assignments, in request order (DESCRIBE on the group)."""
+        request_parsing.require_nonempty(request.group_ids, "group id")
+        groups = []
+        for group_id in request.group_ids:
+            try:
+                self._check_group(group_id, call, Operation.DESCRIBE, "describe")
+                groups.append(group_messages.group_description(self.broker.group_coordinator.describe(call.qualify(group_id)), call))
+            except Exception as error:
+                code, message = error_code_and_message(error)
+                state = GroupState.DEAD.value if code == ErrorCode.GROUP_ID_NOT_FOUND else ""
+                groups.append(broker_pb2.GroupDescription(group_id=group_id, error_code=code, error_message=message, state=state))
+        return broker_pb2.ConsumerGroupDescribeResponse(groups=groups)
+
+    @_handler
+    def ListGroups(self, request: broker_pb2.ListGroupsRequest, call: CallContext) -> broker_pb2.ListGroupsResponse:
+        """The groups this broker coordinates that the caller may describe, optionally only those in the given states."""
+        known = {state.value.lower(): state for state in GroupState}
+        wanted = set()
+        for name in request.states_filter:
+            if name.lower() not in known:
+                raise InvalidRequestError(f"group state {name!r} does not exist: use one of {', '.join(state.value for state in GroupState)}")
+            wanted.add(known[name.lower()])
+        groups = [
+            group_messages.listed_group(group, call)
+            for group in self.broker.group_coordinator.list_groups()
+            if call.owns(group.group_id)
+            and (not wanted or group.state in wanted)
+            and call.may(Operation.DESCRIBE, ResourceType.GROUP, call.plain(group.group_id))
+        ]
+        return broker_pb2.ListGroupsResponse(groups=groups)
+
+    @_handler
+    def DeleteGroups(self, request: broker_pb2.DeleteGroupsRequest, call: CallContext) -> broker_pb2.DeleteGroupsResponse:
+        """Delete groups without members, with their committed offsets (DELETE on the group)."""
+        request_parsing.require_nonempty(request.group_ids, "group id")
+        request_parsing.require_unique(request.group_ids, "group id")
+        results = []
+        for group_id in request.group_ids:
+            try:
+                self._check_group(group_id, call, Operation.DELETE, "delete")
+                self.broker.group_coordinator.delete_group(call.qualify(group_id))
+                results.append(broker_pb2.DeletedGroup(group_id=group_id))
+            except Exception as error:
+                code, message = error_code_and_message(error)
+                results.append(broker_pb2.DeletedGroup(group_id=group_id, error_code=code, error_message=message))
+        return broker_pb2.DeleteGroupsResponse(groups=results)

@@ -45,12 +45,12 @@ def test_expiry_skips_keys_with_a_pending_commit_until_it_completes() -> None:
     state.replay("busy", ORDERS_0, value(2, timestamp=100), log_offset=1)
     with state.lock:
         state.begin_commit("busy", [ORDERS_0])
-        assert state.expired(cutoff_ms=500) == [("old", ORDERS_0)]
+        assert state.expired(now_ms=1_500, retention_ms=1_000) == [("old", ORDERS_0)]
         state.remove([("old", ORDERS_0)])
     assert state.committed("old") == {}
     state.complete_commit("busy", [(ORDERS_0, value(3, timestamp=100))], 2, stored=True)
     with state.lock:
-        assert state.expired(cutoff_ms=500) == [("busy", ORDERS_0)]
+        assert state.expired(now_ms=1_500, retention_ms=1_000) == [("busy", ORDERS_0)]
 
 
 def test_a_new_leadership_starts_inactive_until_activated() -> None:

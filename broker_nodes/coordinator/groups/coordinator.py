@@ -1,0 +1,226 @@
+"""The group coordinator: every consumer group whose ``__consumer_offsets`` partition this broker leads.
+
+Groups live with the committed offsets of their partition (``OffsetsPartition.groups``) and
+follow its leadership: loaded from the log when this broker becomes leader, dropped when it
+stops (members then get NOT_COORDINATOR, find the new coordinator and go on with their
+member id and epoch, which it knows from the records).
+
+Every change follows one path (:meth:`GroupCoordinator._change`): under the group's lock,
+work on a copy of the group, write the records of the difference (``records.group_records``)
+through the offset store's acks=all append, and only then keep the copy and answer. A
+change that fails to be written leaves the group as it was. Heartbeats that change nothing
+persistent (the usual steady heartbeat) write nothing.
+
+Timers: :meth:`expire_members` (run every ``TIMER_INTERVAL_SECONDS``) removes members past
+their session or rebalance timeout; :meth:`expire_offsets` (offsets.retention.check.interval.ms)
+expires offsets and then deletes groups that stayed empty, without offsets, for
+offsets.retention.minutes.
+
+Thread-safe: calls for different groups run in parallel; calls for one group in turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from broker_nodes.clock import Clock
+from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError, NonEmptyGroupError, UnknownMemberIdError
+from broker_nodes.coordinator.groups.group import (
+    ConsumerGroup,
+    GroupSettings,
+    GroupState,
+    Heartbeat,
+    HeartbeatAnswer,
+    SubscriptionResolver,
+)
+from broker_nodes.coordinator.groups.member import JOIN_EPOCH, Member, TopicPartition
+from broker_nodes.coordinator.groups.records import group_records
+from broker_nodes.coordinator.groups.subscriptions import registry_topics
+from broker_nodes.coordinator.offset_schema import OffsetCommitKey, encode_offset_commit_key
+from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
+from broker_nodes.coordinator.offsets_partition import OffsetsPartition
+from broker_nodes.topic_registry import TopicRegistry
+
+logger = logging.getLogger(__name__)
+
+TIMER_INTERVAL_SECONDS = 0.1  # how often session and rebalance timeouts are checked
+CONSUMER_PROTOCOL = "consumer"  # ListGroups' protocol type of a group with members' state
+SIMPLE_PROTOCOL = ""  # ... of a group that only has committed offsets (assign()-style consumers)
+
+Result = TypeVar("Result")
+
+
+def new_member_id() -> str:
+    """A member id as Kafka makes them: a random UUID in URL-safe base64 (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """One group as ConsumerGroupDescribe shows it."""
+
+    group_id: str
+    state: GroupState
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[Member, ...]  # by member id
+    target: dict[str, frozenset[TopicPartition]]
+    protocol_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    state: GroupState
+    protocol_type: str
+
+
+class GroupCoordinator:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        offset_store: OffsetStore,
+        registry: TopicRegistry,
+        clock: Clock,
+        settings: GroupSettings,
+        *,
+        member_ids: Callable[[], str] = new_member_id,
+    ) -> None:
+        self._offsets = offset_store
+        self._topics = registry_topics(registry)
+        self._clock = clock
+        self.settings = settings
+        self._member_ids = member_ids
+
+    # ------------------------------------------------------------------ the protocol
+
+    def heartbeat(self, group_id: str, request: Heartbeat, resolve: SubscriptionResolver) -> HeartbeatAnswer:
+        """One ConsumerGroupHeartbeat of the (qualified) group; the group errors, or the coordinator errors, otherwise."""
+        now = self._clock.milliseconds()
+        return self._change(
+            group_id,
+            lambda group: group.heartbeat(request, now, self.settings, resolve, self._topics, self._member_ids),
+            create=request.member_epoch == JOIN_EPOCH,
+            missing=lambda: UnknownMemberIdError(group_id, request.member_id),
+        )
+
+    def describe(self, group_id: str) -> GroupSnapshot:
+        """The group's state; GroupIdNotFoundError when it has neither members' state nor committed offsets."""
+        partition = self._offsets.coordinating(group_id)
+        group = partition.groups.get(group_id)
+        if group is None:
+            if not partition.committed(group_id):
+                raise GroupIdNotFoundError(group_id)
+            return GroupSnapshot(group_id, GroupState.EMPTY, 0, 0, "", (), {}, SIMPLE_PROTOCOL)
+        members = tuple(group.members[member_id] for member_id in sorted(group.members))
+        return GroupSnapshot(
+            group_id, group.state, group.group_epoch, group.assignment_epoch, group.assignor_name(self.settings), members, dict(group.target), CONSUMER_PROTOCOL
+        )
+
+    def list_groups(self) -> list[ListedGroup]:
+        """Every group of the offsets partitions this broker leads and has loaded, by group id."""
+        listed = []
+        for partition in self._offsets.led_partitions():
+            group_ids = set(partition.groups.group_ids()) | set(partition.groups_with_commits())
+            for group_id in group_ids:
+                group = partition.groups.get(group_id)
+                if group is None:
+                    listed.append(ListedGroup(group_id, GroupState.EMPTY, SIMPLE_PROTOCOL))
+                else:
+                    listed.append(ListedGroup(group_id, group.state, CONSUMER_PROTOCOL))
+        return sorted(listed, key=lambda entry: entry.group_id)
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete a group without members: tombstones for its state and every committed offset.
+
+        NonEmptyGroupError while it has members (a static member that left for now counts);
+        GroupIdNotFoundError when there is nothing to delete.
+        """
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            group = partition.groups.get(group_id)
+            commits = sorted(partition.committed(group_id))
+            if group is None and not commits:
+                raise GroupIdNotFoundError(group_id)
+            if group is not None and group.members:
+                raise NonEmptyGroupError(group_id, len(group.members))
+            self._delete_locked(partition, group_id, group, commits)
+        logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
+
+    def _delete_locked(self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition]) -> None:
+        records = group_records(group, None)
+        records.extend((encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in commits)
+        self._offsets.write_records(partition, group_id, records)
+        partition.groups.remove(group_id)
+        with partition.lock:
+            partition.remove((group_id, topic_partition) for topic_partition in commits)
+
+    # ------------------------------------------------------------------ timers
+
+    def expire_members(self) -> int:
+        """Remove every member past its session or rebalance timeout; returns how many were removed."""
+        now = self._clock.milliseconds()
+        removed = 0
+        for partition in self._offsets.led_partitions():
+            for group_id in partition.groups.group_ids():
+                group = partition.groups.get(group_id)
+                deadline = group.next_deadline() if group is not None else None
+                if deadline is None or deadline > now:
+                    continue
+                try:
+                    removals = self._change(group_id, lambda working: working.expire(now, self._topics), create=False, missing=lambda: GroupIdNotFoundError(group_id))
+                except (NotCoordinatorError, CoordinatorLoadingError, GroupIdNotFoundError):
+                    continue  # the leadership moved on (the new coordinator times its members out) or the group went
+                except Exception:
+                    logger.exception("group %s: removing timed-out members failed; trying again on the next check", group_id)
+                    continue
+                for removal in removals:
+                    logger.info("group %s: member %s removed: %s", group_id, removal.member_id, removal.reason)
+                removed += len(removals)
+        return removed
+
+    def expire_offsets(self, retention_ms: int) -> int:
+        """Expire committed offsets, then delete groups empty for ``retention_ms`` that have no offsets left; returns offsets expired."""
+        expired = self._offsets.expire(retention_ms)
+        now = self._clock.milliseconds()
+        for partition in self._offsets.led_partitions():
+            for group_id in partition.groups.group_ids():
+                group = partition.groups.get(group_id)
+                if group is None or group.members or group.empty_since_ms < 0 or group.empty_since_ms + retention_ms > now:
+                    continue
+                try:
+                    with partition.groups.lock(group_id):
+                        current = partition.groups.get(group_id)
+                        if current is None or current.members or partition.committed(group_id):
+                            continue
+                        self._delete_locked(partition, group_id, current, [])
+                except (NotCoordinatorError, CoordinatorLoadingError):
+                    continue
+                except Exception:
+                    logger.exception("group %s: deleting the expired empty group failed; trying again on the next check", group_id)
+                    continue
+                logger.info("group %s deleted: empty for %d ms and without committed offsets", group_id, retention_ms)
+        return expired
+
+    # ------------------------------------------------------------------ the one way groups change
+
+    def _change(self, group_id: str, change: Callable[[ConsumerGroup], Result], *, create: bool, missing: Callable[[], Exception]) -> Result:
+        """Apply ``change`` to a copy of the group, write the difference, then keep the copy (see the module docstring)."""
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            before = partition.groups.get(group_id)
+            if before is None and not create:
+                raise missing()
+            working = before.copy() if before is not None else ConsumerGroup(group_id)
+            result = change(working)
+            records = group_records(before, working)
+            if records:
+                self._offsets.write_records(partition, group_id, records)
+            partition.groups.put(working)
+            return result

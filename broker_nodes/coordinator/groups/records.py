@@ -1,0 +1,508 @@
+"""The records of consumer groups in ``__consumer_offsets``: Kafka's KIP-848 layouts, key versions 3 to 8.
+
+Keys are non-flexible (int16 version, then int16-length strings); values are version 0 of
+Kafka's flexible encoding (int16 version, compact strings and arrays as unsigned varint
+length + 1, 16-byte UUIDs, a tagged-field section after each struct):
+
+====  =======================================  ==========================================================
+key   record                                   value fields
+====  =======================================  ==========================================================
+3     ConsumerGroupMetadata (group)            Epoch int32
+4     ConsumerGroupPartitionMetadata (group)   Epoch int32, Topics [TopicId, TopicName, NumPartitions, PartitionRacks]
+5     ConsumerGroupMemberMetadata (member)     InstanceId?, RackId?, ClientId, ClientHost, SubscribedTopicNames,
+                                               SubscribedTopicRegex?, RebalanceTimeoutMs int32, ServerAssignor?
+6     ConsumerGroupTargetAssignmentMetadata    AssignmentEpoch int32
+7     ConsumerGroupTargetAssignmentMember      TopicPartitions [TopicId, Partitions []int32]
+8     ConsumerGroupCurrentMemberAssignment     MemberEpoch, PreviousMemberEpoch int32, State int8,
+                                               AssignedPartitions, PartitionsPendingRevocation
+====  =======================================  ==========================================================
+
+Weir adds what it needs as tagged fields with tags from 1000 up, which Kafka's readers skip:
+the group's empty-since time (3), the member's session timeout and resolved topics (5), and
+the topic name beside each TopicId (7, 8), since this broker names topics, not ids, and a
+deleted topic's id can no longer be looked up. Group and topic names are stored qualified
+(``tenant~name``), except the subscribed topic names, kept as the member sent them. A null value (tombstone) removes what the key names.
+
+:func:`group_records` turns the difference between two states of a group into records;
+:func:`decode` reads one back for :mod:`loaded_groups` to replay.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping
+
+from broker_nodes.coordinator.groups.group import ConsumerGroup, TopicInfo
+from broker_nodes.coordinator.groups.member import Member, MemberState, TopicPartition
+
+VALUE_VERSION = 0  # every group record value is version 0 (flexible)
+ZERO_UUID = bytes(16)  # Kafka's Uuid.ZERO_UUID: no topic id known
+TAG_EMPTY_SINCE = 1000  # ConsumerGroupMetadataValue: int64 ms when the group last became empty
+TAG_SESSION_TIMEOUT = 1000  # ConsumerGroupMemberMetadataValue: int32 session timeout ms
+TAG_SUBSCRIBED_TOPICS = 1001  # ConsumerGroupMemberMetadataValue: compact array of resolved topic names
+TAG_TOPIC_NAME = 1000  # TopicPartitions struct: the topic's (qualified) name
+
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+class RecordKind(enum.IntEnum):
+    """Key versions of the group records."""
+
+    GROUP_METADATA = 3
+    PARTITION_METADATA = 4
+    MEMBER_METADATA = 5
+    TARGET_METADATA = 6
+    TARGET_MEMBER = 7
+    CURRENT_ASSIGNMENT = 8
+
+
+GROUP_RECORD_KEY_VERSIONS = frozenset(int(kind) for kind in RecordKind)
+_MEMBER_KINDS = (RecordKind.MEMBER_METADATA, RecordKind.TARGET_MEMBER, RecordKind.CURRENT_ASSIGNMENT)
+
+
+class GroupRecordError(ValueError):
+    """Bytes that do not decode as a group record."""
+
+    retriable = False
+
+
+# ---------------------------------------------------------------------- primitives
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def bytes(self) -> bytes:
+        return b"".join(self._parts)
+
+    def int8(self, value: int) -> None:
+        self._parts.append(_INT8.pack(value))
+
+    def int16(self, value: int) -> None:
+        self._parts.append(_INT16.pack(value))
+
+    def int32(self, value: int) -> None:
+        self._parts.append(_INT32.pack(value))
+
+    def int64(self, value: int) -> None:
+        self._parts.append(_INT64.pack(value))
+
+    def uvarint(self, value: int) -> None:
+        out = bytearray()
+        while value >= 0x80:
+            out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        out.append(value)
+        self._parts.append(bytes(out))
+
+    def string(self, text: str | None) -> None:
+        """A compact (nullable) string."""
+        if text is None:
+            self.uvarint(0)
+            return
+        encoded = text.encode("utf-8")
+        self.uvarint(len(encoded) + 1)
+        self._parts.append(encoded)
+
+    def uuid(self, value: bytes) -> None:
+        self._parts.append(value)
+
+    def tags(self, tagged: Mapping[int, bytes]) -> None:
+        self.uvarint(len(tagged))
+        for tag in sorted(tagged):
+            self.uvarint(tag)
+            self.uvarint(len(tagged[tag]))
+            self._parts.append(tagged[tag])
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._position = 0
+
+    def _take(self, size: int) -> bytes:
+        end = self._position + size
+        if size < 0 or end > len(self._data):
+            raise GroupRecordError(f"record ends after {len(self._data)} bytes, {size} more were expected at byte {self._position}")
+        chunk = self._data[self._position : end]
+        self._position = end
+        return chunk
+
+    def int8(self) -> int:
+        return int(_INT8.unpack(self._take(1))[0])
+
+    def int16(self) -> int:
+        return int(_INT16.unpack(self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_INT32.unpack(self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_INT64.unpack(self._take(8))[0])
+
+    def uvarint(self) -> int:
+        value = 0
+        for shift in range(0, 35, 7):
+            byte = self._take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+        raise GroupRecordError("unsigned varint longer than 5 bytes")
+
+    def string(self) -> str | None:
+        length = self.uvarint()
+        if length == 0:
+            return None
+        return self._take(length - 1).decode("utf-8")
+
+    def uuid(self) -> bytes:
+        return self._take(16)
+
+    def count(self) -> int:
+        """The element count of a compact array (a null array counts as empty)."""
+        return max(0, self.uvarint() - 1)
+
+    def tags(self) -> dict[int, bytes]:
+        tagged = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            tagged[tag] = self._take(self.uvarint())
+        return tagged
+
+    def string_key(self) -> str:
+        (length,) = _INT16.unpack(self._take(2))
+        if length < 0:
+            raise GroupRecordError("a key string must not be null")
+        return self._take(length).decode("utf-8")
+
+
+def _tag_bytes(write: Callable[[_Writer], None]) -> bytes:
+    writer = _Writer()
+    write(writer)
+    return writer.bytes()
+
+
+def _topic_id_bytes(topic_id: str | None) -> bytes:
+    if not topic_id:
+        return ZERO_UUID
+    try:
+        return uuid.UUID(topic_id).bytes
+    except ValueError:
+        return ZERO_UUID
+
+
+# ---------------------------------------------------------------------- decoded records
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    epoch: int
+    empty_since_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadataValue:
+    epoch: int
+    topics: dict[str, TopicInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMemberValue:
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: MemberState
+    assigned: frozenset[TopicPartition]
+    pending_revocation: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """One decoded record; ``value`` None is a tombstone. Member metadata values are :class:`Member` (assignment fields unset)."""
+
+    kind: RecordKind
+    group_id: str
+    member_id: str  # "" for group-level records
+    value: object | None
+
+
+# ---------------------------------------------------------------------- keys
+
+
+def encode_key(kind: RecordKind, group_id: str, member_id: str = "") -> bytes:
+    parts = [_INT16.pack(int(kind))]
+    for text in (group_id, member_id) if kind in _MEMBER_KINDS else (group_id,):
+        encoded = text.encode("utf-8")
+        if len(encoded) > 0x7FFF:
+            raise GroupRecordError(f"a key string of {len(encoded)} bytes does not fit Kafka's int16 length")
+        parts.append(_INT16.pack(len(encoded)) + encoded)
+    return b"".join(parts)
+
+
+def key_version(key: bytes) -> int:
+    if len(key) < 2:
+        raise GroupRecordError("key shorter than its version field")
+    return int(_INT16.unpack_from(key, 0)[0])
+
+
+# ---------------------------------------------------------------------- values
+
+
+def _value_writer() -> _Writer:
+    writer = _Writer()
+    writer.int16(VALUE_VERSION)
+    return writer
+
+
+def _write_topic_partitions(writer: _Writer, partitions: frozenset[TopicPartition], topic_ids: Mapping[str, str]) -> None:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    writer.uvarint(len(by_topic) + 1)
+    for topic in sorted(by_topic):
+        writer.uuid(_topic_id_bytes(topic_ids.get(topic)))
+        numbers = sorted(by_topic[topic])
+        writer.uvarint(len(numbers) + 1)
+        for number in numbers:
+            writer.int32(number)
+        writer.tags({TAG_TOPIC_NAME: _tag_bytes(lambda tag: tag.string(topic))})
+
+
+def _read_topic_partitions(reader: _Reader) -> frozenset[TopicPartition]:
+    result: set[TopicPartition] = set()
+    for _ in range(reader.count()):
+        reader.uuid()
+        numbers = [reader.int32() for _ in range(reader.count())]
+        tagged = reader.tags()
+        if TAG_TOPIC_NAME not in tagged:
+            continue  # written without Weir's topic name: the partitions cannot be named here
+        topic = _Reader(tagged[TAG_TOPIC_NAME]).string() or ""
+        result.update((topic, number) for number in numbers)
+    return frozenset(result)
+
+
+def encode_group_metadata(epoch: int, empty_since_ms: int) -> bytes:
+    writer = _value_writer()
+    writer.int32(epoch)
+    writer.tags({TAG_EMPTY_SINCE: _tag_bytes(lambda tag: tag.int64(empty_since_ms))})
+    return writer.bytes()
+
+
+def encode_partition_metadata(epoch: int, topics: Mapping[str, TopicInfo]) -> bytes:
+    writer = _value_writer()
+    writer.int32(epoch)
+    writer.uvarint(len(topics) + 1)
+    for name in sorted(topics):
+        writer.uuid(_topic_id_bytes(topics[name].topic_id))
+        writer.string(name)
+        writer.int32(topics[name].partitions)
+        writer.uvarint(1)  # PartitionRacks: empty (no rack-aware assignment)
+        writer.tags({})
+    writer.tags({})
+    return writer.bytes()
+
+
+def encode_member_metadata(member: Member) -> bytes:
+    writer = _value_writer()
+    writer.string(member.instance_id or None)
+    writer.string(member.rack_id or None)
+    writer.string(member.client_id)
+    writer.string(member.client_host)
+    writer.uvarint(len(member.subscribed_topic_names) + 1)
+    for name in member.subscribed_topic_names:
+        writer.string(name)
+    writer.string(member.subscribed_topic_regex or None)
+    writer.int32(member.rebalance_timeout_ms)
+    writer.string(member.server_assignor or None)
+
+    def subscribed(tag: _Writer) -> None:
+        tag.uvarint(len(member.subscribed_topics) + 1)
+        for name in sorted(member.subscribed_topics):
+            tag.string(name)
+
+    writer.tags({TAG_SESSION_TIMEOUT: _tag_bytes(lambda tag: tag.int32(member.session_timeout_ms)), TAG_SUBSCRIBED_TOPICS: _tag_bytes(subscribed)})
+    return writer.bytes()
+
+
+def encode_target_metadata(assignment_epoch: int) -> bytes:
+    writer = _value_writer()
+    writer.int32(assignment_epoch)
+    writer.tags({})
+    return writer.bytes()
+
+
+def encode_target_member(partitions: frozenset[TopicPartition], topic_ids: Mapping[str, str]) -> bytes:
+    writer = _value_writer()
+    _write_topic_partitions(writer, partitions, topic_ids)
+    writer.tags({})
+    return writer.bytes()
+
+
+def encode_current_assignment(member: Member, topic_ids: Mapping[str, str]) -> bytes:
+    writer = _value_writer()
+    writer.int32(member.member_epoch)
+    writer.int32(member.previous_member_epoch)
+    writer.int8(int(member.state))
+    _write_topic_partitions(writer, member.assigned, topic_ids)
+    _write_topic_partitions(writer, member.pending_revocation, topic_ids)
+    writer.tags({})
+    return writer.bytes()
+
+
+def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
+    reader = _Reader(data)
+    version = reader.int16()
+    if version != VALUE_VERSION:
+        raise GroupRecordError(f"unknown value version {version} of a record with key version {int(kind)}")
+    if kind == RecordKind.GROUP_METADATA:
+        epoch = reader.int32()
+        tagged = reader.tags()
+        empty_since = _Reader(tagged[TAG_EMPTY_SINCE]).int64() if TAG_EMPTY_SINCE in tagged else -1
+        return GroupMetadataValue(epoch, empty_since)
+    if kind == RecordKind.PARTITION_METADATA:
+        epoch = reader.int32()
+        topics = {}
+        for _ in range(reader.count()):
+            topic_id = reader.uuid()
+            name = reader.string() or ""
+            partitions = reader.int32()
+            for _ in range(reader.count()):
+                reader.int32()
+                for _ in range(reader.count()):
+                    reader.string()
+                reader.tags()
+            reader.tags()
+            topics[name] = TopicInfo(str(uuid.UUID(bytes=topic_id)) if topic_id != ZERO_UUID else "", partitions)
+        return PartitionMetadataValue(epoch, topics)
+    if kind == RecordKind.MEMBER_METADATA:
+        instance_id = reader.string() or ""
+        rack_id = reader.string() or ""
+        client_id = reader.string() or ""
+        client_host = reader.string() or ""
+        names = tuple(reader.string() or "" for _ in range(reader.count()))
+        regex = reader.string() or ""
+        rebalance_timeout_ms = reader.int32()
+        assignor = reader.string() or ""
+        tagged = reader.tags()
+        session_timeout_ms = _Reader(tagged[TAG_SESSION_TIMEOUT]).int32() if TAG_SESSION_TIMEOUT in tagged else Member("").session_timeout_ms
+        if TAG_SUBSCRIBED_TOPICS in tagged:
+            tag_reader = _Reader(tagged[TAG_SUBSCRIBED_TOPICS])
+            subscribed = frozenset(tag_reader.string() or "" for _ in range(tag_reader.count()))
+        else:
+            subscribed = frozenset(names)
+        return Member(
+            member_id,
+            instance_id=instance_id,
+            rack_id=rack_id,
+            client_id=client_id,
+            client_host=client_host,
+            subscribed_topic_names=names,
+            subscribed_topic_regex=regex,
+            server_assignor=assignor,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            session_timeout_ms=session_timeout_ms,
+            subscribed_topics=subscribed,
+        )
+    if kind == RecordKind.TARGET_METADATA:
+        return TargetMetadataValue(reader.int32())
+    if kind == RecordKind.TARGET_MEMBER:
+        return TargetMemberValue(_read_topic_partitions(reader))
+    member_epoch = reader.int32()
+    previous = reader.int32()
+    state_value = reader.int8()
+    assigned = _read_topic_partitions(reader)
+    pending = _read_topic_partitions(reader)
+    try:
+        state = MemberState(state_value)
+    except ValueError:
+        raise GroupRecordError(f"unknown member state {state_value}") from None
+    return CurrentAssignmentValue(member_epoch, previous, state, assigned, pending)
+
+
+def decode(key: bytes, value: bytes | None) -> GroupRecord:
+    """The group record of ``key`` / ``value`` (key version 3 to 8); GroupRecordError for bytes that do not decode."""
+    try:
+        reader = _Reader(key)
+        kind = RecordKind(reader.int16())
+        group_id = reader.string_key()
+        member_id = reader.string_key() if kind in _MEMBER_KINDS else ""
+        decoded = None if value is None else _decode_value(kind, member_id, value)
+    except (struct.error, UnicodeDecodeError) as error:
+        raise GroupRecordError(f"group record does not decode: {error}") from None
+    except ValueError as error:
+        if isinstance(error, GroupRecordError):
+            raise
+        raise GroupRecordError(f"group record does not decode: {error}") from None
+    return GroupRecord(kind, group_id, member_id, decoded)
+
+
+# ---------------------------------------------------------------------- state changes -> records
+
+
+def group_records(before: ConsumerGroup | None, after: ConsumerGroup | None) -> list[tuple[bytes, bytes | None]]:
+    """The records that take the log from ``before`` to ``after`` (None: no group), in replay order."""
+    return list(_group_records(before, after))
+
+
+def _group_records(before: ConsumerGroup | None, after: ConsumerGroup | None) -> Iterator[tuple[bytes, bytes | None]]:
+    if after is None:
+        if before is not None:
+            yield from _tombstones(before)
+        return
+    group_id = after.group_id
+    topic_ids = {topic: info.topic_id for group in (before, after) if group is not None for topic, info in group.subscription_metadata.items()}
+    old_members = before.members if before is not None else {}
+    old_target = before.target if before is not None else {}
+    for member_id, member in after.members.items():
+        old = old_members.get(member_id)
+        if old is None or old.metadata() != member.metadata():
+            yield encode_key(RecordKind.MEMBER_METADATA, group_id, member_id), encode_member_metadata(member)
+    if before is None or before.subscription_metadata != after.subscription_metadata or before.group_epoch != after.group_epoch:
+        yield encode_key(RecordKind.PARTITION_METADATA, group_id), encode_partition_metadata(after.group_epoch, after.subscription_metadata)
+    if before is None or before.group_epoch != after.group_epoch or before.empty_since_ms != after.empty_since_ms:
+        yield encode_key(RecordKind.GROUP_METADATA, group_id), encode_group_metadata(after.group_epoch, after.empty_since_ms)
+    for member_id, partitions in after.target.items():
+        if old_target.get(member_id) != partitions:
+            yield encode_key(RecordKind.TARGET_MEMBER, group_id, member_id), encode_target_member(partitions, topic_ids)
+    for member_id in old_target:
+        if member_id not in after.target:
+            yield encode_key(RecordKind.TARGET_MEMBER, group_id, member_id), None
+    if before is None or before.assignment_epoch != after.assignment_epoch:
+        yield encode_key(RecordKind.TARGET_METADATA, group_id), encode_target_metadata(after.assignment_epoch)
+    for member_id, member in after.members.items():
+        old = old_members.get(member_id)
+        if old is None or old.current_assignment() != member.current_assignment():
+            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, group_id, member_id), encode_current_assignment(member, topic_ids)
+    for member_id in old_members:
+        if member_id not in after.members:
+            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, group_id, member_id), None
+            yield encode_key(RecordKind.MEMBER_METADATA, group_id, member_id), None
+
+
+def _tombstones(group: ConsumerGroup) -> Iterator[tuple[bytes, bytes | None]]:
+    """Every key of a deleted group, the group metadata last (its tombstone ends the group on replay)."""
+    for member_id in group.members:
+        yield encode_key(RecordKind.CURRENT_ASSIGNMENT, group.group_id, member_id), None
+    for member_id in group.target:
+        yield encode_key(RecordKind.TARGET_MEMBER, group.group_id, member_id), None
+    for member_id in group.members:
+        yield encode_key(RecordKind.MEMBER_METADATA, group.group_id, member_id), None
+    yield encode_key(RecordKind.TARGET_METADATA, group.group_id), None
+    yield encode_key(RecordKind.PARTITION_METADATA, group.group_id), None
+    yield encode_key(RecordKind.GROUP_METADATA, group.group_id), None
