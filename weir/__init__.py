@@ -6,6 +6,7 @@ ports by changing its imports. Configuration keys are listed in ``weir.config``.
 """
 
 from weir.consumer import Consumer
+from weir.consumer_groups import ConsumerGroupState, ConsumerGroupTopicPartitions, Node
 from weir.errors import KafkaError, KafkaException
 from weir.message import (
     OFFSET_BEGINNING,
@@ -22,9 +23,12 @@ from weir.producer import Producer
 
 __all__ = [
     "Consumer",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
     "KafkaError",
     "KafkaException",
     "Message",
+    "Node",
     "OFFSET_BEGINNING",
     "OFFSET_END",
     "OFFSET_INVALID",

@@ -14,6 +14,13 @@ moved while the request was forwarded) are sent again within the same timeout. l
 asks each partition's leader and, after NOT_LEADER_OR_FOLLOWER, an epoch error, a partition
 without a leader or a transport failure, refreshes the metadata and asks the new leader.
 
+Consumer groups: describe, delete and the group offset calls go to each group's coordinator
+(FindCoordinator, :class:`weir.coordinator.GroupCoordinators`), looked up again when it
+answers NOT_COORDINATOR or cannot be reached; list_consumer_groups asks every broker of the
+cluster map (each lists the groups it coordinates) and merges. Altering a group's offsets is
+a commit without a member (member id "", generation -1), which the coordinator accepts only
+while the group has no members.
+
 Thread-safety: an AdminClient may be used from any thread; requests run on a small pool.
 """
 
@@ -27,13 +34,26 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import BrokerMetadata, Cluster, ClusterMetadata, PartitionMetadata, TopicMetadata
 from weir.config import ADMIN, ClientConfig
+from weir.consumer_groups import (
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ListConsumerGroupsResult,
+    MemberAssignment,
+    MemberDescription,
+    Node,
+)
+from weir.coordinator import COORDINATOR_LOADING, COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
-from weir.message import TopicPartition
+from weir.message import OFFSET_INVALID, TopicPartition
 
 __all__ = [
     "AdminClient", "NewTopic", "NewPartitions", "ConfigResource", "ConfigEntry", "ConfigSource",
     "ResourceType", "AlterConfigOpType", "OffsetSpec", "ListOffsetsResultInfo", "IsolationLevel",
     "ClusterMetadata", "BrokerMetadata", "TopicMetadata", "PartitionMetadata",
+    "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupListing", "ListConsumerGroupsResult",
+    "ConsumerGroupDescription", "MemberDescription", "MemberAssignment", "Node",
 ]
 
 Key = TypeVar("Key")
@@ -236,6 +256,47 @@ def _item_error(code: int, message: str) -> KafkaException | None:
     return KafkaException(KafkaError(code, message or None)) if code else None
 
 
+def _groups_coordinator_error(response: Any) -> tuple[int, str]:
+    """The coordinator error of a ConsumerGroupDescribe / DeleteGroups answer ((0, "") when none)."""
+    for group in response.groups:
+        if group.error_code in COORDINATOR_MOVED or group.error_code in COORDINATOR_LOADING:
+            return group.error_code, group.error_message
+    return 0, ""
+
+
+def _topic_partitions(items: Iterable[broker_pb2.TopicPartitions]) -> list[TopicPartition]:
+    return sorted(TopicPartition(item.topic, partition) for item in items for partition in item.partitions)
+
+
+def _check_group_ids(group_ids: Any) -> list[str]:
+    if not isinstance(group_ids, list) or not group_ids:
+        raise TypeError("Expected non-empty list of group ids")
+    for group_id in group_ids:
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"group id must be a non-empty string, got {group_id!r}")
+    return list(dict.fromkeys(group_ids))
+
+
+def _check_group_requests(requests: Any, *, partitions_required: bool) -> list[ConsumerGroupTopicPartitions]:
+    if not isinstance(requests, list) or not requests or not all(isinstance(item, ConsumerGroupTopicPartitions) for item in requests):
+        raise TypeError("Expected non-empty list of ConsumerGroupTopicPartitions")
+    seen = set()
+    for item in requests:
+        if not isinstance(item.group_id, str) or not item.group_id:
+            raise ValueError("ConsumerGroupTopicPartitions.group_id must be a non-empty string")
+        if item.group_id in seen:
+            raise ValueError(f"group {item.group_id!r} is given twice")
+        seen.add(item.group_id)
+        if partitions_required and not item.topic_partitions:
+            raise ValueError(f"group {item.group_id!r}: topic_partitions must list the partitions to alter")
+        for tp in item.topic_partitions or []:
+            if not isinstance(tp, TopicPartition) or tp.partition < 0:
+                raise ValueError(f"group {item.group_id!r}: {tp!r} must be a TopicPartition with a partition number")
+            if partitions_required and tp.offset < 0:
+                raise ValueError(f"group {item.group_id!r}: offset {tp.offset} of {tp.topic} [{tp.partition}] is not an absolute offset")
+    return requests
+
+
 class AdminClient:
     """confluent-kafka's AdminClient over the broker's admin calls (see the module docstring)."""
 
@@ -245,6 +306,7 @@ class AdminClient:
         self._config = ClientConfig(merged, ADMIN)
         self._cluster = Cluster(self._config)
         self._default_timeout = self._config["socket.timeout.ms"] / 1000.0
+        self._coordinators = GroupCoordinators(self._cluster)
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-admin")
 
     # ------------------------------------------------------------------ plumbing
@@ -504,6 +566,200 @@ class AdminClient:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         return self._cluster.list_topics(topic, timeout)
+
+    # ------------------------------------------------------------------ consumer groups
+
+    def list_consumer_groups(self, request_timeout: float | None = None, states: Iterable[ConsumerGroupState] | None = None) -> Future:
+        """Every group of the cluster the caller may describe -> Future[ListConsumerGroupsResult].
+
+        Each broker lists the groups it coordinates; a broker that cannot be asked adds its
+        error to ``errors`` and the others' groups are still ``valid``. ``states``: only
+        groups in one of these states.
+        """
+        wanted = set(states or [])
+        for state in wanted:
+            if not isinstance(state, ConsumerGroupState):
+                raise TypeError(f"states must be ConsumerGroupState values, got {state!r}")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.ListGroupsRequest(states_filter=sorted(state.state_name for state in wanted))
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            deadline = time.monotonic() + timeout
+            brokers = self._cluster.list_topics(None, timeout).brokers
+            listings: dict[str, ConsumerGroupListing] = {}
+            errors: list[KafkaError] = []
+            for broker in sorted(brokers.values(), key=lambda node: node.id):
+                address = f"{broker.host}:{broker.port}"
+                try:
+                    response = self._cluster.call("ListGroups", request, address=address, timeout=max(deadline - time.monotonic(), 0.001))
+                except KafkaException as failure:
+                    errors.append(KafkaError(failure.error.code(), f"ListGroups at broker {broker.id} ({address}): {failure.error.str()}"))
+                    continue
+                if response.error_code:
+                    errors.append(KafkaError(response.error_code, f"ListGroups at broker {broker.id} ({address}): {response.error_message or KafkaError(response.error_code).str()}"))
+                    continue
+                for group in response.groups:
+                    state = ConsumerGroupState.parse(group.state)
+                    if wanted and state not in wanted:
+                        continue
+                    listings.setdefault(group.group_id, ConsumerGroupListing(group.group_id, group.protocol_type != "consumer", state, group.protocol_type or None))
+            result = ListConsumerGroupsResult(sorted(listings.values(), key=lambda listing: listing.group_id), errors)
+            return {"groups": (None, result)}
+
+        return self._run(["groups"], call)["groups"]
+
+    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None, include_authorized_operations: bool = False) -> dict[str, Future]:
+        """Describe groups at their coordinators -> {group_id: Future[ConsumerGroupDescription]}.
+
+        An unknown group fails its future with GROUP_ID_NOT_FOUND (or whatever the
+        coordinator answers: GROUP_AUTHORIZATION_FAILED...). ``include_authorized_operations``
+        is accepted for confluent-kafka compatibility; no operations are returned.
+        """
+        names = _check_group_ids(group_ids)
+        timeout = self._timeout(request_timeout)
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            deadline = time.monotonic() + timeout
+            outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
+            for group_id in names:
+                try:
+                    response = self._coordinators.call(group_id, "ConsumerGroupDescribe", broker_pb2.ConsumerGroupDescribeRequest(group_ids=[group_id]), timeout=max(deadline - time.monotonic(), 0.001), error_of=_groups_coordinator_error)
+                    address = self._coordinators.address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
+                except KafkaException as failure:
+                    outcomes[group_id] = (failure, None)
+                    continue
+                for group in response.groups:
+                    if group.group_id == group_id:
+                        error = _item_error(group.error_code, group.error_message)
+                        outcomes[group_id] = (error, None if error else self._description(group, address))
+            return outcomes
+
+        return self._run(names, call)
+
+    def _description(self, group: broker_pb2.GroupDescription, coordinator_address: str) -> ConsumerGroupDescription:
+        host, _, port = coordinator_address.rpartition(":")
+        members = [
+            MemberDescription(
+                member.member_id, member.client_id, member.client_host,
+                MemberAssignment(_topic_partitions(member.assignment)),
+                group_instance_id=member.instance_id or None,
+                target_assignment=MemberAssignment(_topic_partitions(member.target_assignment)),
+                member_epoch=member.member_epoch,
+                subscribed_topics=list(member.subscribed_topic_names),
+                subscribed_topic_regex=member.subscribed_topic_regex or None,
+            )
+            for member in group.members
+        ]
+        return ConsumerGroupDescription(
+            group.group_id,
+            # A group that never had a member (epoch 0) only holds offsets committed without one.
+            is_simple_consumer_group=group.group_epoch == 0 and not group.members,
+            members=members,
+            partition_assignor=group.assignor_name,
+            state=ConsumerGroupState.parse(group.state),
+            coordinator=Node(self._coordinators.node_id(coordinator_address), host, int(port)),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+        )
+
+    def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
+        """Delete groups and their committed offsets -> {group_id: Future[None]}.
+
+        A group with members fails with NON_EMPTY_GROUP, an unknown one with GROUP_ID_NOT_FOUND.
+        """
+        names = _check_group_ids(group_ids)
+        timeout = self._timeout(request_timeout)
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            deadline = time.monotonic() + timeout
+            outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
+            for group_id in names:
+                try:
+                    response = self._coordinators.call(group_id, "DeleteGroups", broker_pb2.DeleteGroupsRequest(group_ids=[group_id]), timeout=max(deadline - time.monotonic(), 0.001), error_of=_groups_coordinator_error)
+                except KafkaException as failure:
+                    outcomes[group_id] = (failure, None)
+                    continue
+                for group in response.groups:
+                    if group.group_id == group_id:
+                        outcomes[group_id] = (_item_error(group.error_code, group.error_message), None)
+            return outcomes
+
+        return self._run(names, call)
+
+    def list_consumer_group_offsets(self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], require_stable: bool = False, request_timeout: float | None = None) -> dict[str, Future]:
+        """Committed offsets -> {group_id: Future[ConsumerGroupTopicPartitions]}.
+
+        ``topic_partitions`` None: every partition the group committed. Partitions without a
+        committed offset have offset OFFSET_INVALID; a partition's own error is in its ``error``.
+        ``require_stable`` is accepted for confluent-kafka compatibility (Weir has no
+        transactional offsets to wait for).
+        """
+        requests = _check_group_requests(list_consumer_group_offsets_request, partitions_required=False)
+        timeout = self._timeout(request_timeout)
+
+        def fetch(item: ConsumerGroupTopicPartitions, remaining: float) -> ConsumerGroupTopicPartitions:
+            by_topic: dict[str, list[int]] = {}
+            for tp in item.topic_partitions or []:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            request = broker_pb2.OffsetFetchRequest(group_id=item.group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
+            response = self._coordinators.call(item.group_id, "OffsetFetch", request, timeout=remaining)
+            if response.error_code:
+                raise KafkaException(KafkaError(response.error_code, response.error_message or None))
+            partitions = []
+            for topic in response.topics:
+                for answer in topic.partitions:
+                    tp = TopicPartition(
+                        topic.topic, answer.partition, answer.committed_offset if answer.committed_offset >= 0 else OFFSET_INVALID,
+                        metadata=answer.metadata or None, leader_epoch=answer.committed_leader_epoch if answer.committed_leader_epoch >= 0 else None,
+                    )
+                    tp.error = KafkaError(answer.error_code, answer.error_message or None) if answer.error_code else None
+                    partitions.append(tp)
+            return ConsumerGroupTopicPartitions(item.group_id, sorted(partitions))
+
+        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, fetch, timeout))
+
+    def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None) -> dict[str, Future]:
+        """Set committed offsets of groups without members -> {group_id: Future[ConsumerGroupTopicPartitions]}.
+
+        The coordinator refuses a group that has members (UNKNOWN_MEMBER_ID naming how many:
+        stop them first); the future then fails. A partition refused alone carries its error
+        in ``error`` of the result's TopicPartition.
+        """
+        requests = _check_group_requests(alter_consumer_group_offsets_request, partitions_required=True)
+        timeout = self._timeout(request_timeout)
+
+        def alter(item: ConsumerGroupTopicPartitions, remaining: float) -> ConsumerGroupTopicPartitions:
+            by_topic: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
+            for tp in item.topic_partitions or []:
+                by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetCommitPartition(
+                    partition=tp.partition, committed_offset=tp.offset,
+                    committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1, metadata=tp.metadata or "",
+                ))
+            request = broker_pb2.OffsetCommitRequest(group_id=item.group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
+            response = self._coordinators.call(item.group_id, "OffsetCommit", request, timeout=remaining)
+            if response.error_code:
+                raise KafkaException(KafkaError(response.error_code, response.error_message or None))
+            errors = {(topic.topic, answer.partition): KafkaError(answer.error_code, answer.error_message or None) for topic in response.topics for answer in topic.partitions if answer.error_code}
+            partitions = []
+            for tp in item.topic_partitions or []:
+                result = TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch)
+                result.error = errors.get((tp.topic, tp.partition))
+                partitions.append(result)
+            return ConsumerGroupTopicPartitions(item.group_id, partitions)
+
+        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, alter, timeout))
+
+    @staticmethod
+    def _per_group(requests: list[ConsumerGroupTopicPartitions], run: Callable[[ConsumerGroupTopicPartitions, float], Any], timeout: float) -> dict[str, tuple[KafkaException | None, Any]]:
+        """``run(item, remaining seconds)`` for each group in turn, each group's failure its own."""
+        deadline = time.monotonic() + timeout
+        outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
+        for item in requests:
+            try:
+                outcomes[item.group_id] = (None, run(item, max(deadline - time.monotonic(), 0.001)))
+            except KafkaException as failure:
+                outcomes[item.group_id] = (failure, None)
+        return outcomes
 
     def poll(self, timeout: float | None = None) -> int:
         """Present for confluent-kafka compatibility: results arrive through futures, nothing to serve."""

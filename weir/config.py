@@ -41,7 +41,7 @@ INT32_MAX = 2**31 - 1
 class ConfigProperty:
     """One client config key.
 
-    ``kind`` is one of ``str``, ``int``, ``bool``, ``enum``, ``callable``; ``choices`` maps
+    ``kind`` is one of ``str``, ``int``, ``bool``, ``enum``, ``callable``, ``assignors``; ``choices`` maps
     every accepted spelling of an enum to its normalized value.
     """
 
@@ -112,12 +112,36 @@ def _parse_callable(prop: ConfigProperty, given_name: str, raw: Any) -> Callable
     return raw
 
 
+# partition.assignment.strategy: the assignor the coordinator runs for the group (KIP-848:
+# assignment is computed on the server). librdkafka's and Java's names map to the broker's.
+_ASSIGNORS = {
+    "range": "range",
+    "roundrobin": "roundrobin", "uniform": "roundrobin",
+    "sticky": "sticky", "cooperative-sticky": "sticky",
+}
+
+
+def _parse_assignors(prop: ConfigProperty, given_name: str, raw: Any) -> str | None:
+    """A comma-separated list of assignor names -> the first one's server-side name (None: the group's)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise invalid_argument(f"Invalid value for configuration property \"{given_name}\": expected a comma-separated list of assignor names")
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    for name in names:
+        if name not in _ASSIGNORS:
+            allowed = ", ".join(_ASSIGNORS)
+            raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": unknown assignor \"{name}\" (known: {allowed})")
+    return _ASSIGNORS[names[0]] if names else None
+
+
 _PARSERS: dict[str, Callable[[ConfigProperty, str, Any], Any]] = {
     "str": _parse_string,
     "int": _parse_int,
     "bool": _parse_bool,
     "enum": _parse_enum,
     "callable": _parse_callable,
+    "assignors": _parse_assignors,
 }
 
 _ACKS = {"all": -1, "-1": -1, -1: -1, "0": 0, 0: 0, "1": 1, 1: 1}
@@ -174,9 +198,10 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("partitioner", "enum", "murmur2_random", frozenset({PRODUCER}), "Partition of a record without an explicit partition: murmur2_random, murmur2, random, consistent_random.", choices=_PARTITIONERS),
         _property("on_delivery", "callable", None, frozenset({PRODUCER}), "Called as on_delivery(err, msg) from poll()/flush() for every record.", aliases=("delivery.report.cb", "dr_cb")),
         # -------------------------------------------------------------- consumer
-        _property("group.id", "str", None, frozenset({CONSUMER}), "Group whose committed offsets the consumer reads and writes."),
+        _property("group.id", "str", None, frozenset({CONSUMER}), "Group whose committed offsets the consumer reads and writes, and that subscribe() joins."),
+        _property("group.instance.id", "str", None, frozenset({CONSUMER}), "Static membership: a member that leaves (close()) keeps its partitions for session.timeout.ms and gets them back when it rejoins with the same id."),
         _property("auto.offset.reset", "enum", "latest", frozenset({CONSUMER}), "Start here without a committed offset or when out of range: earliest, latest or error.", choices=_OFFSET_RESET),
-        _property("enable.auto.commit", "bool", True, frozenset({CONSUMER}), "Commit the stored offsets every auto.commit.interval.ms and on close()."),
+        _property("enable.auto.commit", "bool", True, frozenset({CONSUMER}), "Commit the stored offsets every auto.commit.interval.ms, before partitions are revoked, and on close()."),
         _property("auto.commit.interval.ms", "int", 5000, frozenset({CONSUMER}), "Interval of automatic commits.", minimum=0, maximum=86400000),
         _property("enable.auto.offset.store", "bool", True, frozenset({CONSUMER}), "Store the offset of each message poll()/consume() returns, for the next commit."),
         _property("fetch.min.bytes", "int", 1, frozenset({CONSUMER}), "A fetch waits for at least this many bytes (or fetch.wait.max.ms).", minimum=1, maximum=100000000),
@@ -186,9 +211,10 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("queued.max.messages.kbytes", "int", 65536, frozenset({CONSUMER}), "Prefetched but unconsumed data the fetcher holds, in KiB.", minimum=1, maximum=2097151),
         _property("isolation.level", "enum", "read_committed", frozenset({CONSUMER}), "read_committed or read_uncommitted.", choices=_ISOLATION),
         _property("enable.partition.eof", "bool", False, frozenset({CONSUMER}), "Emit a _PARTITION_EOF event when a partition's end is reached."),
-        _property("session.timeout.ms", "int", 45000, frozenset({CONSUMER}), "Accepted for group membership (a later release).", minimum=1, maximum=3600000),
-        _property("max.poll.interval.ms", "int", 300000, frozenset({CONSUMER}), "Accepted for group membership (a later release).", minimum=1, maximum=86400000),
-        _property("partition.assignment.strategy", "str", "range,roundrobin", frozenset({CONSUMER}), "Accepted for group membership (a later release)."),
+        _property("session.timeout.ms", "int", 45000, frozenset({CONSUMER}), "A member not heard of for this long leaves the group. Sent to the coordinator only when set (else the broker's group.consumer.session.timeout.ms); also the longest the consumer keeps its partitions without a heartbeat answer.", minimum=1, maximum=3600000),
+        _property("max.poll.interval.ms", "int", 300000, frozenset({CONSUMER}), "Longest time between two poll()/consume() calls; past it the member leaves the group and the next poll() reports _MAX_POLL_EXCEEDED and on_lost. Also the rebalance timeout: the longest on_revoke may take.", minimum=1, maximum=86400000),
+        _property("heartbeat.interval.ms", "int", 3000, frozenset({CONSUMER}), "Interval of group heartbeats until the coordinator names its own (the coordinator's answer wins).", minimum=1, maximum=3600000),
+        _property("partition.assignment.strategy", "assignors", None, frozenset({CONSUMER}), "Assignor the coordinator runs: range, roundrobin (uniform) or sticky (cooperative-sticky); the first of a list counts. Unset: the group's (broker default).", aliases=("group.remote.assignor",)),
         _property("on_commit", "callable", None, frozenset({CONSUMER}), "Called as on_commit(err, [TopicPartition]) after asynchronous and automatic commits, from poll()."),
     ]
 }
@@ -212,12 +238,15 @@ class ClientConfig:
         if not isinstance(given, Mapping):
             raise TypeError("expected configuration dict")
         values = {prop.name: prop.default for prop in CONFIG_PROPERTIES.values()}
+        explicit = set()
         for name, raw in given.items():
             prop = _BY_NAME.get(name)
             if prop is None:
                 raise invalid_argument(f"No such configuration property: \"{name}\"")
             values[prop.name] = prop.parse(name, raw)
+            explicit.add(prop.name)
         self._values = values
+        self._explicit = frozenset(explicit)
         self.role = role
         self._check_together()
 
@@ -235,6 +264,10 @@ class ClientConfig:
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def is_set(self, name: str) -> bool:
+        """Whether the application gave ``name`` (canonical name) rather than leaving its default."""
+        return name in self._explicit
 
     def bootstrap_addresses(self) -> list[str]:
         """The bootstrap.servers list as host:port strings (port 9092 when omitted)."""

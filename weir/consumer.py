@@ -1,12 +1,31 @@
-"""``Consumer``: confluent-kafka's consumer API (assign style) over Weir's gRPC data plane.
+"""``Consumer``: confluent-kafka's consumer API over Weir's gRPC data plane.
 
 A background :class:`~weir.fetcher.Fetcher` keeps long-poll Fetch requests in flight and
 queues raw record bytes; poll() and consume() decode them into :class:`~weir.message.Message`
 objects in the application's thread, skipping records below the position (the first batch
 of an answer may start earlier) and control batches.
 
-Group membership (``subscribe``) arrives with a later release; offsets are committed for
-``group.id`` with the broker's OffsetCommit, as confluent-kafka's assign()-style consumers do.
+Two ways to get partitions, as in confluent-kafka:
+
+- ``assign()`` / ``incremental_assign()``: the application names them; commits for
+  ``group.id`` carry no member (Kafka's "simple" consumer group);
+- ``subscribe(topics, on_assign=, on_revoke=, on_lost=)``: the consumer joins ``group.id``
+  and the group's coordinator assigns partitions (:mod:`weir.group_membership`, KIP-848).
+  Changes are incremental (cooperative): ``on_assign`` gets the added partitions,
+  ``on_revoke`` the removed ones, ``on_lost`` those taken away without a chance to commit
+  (fenced, session or poll interval expired; ``on_revoke`` when ``on_lost`` is unset). The
+  callbacks run inside poll() / consume() / close() as ``callback(consumer, partitions)``;
+  inside one, ``incremental_assign`` / ``incremental_unassign`` may set start offsets or
+  drop partitions, and partitions the callback did not assign start at the committed
+  offset or ``auto.offset.reset``. A revoked partition is given up only after
+  ``on_revoke`` returned and, with ``enable.auto.commit``, its offsets were committed.
+  Commits carry the member id and member epoch; a commit answered STALE_MEMBER_EPOCH is sent
+  again once the member heard of its new epoch. Group errors (authorization, fencing that
+  cannot be recovered, _MAX_POLL_EXCEEDED) come out of poll() as error events.
+
+Auto commit (``enable.auto.commit``): every ``auto.commit.interval.ms`` poll() commits the
+offsets following the records poll()/consume() returned (or stored with store_offsets()
+when ``enable.auto.offset.store`` is false); also before partitions are revoked and on close().
 
 Where a group's offsets live: at the group's coordinator, found with FindCoordinator and
 cached (:mod:`weir.coordinator`). Synchronous commits and committed() retry within their
@@ -18,8 +37,9 @@ committed offset, else ``auto.offset.reset``. OFFSET_OUT_OF_RANGE while fetching
 ``auto.offset.reset``; with ``error`` the application gets a Message whose error() is
 OFFSET_OUT_OF_RANGE.
 
-Thread-safety: one application thread should call poll()/consume(), as with
-confluent-kafka; commit(), position() and the offset queries may be called from others.
+Thread-safety: one application thread should call poll()/consume(), subscribe() and
+close(), as with confluent-kafka; commit(), position() and the offset queries may be called
+from others.
 """
 
 from __future__ import annotations
@@ -35,14 +55,23 @@ from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
 from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
-from weir.errors import KafkaError, KafkaException
+from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.fetcher import Fetcher, FetchedChunk, PartitionState
+from weir.group_membership import GroupMembership, split_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
 from weir.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, batch_records_bytes, decode_records, iter_batch_positions
 
 
+Callback = Callable[["Consumer", list[TopicPartition]], Any]
+# Longest close() / unsubscribe() wait for the coordinator to answer the leave; a leave that is
+# not answered only means the coordinator waits out the session timeout.
+_LEAVE_TIMEOUT = 5.0
+# STALE_MEMBER_EPOCH: the coordinator moved the member to a newer epoch it has not heard of yet.
+_STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH  # type: ignore[attr-defined]
+
+
 class Consumer:
-    """A Kafka-style consumer with manual assignment (see the module docstring)."""
+    """A Kafka-style consumer: manual assignment or group subscription (see the module docstring)."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **options: Any) -> None:
         merged = dict(config or {})
@@ -69,6 +98,15 @@ class Consumer:
         self._decoded_index = 0
         self._decoded_chunk: FetchedChunk | None = None
         self._closed = False
+        # Group membership, from the first subscribe() on.
+        self._membership: GroupMembership | None = None
+        self._on_assign: Callback | None = None
+        self._on_revoke: Callback | None = None
+        self._on_lost: Callback | None = None
+        # Set while a rebalance callback runs; stored offsets of partitions it unassigned.
+        self._in_rebalance = False
+        self._rebalance_dropped: dict[tuple[str, int], int] = {}
+        self._rebalance = _RebalanceHooks(self)
         self._fetcher.start()
 
     # ------------------------------------------------------------------ assignment
@@ -76,18 +114,181 @@ class Consumer:
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Consume exactly these partitions; each starts at its offset, else the committed one, else auto.offset.reset."""
         self._check_open()
+        self._check_not_subscribed("assign")
         with self._fetcher.lock:
-            self._fetcher.states.clear()
+            for key in list(self._fetcher.states):
+                self._fetcher.remove_locked(*key)
             self._drop_buffered(None)
             for topic_partition in partitions:
-                state = PartitionState(topic_partition.topic, topic_partition.partition, self._partition_max_bytes)
-                offset = topic_partition.offset
-                state.seek(OFFSET_STORED if offset in (OFFSET_INVALID, OFFSET_STORED) else offset)
-                self._fetcher.states[(state.topic, state.partition)] = state
+                self._add_locked(topic_partition)
             self._fetcher.wake_locked()
 
     def unassign(self) -> None:
+        self._check_not_subscribed("unassign")
         self.assign([])
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions to the assignment; each starts at its offset, else the committed one, else auto.offset.reset.
+
+        Raises KafkaException _INVALID_ARG when one is assigned already (nothing is added then).
+        """
+        self._check_open()
+        with self._fetcher.lock:
+            already = [tp for tp in partitions if (tp.topic, tp.partition) in self._fetcher.states]
+            if already:
+                raise invalid_argument(f"incremental_assign(): {', '.join(f'{tp.topic} [{tp.partition}]' for tp in already)} already assigned")
+            for topic_partition in partitions:
+                self._add_locked(topic_partition)
+            self._fetcher.wake_locked()
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Remove partitions from the assignment; raises KafkaException _INVALID_ARG when one is not assigned (nothing is removed then)."""
+        self._check_open()
+        with self._fetcher.lock:
+            missing = [tp for tp in partitions if (tp.topic, tp.partition) not in self._fetcher.states]
+            if missing:
+                raise invalid_argument(f"incremental_unassign(): {', '.join(f'{tp.topic} [{tp.partition}]' for tp in missing)} not assigned")
+        dropped = self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])
+        if self._in_rebalance:
+            # on_revoke gave these up itself: their offsets are still committed before the member reports them revoked.
+            self._rebalance_dropped.update(dropped)
+
+    def _add_locked(self, topic_partition: TopicPartition) -> None:
+        offset = topic_partition.offset
+        self._fetcher.add_locked(
+            topic_partition.topic, topic_partition.partition,
+            OFFSET_STORED if offset in (OFFSET_INVALID, OFFSET_STORED) else offset, self._partition_max_bytes,
+        )
+
+    def _drop_partitions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Stop fetching ``keys`` and forget what was prefetched; their stored offsets ({(topic, partition): offset})."""
+        stored = {}
+        with self._fetcher.lock:
+            for key in keys:
+                state = self._fetcher.remove_locked(*key)
+                if state is None:
+                    continue
+                if state.stored_offset is not None:
+                    stored[key] = state.stored_offset
+                self._drop_buffered(state)
+        with self._commit_lock:
+            for key in keys:
+                self._last_committed.pop(key, None)
+        return stored
+
+    def _check_not_subscribed(self, method: str) -> None:
+        if self._membership is not None and self._membership.active:
+            raise KafkaException(KafkaError(
+                KafkaError._STATE,  # type: ignore[attr-defined]
+                f"Local: Erroneous state: {method}() while subscribed: the group's assignment changes incrementally; "
+                "use incremental_assign() / incremental_unassign(), or unsubscribe() first",
+            ))
+
+    # ------------------------------------------------------------------ group subscription
+
+    def subscribe(self, topics: list[str], on_assign: Callback | None = None, on_revoke: Callback | None = None, on_lost: Callback | None = None) -> None:
+        """Join ``group.id`` consuming ``topics`` (a name starting with ``^`` is a regular expression).
+
+        Calling it again replaces the subscription (and the callbacks). Raises KafkaException
+        _INVALID_ARG without group.id or with a bad topic list, _STATE after assign().
+        """
+        self._check_open()
+        if not self._group_id:
+            raise invalid_argument("subscribe() needs \"group.id\" to be configured")
+        if not isinstance(topics, (list, tuple)):
+            raise TypeError("subscribe() expects a list of topic names")
+        for name, callback in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"subscribe(): {name} must be callable")
+        names, regex = split_subscription(topics)
+        subscribed = self._membership is not None and self._membership.active
+        if not subscribed:
+            with self._fetcher.lock:
+                manual = bool(self._fetcher.states)
+            if manual:
+                raise KafkaException(KafkaError(KafkaError._STATE, "Local: Erroneous state: subscribe() after assign(): call unassign() first"))  # type: ignore[attr-defined]
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
+        if self._membership is None:
+            self._membership = GroupMembership(self._cluster, self._coordinators, self._config, wake_application=self._wake_application)
+        self._membership.subscribe(names, regex)
+
+    def unsubscribe(self) -> None:
+        """Revoke every partition (on_revoke, commit with enable.auto.commit) and leave the group."""
+        self._check_open()
+        membership = self._membership
+        if membership is None or not membership.active:
+            return
+        try:
+            membership.release(self._rebalance)
+        finally:
+            membership.leave(min(self._request_timeout, _LEAVE_TIMEOUT))
+
+    def memberid(self) -> str | None:
+        """This consumer's member id in its group (None before it joined), as confluent-kafka's memberid()."""
+        membership = self._membership
+        return membership.member_id or None if membership is not None else None
+
+    def _wake_application(self) -> None:
+        # Called by the heartbeat thread: a poll() waiting for data has group work to do.
+        with self._fetcher.lock:
+            self._fetcher.data_ready.notify_all()
+
+    def _serve_group(self) -> list[Message]:
+        """Rebalance callbacks due now; group errors as error events."""
+        membership = self._membership
+        if membership is None:
+            return []
+        errors = membership.serve(self._rebalance)
+        return [Message(None, None, error=error) for error in errors]
+
+    def _run_callback(self, callback: Callback | None, partitions: list[TopicPartition]) -> None:
+        if callback is None:
+            return
+        self._in_rebalance = True
+        try:
+            callback(self, [TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        finally:
+            self._in_rebalance = False
+
+    def _group_revoke(self, partitions: list[TopicPartition]) -> None:
+        self._rebalance_dropped = {}
+        try:
+            self._run_callback(self._on_revoke, partitions)
+        finally:
+            stored = {**self._rebalance_dropped, **self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])}
+            self._rebalance_dropped = {}
+            if self._auto_commit and stored:
+                self._commit_before_revoke(stored)
+
+    def _commit_before_revoke(self, stored: dict[tuple[str, int], int]) -> None:
+        """The automatic commit of revoked partitions; reported like the periodic ones (on_commit, else error_cb)."""
+        offsets = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(stored.items())]
+        error: KafkaError | None = None
+        try:
+            self._commit(offsets, asynchronous=False)
+        except KafkaException as failure:
+            error = failure.error
+        if self._commit_callback is not None:
+            self._commit_callback(error, offsets)
+        elif self._error_callback is not None:
+            for failed in [error] if error is not None else [tp.error for tp in offsets if tp.error is not None]:
+                self._error_callback(failed)
+
+    def _group_lose(self, partitions: list[TopicPartition]) -> None:
+        try:
+            self._run_callback(self._on_lost if self._on_lost is not None else self._on_revoke, partitions)
+        finally:
+            self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])
+
+    def _group_assign(self, partitions: list[TopicPartition]) -> None:
+        try:
+            self._run_callback(self._on_assign, partitions)
+        finally:
+            with self._fetcher.lock:
+                for tp in partitions:
+                    if (tp.topic, tp.partition) not in self._fetcher.states:
+                        self._add_locked(tp)
+                self._fetcher.wake_locked()
 
     def assignment(self) -> list[TopicPartition]:
         with self._fetcher.lock:
@@ -150,15 +351,29 @@ class Consumer:
         self._check_open()
         if num_messages < 0 or num_messages > 1_000_000:
             raise ValueError("num_messages must be between 0 and 1000000")
+        membership = self._membership
+        if membership is None:
+            return self._consume(num_messages, timeout, [])
+        membership.polling = True
+        try:
+            return self._consume(num_messages, timeout, self._serve_group())
+        finally:
+            membership.polled()
+
+    def _consume(self, num_messages: int, timeout: float, out: list[Message]) -> list[Message]:
+        """consume() after the group's callbacks ran; ``out`` holds the group's error events."""
         self._serve_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
-        out: list[Message] = []
         while len(out) < num_messages:
             if self._decoded_index < len(self._decoded):
                 self._take_decoded(out, num_messages - len(out))
                 continue
             chunk = self._next_chunk(deadline if not out else time.monotonic())
             if chunk is None:
+                membership = self._membership
+                if not out and membership is not None and membership.needs_service and (deadline is None or time.monotonic() < deadline):
+                    out += self._serve_group()  # the group changed while this poll() waited
+                    continue
                 break
             if chunk.error is not None:
                 out.append(Message(chunk.state.topic, chunk.state.partition, (chunk.min_offset, -1, None, None, ()), 0, chunk.error))
@@ -170,16 +385,28 @@ class Consumer:
         return out
 
     def _next_chunk(self, deadline: float | None) -> FetchedChunk | None:
+        """The next prefetched chunk of a partition still assigned, waiting until ``deadline``.
+
+        None at the deadline, or as soon as the group membership has work for this thread.
+        """
         fetcher = self._fetcher
+        membership = self._membership
         with fetcher.lock:
-            while not fetcher.chunks:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return None
-                fetcher.data_ready.wait(remaining if remaining is not None else 0.5)
-            chunk = fetcher.chunks.popleft()
-            fetcher.consumed(chunk)
-            return chunk
+            for _ in range(1_000_000):  # ends at the deadline, or when a chunk or group work is there
+                while not fetcher.chunks:
+                    if membership is not None and membership.needs_service:
+                        return None
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return None
+                    fetcher.data_ready.wait(remaining if remaining is not None else 0.5)
+                chunk = fetcher.chunks.popleft()
+                fetcher.consumed(chunk)
+                state = chunk.state
+                if fetcher.states.get((state.topic, state.partition)) is state and state.generation == chunk.generation:
+                    return chunk
+                # Fetched for a partition unassigned (or seeked) since: not wanted any more.
+            return None
 
     def _decode(self, chunk: FetchedChunk) -> None:
         """Decode a chunk's batches into Messages; records below its fetch offset are skipped."""
@@ -220,7 +447,7 @@ class Consumer:
         self._decoded_index = end
         with self._fetcher.lock:
             state = chunk.state if chunk is not None else None
-            if state is None or state.generation != chunk.generation or (state.topic, state.partition) not in self._fetcher.states:
+            if state is None or state.generation != chunk.generation or self._fetcher.states.get((state.topic, state.partition)) is not state:
                 return  # seeked or unassigned since: these records are not wanted any more
             next_position = taken[-1].offset() + 1
             state.position = next_position
@@ -294,14 +521,33 @@ class Consumer:
                 partition=tp.partition, committed_offset=tp.offset,
                 committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1, metadata=tp.metadata or "",
             ))
-        request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
+        # A subscribed member commits as itself (member id and epoch); otherwise without a member.
+        member_id, epoch = self._membership.commit_identity() if self._membership is not None else ("", -1)
+        request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=epoch, member_id=member_id, topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
         if not asynchronous:
-            response = self._coordinators.call(self._group_id, "OffsetCommit", request, timeout=self._request_timeout)
-            return self._commit_answered(partitions, response)
+            return self._commit_answered(partitions, self._commit_sync(request))
         address = self._coordinators.address(self._group_id, timeout=self._request_timeout)
         future = self._cluster.stub(address).OffsetCommit.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
         future.add_done_callback(lambda done: self._commit_finished(partitions, address, done))
         return None
+
+    def _commit_sync(self, request: broker_pb2.OffsetCommitRequest) -> broker_pb2.OffsetCommitResponse:
+        """Send a commit, within request.timeout.ms; after STALE_MEMBER_EPOCH again with the member's new epoch."""
+        deadline = time.monotonic() + self._request_timeout
+        membership = self._membership
+        for _ in range(100):  # each round waits for a new epoch; the deadline ends it long before
+            response = self._coordinators.call(self._group_id, "OffsetCommit", request, timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[arg-type]
+            stale = response.error_code == _STALE_EPOCH or any(partition.error_code == _STALE_EPOCH for topic in response.topics for partition in topic.partitions)
+            remaining = deadline - time.monotonic()
+            if membership is None or request.generation_id < 0 or not stale or remaining <= 0:
+                return response
+            membership.wait_for_new_epoch(request.generation_id, remaining)
+            member_id, epoch = membership.commit_identity()
+            if epoch < 0 or epoch == request.generation_id:
+                return response  # no newer epoch (the member left or lost its partitions meanwhile)
+            request.member_id = member_id
+            request.generation_id = epoch
+        return response
 
     def _commit_answered(self, partitions: list[TopicPartition], response: broker_pb2.OffsetCommitResponse) -> list[TopicPartition]:
         if response.error_code:
@@ -397,10 +643,18 @@ class Consumer:
             raise RuntimeError("Consumer closed")
 
     def close(self) -> None:
-        """Commit stored offsets (with enable.auto.commit), stop fetching and close connections."""
+        """Leave the group (after on_revoke and, with enable.auto.commit, a last commit), stop fetching and close connections."""
         if self._closed:
             return
         try:
+            membership = self._membership
+            if membership is not None:
+                try:
+                    if membership.active:
+                        membership.release(self._rebalance)
+                finally:
+                    membership.leave(min(self._request_timeout, _LEAVE_TIMEOUT))
+                    membership.close(timeout=1.0)
             if self._auto_commit:
                 try:
                     self._commit_stored(asynchronous=False, only_changed=True)
@@ -418,3 +672,19 @@ class Consumer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+
+
+class _RebalanceHooks:
+    """The consumer's side of a rebalance, for :class:`~weir.group_membership.GroupMembership`."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self._consumer = consumer
+
+    def revoke(self, partitions: list[TopicPartition]) -> None:
+        self._consumer._group_revoke(partitions)
+
+    def lose(self, partitions: list[TopicPartition]) -> None:
+        self._consumer._group_lose(partitions)
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self._consumer._group_assign(partitions)

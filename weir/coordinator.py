@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster
@@ -64,6 +64,8 @@ class GroupCoordinators:
         self._cluster = cluster
         self._lock = threading.Lock()
         self._addresses: dict[str, str] = {}
+        # The node id of each cached address, for results that name the coordinator (describe).
+        self._node_ids: dict[str, int] = {}
 
     def address(self, group_id: str, *, timeout: float) -> str:
         """``host:port`` of ``group_id``'s coordinator: cached, else asked of any broker (retrying within ``timeout`` s).
@@ -93,6 +95,7 @@ class GroupCoordinators:
                 address = f"{found.host}:{found.port}"
                 with self._lock:
                     self._addresses[group_id] = address
+                    self._node_ids[address] = found.node_id
                 return address
             code = found.error_code or ErrorCode.COORDINATOR_NOT_AVAILABLE  # type: ignore[attr-defined]
             error = KafkaError(code, f"FindCoordinator for group {group_id!r}: {found.error_message or KafkaError(code).str()}")
@@ -104,12 +107,17 @@ class GroupCoordinators:
             time.sleep(pause)
         raise AssertionError("unreachable: the loop ends at its deadline")
 
-    def call(self, group_id: str, method: str, request: Any, *, timeout: float) -> Any:
-        """Call ``method`` (OffsetCommit / OffsetFetch) at ``group_id``'s coordinator, retrying within ``timeout`` s.
+    def node_id(self, address: str) -> int:
+        """The node id FindCoordinator gave for ``address``; -1 when it was never a coordinator here."""
+        return self._node_ids.get(address, -1)
 
-        Returns the answer, whose other errors (per partition, authorization...) are the
-        caller's to read. Raises KafkaException for a non-retriable failure, or for the last
-        retriable one once ``timeout`` has passed.
+    def call(self, group_id: str, method: str, request: Any, *, timeout: float, error_of: Callable[[Any], tuple[int, str]] = coordinator_error) -> Any:
+        """Call ``method`` at ``group_id``'s coordinator, retrying within ``timeout`` s.
+
+        ``error_of`` reads the coordinator error of an answer ((0, "") when none); the default
+        reads OffsetCommit / OffsetFetch answers. Returns the answer, whose other errors (per
+        partition, authorization...) are the caller's to read. Raises KafkaException for a
+        non-retriable failure, or for the last retriable one once ``timeout`` has passed.
         """
         deadline = time.monotonic() + timeout
         for attempt in range(1_000_000):  # ends at the deadline long before
@@ -122,7 +130,7 @@ class GroupCoordinators:
                 self.forget(group_id, address)
                 error = exception.error
             else:
-                code, message = coordinator_error(response)
+                code, message = error_of(response)
                 if not code:
                     return response
                 if code in COORDINATOR_MOVED:

@@ -109,6 +109,7 @@ _LOCAL_ERRORS = [
     ErrorSpec(-168, "_NO_OFFSET", False, "No offset to commit or no stored offset."),
     ErrorSpec(-169, "_AUTHENTICATION", False, "Authentication failure."),
     ErrorSpec(-150, "_FATAL", False, "A fatal error has occurred."),
+    ErrorSpec(-147, "_MAX_POLL_EXCEEDED", False, "Application maximum poll interval (max.poll.interval.ms) exceeded."),
     ErrorSpec(-140, "_AUTO_OFFSET_RESET", False, "The fetch offset is out of range and auto.offset.reset is error."),
     ErrorSpec(-152, "_PURGE_QUEUE", False, "Purged from the queue."),
 ]

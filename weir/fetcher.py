@@ -160,6 +160,26 @@ class Fetcher:
         """As :meth:`wake`, for callers already holding :attr:`lock`."""
         self._work.notify()
 
+    def add_locked(self, topic: str, partition: int, offset: int, partition_max_bytes: int) -> PartitionState:
+        """Start fetching ``partition`` at ``offset`` (absolute or OFFSET_*); lock held."""
+        state = PartitionState(topic, partition, partition_max_bytes)
+        state.seek(offset)
+        self.states[(topic, partition)] = state
+        self._work.notify()
+        return state
+
+    def remove_locked(self, topic: str, partition: int) -> PartitionState | None:
+        """Stop fetching ``partition``; the removed state (None when it was not assigned). Lock held.
+
+        Its generation moves on, so that answers in flight for it are dropped, as after a seek.
+        """
+        state = self.states.pop((topic, partition), None)
+        if state is not None:
+            state.generation += 1
+            state.fetch_position = None
+            state.reset_to = None
+        return state
+
     def take_errors(self) -> list[KafkaError]:
         with self.lock:
             errors = list(self._errors)

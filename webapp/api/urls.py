@@ -8,6 +8,7 @@ from rest_framework.routers import DefaultRouter
 from webapp.api import schema  # noqa: F401  (registers the authentication schemes)
 from webapp.api.views.acls import AclViewSet
 from webapp.api.views.cluster import BrokerViewSet, ClusterView
+from webapp.api.views.groups import ConsumerGroupViewSet
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
 from webapp.api.views.operations import JobViewSet
 from webapp.api.views.tenants import (
@@ -24,6 +25,7 @@ router = DefaultRouter(trailing_slash=False)
 # Topic names contain dots: no ".json"-style format suffixes, so that a name is never cut.
 router.include_format_suffixes = False
 router.register("topics", TopicViewSet, basename="topic")
+router.register("consumer-groups", ConsumerGroupViewSet, basename="consumer-group")
 router.register("service-accounts", ServiceAccountViewSet, basename="service-account")
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("members", MemberViewSet, basename="member")

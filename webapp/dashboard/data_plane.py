@@ -9,7 +9,8 @@ functions are called (developer and above).
 Every call is bounded: clients are created per call with short request timeouts and closed
 in ``finally``, so a broker that is down costs the page a few seconds and a clear error,
 never a hung worker. Nothing here keeps a connection between requests: browsing is rare and
-a fresh client keeps the worker stateless.
+a fresh client keeps the worker stateless. The configuration is ``webapp.tenant_clients``'s,
+shared with the consumer group pages and API.
 """
 
 from __future__ import annotations
@@ -19,13 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from django.conf import settings
-
+from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, client_config
 from weir import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from weir.message import TIMESTAMP_LOG_APPEND_TIME
 
-# Deadline of one request to a broker from a dashboard page.
-REQUEST_TIMEOUT_SECONDS = 5.0
 # Longest a page waits for records to arrive or for a produced record to be acknowledged.
 PAGE_WAIT_SECONDS = 5.0
 # The most records one browse returns (the form offers fewer).
@@ -78,23 +76,6 @@ class BrowseResult:
 class ProducedRecord:
     partition: int
     offset: int
-
-
-def client_config(tenant_public_id: str) -> dict[str, Any]:
-    """SDK configuration acting as ``tenant_public_id`` with the internal credential."""
-    timeout_ms = int(REQUEST_TIMEOUT_SECONDS * 1000)
-    # TLS when the brokers serve it; the internal token is the credential either way.
-    transport = {"security.protocol": "SSL", "ssl.ca.location": settings.WEIR_BROKER_TLS_CA} if settings.WEIR_BROKER_TLS_CA else {}
-    return transport | {
-        "bootstrap.servers": settings.WEIR_BOOTSTRAP_SERVERS,
-        "client.id": "weir-dashboard",
-        "weir.internal.token": settings.WEIR_INTERNAL_TOKEN,
-        "weir.tenant": tenant_public_id,
-        "request.timeout.ms": timeout_ms,
-        "socket.timeout.ms": timeout_ms,
-        "retry.backoff.ms": 100,
-        "retry.backoff.max.ms": 500,
-    }
 
 
 def read_records(tenant_public_id: str, topic: str, partition: int, start: StartAt, limit: int) -> BrowseResult:

@@ -1,14 +1,15 @@
 """URL map of the dashboard (the signed-in web UI), namespace ``dashboard``.
 
 Tenant pages work in the session's current tenant (see ``webapp.dashboard.tenancy``); object
-URLs name objects by their public ids or (topics) names, looked up within that tenant only.
+URLs name objects by their public ids or (topics, consumer groups) names, looked up within
+that tenant only.
 """
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from webapp.dashboard.forms.accounts import SignInForm
-from webapp.dashboard.views import access, accounts, acls, brokers, jobs, members, messages, overview, topics
+from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs, members, messages, overview, topics
 
 app_name = "dashboard"
 
@@ -29,6 +30,10 @@ urlpatterns = [
     path("topics/<str:name>/replication/", topics.topic_replication, name="topic_replication"),
     path("topics/<str:name>/messages/", messages.topic_messages, name="topic_messages"),
     path("topics/<str:name>/produce/", messages.topic_produce, name="topic_produce"),
+    path("groups/", groups.group_list, name="groups"),
+    path("groups/<str:group_id>/", groups.group_detail, name="group"),
+    path("groups/<str:group_id>/reset-offsets/", groups.group_reset_offsets, name="group_reset_offsets"),
+    path("groups/<str:group_id>/delete/", groups.group_delete, name="group_delete"),
     path("acls/", acls.acl_list, name="acls"),
     path("acls/new/", acls.acl_create, name="acl_create"),
     path("acls/<str:public_id>/delete/", acls.acl_delete, name="acl_delete"),

@@ -1,4 +1,4 @@
-"""The ``weir`` command line: topics, produce, consume and dump-log.
+"""The ``weir`` command line: topics, groups, produce, consume and dump-log.
 
 Commands reach brokers only through the SDK (``weir.Producer``, ``weir.Consumer``,
 ``weir.admin.AdminClient``), exactly as an application would, so the CLI is also a working
@@ -16,8 +16,8 @@ Conventions, for people and for scripts:
 
 Modules: ``app`` (entry point, exit codes), ``connection`` (options -> SDK config, shared
 broker calls), ``output`` (streams, tables, progress bars), ``arguments`` and ``values``
-(parser building blocks), one module per command (``topics``, ``produce``, ``consume``,
-``dump_log``).
+(parser building blocks), one module per command (``topics``, ``groups``, ``produce``,
+``consume``, ``dump_log``).
 """
 
 from weir.cli.app import build_parser, main

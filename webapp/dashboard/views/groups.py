@@ -1,0 +1,113 @@
+"""Consumer group pages: the list (state, members, total lag), a group's members and
+per-partition lag, resetting its offsets (a preview first, then a confirmation that applies
+exactly the previewed offsets), and deletion with a typed confirmation.
+
+Groups live on the brokers: every page asks them through ``webapp.consumer_groups`` as the
+current tenant, so another tenant's group is not found (404). When the brokers cannot be
+reached the page says so (HTTP 503), never a 500. Viewers read; developers reset and delete.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from webapp.accounts.errors import Conflict, InvalidInput, NotFound
+from webapp.accounts.models import Role
+from webapp.accounts.roles import role_at_least
+from webapp.catalog.models import Topic
+from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group_lag, list_groups, plan_reset
+from webapp.dashboard.action_calls import add_field_errors
+from webapp.dashboard.forms.groups import ConfirmGroupDeletionForm, ConfirmResetForm, ResetOffsetsForm
+from webapp.dashboard.tenancy import page_context, tenant_page
+
+SECTION = "groups"
+
+
+def _tenant_id(request: HttpRequest) -> str:
+    return request.actor.tenant.public_id  # type: ignore[attr-defined]
+
+
+def _can_change(request: HttpRequest) -> bool:
+    return role_at_least(request.actor.role, Role.DEVELOPER)  # type: ignore[attr-defined]
+
+
+def _unavailable(request: HttpRequest, template: str, error: BrokerError, **values: object) -> HttpResponse:
+    return render(request, template, page_context(request, SECTION, error=error.message, **values), status=503)
+
+
+@tenant_page()
+def group_list(request: HttpRequest) -> HttpResponse:
+    try:
+        overviews = list_groups(_tenant_id(request), with_lag=True)
+    except BrokerError as error:
+        return _unavailable(request, "dashboard/groups/list.html", error, overviews=[])
+    return render(request, "dashboard/groups/list.html", page_context(request, SECTION, overviews=overviews))
+
+
+@tenant_page()
+def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
+    values: dict[str, object] = {"group_id": group_id, "can_change": _can_change(request)}
+    try:
+        group, lag = get_group_lag(_tenant_id(request), group_id)
+    except NotFound as error:
+        raise Http404(error.message) from error
+    except BrokerError as error:
+        return _unavailable(request, "dashboard/groups/detail.html", error, **values)
+    topics = sorted({row.topic for row in lag.partitions})
+    reset_url = f"{reverse('dashboard:group_reset_offsets', args=[group_id])}?{urlencode([('topic', topic) for topic in topics])}"
+    return render(request, "dashboard/groups/detail.html", page_context(request, SECTION, group=group, lag=lag, reset_url=reset_url, **values))
+
+
+@tenant_page(Role.DEVELOPER)
+def group_reset_offsets(request: HttpRequest, group_id: str) -> HttpResponse:
+    """GET: the form. POST without ``plan``: the preview (nothing written) with a confirm
+    form. POST with ``plan``: apply exactly that plan, then back to the group."""
+    tenant_id = _tenant_id(request)
+    topic_names = list(Topic.objects.filter(tenant=request.actor.tenant).order_by("name").values_list("name", flat=True))  # type: ignore[attr-defined]
+    values: dict[str, object] = {"group_id": group_id, "preview": None, "confirm": None, "apply_errors": []}
+    if request.method == "POST" and "plan" in request.POST:
+        confirm = ConfirmResetForm(request.POST)
+        if confirm.is_valid():
+            try:
+                outcome = apply_reset(tenant_id, group_id, confirm.reset_request())
+            except (Conflict, InvalidInput, BrokerError) as error:
+                values["apply_errors"] = [error.message]
+            else:
+                count = len(outcome.changes)
+                messages.success(request, f"Reset the offsets of group {group_id} on {count} partition{'s' if count != 1 else ''}.")
+                return redirect("dashboard:group", group_id)
+        else:
+            values["apply_errors"] = [message for messages_of_field in confirm.errors.values() for message in messages_of_field]
+        return render(request, "dashboard/groups/reset.html", page_context(request, SECTION, form=ResetOffsetsForm(topic_names=topic_names), **values))
+    form = ResetOffsetsForm(request.POST or None, topic_names=topic_names, initial={"topics": [name for name in request.GET.getlist("topic") if name in topic_names]})
+    if request.method == "POST" and form.is_valid():
+        try:
+            preview = plan_reset(tenant_id, group_id, form.reset_request())
+        except InvalidInput as error:
+            add_field_errors(form, error.errors, {})
+        except BrokerError as error:
+            form.add_error(None, error.message)
+        else:
+            values["preview"] = preview
+            values["confirm"] = ConfirmResetForm(initial={"plan": ConfirmResetForm.encode(preview.changes)})
+    return render(request, "dashboard/groups/reset.html", page_context(request, SECTION, form=form, **values))
+
+
+@tenant_page(Role.DEVELOPER)
+def group_delete(request: HttpRequest, group_id: str) -> HttpResponse:
+    form = ConfirmGroupDeletionForm(request.POST or None, expected=group_id)
+    if request.method == "POST" and form.is_valid():
+        try:
+            delete_group(_tenant_id(request), group_id)
+        except NotFound as error:
+            raise Http404(error.message) from error
+        except (Conflict, BrokerError) as error:
+            form.add_error(None, error.message)
+        else:
+            messages.success(request, f"Deleted consumer group {group_id} and its committed offsets.")
+            return redirect("dashboard:groups")
+    return render(request, "dashboard/groups/delete.html", page_context(request, SECTION, group_id=group_id, form=form))
