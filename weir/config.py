@@ -116,7 +116,7 @@ def _parse_callable(prop: ConfigProperty, given_name: str, raw: Any) -> Callable
 # assignment is computed on the server). librdkafka's and Java's names map to the broker's.
 _ASSIGNORS = {
     "range": "range",
-    "roundrobin": "roundrobin", "uniform": "roundrobin",
+    "roundrobin": "roundrobin", "uniform": "sticky",
     "sticky": "sticky", "cooperative-sticky": "sticky",
 }
 
@@ -214,7 +214,7 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("session.timeout.ms", "int", 45000, frozenset({CONSUMER}), "A member not heard of for this long leaves the group. Sent to the coordinator only when set (else the broker's group.consumer.session.timeout.ms); also the longest the consumer keeps its partitions without a heartbeat answer.", minimum=1, maximum=3600000),
         _property("max.poll.interval.ms", "int", 300000, frozenset({CONSUMER}), "Longest time between two poll()/consume() calls; past it the member leaves the group and the next poll() reports _MAX_POLL_EXCEEDED and on_lost. Also the rebalance timeout: the longest on_revoke may take.", minimum=1, maximum=86400000),
         _property("heartbeat.interval.ms", "int", 3000, frozenset({CONSUMER}), "Interval of group heartbeats until the coordinator names its own (the coordinator's answer wins).", minimum=1, maximum=3600000),
-        _property("partition.assignment.strategy", "assignors", None, frozenset({CONSUMER}), "Assignor the coordinator runs: range, roundrobin (uniform) or sticky (cooperative-sticky); the first of a list counts. Unset: the group's (broker default).", aliases=("group.remote.assignor",)),
+        _property("partition.assignment.strategy", "assignors", None, frozenset({CONSUMER}), "Assignor the coordinator runs: range, roundrobin or sticky (Kafka's uniform, cooperative-sticky); the first of a list counts. Unset: the group's (broker default).", aliases=("group.remote.assignor",)),
         _property("on_commit", "callable", None, frozenset({CONSUMER}), "Called as on_commit(err, [TopicPartition]) after asynchronous and automatic commits, from poll()."),
     ]
 }

@@ -11,7 +11,7 @@ BASE = {"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing"}
 
 
 @pytest.mark.parametrize(("given", "sent"), [
-    ("range", "range"), ("roundrobin", "roundrobin"), ("uniform", "roundrobin"),
+    ("range", "range"), ("roundrobin", "roundrobin"), ("uniform", "sticky"),
     ("cooperative-sticky", "sticky"), ("Sticky", "sticky"), ("cooperative-sticky,range", "sticky"), ("range, roundrobin", "range"),
 ])
 def test_assignment_strategy_names_map_to_the_coordinators_assignors(given: str, sent: str) -> None:
@@ -20,7 +20,7 @@ def test_assignment_strategy_names_map_to_the_coordinators_assignors(given: str,
 
 def test_without_an_assignment_strategy_the_group_default_applies() -> None:
     assert ClientConfig(BASE, CONSUMER)["partition.assignment.strategy"] is None
-    assert ClientConfig({**BASE, "group.remote.assignor": "uniform"}, CONSUMER)["partition.assignment.strategy"] == "roundrobin"
+    assert ClientConfig({**BASE, "group.remote.assignor": "uniform"}, CONSUMER)["partition.assignment.strategy"] == "sticky"
 
 
 def test_an_unknown_assignor_is_refused_naming_it() -> None:
