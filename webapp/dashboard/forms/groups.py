@@ -76,19 +76,3 @@ class ConfirmResetForm(forms.Form):
 
     def reset_request(self) -> ResetRequest:
         return ResetRequest(to="offsets", offsets=self.cleaned_data["plan"])
-
-
-class ConfirmGroupDeletionForm(forms.Form):
-    """Deleting drops the group's committed offsets: the user types the group id to confirm."""
-
-    confirmation = forms.CharField(label="Type the group's id to confirm", widget=forms.TextInput(attrs={"autocomplete": "off"}))
-
-    def __init__(self, *args: object, expected: str, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.expected = expected
-
-    def clean_confirmation(self) -> str:
-        typed = self.cleaned_data["confirmation"]
-        if typed != self.expected:
-            raise forms.ValidationError("That is not the group's id.")
-        return typed

@@ -75,19 +75,3 @@ class AddPartitionsForm(forms.Form):
     partitions = forms.IntegerField(min_value=1, label="New partition count", help_text="Partitions can be added, never removed.")
 
     ACTION_FIELDS = {"partitions_count": "partitions"}
-
-
-class ConfirmDeletionForm(forms.Form):
-    """Deleting is irreversible: the user types the topic's name to confirm."""
-
-    confirmation = forms.CharField(label="Type the topic's name to confirm", widget=forms.TextInput(attrs={"autocomplete": "off"}))
-
-    def __init__(self, *args: object, expected: str, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.expected = expected
-
-    def clean_confirmation(self) -> str:
-        typed = self.cleaned_data["confirmation"]
-        if typed != self.expected:
-            raise forms.ValidationError("That is not the topic's name.")
-        return typed

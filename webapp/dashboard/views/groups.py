@@ -21,7 +21,8 @@ from webapp.accounts.roles import role_at_least
 from webapp.catalog.models import Topic
 from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group_lag, list_groups, plan_reset
 from webapp.dashboard.action_calls import add_field_errors
-from webapp.dashboard.forms.groups import ConfirmGroupDeletionForm, ConfirmResetForm, ResetOffsetsForm
+from webapp.dashboard.forms.confirmation import TypedConfirmationForm
+from webapp.dashboard.forms.groups import ConfirmResetForm, ResetOffsetsForm
 from webapp.dashboard.tenancy import page_context, tenant_page
 
 SECTION = "groups"
@@ -99,7 +100,7 @@ def group_reset_offsets(request: HttpRequest, group_id: str) -> HttpResponse:
 
 @tenant_page(Role.DEVELOPER)
 def group_delete(request: HttpRequest, group_id: str) -> HttpResponse:
-    form = ConfirmGroupDeletionForm(request.POST or None, expected=group_id)
+    form = TypedConfirmationForm(request.POST or None, expected=group_id, what="group's id")
     if request.method == "POST" and form.is_valid():
         try:
             delete_group(_tenant_id(request), group_id)

@@ -28,7 +28,8 @@ from webapp.catalog.actions.topics import (
 from webapp.catalog.models import Topic
 from webapp.catalog.partition_health import HealthCounts, PartitionHealth, min_insync_replicas, replica_states, topic_health_counts, topic_partition_health
 from webapp.dashboard.action_calls import call_action
-from webapp.dashboard.forms.topics import AddPartitionsForm, ConfirmDeletionForm, TopicConfigsForm, TopicCreateForm
+from webapp.dashboard.forms.confirmation import TypedConfirmationForm
+from webapp.dashboard.forms.topics import AddPartitionsForm, TopicConfigsForm, TopicCreateForm
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.dashboard.views.jobs import job_in_progress
 from webapp.provisioning.facade import describe_partitions
@@ -181,7 +182,7 @@ def topic_add_partitions(request: HttpRequest, name: str) -> HttpResponse:
 def topic_delete(request: HttpRequest, name: str) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     topic = tenant_topic(request, name)
-    form = ConfirmDeletionForm(request.POST or None, expected=topic.name)
+    form = TypedConfirmationForm(request.POST or None, expected=topic.name, what="topic's name")
     if request.method == "POST" and form.is_valid():
         deleted = call_action(form, do_delete_topic, actor, topic)
         if deleted.ok:
