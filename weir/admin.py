@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 Key = TypeVar("Key")
+Item = TypeVar("Item")
 
 
 class ResourceType(enum.IntEnum):
@@ -254,6 +255,21 @@ _LEADER_MOVED = frozenset({
 
 def _item_error(code: int, message: str) -> KafkaException | None:
     return KafkaException(KafkaError(code, message or None)) if code else None
+
+
+def _group_id_of(item: ConsumerGroupTopicPartitions) -> str:
+    return item.group_id
+
+
+def _answer_for(group_id: str, answers: Iterable[Any]) -> Any:
+    """The coordinator's answer for ``group_id`` (a GroupDescription or DeletedGroup); KafkaException for its error or none."""
+    for answer in answers:
+        if answer.group_id == group_id:
+            error = _item_error(answer.error_code, answer.error_message)
+            if error is not None:
+                raise error
+            return answer
+    raise KafkaException(KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the coordinator did not answer for group {group_id!r}"))  # type: ignore[attr-defined]
 
 
 def _groups_coordinator_error(response: Any) -> tuple[int, str]:
@@ -618,23 +634,15 @@ class AdminClient:
         names = _check_group_ids(group_ids)
         timeout = self._timeout(request_timeout)
 
-        def call() -> dict[str, tuple[KafkaException | None, Any]]:
-            deadline = time.monotonic() + timeout
-            outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
-            for group_id in names:
-                try:
-                    response = self._coordinators.call(group_id, "ConsumerGroupDescribe", broker_pb2.ConsumerGroupDescribeRequest(group_ids=[group_id]), timeout=max(deadline - time.monotonic(), 0.001), error_of=_groups_coordinator_error)
-                    address = self._coordinators.address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
-                except KafkaException as failure:
-                    outcomes[group_id] = (failure, None)
-                    continue
-                for group in response.groups:
-                    if group.group_id == group_id:
-                        error = _item_error(group.error_code, group.error_message)
-                        outcomes[group_id] = (error, None if error else self._description(group, address))
-            return outcomes
+        def describe(group_id: str, remaining: float) -> ConsumerGroupDescription:
+            deadline = time.monotonic() + remaining
+            request = broker_pb2.ConsumerGroupDescribeRequest(group_ids=[group_id])
+            response = self._coordinators.call(group_id, "ConsumerGroupDescribe", request, timeout=remaining, error_of=_groups_coordinator_error)
+            address = self._coordinators.address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
+            group = _answer_for(group_id, response.groups)
+            return self._description(group, address)
 
-        return self._run(names, call)
+        return self._run(names, lambda: self._per_group(names, str, describe, timeout))
 
     def _description(self, group: broker_pb2.GroupDescription, coordinator_address: str) -> ConsumerGroupDescription:
         host, _, port = coordinator_address.rpartition(":")
@@ -670,21 +678,12 @@ class AdminClient:
         names = _check_group_ids(group_ids)
         timeout = self._timeout(request_timeout)
 
-        def call() -> dict[str, tuple[KafkaException | None, Any]]:
-            deadline = time.monotonic() + timeout
-            outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
-            for group_id in names:
-                try:
-                    response = self._coordinators.call(group_id, "DeleteGroups", broker_pb2.DeleteGroupsRequest(group_ids=[group_id]), timeout=max(deadline - time.monotonic(), 0.001), error_of=_groups_coordinator_error)
-                except KafkaException as failure:
-                    outcomes[group_id] = (failure, None)
-                    continue
-                for group in response.groups:
-                    if group.group_id == group_id:
-                        outcomes[group_id] = (_item_error(group.error_code, group.error_message), None)
-            return outcomes
+        def delete(group_id: str, remaining: float) -> None:
+            request = broker_pb2.DeleteGroupsRequest(group_ids=[group_id])
+            response = self._coordinators.call(group_id, "DeleteGroups", request, timeout=remaining, error_of=_groups_coordinator_error)
+            _answer_for(group_id, response.groups)
 
-        return self._run(names, call)
+        return self._run(names, lambda: self._per_group(names, str, delete, timeout))
 
     def list_consumer_group_offsets(self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], require_stable: bool = False, request_timeout: float | None = None) -> dict[str, Future]:
         """Committed offsets -> {group_id: Future[ConsumerGroupTopicPartitions]}.
@@ -716,7 +715,7 @@ class AdminClient:
                     partitions.append(tp)
             return ConsumerGroupTopicPartitions(item.group_id, sorted(partitions))
 
-        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, fetch, timeout))
+        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, _group_id_of, fetch, timeout))
 
     def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None) -> dict[str, Future]:
         """Set committed offsets of groups without members -> {group_id: Future[ConsumerGroupTopicPartitions]}.
@@ -747,18 +746,18 @@ class AdminClient:
                 partitions.append(result)
             return ConsumerGroupTopicPartitions(item.group_id, partitions)
 
-        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, alter, timeout))
+        return self._run([item.group_id for item in requests], lambda: self._per_group(requests, _group_id_of, alter, timeout))
 
     @staticmethod
-    def _per_group(requests: list[ConsumerGroupTopicPartitions], run: Callable[[ConsumerGroupTopicPartitions, float], Any], timeout: float) -> dict[str, tuple[KafkaException | None, Any]]:
-        """``run(item, remaining seconds)`` for each group in turn, each group's failure its own."""
+    def _per_group(items: list[Item], group_of: Callable[[Item], str], run: Callable[[Item, float], Any], timeout: float) -> dict[str, tuple[KafkaException | None, Any]]:
+        """``run(item, remaining seconds)`` for each group's item in turn, each group's failure its own."""
         deadline = time.monotonic() + timeout
         outcomes: dict[str, tuple[KafkaException | None, Any]] = {}
-        for item in requests:
+        for item in items:
             try:
-                outcomes[item.group_id] = (None, run(item, max(deadline - time.monotonic(), 0.001)))
+                outcomes[group_of(item)] = (None, run(item, max(deadline - time.monotonic(), 0.001)))
             except KafkaException as failure:
-                outcomes[item.group_id] = (failure, None)
+                outcomes[group_of(item)] = (failure, None)
         return outcomes
 
     def poll(self, timeout: float | None = None) -> int:
