@@ -1,7 +1,8 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
-(``failover``) and its replicated produce throughput ratio (``replication-throughput``)."""
+(``failover``) and its replicated produce throughput ratio (``replication-throughput``), and
+issue 5's consumer-group settling time and group consumption throughput ratio (``groups``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from bench.settings import BenchSettings
 CONTROL_PLANE = "control-plane"
 FAILOVER = "failover"
 REPLICATION_THROUGHPUT = "replication-throughput"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT)
+GROUPS = "groups"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", *STACK_SCENARIOS))
     parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
-    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover: 5)")
+    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups: 5)")
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
     parser.add_argument("--delivery", choices=("sampled", "every"), default="every", help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check")
@@ -81,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=_positive_int, default=50, help="control-plane: GET requests per second of the API load (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
     parser.add_argument("--failover-config", type=_failover_configurations, default=tuple(FAILOVER_CONFIGURATIONS), help="failover: session timeout configurations measured, one stack each: default (9 s), tuned (2 s), or both comma-separated (default both)")
-    parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput: record size in bytes (default 100); there --records defaults to 200,000")
+    parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput, groups: record size in bytes (default 100); --records defaults to 200,000 there, 500,000 for groups")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -133,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
         records = arguments.records if arguments.records is not None else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
         return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
+    if arguments.scenario == GROUPS:
+        from bench import groups
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else groups.DEFAULT_RUNS)
+        records = arguments.records if arguments.records is not None else (groups.QUICK_RECORDS if arguments.quick else groups.DEFAULT_RECORDS)
+        return groups.main(runs=runs, records=records, record_bytes=arguments.record_bytes, console=console)
     settings = settings_from(arguments)
     # Before any large allocation: later-started processes inherit the environment variables.
     malloc_tuned = tune_this_process()

@@ -26,6 +26,7 @@ from broker_nodes.producer_ids import TransactionsUnsupportedError
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.log import AppendInfo, PartitionLog
+from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 
@@ -208,6 +209,16 @@ class ReplicaManager:
                 request_error = ProduceRequestTooLargeError(size, self._max_request_size)
         if request_error is not None:
             return [request_error] * len(entries)
+        replication = self.replication
+        if acks == ACKS_ALL and replication is not None:
+            try:
+                with replication.wait_slot():
+                    return self._append_entries(acks, entries, timeout_ms)
+            except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
+                return [error] * len(entries)
+        return self._append_entries(acks, entries, timeout_ms)
+
+    def _append_entries(self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int) -> list[AppendInfo | Exception]:
         results: list[AppendInfo | Exception] = []
         for topic, partition, records in entries:
             try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -49,6 +50,7 @@ from broker_nodes.coordinator.offset_schema import (
 )
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPartition
 from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log import AppendInfo
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from weir.records import RecordBatchBuilder, iter_batch_positions, iter_records
@@ -322,22 +324,26 @@ class OffsetStore:
             values.append(((entry.topic, entry.partition), value))
             builder.append(now, encode_offset_commit_key(OffsetCommitKey(group_id, entry.topic, entry.partition)), encode_offset_commit_value(value))
         try:
-            info = self._append_commit(state, group_id, [topic_partition for topic_partition, _ in values], builder.build())
-        except NotCoordinatorError:
-            raise
-        except Exception as error:  # nothing was appended
+            with self._wait_slot():
+                try:
+                    info = self._append_commit(state, group_id, [topic_partition for topic_partition, _ in values], builder.build())
+                except NotCoordinatorError:
+                    raise
+                except Exception as error:  # nothing was appended
+                    return [error if outcome is None else outcome for outcome in outcomes]
+                stored = False
+                try:
+                    self._wait_for_replicas(state.partition, info)
+                    stored = True
+                except NotLeaderOrFollowerError:
+                    raise NotCoordinatorError(group_id, state.partition) from None
+                except Exception as error:  # in the leader's log, not (yet) on every in-sync replica
+                    return [error if outcome is None else outcome for outcome in outcomes]
+                finally:
+                    state.complete_commit(group_id, values, info.first_offset, stored=stored)
+                return outcomes
+        except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
             return [error if outcome is None else outcome for outcome in outcomes]
-        stored = False
-        try:
-            self._wait_for_replicas(state.partition, info)
-            stored = True
-        except NotLeaderOrFollowerError:
-            raise NotCoordinatorError(group_id, state.partition) from None
-        except Exception as error:  # in the leader's log, not (yet) on every in-sync replica
-            return [error if outcome is None else outcome for outcome in outcomes]
-        finally:
-            state.complete_commit(group_id, values, info.first_offset, stored=stored)
-        return outcomes
 
     def _append_commit(self, state: OffsetsPartition, group_id: str, topic_partitions: list[TopicPartition], records: bytes) -> AppendInfo:
         with state.lock:
@@ -349,6 +355,11 @@ class OffsetStore:
                 raise NotCoordinatorError(group_id, state.partition) from None
             state.begin_commit(group_id, topic_partitions)
         return info
+
+    def _wait_slot(self) -> AbstractContextManager[None]:
+        """One of the replication manager's acks=all wait slots (see ReplicationManager.wait_slot); none needed without replication."""
+        replication = self._replica_manager.replication
+        return replication.wait_slot() if replication is not None else nullcontext()
 
     def _wait_for_replicas(self, partition: int, info: AppendInfo) -> None:
         """acks=all: block until the in-sync replicas hold the batch (no-op for a partition without followers)."""
@@ -370,21 +381,25 @@ class OffsetStore:
         builder = RecordBatchBuilder()
         for key, value in records:
             builder.append(now, key, value)
-        with state.lock:
-            if not self._is_current(state):
-                raise NotCoordinatorError(group_id, state.partition)
-            try:
-                info = self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
-            except NotLeaderOrFollowerError:
-                raise NotCoordinatorError(group_id, state.partition) from None
-            except Exception as error:
-                raise CoordinatorNotAvailableError(group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
         try:
-            self._wait_for_replicas(state.partition, info)
-        except NotLeaderOrFollowerError:
-            raise NotCoordinatorError(group_id, state.partition) from None
-        except Exception as error:
-            raise CoordinatorNotAvailableError(group_id, f"its records did not reach the in-sync replicas of partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+            with self._wait_slot():
+                with state.lock:
+                    if not self._is_current(state):
+                        raise NotCoordinatorError(group_id, state.partition)
+                    try:
+                        info = self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
+                    except NotLeaderOrFollowerError:
+                        raise NotCoordinatorError(group_id, state.partition) from None
+                    except Exception as error:
+                        raise CoordinatorNotAvailableError(group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+                try:
+                    self._wait_for_replicas(state.partition, info)
+                except NotLeaderOrFollowerError:
+                    raise NotCoordinatorError(group_id, state.partition) from None
+                except Exception as error:
+                    raise CoordinatorNotAvailableError(group_id, f"its records did not reach the in-sync replicas of partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+        except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
+            raise CoordinatorNotAvailableError(group_id, str(error)) from error
 
     def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None) -> list[tuple[str, int, OffsetAndMetadata | None]]:
         """Committed offsets of a group: of ``partitions``, or of every partition it committed (None).

@@ -48,3 +48,21 @@ class ReplicationTimedOutError(Exception):
         self.required_offset = required_offset
         self.high_watermark = high_watermark
         self.timeout_ms = timeout_ms
+
+
+class ReplicationWaitersFullError(Exception):
+    """acks=all refused before appending: as many requests as the broker lets wait for their in-sync
+    replicas are waiting already (REQUEST_TIMED_OUT, retriable; nothing was appended).
+
+    Each waiting request holds one of the broker's request threads; without this limit they could
+    take every thread, and the followers' fetches they wait for could then not be served.
+    """
+
+    retriable = True
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"not appended: {limit} acks=all requests are already waiting for their in-sync replicas on this broker "
+            f"(4 x num.io.threads); retry"
+        )
+        self.limit = limit

@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
 from broker_nodes.replica_manager import FencedLeaderEpochError, UnknownLeaderEpochError
-from broker_nodes.replication.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, ReplicationTimedOutError
+from broker_nodes.replication.errors import (
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    ReplicationTimedOutError,
+    ReplicationWaitersFullError,
+)
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
 from broker_nodes.replication.isr import IsrChangeCallback, IsrTracker
@@ -95,6 +101,7 @@ class ReplicationManager:
         min_insync_replicas: Callable[[str], int],
         on_isr_change: IsrChangeCallback = _default_isr_change,
         confirm_isr_changes: bool = False,
+        max_waiters: int = 0,
     ) -> None:
         """``confirm_isr_changes``: ISR changes are proposals that ``on_isr_change`` sends to the
         controller and :meth:`isr_change_answered` completes (see ``isr``); False: they apply at once."""
@@ -107,6 +114,10 @@ class ReplicationManager:
         self._min_insync_replicas = min_insync_replicas
         self._on_isr_change = on_isr_change
         self._confirm_isr_changes = confirm_isr_changes
+        # acks=all waits hold request threads; at most this many at once (0: no limit), so that
+        # threads stay free for the followers' fetches they wait for (see wait_slot).
+        self.max_waiters = max_waiters
+        self._wait_slots = threading.BoundedSemaphore(max_waiters) if max_waiters > 0 else None
         self.acks = AcksPurgatory()
         self._lock = threading.Lock()
         self._leaders: dict[PartitionKey, IsrTracker] = {}
@@ -236,6 +247,24 @@ class ReplicationManager:
         tracker = self._leaders.get((topic, partition))
         if tracker is not None:
             self._advance((topic, partition), tracker, log)
+
+    @contextmanager
+    def wait_slot(self) -> Iterator[None]:
+        """Hold one of the ``max_waiters`` slots for an append followed by an acks=all wait.
+
+        Taken before appending, without blocking: ReplicationWaitersFullError (nothing appended)
+        when every slot is taken.
+        """
+        slots = self._wait_slots
+        if slots is None:
+            yield
+            return
+        if not slots.acquire(blocking=False):
+            raise ReplicationWaitersFullError(self.max_waiters)
+        try:
+            yield
+        finally:
+            slots.release()
 
     def wait_for_replication(self, topic: str, partition: int, required_offset: int, deadline: float, timeout_ms: int) -> None:
         """Block this request's thread until the high watermark reaches ``required_offset``.

@@ -41,6 +41,7 @@ from broker_nodes.topic_registry import TopicRegistry
 
 logger = logging.getLogger(__name__)
 
+REPLICATION_WAITERS_PER_IO_THREAD = 4
 LEADERSHIP_HANDOVER_MAX_SECONDS = 5.0  # the longest a broker in controlled shutdown waits for that map
 LEADERSHIP_HANDOVER_POLL_SECONDS = 0.05  # how often a broker in controlled shutdown checks for the map that moved its leaderships
 META_PROPERTIES_FILE_NAME = "meta.properties"  # in the data directory: cluster id and node id, as Kafka keeps them
@@ -164,6 +165,7 @@ class Broker:
                 ),
             ),
             min_insync_replicas=self._min_insync_replicas,
+            max_waiters=max_replication_waiters(config),
             **(
                 {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True}
                 if self._alter_partition is not None
@@ -374,10 +376,23 @@ def max_parked_fetches(config: BrokerConfig) -> int:
     return int(config["num.io.threads"])  # type: ignore[call-overload]
 
 
-def request_thread_count(config: BrokerConfig) -> int:
-    """Threads of the gRPC pool: ``num.io.threads`` for requests plus one per parkable fetch.
+def max_replication_waiters(config: BrokerConfig) -> int:
+    """How many acks=all requests (produces, offset commits, group records) may wait for their in-sync replicas at once.
 
-    A parked fetch holds its thread while it waits; sizing the pool above the parking limit
-    keeps ``num.io.threads`` threads free for produce and every other call.
+    Four per request thread: a wait costs an idle thread, and producers keep one request in
+    flight per partition, so many partitions mean many concurrent waits; beyond the limit an
+    acks=all request is refused before appending (REQUEST_TIMED_OUT, retried by the client).
     """
-    return int(config["num.io.threads"]) + max_parked_fetches(config)  # type: ignore[call-overload]
+    return REPLICATION_WAITERS_PER_IO_THREAD * int(config["num.io.threads"])  # type: ignore[call-overload]
+
+
+def request_thread_count(config: BrokerConfig) -> int:
+    """Threads of the gRPC pool: ``num.io.threads`` for requests plus one per parkable fetch and
+    one per acks=all waiter.
+
+    A parked fetch and an acks=all wait each hold a thread while they wait; sizing the pool above
+    both limits keeps ``num.io.threads`` threads free for every other call, the followers'
+    ``ReplicaFetch`` answers that acks=all waits for among them (without them the waiters could
+    take every thread and starve the fetches they wait on).
+    """
+    return int(config["num.io.threads"]) + max_parked_fetches(config) + max_replication_waiters(config)  # type: ignore[call-overload]
