@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-PartitionKey = tuple[str, int]
+from broker_nodes.partition_waitlist import PartitionKey, PartitionWaitlist
 
 
 class AcksWaiter:
@@ -35,17 +35,8 @@ class AcksWaiter:
         self._event.set()
 
 
-class AcksPurgatory:
+class AcksPurgatory(PartitionWaitlist[AcksWaiter]):
     """Parked acks=all produces by partition. Thread-safe; after :meth:`close` every waiter is woken at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._waiters: dict[PartitionKey, list[AcksWaiter]] = {}
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def park(self, key: PartitionKey, required_offset: int) -> AcksWaiter:
         """Register a waiter; the caller re-checks the high watermark after parking (so no move is missed)
@@ -54,17 +45,12 @@ class AcksPurgatory:
         with self._lock:
             if self._closed:
                 waiter._wake()
-            self._waiters.setdefault(key, []).append(waiter)
+            self._register_locked(waiter, (key,))
         return waiter
 
     def release(self, waiter: AcksWaiter) -> None:
         with self._lock:
-            waiters = self._waiters.get(waiter.key)
-            if waiters is None:
-                return
-            waiters.remove(waiter)
-            if not waiters:
-                del self._waiters[waiter.key]
+            self._unregister_locked(waiter, (waiter.key,))
 
     def on_high_watermark(self, topic: str, partition: int, high_watermark: int) -> None:
         """The partition's high watermark reached ``high_watermark``: wake the waiters it satisfies."""
@@ -76,17 +62,4 @@ class AcksPurgatory:
         with self._lock:
             for waiter in self._waiters.get(key, ()):
                 if waiter.required_offset <= high_watermark:
-                    waiter._wake()
-
-    def wake_partition(self, topic: str, partition: int) -> None:
-        """Wake every waiter of a partition whatever it needs (leadership moved, ISR shrank, partition deleted)."""
-        with self._lock:
-            for waiter in self._waiters.get((topic, partition), ()):
-                waiter._wake()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for waiters in self._waiters.values():
-                for waiter in waiters:
                     waiter._wake()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Iterable, TypeVar
 
-PartitionKey = tuple[str, int]
+from broker_nodes.partition_waitlist import PartitionKey, PartitionWaitlist
+
 Results = TypeVar("Results")
 
 
@@ -45,7 +46,7 @@ class FetchWaiter:
         self._event.set()
 
 
-class FetchPurgatory:
+class FetchPurgatory(PartitionWaitlist[FetchWaiter]):
     """Parked fetches by partition.
 
     At most ``max_parked`` fetches wait at once: a waiting fetch holds a request thread, and
@@ -55,19 +56,13 @@ class FetchPurgatory:
     """
 
     def __init__(self, max_parked: int) -> None:
-        self._lock = threading.Lock()
-        self._waiters: dict[PartitionKey, list[FetchWaiter]] = {}
+        super().__init__()
         self._parked = 0
         self._max_parked = max_parked
-        self._closed = False
 
     @property
     def parked(self) -> int:
         return self._parked
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def park(self, keys: Iterable[PartitionKey], bytes_needed: int) -> FetchWaiter | None:
         """Register a waiter on ``keys``; None when the purgatory is full or closed."""
@@ -76,8 +71,7 @@ class FetchPurgatory:
             if self._closed or self._parked >= self._max_parked:
                 return None
             self._parked += 1
-            for key in waiter.keys:
-                self._waiters.setdefault(key, []).append(waiter)
+            self._register_locked(waiter, waiter.keys)
         return waiter
 
     def long_poll(
@@ -122,13 +116,7 @@ class FetchPurgatory:
         """Unregister a waiter (always call it, in a ``finally``)."""
         with self._lock:
             self._parked -= 1
-            for key in waiter.keys:
-                waiters = self._waiters.get(key)
-                if waiters is None:
-                    continue
-                waiters.remove(waiter)
-                if not waiters:
-                    del self._waiters[key]
+            self._unregister_locked(waiter, waiter.keys)
 
     def notify_append(self, topic: str, partition: int, size_bytes: int) -> None:
         """Report ``size_bytes`` appended to a partition; wakes waiters that now have enough."""
@@ -141,17 +129,3 @@ class FetchPurgatory:
         with self._lock:
             for waiter in self._waiters.get(key, ()):
                 waiter._on_append(size_bytes)
-
-    def wake_partition(self, topic: str, partition: int) -> None:
-        """Wake every waiter of a partition whatever it needs (the partition was deleted)."""
-        with self._lock:
-            for waiter in self._waiters.get((topic, partition), ()):
-                waiter._wake()
-
-    def close(self) -> None:
-        """Wake every waiter and refuse new ones (graceful shutdown)."""
-        with self._lock:
-            self._closed = True
-            for waiters in self._waiters.values():
-                for waiter in waiters:
-                    waiter._wake()
