@@ -34,10 +34,21 @@ def _caller(call: CallContext) -> controller_pb2.ForwardedCaller:
     return controller_pb2.ForwardedCaller(tenant_id=call.tenant_id, principal=call.principal)
 
 
-def _split(
-    entries: Sequence[Entry], name: Callable[[Entry], str], allowed: Callable[[str], bool], action: str, refused: Callable[[Entry, int, str], Result]
-) -> tuple[list[Entry], dict[int, Result]]:
-    """(entries to forward, position -> refusal for the unauthorized ones)."""
+def _forward(
+    controller: ControllerClient,
+    entries: Sequence[Entry],
+    *,
+    name: Callable[[Entry], str],
+    allowed: Callable[[str], bool],
+    action: str,
+    result: Callable[[Entry, int, str], Result],
+    method: str,
+    forwarded_request: Callable[[list[Entry]], object],
+    answers: Callable[[object], Sequence[Result]],
+) -> list[Result]:
+    """The answer per entry, in order: unauthorized entries refused here (never forwarded), the
+    rest forwarded to the controller as one ``method`` call (NOT_CONTROLLER for each when no
+    controller answers). ``result(entry, code, message)`` builds one entry's error answer."""
     forwarded: list[Entry] = []
     refusals: dict[int, Result] = {}
     for position, entry in enumerate(entries):
@@ -45,99 +56,89 @@ def _split(
             forwarded.append(entry)
         else:
             code, message = error_code_and_message(TopicAuthorizationError(name(entry), action))
-            refusals[position] = refused(entry, code, message)
-    return forwarded, refusals
-
-
-def _merge(count: int, refusals: dict[int, Result], answers: Sequence[Result]) -> list[Result]:
-    """The answers of the forwarded entries, in order, with the refusals at their positions."""
-    forwarded = iter(answers)
-    return [refusals[position] if position in refusals else next(forwarded) for position in range(count)]
-
-
-def _call(controller: ControllerClient, method: str, request: object) -> object | Exception:
-    try:
-        return controller.call(method, request, timeout=FORWARD_TIMEOUT_SECONDS)
-    except ControllerUnavailableError as error:
-        return error
-    except grpc.RpcError as error:
-        return ControllerUnavailableError(controller.addresses, f"{error.code().name}: {error.details()}")  # type: ignore[attr-defined]
+            refusals[position] = result(entry, code, message)
+    forwarded_answers: Sequence[Result] = []
+    if forwarded:
+        try:
+            forwarded_answers = answers(controller.call(method, forwarded_request(forwarded), timeout=FORWARD_TIMEOUT_SECONDS))
+        except (ControllerUnavailableError, grpc.RpcError) as error:
+            problem = error if isinstance(error, ControllerUnavailableError) else ControllerUnavailableError(
+                controller.addresses, f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+            )
+            forwarded_answers = [result(entry, ErrorCode.NOT_CONTROLLER, str(problem)) for entry in forwarded]
+    remaining = iter(forwarded_answers)
+    return [refusals[position] if position in refusals else next(remaining) for position in range(len(entries))]
 
 
 def _topic_result(name: str, code: int, message: str) -> broker_pb2.TopicResult:
     return broker_pb2.TopicResult(name=name, error_code=code, error_message=message)
 
 
-def _unavailable_topic_results(names: Sequence[str], error: Exception) -> list[broker_pb2.TopicResult]:
-    return [_topic_result(name, ErrorCode.NOT_CONTROLLER, str(error)) for name in names]
-
-
 def create_topics(controller: ControllerClient, call: CallContext, request: broker_pb2.CreateTopicsRequest) -> broker_pb2.CreateTopicsResponse:
     may_create_any = call.may(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME)
-    forwarded, refusals = _split(
+    results = _forward(
+        controller,
         list(request.topics),
-        lambda topic: topic.name,
-        lambda name: may_create_any or call.may(Operation.CREATE, ResourceType.TOPIC, name),
-        "create",
-        lambda topic, code, message: _topic_result(topic.name, code, message),
+        name=lambda topic: topic.name,
+        allowed=lambda name: may_create_any or call.may(Operation.CREATE, ResourceType.TOPIC, name),
+        action="create",
+        result=lambda topic, code, message: _topic_result(topic.name, code, message),
+        method="CreateTopics",
+        forwarded_request=lambda topics: controller_pb2.ForwardedCreateTopicsRequest(
+            caller=_caller(call), request=broker_pb2.CreateTopicsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
+        ),
+        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
-    answers: list[broker_pb2.TopicResult] = []
-    if forwarded:
-        inner = broker_pb2.CreateTopicsRequest(topics=forwarded, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
-        response = _call(controller, "CreateTopics", controller_pb2.ForwardedCreateTopicsRequest(caller=_caller(call), request=inner))
-        answers = _unavailable_topic_results([topic.name for topic in forwarded], response) if isinstance(response, Exception) else list(response.topics)  # type: ignore[attr-defined]
-    return broker_pb2.CreateTopicsResponse(topics=_merge(len(request.topics), refusals, answers))
+    return broker_pb2.CreateTopicsResponse(topics=results)
 
 
 def delete_topics(controller: ControllerClient, call: CallContext, names: Sequence[str], timeout_ms: int) -> broker_pb2.DeleteTopicsResponse:
-    forwarded, refusals = _split(
-        list(names), lambda name: name, lambda name: call.may(Operation.DELETE, ResourceType.TOPIC, name), "delete", lambda name, code, message: _topic_result(name, code, message)
+    results = _forward(
+        controller,
+        list(names),
+        name=lambda topic: topic,
+        allowed=lambda name: call.may(Operation.DELETE, ResourceType.TOPIC, name),
+        action="delete",
+        result=_topic_result,
+        method="DeleteTopics",
+        forwarded_request=lambda topics: controller_pb2.ForwardedDeleteTopicsRequest(
+            caller=_caller(call), request=broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=timeout_ms)
+        ),
+        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
-    answers: list[broker_pb2.TopicResult] = []
-    if forwarded:
-        inner = broker_pb2.DeleteTopicsRequest(topics=forwarded, timeout_ms=timeout_ms)
-        response = _call(controller, "DeleteTopics", controller_pb2.ForwardedDeleteTopicsRequest(caller=_caller(call), request=inner))
-        answers = _unavailable_topic_results(forwarded, response) if isinstance(response, Exception) else list(response.topics)  # type: ignore[attr-defined]
-    return broker_pb2.DeleteTopicsResponse(topics=_merge(len(names), refusals, answers))
+    return broker_pb2.DeleteTopicsResponse(topics=results)
 
 
 def create_partitions(controller: ControllerClient, call: CallContext, request: broker_pb2.CreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:
-    forwarded, refusals = _split(
+    results = _forward(
+        controller,
         list(request.topics),
-        lambda entry: entry.name,
-        lambda name: call.may(Operation.ALTER, ResourceType.TOPIC, name),
-        "add partitions to",
-        lambda entry, code, message: _topic_result(entry.name, code, message),
+        name=lambda entry: entry.name,
+        allowed=lambda name: call.may(Operation.ALTER, ResourceType.TOPIC, name),
+        action="add partitions to",
+        result=lambda entry, code, message: _topic_result(entry.name, code, message),
+        method="CreatePartitions",
+        forwarded_request=lambda topics: controller_pb2.ForwardedCreatePartitionsRequest(
+            caller=_caller(call), request=broker_pb2.CreatePartitionsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
+        ),
+        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
-    answers: list[broker_pb2.TopicResult] = []
-    if forwarded:
-        inner = broker_pb2.CreatePartitionsRequest(topics=forwarded, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
-        response = _call(controller, "CreatePartitions", controller_pb2.ForwardedCreatePartitionsRequest(caller=_caller(call), request=inner))
-        answers = _unavailable_topic_results([entry.name for entry in forwarded], response) if isinstance(response, Exception) else list(response.topics)  # type: ignore[attr-defined]
-    return broker_pb2.CreatePartitionsResponse(topics=_merge(len(request.topics), refusals, answers))
+    return broker_pb2.CreatePartitionsResponse(topics=results)
 
 
 def alter_configs(controller: ControllerClient, call: CallContext, request: broker_pb2.AlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
-    def refused(resource: broker_pb2.AlterConfigsResource, code: int, message: str) -> broker_pb2.ConfigResourceResult:
-        return broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name, error_code=code, error_message=message)
-
-    forwarded, refusals = _split(
+    results = _forward(
+        controller,
         list(request.resources),
-        lambda resource: resource.name,
+        name=lambda resource: resource.name,
         # Broker resources are not the tenant's: the controller refuses them with a clear error.
-        lambda name: call.may(Operation.ALTER_CONFIGS, ResourceType.TOPIC, name),
-        "alter the configs of",
-        refused,
+        allowed=lambda name: call.may(Operation.ALTER_CONFIGS, ResourceType.TOPIC, name),
+        action="alter the configs of",
+        result=lambda resource, code, message: broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name, error_code=code, error_message=message),
+        method="AlterConfigs",
+        forwarded_request=lambda resources: controller_pb2.ForwardedAlterConfigsRequest(
+            caller=_caller(call), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=request.validate_only)
+        ),
+        answers=lambda response: list(response.resources),  # type: ignore[attr-defined]
     )
-    answers: list[broker_pb2.ConfigResourceResult] = []
-    if forwarded:
-        inner = broker_pb2.AlterConfigsRequest(resources=forwarded, validate_only=request.validate_only)
-        response = _call(controller, "AlterConfigs", controller_pb2.ForwardedAlterConfigsRequest(caller=_caller(call), request=inner))
-        if isinstance(response, Exception):
-            answers = [
-                broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=str(response))
-                for resource in forwarded
-            ]
-        else:
-            answers = list(response.resources)  # type: ignore[attr-defined]
-    return broker_pb2.AlterConfigsResponse(resources=_merge(len(request.resources), refusals, answers))
+    return broker_pb2.AlterConfigsResponse(resources=results)
