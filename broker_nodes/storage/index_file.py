@@ -192,6 +192,10 @@ class SegmentIndex:
     def reset(self) -> None:
         self._file.reset()
 
+    def truncate_entries(self, count: int) -> None:
+        """Keep only the first ``count`` entries (undoing the appends of a failed write)."""
+        self._file.truncate_entries(count)
+
     def flush(self) -> None:
         self._file.flush()
 

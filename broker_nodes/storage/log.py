@@ -53,6 +53,8 @@ from weir.records import (
 )
 
 logger = logging.getLogger(__name__)
+# A full disk fails every append until space returns: say so once per this many ms, not per request.
+_APPEND_FAILURE_LOG_INTERVAL_MS = 10_000
 
 # ListOffsets special timestamps, as Kafka defines them.
 EARLIEST_TIMESTAMP = -2
@@ -134,6 +136,7 @@ class PartitionLog:
         # moves the high watermark with update_high_watermark as followers catch up.
         self.auto_advance_high_watermark = True
         self._clock = clock
+        self._last_append_failure_logged_ms = -_APPEND_FAILURE_LOG_INTERVAL_MS  # one line per interval while a disk is full
         self._file_cache = file_cache
         self._deletion_queue = deletion_queue
         self._lock = threading.RLock()
@@ -360,6 +363,9 @@ class PartitionLog:
             segment = self._maybe_roll(len(buffer), appended[0].base_offset, appended[-1].last_offset, now_ms)
             segment.append(buffer, appended)
         except OSError as error:
+            if now_ms - self._last_append_failure_logged_ms >= _APPEND_FAILURE_LOG_INTERVAL_MS:
+                self._last_append_failure_logged_ms = now_ms
+                logger.error("%s: append refused, nothing stored (%s); appends are retried as they come", self.directory.name, error)
             raise LogDirectoryError(self.directory, str(error)) from error
         self._log_end_offset = appended[-1].last_offset + 1
         for batch in appended:

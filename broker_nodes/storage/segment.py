@@ -295,23 +295,44 @@ class LogSegment:
         """
         self._load_tail()
         position = self.size
-        with self._file_cache.lease(self.log_path, create=True) as descriptor:
-            view = memoryview(data)
-            written = 0
-            while written < len(view):
-                written += os.pwrite(descriptor, view[written:], position + written)
-        for batch in batches:
-            if batch.max_timestamp > self._max_timestamp:
-                self._max_timestamp = batch.max_timestamp
-                self._offset_of_max_timestamp = batch.base_offset
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(batch.base_offset, position + batch.position)
-                if self._max_timestamp >= 0:
-                    self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
-                self._bytes_since_last_index_entry = 0
-            self._bytes_since_last_index_entry += batch.size
+        before = (self.offset_index.entry_count, self.time_index.entry_count, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_last_index_entry)
+        try:
+            with self._file_cache.lease(self.log_path, create=True) as descriptor:
+                view = memoryview(data)
+                written = 0
+                while written < len(view):
+                    written += os.pwrite(descriptor, view[written:], position + written)
+            for batch in batches:
+                if batch.max_timestamp > self._max_timestamp:
+                    self._max_timestamp = batch.max_timestamp
+                    self._offset_of_max_timestamp = batch.base_offset
+                if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(batch.base_offset, position + batch.position)
+                    if self._max_timestamp >= 0:
+                        self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
+                    self._bytes_since_last_index_entry = 0
+                self._bytes_since_last_index_entry += batch.size
+        except OSError:
+            self._undo_failed_append(position, before)
+            raise
         self.size = position + len(data)
         self._next_offset = batches[-1].last_offset + 1
+
+    def _undo_failed_append(self, position: int, before: tuple[int, int, int, int, int]) -> None:
+        """Put the segment back as it was before a write that failed part-way (a full disk: ENOSPC).
+
+        Shrinking a file needs no space, so the bytes written so far and any index entries are
+        removed and the segment ends where it did; should even that fail, the stale bytes lie
+        past ``size`` (never served, overwritten by the next append, truncated by recovery).
+        """
+        offset_entries, time_entries, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_last_index_entry = before
+        try:
+            with self._file_cache.lease(self.log_path, create=True) as descriptor:
+                os.ftruncate(descriptor, position)
+            self.offset_index.truncate_entries(offset_entries)
+            self.time_index.truncate_entries(time_entries)
+        except OSError as error:
+            logger.error("%s: could not remove a partly written append at byte %d: %s", self.log_path, position, error)
 
     def on_roll(self) -> None:
         """Seal the segment: its time index's last entry now holds the segment's largest timestamp."""
