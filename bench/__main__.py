@@ -1,8 +1,9 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
-(``failover``) and its replicated produce throughput ratio (``replication-throughput``), and
-issue 5's consumer-group settling time and group consumption throughput ratio (``groups``)."""
+(``failover``) and its replicated produce throughput ratio (``replication-throughput``),
+issue 5's consumer-group settling time and group consumption throughput ratio (``groups``), and
+issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ CONTROL_PLANE = "control-plane"
 FAILOVER = "failover"
 REPLICATION_THROUGHPUT = "replication-throughput"
 GROUPS = "groups"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS)
+LAG_LATENCY = "lag-latency"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -69,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", *STACK_SCENARIOS))
     parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
-    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups: 5)")
+    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups, lag-latency: 5)")
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
     parser.add_argument("--delivery", choices=("sampled", "every"), default="every", help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check")
@@ -135,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
         records = arguments.records if arguments.records is not None else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
         return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
+    if arguments.scenario == LAG_LATENCY:
+        from bench import lag_latency
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else lag_latency.DEFAULT_RUNS)
+        return lag_latency.main(runs=runs, console=console)
     if arguments.scenario == GROUPS:
         from bench import groups
 

@@ -116,6 +116,21 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("log.cleaner.backoff.ms", "LONG", "15000", "Pause of the log cleaner when no log needs compaction.", minimum=0),
             ConfigKey("log.max.open.files", "INT", "1024", "File descriptors of segment files the broker keeps open at most (least recently used are closed).", minimum=16),
             ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
+            ConfigKey("metering.enabled", "BOOLEAN", "true", "Count clients' traffic per tenant, topic and partition and append usage rows to __usage every metering.interval.ms."),
+            ConfigKey(
+                "metering.interval.ms",
+                "LONG",
+                "60000",
+                "Length of a usage metering window; windows are aligned to multiples of it in wall-clock time (docs/usage-schema.md).",
+                minimum=100,
+            ),
+            ConfigKey(
+                "metering.backlog.max.rows",
+                "INT",
+                "100000",
+                "Usage rows kept (in memory and under the data directory) while __usage does not acknowledge them; beyond, the oldest windows are dropped with a warning.",
+                minimum=1,
+            ),
             ConfigKey(
                 "controller.quorum.bootstrap.servers",
                 "LIST",
@@ -125,6 +140,14 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("broker.heartbeat.interval.ms", "INT", "2000", "How often the broker heartbeats to the controller (well within the controller's broker.session.timeout.ms).", minimum=10),
             ConfigKey("controlled.shutdown.enable", "BOOLEAN", "true", "On SIGTERM, ask the controller to move this broker's leaderships to other in-sync replicas before stopping."),
             ConfigKey("controlled.shutdown.timeout.ms", "LONG", "30000", "Longest a controlled shutdown waits for the controller to move leaderships away.", minimum=0),
+            ConfigKey(
+                "metrics.port",
+                "INT",
+                "0",
+                "Port of the Prometheus /metrics HTTP endpoint on the listen host (--metrics-port); 0: no endpoint.",
+                minimum=0,
+                maximum=65535,
+            ),
             ConfigKey(
                 "security.required",
                 "BOOLEAN",

@@ -31,6 +31,7 @@ import grpc
 
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
 from weir.errors import ErrorCode
+from weir.request_ids import with_request_id
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +204,8 @@ class ControllerClient:
             address = self.addresses[index]
             stub = controller_pb2_grpc.ControllerStub(self._channel(address))
             try:
-                response = getattr(stub, method)(request, metadata=self._metadata, timeout=timeout)
+                # A call made while serving a client's call (forwarded topic admin) carries its request id.
+                response = getattr(stub, method)(request, metadata=with_request_id(self._metadata), timeout=timeout)
             except grpc.RpcError as error:
                 code = error.code()  # type: ignore[attr-defined]
                 if code not in _UNREACHABLE:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterState
@@ -29,6 +29,7 @@ from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
+from weir.usage_records import USAGE_TOPIC
 
 if TYPE_CHECKING:
     from broker_nodes.replication.manager import ReplicationManager
@@ -40,6 +41,12 @@ DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # acks=all wait when a request sets no time
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+# Internal topics that trusted callers (the internal token) may produce to: the brokers' usage
+# rows. __consumer_offsets is written by the coordinator only, never through Produce.
+TRUSTED_PRODUCE_TOPICS = frozenset({USAGE_TOPIC})
+
+# Called after each partition's append (before any acks=all wait): qualified topic, partition, result.
+AppendObserver = Callable[[str, int, AppendInfo], None]
 
 
 class ReplicaManagerError(Exception):
@@ -188,7 +195,14 @@ class ReplicaManager:
     # ------------------------------------------------------------------ produce
 
     def append_records(
-        self, acks: int, entries: Sequence[tuple[str, int, bytes]], *, transactional_id: str = "", timeout_ms: int = 0
+        self,
+        acks: int,
+        entries: Sequence[tuple[str, int, bytes]],
+        *,
+        transactional_id: str = "",
+        timeout_ms: int = 0,
+        trusted: bool = False,
+        on_append: AppendObserver | None = None,
     ) -> list[AppendInfo | Exception]:
         """Append each ``(topic, partition, record batches)``; one result or exception per entry.
 
@@ -196,7 +210,9 @@ class ReplicaManager:
         request) fail every entry and append nothing. With acks=all, replicated partitions are
         answered once their in-sync replicas have the batch, or with REQUEST_TIMED_OUT after
         ``timeout_ms`` (0 or less: the broker's request.timeout.ms); all partitions are
-        appended first and then waited for together.
+        appended first and then waited for together. Internal topics are refused, except
+        :data:`TRUSTED_PRODUCE_TOPICS` for a ``trusted`` caller. ``on_append`` sees every
+        append that succeeded (duplicates included), even when the acks=all wait then fails.
         """
         request_error: Exception | None = None
         if transactional_id:
@@ -213,22 +229,28 @@ class ReplicaManager:
         if acks == ACKS_ALL and replication is not None:
             try:
                 with replication.wait_slot():
-                    return self._append_entries(acks, entries, timeout_ms)
+                    return self._append_entries(acks, entries, timeout_ms, trusted, on_append)
             except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
                 return [error] * len(entries)
-        return self._append_entries(acks, entries, timeout_ms)
+        return self._append_entries(acks, entries, timeout_ms, trusted, on_append)
 
-    def _append_entries(self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int) -> list[AppendInfo | Exception]:
+    def _append_entries(
+        self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int, trusted: bool, on_append: AppendObserver | None
+    ) -> list[AppendInfo | Exception]:
         results: list[AppendInfo | Exception] = []
         for topic, partition, records in entries:
             try:
-                if is_internal_topic_name(topic):
-                    # Internal topics hold the broker's own records (committed offsets); a
+                if is_internal_topic_name(topic) and not (trusted and topic in TRUSTED_PRODUCE_TOPICS):
+                    # Internal topics hold the brokers' own records (committed offsets); a
                     # client's bytes there could corrupt what the broker reloads at startup.
                     raise InvalidTopicError(topic, "internal topics are written only by the broker")
-                results.append(self.append_to_partition(topic, partition, records, acks=acks))
+                info = self.append_to_partition(topic, partition, records, acks=acks)
             except Exception as error:  # every failure is this partition's answer, mapped by server.errors
                 results.append(error)
+                continue
+            results.append(info)
+            if on_append is not None:
+                on_append(topic, partition, info)
         replication = self.replication
         if acks == ACKS_ALL and replication is not None:
             wait_ms = timeout_ms if timeout_ms > 0 else self.default_request_timeout_ms

@@ -26,10 +26,16 @@ WEIR_CONTROLLER_BASE_PORT   9190                         controller N (1: first 
                                                          2: standby) listens on base + N - 1
 WEIR_BROKER_SESSION_TIMEOUT_MS  9000                     the controllers fence a broker
                                                          silent this long
-WEIR_HTTP_PORT              8000                         the web process (dashboard, REST API)
+WEIR_HTTP_PORT              8000                         the web process (dashboard, REST API,
+                                                         its /metrics, /healthz and /readyz)
+WEIR_METRICS_BASE_PORT      9300                         Prometheus /metrics: controller N on
+                                                         base + N, the Celery worker on base + 9,
+                                                         broker N on base + 10 + N
 WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
 REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
 WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
+WEIR_LOG_FORMAT             text                         json: every process (and make up
+                                                         itself) logs one JSON object per line
 WEIR_TLS                    0                            1: make (once) a local CA and a
                                                          certificate under <WEIR_DATA_DIR>/tls
                                                          and serve TLS on every broker, both
@@ -50,7 +56,6 @@ shares the WEIR_BROKER_ prefix but is the controllers' setting (broker.session.t
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import ssl
@@ -61,8 +66,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.processes import ChildFailedError, SupervisedProcess, any_ready, broker_registered, grpc_listening, http_ok
+from deploy.processes import ChildFailedError, SupervisedProcess, any_ready, broker_registered, grpc_health_serving, http_ok
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
+from weir.logging_setup import LogFormatError, configure_logging
 
 # Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
 WEB_THREADS = 8
@@ -79,8 +85,19 @@ FAILOVER_VIEWING_SECONDS = 10.0
 # Control-plane settings whose names brokers would otherwise read as broker settings
 # (WEIR_BROKER_<SETTING>) and refuse as unknown.
 CONTROL_PLANE_VARIABLES = ("WEIR_BROKER_TLS_CA", "WEIR_BROKER_SESSION_TIMEOUT_MS")
+# What the active controller's gRPC health service reports SERVING for (a standby: NOT_SERVING).
+CONTROLLER_SERVICE_NAME = "weir.v1.Controller"
+# Offsets from WEIR_METRICS_BASE_PORT: controller N at +N, the worker at +9, broker N at +10+N.
+METRICS_WORKER_OFFSET = 9
+METRICS_BROKER_OFFSET = 10
 # The broker a person is told to kill to watch a failover (broker 1 when it is the only one).
 FAILOVER_EXAMPLE_NODE_ID = 2
+# A broker's SIGTERM may take its controlled shutdown (controlled.shutdown.timeout.ms, 30 s
+# unless WEIR_BROKER_CONTROLLED_SHUTDOWN_TIMEOUT_MS says otherwise), the requests' grace and
+# the final fsync of every partition: it gets that long plus this margin before SIGKILL, so
+# that stopping never skips the fsync (the next start would then recover every log).
+DEFAULT_CONTROLLED_SHUTDOWN_TIMEOUT_MS = 30000
+BROKER_STOP_MARGIN_SECONDS = 15.0
 
 
 def _port(environment: dict[str, str], name: str, default: int) -> int:
@@ -121,6 +138,8 @@ class StackSettings:
     # WEIR_TLS_CERT / WEIR_TLS_KEY: what the web process serves HTTPS with, when given.
     web_certificate: Path | None = None
     web_private_key: Path | None = None
+    # WEIR_METRICS_BASE_PORT: the ports of every process's /metrics but the web's (see the table).
+    metrics_base_port: int = 9300
 
     @classmethod
     def from_environment(cls, environment: dict[str, str]) -> "StackSettings":
@@ -140,11 +159,16 @@ class StackSettings:
         if controller_base_port + CONTROLLER_COUNT - 1 > 65535:
             raise SystemExit(f"WEIR_CONTROLLER_BASE_PORT {controller_base_port} leaves no room for {CONTROLLER_COUNT} controllers")
         http_port = _port(environment, "WEIR_HTTP_PORT", 8000)
+        metrics_base_port = _port(environment, "WEIR_METRICS_BASE_PORT", 9300)
+        metrics_ports = range(metrics_base_port, metrics_base_port + METRICS_BROKER_OFFSET + int(raw_count) + 1)
+        if metrics_ports[-1] > 65535:
+            raise SystemExit(f"WEIR_METRICS_BASE_PORT {metrics_base_port} leaves no room for the metrics ports of {raw_count} brokers")
         _refuse_shared_ports(
             {
                 "WEIR_BROKER_BASE_PORT": range(base_port, base_port + int(raw_count)),
                 "WEIR_CONTROLLER_BASE_PORT": range(controller_base_port, controller_base_port + CONTROLLER_COUNT),
                 "WEIR_HTTP_PORT": range(http_port, http_port + 1),
+                "WEIR_METRICS_BASE_PORT": metrics_ports,
             }
         )
         return cls(
@@ -159,6 +183,7 @@ class StackSettings:
             local_tls=raw_tls in ("1", "true"),
             web_certificate=Path(web_certificate).resolve() if web_certificate else None,
             web_private_key=Path(web_private_key).resolve() if web_private_key else None,
+            metrics_base_port=metrics_base_port,
         )
 
     def broker_port(self, node_id: int) -> int:
@@ -186,6 +211,16 @@ class StackSettings:
     def controller_quorum(self) -> str:
         """What brokers get as ``--controller``: every controller, the active one found by trying."""
         return ",".join(self.controller_address(controller_id) for controller_id in self.controller_ids)
+
+    def controller_metrics_port(self, controller_id: int) -> int:
+        return self.metrics_base_port + controller_id
+
+    def broker_metrics_port(self, node_id: int) -> int:
+        return self.metrics_base_port + METRICS_BROKER_OFFSET + node_id
+
+    @property
+    def worker_metrics_port(self) -> int:
+        return self.metrics_base_port + METRICS_WORKER_OFFSET
 
     @property
     def broker_restart_delay(self) -> float:
@@ -300,11 +335,17 @@ def controller_processes(settings: StackSettings, environment: dict[str, str], t
     """``manage.py run_controller`` twice: whichever takes the controller lock first serves,
     the other waits as its standby and takes over when it dies.
 
-    A standby serves nothing, so a controller counts as ready when some controller serves:
-    at the start the first one (it takes the lock), after a restart the one that took over.
+    A standby listens but answers NOT_SERVING for "weir.v1.Controller", so a controller counts
+    as ready when some controller is active: at the start the first one (it takes the lock),
+    after a restart the one that took over.
     """
     ca_certificate = tls.ca_certificate if tls is not None else None
-    ready = any_ready(*(grpc_listening(settings.controller_address(controller_id), ca_certificate=ca_certificate) for controller_id in settings.controller_ids))
+    ready = any_ready(
+        *(
+            grpc_health_serving(settings.controller_address(controller_id), CONTROLLER_SERVICE_NAME, ca_certificate=ca_certificate)
+            for controller_id in settings.controller_ids
+        )
+    )
     arguments = ["--tls-cert", str(tls.certificate), "--tls-key", str(tls.private_key)] if tls is not None else []
     processes = []
     for controller_id in settings.controller_ids:
@@ -312,7 +353,12 @@ def controller_processes(settings: StackSettings, environment: dict[str, str], t
         processes.append(
             SupervisedProcess(
                 name,
-                [sys.executable, "manage.py", "run_controller", "--listen", settings.controller_address(controller_id), *arguments],
+                [
+                    sys.executable, "manage.py", "run_controller",
+                    "--listen", settings.controller_address(controller_id),
+                    "--metrics-port", str(settings.controller_metrics_port(controller_id)),
+                    *arguments,
+                ],
                 log_path=settings.log_file(name),
                 environment=environment,
                 ready=ready,
@@ -320,6 +366,14 @@ def controller_processes(settings: StackSettings, environment: dict[str, str], t
             )
         )
     return processes
+
+
+def broker_stop_timeout(environment: dict[str, str]) -> float:
+    """Seconds a broker gets between SIGTERM and SIGKILL (see BROKER_STOP_MARGIN_SECONDS)."""
+    raw = environment.get("WEIR_BROKER_CONTROLLED_SHUTDOWN_TIMEOUT_MS", "").strip()
+    # A bad value makes the broker itself refuse to start, naming it; the default is then moot.
+    timeout_ms = int(raw) if raw.isdigit() else DEFAULT_CONTROLLED_SHUTDOWN_TIMEOUT_MS
+    return timeout_ms / 1000 + BROKER_STOP_MARGIN_SECONDS
 
 
 def broker_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
@@ -344,6 +398,7 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
             "--listen", settings.broker_address(node_id),
             "--data-dir", str(data_dir),
             "--config", "security.required=true",
+            "--metrics-port", str(settings.broker_metrics_port(node_id)),
             *arguments,
         ]
         processes.append(
@@ -357,6 +412,7 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
                 ),
                 pid_file=settings.pid_file(name),
                 restart_delay=settings.broker_restart_delay,
+                stop_timeout=broker_stop_timeout(broker_environment),
             )
         )
     return processes
@@ -366,6 +422,8 @@ def web_command(settings: StackSettings, tls: TlsFiles | None = None) -> list[st
     """gunicorn serving the dashboard and API; HTTPS with WEIR_TLS_CERT/KEY, else the local certificate."""
     command = [
         sys.executable, "-m", "gunicorn", "webapp.wsgi",
+        # Graceful-stop timeout and, with WEIR_LOG_FORMAT=json, gunicorn's logs as JSON lines.
+        "--config", "python:webapp.gunicorn_config",
         "--bind", f"{settings.host}:{settings.http_port}",
         "--workers", "1", "--threads", str(WEB_THREADS),
         "--access-logfile", "-",
@@ -407,7 +465,8 @@ def control_plane_processes(settings: StackSettings, environment: dict[str, str]
         "celery worker",
         [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         log_path=settings.log_file("celery worker"),
-        environment=environment,
+        # Only the worker serves metrics on its own port (webapp.observability.task_metrics).
+        environment={**environment, "WEIR_WORKER_METRICS_PORT": str(settings.worker_metrics_port), "WEIR_WORKER_METRICS_HOST": settings.host},
         pid_file=settings.pid_file("celery worker"),
     )
     beat = SupervisedProcess(
@@ -433,6 +492,22 @@ def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
     elif settings.web_certificate is not None:
         lines += [f"TLS:         the web process serves HTTPS at {settings.web_url} with {settings.web_certificate}; brokers are plaintext"]
     return "\n".join(lines)
+
+
+def metrics_instructions(settings: StackSettings) -> str:
+    """Where every process serves Prometheus metrics, and the scrape config that reads them all."""
+    host = settings.host
+    controllers = ", ".join(f"http://{host}:{settings.controller_metrics_port(controller_id)}/metrics" for controller_id in settings.controller_ids)
+    brokers = ", ".join(f"http://{host}:{settings.broker_metrics_port(node_id)}/metrics" for node_id in settings.node_ids)
+    return "\n".join(
+        [
+            f"Metrics:     web {settings.web_url}/metrics (health: /healthz, /readyz)",
+            f"  controllers {controllers}",
+            f"  brokers {brokers}",
+            f"  celery worker http://{host}:{settings.worker_metrics_port}/metrics",
+            "  Prometheus: prometheus --config.file=deploy/prometheus/prometheus.yml (alert rules: deploy/prometheus/alerts.yml)",
+        ]
+    )
 
 
 def failover_instructions(settings: StackSettings) -> str:
@@ -496,6 +571,7 @@ def run(settings: StackSettings, stop: threading.Event) -> int:
         instructions = tls_instructions(settings, tls)
         if instructions:
             print(instructions + "\n", flush=True)
+        print(metrics_instructions(settings) + "\n", flush=True)
         print(failover_instructions(settings) + "\n", flush=True)
         print(f"Processes:   {', '.join(child.name for child in children)} (pid files: {settings.run_directory}/*.pid)", flush=True)
         print(f"Logs:        {settings.data_dir}/*.log      Stop: Ctrl-C", flush=True)
@@ -521,7 +597,10 @@ def run(settings: StackSettings, stop: threading.Event) -> int:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        configure_logging(text_format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    except LogFormatError as error:
+        raise SystemExit(f"weir: {error}") from None
     settings = StackSettings.from_environment(dict(os.environ))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

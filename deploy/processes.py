@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
 
@@ -55,7 +56,7 @@ def _channel(address: str, ca_certificate: Path | None) -> grpc.Channel:
 
 def grpc_listening(address: str, *, ca_certificate: Path | None = None) -> ReadyCheck:
     """Ready when a gRPC server accepts a connection at ``address`` (a TLS handshake trusting
-    ``ca_certificate`` when given). For servers without a health service, like the controller."""
+    ``ca_certificate`` when given). For servers without a health service."""
 
     def check() -> bool:
         with _channel(address, ca_certificate) as channel:
@@ -64,6 +65,21 @@ def grpc_listening(address: str, *, ca_certificate: Path | None = None) -> Ready
             except grpc.FutureTimeoutError:
                 return False
             return True
+
+    return check
+
+
+def grpc_health_serving(address: str, service: str = "", *, ca_certificate: Path | None = None) -> ReadyCheck:
+    """Ready when the gRPC health service at ``address`` says SERVING for ``service``
+    ("weir.v1.Controller": the active controller; a standby answers NOT_SERVING)."""
+
+    def check() -> bool:
+        with _channel(address, ca_certificate) as channel:
+            try:
+                reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=PROBE_TIMEOUT_SECONDS)
+            except grpc.RpcError:
+                return False
+            return reply.status == health_pb2.HealthCheckResponse.SERVING
 
     return check
 
@@ -139,8 +155,9 @@ class SupervisedProcess:
 
     ``pid_file``, when given, holds the running child's process id: written at every start,
     removed when the supervisor sees the child gone and at ``stop()``. ``restart_delay`` is
-    the first wait before a restart. ``announce`` receives the one-line messages about the
-    child dying and coming back (default: printed).
+    the first wait before a restart. ``stop_timeout`` is how long ``stop()`` waits after
+    SIGTERM before SIGKILL. ``announce`` receives the one-line messages about the child dying
+    and coming back (default: printed).
 
     Thread-safety: ``start`` and ``stop`` may be called from different threads; ``supervise``
     runs in its own thread.
@@ -157,6 +174,7 @@ class SupervisedProcess:
         startup_timeout: float = STARTUP_TIMEOUT_SECONDS,
         pid_file: Path | None = None,
         restart_delay: float = RESTART_BACKOFF_SECONDS,
+        stop_timeout: float = STOP_TIMEOUT_SECONDS,
         announce: Callable[[str], None] = say,
     ) -> None:
         if restart_delay < 0:
@@ -169,6 +187,7 @@ class SupervisedProcess:
         self.startup_timeout = startup_timeout
         self.pid_file = pid_file
         self.restart_delay = restart_delay
+        self.stop_timeout = stop_timeout
         self.announce = announce
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
@@ -258,7 +277,7 @@ class SupervisedProcess:
             return
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            process.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)

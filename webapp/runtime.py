@@ -56,10 +56,16 @@ def redis_answers(url: str, timeout: float = REDIS_PROBE_TIMEOUT_SECONDS) -> boo
         return False
 
 
-def celery_broker_url(redis_url: str, data_dir: Path) -> tuple[str, dict[str, str]]:
+def celery_broker_url(redis_url: str, data_dir: Path, *, filesystem_fallback: bool = True) -> tuple[str, dict[str, str]]:
     """Celery's broker URL and transport options: Redis if it answers, else kombu's filesystem
-    transport under ``<data_dir>/celery`` (embedded default; one process tree on one machine)."""
-    if redis_answers(redis_url):
+    transport under ``<data_dir>/celery`` (embedded default; one process tree on one machine).
+
+    Without ``filesystem_fallback`` (WEIR_CELERY_FILESYSTEM_FALLBACK=false, as in deploy/'s
+    manifests) it is always Redis, unprobed: processes on different machines must share one
+    queue, and one that started while Redis was briefly away must wait for it (Celery retries)
+    rather than queue jobs into a directory no worker reads.
+    """
+    if not filesystem_fallback or redis_answers(redis_url):
         return redis_url, {}
     queue_dir = data_dir / "celery"
     for sub in ("queue", "processed", "control"):

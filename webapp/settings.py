@@ -8,6 +8,8 @@ DATABASE_URL               sqlite:///<WEIR_DATA_DIR>/control-   any dj-database-
                            plane.sqlite3                        postgres://user@127.0.0.1:5432/weir
 REDIS_URL                  redis://127.0.0.1:6379/0             Celery's broker; when nothing answers there,
                                                                 kombu's filesystem transport under WEIR_DATA_DIR
+WEIR_CELERY_FILESYSTEM_    true                                 false: always Redis at REDIS_URL, never the
+FALLBACK                                                        filesystem (several machines, deploy/)
 DJANGO_SECRET_KEY          generated per data dir (debug only)  required when DJANGO_DEBUG is false
 DJANGO_DEBUG               true                                 development mode
 DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
@@ -18,11 +20,24 @@ WEIR_BROKER_TLS_CA         unset (plaintext)                    PEM CA file; whe
                                                                 use TLS and verify brokers against it
 WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`)
 CELERY_TASK_ALWAYS_EAGER   false                                run tasks inline (tests of views only)
+WEIR_LOG_FORMAT            text                                 json: one JSON object per log line (keys ts,
+                                                                level, logger, message, request_id...)
+WEIR_LOG_LEVEL             INFO                                 level of the root logger
 WEIR_CELERY_QUEUE          weir-<hash of WEIR_DATA_DIR>         Celery queue of this stack
 WEIR_RECONCILE_INTERVAL_   30                                   seconds between reconciler runs (beat)
 SECONDS
 WEIR_ADMIN_CALL_TIMEOUT_   5                                    deadline of each Admin call to a broker
 SECONDS
+WEIR_PIPELINES_ENABLED     true                                 Celery beat runs the usage and lag pipelines
+WEIR_USAGE_PIPELINE_       3600                                 seconds between usage pipeline runs (beat)
+INTERVAL_SECONDS
+WEIR_LAG_PIPELINE_         60                                   seconds between lag pipeline runs (beat)
+INTERVAL_SECONDS
+WEIR_PIPELINE_TIMEOUT_     900                                  a pipeline run is killed and FAILED after this
+SECONDS                                                         long (a RUNNING one older than that plus a
+                                                                minute is taken as left by a dead launcher)
+WEIR_METERING_HISTORY_     7                                    days of lag history and pipeline run records
+DAYS                                                            kept
 WEIR_PROVISIONING_MAX_     5                                    attempts before a job is FAILED
 ATTEMPTS
 WEIR_PROVISIONING_RETRY_   4                                    first retry delay (doubles each attempt)
@@ -58,6 +73,7 @@ from pathlib import Path
 import dj_database_url
 
 from webapp.runtime import celery_broker_url, persistent_secret
+from weir.logging_setup import logging_config
 
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
 
@@ -94,10 +110,17 @@ INSTALLED_APPS = [
     "webapp.catalog",
     "webapp.fleet",
     "webapp.provisioning",
+    "webapp.metering",
+    "webapp.backup",
     "webapp.dashboard",
 ]
 
 MIDDLEWARE = [
+    # Counts and times every request by route (webapp.observability.http_metrics): outermost, to
+    # time all the rest; it logs nothing, so every log line still comes after the request id's.
+    "webapp.observability.http_metrics.RequestMetricsMiddleware",
+    # First, so that every later step logs with the request id (X-Request-ID in and out).
+    "webapp.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -177,11 +200,19 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several metering shapes have a "status" of different choices: name each set.
+    "ENUM_NAME_OVERRIDES": {
+        "LagGroupStatusEnum": "webapp.metering.models.GroupStatus",
+        "LagPartitionStatusEnum": "webapp.metering.models.PartitionStatus",
+        "PipelineRunStatusEnum": "webapp.metering.models.RunStatus",
+    },
 }
 
 # Celery: Redis when it answers at REDIS_URL, else kombu's filesystem transport (one line says which).
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker_url(REDIS_URL, DATA_DIR)
+# WEIR_CELERY_FILESYSTEM_FALLBACK=false: always Redis (processes on several machines share its queue).
+WEIR_CELERY_FILESYSTEM_FALLBACK = os.environ.get("WEIR_CELERY_FILESYSTEM_FALLBACK", "true").lower() == "true"
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker_url(REDIS_URL, DATA_DIR, filesystem_fallback=WEIR_CELERY_FILESYSTEM_FALLBACK)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "false").lower() == "true"
 CELERY_TASK_ACKS_LATE = True
@@ -193,14 +224,15 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("WEIR_CELERY_QUEUE") or "weir-" + has
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Seconds between reconciler runs (Celery beat).
 WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_SECONDS", "30"))
+# The metering pipelines (webapp.metering): beat schedule, run deadline, history kept.
+WEIR_PIPELINES_ENABLED = os.environ.get("WEIR_PIPELINES_ENABLED", "true").lower() == "true"
+WEIR_USAGE_PIPELINE_INTERVAL_SECONDS = float(os.environ.get("WEIR_USAGE_PIPELINE_INTERVAL_SECONDS", "3600"))
+WEIR_LAG_PIPELINE_INTERVAL_SECONDS = float(os.environ.get("WEIR_LAG_PIPELINE_INTERVAL_SECONDS", "60"))
+WEIR_PIPELINE_TIMEOUT_SECONDS = float(os.environ.get("WEIR_PIPELINE_TIMEOUT_SECONDS", "900"))
+WEIR_METERING_HISTORY_DAYS = float(os.environ.get("WEIR_METERING_HISTORY_DAYS", "7"))
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("WEIR_LOG_LEVEL", "INFO")},
-}
+# Text lines in this format, or JSON lines with WEIR_LOG_FORMAT=json (weir.logging_setup).
+LOGGING = logging_config(text_format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=os.environ.get("WEIR_LOG_LEVEL", "INFO"))
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"

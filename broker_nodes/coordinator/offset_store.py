@@ -1,7 +1,7 @@
 """Committed consumer offsets, stored as records of the compacted internal topic ``__consumer_offsets``.
 
 A group's commits go to partition ``Utils.abs(groupId.hashCode()) % N`` of the topic, one
-record per committed partition with Kafka's key and value schemas (see ``offset_schema``),
+record per committed partition with Kafka's key and value schemas (see ``weir.offset_commit_records``),
 so the topic is the durable truth and compaction keeps only the latest commit per key.
 
 The coordinator of a group is the leader of the group's partition, as in Kafka. This broker
@@ -38,7 +38,12 @@ from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.coordinator.groups.group import check_commit_without_group
 from broker_nodes.coordinator.groups.records import GROUP_RECORD_KEY_VERSIONS, GroupRecordError, key_version
 from broker_nodes.coordinator.groups.records import decode as decode_group_record
-from broker_nodes.coordinator.offset_schema import (
+from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPartition
+from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.replication.errors import ReplicationWaitersFullError
+from broker_nodes.storage.log import AppendInfo
+from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
+from weir.offset_commit_records import (
     OffsetAndMetadata,
     OffsetCommitKey,
     OffsetSchemaError,
@@ -48,11 +53,6 @@ from broker_nodes.coordinator.offset_schema import (
     encode_offset_commit_value,
     partition_for_group,
 )
-from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPartition
-from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
-from broker_nodes.replication.errors import ReplicationWaitersFullError
-from broker_nodes.storage.log import AppendInfo
-from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from weir.records import RecordBatchBuilder, iter_batch_positions, iter_records
 
 logger = logging.getLogger(__name__)

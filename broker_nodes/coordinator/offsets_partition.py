@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
-from broker_nodes.coordinator.offset_schema import OffsetAndMetadata
+from weir.offset_commit_records import OffsetAndMetadata
 
 TopicPartition = tuple[str, int]
 CommitKey = tuple[str, TopicPartition]  # (group, (topic, partition))

@@ -29,6 +29,38 @@ from typing import Callable, Sequence
 IsrChangeCallback = Callable[[str, int, tuple[int, ...], int], None]
 
 
+class IsrChangeCounts:
+    """How often the committed ISRs of the partitions a broker leads shrank and expanded.
+
+    Kafka's ``IsrShrinksPerSec`` and ``IsrExpandsPerSec``: a change counts when it becomes the
+    ISR (at once without a controller, when the controller stored it with one), so a proposal
+    the controller refused is not counted. A change that both removes and adds replicas
+    counts as one of each. Totals only grow; the metrics endpoint reads them. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shrinks = 0
+        self._expands = 0
+
+    def record(self, before: Sequence[int], after: Sequence[int]) -> None:
+        """Count the change of a committed ISR from ``before`` to ``after`` (nothing when equal)."""
+        removed = bool(set(before) - set(after))
+        added = bool(set(after) - set(before))
+        if removed or added:
+            with self._lock:
+                self._shrinks += removed
+                self._expands += added
+
+    @property
+    def shrinks(self) -> int:
+        return self._shrinks
+
+    @property
+    def expands(self) -> int:
+        return self._expands
+
+
 @dataclass(slots=True)
 class FollowerProgress:
     """What the leader knows of one follower. Changed only under the owning tracker's lock."""
@@ -58,6 +90,7 @@ class IsrTracker:
         isr: Sequence[int],
         now_ms: int,
         confirm_changes: bool = False,
+        change_counts: IsrChangeCounts | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -71,6 +104,7 @@ class IsrTracker:
         self._isr = tuple(sorted({leader_id, *(replica for replica in isr if replica in self._replicas)}))
         self._confirm_changes = confirm_changes
         self._pending: tuple[int, ...] | None = None  # an ISR proposed to the controller, not yet stored
+        self._change_counts = change_counts if change_counts is not None else IsrChangeCounts()
         # Followers in the ISR start as caught up now: they get replica.lag.time.max.ms to
         # show up before they are dropped, as in Kafka after an election.
         self._followers = {
@@ -150,6 +184,7 @@ class IsrTracker:
         if self._confirm_changes:
             self._pending = isr
         else:
+            self._change_counts.record(self._isr, isr)
             self._isr = isr
         return isr
 
@@ -162,7 +197,9 @@ class IsrTracker:
         with self._lock:
             if self._pending != tuple(proposed):
                 return False
-            self._isr = tuple(sorted({self.leader_id, *(replica for replica in stored if replica in self._replicas)}))
+            committed = tuple(sorted({self.leader_id, *(replica for replica in stored if replica in self._replicas)}))
+            self._change_counts.record(self._isr, committed)
+            self._isr = committed
             self._pending = None
             return True
 

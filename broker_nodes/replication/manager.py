@@ -37,7 +37,7 @@ from broker_nodes.replication.errors import (
 )
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
-from broker_nodes.replication.isr import IsrChangeCallback, IsrTracker
+from broker_nodes.replication.isr import IsrChangeCallback, IsrChangeCounts, IsrTracker
 from broker_nodes.replication.purgatory import AcksPurgatory
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import OffsetOutOfRangeError
@@ -121,6 +121,7 @@ class ReplicationManager:
         self.acks = AcksPurgatory()
         self._lock = threading.Lock()
         self._leaders: dict[PartitionKey, IsrTracker] = {}
+        self.isr_changes = IsrChangeCounts()  # shrinks and expansions of every ISR led here (metrics)
         self._followed: dict[PartitionKey, tuple[int, str]] = {}  # -> (leader id, address) of its fetcher
         self._fetchers: dict[tuple[int, str], ReplicaFetcher] = {}
 
@@ -186,6 +187,7 @@ class ReplicationManager:
             isr=assignment.isr,
             now_ms=self._clock.milliseconds(),
             confirm_changes=self._confirm_isr_changes,
+            change_counts=self.isr_changes,
         )
         self._leaders[key] = tracker
         logger.info("partition %d of %s: leader with epoch %d, ISR %s", key[1], key[0], assignment.leader_epoch, list(tracker.isr))
@@ -227,6 +229,14 @@ class ReplicationManager:
         """The ISR this broker keeps as leader of the partition; None when it does not lead it replicated."""
         tracker = self._leaders.get((topic, partition))
         return tracker.isr if tracker is not None else None
+
+    def leader_trackers(self) -> list[IsrTracker]:
+        """The ISR trackers of every replicated partition led here, at this moment (for metrics)."""
+        return list(self._leaders.values())
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """The topic's effective ``min.insync.replicas``."""
+        return self._min_insync_replicas(topic)
 
     def fetcher_count(self) -> int:
         return len(self._fetchers)

@@ -23,6 +23,8 @@ from broker_nodes.controller_client import ControllerClient
 from broker_nodes.coordinator.groups.coordinator import TIMER_INTERVAL_SECONDS, GroupCoordinator
 from broker_nodes.coordinator.groups.group import GroupSettings
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
+from broker_nodes.metering import Metering
+from broker_nodes.metering.partition_stats import led_partition_stats
 from broker_nodes.producer_ids import ProducerIdManager
 from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replica_manager import ReplicaManager
@@ -195,6 +197,8 @@ class Broker:
             lambda: self.group_coordinator.expire_offsets(int(config["offsets.retention.minutes"]) * 60_000),  # type: ignore[call-overload]
         )
         self._group_timers = PeriodicTask("group-timers", TIMER_INTERVAL_SECONDS, self.group_coordinator.expire_members)
+        # Usage of clients' calls -> __usage (started by the server once it knows its port).
+        self.metering = Metering(config, clock, partition_stats=lambda: led_partition_stats(self.log_manager.logs(), self.replica_manager.leader_epoch))
         self._ready = threading.Event()
         self._stopped = False
         self.recovery_report: RecoveryReport | None = None
@@ -346,6 +350,7 @@ class Broker:
         self._stopped = True
         self._ready.clear()
         self.purgatory.close()
+        self.metering.shutdown()
         if self._alter_partition is not None:
             self._alter_partition.stop()
         if self.controller is not None:

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
+from weir.logging_setup import LogFormatError, configure_logging
 from weir.malloc_tuning import tune_this_process
 
 logger = logging.getLogger("broker_nodes")
@@ -50,6 +51,7 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
     parser.add_argument(
         "--controller", default=None, metavar="HOST:PORT[,HOST:PORT]", help="the controllers to register with (sets controller.quorum.bootstrap.servers)"
     )
+    parser.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus /metrics on this port (sets metrics.port; 0: off)")
     parser.add_argument("--internal-token-file", default=None, help="file holding the internal token (default: environment WEIR_INTERNAL_TOKEN)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
@@ -63,7 +65,11 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
         data_dir=options.data_dir,
         rack=options.rack,
         advertised_host=options.advertised_host,
-        configs=[*options.config, *([f"controller.quorum.bootstrap.servers={options.controller}"] if options.controller is not None else [])],
+        configs=[
+            *options.config,
+            *([f"controller.quorum.bootstrap.servers={options.controller}"] if options.controller is not None else []),
+            *([f"metrics.port={options.metrics_port}"] if options.metrics_port is not None else []),
+        ],
         environment=environment,
         internal_token_file=options.internal_token_file,
         tls_cert=options.tls_cert,
@@ -73,8 +79,13 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
 
 
 def main(arguments: Sequence[str] | None = None) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=LOG_FORMAT)
     environment = dict(os.environ)
+    try:
+        # Text lines of LOG_FORMAT, or JSON lines with WEIR_LOG_FORMAT=json (weir.logging_setup).
+        configure_logging(text_format=LOG_FORMAT, environment=environment)
+    except LogFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         config = parse_arguments(sys.argv[1:] if arguments is None else arguments, environment)
     except BrokerConfigError as error:

@@ -27,7 +27,7 @@ from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
 from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
-from broker_nodes.security.access import CallContext
+from broker_nodes.security.access import CallContext, CallerKind
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
 from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, ManagedTopicsPolicyError, TopicAuthorizationError
@@ -310,11 +310,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     def Produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
         requested = request_parsing.produce_entries(request)
         authorized = [(topic, partition, records) for topic, partition, records in requested if call.may(Operation.WRITE, ResourceType.TOPIC, topic)]
+        usage = self.broker.metering.produce_tally(call)
         appended = self.broker.replica_manager.append_records(
             request.acks,
             [(call.qualify(topic), partition, records) for topic, partition, records in authorized],
             transactional_id=request.transactional_id,
             timeout_ms=request.timeout_ms,
+            trusted=call.kind is CallerKind.INTERNAL,
+            on_append=usage.appended if usage is not None else None,
         )
         outcomes_by_partition = {(topic, partition): outcome for (topic, partition, _), outcome in zip(authorized, appended)}
         entries = requested
@@ -323,6 +326,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             for topic, partition, _ in requested
         ]
         throttle_ms = self._throttle(call, Direction.PRODUCE, sum(len(records) for _, _, records in authorized))
+        if usage is not None:
+            usage.finish(throttle_ms)
         responses = []
         for (topic, partition, _), outcome in zip(entries, outcomes):
             if isinstance(outcome, Exception):
@@ -360,6 +365,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 result = FetchPartitionResult(b"", -1, -1, TopicAuthorizationError(item.topic, "read from"))
             responses.append((item.topic, self._fetch_partition_response(item.partition, result, call.qualify(item.topic), item.topic)))
         throttle_ms = self._throttle(call, Direction.FETCH, sum(len(result.records) for result in results))
+        self.broker.metering.record_fetch(call, qualified, results, throttle_ms)
         return broker_pb2.FetchResponse(
             topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()],
             throttle_time_ms=throttle_ms,

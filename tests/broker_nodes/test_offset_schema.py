@@ -2,7 +2,8 @@ import struct
 
 import pytest
 
-from broker_nodes.coordinator.offset_schema import (
+from weir.offset_commit_records import (
+    OFFSET_COMMIT_KEY_VERSIONS,
     OffsetAndMetadata,
     OffsetCommitKey,
     OffsetSchemaError,
@@ -11,7 +12,9 @@ from broker_nodes.coordinator.offset_schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
     java_string_hash_code,
+    key_version,
     partition_for_group,
+    split_qualified_name,
 )
 
 
@@ -60,3 +63,19 @@ def test_truncated_value_raises_schema_error():
     value = encode_offset_commit_value(OffsetAndMetadata(1, 0, "", 0))
     with pytest.raises(OffsetSchemaError):
         decode_offset_commit_value(value[:-3])
+
+
+def test_key_version_tells_commits_from_group_records():
+    commit = encode_offset_commit_key(OffsetCommitKey("g", "orders", 0))
+    assert key_version(commit) in OFFSET_COMMIT_KEY_VERSIONS
+    assert key_version(struct.pack(">hh1s", 3, 1, b"g")) not in OFFSET_COMMIT_KEY_VERSIONS
+    with pytest.raises(OffsetSchemaError):
+        key_version(b"\x00")
+
+
+@pytest.mark.parametrize(
+    "qualified, expected",
+    [("tn-a1~orders", ("tn-a1", "orders")), ("orders", ("", "orders")), ("tn-a1~g~x", ("tn-a1", "g~x")), ("__consumer_offsets", ("", "__consumer_offsets"))],
+)
+def test_split_qualified_name_splits_at_the_first_separator(qualified, expected):
+    assert split_qualified_name(qualified) == expected

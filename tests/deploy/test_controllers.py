@@ -1,4 +1,4 @@
-"""`make up`'s two controllers as real processes: one serves, the other waits as its standby,
+"""`make up`'s two controllers as real processes: one is active, the other waits as its standby,
 and killing the active one hands the role over while the supervisor brings the dead one back.
 
 The stack runs on its own SQLite database (the controller lock is then a file lock in the
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from deploy.local import StackSettings, child_environment, controller_processes, manage
-from deploy.processes import grpc_listening
+from deploy.processes import grpc_health_serving
 from tests.support.processes import LOOPBACK, free_port
 
 
@@ -53,14 +53,16 @@ def test_standby_controller_takes_over_and_the_killed_one_comes_back_as_standby(
     lines: list[str] = []
     first.restart_delay = 0.2
     first.announce = lines.append
-    first_active = grpc_listening(settings.controller_address(1))
-    second_active = grpc_listening(settings.controller_address(2))
+    first_active = grpc_health_serving(settings.controller_address(1), "weir.v1.Controller")
+    second_active = grpc_health_serving(settings.controller_address(2), "weir.v1.Controller")
+    second_alive = grpc_health_serving(settings.controller_address(2))
     supervisors: list[threading.Thread] = []
     try:
-        first.start()  # ready once it serves: it took the controller lock
-        second.start()  # ready at once: the first one serves
+        first.start()  # ready once it is active: it took the controller lock
+        second.start()  # ready at once: the first one is active
         assert first_active()
-        assert not second_active()  # a standby serves nothing
+        assert _wait_for(second_alive, 30)  # the standby listens and its process answers health checks ...
+        assert not second_active()  # ... but it is not the active controller
         assert first.pid_file is not None and second.pid_file is not None
         assert int(second.pid_file.read_text()) == second.process.pid  # type: ignore[union-attr]
 

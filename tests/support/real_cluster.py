@@ -34,6 +34,7 @@ import grpc
 from django.conf import settings
 from django.db import connection
 
+from deploy.processes import grpc_health_serving
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2_grpc
 from tests.support.processes import LOOPBACK, BrokerProcess, free_port
 from webapp.accounts.actions.keys import check_create_key, do_create_key
@@ -155,7 +156,7 @@ class ControllerProcess:
         return f"{LOOPBACK}:{self.port}"
 
     def start(self, timeout: float = CONTROLLER_START_SECONDS) -> None:
-        """Start it and wait until it serves (it took the controller lock)."""
+        """Start it and wait until it is the active controller (it took the controller lock)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -166,15 +167,13 @@ class ControllerProcess:
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + timeout
-        with grpc.insecure_channel(self.address) as channel:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    raise ClusterUnavailableError(f"the controller exited with code {self.process.returncode}:\n{_tail(self.log_path)}")
-                try:
-                    grpc.channel_ready_future(channel).result(timeout=0.5)
-                    return
-                except grpc.FutureTimeoutError:
-                    continue
+        active = grpc_health_serving(self.address, "weir.v1.Controller")  # a standby listens but answers NOT_SERVING
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ClusterUnavailableError(f"the controller exited with code {self.process.returncode}:\n{_tail(self.log_path)}")
+            if active():
+                return
+            time.sleep(0.1)
         self.stop()
         raise ClusterUnavailableError(f"the controller did not serve on {self.address} within {timeout:.0f} s:\n{_tail(self.log_path)}")
 

@@ -10,6 +10,7 @@ from webapp.api.views.acls import AclViewSet
 from webapp.api.views.cluster import BrokerViewSet, ClusterView
 from webapp.api.views.groups import ConsumerGroupViewSet
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
+from webapp.api.views.metering import GroupLagHistoryView, GroupLagView, LagStatusView, PipelineRunViewSet, UsageView
 from webapp.api.views.operations import JobViewSet
 from webapp.api.views.tenants import (
     InvitationAcceptView,
@@ -32,6 +33,7 @@ router.register("members", MemberViewSet, basename="member")
 router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("jobs", JobViewSet, basename="job")
 router.register("brokers", BrokerViewSet, basename="broker")
+router.register("pipeline-runs", PipelineRunViewSet, basename="pipeline-run")
 
 app_name = "api"
 urlpatterns = [
@@ -42,5 +44,11 @@ urlpatterns = [
     path("quotas", QuotaView.as_view(), name="quotas"),
     path("sign-up", SignUpView.as_view(), name="sign-up"),
     path("invitations/accept", InvitationAcceptView.as_view(), name="invitation-accept"),
+    # Metering (webapp.api.views.metering): the lag pipeline's evaluations beside the live lag
+    # of the consumer-groups viewset; "consumer-groups:lag-status" cannot be a group's path.
+    path("usage", UsageView.as_view(), name="usage"),
+    path("consumer-groups:lag-status", LagStatusView.as_view(), name="consumer-group-lag-status"),
+    path("consumer-groups/<str:consumer_group_id>/lag", GroupLagView.as_view(), name="consumer-group-lag"),
+    path("consumer-groups/<str:consumer_group_id>/lag/history", GroupLagHistoryView.as_view(), name="consumer-group-lag-history"),
     *router.urls,
 ]

@@ -93,6 +93,19 @@ def operator_page(view: View) -> View:
     return wrapper
 
 
+def member_or_operator_page(view: View) -> View:
+    """Decorate a view of the whole service that operators (with or without a tenant) and
+    members of any role may see; the view tells them apart with ``is_operator``."""
+    as_operator = operator_page(view)
+    as_member = tenant_page()(view)
+
+    @wraps(view)
+    def dispatch(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return as_operator(request, *args, **kwargs) if is_operator(request.user) else as_member(request, *args, **kwargs)
+
+    return dispatch
+
+
 def page_context(request: HttpRequest, section: str, **values: Any) -> dict[str, Any]:
     """Template context every tenant page needs: the actor, the switcher, the nav section."""
     return {"actor": request.actor, "memberships": request.memberships, "section": section, **values}  # type: ignore[attr-defined]

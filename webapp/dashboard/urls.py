@@ -9,7 +9,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from webapp.dashboard.forms.accounts import SignInForm
-from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs, members, messages, overview, topics
+from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs, members, messages, overview, pipelines, topics, usage
 
 app_name = "dashboard"
 
@@ -52,4 +52,6 @@ urlpatterns = [
     path("jobs/<str:public_id>/", jobs.job_detail, name="job"),
     path("brokers/", brokers.broker_list, name="brokers"),
     path("brokers/table/", brokers.broker_table, name="broker_table"),
+    path("usage/", usage.usage_page, name="usage"),
+    path("pipelines/", pipelines.pipeline_runs, name="pipelines"),
 ]

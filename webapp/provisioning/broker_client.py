@@ -1,6 +1,7 @@
 """The control plane's client of one broker's ``Admin`` gRPC service.
 
-Every call carries the internal credential (metadata ``x-weir-internal-token``) and a
+Every call carries the internal credential (metadata ``x-weir-internal-token``), the current
+request id when there is one (``x-weir-request-id``, see ``weir.request_ids``) and a
 deadline; gRPC failures become typed errors naming the broker, the call and the status, so a
 job's error says which broker failed and why. Not thread-safe per instance (one channel per
 client); create one per job or probe.
@@ -14,6 +15,7 @@ import grpc
 from django.conf import settings
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from weir.request_ids import with_request_id
 
 INTERNAL_TOKEN_METADATA = "x-weir-internal-token"
 # Deadline of one Admin call unless settings.WEIR_ADMIN_CALL_TIMEOUT_SECONDS says otherwise:
@@ -103,7 +105,8 @@ class BrokerAdminClient:
 
     def _call(self, method: str, request: object) -> object:
         try:
-            return getattr(self._stub, method)(request, timeout=self._timeout, metadata=self._metadata)
+            # The request id of the job (or call) this push is for lets the broker's log lines be found by it.
+            return getattr(self._stub, method)(request, timeout=self._timeout, metadata=with_request_id(self._metadata))
         except grpc.RpcError as error:
             raise _error_for(self.broker, method, error) from None
 

@@ -25,6 +25,7 @@ from webapp.provisioning.describe import PartitionDescription, describe_partitio
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 from webapp.provisioning.placement_rows import place_partitions
 from webapp.provisioning.versions import bump_versions, snapshot_kinds_for
+from weir.request_ids import current_request_id
 
 __all__ = [
     "InvalidReplicationFactorError",
@@ -51,6 +52,8 @@ def record_change(
     and the task, queued on commit, sees both. ``kind`` is a ``JobKind``; topic kinds bump
     the partitions snapshot, ``SYNC_SECURITY`` the security snapshot, ``RECONCILE`` both.
     ``created_by`` is a Django user (``None`` for service-account keys and the system).
+    ``request_id`` defaults to the id current in this thread (``weir.request_ids``: the HTTP
+    request's, or the forwarded call's in the controller); the task runs with it.
     """
     kind = JobKind(kind)
     bump_versions(snapshot_kinds_for(kind))
@@ -60,7 +63,7 @@ def record_change(
         target=target[:255],
         state=JobState.PENDING,
         created_by=created_by if created_by is not None and created_by.is_authenticated else None,
-        request_id=request_id[:64],
+        request_id=(request_id or current_request_id() or "")[:64],
     )
     job_id = job.pk
 

@@ -14,6 +14,7 @@ fails it once the attempt limit is reached.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,10 +24,14 @@ from django.db.models import Case, F, PositiveIntegerField, When
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from webapp.provisioning import metrics
 from webapp.provisioning.models import JobState, ProvisioningJob
 from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from webapp.provisioning.versions import snapshot_kinds_for
+from weir.request_ids import current_request_id, request_id_scope
+
+logger = logging.getLogger(__name__)
 
 # Attempts before a job fails, and the first retry delay (doubling: 4, 8, 16, 32 s, about a
 # minute in all); settings WEIR_PROVISIONING_MAX_ATTEMPTS / _RETRY_BACKOFF_SECONDS override.
@@ -80,7 +85,10 @@ def _start_attempt(job_id: int) -> ProvisioningJob | None:
 
 
 def _finish(job: ProvisioningJob, state: str, error: str) -> None:
-    ProvisioningJob.objects.filter(pk=job.pk).update(state=state, error=error, finished_at=timezone.now())
+    finished_at = timezone.now()
+    ProvisioningJob.objects.filter(pk=job.pk).update(state=state, error=error, finished_at=finished_at)
+    metrics.job_attempt_finished(job.kind, state.lower())
+    metrics.job_finished(job.kind, state, job.created_at, finished_at)
 
 
 def run_attempt(job_id: int) -> AttemptOutcome:
@@ -94,20 +102,32 @@ def run_attempt(job_id: int) -> AttemptOutcome:
     if job is None:
         state = ProvisioningJob.objects.filter(pk=job_id).values_list("state", flat=True).first()
         return AttemptOutcome(state=state or "")
+    # The id of the request that made the job, also when the reconciler re-queued it: the
+    # attempt's log lines and its calls to the brokers carry it (weir.request_ids).
+    with request_id_scope(job.request_id or current_request_id()):
+        return _push(job)
+
+
+def _push(job: ProvisioningJob) -> AttemptOutcome:
     snapshots = build_snapshots(snapshot_kinds_for(job.kind))
-    failures = push_snapshots(snapshots, push_targets())
+    targets = push_targets()
+    logger.info("job %s (%s %s): attempt %d pushes to %d broker(s)", job.public_id, job.kind, job.target, job.attempts, len(targets))
+    failures = push_snapshots(snapshots, targets)
     if not failures:
         _finish(job, JobState.SUCCEEDED, "")
+        logger.info("job %s SUCCEEDED", job.public_id)
         return AttemptOutcome(state=JobState.SUCCEEDED)
     reasons = "; ".join(str(failure) for failure in failures)
     if all(failure.retriable for failure in failures) and job.attempts < max_attempts():
         delay = retry_delay_seconds(job.attempts)
-        ProvisioningJob.objects.filter(pk=job.pk).update(
-            error=f"attempt {job.attempts} of {max_attempts()} failed, retrying in {delay:g} s: {reasons}",
-            heartbeat_at=Now(),
-        )
+        error = f"attempt {job.attempts} of {max_attempts()} failed, retrying in {delay:g} s: {reasons}"
+        ProvisioningJob.objects.filter(pk=job.pk).update(error=error, heartbeat_at=Now())
+        metrics.job_attempt_finished(job.kind, "retrying")
+        logger.warning("job %s: %s", job.public_id, error)
         return AttemptOutcome(state=JobState.RUNNING, retry_in_seconds=delay)
-    _finish(job, JobState.FAILED, f"failed after {job.attempts} attempt(s): {reasons}")
+    error = f"failed after {job.attempts} attempt(s): {reasons}"
+    _finish(job, JobState.FAILED, error)
+    logger.warning("job %s FAILED: %s", job.public_id, error)
     return AttemptOutcome(state=JobState.FAILED)
 
 
@@ -187,4 +207,6 @@ def recover_lost_jobs(now: datetime | None = None) -> LostJobs:
 
         if requeue_ids:
             transaction.on_commit(queue)
+    metrics.LOST_JOBS.labels("requeued").inc(len(lost.requeued))
+    metrics.LOST_JOBS.labels("failed").inc(len(lost.failed))
     return lost

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from webapp.fleet.models import DOWN_STATES, BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError, StaleSnapshotError
 from webapp.provisioning.snapshots import Snapshots
+from weir.request_ids import carrying_request_id
 
 # Brokers are pushed to in parallel, at most this many at once.
 MAX_PARALLEL_PUSHES = 16
@@ -49,5 +50,7 @@ def push_snapshots(snapshots: Snapshots, brokers: list[BrokerAddress]) -> list[B
     if not brokers:
         return []
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PUSHES, len(brokers))) as pool:
-        results = list(pool.map(lambda broker: push_to_broker(broker, snapshots), brokers))
+        # The pool's threads push with the caller's request id (threads do not inherit it).
+        push = carrying_request_id(push_to_broker)
+        results = list(pool.map(lambda broker: push(broker, snapshots), brokers))
     return [error for error in results if error is not None]

@@ -29,6 +29,7 @@ from webapp.accounts.actions.keys import do_record_cluster_key_use
 from webapp.catalog.models import Partition
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
+from webapp.provisioning import metrics
 from webapp.provisioning.jobs import recover_lost_jobs
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
 from webapp.provisioning.push import push_to_broker
@@ -150,6 +151,7 @@ def reconcile(now: datetime | None = None) -> ReconcileReport:
     """One reconciliation round: recover lost jobs, then check every registered broker (see
     the module docstring). ``now`` is the time lost jobs are judged at (default: now)."""
     report = ReconcileReport()
+    metrics.RECONCILE_ROUNDS.inc()
     lost = recover_lost_jobs(now)
     report.requeued_jobs = lost.requeued
     report.failed_lost_jobs = lost.failed
@@ -169,11 +171,21 @@ def reconcile(now: datetime | None = None) -> ReconcileReport:
         drift = _drift_of(broker, state, versions, expected.get(broker.node_id, set()))
         if drift is not None:
             drifts.append(drift)
+            _count_drift(drift)
     _mark_brokers(report.online, report.offline)
     _record_cluster_key_use([state for state in states if state is not None])
     if drifts:
         _repair(drifts, report)
     return report
+
+
+def _count_drift(drift: _Drift) -> None:
+    if drift.push_partitions and not drift.same_version_drift:
+        metrics.RECONCILE_DRIFT.labels("partitions_behind").inc()
+    if drift.same_version_drift:
+        metrics.RECONCILE_DRIFT.labels("hosted_partitions").inc()
+    if drift.push_security:
+        metrics.RECONCILE_DRIFT.labels("security_behind").inc()
 
 
 def _repair(drifts: list[_Drift], report: ReconcileReport) -> None:
@@ -193,6 +205,7 @@ def _repair(drifts: list[_Drift], report: ReconcileReport) -> None:
             security=snapshots.security if drift.push_security else None,
         )
         error = push_to_broker(drift.broker, selected)
+        metrics.RECONCILE_REPAIRS.labels("ok" if error is None else "failed").inc()
         if error is None:
             report.repairs.append(drift.description)
         else:

@@ -40,10 +40,10 @@ from broker_nodes.coordinator.groups.group import (
 from broker_nodes.coordinator.groups.member import JOIN_EPOCH, Member, TopicPartition
 from broker_nodes.coordinator.groups.records import group_records
 from broker_nodes.coordinator.groups.subscriptions import registry_topics
-from broker_nodes.coordinator.offset_schema import OffsetCommitKey, encode_offset_commit_key
 from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
 from broker_nodes.topic_registry import TopicRegistry
+from weir.offset_commit_records import OffsetCommitKey, encode_offset_commit_key
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,7 @@ from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllow
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Role
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
-
-REQUEST_ID_HEADER = "HTTP_X_REQUEST_ID"
+from weir.request_ids import current_request_id
 
 
 class ConflictError(exceptions.APIException):
@@ -57,7 +56,8 @@ class ActionErrorsMixin:
 
     @property
     def request_id(self) -> str:
-        return self.request.META.get(REQUEST_ID_HEADER, "")[:64]  # type: ignore[attr-defined]
+        """This request's id (X-Request-ID or a new one: ``webapp.request_ids.RequestIdMiddleware``)."""
+        return current_request_id() or ""
 
 
 class BaseApiView(ActionErrorsMixin, APIView):

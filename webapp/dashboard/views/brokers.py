@@ -15,9 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from webapp.accounts.identity import is_operator
 from webapp.catalog.partition_health import BrokerPartitionCounts, broker_partition_counts
-from webapp.dashboard.tenancy import View, operator_page, page_context, tenant_page
+from webapp.dashboard.tenancy import member_or_operator_page, page_context
 from webapp.fleet.facade import brokers
 from webapp.fleet.models import BrokerNode
 
@@ -36,17 +35,6 @@ def broker_rows(request: HttpRequest) -> list[BrokerRow]:
     return [BrokerRow(broker, counts.get(broker.node_id, BrokerPartitionCounts())) for broker in brokers()]
 
 
-def _members_and_operators(view: View) -> View:
-    """``view`` for operators (with or without a tenant) and for members of any role."""
-    as_operator = operator_page(view)
-    as_member = tenant_page()(view)
-
-    def dispatch(request: HttpRequest) -> HttpResponse:
-        return as_operator(request) if is_operator(request.user) else as_member(request)
-
-    return dispatch
-
-
 def _broker_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/brokers.html", page_context(request, "brokers", rows=broker_rows(request)))
 
@@ -55,5 +43,5 @@ def _broker_table(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/brokers_table.html", {"actor": request.actor, "rows": broker_rows(request)})  # type: ignore[attr-defined]
 
 
-broker_list = _members_and_operators(_broker_list)
-broker_table = never_cache(_members_and_operators(_broker_table))
+broker_list = member_or_operator_page(_broker_list)
+broker_table = never_cache(member_or_operator_page(_broker_table))

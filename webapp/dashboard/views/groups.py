@@ -1,6 +1,8 @@
-"""Consumer group pages: the list (state, members, total lag), a group's members and
-per-partition lag, resetting its offsets (a preview first, then a confirmation that applies
-exactly the previewed offsets), and deletion with a typed confirmation.
+"""Consumer group pages: the list (state, members, total lag, the lag pipeline's status), a
+group's members, per-partition lag and the lag pipeline's evaluation with its lag over time
+(``webapp.dashboard.lag_panels``, read from the database), resetting its offsets (a preview
+first, then a confirmation that applies exactly the previewed offsets), and deletion with a
+typed confirmation.
 
 Groups live on the brokers: every page asks them through ``webapp.consumer_groups`` as the
 current tenant, so another tenant's group is not found (404). When the brokers cannot be
@@ -13,6 +15,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 
 from webapp.accounts.errors import Conflict, InvalidInput, NotFound
@@ -23,6 +26,7 @@ from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_g
 from webapp.dashboard.action_calls import add_field_errors
 from webapp.dashboard.forms.confirmation import TypedConfirmationForm
 from webapp.dashboard.forms.groups import ConfirmResetForm, ResetOffsetsForm
+from webapp.dashboard.lag_panels import group_lag_panel, group_statuses
 from webapp.dashboard.tenancy import page_context, tenant_page
 
 SECTION = "groups"
@@ -45,13 +49,16 @@ def group_list(request: HttpRequest) -> HttpResponse:
     try:
         overviews = list_groups(_tenant_id(request), with_lag=True)
     except BrokerError as error:
-        return _unavailable(request, "dashboard/groups/list.html", error, overviews=[])
-    return render(request, "dashboard/groups/list.html", page_context(request, SECTION, overviews=overviews))
+        return _unavailable(request, "dashboard/groups/list.html", error, rows=[])
+    statuses = group_statuses(request.actor.tenant)  # type: ignore[attr-defined]
+    rows = [(overview, statuses.get(overview.group.group_id)) for overview in overviews]
+    return render(request, "dashboard/groups/list.html", page_context(request, SECTION, rows=rows))
 
 
 @tenant_page()
 def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
     values: dict[str, object] = {"group_id": group_id, "can_change": _can_change(request)}
+    values.update(group_lag_panel(request.actor.tenant, group_id, request.GET.get("lag_window"), timezone.now()))  # type: ignore[attr-defined]
     try:
         group, lag = get_group_lag(_tenant_id(request), group_id)
     except NotFound as error:

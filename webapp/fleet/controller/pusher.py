@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
+from webapp.fleet.controller import metrics
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.broker_client import BrokerAddress, BrokerCallError
 from webapp.provisioning.models import SnapshotKind
@@ -71,7 +73,10 @@ class _BrokerWorker:
                     return
                 address, snapshots = self._pending  # type: ignore[misc]
                 self._pending = None
+            started = time.monotonic()
             failure = self._push_one(address, snapshots)
+            metrics.PUSH_DURATION.observe(time.monotonic() - started)
+            metrics.PUSHES.labels("ok" if failure is None else "failed").inc()
             if failure is not None:
                 version = snapshots.partitions.version if snapshots.partitions is not None else -1
                 logger.warning("cluster map version %d not pushed: %s", version, failure)

@@ -30,7 +30,7 @@ from django.conf import settings
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
 from webapp.fleet import internal_topics
-from webapp.fleet.controller import actions, topic_requests
+from webapp.fleet.controller import actions, metrics, topic_requests
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.fleet.controller.sessions import BrokerSessions
 from webapp.fleet.models import BrokerNode, BrokerState
@@ -111,6 +111,10 @@ class ControllerService:
         if self._pusher is not None:
             self._pusher.stop()
 
+    def live_broker_count(self) -> int:
+        """Brokers with a live session (metrics)."""
+        return len(self.sessions.live())
+
     @property
     def fenced(self) -> bool:
         """True once a newer controller is known to exist: this one must step down."""
@@ -143,9 +147,11 @@ class ControllerService:
         """
         with self._lock, self._while_active():
             epoch = self.sessions.register(node_id)
-            actions.mark_broker_online(node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch)
+            changed = actions.mark_broker_online(node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch)
             # A new broker may complete the internal topics or raise their replication factor.
             internal_topics.ensure_internal_topics(controller_epoch=self.controller_epoch)
+        metrics.REGISTRATIONS.inc()
+        metrics.PARTITION_CHANGES.labels("broker_registered").inc(changed)
         logger.info("broker %d registered at %s:%d with broker epoch %d", node_id, host, port, epoch)
         # Pushed even when nothing changed: a broker that restarts starts from the map it
         # stored, which is stale when it was fenced meanwhile (it would keep leading, or
@@ -180,6 +186,8 @@ class ControllerService:
             for node_id in expired:
                 logger.warning("broker %d: session expired after %d ms without a heartbeat; fencing it", node_id, self.sessions.session_timeout_ms)
                 changed += actions.fence_broker(node_id, self.sessions.electable(), controller_epoch=self.controller_epoch)
+        metrics.SESSIONS_EXPIRED.inc(len(expired))
+        metrics.PARTITION_CHANGES.labels("broker_fenced").inc(changed)
         if changed:
             self._push()
         return expired
@@ -204,6 +212,7 @@ class ControllerService:
             outcome = actions.controlled_shutdown(node_id, self.sessions.electable(), controller_epoch=self.controller_epoch)
             if outcome.complete:
                 self.sessions.end(node_id, broker_epoch)
+        metrics.PARTITION_CHANGES.labels("controlled_shutdown").inc(outcome.changed)
         if outcome.complete:
             logger.info("broker %d: controlled shutdown complete (%d partitions changed); session ended", node_id, outcome.changed)
         else:
@@ -218,6 +227,7 @@ class ControllerService:
             moves = actions.elect_preferred_leaders(
                 self.sessions.electable(), controller_epoch=self.controller_epoch, imbalance_percentage=imbalance_percentage, topic=topic
             )
+        metrics.PARTITION_CHANGES.labels("preferred_election").inc(len(moves))
         if moves:
             self._push()
         return moves

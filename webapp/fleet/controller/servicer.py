@@ -1,10 +1,14 @@
 """The gRPC ``Controller`` service: checks the internal token, calls ``ControllerService``.
 
 A controller that has been superseded by a newer controller epoch answers every call with
-NOT_CONTROLLER, so that brokers turn to another controller address.
+NOT_CONTROLLER, so that brokers turn to another controller address; so does a standby.
 
-``create_controller_server`` returns the started server and its port, so tests run it in-process;
-given a certificate and key it serves TLS only (brokers verify it with their --tls-ca).
+``start_controller_server`` listens at once, as a standby: the gRPC health service says
+SERVING for "" (the process runs) and NOT_SERVING for "weir.v1.Controller" until
+:meth:`ControllerServer.activate` hands it the service of the active controller, and every
+Controller call is answered NOT_CONTROLLER until then. ``create_controller_server`` starts an
+active one and returns the server and its port, so tests run it in-process. Given a
+certificate and key the server speaks TLS only (brokers verify it with their --tls-ca).
 """
 
 from __future__ import annotations
@@ -18,26 +22,56 @@ from typing import Any
 import grpc
 from django.conf import settings
 from django.db import close_old_connections
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
+from webapp.fleet.controller import metrics
 from webapp.fleet.controller.epoch import ControllerFencedError
 from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerService
 from webapp.fleet.registration import BrokerRegistrationError
 from webapp.provisioning.broker_client import INTERNAL_TOKEN_METADATA
-from weir.errors import ErrorCode
+from weir.errors import ErrorCode, error_name
 from weir.pem import PemFileError, read_pem
+from weir.request_ids import RequestIdServerInterceptor
 
 # Handler threads: brokers call rarely (a heartbeat every two seconds each).
 SERVER_THREADS = 8
+CONTROLLER_SERVICE_NAME = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name  # "weir.v1.Controller"
+
+
+class ControllerStandbyError(ControllerFencedError):
+    """This process is not the active controller (a standby, or one stepping down): NOT_CONTROLLER."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "this controller is a standby: it does not hold the controller lock")
+        self.epoch = 0
+        self.current_epoch = 0
+        self.holder = ""
+
+
+class _Standby:
+    """Stands in for the service while this process is not the active controller: every call refuses."""
+
+    controller_epoch = 0
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def refuse(*_args: object, **_kwargs: object) -> Any:
+            raise ControllerStandbyError()
+
+        return refuse
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     """Each call is one request for Django's connection handling: connections of handler
     threads are closed after a call when they are too old (CONN_MAX_AGE) or broken."""
 
-    def __init__(self, service: ControllerService, internal_token: str) -> None:
-        self._service = service
+    def __init__(self, service: ControllerService | None, internal_token: str) -> None:
+        self._service: Any = service if service is not None else _Standby()
         self._token = internal_token.encode("utf-8")
+
+    def activate(self, service: ControllerService | None) -> None:
+        """Serve as the active controller ``service``; None: answer as a standby again."""
+        self._service = service if service is not None else _Standby()
 
     def _authenticate(self, context: grpc.ServicerContext) -> None:
         presented = dict(context.invocation_metadata()).get(INTERNAL_TOKEN_METADATA, "")
@@ -100,7 +134,14 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
                 request.topic, request.partition, request.leader_id, request.leader_epoch, list(request.new_isr), request.broker_epoch
             )
         except ControllerFencedError:
+            metrics.ALTER_PARTITIONS.labels("NOT_CONTROLLER").inc()
             return controller_pb2.AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        if result.error_code != ErrorCode.NO_ERROR:
+            metrics.ALTER_PARTITIONS.labels(error_name(result.error_code)).inc()
+        else:
+            metrics.ALTER_PARTITIONS.labels("stored" if result.changed else "unchanged").inc()
+            if result.changed:
+                metrics.PARTITION_CHANGES.labels("alter_partition").inc()
         return controller_pb2.AlterPartitionResponse(error_code=result.error_code, isr=result.isr, leader_id=result.leader, leader_epoch=result.leader_epoch)
 
     def _controlled_shutdown(
@@ -165,10 +206,36 @@ def _not_controller(names: list[str], message: str) -> list[broker_pb2.TopicResu
 ControllerTlsError = PemFileError
 
 
-def create_controller_server(
-    service: ControllerService, listen: str, *, internal_token: str | None = None, tls: tuple[Path | str, Path | str] | None = None
-) -> tuple[grpc.Server, int]:
-    """Start serving ``service`` on ``listen`` (``HOST:PORT``, port 0 for any); (server, port).
+class ControllerServer:
+    """A listening controller: standby until :meth:`activate`; see the module docstring. Not thread-safe (one owner)."""
+
+    def __init__(self, server: grpc.Server, port: int, servicer: ControllerServicer, health_servicer: health.HealthServicer) -> None:
+        self.server = server
+        self.port = port
+        self._servicer = servicer
+        self._health = health_servicer
+
+    def activate(self, service: ControllerService) -> None:
+        """Serve as the active controller: calls go to ``service``, "weir.v1.Controller" is SERVING."""
+        self._servicer.activate(service)
+        metrics.ACTIVE.set(service)
+        self._health.set(CONTROLLER_SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+
+    def deactivate(self) -> None:
+        """Step down: NOT_SERVING for "weir.v1.Controller", and calls are answered NOT_CONTROLLER."""
+        self._health.set(CONTROLLER_SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        metrics.ACTIVE.set(None)
+        self._servicer.activate(None)
+
+    def stop(self, grace_seconds: float) -> None:
+        """NOT_SERVING for everything, then stop (running calls get ``grace_seconds``)."""
+        self.deactivate()
+        self._health.enter_graceful_shutdown()
+        self.server.stop(grace_seconds).wait()
+
+
+def start_controller_server(listen: str, *, internal_token: str | None = None, tls: tuple[Path | str, Path | str] | None = None) -> ControllerServer:
+    """Listen on ``listen`` (``HOST:PORT``, port 0 for any) as a standby; activate it with the service once active.
 
     ``tls`` is (PEM certificate chain, PEM private key): the port then speaks TLS only and
     plaintext callers are refused. Raises ControllerTlsError when either cannot be read.
@@ -177,10 +244,29 @@ def create_controller_server(
     if tls is not None:
         certificate_chain, private_key = (Path(path) for path in tls)
         credentials = grpc.ssl_server_credentials([(read_pem(private_key, what="controller TLS"), read_pem(certificate_chain, what="controller TLS"))])
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=SERVER_THREADS, thread_name_prefix="controller"))
-    controller_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(service, internal_token or settings.WEIR_INTERNAL_TOKEN), server)
+    # Calls carrying x-weir-request-id (forwarded topic admin) log it with every line (weir.request_ids);
+    # every Controller call is counted by method and outcome (metrics).
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=SERVER_THREADS, thread_name_prefix="controller"),
+        interceptors=[RequestIdServerInterceptor(), metrics.RequestCounter()],
+    )
+    servicer = ControllerServicer(None, internal_token or settings.WEIR_INTERNAL_TOKEN)
+    controller_pb2_grpc.add_ControllerServicer_to_server(servicer, server)
+    health_servicer = health.HealthServicer()
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set(CONTROLLER_SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_secure_port(listen, credentials) if credentials is not None else server.add_insecure_port(listen)
     if port == 0:
         raise OSError(f"cannot listen on {listen}")
     server.start()
-    return server, port
+    return ControllerServer(server, port, servicer, health_servicer)
+
+
+def create_controller_server(
+    service: ControllerService, listen: str, *, internal_token: str | None = None, tls: tuple[Path | str, Path | str] | None = None
+) -> tuple[grpc.Server, int]:
+    """Start serving ``service`` as the active controller on ``listen``; (server, port). See :func:`start_controller_server`."""
+    running = start_controller_server(listen, internal_token=internal_token, tls=tls)
+    running.activate(service)
+    return running.server, running.port

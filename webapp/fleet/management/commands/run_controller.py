@@ -13,11 +13,18 @@ with status 1, and its supervisor restarts it as a standby.
 
 With ``--tls-cert`` and ``--tls-key`` the Controller service speaks TLS only; brokers then
 verify it against their ``--tls-ca``.
+
+The port listens from the start, standby included: gRPC health says SERVING for "" while the
+process runs and SERVING for "weir.v1.Controller" only while it is the active controller; a
+standby answers Controller calls with NOT_CONTROLLER, so brokers move on to the next address.
+``--metrics-port`` (default: environment WEIR_CONTROLLER_METRICS_PORT, 0 = off) serves
+Prometheus metrics (``webapp.fleet.controller.metrics``) on the listen host.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -29,7 +36,8 @@ from django.db import close_old_connections
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active
 from webapp.fleet.controller.leadership import ControllerLock
 from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
-from webapp.fleet.controller.servicer import create_controller_server
+from webapp.fleet.controller.metrics import MetricsEndpoint
+from webapp.fleet.controller.servicer import ControllerServer, start_controller_server
 from webapp.fleet.controller.service import ControllerService, session_timeout_ms
 
 logger = logging.getLogger(__name__)
@@ -46,6 +54,12 @@ class Command(BaseCommand):
         parser.add_argument("--listen", required=True, help="HOST:PORT to serve the Controller service on")
         parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
         parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="serve Prometheus /metrics on this port of the listen host (default: WEIR_CONTROLLER_METRICS_PORT; 0: off)",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         try:
@@ -53,34 +67,34 @@ class Command(BaseCommand):
         except RebalanceConfigError as error:
             raise CommandError(str(error)) from None
         tls = self._tls_files(options.get("tls_cert"), options.get("tls_key"))
+        listen = str(options["listen"])
+        metrics_port = self._metrics_port(options.get("metrics_port"))
         stopping = threading.Event()
         for signal_number in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signal_number, lambda _number, _frame: stopping.set())
-        lock = ControllerLock()
-        logger.info("controller waiting for the controller lock")
-        if not lock.acquire(poll_seconds=STANDBY_POLL_SECONDS, should_stop=stopping.is_set):
-            return
+        try:
+            endpoint = MetricsEndpoint(listen.rpartition(":")[0].strip("[]"), metrics_port) if metrics_port else None
+        except OSError as error:
+            raise CommandError(f"cannot serve metrics on port {metrics_port}: {error.strerror or error}") from None
         service: ControllerService | None = None
         try:
-            controller_epoch = become_active()
-            service = ControllerService(session_timeout_ms=session_timeout_ms(), controller_epoch=controller_epoch)
-            adopted = service.adopt_online_brokers()
-            service.ensure_internal_topics()  # before serving: brokers may already be registered
-            server, port = create_controller_server(service, str(options["listen"]), tls=tls)
-            logger.info(
-                "controller active on port %d at controller epoch %d; %d brokers adopted from the database", port, controller_epoch, len(adopted)
-            )
-            checker = threading.Thread(target=self._check_periodically, args=(service, rebalance, stopping), name="controller-checks", daemon=True)
-            checker.start()
-            while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS) and not service.fenced:
-                pass
-            server.stop(SHUTDOWN_GRACE_SECONDS).wait()
-            stopping.set()
-            checker.join(SHUTDOWN_GRACE_SECONDS)
+            server = start_controller_server(listen, tls=tls)
+            try:
+                logger.info("controller listening on port %d as a standby, waiting for the controller lock", server.port)
+                lock = ControllerLock()
+                if not lock.acquire(poll_seconds=STANDBY_POLL_SECONDS, should_stop=stopping.is_set):
+                    return
+                try:
+                    service = self._serve_while_active(server, rebalance, stopping)
+                finally:
+                    if service is not None:
+                        service.stop()
+                    lock.release()
+            finally:
+                server.stop(SHUTDOWN_GRACE_SECONDS)
         finally:
-            if service is not None:
-                service.stop()
-            lock.release()
+            if endpoint is not None:
+                endpoint.close()
         if service is not None and service.fenced:
             logger.error(
                 "controller at epoch %d stepped down: a newer controller is active; exiting so that a supervisor restarts it as a standby",
@@ -88,6 +102,37 @@ class Command(BaseCommand):
             )
             raise CommandError(f"controller epoch {service.controller_epoch} was superseded by a newer controller")
         logger.info("controller stopped")
+
+    def _serve_while_active(self, server: ControllerServer, rebalance: RebalanceConfig, stopping: threading.Event) -> ControllerService:
+        """Become the active controller (the lock is held) and serve until stopped or fenced, then
+        stop the server; returns the service."""
+        controller_epoch = become_active()
+        service = ControllerService(session_timeout_ms=session_timeout_ms(), controller_epoch=controller_epoch)
+        try:
+            adopted = service.adopt_online_brokers()
+            service.ensure_internal_topics()  # before serving: brokers may already be registered
+            server.activate(service)
+            logger.info("controller active on port %d at controller epoch %d; %d brokers adopted from the database", server.port, controller_epoch, len(adopted))
+            checker = threading.Thread(target=self._check_periodically, args=(service, rebalance, stopping), name="controller-checks", daemon=True)
+            checker.start()
+            while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS) and not service.fenced:
+                pass
+            # Running calls finish before the lock is released; the process exits after this.
+            server.stop(SHUTDOWN_GRACE_SECONDS)
+            stopping.set()
+            checker.join(SHUTDOWN_GRACE_SECONDS)
+        except BaseException:
+            service.stop()
+            raise
+        return service
+
+    @staticmethod
+    def _metrics_port(option: object) -> int:
+        """--metrics-port, else WEIR_CONTROLLER_METRICS_PORT, else 0 (off); CommandError for a bad value."""
+        raw = str(option) if option is not None else os.environ.get("WEIR_CONTROLLER_METRICS_PORT", "0")
+        if not raw.strip().isdigit() or int(raw) > 65535:
+            raise CommandError(f"the metrics port must be a number from 0 to 65535, not {raw!r}")
+        return int(raw)
 
     @staticmethod
     def _tls_files(certificate: object, private_key: object) -> tuple[Path, Path] | None:

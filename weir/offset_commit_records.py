@@ -1,16 +1,22 @@
 """Kafka's record schemas of committed offsets in ``__consumer_offsets``, and group placement.
 
+Pure functions over bytes, shared by the brokers (which write and replay the topic) and the
+lag pipeline (which reads it through the SDK): nothing here imports a broker module.
+
 Keys and values are Kafka's, byte for byte, so that Kafka tools can read the topic:
 
 - key v0/v1 (an offset commit): int16 version, string group, string topic, int32 partition.
-  Kafka writes version 1; version 2 keys hold group metadata (members), which this module
-  recognises and skips.
+  Kafka writes version 1; version 2 keys hold classic group metadata (members), which this
+  module recognises and skips. Versions 3 to 8 are the KIP-848 consumer group records
+  (``broker_nodes.coordinator.groups.records``): readers that only want commits check
+  :func:`key_version` against :data:`OFFSET_COMMIT_KEY_VERSIONS` first.
 - value v3: int16 version(3), int64 offset, int32 leader epoch, string metadata, int64 commit
   timestamp. Versions 0-2 are read too (v0: offset, metadata, commit timestamp; v1: adds an
   expire timestamp; v2: as v0).
 
 A Kafka "string" is an int16 byte length followed by UTF-8. A record with a null value is a
-tombstone: the commit was removed.
+tombstone: the commit was removed. Group and topic names are stored as the broker keeps them
+(``tenant~name`` for a tenant's).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import struct
 from dataclasses import dataclass
 
 OFFSET_COMMIT_KEY_VERSION = 1  # what Kafka writes for offset commit keys
+OFFSET_COMMIT_KEY_VERSIONS = frozenset({0, 1})  # key versions that hold an offset commit
 GROUP_METADATA_KEY_VERSION = 2  # keys of group membership records, skipped here
 OFFSET_COMMIT_VALUE_VERSION = 3  # what Kafka writes for offset commit values
 NO_LEADER_EPOCH = -1
@@ -86,6 +93,13 @@ def _decode_string(data: bytes, position: int) -> tuple[str, int]:
     return data[position : position + length].decode("utf-8"), position + length
 
 
+def key_version(data: bytes) -> int:
+    """The version field of a ``__consumer_offsets`` key (which kind of record it is)."""
+    if len(data) < 2:
+        raise OffsetSchemaError("key shorter than its version field")
+    return int(_INT16.unpack_from(data, 0)[0])
+
+
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
     return b"".join(
         (_INT16.pack(OFFSET_COMMIT_KEY_VERSION), _encode_string(key.group), _encode_string(key.topic), _INT32.pack(key.partition))
@@ -94,12 +108,10 @@ def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
 
 def decode_key(data: bytes) -> OffsetCommitKey | None:
     """The offset commit key in ``data``; None for a group metadata key (version 2)."""
-    if len(data) < 2:
-        raise OffsetSchemaError("key shorter than its version field")
-    (version,) = _INT16.unpack_from(data, 0)
+    version = key_version(data)
     if version == GROUP_METADATA_KEY_VERSION:
         return None
-    if version not in (0, 1):
+    if version not in OFFSET_COMMIT_KEY_VERSIONS:
         raise OffsetSchemaError(f"unknown key version {version}")
     group, position = _decode_string(data, 2)
     topic, position = _decode_string(data, position)
@@ -136,3 +148,18 @@ def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
     except struct.error as error:
         raise OffsetSchemaError(f"offset commit value is truncated: {error}") from None
     return OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp)
+
+
+TENANT_SEPARATOR = "~"  # brokers store a tenant's names as ``<tenant>~<name>`` (broker_nodes.names)
+
+
+def split_qualified_name(qualified: str) -> tuple[str, str]:
+    """(tenant id, plain name) of a group or topic name as these records store it.
+
+    The brokers' rule (``broker_nodes.names.split``): split at the first ``~``, which no Kafka
+    topic name may contain; a name without one has no tenant (the tenant id is "").
+    """
+    tenant_id, separator, name = qualified.partition(TENANT_SEPARATOR)
+    if not separator:
+        return "", qualified
+    return tenant_id, name

@@ -1,0 +1,173 @@
+"""What the lag job asks the brokers directly, through the SDK: offsets of partitions and the
+timestamp of the next unconsumed record.
+
+Both run on the driver with the internal credential acting as each tenant in turn
+(``weir.internal.token`` + ``weir.tenant``, as the control plane's dashboard does), so topic
+names stay the tenant's plain names and one tenant's lookups never see another's topics:
+
+- :func:`partition_offsets`: per partition, the end offset (high watermark: what a consumer
+  can read, as Kafka's lag tools count) and the log start offset, from one ListOffsets per
+  leader and spec (AdminClient.list_offsets). A partition whose topic no longer exists
+  (UNKNOWN_TOPIC_OR_PARTITION) is reported ``deleted``; one the brokers could not answer for
+  (no leader, timeout) has unknown (None) offsets, and the job keeps its window.
+- :func:`next_record_timestamps`: for each requested (partition, offset), the timestamp of the
+  first record at or after the offset, read with one Consumer per tenant assigned to exactly
+  those partitions; a partition is paused as soon as its record came in. Bounded by a
+  deadline: what has not arrived by then is left out (the time lag is then unknown).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from weir import Consumer, KafkaException, TopicPartition
+from weir.admin import AdminClient, OffsetSpec
+from weir.errors import ErrorCode
+from weir.message import TIMESTAMP_NOT_AVAILABLE
+
+CLIENT_ID = "weir-lag-job"
+CONSUME_BATCH = 500  # records taken per consume() while looking for first records
+MAX_PARTITION_FETCH_BYTES = 64 * 1024  # only the first record of each partition is wanted
+# Errors that mean the topic or partition is gone, so its windows are forgotten.
+_DELETED_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode._UNKNOWN_TOPIC, ErrorCode._UNKNOWN_PARTITION})  # type: ignore[attr-defined]
+
+PartitionKey = tuple[str, str, int]  # (tenant id, plain topic, partition)
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """What the brokers said of one partition; offsets None when they could not tell."""
+
+    tenant_id: str
+    topic: str
+    partition: int
+    end_offset: int | None
+    log_start_offset: int | None
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class RecordTimestamp:
+    """The first record at or after ``offset`` of a partition has this timestamp (epoch ms)."""
+
+    tenant_id: str
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+
+
+def tenant_config(client_config: Mapping[str, Any], tenant_id: str, timeout_seconds: float) -> dict[str, Any]:
+    """The SDK configuration acting as ``tenant_id``: ``client_config`` (bootstrap, internal
+    token, TLS) with the tenant and per-request deadlines of ``timeout_seconds``."""
+    if not tenant_id:
+        raise ValueError("the lag job acts as a tenant: the tenant id must not be empty")
+    timeout_ms = max(int(timeout_seconds * 1000), 10)
+    return {
+        **client_config,
+        "client.id": CLIENT_ID,
+        "weir.tenant": tenant_id,
+        "request.timeout.ms": timeout_ms,
+        "socket.timeout.ms": timeout_ms,
+    }
+
+
+def _by_tenant(keys: Iterable[PartitionKey]) -> dict[str, list[tuple[str, int]]]:
+    grouped: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for tenant_id, topic, partition in keys:
+        grouped[tenant_id].add((topic, int(partition)))
+    return {tenant_id: sorted(partitions) for tenant_id, partitions in sorted(grouped.items())}
+
+
+def _outcome(future: Future, deadline: float) -> tuple[int | None, bool]:
+    """(offset or None, deleted) of one list_offsets future."""
+    try:
+        return int(future.result(timeout=max(deadline - time.monotonic(), 0.001)).offset), False
+    except KafkaException as error:
+        return None, error.args[0].code() in _DELETED_CODES
+    except TimeoutError:
+        return None, False
+
+
+def partition_offsets(client_config: Mapping[str, Any], keys: Iterable[PartitionKey], *, timeout_seconds: float) -> list[PartitionOffsets]:
+    """End and log start offsets of every partition in ``keys`` (see the module docstring), sorted."""
+    results: list[PartitionOffsets] = []
+    for tenant_id, partitions in _by_tenant(keys).items():
+        deadline = time.monotonic() + timeout_seconds
+        admin = AdminClient(tenant_config(client_config, tenant_id, timeout_seconds))
+        try:
+            topic_partitions = [TopicPartition(topic, partition) for topic, partition in partitions]
+            latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in topic_partitions}, request_timeout=timeout_seconds)
+            earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in topic_partitions}, request_timeout=timeout_seconds)
+            for tp in topic_partitions:
+                end_offset, end_deleted = _outcome(latest[tp], deadline)
+                log_start, start_deleted = _outcome(earliest[tp], deadline)
+                deleted = end_deleted and start_deleted
+                results.append(PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted))
+        finally:
+            admin.close()
+    return results
+
+
+def next_record_timestamps(client_config: Mapping[str, Any], requests: Iterable[tuple[str, str, int, int]], *, timeout_seconds: float) -> list[RecordTimestamp]:
+    """For each (tenant id, topic, partition, offset): the timestamp of the first record at or
+    after the offset, as far as the brokers hand them over within ``timeout_seconds`` in all.
+
+    Several offsets of one partition are answered in increasing order by one reader: once the
+    first record at or after one offset is found, it answers every requested offset up to its
+    own, and the reader seeks to the next offset still unanswered.
+    """
+    wanted_by_tenant: dict[str, dict[tuple[str, int], set[int]]] = defaultdict(lambda: defaultdict(set))
+    for tenant_id, topic, partition, offset in requests:
+        wanted_by_tenant[tenant_id][(topic, int(partition))].add(int(offset))
+    deadline = time.monotonic() + timeout_seconds
+    found: list[RecordTimestamp] = []
+    for tenant_id, wanted in sorted(wanted_by_tenant.items()):
+        if deadline - time.monotonic() <= 0:
+            break
+        found += _first_records(client_config, tenant_id, {key: sorted(offsets) for key, offsets in wanted.items()}, deadline, timeout_seconds)
+    return found
+
+
+def _first_records(client_config: Mapping[str, Any], tenant_id: str, wanted: dict[tuple[str, int], list[int]], deadline: float, timeout_seconds: float) -> list[RecordTimestamp]:
+    config = {
+        **tenant_config(client_config, tenant_id, timeout_seconds),
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",  # a requested offset deleted meanwhile: the log start is next
+        "max.partition.fetch.bytes": MAX_PARTITION_FETCH_BYTES,
+        "fetch.wait.max.ms": 100,
+    }
+    consumer = Consumer(config)
+    found: list[RecordTimestamp] = []
+    pending = {key: list(offsets) for key, offsets in wanted.items()}
+    try:
+        consumer.assign([TopicPartition(topic, partition, offsets[0]) for (topic, partition), offsets in sorted(pending.items())])
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for message in consumer.consume(num_messages=CONSUME_BATCH, timeout=min(remaining, 1.0)):
+                offset = message.offset()
+                key = (message.topic(), message.partition())
+                offsets = pending.get(key)  # type: ignore[arg-type]
+                if message.error() is not None or offsets is None or offset is None or offset < offsets[0]:
+                    continue
+                timestamp_type, timestamp_ms = message.timestamp()
+                while offsets and offsets[0] <= offset:
+                    requested = offsets.pop(0)
+                    if timestamp_type != TIMESTAMP_NOT_AVAILABLE:
+                        found.append(RecordTimestamp(tenant_id, key[0], key[1], requested, timestamp_ms))  # type: ignore[arg-type]
+                topic_partition = TopicPartition(key[0], key[1])  # type: ignore[arg-type]
+                if offsets:
+                    consumer.seek(TopicPartition(key[0], key[1], offsets[0]))  # type: ignore[arg-type]
+                else:
+                    del pending[key]  # type: ignore[arg-type]
+                    consumer.pause([topic_partition])
+    finally:
+        consumer.close()
+    return found

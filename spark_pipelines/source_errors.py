@@ -1,0 +1,96 @@
+"""The errors the Weir DataSource raises, each naming what was wrong.
+
+Spark wraps an exception raised in a Python worker (planning or reading) into its own
+(``AnalysisException``, ``PythonException``, ``StreamingQueryException``) and keeps the Python
+message, so the message alone must say which option, topic, partition or offset is at fault.
+Every class carries the fields a caller may want to inspect and a ``retriable`` flag as the
+SDK's errors do: a stalled read may succeed later, a bad option never will.
+"""
+
+from __future__ import annotations
+
+
+class WeirSourceError(Exception):
+    """Base class of every error of the Weir DataSource."""
+
+    retriable = False
+
+
+class InvalidOptionError(WeirSourceError, ValueError):
+    """An option is missing, unknown to the SDK, malformed, or contradicts another one."""
+
+    def __init__(self, option: str, reason: str) -> None:
+        super().__init__(f"weir source: option {option!r}: {reason}")
+        self.option = option
+        self.reason = reason
+
+
+class UnknownTopicError(WeirSourceError):
+    """A topic (or partition) named in subscribe / assign / an offsets JSON does not exist for this caller."""
+
+    def __init__(self, topic: str, detail: str) -> None:
+        super().__init__(f"weir source: topic {topic!r}: {detail}")
+        self.topic = topic
+        self.detail = detail
+
+
+class AuthenticationFailedError(WeirSourceError):
+    """The brokers refused the credentials (``sasl.username`` / ``sasl.password`` or ``weir.internal.token``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"weir source: the brokers refused the credentials: {detail}")
+        self.detail = detail
+
+
+class AuthorizationFailedError(WeirSourceError):
+    """The credentials are valid but the principal may not read (or describe) ``topic``."""
+
+    def __init__(self, topic: str, detail: str) -> None:
+        super().__init__(f"weir source: not authorized to read topic {topic!r}: {detail}")
+        self.topic = topic
+        self.detail = detail
+
+
+class BrokersUnavailableError(WeirSourceError):
+    """No broker answered (wrong ``bootstrap.servers``, brokers down, TLS mismatch)."""
+
+    retriable = True
+
+    def __init__(self, bootstrap_servers: str, detail: str) -> None:
+        super().__init__(f"weir source: no broker answered at {bootstrap_servers}: {detail}")
+        self.bootstrap_servers = bootstrap_servers
+        self.detail = detail
+
+
+class DataLossError(WeirSourceError):
+    """Records of a requested range are gone (retention, a topic recreated) or offsets are past the end.
+
+    Raised only with ``failOnDataLoss`` true (the default); with false the range is clamped to
+    what the partition holds and the read goes on.
+    """
+
+    def __init__(self, topic: str, partition: int, detail: str) -> None:
+        super().__init__(
+            f"weir source: {topic} [{partition}]: {detail}. Some data may have been lost; "
+            "set failOnDataLoss=false to skip what is missing instead of failing"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.detail = detail
+
+
+class ReadTimeoutError(WeirSourceError):
+    """Reading a range made no progress for ``kafkaConsumer.pollTimeoutMs``."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, position: int, until: int, seconds: float, last_error: str | None = None) -> None:
+        cause = f"; last client error: {last_error}" if last_error else ""
+        super().__init__(
+            f"weir source: {topic} [{partition}]: no record arrived for {seconds:g} s at offset {position} "
+            f"while reading up to offset {until} (kafkaConsumer.pollTimeoutMs){cause}"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.position = position
+        self.until = until

@@ -1,0 +1,1 @@
+"""Pure DataFrame -> DataFrame functions of the pipelines (usage, lag); no reads, no writes."""

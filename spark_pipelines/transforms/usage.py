@@ -1,0 +1,219 @@
+"""Usage metering as pure DataFrame functions: ``__usage`` records -> hourly and daily usage.
+
+The input is what ``spark.read.format("weir")`` returns for the internal topic ``__usage``
+(Kafka's columns: ``value`` binary, ``partition``, ``offset``...). Each record value is one
+JSON row of the schema "weir.usage/1" (``weir/usage_records.py``, shared with the brokers
+that write it). The functions, chained in this order:
+
+1. :func:`parse_usage_records` decodes every value with ``from_json`` and the shared Spark
+   schema, keeping the record's ``__usage`` partition and offset, and names what is wrong
+   with a row in ``problem`` (null when the row is valid).
+2. :func:`usage_problems` keeps the invalid rows with their position and text (the job
+   stores them aside and counts them in its result: a row is never dropped unseen) and
+   :func:`valid_usage_rows` keeps the valid ones with the columns of the schema plus ``date``
+   (UTC day of the window start, the partition column of the stored raw rows).
+3. :func:`deduplicate_usage_rows` drops rows re-sent by a broker: one row per identity
+   ``(node_id, incarnation, sequence, kind, tenant_id, topic, partition)``. Counters are
+   deltas per window, so any duplicate left in would be counted twice.
+4. :func:`window_usage` collapses partitions and brokers: one row per tenant, topic and
+   metering window with the window's traffic and the topic's storage.
+5. :func:`usage_aggregates` rolls the windows up into hour or day buckets.
+
+Definitions (every bucket is a UTC hour ``[h, h+1h)`` or day ``[d, d+1d)`` of wall clock; a
+window belongs to the bucket containing its ``window_start_ms``, whole, even in the rare
+case of an interval that does not divide an hour and a window crossing the boundary):
+
+* ``bytes_in``, ``bytes_out``, ``records_in``, ``records_out``, ``produce_requests``,
+  ``fetch_requests``, ``throttle_time_ms``: sums of the traffic rows in the bucket over all
+  partitions and brokers. A request touching three partitions counts as three
+  ``produce_requests`` (the brokers count requests per partition).
+* Storage: for each window, the topic's size is the sum of ``log_size_bytes`` over its
+  partitions (when two brokers report the same partition and window, as around a leader
+  change, the larger report counts once). ``storage_bytes_peak`` is the largest topic size of
+  the windows in the bucket; ``storage_bytes_avg`` the mean topic size over the windows in the
+  bucket that have storage reports (rounded half up to whole bytes). 0 when none.
+* ``partition_hours``: the sum, over the distinct (partition, window) pairs of the topic with a
+  storage report in the bucket, of the window's length (``window_end_ms - window_start_ms``,
+  the longest report when two brokers report the pair) in hours. A 3-partition topic that
+  existed the whole hour has 3.0 partition-hours for that hour, 72.0 for a whole day.
+
+Only Spark SQL column functions are used (no Python UDF), so everything runs in the JVM.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from weir.usage_records import FIELD_TYPES, KIND_PARTITION, KIND_TRAFFIC, SCHEMA_V1, SPARK_SCHEMA_DDL
+
+KINDS = (KIND_TRAFFIC, KIND_PARTITION)
+
+# The identity of a row: a broker re-sends an unacknowledged window with the same identity.
+IDENTITY_COLUMNS = ("node_id", "incarnation", "sequence", "kind", "tenant_id", "topic", "partition")
+# Counters of a traffic row, summed as they are into every bucket.
+TRAFFIC_COLUMNS = ("bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms")
+# The columns of a stored raw usage row: every field of the schema (then the partition column).
+RAW_COLUMNS = tuple(FIELD_TYPES)
+DATE_COLUMN = "date"
+# Spark schema (DDL) of the stored raw rows, for reading them back without inference.
+RAW_SCHEMA_DDL = f"{SPARK_SCHEMA_DDL}, {DATE_COLUMN} DATE"
+# Where a parsed row came from and its text, kept until validation so that a problem can name the record.
+SOURCE_COLUMNS = ("source_partition", "source_offset", "source_value")
+GROUP_COLUMNS = ("tenant_id", "topic")
+# The columns of an aggregate, in this order (``bucket_start_ms`` is the bucket start in epoch ms).
+AGGREGATE_COLUMNS = (
+    "tenant_id", "topic", "bucket_start", "bucket_start_ms",
+    *TRAFFIC_COLUMNS,
+    "storage_bytes_avg", "storage_bytes_peak", "partition_hours",
+    DATE_COLUMN,
+)
+
+MILLISECONDS_PER_HOUR = 3_600_000
+MILLISECONDS_PER_DAY = 86_400_000
+Granularity = Literal["hour", "day"]
+BUCKET_MILLISECONDS: dict[str, int] = {"hour": MILLISECONDS_PER_HOUR, "day": MILLISECONDS_PER_DAY}
+
+
+class UnknownGranularityError(ValueError):
+    """A granularity other than "hour" or "day" was asked for."""
+
+    def __init__(self, granularity: object) -> None:
+        super().__init__(f"granularity must be 'hour' or 'day', got {granularity!r}")
+        self.granularity = granularity
+
+
+def parse_usage_records(records: DataFrame) -> DataFrame:
+    """Decode ``__usage`` records (columns ``value``, ``partition``, ``offset`` as the weir source
+    returns them) into one row per record: ``source_partition``, ``source_offset``,
+    ``source_value`` (the value as text), every field of the schema, and ``problem`` (why the
+    row is unusable, null when it is fine)."""
+    decoded = records.select(
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        F.col("value").cast("string").alias("source_value"),
+        F.from_json(F.col("value").cast("string"), SPARK_SCHEMA_DDL).alias("row"),
+    )
+    flat = decoded.select(*SOURCE_COLUMNS, *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS))
+    return flat.withColumn("problem", _problem())
+
+
+def _problem() -> Column:
+    """The first thing wrong with a decoded row, as text; null for a valid row."""
+    window_start, window_end = F.col("window_start_ms"), F.col("window_end_ms")
+    identity_missing = _any_null(IDENTITY_COLUMNS)
+    traffic_missing = (F.col("kind") == KIND_TRAFFIC) & _any_null(TRAFFIC_COLUMNS)
+    size_missing = (F.col("kind") == KIND_PARTITION) & F.col("log_size_bytes").isNull()
+    return (
+        F.when(F.col("schema").isNull(), F.lit(f"not a JSON object of schema {SCHEMA_V1}"))
+        .when(F.col("schema") != SCHEMA_V1, F.concat(F.lit("unknown schema "), F.col("schema")))
+        .when(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS), F.concat(F.lit("kind is neither traffic nor partition: "), F.coalesce(F.col("kind"), F.lit("null"))))
+        .when(identity_missing, F.lit("an identity field (node_id, incarnation, sequence, tenant_id, topic, partition) is missing"))
+        .when(window_start.isNull() | window_end.isNull() | (window_end < window_start), F.lit("window_start_ms/window_end_ms missing or the window ends before it starts"))
+        .when(traffic_missing, F.lit("a traffic row without all of " + ", ".join(TRAFFIC_COLUMNS)))
+        .when(size_missing, F.lit("a partition row without log_size_bytes"))
+    )
+
+
+def _any_null(columns: tuple[str, ...]) -> Column:
+    condition = F.lit(False)
+    for name in columns:
+        condition = condition | F.col(name).isNull()
+    return condition
+
+
+def usage_problems(parsed: DataFrame) -> DataFrame:
+    """The unusable rows of :func:`parse_usage_records`' output: :data:`SOURCE_COLUMNS` and ``problem``."""
+    return parsed.where(F.col("problem").isNotNull()).select(*SOURCE_COLUMNS, "problem")
+
+
+def valid_usage_rows(parsed: DataFrame) -> DataFrame:
+    """The usable rows of :func:`parse_usage_records`' output: :data:`RAW_COLUMNS` plus ``date``."""
+    return parsed.where(F.col("problem").isNull()).select(*RAW_COLUMNS).withColumn(DATE_COLUMN, _utc_date(F.col("window_start_ms")))
+
+
+def deduplicate_usage_rows(rows: DataFrame) -> DataFrame:
+    """One row per identity (:data:`IDENTITY_COLUMNS`); a re-sent row carries the same content."""
+    return rows.dropDuplicates(list(IDENTITY_COLUMNS))
+
+
+def window_usage(rows: DataFrame) -> DataFrame:
+    """Per tenant, topic and window (``window_start_ms``): the traffic sums, ``storage_bytes``
+    (the topic's size, null when no partition reported) and ``partition_ms`` (summed lengths of
+    the reported (partition, window) pairs, null likewise).
+
+    Precondition: ``rows`` are deduplicated valid rows (:func:`deduplicate_usage_rows`).
+    """
+    keys = [*GROUP_COLUMNS, "window_start_ms"]
+    traffic = rows.where(F.col("kind") == KIND_TRAFFIC).groupBy(*keys).agg(*(F.sum(name).cast("long").alias(name) for name in TRAFFIC_COLUMNS))
+    # Around a leader change the old and the new leader may both report a partition for the same
+    # window; the partition is there once, so it counts once (its larger report).
+    partition_windows = (
+        rows.where(F.col("kind") == KIND_PARTITION)
+        .groupBy(*keys, "partition")
+        .agg(
+            F.max("log_size_bytes").cast("long").alias("log_size_bytes"),
+            F.max(F.col("window_end_ms") - F.col("window_start_ms")).cast("long").alias("window_ms"),
+        )
+    )
+    storage = partition_windows.groupBy(*keys).agg(
+        F.sum("log_size_bytes").cast("long").alias("storage_bytes"),
+        F.sum("window_ms").cast("long").alias("partition_ms"),
+    )
+    return traffic.join(storage, keys, "full_outer")
+
+
+def usage_aggregates(windows: DataFrame, granularity: Granularity) -> DataFrame:
+    """Roll :func:`window_usage` rows up into ``granularity`` ("hour" or "day") buckets per
+    tenant and topic; columns :data:`AGGREGATE_COLUMNS` (definitions in the module docstring).
+
+    ``bucket_start`` is a timestamp (UTC instant), ``bucket_start_ms`` the same in epoch
+    milliseconds and ``date`` its UTC date (the partition column of the stored aggregates).
+    """
+    if granularity not in BUCKET_MILLISECONDS:
+        raise UnknownGranularityError(granularity)
+    bucket_milliseconds = BUCKET_MILLISECONDS[granularity]
+    bucketed = windows.withColumn("bucket_start_ms", F.floor(F.col("window_start_ms") / bucket_milliseconds).cast("long") * bucket_milliseconds)
+    rolled = bucketed.groupBy(*GROUP_COLUMNS, "bucket_start_ms").agg(
+        *(F.coalesce(F.sum(name), F.lit(0)).cast("long").alias(name) for name in TRAFFIC_COLUMNS),
+        # avg and max skip the windows without storage reports (null storage_bytes).
+        F.coalesce(F.round(F.avg("storage_bytes")), F.lit(0)).cast("long").alias("storage_bytes_avg"),
+        F.coalesce(F.max("storage_bytes"), F.lit(0)).cast("long").alias("storage_bytes_peak"),
+        (F.coalesce(F.sum("partition_ms"), F.lit(0)) / F.lit(float(MILLISECONDS_PER_HOUR))).cast("double").alias("partition_hours"),
+    )
+    return rolled.select(
+        *GROUP_COLUMNS,
+        F.timestamp_millis(F.col("bucket_start_ms")).alias("bucket_start"),
+        "bucket_start_ms",
+        *TRAFFIC_COLUMNS,
+        "storage_bytes_avg",
+        "storage_bytes_peak",
+        "partition_hours",
+        _utc_date(F.col("bucket_start_ms")).alias(DATE_COLUMN),
+    )
+
+
+def hourly_usage(rows: DataFrame) -> DataFrame:
+    """Hour buckets straight from deduplicated valid rows (:func:`window_usage` then :func:`usage_aggregates`)."""
+    return usage_aggregates(window_usage(rows), "hour")
+
+
+def daily_usage(rows: DataFrame) -> DataFrame:
+    """Day buckets straight from deduplicated valid rows (:func:`window_usage` then :func:`usage_aggregates`)."""
+    return usage_aggregates(window_usage(rows), "day")
+
+
+def bucket_starts(rows: DataFrame, granularity: Granularity) -> DataFrame:
+    """The distinct ``bucket_start_ms`` of the ``granularity`` buckets that ``rows`` (any frame
+    with ``window_start_ms``) fall into: the buckets a batch of new rows affects."""
+    if granularity not in BUCKET_MILLISECONDS:
+        raise UnknownGranularityError(granularity)
+    bucket_milliseconds = BUCKET_MILLISECONDS[granularity]
+    return rows.select((F.floor(F.col("window_start_ms") / bucket_milliseconds).cast("long") * bucket_milliseconds).alias("bucket_start_ms")).distinct()
+
+
+def _utc_date(epoch_milliseconds: Column) -> Column:
+    """The UTC calendar date of an epoch-millisecond instant, whatever the session time zone."""
+    return F.date_from_unix_date(F.floor(epoch_milliseconds / MILLISECONDS_PER_DAY).cast("int"))

@@ -1,0 +1,127 @@
+"""The inline SVG chart geometry: scales, gaps, thinning, status bands, labels."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from webapp.dashboard.charts import (
+    MARGIN_LEFT,
+    WIDTH,
+    Band,
+    Series,
+    format_bytes,
+    format_count,
+    format_seconds,
+    line_chart,
+    nice_scale,
+    status_bands,
+    thin,
+)
+
+START = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+def at(hours: float) -> datetime:
+    return START + timedelta(hours=hours)
+
+
+@pytest.mark.parametrize("highest,step,top", [(0, 1, 4), (7, 2, 8), (50, 20, 60), (100, 25, 100), (101, 50, 150), (0.3, 0.1, 0.30000000000000004), (1234567, 500000, 1500000)])
+def test_nice_scale_picks_round_steps_from_zero(highest: float, step: float, top: float) -> None:
+    assert nice_scale(highest, 4) == pytest.approx((step, top))
+
+
+def test_points_map_onto_the_window_and_the_y_axis_starts_at_zero() -> None:
+    chart = line_chart("t", [Series("in", [(at(0), 0.0), (at(12), 50.0), (at(24), 100.0)])], at(0), at(24), format_count)
+
+    # The point at the window's end is outside [start, end) and left out.
+    # 50 on a 0..60 axis (steps of 20) is five sixths of the way up.
+    assert chart.series[0].path == f"M{MARGIN_LEFT:.1f},{chart.bottom:.1f} L{(MARGIN_LEFT + chart.right) / 2:.1f},{chart.bottom - (chart.bottom - chart.top) * 5 / 6:.1f}"
+    assert [tick.label for tick in chart.y_ticks] == ["0", "20", "40", "60"]
+    assert chart.y_ticks[-1].position == chart.top
+    assert [(tick.label, tick.anchor) for tick in chart.x_ticks] == [("00:00", "start"), ("06:00", "middle"), ("12:00", "middle"), ("18:00", "middle"), ("00:00", "end")]
+    assert chart.x_ticks[0].position == MARGIN_LEFT and chart.x_ticks[-1].position == WIDTH - 12
+    assert chart.series[0].latest == "50" and not chart.empty
+
+
+def test_a_missing_value_breaks_the_line_and_lone_points_become_dots() -> None:
+    chart = line_chart("t", [Series("s", [(at(0), 1.0), (at(1), 2.0), (at(2), None), (at(3), 4.0), (at(4), None)])], at(0), at(6), format_count)
+
+    drawn = chart.series[0]
+    assert drawn.path.count("M") == 1 and drawn.path.count("L") == 1
+    assert len(drawn.dots) == 1
+    assert drawn.latest == "4"
+
+
+def test_a_chart_without_points_in_the_window_is_empty() -> None:
+    chart = line_chart("t", [Series("s", [(at(-5), 3.0)]), Series("u", [])], at(0), at(1), format_bytes)
+
+    assert chart.empty and chart.series[1].latest == "—"
+    with pytest.raises(ValueError, match="start before it ends"):
+        line_chart("t", [], at(1), at(1), format_bytes)
+
+
+def test_thin_keeps_the_peak_of_each_slice() -> None:
+    points = [(at(i), float(i % 10)) for i in range(100)]
+
+    thinned = thin(points, limit=10)
+
+    assert len(thinned) == 10 and all(value == 9.0 for _, value in thinned)
+    assert thinned[1][0] == at(10)
+    assert thin([(at(0), None), (at(1), None)], limit=1) == [(at(0), None)]
+
+
+def test_status_bands_merge_equal_statuses_and_leave_gaps_blank() -> None:
+    points = [(at(0), "OK"), (at(1), "OK"), (at(2), "ERROR"), (at(10), "OK")]
+
+    bands = status_bands(points, end=at(11), longest=timedelta(hours=2))
+
+    assert [(band.start, band.end, band.css_class) for band in bands] == [(at(0), at(2), "OK"), (at(2), at(4), "ERROR"), (at(10), at(11), "OK")]
+    chart = line_chart("t", [Series("s", [(at(0), 1.0)])], at(1), at(11), format_count, bands=bands)
+    # The first band is cut at the window's start.
+    assert chart.bands[0].x == MARGIN_LEFT and chart.bands[0].css_class == "OK"
+    assert [band.css_class for band in chart.bands] == ["OK", "ERROR", "OK"]
+    assert chart.bands[0].title.startswith("OK from 2025-03-01 00:00")
+
+
+def test_bands_outside_the_window_are_not_drawn() -> None:
+    chart = line_chart("t", [], at(0), at(1), format_count, bands=[Band(at(-3), at(-2), "OK", "")])
+
+    assert chart.bands == []
+
+
+def test_time_labels_fall_on_round_times() -> None:
+    month = line_chart("t", [], START, START + timedelta(days=30), format_count)
+    odd_hours = line_chart("t", [], START + timedelta(minutes=7), START + timedelta(hours=1, minutes=7), format_count)
+
+    # Weeks since the epoch start on Thursdays.
+    assert [tick.label for tick in month.x_ticks] == ["Mar 06", "Mar 13", "Mar 20", "Mar 27"]
+    assert [tick.label for tick in odd_hours.x_ticks] == ["00:15", "00:30", "00:45", "01:00"]
+
+
+def test_byte_axes_step_in_powers_of_1024() -> None:
+    chart = line_chart("t", [Series("s", [(START, 5.0 * 1024**2)])], START, at(1), format_bytes, binary=True)
+
+    assert nice_scale(5 * 1024**2, 4, binary=True) == (2 * 1024**2, 6 * 1024**2)
+    assert [tick.label for tick in chart.y_ticks] == ["0 B", "2.0 MB", "4.0 MB", "6.0 MB"]
+
+
+@pytest.mark.parametrize(
+    "function,value,text",
+    [
+        (format_bytes, 512, "512 B"),
+        (format_bytes, 1536, "1.5 KB"),
+        (format_bytes, 5 * 1024**3, "5.0 GB"),
+        (format_count, 950, "950"),
+        (format_count, 12500, "12.5k"),
+        (format_count, 2.5, "2.5"),
+        (format_count, 3_200_000, "3.2M"),
+        (format_seconds, 45, "45 s"),
+        (format_seconds, 720, "12 min"),
+        (format_seconds, 5400, "1.5 h"),
+        (format_seconds, 172800, "2.0 d"),
+    ],
+)
+def test_formatters(function, value: float, text: str) -> None:  # type: ignore[no-untyped-def]
+    assert function(value) == text

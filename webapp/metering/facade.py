@@ -1,0 +1,157 @@
+"""What the REST API and the dashboard may read of metering: usage, the lag pipeline's
+evaluations, and pipeline runs. Every tenant read takes the tenant and filters by it first.
+
+These are the *pipeline's* views of lag: evaluated every ``WEIR_LAG_PIPELINE_INTERVAL_SECONDS``
+with Burrow-style statuses and kept as history. The live lag asked from the brokers on each
+request (``webapp.consumer_groups``) is the other view; the two meet only in the pages that
+show both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db.models import Count, Max, QuerySet, Sum
+
+from webapp.accounts.models import Tenant
+from webapp.metering.models import (
+    GROUP_ID_MAX_LENGTH,
+    Granularity,
+    GroupLag,
+    GroupLagHistory,
+    GroupStatus,
+    PartitionLag,
+    PipelineRun,
+    RunStatus,
+    UsageAggregate,
+)
+
+# The window a usage query covers when it names no ``from``.
+DEFAULT_USAGE_WINDOW = {Granularity.HOUR: timedelta(hours=24), Granularity.DAY: timedelta(days=30)}
+# The window of a lag history query that names no ``from``.
+DEFAULT_LAG_HISTORY_WINDOW = timedelta(hours=6)
+# An evaluation older than this many lag pipeline intervals is stale (the pipeline stopped,
+# or the group is gone and no longer evaluated).
+STALE_AFTER_INTERVALS = 3
+USAGE_SUM_FIELDS = ("bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms", "partition_hours")
+
+
+@dataclass(frozen=True)
+class GroupEvaluation:
+    """The lag pipeline's latest evaluation of one group, with its partitions (by topic, partition)."""
+
+    group: GroupLag
+    partitions: list[PartitionLag]
+    stale: bool
+
+
+def lag_interval_seconds() -> float:
+    return float(getattr(settings, "WEIR_LAG_PIPELINE_INTERVAL_SECONDS", 60))
+
+
+def default_usage_window(granularity: str) -> timedelta:
+    return DEFAULT_USAGE_WINDOW[Granularity(granularity)]
+
+
+def usage(tenant: Tenant, granularity: str, start: datetime, end: datetime, topic: str | None = None) -> QuerySet[UsageAggregate]:
+    """The tenant's usage rows of ``granularity`` whose bucket starts in ``[start, end)``,
+    of one topic or all, by bucket then topic."""
+    rows = UsageAggregate.objects.filter(tenant=tenant, granularity=granularity, bucket_start__gte=start, bucket_start__lt=end)
+    if topic:
+        rows = rows.filter(topic=topic)
+    return rows.order_by("bucket_start", "topic")
+
+
+def usage_totals_by_bucket(tenant: Tenant, granularity: str, start: datetime, end: datetime, topic: str | None = None) -> list[dict[str, object]]:
+    """One row per bucket summed over topics (storage sums the topics' averages and peaks),
+    by bucket; keys: ``bucket_start`` and the counters."""
+    rows = usage(tenant, granularity, start, end, topic).order_by().values("bucket_start")
+    rows = rows.annotate(**{name: Sum(name) for name in USAGE_SUM_FIELDS}, storage_bytes_avg=Sum("storage_bytes_avg"), storage_bytes_peak=Sum("storage_bytes_peak"))
+    return list(rows.order_by("bucket_start"))
+
+
+def usage_totals_by_topic(tenant: Tenant, granularity: str, start: datetime, end: datetime, topic: str | None = None) -> list[dict[str, object]]:
+    """One row per topic over the whole window: counters summed, ``storage_bytes_peak`` the
+    largest of the window; biggest traffic first."""
+    rows = usage(tenant, granularity, start, end, topic).order_by().values("topic")
+    rows = rows.annotate(**{name: Sum(name) for name in USAGE_SUM_FIELDS}, storage_bytes_peak=Max("storage_bytes_peak"))
+    return sorted(rows, key=lambda row: (-(row["bytes_in"] or 0) - (row["bytes_out"] or 0), row["topic"]))
+
+
+def usage_topics(tenant: Tenant) -> list[str]:
+    """Every topic name the tenant has usage of (deleted topics included), sorted."""
+    return list(UsageAggregate.objects.filter(tenant=tenant).order_by("topic").values_list("topic", flat=True).distinct())
+
+
+def group_evaluation(tenant: Tenant, group: str, now: datetime) -> GroupEvaluation | None:
+    """The latest evaluation of the tenant's ``group``; None when the pipeline has none
+    (never evaluated, not the tenant's, or not a possible group id)."""
+    if not _possible_group_id(group):
+        return None
+    row = GroupLag.objects.filter(tenant=tenant, group=group).first()
+    if row is None:
+        return None
+    partitions = list(PartitionLag.objects.filter(tenant=tenant, group=group).order_by("topic", "partition"))
+    return GroupEvaluation(group=row, partitions=partitions, stale=is_stale(row.evaluated_at, now))
+
+
+def group_statuses(tenant: Tenant, status: str | None = None) -> QuerySet[GroupLag]:
+    """The latest evaluation of each of the tenant's groups (optionally of one status), by group id."""
+    rows = GroupLag.objects.filter(tenant=tenant)
+    if status:
+        rows = rows.filter(status=status)
+    return rows.order_by("group")
+
+
+def group_status_counts(tenant: Tenant) -> dict[str, int]:
+    """How many of the tenant's groups are in each group status (every status present, 0 or more)."""
+    counts = dict(GroupLag.objects.filter(tenant=tenant).order_by().values_list("status").annotate(count=Count("pk")))
+    return {status: counts.get(status, 0) for status in GroupStatus.values}
+
+
+def lag_history(tenant: Tenant, group: str, start: datetime, end: datetime) -> QuerySet[GroupLagHistory]:
+    """The evaluations of the tenant's ``group`` in ``[start, end)``, oldest first."""
+    if not _possible_group_id(group):
+        return GroupLagHistory.objects.none()
+    return GroupLagHistory.objects.filter(tenant=tenant, group=group, evaluated_at__gte=start, evaluated_at__lt=end).order_by("evaluated_at")
+
+
+def is_stale(evaluated_at: datetime, now: datetime) -> bool:
+    return (now - evaluated_at).total_seconds() > STALE_AFTER_INTERVALS * lag_interval_seconds()
+
+
+def pipeline_runs(pipeline: str | None = None, status: str | None = None) -> QuerySet[PipelineRun]:
+    """Runs, newest first, optionally of one pipeline and status."""
+    runs = PipelineRun.objects.all()
+    if pipeline:
+        runs = runs.filter(pipeline=pipeline)
+    if status:
+        runs = runs.filter(status=status)
+    return runs.order_by("-started_at", "-pk")
+
+
+def last_succeeded_run(pipeline: str) -> PipelineRun | None:
+    return PipelineRun.objects.filter(pipeline=pipeline, status=RunStatus.SUCCEEDED).order_by("-started_at", "-pk").first()
+
+
+def not_evaluated_message(group: str) -> str:
+    """What to tell a caller asking for the evaluation of a group the pipeline has none of."""
+    last = last_succeeded_run("lag")
+    if last is None:
+        since = "it has not completed a run yet"
+    else:
+        since = f"its last successful run finished at {(last.finished_at or last.started_at).isoformat()}"
+    return (
+        f"The lag pipeline has not evaluated consumer group '{group}' (yet): it evaluates the groups with "
+        f"committed offsets every {lag_interval_seconds():g} s, and {since}. The live lag, asked from the brokers, "
+        f"is at /api/v1/consumer-groups/{quote(group, safe='')}/lag-summary."
+    )
+
+
+def _possible_group_id(group: str) -> bool:
+    # Names the database cannot hold are never any tenant's evaluated group (and PostgreSQL
+    # refuses NUL in a query).
+    return bool(group) and len(group) <= GROUP_ID_MAX_LENGTH and "\x00" not in group
