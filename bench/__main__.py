@@ -1,9 +1,10 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
 (``failover``) and its replicated produce throughput ratio (``replication-throughput``),
 issue 5's consumer-group settling time and group consumption throughput ratio (``groups``), and
-issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)."""
+issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)
+and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ FAILOVER = "failover"
 REPLICATION_THROUGHPUT = "replication-throughput"
 GROUPS = "groups"
 LAG_LATENCY = "lag-latency"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY)
+USAGE_JOB = "usage-job"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -86,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
     parser.add_argument("--failover-config", type=_failover_configurations, default=tuple(FAILOVER_CONFIGURATIONS), help="failover: session timeout configurations measured, one stack each: default (9 s), tuned (2 s), or both comma-separated (default both)")
     parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput, groups: record size in bytes (default 100); --records defaults to 200,000 there, 500,000 for groups")
+    parser.add_argument("--rows", type=_positive_int, help="usage-job: synthetic usage rows the job processes (default 10,000,000)")
+    parser.add_argument("--read-rows", type=_positive_int, help="usage-job: usage records read back through the DataSource from one broker (default 500,000)")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -137,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
         records = arguments.records if arguments.records is not None else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
         return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
+    if arguments.scenario == USAGE_JOB:
+        from bench import usage_job
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else usage_job.DEFAULT_RUNS)
+        rows = arguments.rows if arguments.rows is not None else (usage_job.QUICK_ROWS if arguments.quick else usage_job.DEFAULT_ROWS)
+        read_rows = arguments.read_rows if arguments.read_rows is not None else (usage_job.QUICK_READ_ROWS if arguments.quick else usage_job.DEFAULT_READ_ROWS)
+        return usage_job.main(rows=rows, read_rows=read_rows, runs=runs, console=console)
     if arguments.scenario == LAG_LATENCY:
         from bench import lag_latency
 

@@ -81,16 +81,23 @@ def visible_offset(api: ApiClient) -> tuple[int | None, str | None]:
     return (offsets[0] if offsets else None), body.get("evaluated_at")
 
 
-def run_that_showed(api: ApiClient, evaluated_at: float, commit_at: float) -> tuple[float | None, float | None, str | None]:
-    """(wait, duration, id) of the succeeded lag run whose span covers the evaluation time."""
-    status, body = api.request("GET", "/pipeline-runs?pipeline=lag&page_size=50")
-    if status != 200 or not isinstance(body, dict):
-        return None, None, None
-    for run in body.get("results", []):
-        started, finished = _parse_time(run.get("started_at")), _parse_time(run.get("finished_at"))
-        if run.get("status") == "SUCCEEDED" and started is not None and finished is not None and started <= evaluated_at <= finished:
-            return started - commit_at, run.get("duration_seconds"), run.get("id")
-    return None, None, None
+def run_that_showed(api: ApiClient, evaluated_at: float, commit_at: float, deadline: float) -> tuple[float | None, float | None, str | None]:
+    """(wait, duration, id) of the lag run that made the evaluation at ``evaluated_at``: the
+    one started before it. The job writes before it ends (state, Parquet, JVM shutdown), so
+    the run may still be RUNNING when the API shows the commit: it is asked again until it
+    has finished or ``deadline`` (monotonic) passes, then (wait, None, id)."""
+    found: tuple[float | None, float | None, str | None] = (None, None, None)
+    while time.monotonic() < deadline:
+        status, body = api.request("GET", "/pipeline-runs?pipeline=lag&page_size=50")
+        runs = body.get("results", []) if status == 200 and isinstance(body, dict) else []
+        started_runs = [(started, run) for run in runs if (started := _parse_time(run.get("started_at"))) is not None and started <= evaluated_at]
+        if started_runs:
+            started, run = max(started_runs, key=lambda item: item[0])
+            found = (started - commit_at, run.get("duration_seconds"), run.get("id"))
+            if run.get("status") != "RUNNING":
+                return found if run.get("status") == "SUCCEEDED" else (found[0], None, found[2])
+        time.sleep(POLL_SECONDS)
+    return found
 
 
 def take_sample(consumer: Consumer, api: ApiClient, offset: int, interval: float) -> Sample:
@@ -103,7 +110,7 @@ def take_sample(consumer: Consumer, api: ApiClient, offset: int, interval: float
         shown, evaluated_at = visible_offset(api)
         if shown == offset:
             latency = time.time() - committed_at
-            wait, job, run_id = run_that_showed(api, _parse_time(evaluated_at) or time.time(), committed_at)
+            wait, job, run_id = run_that_showed(api, _parse_time(evaluated_at) or time.time(), committed_at, deadline)
             return Sample(latency, wait, job, run_id)
         time.sleep(POLL_SECONDS)
     raise LagLatencyError(f"offset {offset} committed for {GROUP} was not shown by the lag API within {timeout:.0f} s")

@@ -35,6 +35,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 LOOPBACK = "127.0.0.1"
 DEFAULT_BROKER_COUNT = 3  # as `make up` by default
 CONTROLLER_COUNT = 2  # deploy.local starts an active controller and its standby
+METRICS_PORTS_BEYOND_BROKERS = 11  # deploy.local's metrics block: base .. base + 10 + broker count
 DEMO_TENANT = "bench"
 SECURITY_PROTOCOL = "sasl_plaintext"  # the stack runs with security on, without TLS
 
@@ -140,11 +141,14 @@ class LocalStack:
         http_port = free_port_block(1 + CONTROLLER_COUNT + self._broker_count)
         controller_base_port = http_port + 1
         broker_base_port = controller_base_port + CONTROLLER_COUNT
+        # The metrics endpoints (deploy.local: base + 1.. for controllers, + 9 worker, + 10 + N brokers).
+        metrics_base_port = free_port_block(METRICS_PORTS_BEYOND_BROKERS + self._broker_count)
         environment.update(
             WEIR_DATA_DIR=str(self.data_dir),
             WEIR_HTTP_PORT=str(http_port),
             WEIR_CONTROLLER_BASE_PORT=str(controller_base_port),
             WEIR_BROKER_BASE_PORT=str(broker_base_port),
+            WEIR_METRICS_BASE_PORT=str(metrics_base_port),
             WEIR_BROKERS=str(self._broker_count),
             WEIR_DEMO_TENANT=DEMO_TENANT,
             # What deploy.local gives its own children; `demo --json`, run from here, prints them.

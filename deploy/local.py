@@ -30,7 +30,8 @@ WEIR_HTTP_PORT              8000                         the web process (dashbo
                                                          its /metrics, /healthz and /readyz)
 WEIR_METRICS_BASE_PORT      9300                         Prometheus /metrics: controller N on
                                                          base + N, the Celery worker on base + 9,
-                                                         broker N on base + 10 + N
+                                                         broker N on base + 10 + N (0: none but
+                                                         the web process's own /metrics)
 WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
 REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
 WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
@@ -138,7 +139,7 @@ class StackSettings:
     # WEIR_TLS_CERT / WEIR_TLS_KEY: what the web process serves HTTPS with, when given.
     web_certificate: Path | None = None
     web_private_key: Path | None = None
-    # WEIR_METRICS_BASE_PORT: the ports of every process's /metrics but the web's (see the table).
+    # WEIR_METRICS_BASE_PORT: the ports of every process's /metrics but the web's (see the table); 0: none.
     metrics_base_port: int = 9300
 
     @classmethod
@@ -159,9 +160,9 @@ class StackSettings:
         if controller_base_port + CONTROLLER_COUNT - 1 > 65535:
             raise SystemExit(f"WEIR_CONTROLLER_BASE_PORT {controller_base_port} leaves no room for {CONTROLLER_COUNT} controllers")
         http_port = _port(environment, "WEIR_HTTP_PORT", 8000)
-        metrics_base_port = _port(environment, "WEIR_METRICS_BASE_PORT", 9300)
-        metrics_ports = range(metrics_base_port, metrics_base_port + METRICS_BROKER_OFFSET + int(raw_count) + 1)
-        if metrics_ports[-1] > 65535:
+        metrics_base_port = 0 if environment.get("WEIR_METRICS_BASE_PORT", "").strip() == "0" else _port(environment, "WEIR_METRICS_BASE_PORT", 9300)
+        metrics_ports = range(metrics_base_port, metrics_base_port + METRICS_BROKER_OFFSET + int(raw_count) + 1) if metrics_base_port else range(0)
+        if metrics_base_port and metrics_ports[-1] > 65535:
             raise SystemExit(f"WEIR_METRICS_BASE_PORT {metrics_base_port} leaves no room for the metrics ports of {raw_count} brokers")
         _refuse_shared_ports(
             {
@@ -356,7 +357,7 @@ def controller_processes(settings: StackSettings, environment: dict[str, str], t
                 [
                     sys.executable, "manage.py", "run_controller",
                     "--listen", settings.controller_address(controller_id),
-                    "--metrics-port", str(settings.controller_metrics_port(controller_id)),
+                    "--metrics-port", str(settings.controller_metrics_port(controller_id) if settings.metrics_base_port else 0),
                     *arguments,
                 ],
                 log_path=settings.log_file(name),
@@ -398,7 +399,7 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
             "--listen", settings.broker_address(node_id),
             "--data-dir", str(data_dir),
             "--config", "security.required=true",
-            "--metrics-port", str(settings.broker_metrics_port(node_id)),
+            "--metrics-port", str(settings.broker_metrics_port(node_id) if settings.metrics_base_port else 0),
             *arguments,
         ]
         processes.append(
@@ -466,7 +467,11 @@ def control_plane_processes(settings: StackSettings, environment: dict[str, str]
         [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         log_path=settings.log_file("celery worker"),
         # Only the worker serves metrics on its own port (webapp.observability.task_metrics).
-        environment={**environment, "WEIR_WORKER_METRICS_PORT": str(settings.worker_metrics_port), "WEIR_WORKER_METRICS_HOST": settings.host},
+        environment={
+            **environment,
+            "WEIR_WORKER_METRICS_PORT": str(settings.worker_metrics_port if settings.metrics_base_port else 0),
+            "WEIR_WORKER_METRICS_HOST": settings.host,
+        },
         pid_file=settings.pid_file("celery worker"),
     )
     beat = SupervisedProcess(
@@ -496,6 +501,8 @@ def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
 
 def metrics_instructions(settings: StackSettings) -> str:
     """Where every process serves Prometheus metrics, and the scrape config that reads them all."""
+    if not settings.metrics_base_port:
+        return f"Metrics:     web {settings.web_url}/metrics (health: /healthz, /readyz); WEIR_METRICS_BASE_PORT=0: no other process serves metrics"
     host = settings.host
     controllers = ", ".join(f"http://{host}:{settings.controller_metrics_port(controller_id)}/metrics" for controller_id in settings.controller_ids)
     brokers = ", ".join(f"http://{host}:{settings.broker_metrics_port(node_id)}/metrics" for node_id in settings.node_ids)

@@ -37,7 +37,7 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import TopicPartition
 from weir.topic_names import is_internal_topic_name
 
-# Deadline of each planning call (metadata, list offsets); a wrong bootstrap address fails after it.
+# Default deadline of each planning call (metadata, list offsets); a wrong bootstrap address fails after it.
 LOOKUP_TIMEOUT_SECONDS = 30.0
 
 PartitionKey = tuple[str, int]
@@ -54,10 +54,11 @@ class PartitionBounds:
 class OffsetLookup:
     """An AdminClient for one planning step; use as a context manager (closes the client)."""
 
-    def __init__(self, client_config: Mapping[str, object], timeout_seconds: float = LOOKUP_TIMEOUT_SECONDS) -> None:
+    def __init__(self, client_config: Mapping[str, object]) -> None:
         self._bootstrap = str(client_config["bootstrap.servers"])
-        self._timeout = timeout_seconds
-        timeout_ms = str(int(timeout_seconds * 1000))
+        # The caller's kafka.socket.timeout.ms bounds each call, else LOOKUP_TIMEOUT_SECONDS.
+        timeout_ms = int(str(client_config.get("socket.timeout.ms", int(LOOKUP_TIMEOUT_SECONDS * 1000))))
+        self._timeout = timeout_ms / 1000.0
         self._isolation = IsolationLevel.READ_UNCOMMITTED if str(client_config.get("isolation.level", "")).lower() == "read_uncommitted" else IsolationLevel.READ_COMMITTED
         admin_config = {key: value for key, value in client_config.items() if key != "isolation.level"}
         self._admin = AdminClient({**admin_config, "socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms})

@@ -14,9 +14,10 @@ later (it is not returned).
 
 Failures, each a clear error rather than a hung task:
 
-- records gone below the read position (retention ran after planning): with
-  ``failOnDataLoss`` the consumer's offset reset is ``error`` and the task raises
-  :class:`DataLossError`; without, it resets to the log start and goes on;
+- the position is outside the log (retention deleted records after planning, or the topic
+  was recreated smaller): the consumer's offset reset is ``error``, so this is reported
+  rather than silently moved. With ``failOnDataLoss`` the task raises :class:`DataLossError`;
+  without, it goes on at the log start, or ends the range when the log ends before it;
 - no progress (no record, no end-of-partition event beyond the position) for
   ``kafkaConsumer.pollTimeoutMs``: :class:`ReadTimeoutError` naming the partition, the
   position, the end and the last client error seen (a revoked key, brokers gone);
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -54,13 +56,14 @@ _AUTHENTICATION = {KafkaError._AUTHENTICATION, ErrorCode.SASL_AUTHENTICATION_FAI
 _AUTHORIZATION = {ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED}  # type: ignore[attr-defined]
 
 
-def reader_config(client_config: Mapping[str, Any], *, fail_on_data_loss: bool, errors: list[KafkaError]) -> dict[str, Any]:
+def reader_config(client_config: Mapping[str, Any], *, errors: list[KafkaError]) -> dict[str, Any]:
     """The task consumer's configuration: the caller's plus what reading ranges depends on."""
     return {
         **client_config,
         "enable.auto.commit": False,
         "enable.partition.eof": True,
-        "auto.offset.reset": "error" if fail_on_data_loss else "earliest",
+        # A position outside the log is reported, not silently moved: read_range decides per failOnDataLoss.
+        "auto.offset.reset": "error",
         "queued.max.messages.kbytes": min(int(client_config.get("queued.max.messages.kbytes", PREFETCH_KIB)), PREFETCH_KIB),
         "error_cb": errors.append,
     }
@@ -79,7 +82,7 @@ def read_range(
     if offset_range.size <= 0:
         return
     errors: list[KafkaError] = []
-    consumer = Consumer(reader_config(client_config, fail_on_data_loss=fail_on_data_loss, errors=errors))
+    consumer = Consumer(reader_config(client_config, errors=errors))
     try:
         consumer.assign([TopicPartition(offset_range.topic, offset_range.partition, offset_range.from_offset)])
         columns = _Columns(offset_range, arrow_schema)
@@ -87,10 +90,16 @@ def read_range(
         last_progress = clock()
         while position < offset_range.until_offset:
             messages = consumer.consume(RECORDS_PER_BATCH, timeout=CONSUME_WAIT_SECONDS)
-            progressed, position = _take(messages, columns, position, offset_range)
+            step = _take(messages, columns, position, offset_range)
             _raise_fatal(errors, offset_range)
+            if step.out_of_range is not None:
+                if fail_on_data_loss:
+                    raise DataLossError(offset_range.topic, offset_range.partition, f"offset {step.position} is no longer in the log ({step.out_of_range})")
+                resumed = _skip_missing(consumer, offset_range, step.position)
+                step = _Step(step.progressed or resumed != step.position, resumed)
+            position = step.position
             now = clock()
-            if progressed:
+            if step.progressed:
                 last_progress = now
             elif now - last_progress >= poll_timeout_seconds:
                 raise ReadTimeoutError(offset_range.topic, offset_range.partition, position, offset_range.until_offset, poll_timeout_seconds, errors[-1].str() if errors else None)
@@ -102,8 +111,18 @@ def read_range(
         consumer.close()
 
 
-def _take(messages: list[Message], columns: "_Columns", position: int, offset_range: OffsetRange) -> tuple[bool, int]:
-    """Add ``messages`` below the range's end to ``columns``; (whether the position moved, the new position)."""
+@dataclass(frozen=True)
+class _Step:
+    """What one consume() round did: whether the position moved, the new position, and the
+    out-of-range report that stopped it, if any."""
+
+    progressed: bool
+    position: int
+    out_of_range: str | None = None
+
+
+def _take(messages: list[Message], columns: "_Columns", position: int, offset_range: OffsetRange) -> _Step:
+    """Add ``messages`` below the range's end to ``columns``."""
     until = offset_range.until_offset
     start = position
     for message in messages:
@@ -111,10 +130,10 @@ def _take(messages: list[Message], columns: "_Columns", position: int, offset_ra
         if error is not None:
             if error.code() == _PARTITION_EOF:
                 if (message.offset() or 0) >= until:
-                    return True, until
+                    return _Step(True, until)
                 continue
             if error.code() == _OFFSET_RESET_FAILED:
-                raise DataLossError(offset_range.topic, offset_range.partition, f"offset {position} is no longer in the log ({error.str()})")
+                return _Step(position > start, position, error.str())
             if error.retriable():
                 continue
             raise _fatal(error, offset_range)
@@ -122,10 +141,27 @@ def _take(messages: list[Message], columns: "_Columns", position: int, offset_ra
         if offset is None or offset < position:
             continue
         if offset >= until:
-            return True, until
+            return _Step(True, until)
         columns.append(message)
         position = offset + 1
-    return position > start, position
+    return _Step(position > start, position)
+
+
+def _skip_missing(consumer: Consumer, offset_range: OffsetRange, position: int) -> int:
+    """failOnDataLoss false and ``position`` is outside the log: the position to go on from.
+
+    The log start when records below it are gone, the range's end when nothing of the range
+    is left (the log now starts after it, or ends before the position: a recreated topic).
+    """
+    low, high = consumer.get_watermark_offsets(TopicPartition(offset_range.topic, offset_range.partition))
+    if position < low < offset_range.until_offset:
+        resumed = low
+    elif low <= position < high:
+        resumed = position  # back in range meanwhile (the log moved): fetch again from here
+    else:
+        return offset_range.until_offset
+    consumer.seek(TopicPartition(offset_range.topic, offset_range.partition, resumed))
+    return resumed
 
 
 def _raise_fatal(errors: list[KafkaError], offset_range: OffsetRange) -> None:

@@ -88,16 +88,6 @@ class UsageEmitter:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    # ------------------------------------------------------------------ state
-
-    @property
-    def backlog(self) -> UsageBacklog:
-        return self._backlog
-
-    @property
-    def next_sequence(self) -> int:
-        return self._sequence
-
     # ------------------------------------------------------------------ the loop
 
     def start(self) -> None:
@@ -191,7 +181,7 @@ class UsageEmitter:
             return False
         if not exists:
             if not self._said_unwritable:
-                logger.warning(
+                logger.info(
                     "%s does not exist (a standalone broker has none; a cluster's controller creates it): usage windows are kept "
                     "in the backlog (%d rows now) until it does",
                     USAGE_TOPIC,
@@ -258,7 +248,7 @@ class UsageEmitter:
             return False
         self._flushed = True
         self._close(self._schedule.close_early(self._clock.milliseconds()), include_partitions=True)
-        return self._wait_for_acknowledgements(timeout_seconds)
+        return self._wait_for_acknowledgements(timeout_seconds, may_look_up=True)
 
     def shutdown(self, timeout_seconds: float) -> None:
         """Emit the traffic that arrived since :meth:`flush` (or everything, without one), wait
@@ -268,9 +258,12 @@ class UsageEmitter:
         self._shut_down = True
         if not self._stop_thread():
             return
-        self._close(self._schedule.close_early(self._clock.milliseconds()), include_partitions=not self._flushed)
+        last = self._close(self._schedule.close_early(self._clock.milliseconds()), include_partitions=not self._flushed)
         if self._backlog.unacknowledged_rows:
-            self._wait_for_acknowledgements(timeout_seconds)
+            # After flush() the server has stopped: no looking __usage up again (a lookup
+            # could wait for brokers that are gone), only sending where it is known to be;
+            # and what flush() reported is not reported again.
+            self._wait_for_acknowledgements(timeout_seconds, may_look_up=not self._flushed, report=last is not None or not self._flushed)
         if self._sink is not None:
             self._sink_closing = True
             try:
@@ -278,14 +271,15 @@ class UsageEmitter:
             except Exception:
                 logger.exception("closing the usage producer failed")
 
-    def _wait_for_acknowledgements(self, timeout_seconds: float) -> bool:
+    def _wait_for_acknowledgements(self, timeout_seconds: float, *, may_look_up: bool, report: bool = True) -> bool:
         deadline = time.monotonic() + timeout_seconds
         self._retry_at_ms = 0
         while True:
             now = self._clock.milliseconds()
             self._poll(0)
-            if self._backlog.has_unsent() and now >= self._retry_at_ms:
+            if self._backlog.has_unsent() and now >= self._retry_at_ms and (self._topic_ready or may_look_up):
                 self._send_unsent(now)
+                may_look_up = False  # once: a missing topic does not appear within a shutdown
             if not self._backlog.unacknowledged_rows:
                 return True
             remaining = deadline - time.monotonic()
@@ -294,6 +288,8 @@ class UsageEmitter:
             if hopeless or remaining <= 0:
                 break
             self._poll(min(remaining, ACKNOWLEDGEMENT_POLL_SECONDS))
+        if not report:
+            return False
         logger.warning(
             "%d usage rows of %d windows are not acknowledged by %s at shutdown: kept%s and sent again at the next start",
             self._backlog.unacknowledged_rows,

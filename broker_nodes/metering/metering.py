@@ -49,21 +49,14 @@ class Metering:
         clock: Clock,
         *,
         partition_stats: Callable[[], list[PartitionStats]],
-        open_sink: Callable[[int], UsageSink] | None = None,
     ) -> None:
-        """``open_sink(port)`` makes the sink (default: the SDK producer, when the broker has an internal token)."""
         self.enabled = bool(config["metering.enabled"])
         self.incarnation = secrets.token_hex(8)  # this process's identity in every row it emits
         self._config = config
         self._clock = clock
         self._partition_stats = partition_stats
-        self._open_sink = open_sink
         self._counters = TrafficCounters()
         self._emitter: UsageEmitter | None = None
-
-    @property
-    def emitter(self) -> UsageEmitter | None:
-        return self._emitter
 
     # ------------------------------------------------------------------ the request path
 
@@ -97,11 +90,6 @@ class Metering:
         earlier = backlog.load()
         if earlier:
             logger.info("found %d usage rows of earlier runs not acknowledged by __usage in %s: sending them again", earlier, directory)
-        open_sink: Callable[[], UsageSink] | None = None
-        if self._open_sink is not None:
-            open_sink = lambda: self._open_sink(port)  # type: ignore[misc]  # noqa: E731
-        elif config.internal_token:
-            open_sink = lambda: ProducerSink(producer_config(config, port))  # noqa: E731
         self._emitter = UsageEmitter(
             node_id=config.node_id,
             incarnation=self.incarnation,
@@ -110,10 +98,17 @@ class Metering:
             counters=self._counters,
             partition_stats=self._partition_stats,
             backlog=backlog,
-            open_sink=open_sink,
+            open_sink=self._sink_opener(port),
             backlog_location=directory,
         )
         self._emitter.start()
+
+    def _sink_opener(self, port: int) -> Callable[[], UsageSink] | None:
+        """How the emitter makes its sink (when it first has rows to send); None without an internal token."""
+        if not self._config.internal_token:
+            return None
+        config = self._config
+        return lambda: ProducerSink(producer_config(config, port))
 
     def flush(self, timeout_seconds: float = FLUSH_SECONDS) -> bool:
         """Clean shutdown, first step: emit the open window now and wait (bounded) for its acknowledgement."""

@@ -23,6 +23,13 @@ RESULT_PREFIX = "WEIR-PIPELINE-RESULT "  # what webapp.metering.launcher looks f
 
 Run = Callable[[SparkSession, PipelineSettings], Mapping[str, Any]]
 SessionFactory = Callable[[str], SparkSession]
+# A job's stderr tail is its error in the run record: no progress bars in it.
+JOB_SESSION_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+
+def job_session(app_name: str) -> SparkSession:
+    """The session of a job process (:func:`spark_pipelines.session.spark_session` with :data:`JOB_SESSION_CONF`)."""
+    return spark_session(app_name, extra_conf=JOB_SESSION_CONF)
 
 
 def result_line(result: Mapping[str, Any]) -> str:
@@ -32,7 +39,7 @@ def result_line(result: Mapping[str, Any]) -> str:
     return RESULT_PREFIX + json.dumps(dict(result), sort_keys=True, default=str)
 
 
-def run_job(name: str, run: Run, *, session_factory: SessionFactory = spark_session, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def run_job(name: str, run: Run, *, session_factory: SessionFactory = job_session, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Settings from the environment, a session (``session_factory(app_name)``), ``run``, the
     result line; the exit status.
 

@@ -172,9 +172,7 @@ def run(spark: SparkSession, settings: PipelineSettings, *, options: LagOptions 
         timings.lap("keys")
         looked_up = lag_brokers.partition_offsets(client_config, keys, timeout_seconds=options.broker_timeout_seconds)
         timings.lap("offsets")
-        deleted = spark.createDataFrame([(item.tenant_id, item.topic, item.partition) for item in looked_up if item.deleted], "tenant_id STRING, topic STRING, partition INT")
-        offsets = spark.createDataFrame([(item.tenant_id, item.topic, item.partition, item.end_offset, item.log_start_offset) for item in looked_up if not item.deleted], lag.PARTITION_OFFSETS_SCHEMA)
-        observed = spark.createDataFrame([(item.tenant_id, item.topic, item.partition, now_ms, item.end_offset) for item in looked_up if item.end_offset is not None], lag.END_OFFSET_SCHEMA)
+        deleted, offsets, observed = _broker_frames(spark, looked_up, now_ms)
         history = keep(lag.forget_partitions(lag.append_end_offsets(spark.createDataFrame(list(state.end_offsets), lag.END_OFFSET_SCHEMA), observed, options.window_size), deleted))
         with_lags = lag.lag_at_commit(commits, history)
         windows = keep(lag.forget_partitions(lag.update_windows(windows_before, with_lags, window_size=options.window_size, min_distance_ms=options.min_distance_ms), deleted))
@@ -201,7 +199,7 @@ def run(spark: SparkSession, settings: PipelineSettings, *, options: LagOptions 
             "unknown_end_offsets": sum(1 for item in looked_up if not item.deleted and item.end_offset is None),
             "time_lags_requested": len(requests),
             "time_lags_found": len(timestamps),
-            "statuses": dict(sorted(Counter(row["status"] for row in group_rows).items())),
+            "group_statuses": dict(sorted(Counter(row["status"] for row in group_rows).items())),
             "evaluated_at": evaluated_at.isoformat(),
             "seconds": timings.laps,
         })
@@ -210,6 +208,20 @@ def run(spark: SparkSession, settings: PipelineSettings, *, options: LagOptions 
             frame.unpersist()
     writer.save_state(PIPELINE, new_state.to_document())
     return result
+
+
+def _broker_frames(spark: SparkSession, looked_up: list[lag_brokers.PartitionOffsets], now_ms: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """What the brokers said, as the transforms take it: the deleted partitions' keys, every
+    other partition's offsets (PARTITION_OFFSETS_SCHEMA), and the end offsets observed now
+    (END_OFFSET_SCHEMA)."""
+    deleted = spark.createDataFrame([(item.tenant_id, item.topic, item.partition) for item in looked_up if item.deleted], "tenant_id STRING, topic STRING, partition INT")
+    offsets = spark.createDataFrame(
+        [(item.tenant_id, item.topic, item.partition, item.end_offset, item.log_start_offset) for item in looked_up if not item.deleted], lag.PARTITION_OFFSETS_SCHEMA
+    )
+    observed = spark.createDataFrame(
+        [(item.tenant_id, item.topic, item.partition, now_ms, item.end_offset) for item in looked_up if item.end_offset is not None], lag.END_OFFSET_SCHEMA
+    )
+    return deleted, offsets, observed
 
 
 class _Stopwatch:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -88,6 +88,14 @@ REJECTED_SCHEMA_DDL = "source_partition INT, source_offset BIGINT, source_value 
 REJECTED_KEYS = ("source_partition", "source_offset")
 # Up to this many rejected records are named in the result (all are in rejected/).
 REJECTED_NAMED = 5
+# Runtime settings the job's plans need, set on the session it is given.
+SESSION_CONF = {
+    # Timestamps as Parquet's standard TIMESTAMP(MICROS), not Spark's legacy INT96.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Let adaptive execution size the shuffles under the persisted frames too (off by default):
+    # otherwise every run writes spark.sql.shuffle.partitions (200) small files per date.
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+}
 # Columns of the aggregates handed to the writer (bucket_start is rebuilt from the millis).
 WRITER_COLUMNS = (
     "tenant_id", "topic", "bytes_in", "bytes_out", "records_in", "records_out", "produce_requests",
@@ -95,6 +103,7 @@ WRITER_COLUMNS = (
 )
 
 Offsets = dict[str, dict[str, int]]  # Spark's offsets JSON shape: {"__usage": {"0": 42}}
+WriteUsage = Callable[[str, list[dict[str, Any]]], int]  # webapp.metering.writer.write_usage
 
 
 class InvalidUsageStateError(ValueError):
@@ -180,20 +189,27 @@ def run(spark: SparkSession, settings: PipelineSettings) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": 0, "records_read": 0, "rejected": 0, "raw_rows_added": 0, "hour_rows": 0, "day_rows": 0, "dates": [], "offsets": ending}
     if nothing_to_read(starting, ending):
         return result
-    # Timestamps as Parquet's standard TIMESTAMP(MICROS), not Spark's legacy INT96.
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    paths = UsagePaths.under(settings.output_dir)
     reader = spark.read.format("weir").options(**source_options).option("endingOffsets", json.dumps(ending))
     if starting:
         reader = reader.option("startingOffsets", json.dumps(starting))
-    # Read once from the brokers: every later step reuses these records.
-    records = reader.load().persist(StorageLevel.MEMORY_AND_DISK)
+    usage_partitions = sorted(int(partition) for partition in ending[USAGE_TOPIC])
+    result.update(store_and_aggregate(spark, reader.load(), usage_partitions, UsagePaths.under(settings.output_dir), writer.write_usage))
+    writer.save_state(PIPELINE, {"version": STATE_VERSION, "offsets": ending})
+    return result
+
+
+def store_and_aggregate(spark: SparkSession, records: DataFrame, usage_partitions: list[int], paths: UsagePaths, write_usage: WriteUsage) -> dict[str, Any]:
+    """Steps 3 to 6 of the module docstring for ``records`` (``__usage`` records as the weir
+    source returns them, from partitions among ``usage_partitions``). ``write_usage`` is
+    :func:`webapp.metering.writer.write_usage` in the job. Returns the counts of the result."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    # Decoded once: the records are read (from the brokers) and parsed a single time.
+    parsed = parse_usage_records(records).persist(StorageLevel.MEMORY_AND_DISK)
     batch: DataFrame | None = None
     windows: DataFrame | None = None
     try:
-        parsed = parse_usage_records(records)
-        result["records_read"] = records.count()
-        usage_partitions = sorted(int(partition) for partition in ending[USAGE_TOPIC])
+        result: dict[str, Any] = {"records_read": parsed.count()}
         result.update(_set_rejected_aside(spark, usage_problems(parsed), usage_partitions, paths))
         batch = deduplicate_usage_rows(valid_usage_rows(parsed)).persist(StorageLevel.MEMORY_AND_DISK)
         dates, hours = _affected_buckets(batch)
@@ -203,13 +219,12 @@ def run(spark: SparkSession, settings: PipelineSettings) -> dict[str, Any]:
             if stored is None:
                 raise MissingRawRowsError(paths.raw, dates)
             windows = window_usage(stored.select(*RAW_COLUMNS)).persist(StorageLevel.MEMORY_AND_DISK)
-            result.update(_write_aggregates(windows, hours, paths))
+            result.update(_write_aggregates(windows, hours, paths, write_usage))
             result["dates"] = [str(day) for day in dates]
     finally:
-        for frame in (windows, batch, records):
+        for frame in (windows, batch, parsed):
             if frame is not None:
                 frame.unpersist()
-    writer.save_state(PIPELINE, {"version": STATE_VERSION, "offsets": ending})
     return result
 
 
@@ -239,12 +254,12 @@ def _affected_buckets(batch: DataFrame) -> tuple[list[date], list[int]]:
     return sorted({row[DATE_COLUMN] for row in pairs}), sorted({row["hour_ms"] for row in pairs})
 
 
-def _write_aggregates(windows: DataFrame, hours: list[int], paths: UsagePaths) -> dict[str, int]:
+def _write_aggregates(windows: DataFrame, hours: list[int], paths: UsagePaths, write_usage: WriteUsage) -> dict[str, int]:
     """Upsert the affected buckets into the database, then replace the dates' Parquet partitions."""
     hourly = usage_aggregates(windows, "hour")
     daily = usage_aggregates(windows, "day")
-    hour_rows = writer.write_usage("hour", writer_rows(hourly.where(in_values("bucket_start_ms", hours))))
-    day_rows = writer.write_usage("day", writer_rows(daily))
+    hour_rows = write_usage("hour", writer_rows(hourly.where(in_values("bucket_start_ms", hours))))
+    day_rows = write_usage("day", writer_rows(daily))
     overwrite_partitions(hourly.drop("bucket_start_ms"), paths.hourly, DATE_COLUMN)
     overwrite_partitions(daily.drop("bucket_start_ms"), paths.daily, DATE_COLUMN)
     return {"rows": hour_rows + day_rows, "hour_rows": hour_rows, "day_rows": day_rows}

@@ -88,16 +88,22 @@ class UnknownGranularityError(ValueError):
 def parse_usage_records(records: DataFrame) -> DataFrame:
     """Decode ``__usage`` records (columns ``value``, ``partition``, ``offset`` as the weir source
     returns them) into one row per record: ``source_partition``, ``source_offset``,
-    ``source_value`` (the value as text), every field of the schema, and ``problem`` (why the
-    row is unusable, null when it is fine)."""
+    ``source_value`` (the value as text, kept for unusable rows only: null when the row is
+    fine), every field of the schema, and ``problem`` (why the row is unusable, null when it
+    is fine)."""
     decoded = records.select(
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
-        F.col("value").cast("string").alias("source_value"),
-        F.from_json(F.col("value").cast("string"), SPARK_SCHEMA_DDL).alias("row"),
+        F.col("value").cast("string").alias("text"),
+    ).withColumn("row", F.from_json(F.col("text"), SPARK_SCHEMA_DDL))
+    flat = decoded.select("source_partition", "source_offset", "text", *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS)).withColumn("problem", _problem())
+    return flat.select(
+        "source_partition",
+        "source_offset",
+        F.when(F.col("problem").isNotNull(), F.col("text")).alias("source_value"),
+        *RAW_COLUMNS,
+        "problem",
     )
-    flat = decoded.select(*SOURCE_COLUMNS, *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS))
-    return flat.withColumn("problem", _problem())
 
 
 def _problem() -> Column:
@@ -135,8 +141,16 @@ def valid_usage_rows(parsed: DataFrame) -> DataFrame:
 
 
 def deduplicate_usage_rows(rows: DataFrame) -> DataFrame:
-    """One row per identity (:data:`IDENTITY_COLUMNS`); a re-sent row carries the same content."""
-    return rows.dropDuplicates(list(IDENTITY_COLUMNS))
+    """One row per identity (:data:`IDENTITY_COLUMNS`); a re-sent row carries the same content.
+
+    Precondition: ``rows`` are valid rows (:func:`valid_usage_rows`), so ``schema`` is the same
+    in every one. It is set again after the grouping rather than carried through it: with only
+    fixed-width values to keep, Spark deduplicates with a hash aggregation instead of sorting
+    every row twice (what ``dropDuplicates`` does when a string is among the kept columns).
+    """
+    kept = [name for name in rows.columns if name not in IDENTITY_COLUMNS and name != "schema"]
+    grouped = rows.groupBy(*IDENTITY_COLUMNS).agg(*(F.first(name).alias(name) for name in kept))
+    return grouped.select(*(F.lit(SCHEMA_V1).alias(name) if name == "schema" else F.col(name) for name in rows.columns))
 
 
 def window_usage(rows: DataFrame) -> DataFrame:

@@ -18,7 +18,6 @@ rows are read back with an internal-token consumer and deduplicated by identity.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Mapping
 
 import pytest

@@ -43,7 +43,8 @@ def _wait_for(condition, seconds: float) -> bool:
 
 def test_standby_controller_takes_over_and_the_killed_one_comes_back_as_standby(tmp_path: Path) -> None:
     settings = StackSettings.from_environment(
-        {"WEIR_DATA_DIR": str(tmp_path), "WEIR_CONTROLLER_BASE_PORT": str(_two_free_ports()), "WEIR_HTTP_PORT": str(free_port())}
+        # No metrics ports: the fixed defaults would collide with a stack running beside the test.
+        {"WEIR_DATA_DIR": str(tmp_path), "WEIR_CONTROLLER_BASE_PORT": str(_two_free_ports()), "WEIR_HTTP_PORT": str(free_port()), "WEIR_METRICS_BASE_PORT": "0"}
     )
     environment = child_environment(settings, dict(os.environ))
     environment["DATABASE_URL"] = f"sqlite:///{tmp_path / 'control-plane.sqlite3'}"

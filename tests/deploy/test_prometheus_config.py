@@ -17,7 +17,7 @@ from django.test import Client
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from deploy.local import StackSettings
+from deploy.local import StackSettings, child_environment, startup_stages
 from tests.support.processes import BrokerProcess, free_port
 from webapp.fleet.controller import metrics as controller_metrics
 
@@ -92,6 +92,23 @@ def test_the_scrape_config_reaches_every_process_of_make_up_at_its_default_ports
         "weir-broker": [f"{stack.host}:{stack.broker_metrics_port(node_id)}" for node_id in stack.node_ids],
         "weir-celery-worker": [f"{stack.host}:{stack.worker_metrics_port}"],
     }
+
+
+def _metrics_ports(environment: dict[str, str]) -> dict[str, str]:
+    """Child name -> the metrics port `make up` gives it (flag or, for the worker, environment)."""
+    settings = StackSettings.from_environment(environment)
+    children = [child for stage in startup_stages(settings, child_environment(settings, {})) for child in stage.children]
+    ports = {child.name: child.command[child.command.index("--metrics-port") + 1] for child in children if "--metrics-port" in child.command}
+    ports.update({child.name: child.environment["WEIR_WORKER_METRICS_PORT"] for child in children if "WEIR_WORKER_METRICS_PORT" in child.environment})
+    return ports
+
+
+def test_make_up_gives_every_process_its_own_metrics_port_and_0_turns_them_off(tmp_path: Path) -> None:
+    ports = _metrics_ports({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "2", "WEIR_METRICS_BASE_PORT": "19300"})
+    assert ports == {"controller 1": "19301", "controller 2": "19302", "celery worker": "19309", "broker 1": "19311", "broker 2": "19312"}
+    assert set(_metrics_ports({"WEIR_DATA_DIR": str(tmp_path), "WEIR_METRICS_BASE_PORT": "0"}).values()) == {"0"}
+    with pytest.raises(SystemExit, match="WEIR_METRICS_BASE_PORT"):
+        StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_METRICS_BASE_PORT": "9085"})  # brokers' 9092.. inside it
 
 
 def test_the_alert_rules_cover_what_operators_page_on() -> None:

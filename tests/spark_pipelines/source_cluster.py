@@ -12,10 +12,9 @@ time ``BASE_TIMESTAMP_MS + i``, and a header ``("h", b"x<i>")`` when ``i`` is od
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from grpc_protos.weir.v1 import admin_pb2
 from tests.broker_nodes.security.managed_cluster import INTERNAL, INTERNAL_TOKEN, SecuredBroker, allow, brokers, credential, topic
@@ -117,10 +116,10 @@ class SourceCluster:
         self.broker.stop()
 
 
-@pytest.fixture(scope="module")
-def source_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SourceCluster]:
-    """A filled :class:`SourceCluster` for one test module (import this fixture into the module)."""
-    running = SourceCluster(tmp_path_factory.mktemp("weir-source") / "node-1")
+@contextmanager
+def running_source_cluster(data_dir: Path) -> Iterator[SourceCluster]:
+    """A filled :class:`SourceCluster`, stopped when the block ends (also after a failure)."""
+    running = SourceCluster(data_dir)
     try:
         running.fill()
         yield running

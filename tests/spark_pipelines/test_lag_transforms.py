@@ -175,6 +175,14 @@ def test_update_windows_keeps_the_newest_commits_merges_and_forgets_on_tombstone
     assert g[0] == (21, 21_000, 201, 7, 112_000)
 
 
+def test_forget_partitions_drops_the_windows_of_deleted_topics_only(spark) -> None:
+    windows = spark.createDataFrame(
+        window_rows("g", "gone", [(1, 1_000, 0)]) + window_rows("g", "kept", [(2, 1_000, 0)]) + window_rows("g", "gone", [(3, 1_000, 0)], partition=1), lag.WINDOW_SCHEMA
+    )
+    deleted = spark.createDataFrame([(TENANT, "gone", 0), ("tn-other", "kept", 0)], "tenant_id STRING, topic STRING, partition INT")
+    assert sorted((row["topic"], row["partition"]) for row in lag.forget_partitions(windows, deleted).collect()) == [("gone", 1), ("kept", 0)]
+
+
 # ---------------------------------------------------------------------- decoding
 
 

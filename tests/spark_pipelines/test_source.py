@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,17 @@ from tests.spark_pipelines.source_cluster import (
     USAGE_RECORDS,
     SourceCluster,
     order_record,
-    source_cluster,  # noqa: F401  (the module-scoped fixture)
+    running_source_cluster,
 )
 
 # Longest a streaming run may take before the test gives up on it.
 STREAM_RUN_SECONDS = 90
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SourceCluster]:
+    with running_source_cluster(tmp_path_factory.mktemp("weir-source") / "node-1") as running:
+        yield running
 
 
 def read(spark: SparkSession, options: dict[str, str]) -> DataFrame:
@@ -45,16 +52,16 @@ def expected_orders(indexes: range | list[int]) -> list[tuple]:
     return sorted(rows, key=lambda row: (row[2], row[3], row[4]))
 
 
-def test_batch_read_has_the_kafka_columns_and_every_record_exactly(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    frame = read(spark, source_cluster.tenant_options(subscribe="orders"))
+def test_batch_read_has_the_kafka_columns_and_every_record_exactly(spark: SparkSession, cluster: SourceCluster) -> None:
+    frame = read(spark, cluster.tenant_options(subscribe="orders"))
     assert frame.schema == KAFKA_SCHEMA
     assert [field.name for field in frame.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
     assert rows_of(frame) == expected_orders(range(ORDERS_RECORDS))
     assert frame.rdd.getNumPartitions() == ORDERS_PARTITIONS  # one input partition per topic-partition
 
 
-def test_json_offsets_bound_each_partition_and_default_the_others(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    options = source_cluster.tenant_options(
+def test_json_offsets_bound_each_partition_and_default_the_others(spark: SparkSession, cluster: SourceCluster) -> None:
+    options = cluster.tenant_options(
         subscribe="orders",
         startingOffsets=json.dumps({"orders": {"0": 2, "1": -2}}),
         endingOffsets=json.dumps({"orders": {"0": 5, "2": 3}}),
@@ -64,26 +71,26 @@ def test_json_offsets_bound_each_partition_and_default_the_others(spark: SparkSe
     assert rows_of(read(spark, options)) == expected_orders(wanted)
 
 
-def test_resolve_offsets_pins_the_end_of_every_partition(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    latest = resolve_offsets(source_cluster.tenant_options(subscribe="orders"))
+def test_resolve_offsets_pins_the_end_of_every_partition(spark: SparkSession, cluster: SourceCluster) -> None:
+    latest = resolve_offsets(cluster.tenant_options(subscribe="orders"))
     assert latest == {"orders": {0: 10, 1: 10, 2: 10}}
-    assert resolve_offsets(source_cluster.tenant_options(assign='{"orders": [1]}'), spec="earliest") == {"orders": {1: 0}}
+    assert resolve_offsets(cluster.tenant_options(assign='{"orders": [1]}'), spec="earliest") == {"orders": {1: 0}}
     pinned = {topic: {str(partition): offset - 4 for partition, offset in offsets.items()} for topic, offsets in latest.items()}
-    frame = read(spark, source_cluster.tenant_options(subscribe="orders", startingOffsets=json.dumps(pinned), endingOffsets=json.dumps({"orders": {"0": 10, "1": 10, "2": 10}})))
+    frame = read(spark, cluster.tenant_options(subscribe="orders", startingOffsets=json.dumps(pinned), endingOffsets=json.dumps({"orders": {"0": 10, "1": 10, "2": 10}})))
     assert frame.count() == 3 * 4
 
 
-def test_large_ranges_are_split_into_several_input_partitions(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    by_max = read(spark, source_cluster.tenant_options(subscribe="orders", maxRecordsPerPartition="4"))
+def test_large_ranges_are_split_into_several_input_partitions(spark: SparkSession, cluster: SourceCluster) -> None:
+    by_max = read(spark, cluster.tenant_options(subscribe="orders", maxRecordsPerPartition="4"))
     assert by_max.rdd.getNumPartitions() == 3 * 3  # each range of 10 offsets in pieces of 3, 3 and 4
     assert rows_of(by_max) == expected_orders(range(ORDERS_RECORDS))
-    by_min = read(spark, source_cluster.tenant_options(assign='{"orders": [0]}', minPartitions="4"))
+    by_min = read(spark, cluster.tenant_options(assign='{"orders": [0]}', minPartitions="4"))
     assert by_min.rdd.getNumPartitions() == 4
     assert rows_of(by_min) == expected_orders(range(0, ORDERS_RECORDS, 3))
 
 
-def test_include_headers_adds_the_headers_column_null_without_headers(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    frame = read(spark, source_cluster.tenant_options(assign='{"orders": [1]}', includeHeaders="true"))
+def test_include_headers_adds_the_headers_column_null_without_headers(spark: SparkSession, cluster: SourceCluster) -> None:
+    frame = read(spark, cluster.tenant_options(assign='{"orders": [1]}', includeHeaders="true"))
     assert frame.schema == kafka_schema(True)
     headers = {row.offset: row.headers for row in frame.select("offset", "headers").collect()}
     for index in range(1, ORDERS_RECORDS, 3):
@@ -92,15 +99,15 @@ def test_include_headers_adds_the_headers_column_null_without_headers(spark: Spa
         assert (None if got is None else [(header.key, header.value) for header in got]) == record.headers
 
 
-def test_a_wrong_secret_is_refused_clearly(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    options = source_cluster.tenant_options(subscribe="orders")
+def test_a_wrong_secret_is_refused_clearly(spark: SparkSession, cluster: SourceCluster) -> None:
+    options = cluster.tenant_options(subscribe="orders")
     options["sasl.password"] = "not-the-secret"
     with pytest.raises(Exception, match=r"AuthenticationFailedError: weir source: the brokers refused the credentials: .*invalid API key or secret"):
         read(spark, options).collect()
 
 
-def test_the_internal_token_reads_qualified_tenant_topics_and_internal_topics(spark: SparkSession, source_cluster: SourceCluster) -> None:
-    frame = read(spark, source_cluster.internal_options(subscribe=f"{TENANT_A}~orders,__usage"))
+def test_the_internal_token_reads_qualified_tenant_topics_and_internal_topics(spark: SparkSession, cluster: SourceCluster) -> None:
+    frame = read(spark, cluster.internal_options(subscribe=f"{TENANT_A}~orders,__usage"))
     values = {(row.topic, row.value) for row in frame.select("topic", "value").collect()}
     assert {value for topic, value in values if topic == f"{TENANT_A}~orders"} == {f"v{index}".encode() for index in range(ORDERS_RECORDS)}
     # The broker's own metering appends usage records to __usage as well.
@@ -108,14 +115,14 @@ def test_the_internal_token_reads_qualified_tenant_topics_and_internal_topics(sp
     assert {topic for topic, _ in values} == {f"{TENANT_A}~orders", "__usage"}
 
 
-def test_streaming_available_now_reads_everything_once_then_only_new_records(spark: SparkSession, source_cluster: SourceCluster, tmp_path: Path) -> None:
-    source_cluster.produce("stream", [(index % 2, None, f"first-{index}".encode(), BASE_TIMESTAMP_MS, None) for index in range(4)])
+def test_streaming_available_now_reads_everything_once_then_only_new_records(spark: SparkSession, cluster: SourceCluster, tmp_path: Path) -> None:
+    cluster.produce("stream", [(index % 2, None, f"first-{index}".encode(), BASE_TIMESTAMP_MS, None) for index in range(4)])
     checkpoint = str(tmp_path / "checkpoint")
 
     def run() -> list[list[bytes]]:
         """One availableNow run over the same checkpoint: the values of each micro-batch that had rows."""
         batches: list[list[bytes]] = []
-        stream = spark.readStream.format("weir").options(**source_cluster.tenant_options(subscribe="stream", startingOffsets="earliest", maxOffsetsPerTrigger="3")).load()
+        stream = spark.readStream.format("weir").options(**cluster.tenant_options(subscribe="stream", startingOffsets="earliest", maxOffsetsPerTrigger="3")).load()
         query = (
             stream.writeStream.foreachBatch(lambda frame, _batch_id: batches.append(sorted(row.value for row in frame.collect())))
             .option("checkpointLocation", checkpoint)
@@ -131,6 +138,6 @@ def test_streaming_available_now_reads_everything_once_then_only_new_records(spa
     first = run()
     assert sorted(value for batch in first for value in batch) == sorted(f"first-{index}".encode() for index in range(4))
     assert len(first) == 2 and all(len(batch) <= 3 for batch in first)  # maxOffsetsPerTrigger held
-    source_cluster.produce("stream", [(index % 2, None, f"second-{index}".encode(), BASE_TIMESTAMP_MS, None) for index in range(3)])
+    cluster.produce("stream", [(index % 2, None, f"second-{index}".encode(), BASE_TIMESTAMP_MS, None) for index in range(3)])
     second = run()
     assert sorted(value for batch in second for value in batch) == sorted(f"second-{index}".encode() for index in range(3))

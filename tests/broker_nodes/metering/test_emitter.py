@@ -218,3 +218,13 @@ def test_the_backlog_bound_applies_while_the_topic_is_unavailable(tmp_path, capl
             harness.window()
     assert [window.sequence for window in harness.backlog.windows] == [2, 3]
     assert caplog.text.count("dropped 1 usage rows") == 2
+
+
+def test_shutdown_after_a_flush_does_not_look_a_missing_topic_up_again(tmp_path):
+    harness = Harness(tmp_path / "metering", sink=FakeSink(exists=False))
+    harness.partitions = [PartitionStats("orders", 0, 10, 0, 1, 1, 0)]
+    assert harness.emitter.flush(timeout_seconds=5) is False
+    harness.counters.add_produced([("orders", 0, 10, 1)], 0)
+    harness.emitter.shutdown(timeout_seconds=5)  # the brokers may be gone: a lookup could block
+    assert harness.sink.lookups == 1
+    assert [window.sequence for window in harness.backlog.windows] == [0, 1]

@@ -1,0 +1,238 @@
+"""``python -m bench usage-job``: the usage job's cost per usage row, on ``local[2]``.
+
+Two figures, each the median over runs:
+
+1. **The job over N usage rows** (default 10 million), without the brokers and the database:
+   the job's own code (:func:`spark_pipelines.jobs.usage.store_and_aggregate`) from
+   ``__usage``-shaped records (Kafka's columns, JSON values as brokers write them) to the raw,
+   hourly and daily Parquet and the rows handed to the database writer (collected, not
+   written). That is: parse and validate the JSON, drop duplicates by identity, append the
+   rows to an empty raw store (with its anti-join), recompute every hour and day bucket, write
+   them. The input is generated once, before any timing, into Parquet (so each run starts by
+   reading it, where the job reads its records from the brokers): ``tenants x topics x
+   partitions`` partitions led by 3 brokers, one traffic row and one partition row per
+   partition and one-minute window, as many windows as N needs, and 1 % of the rows re-sent
+   duplicates of earlier ones. Each run writes to a fresh directory.
+2. **The DataSource's read of usage records** from one real broker (``spark.read.format("weir")``
+   over a 3-partition topic holding M records encoded with ``weir.usage_records``, default
+   500,000): rows per second from planning to the last row, every value materialised.
+
+The job's time for N rows read from the brokers is about (1) plus N divided by (2); the
+report prints that estimate too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.broker_launcher import LocalBroker
+from bench.report import machine_description
+
+DEFAULT_ROWS = 10_000_000
+DEFAULT_READ_ROWS = 500_000
+DEFAULT_RUNS = 3
+QUICK_ROWS = 200_000
+QUICK_READ_ROWS = 50_000
+MASTER = "local[2]"
+DRIVER_MEMORY = "4g"  # 10 million rows persisted on a 2-core machine: spills to disk beyond this
+TENANTS = 50
+TOPICS_PER_TENANT = 8
+PARTITIONS_PER_TOPIC = 6
+BROKERS = 3
+WINDOW_MS = 60_000
+BASE_MS = 1_772_323_200_000  # 2026-03-01T00:00:00Z
+DUPLICATE_FRACTION = 0.01  # of the rows: brokers re-sending windows
+READ_TOPIC = "usage-bench"
+READ_PARTITIONS = 3
+ADMIN_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class JobRun:
+    seconds: float
+    raw_rows: int
+    hour_rows: int
+    day_rows: int
+
+
+def spark_for_bench():  # type: ignore[no-untyped-def]
+    """The session the job would have on ``local[2]`` (its defaults), with room for N rows."""
+    from spark_pipelines.session import spark_session
+
+    session = spark_session("weir-bench-usage-job", master=MASTER, extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": DRIVER_MEMORY})
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def generate_records(spark, rows: int, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Write ``rows`` synthetic ``__usage`` records (see the module docstring) as Parquet at ``path``."""
+    from pyspark.sql import functions as F
+
+    partitions = TENANTS * TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC
+    unique = max(1, int(rows / (1 + DUPLICATE_FRACTION)))
+    ids = spark.range(rows)
+    # Rows past ``unique`` repeat earlier ones, spread over the whole range.
+    source = F.when(F.col("id") < unique, F.col("id")).otherwise((F.col("id") - unique) * 7919 % unique)
+    frame = ids.select(F.col("id").alias("offset_id"), source.alias("u"))
+    frame = (
+        frame.withColumn("window", (F.col("u") / (2 * partitions)).cast("long"))
+        .withColumn("slot", F.col("u") % (2 * partitions))
+        .withColumn("p", F.col("slot") % partitions)
+        .withColumn("is_traffic", F.col("slot") < partitions)
+        .withColumn("node_id", (F.col("p") % BROKERS + 1).cast("long"))
+    )
+    window_start = F.lit(BASE_MS) + F.col("window") * WINDOW_MS
+    noise = F.abs(F.xxhash64(F.col("u")))
+    common = [
+        F.lit("weir.usage/1").alias("schema"),
+        F.when(F.col("is_traffic"), F.lit("traffic")).otherwise(F.lit("partition")).alias("kind"),
+        F.col("node_id"),
+        F.concat(F.lit("inc"), F.col("node_id").cast("string")).alias("incarnation"),
+        F.col("window").alias("sequence"),
+        window_start.alias("window_start_ms"),
+        (window_start + WINDOW_MS).alias("window_end_ms"),
+        F.format_string("tn-%010d", (F.col("p") / (TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC)).cast("int")).alias("tenant_id"),
+        F.format_string("topic-%02d", ((F.col("p") / PARTITIONS_PER_TOPIC).cast("int") % TOPICS_PER_TENANT)).alias("topic"),
+        (F.col("p") % PARTITIONS_PER_TOPIC).cast("int").alias("partition"),
+    ]
+    traffic = F.struct(
+        *common,
+        (noise % 1_000_000).alias("bytes_in"), (noise % 1_000).alias("records_in"),
+        (noise % 3_000_000).alias("bytes_out"), (noise % 3_000).alias("records_out"),
+        (noise % 50).alias("produce_requests"), (noise % 80).alias("fetch_requests"), F.lit(0).alias("throttle_time_ms"),
+    )
+    stored = F.struct(
+        *common,
+        ((F.col("window") + 1) * 10_000 + noise % 10_000).alias("log_size_bytes"), F.lit(0).alias("log_start_offset"),
+        (F.col("window") * 100).alias("log_end_offset"), (F.col("window") * 100).alias("high_watermark"), F.lit(0).alias("leader_epoch"),
+    )
+    value = F.when(F.col("is_traffic"), F.to_json(traffic)).otherwise(F.to_json(stored))
+    records = frame.select(
+        F.col("node_id").cast("string").cast("binary").alias("key"),
+        value.cast("binary").alias("value"),
+        F.lit("__usage").alias("topic"),
+        (F.col("node_id") - 1).cast("int").alias("partition"),
+        F.col("offset_id").alias("offset"),
+        F.timestamp_millis(window_start + WINDOW_MS).alias("timestamp"),
+        F.lit(0).alias("timestampType"),
+    )
+    records.write.mode("overwrite").parquet(str(path))
+
+
+def time_job(spark, records_path: Path, output_dir: Path) -> JobRun:  # type: ignore[no-untyped-def]
+    """One timed run of the job's code over the generated records into a fresh ``output_dir``."""
+    from spark_pipelines.jobs.usage import UsagePaths, store_and_aggregate
+
+    written: dict[str, int] = {}
+
+    def collect_only(granularity: str, rows: list[dict[str, Any]]) -> int:
+        written[granularity] = len(rows)
+        return len(rows)
+
+    shutil.rmtree(output_dir, ignore_errors=True)
+    started = time.perf_counter()
+    records = spark.read.parquet(str(records_path))
+    result = store_and_aggregate(spark, records, list(range(BROKERS)), UsagePaths.under(output_dir), collect_only)
+    seconds = time.perf_counter() - started
+    return JobRun(seconds, result.get("raw_rows_added", 0), written.get("hour", 0), written.get("day", 0))
+
+
+def fill_broker(address: str, rows: int) -> None:
+    """``rows`` usage records (the brokers' codec) in a 3-partition topic of a standalone broker."""
+    from weir import Producer
+    from weir.admin import AdminClient, NewTopic
+    from weir.usage_records import PartitionRow, TrafficRow, encode
+
+    admin = AdminClient({"bootstrap.servers": address})
+    admin.create_topics([NewTopic(READ_TOPIC, num_partitions=READ_PARTITIONS, replication_factor=1)])[READ_TOPIC].result(timeout=ADMIN_TIMEOUT_SECONDS)
+    producer = Producer({"bootstrap.servers": address, "linger.ms": 20})
+    partitions = TENANTS * TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC
+    for index in range(rows):
+        window, slot = divmod(index, 2 * partitions)
+        p = slot % partitions
+        start = BASE_MS + window * WINDOW_MS
+        node = p % BROKERS + 1
+        common = (node, f"inc{node}", window, start, start + WINDOW_MS, f"tn-{p // (TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC):010d}", f"topic-{p // PARTITIONS_PER_TOPIC % TOPICS_PER_TENANT:02d}", p % PARTITIONS_PER_TOPIC)
+        row = TrafficRow(*common, bytes_in=index % 1_000_000, records_in=index % 1_000) if slot < partitions else PartitionRow(*common, window * 10_000, 0, window * 100, window * 100, 0)
+        producer.produce(READ_TOPIC, value=encode(row), key=str(node).encode(), partition=node - 1)
+        if index % 10_000 == 0:
+            producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"{remaining} usage records were not acknowledged by the benchmark broker")
+
+
+def time_read(spark, address: str, rows: int) -> float:  # type: ignore[no-untyped-def]
+    """Seconds to read every record of the benchmark topic with the DataSource (values materialised)."""
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    frame = spark.read.format("weir").option("bootstrap.servers", address).option("subscribe", READ_TOPIC).load()
+    [totals] = frame.select(F.count("*").alias("rows"), F.sum(F.length("value")).alias("bytes")).collect()
+    seconds = time.perf_counter() - started
+    if totals["rows"] != rows:
+        raise RuntimeError(f"the DataSource read {totals['rows']} records, the topic holds {rows}")
+    return seconds
+
+
+def _seconds(values: Sequence[float]) -> str:
+    return ", ".join(f"{value:.1f}" for value in values)
+
+
+def report(console: Console, rows: int, read_rows: int, job_runs: list[JobRun], read_seconds: list[float]) -> None:
+    job_median = statistics.median(run.seconds for run in job_runs)
+    read_median = statistics.median(read_seconds)
+    read_rate = read_rows / read_median
+    last = job_runs[-1]
+    console.print()
+    console.print(machine_description(False))
+    console.print(
+        f"Settings: master {MASTER}, driver memory {DRIVER_MEMORY}, Spark defaults otherwise (as the job runs); median of {len(job_runs)} run(s); "
+        f"{TENANTS} tenants x {TOPICS_PER_TENANT} topics x {PARTITIONS_PER_TOPIC} partitions, 1-minute windows, {DUPLICATE_FRACTION:.0%} duplicates"
+    )
+    table = Table(title="Usage job on local[2]: seconds (median) and usage rows per second", title_justify="left")
+    for column, justify in (("Figure", "left"), ("Rows", "right"), ("Seconds", "right"), ("Rows/s", "right"), ("Every run (s)", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_row("Job without brokers and database: parse, dedupe, store raw, hour+day buckets, Parquet", f"{rows:,}", f"{job_median:.1f}", f"{rows / job_median:,.0f}", _seconds([run.seconds for run in job_runs]))
+    table.add_row("DataSource read of usage records (1 broker, 3 partitions)", f"{read_rows:,}", f"{read_median:.1f}", f"{read_rate:,.0f}", _seconds(read_seconds))
+    estimate = job_median + rows / read_rate
+    table.add_row("Estimate: the job reading them from the brokers (sum of the two)", f"{rows:,}", f"{estimate:.1f}", f"{rows / estimate:,.0f}", "-")
+    console.print(table)
+    console.print(f"Last run: {last.raw_rows:,} raw rows stored after deduplication, {last.hour_rows:,} hour rows and {last.day_rows:,} day rows for the database")
+
+
+def main(*, rows: int = DEFAULT_ROWS, read_rows: int = DEFAULT_READ_ROWS, runs: int = DEFAULT_RUNS, console: Console) -> int:
+    """Generate, run the job ``runs`` times and the read ``runs`` times, print the table; exit status."""
+    directory = Path(tempfile.mkdtemp(prefix="weir-bench-usage-job-"))
+    spark = spark_for_bench()
+    try:
+        console.print(f"Generating {rows:,} usage records (not timed)...")
+        generate_records(spark, rows, directory / "records")
+        job_runs = []
+        for run in range(1, runs + 1):
+            job_runs.append(time_job(spark, directory / "records", directory / "output"))
+            console.print(f"  job run {run}: {job_runs[-1].seconds:.1f} s")
+        with LocalBroker() as broker:
+            console.print(f"Producing {read_rows:,} usage records to a broker (not timed)...")
+            fill_broker(broker.address, read_rows)
+            read_seconds = []
+            for run in range(1, runs + 1):
+                read_seconds.append(time_read(spark, broker.address, read_rows))
+                console.print(f"  read run {run}: {read_seconds[-1]:.1f} s")
+    except Exception as error:  # noqa: BLE001 - a benchmark reports its failure and exits 1
+        console.print(f"[red]usage-job benchmark failed: {type(error).__name__}: {error}[/red]")
+        return 1
+    finally:
+        spark.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+    report(console, rows, read_rows, job_runs, read_seconds)
+    return 0
