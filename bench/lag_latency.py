@@ -12,10 +12,13 @@ group); then the API is polled every ``POLL_SECONDS`` until the group's partitio
 committed offset. The latency runs from the commit's acknowledgement to the first answer
 showing it. It is split with the pipeline run that produced the evaluation (``/pipeline-runs``):
 *wait* from the commit to that run's start (the schedule, plus a whole run when the commit
-came after a running job had pinned its range), *job* that run's duration (process start,
-JVM, Spark, brokers, database), and the rest (the API poll).
+came after a running job had pinned its range; negative when the commit came after the run
+started but before it pinned its range), *job* that run's duration (process start, JVM,
+Spark, brokers, database), and the rest (the API poll).
 
-Expected: about half an interval of waiting plus one job, on average.
+Expected: about half an interval of waiting plus one job, on average, while a run is shorter
+than the interval. A longer run makes beat's next tick find it running (the tick is skipped),
+so runs start every other interval and the wait grows accordingly.
 """
 
 from __future__ import annotations
