@@ -11,24 +11,10 @@ import io
 from collections.abc import Iterable, Iterator
 from datetime import timezone
 
+from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.models import UsageAggregate
 
-USAGE_CSV_COLUMNS = (
-    "tenant_id",
-    "topic",
-    "granularity",
-    "bucket_start",
-    "bytes_in",
-    "bytes_out",
-    "records_in",
-    "records_out",
-    "produce_requests",
-    "fetch_requests",
-    "throttle_time_ms",
-    "storage_bytes_avg",
-    "storage_bytes_peak",
-    "partition_hours",
-)
+USAGE_CSV_COLUMNS = ("tenant_id", "topic", "granularity", "bucket_start", *USAGE_FIGURES)
 
 
 def csv_lines(tenant_public_id: str, rows: Iterable[UsageAggregate]) -> Iterator[str]:

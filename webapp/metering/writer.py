@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from webapp.metering.figures import USAGE_COUNTERS
+
 logger = logging.getLogger(__name__)
 
 GRANULARITIES = ("hour", "day")
@@ -36,7 +38,6 @@ BATCH_SIZE = 500
 TOPIC_NAME_MAX_LENGTH = 249
 GROUP_ID_MAX_LENGTH = 255
 
-USAGE_COUNTERS = ("bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms", "storage_bytes_avg", "storage_bytes_peak")
 
 
 class InvalidRow(ValueError):

@@ -18,6 +18,7 @@ from rest_framework import serializers
 
 from webapp.accounts.identity import is_operator
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
+from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.facade import GroupEvaluation, is_stale
 from webapp.metering.models import TOPIC_NAME_MAX_LENGTH, Granularity, GroupLag, GroupLagHistory, GroupStatus, PartitionLag, PartitionStatus, Pipeline, PipelineRun, RunStatus, UsageAggregate
 
@@ -106,21 +107,7 @@ class UsageRowSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = UsageAggregate
-        fields = [
-            "topic_name",
-            "granularity",
-            "bucket_start",
-            "bytes_in",
-            "bytes_out",
-            "records_in",
-            "records_out",
-            "produce_requests",
-            "fetch_requests",
-            "throttle_time_ms",
-            "storage_bytes_avg",
-            "storage_bytes_peak",
-            "partition_hours",
-        ]
+        fields = ["topic_name", "granularity", "bucket_start", *USAGE_FIGURES]
 
 
 class UsageListSerializer(serializers.Serializer):
