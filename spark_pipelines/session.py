@@ -7,6 +7,7 @@ process (``PYSPARK_PYTHON``), so the DataSource and the SDK it uses are the ones
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -17,6 +18,9 @@ DEFAULT_MASTER = "local[*]"
 
 def spark_session(app_name: str, master: str | None = None, extra_conf: dict[str, str] | None = None) -> SparkSession:
     """Get or create the session: ``master`` (else WEIR_SPARK_MASTER, else spark-submit's, else local[*])."""
+    # py4j logs each connection at INFO, even from __del__ at interpreter exit, after logging's
+    # streams closed (a "--- Logging error ---" block on stderr): only its warnings matter.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
