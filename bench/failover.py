@@ -49,7 +49,8 @@ RECORD = b"f" * 100  # every record of the stream; its content does not matter
 STREAM_RATE = 200  # records per second: one every STREAM_INTERVAL
 STREAM_INTERVAL_MS = 1000 / STREAM_RATE
 POLL_SLICE_SECONDS = 0.002  # longest poll() between two due records: delivery reports are timed this finely
-WARM_UP_SECONDS = 1.0  # of the stream before the kill, so that the producer is connected and acknowledged
+WARM_UP_SECONDS = 1.0  # of acknowledged stream before the kill
+FIRST_ACK_LIMIT_SECONDS = 15.0  # for the stream's first acknowledgement (connect, producer id, ISR) on a busy machine
 LEADER_POLL_SECONDS = 0.05  # metadata poll of the breakdown's "leader moved"
 FAILOVER_TIMEOUT_MARGIN_SECONDS = 60.0  # a run fails when no ack comes within the session timeout plus this
 FLUSH_TIMEOUT_SECONDS = 30.0  # for the records still queued when a run ends
@@ -218,9 +219,9 @@ def measure_failover(stack: LocalStack, admin: AdminClient, settings: SessionSet
     clock = DeliveryClock()
     stream = SteadyStream(client_config, TOPIC, clock)
     try:
+        if not stream.run_until(lambda: clock.acknowledged > 0, time.monotonic() + FIRST_ACK_LIMIT_SECONDS):
+            raise FailoverRunError(f"no record of the stream was acknowledged in {FIRST_ACK_LIMIT_SECONDS:g} s: {clock.errors[:3]}")
         stream.run_until(lambda: False, time.monotonic() + WARM_UP_SECONDS)
-        if clock.acknowledged == 0:
-            raise FailoverRunError(f"no record of the stream was acknowledged in the {WARM_UP_SECONDS:g} s before the kill: {clock.errors[:3]}")
         states = partition_states(admin, TOPIC)
         leader = states[0].leader if states else -1
         if leader < 0:
