@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-STATE_VERSION = 1
+from spark_pipelines.read_range import Offsets
 
-Offsets = dict[str, dict[str, int]]  # Spark's offsets JSON shape: {"__consumer_offsets": {"0": 42}}
+STATE_VERSION = 1
 
 
 class InvalidLagStateError(ValueError):

@@ -66,9 +66,9 @@ from pyspark.sql import functions as F
 
 from spark_pipelines import lag_brokers
 from spark_pipelines.jobs.entrypoint import run_job
-from spark_pipelines.jobs.usage import nothing_to_read, pending_range
 from spark_pipelines.lag_state import LagState
 from spark_pipelines.parquet_store import append_new_rows
+from spark_pipelines.read_range import nothing_to_read, pending_range
 from spark_pipelines.settings import PipelineSettings, internal_source_options
 from spark_pipelines.source import resolve_offsets
 from spark_pipelines.source_options import build_client_config

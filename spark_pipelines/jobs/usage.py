@@ -64,6 +64,7 @@ from pyspark.sql import functions as F
 
 from spark_pipelines.jobs.entrypoint import run_job
 from spark_pipelines.parquet_store import append_new_rows, in_values, overwrite_partitions, read_partitions
+from spark_pipelines.read_range import Offsets, nothing_to_read, pending_range
 from spark_pipelines.settings import PipelineSettings, internal_source_options
 from spark_pipelines.source import resolve_offsets
 from spark_pipelines.transforms.usage import (
@@ -102,7 +103,6 @@ WRITER_COLUMNS = (
     "fetch_requests", "throttle_time_ms", "storage_bytes_avg", "storage_bytes_peak", "partition_hours",
 )
 
-Offsets = dict[str, dict[str, int]]  # Spark's offsets JSON shape: {"__usage": {"0": 42}}
 WriteUsage = Callable[[str, list[dict[str, Any]]], int]  # webapp.metering.writer.write_usage
 
 
@@ -163,22 +163,6 @@ def cursor_offsets(state: Mapping[str, Any]) -> Offsets:
             raise InvalidUsageStateError(state, f"offsets of {topic!r} must map partition numbers to offsets >= 0")
         offsets[str(topic)] = {str(partition): offset for partition, offset in partitions.items()}
     return offsets
-
-
-def pending_range(cursor: Offsets, ends: Mapping[str, Mapping[int, int]]) -> tuple[Offsets, Offsets]:
-    """``(startingOffsets, endingOffsets)`` of the read: the cursor's partitions that still exist,
-    and every partition's pinned end. Partitions the cursor lacks start at the log start."""
-    ending = {topic: {str(partition): offset for partition, offset in sorted(partitions.items())} for topic, partitions in ends.items()}
-    starting = {
-        topic: {partition: offset for partition, offset in cursor.get(topic, {}).items() if partition in ending[topic]}
-        for topic in ending
-    }
-    return {topic: partitions for topic, partitions in starting.items() if partitions}, ending
-
-
-def nothing_to_read(starting: Offsets, ending: Offsets) -> bool:
-    """True when every partition's start is known and equals its end."""
-    return all(starting.get(topic, {}).get(partition) == offset for topic, partitions in ending.items() for partition, offset in partitions.items())
 
 
 def run(spark: SparkSession, settings: PipelineSettings) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
 from spark_pipelines.jobs import usage as usage_job
 from spark_pipelines.jobs.entrypoint import RESULT_PREFIX, run_job
-from spark_pipelines.jobs.usage import InvalidUsageStateError, UsagePaths, cursor_offsets, nothing_to_read, pending_range
+from spark_pipelines.jobs.usage import InvalidUsageStateError, UsagePaths, cursor_offsets
+from spark_pipelines.read_range import nothing_to_read, pending_range
 from spark_pipelines.settings import PipelineSettings
 from tests.broker_nodes.security.managed_cluster import FAST_CONFIGS, INTERNAL, INTERNAL_TOKEN, brokers, topic
 from tests.support.in_process_broker import InProcessBroker
