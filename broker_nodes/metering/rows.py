@@ -8,6 +8,7 @@ always encodes to the same records.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Iterable, Mapping
 
 from broker_nodes import names
@@ -37,13 +38,7 @@ def window_rows(
                 tenant_id=tenant_id,
                 topic=plain,
                 partition=partition,
-                bytes_in=counted.bytes_in,
-                records_in=counted.records_in,
-                bytes_out=counted.bytes_out,
-                records_out=counted.records_out,
-                produce_requests=counted.produce_requests,
-                fetch_requests=counted.fetch_requests,
-                throttle_time_ms=counted.throttle_time_ms,
+                **asdict(counted),  # PartitionTraffic's fields are TrafficRow's counters, by name
             )
         )
     for stats in sorted(partitions, key=lambda item: (item.topic, item.partition)):
