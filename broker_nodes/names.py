@@ -9,7 +9,7 @@ a tenant (standalone topics and the broker's internal topics) keep their plain f
 
 from __future__ import annotations
 
-TENANT_SEPARATOR = "~"  # never legal in a Kafka topic name, so the split is unambiguous
+from weir.topic_names import TENANT_SEPARATOR  # never legal in a Kafka topic name, so the split is unambiguous
 
 
 def qualify(tenant_id: str, name: str) -> str:

@@ -18,11 +18,12 @@ from typing import Iterable, Mapping
 
 from broker_nodes.storage.atomic_files import write_atomically
 from weir.topic_config import validate_topic_configs
-from weir.topic_names import INTERNAL_TOPIC_PREFIX, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
+# MAX_PARTITIONS_PER_TOPIC guards the broker against one request creating millions of logs; it
+# lives with the name rules because its widest partition number bounds tenants' topic names.
+from weir.topic_names import INTERNAL_TOPIC_PREFIX, MAX_PARTITIONS_PER_TOPIC, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
 
 TOPICS_FILE_NAME = "topics.json"  # in the data directory; never a partition directory name
 TOPICS_FILE_VERSION = 1  # the "version" field of topics.json
-MAX_PARTITIONS_PER_TOPIC = 10_000  # guards the broker against one request creating millions of logs
 MAX_NAME_IN_ERROR = 40  # an over-long invalid name is cut to this many characters in its error message
 
 

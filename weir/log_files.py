@@ -33,6 +33,10 @@ OFFSET_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position in the .l
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # max timestamp so far, relative offset
 
 SEGMENT_NAME_DIGITS = 20
+PARTITION_DIRECTORY_SEPARATOR = "-"  # between the topic and the partition number: ``orders-0``
+# The longest name one directory entry may have (NAME_MAX of ext4, XFS, btrfs, APFS): a
+# partition directory name longer than this cannot be created, so topic names are bounded by it.
+MAX_DIRECTORY_NAME_BYTES = 255
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
@@ -50,12 +54,12 @@ def parse_segment_file_name(name: str) -> tuple[int, str] | None:
 
 
 def partition_directory_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
+    return f"{topic}{PARTITION_DIRECTORY_SEPARATOR}{partition}"
 
 
 def parse_partition_directory_name(name: str) -> tuple[str, int] | None:
     """(topic, partition) for ``<topic>-<partition>``; None when the name has another form."""
-    topic, separator, partition = name.rpartition("-")
+    topic, separator, partition = name.rpartition(PARTITION_DIRECTORY_SEPARATOR)
     if not separator or not topic or not partition.isdigit():
         return None
     return topic, int(partition)

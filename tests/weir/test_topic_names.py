@@ -8,10 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
 from weir.topic_names import (
+    MAX_PARTITIONS_PER_TOPIC,
     MAX_TOPIC_NAME_LENGTH,
+    TENANT_SEPARATOR,
     InvalidTopicNameError,
     is_internal_topic_name,
+    max_topic_name_length,
     validate_topic_name,
 )
 
@@ -42,7 +46,7 @@ def test_any_name_with_one_illegal_character_is_refused(prefix, illegal, suffix)
         ("", "must not be empty"),
         (".", "'.' and '..' are not allowed"),
         ("..", "'.' and '..' are not allowed"),
-        ("a" * (MAX_TOPIC_NAME_LENGTH + 1), "at most 249 characters, this one has 250"),
+        ("a" * (MAX_TOPIC_NAME_LENGTH + 1), "at most 249 characters (this one has 250)"),
         ("has space", "may contain only"),
         ("ümlaut", "may contain only"),
         ("tenant~orders", "may contain only"),
@@ -75,3 +79,28 @@ def test_edge_names_that_kafka_accepts_are_valid(name):
 )
 def test_internal_names_are_those_with_the_double_underscore_prefix(name, internal):
     assert is_internal_topic_name(name) is internal
+
+
+@pytest.mark.parametrize("tenant_id", ["tn-k7q2m9x4hz", "t", "tn-" + "x" * 60])
+def test_longest_tenant_name_fills_the_widest_partition_directory_exactly(tenant_id):
+    limit = max_topic_name_length(tenant_id)
+    longest = "a" * limit
+    validate_topic_name(longest, tenant_id)
+    widest = partition_directory_name(f"{tenant_id}{TENANT_SEPARATOR}{longest}", MAX_PARTITIONS_PER_TOPIC - 1)
+    assert len(widest.encode("utf-8")) == MAX_DIRECTORY_NAME_BYTES
+    with pytest.raises(InvalidTopicNameError) as raised:
+        validate_topic_name(longest + "a", tenant_id)
+    assert raised.value.reason == (
+        f"a topic name is at most {limit} characters: the tenant prefix and partition number "
+        f"must fit a 255-byte directory name (this one has {limit + 1})"
+    )
+
+
+def test_a_tenant_id_of_today_leaves_236_characters():
+    # tn- and ten characters, '~', and '-9999' for the widest partition of 10,000.
+    assert max_topic_name_length("tn-k7q2m9x4hz") == 255 - 13 - 1 - 5 == 236
+
+
+def test_names_without_a_tenant_keep_kafkas_limit():
+    assert max_topic_name_length("") == MAX_TOPIC_NAME_LENGTH
+    assert len(partition_directory_name("a" * MAX_TOPIC_NAME_LENGTH, MAX_PARTITIONS_PER_TOPIC - 1)) <= MAX_DIRECTORY_NAME_BYTES

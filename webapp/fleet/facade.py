@@ -6,8 +6,10 @@ answers questions about the brokers themselves.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Count, QuerySet
 
+from webapp.fleet.internal_topics import REPLICATION_TARGET
 from webapp.fleet.models import DOWN_STATES, BrokerNode
 
 
@@ -26,3 +28,14 @@ def registered_broker_count() -> int:
     """Brokers that are registered and not known to be down: what a replication factor may
     reach (each replica needs its own broker)."""
     return BrokerNode.objects.exclude(state__in=DOWN_STATES).count()
+
+
+def default_replication_factor() -> int:
+    """Replicas of a topic whose creator names none (REST API, dashboard, SDK and CLI alike):
+    WEIR_DEFAULT_REPLICATION_FACTOR when set, else min(3, brokers registered and not down), as
+    managed Kafka services default; at least 1, so that with no broker the placement's error
+    says how many are available."""
+    configured = settings.WEIR_DEFAULT_REPLICATION_FACTOR
+    if configured is not None:
+        return int(configured)
+    return max(1, min(REPLICATION_TARGET, registered_broker_count()))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.processes import free_port
 from tests.webapp.api.conftest import TenantFixture
 from webapp.accounts.models import Role
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.models import BrokerNode
+from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH
+from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 
 pytestmark = pytest.mark.django_db
@@ -221,3 +223,47 @@ def test_alter_configs_with_unknown_key_or_bad_value_changes_nothing(acme: Tenan
     assert set(response.json()["errors"]["configs"]) == {"no.such.key", "segment.bytes"}
     assert Topic.objects.get().configs == {"retention.ms": "60000"}
     assert ProvisioningJob.objects.filter(kind=JobKind.ALTER_TOPIC_CONFIGS).count() == 0
+
+
+def test_longest_name_that_fits_a_partition_directory_is_created_and_one_more_is_refused_with_the_reason(acme: TenantFixture, registered_broker: BrokerNode) -> None:
+    limit = TENANT_TOPIC_NAME_MAX_LENGTH
+    # tn- and ten characters, '~', and '-9999': what is left of a 255-byte directory name.
+    assert limit == 255 - len(acme.tenant.public_id) - len("~") - len("-9999") == 236
+
+    assert create(acme, topic_name="a" * limit).status_code == 201
+    response = create(acme, topic_name="b" * (limit + 1))
+
+    assert response.status_code == 400
+    [message] = response.json()["errors"]["topic_name"]
+    assert message == f"A topic name is at most {limit} characters: the tenant prefix and partition number must fit a 255-byte directory name."
+    assert not Topic.objects.filter(name="b" * (limit + 1)).exists()
+
+
+def test_schema_states_the_name_limit_and_the_replication_default(client) -> None:  # type: ignore[no-untyped-def]
+    schema = client.get("/api/schema/?format=json").json()
+    properties = schema["components"]["schemas"]["TopicCreateRequest"]["properties"]
+    assert properties["topic_name"]["maxLength"] == TENANT_TOPIC_NAME_MAX_LENGTH
+    assert "255-byte directory name" in properties["topic_name"]["description"]
+    assert "replication_factor" not in schema["components"]["schemas"]["TopicCreateRequest"].get("required", [])
+    assert "min(3, the number of brokers)" in properties["replication_factor"]["description"]
+
+
+@pytest.mark.parametrize(("brokers", "expected"), [(1, 1), (2, 2), (3, 3), (4, 3)])
+def test_topic_without_replication_factor_gets_min_of_three_and_the_brokers(acme: TenantFixture, brokers: int, expected: int) -> None:
+    for node_id in range(1, brokers + 1):
+        BrokerNode.objects.create(node_id=node_id, host="127.0.0.1", port=free_port(), state=BrokerState.ONLINE)
+    # A broker known to be down is not counted: a replica there could not be created.
+    BrokerNode.objects.create(node_id=99, host="127.0.0.1", port=free_port(), state=BrokerState.OFFLINE)
+
+    response = create(acme, partitions_count=2)
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["replication_factor"] == expected
+    assert all(len(replicas) == expected for replicas in Partition.objects.values_list("replicas", flat=True))
+
+
+def test_explicit_replication_factor_is_kept(acme: TenantFixture) -> None:
+    for node_id in (1, 2, 3):
+        BrokerNode.objects.create(node_id=node_id, host="127.0.0.1", port=free_port(), state=BrokerState.ONLINE)
+    response = create(acme, replication_factor=1)
+    assert response.status_code == 201 and response.json()["replication_factor"] == 1

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from tests.support.processes import free_port
 from tests.webapp.dashboard.conftest import Member
 from webapp.accounts.models import Role
 from webapp.catalog.actions.topics import check_create_topic, do_create_topic
 from webapp.catalog.models import Partition, Topic
+from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH
+from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import JobKind, ProvisioningJob
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +138,27 @@ def test_topic_list_costs_a_fixed_number_of_queries(owner: Member, django_assert
     with django_assert_max_num_queries(8):
         response = owner.client.get(reverse("dashboard:topics"))
     assert response.content.decode().count("topic-") >= 8
+
+
+def test_create_form_limits_the_name_to_what_fits_a_partition_directory(owner: Member) -> None:
+    page = owner.client.get(reverse("dashboard:topic_create")).content.decode()
+    assert f'maxlength="{TENANT_TOPIC_NAME_MAX_LENGTH}"' in page
+    assert "255-byte directory name" in page
+
+    data = {"name": "a" * (TENANT_TOPIC_NAME_MAX_LENGTH + 1), "partitions": 1, "replication_factor": 1, "configs": ""}
+    response = owner.client.post(reverse("dashboard:topic_create"), data)
+    assert response.status_code == 200
+    assert f"at most {TENANT_TOPIC_NAME_MAX_LENGTH} characters: the tenant prefix and partition number must fit a 255-byte directory name" in response.content.decode()
+    assert not Topic.objects.exists()
+
+
+@pytest.mark.parametrize(("brokers", "expected"), [(1, 1), (3, 3)])
+def test_create_form_without_replication_factor_takes_min_of_three_and_the_brokers(owner: Member, brokers: int, expected: int) -> None:
+    for node_id in range(2, brokers + 1):  # broker 1 is the fixture's
+        BrokerNode.objects.create(node_id=node_id, host="127.0.0.1", port=free_port(), state=BrokerState.ONLINE)
+    page = owner.client.get(reverse("dashboard:topic_create")).content.decode()
+    assert f'placeholder="{expected}"' in page and "min(3, the number of brokers)" in page
+
+    response = owner.client.post(reverse("dashboard:topic_create"), {"name": "orders", "partitions": 2, "replication_factor": "", "configs": ""})
+    assert response.status_code == 302
+    assert Topic.objects.get(tenant=owner.tenant, name="orders").replication_factor == expected

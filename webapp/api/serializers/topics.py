@@ -12,13 +12,26 @@ from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadat
 from webapp.catalog.models import Topic
 from webapp.catalog.partition_health import HealthCounts, PartitionHealth, partition_health, topic_health_counts
 from webapp.catalog.topic_configs import TopicConfigEntry
+from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help
 from webapp.provisioning.facade import PartitionDescription
 
 
 class TopicCreateSerializer(serializers.Serializer):
-    topic_name = serializers.CharField(max_length=300, allow_blank=True, trim_whitespace=False)
+    topic_name = serializers.CharField(
+        max_length=TENANT_TOPIC_NAME_MAX_LENGTH,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"ASCII letters, digits, '.', '_' and '-'. {topic_name_length_help()}",
+        error_messages={"max_length": topic_name_length_help()},
+    )
     partitions_count = serializers.IntegerField(default=1, min_value=-(2**31), max_value=2**31 - 1)
-    replication_factor = serializers.IntegerField(default=1, min_value=-(2**15), max_value=2**15 - 1)
+    # Omitted: the action takes the deployment's default (see check_create_topic).
+    replication_factor = serializers.IntegerField(
+        required=False,
+        min_value=-(2**15),
+        max_value=2**15 - 1,
+        help_text="Replicas of each partition, at most the number of brokers. When omitted: min(3, the number of brokers), as managed Kafka services default.",
+    )
     configs = serializers.ListField(child=serializers.DictField(child=serializers.CharField(allow_null=True)), default=list)
 
     def validate_configs(self, value: list[dict[str, Any]]) -> dict[str, Any]:

@@ -74,7 +74,7 @@ class TopicViewSet(TenantScopedViewSet):
         payload = TopicCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         values = payload.validated_data
-        new_topic = check_create_topic(self.actor, values["topic_name"], values["partitions_count"], values["replication_factor"], values["configs"])
+        new_topic = check_create_topic(self.actor, values["topic_name"], values["partitions_count"], values.get("replication_factor"), values["configs"])
         change = do_create_topic(self.actor, new_topic, self.request_id)
         context = {**self.get_serializer_context(), "job": job_summary(change.job, request)}
         return Response(TopicWithJobSerializer(change.topic, context=context).data, status=status.HTTP_201_CREATED)

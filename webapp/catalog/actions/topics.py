@@ -14,6 +14,7 @@ from webapp.accounts.roles import require_role
 from webapp.catalog.limits import check_growth_fits_plan
 from webapp.catalog.models import Topic
 from webapp.catalog.topic_names import topic_name_problem
+from webapp.fleet.facade import default_replication_factor
 from webapp.provisioning.facade import PlacementError, place_partitions, record_change
 from webapp.provisioning.models import JobKind, ProvisioningJob
 from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
@@ -55,19 +56,24 @@ def config_errors(configs: Mapping[str, object]) -> dict[str, list[str]]:
     return errors
 
 
-def check_create_topic(actor: Actor, name: str, partitions_count: int, replication_factor: int, configs: Mapping[str, object]) -> NewTopic:
-    """Validate a creation request (name rules, per-topic partition limit, replication factor
-    at least one, configs against the declared table). The broker count and the tenant-wide
-    limits are checked by :func:`do_create_topic` under a lock."""
+def check_create_topic(
+    actor: Actor, name: str, partitions_count: int, replication_factor: int | None, configs: Mapping[str, object]
+) -> NewTopic:
+    """Validate a creation request (name rules, including the length that fits a partition
+    directory with the tenant's prefix; per-topic partition limit; replication factor at least
+    one, or None for the default, min(3, brokers); configs against the declared table). The
+    broker count and the tenant-wide limits are checked by :func:`do_create_topic` under a lock."""
     require_role(actor, Role.DEVELOPER, "create topics")
     errors: dict[str, object] = {}
-    problem = topic_name_problem(name)
+    problem = topic_name_problem(name, actor.tenant.public_id)
     if problem:
         errors["topic_name"] = [problem]
     limits = actor.tenant.limits
     if not 1 <= partitions_count <= limits.max_partitions_per_topic:
         errors["partitions_count"] = [f"A topic has 1 to {limits.max_partitions_per_topic} partitions on the {actor.tenant.plan} plan."]
-    if replication_factor < 1:
+    if replication_factor is None:
+        replication_factor = default_replication_factor()
+    elif replication_factor < 1:
         errors["replication_factor"] = ["The replication factor is at least 1."]
     problems = config_errors(configs)
     if problems:

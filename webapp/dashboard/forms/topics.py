@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from django import forms
 
+from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help
 from weir.topic_config import TOPIC_CONFIGS
 
 CONFIG_HELP = "One key=value per line, e.g. retention.ms=86400000. Known keys: " + ", ".join(sorted(TOPIC_CONFIGS))
@@ -30,13 +31,34 @@ def parse_config_lines(text: str) -> dict[str, str]:
 
 
 class TopicCreateForm(forms.Form):
-    name = forms.CharField(max_length=249, help_text="Letters, digits, '.', '_' and '-'.", widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}))
+    """``default_replication_factor``: what an empty replication factor becomes (shown as the placeholder)."""
+
+    name = forms.CharField(
+        max_length=TENANT_TOPIC_NAME_MAX_LENGTH,
+        help_text=f"Letters, digits, '.', '_' and '-'. {topic_name_length_help()}",
+        error_messages={"max_length": topic_name_length_help()},
+        widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}),
+    )
     partitions = forms.IntegerField(min_value=1, initial=1)
-    replication_factor = forms.IntegerField(min_value=1, initial=1, help_text="At most the number of brokers.")
+    replication_factor = forms.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="At most the number of brokers. Leave empty for the default: min(3, the number of brokers), as managed Kafka services do.",
+    )
     configs = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "placeholder": "retention.ms=86400000"}), help_text=CONFIG_HELP)
 
     # How the topic actions name these fields in their errors.
     ACTION_FIELDS = {"topic_name": "name", "partitions_count": "partitions", "replication_factor": "replication_factor", "configs": "configs"}
+
+    def __init__(self, *args: object, default_replication_factor: int | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        if default_replication_factor is not None:
+            field = self.fields["replication_factor"]
+            field.widget.attrs["placeholder"] = str(default_replication_factor)
+            field.help_text = (
+                f"At most the number of brokers. Leave empty for the default, {default_replication_factor} here: "
+                "min(3, the number of brokers), as managed Kafka services do."
+            )
 
     def clean_configs(self) -> dict[str, str]:
         return parse_config_lines(self.cleaned_data["configs"])

@@ -32,6 +32,7 @@ from webapp.dashboard.forms.confirmation import TypedConfirmationForm
 from webapp.dashboard.forms.topics import AddPartitionsForm, TopicConfigsForm, TopicCreateForm
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.dashboard.views.jobs import job_in_progress
+from webapp.fleet.facade import default_replication_factor
 from webapp.provisioning.facade import describe_partitions
 from webapp.provisioning.models import ProvisioningJob
 from weir.topic_config import TOPIC_CONFIGS
@@ -102,7 +103,7 @@ def topic_list(request: HttpRequest) -> HttpResponse:
 @tenant_page(Role.DEVELOPER)
 def topic_create(request: HttpRequest) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
-    form = TopicCreateForm(request.POST or None)
+    form = TopicCreateForm(request.POST or None, default_replication_factor=default_replication_factor())
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         checked = call_action(form, check_create_topic, actor, data["name"], data["partitions"], data["replication_factor"], data["configs"], field_map=TopicCreateForm.ACTION_FIELDS)

@@ -48,8 +48,7 @@ from webapp.catalog.actions.topics import (
 )
 from webapp.catalog.models import Topic
 from webapp.catalog.topic_names import topic_name_problem
-from webapp.fleet.internal_topics import REPLICATION_TARGET
-from webapp.provisioning.placement_rows import placement_candidates
+from webapp.fleet.facade import default_replication_factor
 from weir.errors import ErrorCode, error_name, is_retriable
 
 logger = logging.getLogger(__name__)
@@ -132,16 +131,6 @@ def default_num_partitions(tenant: Tenant) -> int:
     """Partitions of a topic created with ``num_partitions`` -1: WEIR_DEFAULT_NUM_PARTITIONS
     (Kafka's num.partitions, 1), at most what the tenant's plan allows per topic."""
     return min(settings.WEIR_DEFAULT_NUM_PARTITIONS, tenant.limits.max_partitions_per_topic)
-
-
-def default_replication_factor() -> int:
-    """Replication factor of a topic created with ``replication_factor`` -1:
-    WEIR_DEFAULT_REPLICATION_FACTOR, else min(3, brokers not offline) (at least 1, so that
-    with no broker the placement's error says how many are available)."""
-    configured = settings.WEIR_DEFAULT_REPLICATION_FACTOR
-    if configured is not None:
-        return int(configured)
-    return max(1, min(REPLICATION_TARGET, len(placement_candidates())))
 
 
 # ---------------------------------------------------------------------------- action errors
@@ -259,7 +248,7 @@ def create_topics(caller: controller_pb2.ForwardedCaller, request: broker_pb2.Cr
 
 def _create_topic(actor: Actor, creatable: broker_pb2.CreatableTopic, validate_only: bool) -> Topic:
     name = creatable.name
-    problem = topic_name_problem(name)
+    problem = topic_name_problem(name, actor.tenant.public_id)
     if problem:
         raise TopicRequestError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     # Kafka answers an existing name before looking at counts and configs.

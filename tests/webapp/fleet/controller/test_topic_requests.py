@@ -16,6 +16,7 @@ from webapp.accounts.errors import InvalidInput
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, Membership, Role, ServiceAccount, Tenant
 from webapp.catalog.models import Partition, Topic
+from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH
 from webapp.fleet.controller import topic_requests
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active
 from webapp.fleet.controller.service import ControllerService
@@ -154,6 +155,12 @@ def test_validate_only_answers_like_a_creation_and_writes_nothing(cluster: Clust
     [
         (creatable("bad name!"), ErrorCode.INVALID_TOPIC_EXCEPTION, "only ASCII letters"),
         (creatable("__consumer_offsets"), ErrorCode.INVALID_TOPIC_EXCEPTION, "reserved for internal topics"),
+        # The SDK's and CLI's creations: the name must fit a partition directory with the tenant's prefix.
+        (
+            creatable("a" * (TENANT_TOPIC_NAME_MAX_LENGTH + 1)),
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"at most {TENANT_TOPIC_NAME_MAX_LENGTH} characters: the tenant prefix and partition number must fit a 255-byte directory name",
+        ),
         (creatable("orders", 0), ErrorCode.INVALID_PARTITIONS, "at least 1 partition, not 0"),
         (creatable("orders", 1, 0), ErrorCode.INVALID_REPLICATION_FACTOR, "at least 1, not 0"),
         (creatable("orders", 1, 4), ErrorCode.INVALID_REPLICATION_FACTOR, "available brokers (3)"),
