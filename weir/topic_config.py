@@ -96,6 +96,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
 }
 
 DAY_MS = 24 * 60 * 60 * 1000
+HOUR_MS = 60 * 60 * 1000
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
@@ -111,7 +112,7 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("max.message.bytes", "INT", "1048588", "Largest record batch the topic accepts.", minimum=0),
         ConfigKey("message.timestamp.type", "STRING", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock.", choices=("CreateTime", "LogAppendTime")),
         ConfigKey("message.timestamp.before.max.ms", "LONG", str(LONG_MAX), "How far in the past a CreateTime timestamp may lie.", minimum=0),
-        ConfigKey("message.timestamp.after.max.ms", "LONG", str(LONG_MAX), "How far in the future a CreateTime timestamp may lie.", minimum=0),
+        ConfigKey("message.timestamp.after.max.ms", "LONG", str(HOUR_MS), "How far in the future a CreateTime timestamp may lie (Kafka 4's default: one hour).", minimum=0),
         ConfigKey("min.cleanable.dirty.ratio", "DOUBLE", "0.5", "Share of the log that must be uncompacted before the cleaner compacts it.", minimum=0.0, maximum=1.0),
         ConfigKey("min.compaction.lag.ms", "LONG", "0", "Shortest time a record stays uncompacted.", minimum=0),
         ConfigKey("min.insync.replicas", "INT", "1", "In-sync replicas that must have a batch before acks=all succeeds.", minimum=1),

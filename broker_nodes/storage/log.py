@@ -17,11 +17,11 @@ from typing import Iterator
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.storage.atomic_files import fsync_directory
+from broker_nodes.storage.batch_validation import validate_batch_records
 from broker_nodes.storage.deletion_queue import FileDeletionQueue, remove_files
 from broker_nodes.storage.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
     LogDirectoryError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
@@ -271,7 +271,7 @@ class PartitionLog:
     # -------------------------------------------------------------- appending
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate every batch, assign offsets, append; nothing is stored if any batch is bad.
+        """Validate every batch (frame, then records), assign offsets, append; nothing is stored if any batch is bad.
 
         Raises CorruptRecordError, InvalidRecordError, RecordTooLargeError,
         RecordBatchTooLargeForSegmentError, InvalidTimestampError, OutOfOrderSequenceError,
@@ -281,7 +281,10 @@ class PartitionLog:
         config = self.config
         now_ms = self._clock.milliseconds()
         buffer = bytearray(records)
-        batches = _validate_batches(buffer, config, now_ms, check_timestamps=True)
+        batches = _validate_batches(buffer, config, self.partition)
+        for index, batch in enumerate(batches):
+            # The records themselves, once per batch and before any is stored (Kafka's LogValidator).
+            validate_batch_records(buffer, batch.position, batch.header, config, now_ms, partition=self.partition, batch_index=index)
         buffer, batches = _recompress_if_configured(buffer, batches, config)
         log_append_time = config.uses_log_append_time
         with self._lock:
@@ -326,7 +329,7 @@ class PartitionLog:
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches that already carry offsets (replication): checks CRCs and offset order."""
         buffer = bytes(records)
-        batches = _validate_batches(buffer, self.config, 0, check_timestamps=False)
+        batches = _validate_batches(buffer, self.config, self.partition)
         with self._lock:
             self._check_open()
             expected = self._log_end_offset
@@ -789,64 +792,48 @@ class PartitionLog:
 # ------------------------------------------------------------------ validation
 
 
-def _validate_batches(
-    buffer: bytes | bytearray, config: LogConfig, now_ms: int, *, check_timestamps: bool
-) -> list[_ValidatedBatch]:
-    """Check every batch of an append before any is stored; raise the first problem found."""
+def _validate_batches(buffer: bytes | bytearray, config: LogConfig, partition: int) -> list[_ValidatedBatch]:
+    """Check the frame of every batch of an append before any is stored; raise the first problem
+    found, naming the partition and the batch's index in the request."""
     if not buffer:
-        raise InvalidRecordError("the request holds no record batches")
+        raise InvalidRecordError(f"the request holds no record batches for partition {partition}")
     batches = []
     position = 0
     end = len(buffer)
     while position < end:
+        where = f"partition {partition}, batch {len(batches)}"
         try:
             header = validate_batch(buffer, position, max_batch_size=config.max_message_bytes)
         except BatchTooLargeError as error:
             raise RecordTooLargeError(error.size, error.limit) from None
         except RecordFormatError as error:
             if error.corrupt:
-                raise CorruptRecordError(error.reason, error.position) from None
-            raise InvalidRecordError(error.reason) from None
+                raise CorruptRecordError(f"{error.reason} ({where})", error.position) from None
+            raise InvalidRecordError(f"{error.reason} ({where})") from None
         if header.size > config.segment_bytes:
             raise RecordBatchTooLargeForSegmentError(header.size, config.segment_bytes)
-        _check_header_rules(header)
-        if check_timestamps and not config.uses_log_append_time:
-            _check_timestamps(header, config, now_ms)
+        _check_header_rules(header, where)
         batches.append(_ValidatedBatch(position, header))
         position += header.size
     return batches
 
 
-def _check_header_rules(header: BatchHeader) -> None:
+def _check_header_rules(header: BatchHeader, where: str) -> None:
     if header.records_count <= 0:
-        raise InvalidRecordError(f"a batch must hold at least one record, not {header.records_count}")
+        raise InvalidRecordError(f"a batch must hold at least one record, not {header.records_count} ({where})")
     if header.last_offset_delta != header.records_count - 1:
         raise InvalidRecordError(
-            f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count}"
+            f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count} ({where})"
         )
     if header.is_control:
-        raise InvalidRecordError("control batches may only be written by the broker")
+        raise InvalidRecordError(f"control batches may only be written by the broker ({where})")
     if header.is_transactional:
-        raise InvalidRecordError("transactional batches are not supported")
+        raise InvalidRecordError(f"transactional batches are not supported until Weir has transactions ({where})")
     if header.producer_id != NO_PRODUCER_ID and (header.producer_epoch < 0 or header.base_sequence < 0):
         raise InvalidRecordError(
             f"idempotent batch of producer {header.producer_id} has epoch {header.producer_epoch} "
-            f"and base sequence {header.base_sequence}"
+            f"and base sequence {header.base_sequence} ({where})"
         )
-
-
-def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
-    for timestamp in (header.base_timestamp, header.max_timestamp):
-        if timestamp == NO_TIMESTAMP:
-            continue
-        if now_ms - timestamp > config.message_timestamp_before_max_ms:
-            raise InvalidTimestampError(
-                timestamp, f"more than message.timestamp.before.max.ms={config.message_timestamp_before_max_ms} before the broker's time {now_ms}"
-            )
-        if timestamp - now_ms > config.message_timestamp_after_max_ms:
-            raise InvalidTimestampError(
-                timestamp, f"more than message.timestamp.after.max.ms={config.message_timestamp_after_max_ms} after the broker's time {now_ms}"
-            )
 
 
 def _recompress_if_configured(
