@@ -59,7 +59,15 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.fetcher import Fetcher, FetchedChunk, PartitionState
 from weir.group_membership import GroupMembership, split_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
-from weir.records import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, batch_records_bytes, decode_records, iter_batch_positions
+from weir.records import (
+    CONTROL_FLAG_MASK,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    RecordFormatError,
+    batch_records_bytes,
+    decode_records,
+    iter_batch_positions,
+)
 
 
 Callback = Callable[["Consumer", list[TopicPartition]], Any]
@@ -68,6 +76,18 @@ Callback = Callable[["Consumer", list[TopicPartition]], Any]
 _LEAVE_TIMEOUT = 5.0
 # STALE_MEMBER_EPOCH: the coordinator moved the member to a newer epoch it has not heard of yet.
 _STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH  # type: ignore[attr-defined]
+
+
+def bad_batch_message(topic: str, partition: int, header: BatchHeader, min_offset: int, error: RecordFormatError) -> Message:
+    """The error event for a stored batch whose records cannot be decoded: a Message whose
+    error() is _BAD_MSG naming topic, partition and the batch's offsets, at the first offset
+    the application has not seen."""
+    offset = max(header.base_offset, min_offset)
+    reason = (
+        f"Local: Bad message format: {topic} [{partition}] offsets {header.base_offset}..{header.last_offset} "
+        f"cannot be decoded ({error.reason}); seek to offset {header.next_offset} to skip this batch"
+    )
+    return Message(topic, partition, (offset, -1, None, None, ()), 0, KafkaError(KafkaError._BAD_MSG, reason))  # type: ignore[attr-defined]
 
 
 class Consumer:
@@ -430,8 +450,15 @@ class Consumer:
                     continue
                 timestamp_type = TIMESTAMP_LOG_APPEND_TIME if header.attributes & TIMESTAMP_TYPE_MASK else TIMESTAMP_CREATE_TIME
                 epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
-                data = batch_records_bytes(records, position, header)
-                messages += [Message(topic, partition, record, timestamp_type, None, None, epoch) for record in decode_records(data, header, min_offset)]
+                try:
+                    decoded = decode_records(batch_records_bytes(records, position, header), header, min_offset)
+                except RecordFormatError as error:
+                    # A batch stored before brokers validated records, or a flipped bit: the
+                    # records before it are delivered, then this error, and nothing after it
+                    # until the application seeks past it (see _take_decoded).
+                    messages.append(bad_batch_message(topic, partition, header, min_offset, error))
+                    break
+                messages += [Message(topic, partition, record, timestamp_type, None, None, epoch) for record in decoded]
         finally:
             if collector_was_enabled:
                 gc.enable()
@@ -449,7 +476,15 @@ class Consumer:
             state = chunk.state if chunk is not None else None
             if state is None or state.generation != chunk.generation or self._fetcher.states.get((state.topic, state.partition)) is not state:
                 return  # seeked or unassigned since: these records are not wanted any more
-            next_position = taken[-1].offset() + 1
+            last = taken[-1]
+            if last.error() is None:
+                next_position = last.offset() + 1
+            else:
+                # A batch that cannot be decoded: the position stays on it and it is fetched
+                # again, so that every poll() returns this error until the application seeks
+                # past the batch (as librdkafka does with _BAD_MSG).
+                next_position = last.offset()
+                self._fetcher.refetch_locked(state, next_position)
             state.position = next_position
             if self._auto_store:
                 state.stored_offset = next_position

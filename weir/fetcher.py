@@ -453,6 +453,17 @@ class Fetcher:
             error = KafkaError(KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}")  # type: ignore[attr-defined]
             self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
 
+    def refetch_locked(self, state: PartitionState, offset: int) -> None:
+        """Fetch ``state`` again from ``offset`` after retry.backoff.ms (lock held).
+
+        The consumer calls this when it returned a _BAD_MSG error for the batch at ``offset``:
+        data prefetched beyond that batch is dropped (the generation moves on, as after a
+        seek), and the backoff keeps a partition stuck on a bad batch from spinning.
+        """
+        state.seek(offset)
+        state.retry_at = time.monotonic() + self._backoff
+        self._work.notify()
+
     def consumed(self, chunk: FetchedChunk) -> None:
         """The application took ``chunk``: its bytes no longer count against the prefetch limit (lock held)."""
         self.prefetched_bytes -= len(chunk.records)

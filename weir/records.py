@@ -786,6 +786,8 @@ def decode_records(
                 append((offset, max_timestamp if log_append else base_timestamp + timestamp_delta, key, value, headers))
     except IndexError:
         raise RecordFormatError("records section ends inside a record", 0) from None
+    except UnicodeDecodeError:
+        raise RecordFormatError("a header key is not UTF-8", 0) from None
     return out
 
 
