@@ -55,7 +55,7 @@ from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
 from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
-from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import Fetcher, FetchedChunk, PartitionState
 from weir.group_membership import GroupMembership, split_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
@@ -80,14 +80,14 @@ _STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH  # type: ignore[attr-defined]
 
 def bad_batch_message(topic: str, partition: int, header: BatchHeader, min_offset: int, error: RecordFormatError) -> Message:
     """The error event for a stored batch whose records cannot be decoded: a Message whose
-    error() is _BAD_MSG naming topic, partition and the batch's offsets, at the first offset
-    the application has not seen."""
+    error() is _BAD_MSG (a :class:`~weir.errors.BadBatchError`) naming topic, partition and
+    the batch's offsets, at the first offset the application has not seen."""
     offset = max(header.base_offset, min_offset)
     reason = (
         f"Local: Bad message format: {topic} [{partition}] offsets {header.base_offset}..{header.last_offset} "
         f"cannot be decoded ({error.reason}); seek to offset {header.next_offset} to skip this batch"
     )
-    return Message(topic, partition, (offset, -1, None, None, ()), 0, KafkaError(KafkaError._BAD_MSG, reason))  # type: ignore[attr-defined]
+    return Message(topic, partition, (offset, -1, None, None, ()), 0, BadBatchError(reason, header.base_offset, header.last_offset))
 
 
 class Consumer:

@@ -206,6 +206,27 @@ KafkaError.INVALID_MSG = 2  # type: ignore[attr-defined]
 KafkaError.UNKNOWN = -1  # type: ignore[attr-defined]
 
 
+class BadBatchError(KafkaError):
+    """_BAD_MSG for a stored batch whose records cannot be decoded (written before brokers
+    validated records, or damaged on disk).
+
+    A KafkaError like any other for applications written for confluent-kafka; tools that
+    want to skip the batch read ``first_offset`` / ``last_offset`` and seek to
+    ``last_offset + 1`` (``next_offset``) instead of parsing the message.
+    """
+
+    __slots__ = ("first_offset", "last_offset")
+
+    def __init__(self, reason: str, first_offset: int, last_offset: int) -> None:
+        super().__init__(KafkaError._BAD_MSG, reason)  # type: ignore[attr-defined]
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
 class KafkaException(Exception):
     """Raised by client calls; ``args[0]`` is the :class:`KafkaError`, as in confluent-kafka."""
 

@@ -13,7 +13,7 @@ import weir
 from tests.support.bad_batches import append_to_stopped_log, batch_at, undecodable_batch_at
 from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
-from weir.errors import KafkaError
+from weir.errors import BadBatchError, KafkaError
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def test_consumer_returns_bad_msg_for_the_batch_and_can_seek_past_it(broker_with
         assert error is not None and error.code() == KafkaError._BAD_MSG  # type: ignore[attr-defined]
         assert (first[3].topic(), first[3].partition(), first[3].offset()) == ("events", 0, 3)
         assert "events [0] offsets 3..5 cannot be decoded" in error.str() and "seek to offset 6" in error.str()
+        assert isinstance(error, BadBatchError) and (error.first_offset, error.next_offset) == (3, 6)
         # Not skipped silently, not a loop without output: each poll says the same again.
         for _ in range(2):
             again = poll_until(consumer, 1)

@@ -22,6 +22,7 @@ from typing import Any
 
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, client_config
 from weir import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from weir.errors import BadBatchError
 from weir.message import TIMESTAMP_LOG_APPEND_TIME
 
 # Longest a page waits for records to arrive or for a produced record to be acknowledged.
@@ -54,12 +55,23 @@ class StartAt:
 
 @dataclass(frozen=True)
 class BrowsedRecord:
+    """One row of the browser: a record, or (``error`` set) a stored batch that cannot be
+    decoded, covering ``offset`` to ``last_offset``. ``timestamp`` is None when the record has
+    none or its milliseconds (``timestamp_ms``) lie outside what a datetime can hold."""
+
     offset: int
     timestamp: datetime | None
     timestamp_is_log_append_time: bool
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]]
+    timestamp_ms: int = -1
+    error: str = ""
+    last_offset: int = -1
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.error)
 
 
 @dataclass(frozen=True)
@@ -132,22 +144,46 @@ def _consume(consumer: Consumer, limit: int, last_offset: int) -> list[BrowsedRe
             break
         for message in consumer.consume(limit - len(records), timeout=remaining):
             error = message.error()
+            if isinstance(error, BadBatchError):
+                # A stored batch that cannot be decoded: one row says so, the rest is shown.
+                records.append(_bad_batch_row(message.offset(), error))  # type: ignore[arg-type]
+                consumer.seek(TopicPartition(message.topic(), message.partition(), error.next_offset))  # type: ignore[arg-type]
+                break
             if error is not None:
                 raise DataPlaneError.from_kafka(error, "Fetching records")
             timestamp_type, timestamp_ms = message.timestamp()
             records.append(
                 BrowsedRecord(
                     offset=message.offset(),  # type: ignore[arg-type]
-                    timestamp=datetime.fromtimestamp(timestamp_ms / 1000, tz=timezone.utc) if timestamp_ms >= 0 else None,
+                    timestamp=_datetime_or_none(timestamp_ms),
                     timestamp_is_log_append_time=timestamp_type == TIMESTAMP_LOG_APPEND_TIME,
                     key=message.key(),
                     value=message.value(),
                     headers=list(message.headers() or []),
+                    timestamp_ms=timestamp_ms,
                 )
             )
-        if records and records[-1].offset >= last_offset:
+        if records and max(records[-1].offset, records[-1].last_offset) >= last_offset:
             break
     return records[:limit]
+
+
+def _bad_batch_row(offset: int, error: BadBatchError) -> BrowsedRecord:
+    return BrowsedRecord(
+        offset=offset, timestamp=None, timestamp_is_log_append_time=False, key=None, value=None, headers=[],
+        error=error.str(), last_offset=error.last_offset,
+    )
+
+
+def _datetime_or_none(timestamp_ms: int) -> datetime | None:
+    """The timestamp as a UTC datetime; None without one (-1) or outside datetime's years 1-9999
+    (Kafka timestamps are any int64: the page then shows the raw milliseconds)."""
+    if timestamp_ms < 0:
+        return None
+    try:
+        return datetime.fromtimestamp(timestamp_ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def produce_record(
