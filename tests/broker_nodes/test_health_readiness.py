@@ -8,6 +8,7 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import controller_pb2_grpc
@@ -15,6 +16,7 @@ from tests.broker_nodes.fake_controller import FakeController
 from tests.broker_nodes.security.managed_cluster import INTERNAL_TOKEN
 from tests.support.in_process_broker import InProcessBroker
 from tests.support.processes import free_port
+from tests.support.waiting import wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -47,7 +49,12 @@ class WatchingController(FakeController):
         return super().ControlledShutdown(request, context)
 
 
-def test_a_broker_serves_only_once_the_controller_answered_and_stops_serving_at_shutdown(tmp_path: Path) -> None:
+def _registration_failed(caplog: pytest.LogCaptureFixture) -> bool:
+    """Whether the broker's controller session has logged a failed registration (it then retries)."""
+    return any(record.name == "broker_nodes.controller_client" and record.getMessage().endswith("; retrying") for record in caplog.records)
+
+
+def test_a_broker_serves_only_once_the_controller_answered_and_stops_serving_at_shutdown(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     controller_port = free_port()  # nothing answers here yet
     configs = {
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
@@ -60,7 +67,7 @@ def test_a_broker_serves_only_once_the_controller_answered_and_stops_serving_at_
     server: grpc.Server | None = None
     try:
         assert broker.broker.ready  # the logs are recovered ...
-        time.sleep(0.3)  # ... and several registration attempts have failed
+        wait_until(lambda: _registration_failed(caplog), "a failed registration with the absent controller")  # ... and registering failed
         for service in ("", "weir.v1.Broker"):
             assert _status(broker.channel, service) == NOT_SERVING
         assert broker.running.metrics.registry.get_sample_value("weir_broker_ready") == 0  # type: ignore[union-attr]
@@ -84,13 +91,13 @@ def test_a_broker_serves_only_once_the_controller_answered_and_stops_serving_at_
             server.stop(None)
 
 
-def test_a_broker_answered_not_controller_keeps_reporting_not_serving(tmp_path: Path) -> None:
+def test_a_broker_answered_not_controller_keeps_reporting_not_serving(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     controller = FakeController(INTERNAL_TOKEN).start()
     controller.not_controller = True
     configs = {"controller.quorum.bootstrap.servers": controller.address, "broker.heartbeat.interval.ms": "50", "offsets.topic.num.partitions": "1"}
     broker = InProcessBroker(tmp_path / "data", configs, environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}).start()
     try:
-        time.sleep(0.3)
+        wait_until(lambda: _registration_failed(caplog), "a registration answered NOT_CONTROLLER")
         assert _status(broker.channel) == NOT_SERVING
         controller.not_controller = False  # a standby became the active controller
         assert _wait_for(lambda: _status(broker.channel) == SERVING)

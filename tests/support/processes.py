@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,11 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+# free_port is imported from here by many tests; tests/support/ports.py says why it is safe under xdist.
+from tests.support.ports import free_port
+
 LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
+PORT_MOVES = 3  # new ports a first start tries when another program took the chosen one
 
 
 def wait_until_serving(address: str, timeout: float = 30.0, process: subprocess.Popen[bytes] | None = None) -> None:
@@ -56,6 +52,9 @@ class BrokerProcess:
         self.data_dir = Path(data_dir)
         self.node_id = node_id
         self.port = port or free_port()
+        # A port this object chose may be taken before the broker binds it: the first start then
+        # moves to another (a restart keeps its port, since other brokers and clients know it).
+        self._port_moves_left = 0 if port else PORT_MOVES
         self.configs = dict(configs or {})
         self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
@@ -81,8 +80,19 @@ class BrokerProcess:
             wait_until_serving(self.address, timeout, self.process)
         except (TimeoutError, RuntimeError) as error:
             self.stop()
+            if self._port_moves_left > 0 and self._port_was_taken():
+                self._port_moves_left -= 1
+                self.port = free_port()
+                self.log_path = self.data_dir.parent / f"broker-{self.node_id}-{self.port}.log"
+                return self.start(timeout)
             raise RuntimeError(f"broker {self.node_id} did not start ({error}); its log:\n{self.read_log()[-4000:]}") from None
+        self._port_moves_left = 0
         return self
+
+    def _port_was_taken(self) -> bool:
+        """Whether the broker's log says it could not bind its port (gRPC's words, or the broker's)."""
+        log = self.read_log()
+        return f"Failed to bind to address {self.address}" in log or f"cannot listen on {self.address}" in log
 
     def read_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

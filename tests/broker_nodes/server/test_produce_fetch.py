@@ -6,6 +6,7 @@ import pytest
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.broker_nodes.server.helpers import batch, create_topic, fetch, list_offset, produce
+from tests.support.waiting import wait_until
 from weir.errors import ErrorCode
 from weir.records import CRC_OFFSET, MAGIC_OFFSET, iter_batch_positions, iter_records
 
@@ -165,7 +166,7 @@ def test_fetch_total_max_bytes_limits_the_whole_response(stub):
     assert [partition.high_watermark for partition in partitions] == [3, 3]
 
 
-def test_long_poll_returns_when_data_arrives_before_the_deadline(stub):
+def test_long_poll_returns_when_data_arrives_before_the_deadline(server, stub):
     create_topic(stub, "orders")
     max_wait_ms = 8000
     replies = []
@@ -176,7 +177,7 @@ def test_long_poll_returns_when_data_arrives_before_the_deadline(stub):
     started = time.monotonic()
     poller = threading.Thread(target=poll)
     poller.start()
-    time.sleep(0.2)  # let the fetch park; the test passes either way, this only makes it meaningful
+    wait_until(lambda: server.broker.purgatory.parked == 1, "the fetch parked in the purgatory")  # what makes the test meaningful
     produce(stub, "orders", batch([b"wake up"]))
     poller.join(30)
     elapsed = time.monotonic() - started
