@@ -1,9 +1,11 @@
 """What the lag job asks the brokers directly, through the SDK: offsets of partitions and the
 timestamp of the next unconsumed record.
 
-Both run on the driver with the internal credential acting as each tenant in turn
-(``weir.internal.token`` + ``weir.tenant``, as the control plane's dashboard does), so topic
-names stay the tenant's plain names and one tenant's lookups never see another's topics:
+Both run on the driver acting as each tenant in turn with a tenant token (``weir.tenant.token``,
+:mod:`weir.tenant_tokens`, as the control plane's dashboard does) minted from the job's internal
+token, so topic names stay the tenant's plain names and one tenant's lookups never see
+another's topics. The internal token itself is never sent with these lookups: brokers refuse it
+together with a tenant, and a client acting as one tenant needs no more than that tenant.
 
 - :func:`partition_offsets`: per partition, the end offset (high watermark: what a consumer
   can read, as Kafka's lag tools count) and the log start offset, from one ListOffsets per
@@ -25,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from weir import Consumer, KafkaException, TopicPartition
+from weir import Consumer, KafkaException, TopicPartition, tenant_tokens
 from weir.admin import AdminClient, OffsetSpec
 from weir.errors import ErrorCode
 from weir.message import TIMESTAMP_NOT_AVAILABLE
@@ -62,16 +64,25 @@ class RecordTimestamp:
     timestamp_ms: int
 
 
-def tenant_config(client_config: Mapping[str, Any], tenant_id: str, timeout_seconds: float) -> dict[str, Any]:
+def tenant_config(client_config: Mapping[str, Any], tenant_id: str, timeout_seconds: float, *, now_ms: int | None = None) -> dict[str, Any]:
     """The SDK configuration acting as ``tenant_id``: ``client_config`` (bootstrap, internal
-    token, TLS) with the tenant and per-request deadlines of ``timeout_seconds``."""
+    token, TLS) with the internal token swapped for a tenant token of ``tenant_id`` (valid from
+    ``now_ms``, default now, for at least ``timeout_seconds``) and per-request deadlines of
+    ``timeout_seconds``."""
     if not tenant_id:
         raise ValueError("the lag job acts as a tenant: the tenant id must not be empty")
     timeout_ms = max(int(timeout_seconds * 1000), 10)
+    internal_token = client_config.get("weir.internal.token")
+    if not internal_token:
+        raise ValueError("the lag job mints tenant tokens from the internal token, and its client configuration has none")
+    lifetime_ms = min(max(tenant_tokens.DEFAULT_LIFETIME_MS, 2 * timeout_ms), tenant_tokens.MAX_LIFETIME_MS)
+    token = tenant_tokens.mint(
+        tenant_tokens.derive_key(internal_token), tenant_id, now_ms=time.time_ns() // 1_000_000 if now_ms is None else now_ms, lifetime_ms=lifetime_ms
+    )
     return {
-        **client_config,
+        **{key: value for key, value in client_config.items() if key != "weir.internal.token"},
         "client.id": CLIENT_ID,
-        "weir.tenant": tenant_id,
+        "weir.tenant.token": token,
         "request.timeout.ms": timeout_ms,
         "socket.timeout.ms": timeout_ms,
     }

@@ -14,6 +14,10 @@ DJANGO_SECRET_KEY          generated per data dir (debug only)  required when DJ
 DJANGO_DEBUG               true                                 development mode
 DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
 WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential
+WEIR_TENANT_TOKEN_KEY      derived from WEIR_INTERNAL_TOKEN     hex key signing the short-lived tenant tokens
+                                                                the web process acts as a tenant with
+WEIR_TENANT_TOKEN_LIFETIME_ 300                                 seconds a tenant token is valid (at most
+SECONDS                                                         3600)
 WEIR_BOOTSTRAP_SERVERS     127.0.0.1:9092                       brokers the control plane knows at first
 WEIR_BROKER_TLS_CA         unset (plaintext)                    PEM CA file; when set, the control plane's
                                                                 clients of the brokers (Admin, dashboard)
@@ -73,6 +77,7 @@ from pathlib import Path
 import dj_database_url
 
 from webapp.runtime import celery_broker_url, persistent_secret
+from weir import tenant_tokens
 from weir.logging_setup import logging_config
 
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
@@ -86,6 +91,12 @@ ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS",
 # The credential the control plane and brokers use among themselves (Admin service, internal
 # topics). Brokers read the same value from WEIR_INTERNAL_TOKEN or the same data-dir file.
 WEIR_INTERNAL_TOKEN = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
+# The key (hex) that signs tenant tokens (weir.tenant_tokens): the dashboard and the REST API
+# reach the data plane as one tenant with tokens minted from it, never with the internal token.
+# Brokers derive the same key from the internal token; set it explicitly where the web process
+# should not derive it itself. Tokens live WEIR_TENANT_TOKEN_LIFETIME_SECONDS (at most 3600).
+WEIR_TENANT_TOKEN_KEY = os.environ.get("WEIR_TENANT_TOKEN_KEY") or tenant_tokens.derive_key(WEIR_INTERNAL_TOKEN).hex()
+WEIR_TENANT_TOKEN_LIFETIME_SECONDS = int(os.environ.get("WEIR_TENANT_TOKEN_LIFETIME_SECONDS", "300"))
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 # When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.
 WEIR_BROKER_TLS_CA = os.environ.get("WEIR_BROKER_TLS_CA") or None

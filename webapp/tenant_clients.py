@@ -1,10 +1,17 @@
 """SDK clients through which the control plane acts as one tenant on the brokers.
 
 The dashboard and the REST API reach the data plane (records, consumer groups) through the
-SDK against ``settings.WEIR_BOOTSTRAP_SERVERS``, with the internal credential and tenant
-impersonation (``weir.internal.token`` + ``weir.tenant``): the brokers then treat each call
-as the tenant's own with full rights, and topic and group names stay the tenant's plain
-names. Authorization by role happens before any of these clients is made.
+SDK against ``settings.WEIR_BOOTSTRAP_SERVERS`` with a tenant token (``weir.tenant.token``,
+:mod:`weir.tenant_tokens`): a credential naming one tenant, signed with
+``settings.WEIR_TENANT_TOKEN_KEY`` and valid for ``WEIR_TENANT_TOKEN_LIFETIME_SECONDS``
+(5 minutes by default), minted afresh for every client. The brokers then treat each call as
+the tenant's own with full rights on that tenant's names only, and topic and group names stay
+the tenant's plain names. Authorization by role happens before any of these clients is made.
+
+The internal token is never part of these configurations: a configuration that leaks (an
+error report, a log line) exposes at most one tenant for minutes. Functions that hold one are
+marked ``sensitive_variables`` so that Django's error reports blank their frames and every
+frame below them (the SDK's, which hold the same values).
 
 Every client is made per request with short timeouts and closed at the end of it: browsing
 and administration are rare, and a fresh client keeps the web worker stateless.
@@ -18,12 +25,16 @@ page or an API caller is better served by an immediate "unavailable".
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.views.decorators.debug import sensitive_variables
 
+from weir import tenant_tokens
 from weir.admin import AdminClient
 from weir.errors import KafkaException
 
@@ -43,16 +54,33 @@ class BrokersUnreachable(Exception):
         self.message = message
 
 
+@sensitive_variables()
+def tenant_token(tenant_public_id: str, *, now_ms: int | None = None) -> str:
+    """A fresh tenant token for ``tenant_public_id``, valid ``WEIR_TENANT_TOKEN_LIFETIME_SECONDS``
+    from ``now_ms`` (default: now).
+
+    Raises ImproperlyConfigured naming the setting when the key or the lifetime is unusable.
+    """
+    try:
+        key = tenant_tokens.key_from_hex(settings.WEIR_TENANT_TOKEN_KEY)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"WEIR_TENANT_TOKEN_KEY: {error}") from None
+    lifetime_ms = int(settings.WEIR_TENANT_TOKEN_LIFETIME_SECONDS * 1000)
+    if not 0 < lifetime_ms <= tenant_tokens.MAX_LIFETIME_MS:
+        raise ImproperlyConfigured(f"WEIR_TENANT_TOKEN_LIFETIME_SECONDS must be more than 0 and at most {tenant_tokens.MAX_LIFETIME_MS // 1000}")
+    return tenant_tokens.mint(key, tenant_public_id, now_ms=time.time_ns() // 1_000_000 if now_ms is None else now_ms, lifetime_ms=lifetime_ms)
+
+
+@sensitive_variables()
 def client_config(tenant_public_id: str) -> dict[str, Any]:
-    """SDK configuration acting as ``tenant_public_id`` with the internal credential."""
+    """SDK configuration acting as ``tenant_public_id`` with a fresh tenant token (never the internal token)."""
     timeout_ms = int(REQUEST_TIMEOUT_SECONDS * 1000)
-    # TLS when the brokers serve it; the internal token is the credential either way.
+    # TLS when the brokers serve it; the tenant token is the credential either way.
     transport = {"security.protocol": "SSL", "ssl.ca.location": settings.WEIR_BROKER_TLS_CA} if settings.WEIR_BROKER_TLS_CA else {}
     return transport | {
         "bootstrap.servers": settings.WEIR_BOOTSTRAP_SERVERS,
         "client.id": "weir-control-plane",
-        "weir.internal.token": settings.WEIR_INTERNAL_TOKEN,
-        "weir.tenant": tenant_public_id,
+        "weir.tenant.token": tenant_token(tenant_public_id),
         "request.timeout.ms": timeout_ms,
         "socket.timeout.ms": timeout_ms,
         "retry.backoff.ms": 100,
@@ -74,6 +102,16 @@ def require_listening_broker(bootstrap_servers: str, probe_seconds: float = CONN
     raise BrokersUnreachable(f"No broker answers at {bootstrap_servers}; try again once the brokers are up.")
 
 
+@sensitive_variables()
+def _open_admin(tenant_public_id: str) -> AdminClient:
+    """A new AdminClient acting as the tenant (a function of its own so that its frames, which
+    hold the configuration, are blanked in error reports; a generator's cannot be)."""
+    try:
+        return AdminClient(client_config(tenant_public_id))
+    except KafkaException as error:
+        raise BrokersUnreachable(f"Connecting to the brokers failed: {error.args[0].str()}") from None
+
+
 @contextmanager
 def admin_client(tenant_public_id: str) -> Iterator[AdminClient]:
     """An AdminClient acting as the tenant, closed when the ``with`` block ends.
@@ -81,10 +119,7 @@ def admin_client(tenant_public_id: str) -> Iterator[AdminClient]:
     Raises :class:`BrokersUnreachable` at once when no broker listens.
     """
     require_listening_broker(settings.WEIR_BOOTSTRAP_SERVERS)
-    try:
-        client = AdminClient(client_config(tenant_public_id))
-    except KafkaException as error:
-        raise BrokersUnreachable(f"Connecting to the brokers failed: {error.args[0].str()}") from None
+    client = _open_admin(tenant_public_id)
     try:
         yield client
     finally:

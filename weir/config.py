@@ -17,8 +17,12 @@ Notable choices:
 - ``partitioner`` defaults to ``murmur2_random`` (Java-compatible key placement).
 - ``security.protocol`` ``ssl`` / ``sasl_ssl`` connect with TLS, verifying the broker's
   certificate against ``ssl.ca.location`` (or the system's trusted roots when unset).
-- ``weir.internal.token`` / ``weir.tenant`` are internal: the control plane's dashboard uses
-  them to act as a tenant; brokers honour them only with the right token.
+- ``weir.internal.token`` and ``weir.tenant.token`` are internal credentials. The internal
+  token is the all-tenant credential of the brokers' own components (metering sink,
+  replication, pipelines reading internal topics). A tenant token (``weir.tenant_tokens``) is
+  what the control plane's dashboard, REST API and lag pipeline send to act as exactly one
+  tenant for a few minutes. The former ``weir.tenant`` (internal token acting as a tenant) is
+  removed: giving it raises ``_INVALID_ARG`` saying so, and brokers refuse that combination.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from weir.errors import KafkaError, KafkaException
+from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 PRODUCER = "producer"
 CONSUMER = "consumer"
@@ -178,7 +183,7 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("security.protocol", "enum", "plaintext", ALL_ROLES, "plaintext, sasl_plaintext, ssl or sasl_ssl (the last two connect with TLS).", choices=_SECURITY_PROTOCOLS),
         _property("ssl.ca.location", "str", None, ALL_ROLES, "PEM file of the CA certificates that verify brokers over TLS (default: the system's trusted roots)."),
         _property("weir.internal.token", "str", None, ALL_ROLES, "Internal: the control plane's token, sent as x-weir-internal-token; brokers refuse a wrong one."),
-        _property("weir.tenant", "str", None, ALL_ROLES, "Internal: with weir.internal.token, act as this tenant (x-weir-tenant)."),
+        _property("weir.tenant.token", "str", None, ALL_ROLES, f"Internal: a short-lived tenant token minted by the control plane (weir.tenant_tokens), sent as {TENANT_TOKEN_HEADER}; brokers then act as its tenant until it expires."),
         _property("sasl.mechanism", "enum", "PLAIN", ALL_ROLES, "PLAIN: sasl.username / sasl.password carry the API key and secret.", aliases=("sasl.mechanisms",), choices=_SASL_MECHANISMS),
         _property("sasl.username", "str", None, ALL_ROLES, "API key, sent as gRPC metadata x-weir-api-key on every call."),
         _property("sasl.password", "str", None, ALL_ROLES, "API secret, sent as gRPC metadata x-weir-api-secret on every call."),
@@ -194,7 +199,7 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property("max.in.flight.requests.per.connection", "int", 5, frozenset({PRODUCER}), "Produce requests awaiting an answer per broker; at most 5 with idempotence.", aliases=("max.in.flight",), minimum=1, maximum=1000000),
         _property("buffer.memory", "int", 32 * 1024 * 1024, frozenset({PRODUCER}), "Bytes of records buffered before produce() blocks.", minimum=1024, maximum=2**40),
         _property("max.block.ms", "int", 60000, frozenset({PRODUCER}), "How long produce() blocks for buffer space (then BufferError) or for a topic's first metadata.", minimum=0, maximum=INT32_MAX),
-        _property("message.max.bytes", "int", 1_000_000, ALL_ROLES, "Largest record (key + value + headers); produce() raises MSG_SIZE_TOO_LARGE above it.", minimum=1000, maximum=1_000_000_000),
+        _property("message.max.bytes", "int", 1_000_000, ALL_ROLES, "Largest record (key + value + headers); produce() raises MSG_SIZE_TOO_LARGE above it. Also the most record bytes the producer puts in one Produce request (librdkafka's meaning; brokers accept max.request.size, 8 MiB by default).", minimum=1000, maximum=1_000_000_000),
         _property("partitioner", "enum", "murmur2_random", frozenset({PRODUCER}), "Partition of a record without an explicit partition: murmur2_random, murmur2, random, consistent_random.", choices=_PARTITIONERS),
         _property("on_delivery", "callable", None, frozenset({PRODUCER}), "Called as on_delivery(err, msg) from poll()/flush() for every record.", aliases=("delivery.report.cb", "dr_cb")),
         # -------------------------------------------------------------- consumer
@@ -219,6 +224,11 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
     ]
 }
 
+# Keys that existed once: giving one says what replaced it, rather than "No such configuration property".
+REMOVED_PROPERTIES = {
+    "weir.tenant": "acting as a tenant with the internal token is no longer possible; the control plane sends a tenant token (weir.tenant.token) instead",
+}
+
 _BY_NAME: dict[str, ConfigProperty] = {}
 for _prop in CONFIG_PROPERTIES.values():
     _BY_NAME[_prop.name] = _prop
@@ -241,6 +251,8 @@ class ClientConfig:
         explicit = set()
         for name, raw in given.items():
             prop = _BY_NAME.get(name)
+            if name in REMOVED_PROPERTIES:
+                raise invalid_argument(f"Configuration property \"{name}\" was removed: {REMOVED_PROPERTIES[name]}")
             if prop is None:
                 raise invalid_argument(f"No such configuration property: \"{name}\"")
             values[prop.name] = prop.parse(name, raw)
@@ -286,7 +298,7 @@ class ClientConfig:
         return addresses
 
     def call_metadata(self) -> tuple[tuple[str, str], ...]:
-        """gRPC metadata sent with every call: the API key and secret when configured."""
+        """gRPC metadata sent with every call: whichever credentials are configured (API key and secret, internal token, tenant token)."""
         pairs = []
         if self._values["sasl.username"] is not None:
             pairs.append(("x-weir-api-key", self._values["sasl.username"]))
@@ -294,8 +306,8 @@ class ClientConfig:
             pairs.append(("x-weir-api-secret", self._values["sasl.password"]))
         if self._values["weir.internal.token"] is not None:
             pairs.append(("x-weir-internal-token", self._values["weir.internal.token"]))
-            if self._values["weir.tenant"] is not None:
-                pairs.append(("x-weir-tenant", self._values["weir.tenant"]))
+        if self._values["weir.tenant.token"] is not None:
+            pairs.append((TENANT_TOKEN_HEADER, self._values["weir.tenant.token"]))
         return tuple(pairs)
 
     def channel_credentials(self) -> Any:

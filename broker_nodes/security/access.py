@@ -9,8 +9,8 @@ Three kinds of caller:
 
 - ANONYMOUS: a standalone broker (``security.required=false``) without credentials; exactly
   the unrestricted behaviour of issue 2, internal topics included.
-- INTERNAL: the control plane (or another broker) with the internal token; full rights,
-  optionally acting as one tenant (``x-weir-tenant``).
+- INTERNAL: the control plane (or another broker) with the internal token, full rights on
+  every name; or the control plane with a tenant token, full rights on that tenant's names.
 - CLIENT: an authenticated cluster API key: its tenant's names only, ACLs decide the rest.
 """
 

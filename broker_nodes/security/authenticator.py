@@ -1,9 +1,19 @@
 """Authentication of every Broker-service call from its gRPC metadata.
 
-Credentials travel as call metadata: a client's cluster API key and secret
-(``x-weir-api-key`` / ``x-weir-api-secret``, what the SDK sends for ``sasl.username`` /
-``sasl.password``), or the internal token (``x-weir-internal-token``), optionally with
-``x-weir-tenant`` to act as that tenant with full rights (the dashboard's message browser).
+Credentials travel as call metadata, exactly one kind per call:
+
+- a client's cluster API key and secret (``x-weir-api-key`` / ``x-weir-api-secret``, what the
+  SDK sends for ``sasl.username`` / ``sasl.password``): the key's tenant, its ACLs decide;
+- a tenant token (``x-weir-tenant-token``, :mod:`weir.tenant_tokens`): the control plane (the
+  dashboard, the REST API, the lag pipeline) acting as the token's tenant with full rights on
+  that tenant's names until the token expires. Its signing key is derived from the internal
+  token, so it needs no setting of its own;
+- the internal token (``x-weir-internal-token``) alone: the brokers' own components and the
+  pipelines, with every tenant's names and the internal topics.
+
+The internal token together with ``x-weir-tenant`` (how the control plane used to act as a
+tenant) is refused: one leaked value must not open any tenant it names. ``x-weir-tenant`` is
+refused with any credential, so a tenant token for one tenant cannot be pointed at another.
 
 A key is looked up by its public id in the current security snapshot and its secret's
 SHA-256 compared in constant time; a key absent from the snapshot (revoked, or never pushed)
@@ -21,11 +31,13 @@ from broker_nodes import names
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
 from broker_nodes.security.snapshot import SecurityStore
+from weir import tenant_tokens
+from weir.tenant_tokens import TENANT_TOKEN_HEADER, TenantTokenError
 
 API_KEY_HEADER = "x-weir-api-key"
 API_SECRET_HEADER = "x-weir-api-secret"
 INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
-TENANT_HEADER = "x-weir-tenant"
+TENANT_HEADER = "x-weir-tenant"  # no longer accepted: refused with a message naming the tenant token instead
 # Compared against when a key is unknown, so that an unknown key costs the same as a wrong secret.
 _UNKNOWN_KEY_DIGEST = "0" * 64
 
@@ -56,6 +68,8 @@ class Authenticator:
     def __init__(self, *, security_required: bool, internal_token: str, security_store: SecurityStore, clock: Clock = SYSTEM_CLOCK) -> None:
         self._security_required = security_required
         self._internal_token = internal_token
+        # None without an internal token: such a broker (standalone) verifies no tenant token.
+        self._tenant_token_key = tenant_tokens.derive_key(internal_token) if internal_token else None
         self._store = security_store
         self._clock = clock
         # api key -> ms of its last successful authentication. One dict store per call (not
@@ -71,16 +85,29 @@ class Authenticator:
         return self._security_required
 
     def authenticate(self, metadata: Iterable[tuple[str, str | bytes]], peer: str) -> CallContext:
+        """The caller of one call, from its metadata and gRPC peer string.
+
+        Raises :class:`AuthenticationError` (its message names the problem, never a
+        credential's value) or :class:`CredentialsUnavailableError`.
+        """
         headers = {key: value for key, value in metadata if isinstance(value, str)}
         client_host = client_host_of(peer)
+        if TENANT_HEADER in headers:
+            raise AuthenticationError(
+                f"{TENANT_HEADER} is no longer accepted: a call acting as a tenant carries a tenant token "
+                f"({TENANT_TOKEN_HEADER}) from the control plane, never the internal token with a tenant id"
+            )
+        presented_kinds = [header for header in (INTERNAL_TOKEN_HEADER, TENANT_TOKEN_HEADER, API_KEY_HEADER) if header in headers]
+        if len(presented_kinds) > 1:
+            raise AuthenticationError(f"give one credential per call, not {' and '.join(presented_kinds)}")
         token = headers.get(INTERNAL_TOKEN_HEADER)
         if token is not None:
             if not internal_token_matches(token, self._internal_token):
                 raise AuthenticationError("the internal token is wrong (or this broker has none configured)")
-            tenant_id = headers.get(TENANT_HEADER, "")
-            if names.TENANT_SEPARATOR in tenant_id:
-                raise AuthenticationError(f"{TENANT_HEADER} is not a tenant id")
-            return CallContext(tenant_id, INTERNAL_PRINCIPAL, client_host, CallerKind.INTERNAL)
+            return CallContext("", INTERNAL_PRINCIPAL, client_host, CallerKind.INTERNAL)
+        tenant_token = headers.get(TENANT_TOKEN_HEADER)
+        if tenant_token is not None:
+            return self._tenant_context(tenant_token, client_host)
         if not self._security_required:
             return anonymous_context(client_host)
         snapshot = self._store.snapshot
@@ -97,3 +124,16 @@ class Authenticator:
             raise AuthenticationError("invalid API key or secret (unknown, revoked, or not a cluster key)")
         self._last_used[api_key] = self._clock.milliseconds()
         return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))
+
+    def _tenant_context(self, tenant_token: str, client_host: str) -> CallContext:
+        """The context of a valid tenant token: the control plane acting as its tenant (full
+        rights on that tenant's names only, as the internal token with a tenant used to give)."""
+        if self._tenant_token_key is None:
+            raise AuthenticationError("this broker has no internal token, so it cannot verify tenant tokens")
+        try:
+            grant = tenant_tokens.verify(self._tenant_token_key, tenant_token, now_ms=self._clock.milliseconds())
+        except TenantTokenError as error:
+            raise AuthenticationError(str(error)) from None
+        if names.TENANT_SEPARATOR in grant.tenant_id:
+            raise AuthenticationError("the tenant token names something that is not a tenant id")
+        return CallContext(grant.tenant_id, INTERNAL_PRINCIPAL, client_host, CallerKind.INTERNAL)

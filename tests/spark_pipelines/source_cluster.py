@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpc_protos.weir.v1 import admin_pb2
-from tests.broker_nodes.security.managed_cluster import INTERNAL, INTERNAL_TOKEN, SecuredBroker, allow, brokers, credential, topic
+from tests.broker_nodes.security.managed_cluster import INTERNAL, INTERNAL_TOKEN, SecuredBroker, allow, brokers, credential, tenant_token, topic
 from weir import Producer
 
 TENANT_A = "tn-aaaaaaaaaa"
@@ -95,9 +95,8 @@ class SourceCluster:
 
     def produce(self, topic_name: str, records: list[tuple[int, bytes | None, bytes, int, list[tuple[str, bytes]] | None]], *, tenant: str | None = TENANT_A) -> None:
         """Produce ``(partition, key, value, timestamp_ms, headers)`` records as ``tenant`` (None: internal)."""
-        config = {"bootstrap.servers": self.bootstrap, "weir.internal.token": INTERNAL_TOKEN, "linger.ms": 0}
-        if tenant is not None:
-            config["weir.tenant"] = tenant
+        credential = {"weir.tenant.token": tenant_token(tenant)} if tenant is not None else {"weir.internal.token": INTERNAL_TOKEN}
+        config = {"bootstrap.servers": self.bootstrap, "linger.ms": 0, **credential}
         producer = Producer(config)
         failures: list[object] = []
         for partition, key, value, timestamp_ms, headers in records:

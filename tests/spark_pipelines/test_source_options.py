@@ -70,7 +70,7 @@ def test_streaming_refuses_an_end_and_assign_must_cover_the_json() -> None:
 
 def test_client_options_become_the_consumer_configuration() -> None:
     options = parse_options(
-        {**BASE, "sasl.username": "KEY", "sasl.password": "secret", "ssl.ca.location": "/etc/ca.pem", "kafka.fetch.wait.max.ms": "100", "kafka.weir.tenant": "tn-x"},
+        {**BASE, "sasl.username": "KEY", "sasl.password": "secret", "ssl.ca.location": "/etc/ca.pem", "kafka.fetch.wait.max.ms": "100", "kafka.retry.backoff.ms": "50"},
         streaming=False,
     )
     assert options.client_config == {
@@ -81,8 +81,10 @@ def test_client_options_become_the_consumer_configuration() -> None:
         "ssl.ca.location": "/etc/ca.pem",
         "security.protocol": "sasl_ssl",  # a CA means TLS
         "fetch.wait.max.ms": "100",
-        "weir.tenant": "tn-x",
+        "retry.backoff.ms": "50",
     }
+    with pytest.raises(InvalidOptionError, match=r'"weir.tenant" was removed: .*tenant token \(weir.tenant.token\)'):
+        parse_options({**BASE, "weir.internal.token": "t", "kafka.weir.tenant": "tn-x"}, streaming=False)
     with pytest.raises(InvalidOptionError, match=r"option 'kafka.bootstrap.servers': contradicts option 'bootstrap.servers'"):
         parse_options({**BASE, "kafka.bootstrap.servers": "elsewhere:9092"}, streaming=False)
     assert parse_options({"subscribe": "orders", "kafka.bootstrap.servers": "b:1"}, streaming=False).bootstrap_servers == "b:1"

@@ -1,5 +1,5 @@
 """A real broker behind the control plane for the consumer group pages' and API's
-end-to-end tests: it knows the internal token (so the control plane acts as a tenant on it),
+end-to-end tests: it knows the internal token (so it accepts the control plane's tenant tokens),
 is the registered broker 1 and the control plane's bootstrap server, and gets its cluster
 map (the internal topics, among them a small ``__consumer_offsets``, and tenants' topics)
 through the provisioning job, as in production.
@@ -7,7 +7,7 @@ through the provisioning job, as in production.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,14 @@ from webapp.tenant_clients import client_config
 
 
 @contextmanager
-def control_plane_broker(data_dir: Path, settings: Any) -> Iterator[BrokerProcess]:
+def control_plane_broker(data_dir: Path, settings: Any, configs: Mapping[str, str] | None = None) -> Iterator[BrokerProcess]:
     """A broker process registered as node 1 (replacing a fixture's placeholder) and set as
     ``settings.WEIR_BOOTSTRAP_SERVERS``, with the internal topics in the catalog (pushed
-    with the first topic); stopped at the end."""
+    with the first topic); stopped at the end. ``configs`` add broker settings
+    (``security.required``...)."""
     settings.WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = 2
     settings.WEIR_USAGE_TOPIC_NUM_PARTITIONS = 1
-    broker = BrokerProcess(data_dir, configs=GROUP_BROKER_CONFIGS, env={"WEIR_INTERNAL_TOKEN": settings.WEIR_INTERNAL_TOKEN}).start()
+    broker = BrokerProcess(data_dir, configs={**GROUP_BROKER_CONFIGS, **(configs or {})}, env={"WEIR_INTERNAL_TOKEN": settings.WEIR_INTERNAL_TOKEN}).start()
     try:
         BrokerNode.objects.update_or_create(node_id=broker.node_id, defaults={"host": "127.0.0.1", "port": broker.port, "state": BrokerState.ONLINE})
         settings.WEIR_BOOTSTRAP_SERVERS = broker.address
@@ -50,5 +51,5 @@ def provision_topic(actor: Actor, name: str, partitions: int) -> None:
 
 
 def tenant_client_config(actor: Actor) -> dict[str, Any]:
-    """SDK configuration of an application of ``actor``'s tenant (the control plane's own, acting as it)."""
+    """SDK configuration of an application of ``actor``'s tenant (the control plane's own: a tenant token)."""
     return client_config(actor.tenant.public_id)

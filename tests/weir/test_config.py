@@ -95,6 +95,14 @@ def test_credentials_become_call_metadata() -> None:
     assert config.call_metadata() == (("x-weir-api-key", "key"), ("x-weir-api-secret", "secret"))
 
 
+def test_a_tenant_token_travels_as_its_own_header_and_weir_tenant_is_refused_as_removed() -> None:
+    config = ClientConfig({**BASE, "weir.tenant.token": "v1.token"}, PRODUCER)
+    assert config.call_metadata() == (("x-weir-tenant-token", "v1.token"),)
+    with pytest.raises(KafkaException, match=r'"weir.tenant" was removed: .*weir.tenant.token') as raised:
+        ClientConfig({**BASE, "weir.internal.token": "secret-token", "weir.tenant": "tn-a"}, PRODUCER)
+    assert "secret-token" not in str(raised.value)
+
+
 def test_tls_protocols_are_accepted_and_unknown_ones_refused() -> None:
     config = ClientConfig({**BASE, "security.protocol": "SASL_SSL", "ssl.ca.location": "/etc/ssl/ca.pem"}, PRODUCER)
     assert config["security.protocol"].lower() == "sasl_ssl"

@@ -16,7 +16,7 @@ import pytest
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.broker_nodes.replication.cluster import TENANT, TOPIC, ReplicatedCluster
-from tests.broker_nodes.security.managed_cluster import INTERNAL_TOKEN
+from tests.broker_nodes.security.managed_cluster import tenant_token
 from tests.weir.scripted_broker import ScriptedBroker, metadata
 from tests.weir.sdk_support import assigned, consume_all
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
@@ -41,8 +41,7 @@ def config(cluster: ReplicatedCluster) -> dict[str, object]:
     """Client settings: every broker in bootstrap.servers (those a test stops later included), acting as the cluster's tenant."""
     return {
         "bootstrap.servers": ",".join(f"127.0.0.1:{node.port}" for node in cluster.nodes.values()),
-        "weir.internal.token": INTERNAL_TOKEN,
-        "weir.tenant": TENANT,
+        "weir.tenant.token": tenant_token(TENANT),
         "retry.backoff.ms": 20,
         "retry.backoff.max.ms": 200,
         "request.timeout.ms": 5000,

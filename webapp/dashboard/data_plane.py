@@ -1,10 +1,12 @@
 """The dashboard's window onto the data plane: read a partition's records, produce one record.
 
 Both go through the SDK (``weir.Consumer`` / ``weir.Producer``) against
-``settings.WEIR_BOOTSTRAP_SERVERS`` with the internal credential and tenant impersonation
-(``weir.internal.token`` + ``weir.tenant``): the brokers then treat the call as the tenant's
-own with full rights, and topic names stay plain. Authorization by role happens before these
-functions are called (developer and above).
+``settings.WEIR_BOOTSTRAP_SERVERS`` with a short-lived tenant token (``weir.tenant.token``,
+minted by ``webapp.tenant_clients``): the brokers then treat the call as the tenant's own
+with full rights on that tenant's names only, and topic names stay plain. Authorization by
+role happens before these functions are called (developer and above). The functions that hold
+a client configuration are ``sensitive_variables()``: an error report blanks their frames and
+every frame below them (the SDK's, which hold the same token, and the tenant's records).
 
 Every call is bounded: clients are created per call with short request timeouts and closed
 in ``finally``, so a broker that is down costs the page a few seconds and a clear error,
@@ -19,6 +21,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from django.views.decorators.debug import sensitive_variables
 
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, client_config
 from weir import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -90,6 +94,7 @@ class ProducedRecord:
     offset: int
 
 
+@sensitive_variables()
 def read_records(tenant_public_id: str, topic: str, partition: int, start: StartAt, limit: int) -> BrowseResult:
     """Up to ``limit`` records of one partition from ``start``.
 
@@ -186,6 +191,7 @@ def _datetime_or_none(timestamp_ms: int) -> datetime | None:
         return None
 
 
+@sensitive_variables()
 def produce_record(
     tenant_public_id: str,
     topic: str,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from pathlib import Path
 
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
 from tests.support.in_process_broker import InProcessBroker
+from weir import tenant_tokens
 
 INTERNAL_TOKEN = "test-internal-token-0123456789"
 FAST_CONFIGS = {"offsets.topic.num.partitions": "2"}
@@ -40,8 +42,18 @@ def as_key(key: str, secret: str) -> tuple[tuple[str, str], ...]:
     return (("x-weir-api-key", key), ("x-weir-api-secret", secret))
 
 
+def tenant_token(tenant_id: str, *, now_ms: int | None = None, lifetime_ms: int = tenant_tokens.MAX_LIFETIME_MS) -> str:
+    """A tenant token these brokers accept (the control plane's credential acting as ``tenant_id``).
+
+    The longest lifetime by default, so that no test outlives its credential.
+    """
+    key = tenant_tokens.derive_key(INTERNAL_TOKEN)
+    return tenant_tokens.mint(key, tenant_id, now_ms=time.time_ns() // 1_000_000 if now_ms is None else now_ms, lifetime_ms=lifetime_ms)
+
+
 def as_tenant(tenant_id: str) -> tuple[tuple[str, str], ...]:
-    return (("x-weir-internal-token", INTERNAL_TOKEN), ("x-weir-tenant", tenant_id))
+    """Call metadata of the control plane acting as ``tenant_id`` (a tenant token)."""
+    return ((tenant_tokens.TENANT_TOKEN_HEADER, tenant_token(tenant_id)),)
 
 
 def credential(key: str, secret: str, tenant_id: str, principal: str) -> admin_pb2.Credential:
