@@ -21,7 +21,13 @@ Failures, each a clear error rather than a hung task:
 - no progress (no record, no end-of-partition event beyond the position) for
   ``kafkaConsumer.pollTimeoutMs``: :class:`ReadTimeoutError` naming the partition, the
   position, the end and the last client error seen (a revoked key, brokers gone);
+- a stored batch whose records cannot be decoded (the SDK's _BAD_MSG, written by an older
+  Weir or damaged on disk): with ``failOnDataLoss`` the task raises :class:`DataLossError`
+  naming topic, partition and the batch's offsets; without, it seeks past the batch and goes on;
 - an error the SDK reports as not retriable (authentication, authorization): raised at once.
+
+A timestamp too far from 1970 for Spark's microsecond timestamps (Kafka allows any int64 of
+milliseconds) becomes a null ``timestamp`` rather than an overflow that fails the task.
 
 The clock is injected so that the stall deadline can be tested without waiting.
 """
@@ -38,7 +44,7 @@ import pyarrow as pa
 from spark_pipelines.source_errors import AuthenticationFailedError, AuthorizationFailedError, DataLossError, ReadTimeoutError, WeirSourceError
 from spark_pipelines.source_planning import OffsetRange
 from weir import Consumer, KafkaError, Message, TopicPartition
-from weir.errors import ErrorCode
+from weir.errors import BadBatchError, ErrorCode
 from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
 
 RECORDS_PER_BATCH = 10_000  # rows per Arrow batch, and records asked of one consume()
@@ -50,6 +56,9 @@ PREFETCH_KIB = 16 * 1024
 # Kafka's TimestampType ids, which Spark's timestampType column carries.
 _SPARK_TIMESTAMP_TYPE = {TIMESTAMP_CREATE_TIME: 0, TIMESTAMP_LOG_APPEND_TIME: 1}
 _NO_TIMESTAMP_TYPE = -1
+# Spark timestamps are int64 microseconds; record timestamps beyond them become null.
+_MIN_MICROS = -(2**63)
+_MAX_MICROS = 2**63 - 1
 _OFFSET_RESET_FAILED = KafkaError._AUTO_OFFSET_RESET  # type: ignore[attr-defined]
 _PARTITION_EOF = KafkaError._PARTITION_EOF  # type: ignore[attr-defined]
 _AUTHENTICATION = {KafkaError._AUTHENTICATION, ErrorCode.SASL_AUTHENTICATION_FAILED}  # type: ignore[attr-defined]
@@ -92,6 +101,8 @@ def read_range(
             messages = consumer.consume(RECORDS_PER_BATCH, timeout=CONSUME_WAIT_SECONDS)
             step = _take(messages, columns, position, offset_range)
             _raise_fatal(errors, offset_range)
+            if step.bad_batch is not None:
+                step = _skip_bad_batch(consumer, offset_range, step, fail_on_data_loss)
             if step.out_of_range is not None:
                 if fail_on_data_loss:
                     raise DataLossError(offset_range.topic, offset_range.partition, f"offset {step.position} is no longer in the log ({step.out_of_range})")
@@ -119,6 +130,7 @@ class _Step:
     progressed: bool
     position: int
     out_of_range: str | None = None
+    bad_batch: BadBatchError | None = None
 
 
 def _take(messages: list[Message], columns: "_Columns", position: int, offset_range: OffsetRange) -> _Step:
@@ -134,6 +146,8 @@ def _take(messages: list[Message], columns: "_Columns", position: int, offset_ra
                 continue
             if error.code() == _OFFSET_RESET_FAILED:
                 return _Step(position > start, position, error.str())
+            if isinstance(error, BadBatchError):
+                return _Step(position > start, position, bad_batch=error)
             if error.retriable():
                 continue
             raise _fatal(error, offset_range)
@@ -145,6 +159,20 @@ def _take(messages: list[Message], columns: "_Columns", position: int, offset_ra
         columns.append(message)
         position = offset + 1
     return _Step(position > start, position)
+
+
+def _skip_bad_batch(consumer: Consumer, offset_range: OffsetRange, step: _Step, fail_on_data_loss: bool) -> _Step:
+    """A batch at the position cannot be decoded: fail naming it, or (failOnDataLoss false) go on after it."""
+    bad = step.bad_batch
+    assert bad is not None
+    if fail_on_data_loss:
+        raise DataLossError(
+            offset_range.topic, offset_range.partition,
+            f"offset {step.position} is in a stored batch (offsets {bad.first_offset}..{bad.last_offset}) whose records cannot be decoded: {bad.str()}",
+        )
+    resumed = min(bad.next_offset, offset_range.until_offset)
+    consumer.seek(TopicPartition(offset_range.topic, offset_range.partition, resumed))
+    return _Step(True, resumed)
 
 
 def _skip_missing(consumer: Consumer, offset_range: OffsetRange, position: int) -> int:
@@ -193,7 +221,7 @@ class _Columns:
         self._keys: list[bytes | None] = []
         self._values: list[bytes | None] = []
         self._offsets: list[int] = []
-        self._timestamps: list[int] = []
+        self._timestamps: list[int | None] = []
         self._timestamp_types: list[int] = []
         self._headers: list[list[dict[str, Any]] | None] = []
 
@@ -205,7 +233,8 @@ class _Columns:
         self._values.append(message.value())
         self._offsets.append(message.offset())  # type: ignore[arg-type]
         timestamp_type, timestamp_ms = message.timestamp()
-        self._timestamps.append(timestamp_ms * 1000)
+        micros = timestamp_ms * 1000
+        self._timestamps.append(micros if _MIN_MICROS <= micros <= _MAX_MICROS else None)
         self._timestamp_types.append(_SPARK_TIMESTAMP_TYPE.get(timestamp_type, _NO_TIMESTAMP_TYPE))
         if self._with_headers:
             headers = message.headers()
