@@ -1,7 +1,7 @@
 """The message browser and the produce form of a topic (developer and above).
 
-Both reach the brokers through ``webapp.dashboard.data_plane`` (the SDK with the internal
-credential acting as the tenant); broker errors are shown on the page, never as a 500.
+Both reach the brokers through ``webapp.dashboard.data_plane`` (the SDK with a short-lived
+tenant token of the signed-in tenant); broker errors are shown on the page, never as a 500.
 """
 
 from __future__ import annotations
