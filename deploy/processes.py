@@ -5,6 +5,11 @@ its process id to a pid file (so that a person can ``kill -9 $(cat broker-2.pid)
 the failover). A child that exits while supervised is restarted after its restart delay, which
 doubles (up to a maximum) while it keeps failing and resets once it has started successfully;
 the other children keep running. Its death and its return are announced in one line each.
+
+Every child is started with :func:`weir.lifeline.spawn`: in a session of its own, signalled by
+the kernel when the supervisor dies, and ended with its whole process group by the supervisor's
+guardian, so that even ``kill -9`` of ``make up`` leaves no broker, gunicorn worker, Celery pool
+child or Spark JVM behind. Stopping signals the child's process group for the same reason.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from weir.lifeline import signal_group, spawn
 
 # A child that keeps dying is restarted no faster than this, doubling up to the maximum.
 RESTART_BACKOFF_SECONDS = 1.0
@@ -31,6 +37,10 @@ RESTART_BACKOFF_MAX_SECONDS = 30.0
 # How long a child may take to become ready, and how long it gets to stop on SIGTERM.
 STARTUP_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 20.0
+# Once a second stop signal asks for a faster stop: the grace every child still gets before SIGKILL.
+HURRIED_STOP_TIMEOUT_SECONDS = 3.0
+# How often a stopping child is looked at (whether it exited, whether to hurry).
+STOP_POLL_SECONDS = 0.1
 # How often readiness is polled while a child starts, and how long one probe may take.
 READY_POLL_SECONDS = 0.1
 PROBE_TIMEOUT_SECONDS = 1.0
@@ -192,6 +202,7 @@ class SupervisedProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self._stopping = threading.Event()
+        self._hurry = threading.Event()
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -200,9 +211,9 @@ class SupervisedProcess:
             if self._stopping.is_set():
                 return
             with open(self.log_path, "ab") as log:
-                # A new session: Ctrl-C in the terminal reaches the supervisor only, which
-                # then stops the children in order.
-                self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.environment, start_new_session=True)
+                # A new session (spawn's): Ctrl-C in the terminal reaches the supervisor only,
+                # which then stops the children in order; the child's group is what stop() ends.
+                self.process = spawn(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.environment)
             self._write_pid_file(self.process.pid)
         if self.ready is None:
             return
@@ -251,8 +262,17 @@ class SupervisedProcess:
             return not self._stopping.is_set()
         return False
 
+    def request_stop(self) -> None:
+        """Stop supervising and starting: a start waiting for readiness returns, no restart follows.
+        Takes no lock, so that any thread may call it at any time; ``stop()`` then ends the child."""
+        self._stopping.set()
+
+    def hurry(self) -> None:
+        """Shorten the grace of a stop (now or later) to HURRIED_STOP_TIMEOUT_SECONDS."""
+        self._hurry.set()
+
     def stop(self) -> None:
-        """Stop supervising and end the child: SIGTERM, then SIGKILL after a grace period."""
+        """Stop supervising and end the child's process group: SIGTERM, then SIGKILL after a grace period."""
         self._stopping.set()
         with self._lock:
             self._terminate()
@@ -272,12 +292,32 @@ class SupervisedProcess:
             self.pid_file.unlink(missing_ok=True)
 
     def _terminate(self) -> None:
+        """SIGTERM to the child's group, SIGKILL when the grace is over (or cut short by ``hurry``);
+        then SIGKILL to whatever the child left in its group (a worker its master did not wait for)."""
         process = self.process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if process.poll() is None:
+            signal_group(process, signal.SIGTERM)
+            started = time.monotonic()
+            while process.poll() is None:
+                grace = HURRIED_STOP_TIMEOUT_SECONDS if self._hurry.is_set() else self.stop_timeout
+                if time.monotonic() - started >= min(grace, self.stop_timeout):
+                    break
+                try:
+                    process.wait(timeout=STOP_POLL_SECONDS)
+                except subprocess.TimeoutExpired:
+                    continue
+        signal_group(process, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def stop_all(tiers: list[list[SupervisedProcess]]) -> None:
+    """Stop ``tiers`` one after another; the children of one tier at the same time, each in its
+    own thread, so that the stack's stop takes the longest grace of a tier, not their sum."""
+    for tier in tiers:
+        stoppers = [threading.Thread(target=child.stop, name=f"stop {child.name}") for child in tier]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deploy.local import StackSettings, broker_stop_timeout, child_environment, startup_stages, web_command
+from deploy.local import StackSettings, broker_stop_timeout, child_environment, startup_stages, stop_tiers, web_command
 from deploy.processes import STOP_TIMEOUT_SECONDS
 from webapp import gunicorn_config
 
@@ -28,8 +28,10 @@ def test_brokers_get_their_controlled_shutdown_timeout_and_a_margin_before_sigki
 
 
 def test_children_are_stopped_control_plane_first_brokers_next_and_the_standby_before_the_active_controller(tmp_path: Path) -> None:
-    # `run` stops the children in the reverse order of their start.
+    # `run` stops the control plane together (beat with it: no pipeline run starts meanwhile),
+    # then the brokers together, then one controller at a time.
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "2"})
     stages = startup_stages(settings, child_environment(settings, {"PATH": "/usr/bin"}))
-    started = [child.name for stage in stages for child in stage.children]
-    assert list(reversed(started)) == ["celery beat", "celery worker", "web", "broker 2", "broker 1", "controller 2", "controller 1"]
+    started = [child for stage in stages for child in stage.children]
+    tiers = [[child.name for child in tier] for tier in stop_tiers(started)]
+    assert tiers == [["web", "celery worker", "celery beat"], ["broker 1", "broker 2"], ["controller 2"], ["controller 1"]]

@@ -11,6 +11,11 @@ valid result line: ``rows_written`` and ``result`` come from it) or FAILED (non-
 no or an invalid result line, timeout, or the process could not start: ``error`` says
 which, followed by the tail of the job's stderr).
 
+The job never outlives its launcher: it is started with :func:`weir.lifeline.spawn` (the kernel
+signals it when the launcher dies, and the launcher's guardian ends its process group, Spark's
+JVM included, even after a ``kill -9``), and a SIGTERM to the launcher while the job runs (a
+Celery worker stopping) stops the job's group and records the run FAILED before going on.
+
 At most one run per pipeline is RUNNING: a partial unique index on the table refuses the
 second one, whichever process launches it, and :func:`launch` raises
 :class:`PipelineAlreadyRunning`. A launcher that dies (a killed worker) leaves its run
@@ -21,6 +26,7 @@ FAILED (:func:`fail_stale_runs`) before starting its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,8 +34,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,6 +48,7 @@ from django.utils import timezone
 
 from webapp.metering.models import Pipeline, PipelineRun, RunStatus, RunTrigger
 from webapp.metering.writer import history_days
+from weir.lifeline import signal_group, spawn
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +74,16 @@ class LaunchError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class LauncherStopped(BaseException):
+    """The launcher got SIGTERM while its job ran (a Celery worker or ``run_pipeline`` stopping).
+    A BaseException, like KeyboardInterrupt, so that no ``except Exception`` swallows the stop."""
+
+    retriable = False
+
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(f"the launcher received {_signal_name(signal_number)}")
 
 
 class UnknownPipeline(LaunchError):
@@ -189,11 +207,12 @@ def run_job_process(command: list[str], timeout: float) -> JobOutcome:
     started = time.monotonic()
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=job_environment(), cwd=REPOSITORY_ROOT, start_new_session=True)
+            process = spawn(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=job_environment(), cwd=REPOSITORY_ROOT)
         except OSError as error:
             return JobOutcome(rows=None, result=None, error=f"the job could not start ({' '.join(command)}): {error}", elapsed_seconds=time.monotonic() - started)
         try:
-            returncode = process.wait(timeout=timeout)
+            with _sigterm_stops_the_launcher():
+                returncode = process.wait(timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             _stop(process)
@@ -250,13 +269,31 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
+@contextlib.contextmanager
+def _sigterm_stops_the_launcher() -> Iterator[None]:
+    """While the job runs, SIGTERM raises :class:`LauncherStopped` in the waiting thread, so that
+    the job is stopped and the run recorded instead of both being cut off (Celery's pool children
+    otherwise die of SIGTERM at once). Only the main thread can own a signal handler: elsewhere
+    (a test's thread) nothing changes and the parent-death signal still ends the job."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop_launcher(signal_number: int, _frame: object) -> None:
+        # Raising is all this handler does (as the default SIGINT handler does): no lock, no log.
+        raise LauncherStopped(signal_number)
+
+    previous = signal.signal(signal.SIGTERM, stop_launcher)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM the job's process group (Spark's JVM included), SIGKILL it if it lingers."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
+        signal_group(process, sig)
         try:
             process.wait(timeout=wait)
             return
