@@ -17,14 +17,21 @@ topic: they come without a tenant and keep their plain name, and only names star
 ``__`` may come without a tenant. A managed broker holds exactly the map's topics; only a
 standalone broker creates internal topics itself.
 
-Thread-safety: the current snapshot is an immutable value replaced by one reference
-assignment; readers never lock. Writers (``store``) are serialized by the caller (the
-broker applies snapshots under one lock).
+A partition the broker cannot host (its directory cannot be created: a name too long for the
+file system, a file in the way, a disk fault) must not stop the rest of the map: every other
+partition is applied, and the ones that failed are kept here (:meth:`ClusterState.record_failures`)
+for ApplyPartitions and DescribeState to report. Each is tried again at every push, and
+logged once when it starts failing and once when it stops, never at every push.
+
+Thread-safety: the current snapshot and the failed partitions are immutable values replaced by
+one reference assignment; readers never lock. Writers (``store``, ``record_failures``) are
+serialized by the caller (the broker applies snapshots under one lock).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -40,6 +47,8 @@ from weir.topic_names import INTERNAL_TOPIC_PREFIX
 CLUSTER_STATE_FILE_NAME = "cluster-state.json"  # in the data directory, next to topics.json
 CLUSTER_STATE_FORMAT = 1  # the "format" field of cluster-state.json
 NO_LEADER = -1  # leader_id of a partition without a leader, as in Kafka's metadata
+
+logger = logging.getLogger(__name__)
 
 
 class StaleSnapshotError(Exception):
@@ -234,6 +243,22 @@ class ClusterSnapshot:
         return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))  # type: ignore[call-overload]
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionFailure:
+    """A partition of the map this broker should host but could not apply, and the typed error
+    why (LogDirectoryError, PartitionDirectoryNameTooLongError...; ``broker_nodes.server.errors``
+    gives its Kafka code). ``topic`` is qualified."""
+
+    topic: str
+    partition: int
+    topic_id: str
+    error: Exception
+
+    @property
+    def retriable(self) -> bool:
+        return bool(getattr(self.error, "retriable", False))
+
+
 class ClusterState:
     """The applied cluster map of one broker (None while standalone). See the module docstring.
 
@@ -246,10 +271,38 @@ class ClusterState:
         self._path = Path(data_dir) / CLUSTER_STATE_FILE_NAME
         self._node_id = node_id
         self._snapshot: ClusterSnapshot | None = None
+        self._failures: Mapping[tuple[str, int], PartitionFailure] = MappingProxyType({})
 
     @property
     def snapshot(self) -> ClusterSnapshot | None:
         return self._snapshot
+
+    @property
+    def failed_partitions(self) -> tuple[PartitionFailure, ...]:
+        """The partitions the last apply could not host, by topic and partition."""
+        return tuple(failure for _, failure in sorted(self._failures.items()))
+
+    def record_failures(self, failures: list[PartitionFailure]) -> None:
+        """Make ``failures`` the partitions that could not be applied, logging the changes only.
+
+        A partition is logged when it starts failing or fails for another reason than before,
+        and when it no longer fails (hosted now, or gone from the map); a map pushed every
+        second with the same bad partition logs nothing more.
+        """
+        previous = self._failures
+        current = {(failure.topic, failure.partition): failure for failure in failures}
+        for key, failure in sorted(current.items()):
+            known = previous.get(key)
+            if known is None or str(known.error) != str(failure.error):
+                logger.error(
+                    "partition %d of topic %s cannot be hosted on this broker: %s (every other partition of the map is applied; this one is tried again at each push)",
+                    failure.partition,
+                    failure.topic,
+                    failure.error,
+                )
+        for key in sorted(previous.keys() - current.keys()):
+            logger.info("partition %d of topic %s no longer fails to apply", key[1], key[0])
+        self._failures = MappingProxyType(current)
 
     @property
     def managed(self) -> bool:

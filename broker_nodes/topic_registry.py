@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from broker_nodes.storage.atomic_files import write_atomically
+from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
 from weir.topic_config import validate_topic_configs
 # MAX_PARTITIONS_PER_TOPIC guards the broker against one request creating millions of logs; it
 # lives with the name rules because its widest partition number bounds tenants' topic names.
@@ -74,6 +75,30 @@ class InvalidReplicationFactorError(TopicRegistryError):
     def __init__(self, topic: str, reason: str) -> None:
         super().__init__(topic, f"invalid replication factor for topic {topic!r}: {reason}")
         self.reason = reason
+
+
+class PartitionDirectoryNameTooLongError(InvalidTopicError):
+    """A partition whose directory name ``<topic>-<partition>`` would not fit one directory
+    entry (INVALID_TOPIC_EXCEPTION): it can never be created, so it is refused before the
+    file system is asked. The control plane keeps tenants' names short enough; this is for
+    maps that bypass it."""
+
+    def __init__(self, topic: str, partition: int, size: int) -> None:
+        shown = topic if len(topic) <= MAX_NAME_IN_ERROR else topic[:MAX_NAME_IN_ERROR] + "..."
+        super().__init__(
+            shown,
+            f"partition {partition} would need a directory name of {size} bytes, more than the {MAX_DIRECTORY_NAME_BYTES} bytes a directory name may have",
+        )
+        self.topic = topic
+        self.partition = partition
+        self.size = size
+
+
+def check_partition_directory_name(topic: str, partition: int) -> None:
+    """Raise PartitionDirectoryNameTooLongError unless the partition's directory name fits."""
+    size = len(partition_directory_name(topic, partition).encode("utf-8"))
+    if size > MAX_DIRECTORY_NAME_BYTES:
+        raise PartitionDirectoryNameTooLongError(topic, partition, size)
 
 
 def check_topic_name(name: str) -> None:

@@ -3,7 +3,9 @@
 Every call must carry the internal token (metadata ``x-weir-internal-token``); anything else
 is refused with UNAUTHENTICATED before the request is looked at. A snapshot older than the
 applied one is refused with FAILED_PRECONDITION, a contradictory one with INVALID_ARGUMENT
-(nothing of it applied). The logic lives in :class:`Broker`; this class only translates.
+(nothing of it applied). A partition the broker cannot host does not fail the call: the
+others are applied and the answer lists it in ``failed_partitions`` with Kafka's error code
+(DescribeState lists it too). The logic lives in :class:`Broker`; this class only translates.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import Callable, TypeVar
 import grpc
 
 from broker_nodes import names
-from broker_nodes.cluster_state import ClusterSnapshot, InvalidSnapshotError, NotLeaderOrFollowerError, StaleSnapshotError
+from broker_nodes.cluster_state import ClusterSnapshot, InvalidSnapshotError, NotLeaderOrFollowerError, PartitionFailure, StaleSnapshotError
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
 from broker_nodes.security.snapshot import SecuritySnapshot
 from broker_nodes.server.broker import Broker
-from broker_nodes.server.errors import BrokerNotReadyError, grpc_status
+from broker_nodes.server.errors import BrokerNotReadyError, error_code, grpc_status
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             partitions_created=change.partitions_created,
             partitions_deleted=change.partitions_deleted,
             topics_reconfigured=change.topics_reconfigured,
+            failed_partitions=[_failure_message(failure) for failure in change.failures],
         )
 
     @_admin_handler
@@ -123,4 +126,18 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms)
                 for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())
             ],
+            failed_partitions=[_failure_message(failure) for failure in self.broker.cluster_state.failed_partitions],
         )
+
+
+def _failure_message(failure: PartitionFailure) -> admin_pb2.PartitionFailure:
+    tenant_id, name = names.split(failure.topic)
+    return admin_pb2.PartitionFailure(
+        tenant_id=tenant_id,
+        topic=name,
+        topic_id=failure.topic_id,
+        partition=failure.partition,
+        error_code=error_code(failure.error),
+        error_message=str(failure.error),
+        retriable=failure.retriable,
+    )

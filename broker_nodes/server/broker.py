@@ -228,9 +228,11 @@ class Broker:
         )
         if snapshot is not None:
             change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
-            created, deleted = change.partitions_created, change.partitions_deleted
         else:
-            created, deleted = self.topic_admin.reconcile_logs()
+            change = self.topic_admin.reconcile_logs()
+        # A partition that cannot be hosted is reported, never a reason not to start.
+        self.cluster_state.record_failures(list(change.failures))
+        created, deleted = change.partitions_created, change.partitions_deleted
         if created or deleted:
             logger.warning("repaired logs after an interrupted topic change: %d created, %d deleted", created, deleted)
         if snapshot is None:
@@ -316,7 +318,9 @@ class Broker:
         """Make ``snapshot`` the cluster map and the logs follow it; StaleSnapshotError for an older version.
 
         ``controller_epoch`` is the epoch of the controller that sent the map (0: not from a
-        controller); StaleControllerEpochError when a newer controller has been seen.
+        controller); StaleControllerEpochError when a newer controller has been seen. A
+        partition whose log cannot be created is in ``change.failures`` (and
+        ``cluster_state.failed_partitions``); every other partition, and every leadership, is applied.
         """
         with self._apply_lock:
             if controller_epoch and self.controller is not None and not self.controller.observe_controller_epoch(controller_epoch):
@@ -324,6 +328,7 @@ class Broker:
             self.cluster_state.check_not_stale(snapshot.version)
             self.cluster_state.store(snapshot)
             change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
+            self.cluster_state.record_failures(list(change.failures))
             self.replication.apply(snapshot)
             self._follow_offsets_leadership(snapshot)
         if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:

@@ -5,6 +5,11 @@ the logs. A crash in between is repaired at startup (``Broker.start`` creates mi
 of registered partitions and deletes logs of topics that are no longer registered), so the
 registry is the truth.
 
+A managed broker applies the control plane's whole topic set at once: a partition whose log
+cannot be created or deleted (a directory name too long, a file in the way, a disk fault) is
+reported in ``ManagedTopicsChange.failures`` and skipped, and every other partition is applied,
+so that one tenant's bad topic never stops another's, nor the leadership changes that follow.
+
 Effective topic configs layer three sources, as in Kafka: a topic's own overrides
 (DYNAMIC_TOPIC_CONFIG), the broker-wide defaults set for this broker (``log.segment.bytes``...,
 STATIC_BROKER_CONFIG) and the defaults of ``weir.topic_config`` (DEFAULT_CONFIG).
@@ -16,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from broker_nodes.cluster_state import PartitionFailure
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, format_config_value
 from broker_nodes.names import plain
 from broker_nodes.replica_manager import ReplicaManager
@@ -27,6 +33,7 @@ from broker_nodes.topic_registry import (
     TopicMetadata,
     TopicRegistry,
     UnknownTopicOrPartitionError,
+    check_partition_directory_name,
     check_topic_name,
 )
 from grpc_protos.weir.v1 import broker_pb2
@@ -52,11 +59,13 @@ class ConfigDescription:
 
 @dataclass(frozen=True, slots=True)
 class ManagedTopicsChange:
-    """What applying a managed-mode topic set changed on this broker."""
+    """What applying a topic set (or repairing the logs at startup) changed on this broker,
+    and the partitions whose logs could not be created or deleted (all others were)."""
 
     partitions_created: int
     partitions_deleted: int
     topics_reconfigured: int
+    failures: tuple[PartitionFailure, ...] = ()
 
 
 def _every_partition_is_hosted(topic: str, partition: int) -> bool:
@@ -149,6 +158,7 @@ class TopicAdmin:
     def _create_logs(self, topic: TopicMetadata, partitions: Iterable[int]) -> None:
         log_config = self.log_config(topic)
         for partition in partitions:
+            check_partition_directory_name(topic.name, partition)
             self._log_manager.get_or_create_log(topic.name, partition, log_config)
 
     def _delete_logs(self, topic: str, partitions: Iterable[int]) -> None:
@@ -156,22 +166,28 @@ class TopicAdmin:
             self._log_manager.delete_log(topic, partition)
             self._replica_manager.forget_partition(topic, partition)
 
-    def reconcile_logs(self) -> tuple[int, int]:
-        """Make the logs match the registry after a crash; returns (logs created, logs deleted)."""
+    def reconcile_logs(self) -> ManagedTopicsChange:
+        """Make the logs match the registry after a crash: logs created and deleted, and the
+        partitions that could not be."""
         with self._lock:
             return self._reconcile_logs_locked({})
 
-    def _reconcile_logs_locked(self, previous_topic_ids: Mapping[str, str]) -> tuple[int, int]:
+    def _reconcile_logs_locked(self, previous_topic_ids: Mapping[str, str]) -> ManagedTopicsChange:
         # A log is deleted when its topic is gone, its partition is beyond the count, this
         # broker no longer hosts it, or the topic was recreated under the same name (its id
         # in ``previous_topic_ids`` differs from the registry's): old records must never
-        # appear in a new topic.
+        # appear in a new topic. Each partition's failure is its own (see the module docstring).
+        failures: list[PartitionFailure] = []
         deleted = 0
         for log in self._log_manager.logs():
             topic = self._registry.get(log.topic)
             recreated = topic is not None and previous_topic_ids.get(log.topic, topic.topic_id) != topic.topic_id
             if topic is None or recreated or log.partition >= topic.partitions or not self._hosted(log.topic, log.partition):
-                self._delete_logs(log.topic, [log.partition])
+                try:
+                    self._delete_logs(log.topic, [log.partition])
+                except Exception as error:  # this partition's failure, reported; the others go on
+                    failures.append(PartitionFailure(log.topic, log.partition, previous_topic_ids.get(log.topic, ""), error))
+                    continue
                 deleted += 1
         created = 0
         for topic in self._registry.topics():
@@ -180,9 +196,14 @@ class TopicAdmin:
                 for partition in range(topic.partitions)
                 if self._hosted(topic.name, partition) and self._log_manager.get_log(topic.name, partition) is None
             ]
-            self._create_logs(topic, missing)
-            created += len(missing)
-        return created, deleted
+            for partition in missing:
+                try:
+                    self._create_logs(topic, [partition])
+                except Exception as error:  # this partition's failure, reported; the others go on
+                    failures.append(PartitionFailure(topic.name, partition, topic.topic_id, error))
+                    continue
+                created += 1
+        return ManagedTopicsChange(created, deleted, 0, tuple(failures))
 
     def apply_managed_topics(self, topics: Sequence[TopicMetadata]) -> ManagedTopicsChange:
         """Managed mode: make the registry hold exactly ``topics`` (internal ones included) and the logs follow.
@@ -196,14 +217,14 @@ class TopicAdmin:
         with self._lock:
             before = {topic.name: topic for topic in self._registry.topics()}
             self._registry.replace_managed_topics(topics)
-            created, deleted = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()})
+            logs = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()})
             reconfigured = 0
             for topic in topics:
                 previous = before.get(topic.name)
                 if previous is not None and previous.topic_id == topic.topic_id and dict(previous.configs) != dict(topic.configs):
                     self._log_manager.update_topic_config(topic.name, self.log_config(topic))
                     reconfigured += 1
-            return ManagedTopicsChange(created, deleted, reconfigured)
+            return ManagedTopicsChange(logs.partitions_created, logs.partitions_deleted, reconfigured, logs.failures)
 
     # ------------------------------------------------------------------ metadata
 

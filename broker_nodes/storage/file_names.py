@@ -8,8 +8,9 @@ snapshots and markers that only the broker writes.
 from __future__ import annotations
 
 import re
+import uuid
 
-from weir.log_files import SEGMENT_NAME_DIGITS
+from weir.log_files import MAX_DIRECTORY_NAME_BYTES, SEGMENT_NAME_DIGITS
 
 # In the data directory: present only between a clean shutdown and the next startup.
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
@@ -30,6 +31,16 @@ DELETED_DIRECTORY_SUFFIX = "-delete"
 DELETED_DIRECTORY_PATTERN = re.compile(r"^.+\.[0-9a-f]{32}-delete$")
 
 _SNAPSHOT_NAME = re.compile(r"^(\d{%d})\.snapshot$" % SEGMENT_NAME_DIGITS)
+
+
+def deleted_directory_name(directory_name: str) -> str:
+    """``<dir>.<32 hex digits>-delete`` for a partition directory about to be removed, with
+    ``<dir>`` cut short (as Kafka does) when the whole would not fit a directory entry: a
+    directory whose name already fills one must still be removable."""
+    suffix = f".{uuid.uuid4().hex}{DELETED_DIRECTORY_SUFFIX}"
+    room = MAX_DIRECTORY_NAME_BYTES - len(suffix)
+    kept = directory_name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    return f"{kept}{suffix}"
 
 
 def producer_snapshot_file_name(offset: int) -> str:

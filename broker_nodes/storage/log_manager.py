@@ -6,7 +6,6 @@ import logging
 import os
 import shutil
 import threading
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -22,9 +21,9 @@ from broker_nodes.storage.file_names import (
     CLEAN_SHUTDOWN_MARKER,
     CLEANER_OFFSET_CHECKPOINT,
     DELETED_DIRECTORY_PATTERN,
-    DELETED_DIRECTORY_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    deleted_directory_name,
 )
 from broker_nodes.storage.log import PartitionLog
 from broker_nodes.storage.log_config import LogConfig
@@ -203,7 +202,7 @@ class LogManager:
         self._file_cache.invalidate_directory(directory)
         if not directory.exists():
             return
-        doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETED_DIRECTORY_SUFFIX}")
+        doomed = directory.with_name(deleted_directory_name(directory.name))
         try:
             os.rename(directory, doomed)
             fsync_directory(self.data_dir)

@@ -5,6 +5,11 @@ not known to be offline. Snapshots are full and versioned, so an attempt is idem
 a later job's push also carries an earlier job's change. A finished job is left alone when
 its task runs again (a redelivered message).
 
+Because every push carries every topic, a broker's report that it could not create some
+partition is charged only to the job whose target is that partition's topic (same tenant,
+same name): that job fails naming the broker and the reason (after its retries when the
+broker says the failure may pass), while the jobs of every other topic and tenant succeed.
+
 A job whose Celery message is lost (a worker killed mid-attempt, or while holding a delayed
 retry) would stay PENDING or RUNNING forever: every step of a live job refreshes its
 ``heartbeat_at``, and :func:`recover_lost_jobs` (run by the reconciler) re-queues a job silent
@@ -25,8 +30,9 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from webapp.provisioning import metrics
-from webapp.provisioning.models import JobState, ProvisioningJob
-from webapp.provisioning.push import push_snapshots, push_targets
+from webapp.provisioning.broker_client import BrokerCallError
+from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
+from webapp.provisioning.push import BrokerPush, PartitionNotApplied, push_targets, push_to_brokers
 from webapp.provisioning.snapshots import build_snapshots
 from webapp.provisioning.versions import snapshot_kinds_for
 from weir.request_ids import current_request_id, request_id_scope
@@ -46,6 +52,9 @@ DEFAULT_LOST_AFTER_SECONDS = 2 * MAX_RETRY_DELAY_SECONDS
 # the rest are found by the next round.
 MAX_LOST_JOBS_PER_ROUND = 500
 LOST_JOB_REASON = "lost: no worker finished it"
+# Jobs whose topic's partitions a broker must create or reconfigure: a partition it cannot
+# apply fails them. A deleted topic is no longer in the map a DELETE_TOPIC job pushes.
+_KINDS_THAT_CREATE_PARTITIONS = frozenset({JobKind.CREATE_TOPIC, JobKind.CREATE_PARTITIONS, JobKind.ALTER_TOPIC_CONFIGS})
 
 
 def max_attempts() -> int:
@@ -81,7 +90,7 @@ def _start_attempt(job_id: int) -> ProvisioningJob | None:
     )
     if not started:
         return None
-    return ProvisioningJob.objects.get(pk=job_id)
+    return ProvisioningJob.objects.select_related("tenant").get(pk=job_id)
 
 
 def _finish(job: ProvisioningJob, state: str, error: str) -> None:
@@ -108,11 +117,21 @@ def run_attempt(job_id: int) -> AttemptOutcome:
         return _push(job)
 
 
+def _failures_of(job: ProvisioningJob, pushes: list[BrokerPush]) -> list[BrokerCallError | PartitionNotApplied]:
+    """The failed calls, and the partitions brokers could not apply that belong to the job's
+    own topic (see the module docstring)."""
+    failures: list[BrokerCallError | PartitionNotApplied] = [push.error for push in pushes if push.error is not None]
+    if job.kind in _KINDS_THAT_CREATE_PARTITIONS and job.tenant is not None:
+        own_topic = (job.tenant.public_id, job.target)
+        failures.extend(failure for push in pushes for failure in push.not_applied if (failure.tenant_id, failure.topic) == own_topic)
+    return failures
+
+
 def _push(job: ProvisioningJob) -> AttemptOutcome:
     snapshots = build_snapshots(snapshot_kinds_for(job.kind))
     targets = push_targets()
     logger.info("job %s (%s %s): attempt %d pushes to %d broker(s)", job.public_id, job.kind, job.target, job.attempts, len(targets))
-    failures = push_snapshots(snapshots, targets)
+    failures = _failures_of(job, push_to_brokers(snapshots, targets))
     if not failures:
         _finish(job, JobState.SUCCEEDED, "")
         logger.info("job %s SUCCEEDED", job.public_id)

@@ -9,6 +9,10 @@ An answer -> ONLINE with ``last_seen_at``, and then
 A RECONCILE job is recorded only when something was repaired (or a repair failed), with
 what was done, so the job list shows drift without filling up with no-op rounds.
 
+Partitions a broker reports it cannot host (``failed_partitions``: a directory it cannot
+create) are not drift a push repairs: they are listed in the round's report, and the broker
+tries them again at every push it gets. Their topics' jobs already failed with the reason.
+
 Each round first recovers lost jobs (``jobs.recover_lost_jobs``): jobs whose Celery message
 was lost are re-queued or failed, so no job stays PENDING or RUNNING forever.
 """
@@ -32,7 +36,7 @@ from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, 
 from webapp.provisioning import metrics
 from webapp.provisioning.jobs import recover_lost_jobs
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
-from webapp.provisioning.push import push_to_broker
+from webapp.provisioning.push import PartitionNotApplied, push_to_broker
 from webapp.provisioning.snapshots import build_snapshots
 from webapp.provisioning.versions import bump_versions, current_versions
 
@@ -52,6 +56,7 @@ class ReconcileReport:
     failures: list[str] = field(default_factory=list)
     job: ProvisioningJob | None = None
     requeued_jobs: list[str] = field(default_factory=list)  # public ids of lost jobs queued again
+    cannot_host: list[str] = field(default_factory=list)  # partitions brokers report they could not create, and why
     failed_lost_jobs: list[str] = field(default_factory=list)  # public ids of lost jobs out of attempts
 
     def summary(self) -> str:
@@ -64,6 +69,8 @@ class ReconcileReport:
             parts.append("repaired: " + "; ".join(self.repairs))
         if self.failures:
             parts.append("failed: " + "; ".join(self.failures))
+        if self.cannot_host:
+            parts.append("cannot host: " + "; ".join(self.cannot_host))
         return ", ".join(parts)
 
 
@@ -112,7 +119,8 @@ def _drift_of(
     if state.partitions_version == desired_partitions:
         # Internal topics (tenant_id "") are hosted from the map like tenants' topics.
         hosted = {(entry.topic_id, entry.partition) for entry in state.partitions}
-        missing = expected - hosted
+        failing = {(entry.topic_id, entry.partition) for entry in state.failed_partitions}
+        missing = expected - hosted - failing
         extra = hosted - expected
         if missing or extra:
             same_version_drift = True
@@ -168,6 +176,7 @@ def reconcile(now: datetime | None = None) -> ReconcileReport:
             report.offline.append(broker.node_id)
             continue
         report.online.append(broker.node_id)
+        report.cannot_host.extend(str(PartitionNotApplied.from_reply(broker, failure)) for failure in state.failed_partitions)
         drift = _drift_of(broker, state, versions, expected.get(broker.node_id, set()))
         if drift is not None:
             drifts.append(drift)

@@ -105,16 +105,36 @@ class ApplyPartitionsRequest(_message.Message):
     def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[_broker_pb2.BrokerNode, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicAssignment, _Mapping]]] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
 
 class ApplyPartitionsResponse(_message.Message):
-    __slots__ = ("applied_version", "partitions_created", "partitions_deleted", "topics_reconfigured")
+    __slots__ = ("applied_version", "partitions_created", "partitions_deleted", "topics_reconfigured", "failed_partitions")
     APPLIED_VERSION_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_CREATED_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_DELETED_FIELD_NUMBER: _ClassVar[int]
     TOPICS_RECONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     applied_version: int
     partitions_created: int
     partitions_deleted: int
     topics_reconfigured: int
-    def __init__(self, applied_version: _Optional[int] = ..., partitions_created: _Optional[int] = ..., partitions_deleted: _Optional[int] = ..., topics_reconfigured: _Optional[int] = ...) -> None: ...
+    failed_partitions: _containers.RepeatedCompositeFieldContainer[PartitionFailure]
+    def __init__(self, applied_version: _Optional[int] = ..., partitions_created: _Optional[int] = ..., partitions_deleted: _Optional[int] = ..., topics_reconfigured: _Optional[int] = ..., failed_partitions: _Optional[_Iterable[_Union[PartitionFailure, _Mapping]]] = ...) -> None: ...
+
+class PartitionFailure(_message.Message):
+    __slots__ = ("tenant_id", "topic", "topic_id", "partition", "error_code", "error_message", "retriable")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RETRIABLE_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    topic: str
+    topic_id: str
+    partition: int
+    error_code: int
+    error_message: str
+    retriable: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., retriable: _Optional[bool] = ...) -> None: ...
 
 class Credential(_message.Message):
     __slots__ = ("api_key", "secret_sha256", "tenant_id", "principal")
@@ -221,7 +241,7 @@ class CredentialUse(_message.Message):
     def __init__(self, api_key: _Optional[str] = ..., last_used_ms: _Optional[int] = ...) -> None: ...
 
 class DescribeStateResponse(_message.Message):
-    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses", "controller_epoch", "broker_epoch")
+    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses", "controller_epoch", "broker_epoch", "failed_partitions")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -230,6 +250,7 @@ class DescribeStateResponse(_message.Message):
     CREDENTIAL_USES_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     rack: str
     partitions_version: int
@@ -238,4 +259,5 @@ class DescribeStateResponse(_message.Message):
     credential_uses: _containers.RepeatedCompositeFieldContainer[CredentialUse]
     controller_epoch: int
     broker_epoch: int
-    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+    failed_partitions: _containers.RepeatedCompositeFieldContainer[PartitionFailure]
+    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., failed_partitions: _Optional[_Iterable[_Union[PartitionFailure, _Mapping]]] = ...) -> None: ...
