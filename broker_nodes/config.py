@@ -68,6 +68,9 @@ def _topic_default(setting: str) -> ConfigKey:
 
 
 _MIB = 1024 * 1024
+# What a gRPC message may carry beyond max.request.size: the request's protobuf fields around
+# the record bytes (topic names, partition numbers, a transactional id) and gRPC's 5-byte prefix.
+REQUEST_FRAMING_BYTES = 64 * 1024
 
 # The documented table of every broker setting.
 BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
@@ -77,8 +80,42 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("auto.create.topics.enable", "BOOLEAN", "false", "Create a topic when a client asks for its metadata with allow_auto_topic_creation."),
             ConfigKey("num.partitions", "INT", "1", "Partition count of topics created without one (auto-created or num_partitions -1).", minimum=1),
             ConfigKey("default.replication.factor", "INT", "1", "Replication factor of topics created without one.", minimum=1),
-            ConfigKey("max.request.size", "INT", str(100 * _MIB), "Largest total of record bytes one Produce request may carry.", minimum=1024),
-            ConfigKey("socket.request.max.bytes", "INT", str(100 * _MIB), "Largest gRPC message the broker receives or sends.", minimum=1024),
+            ConfigKey(
+                "max.request.size",
+                "INT",
+                str(8 * _MIB),
+                "Largest total of record bytes one Produce request may carry; the broker receives no gRPC message larger than this "
+                "plus 64 KiB of framing (any service, before credentials are checked), so no caller can make it buffer more per request. "
+                "8 MiB: eight batches of Kafka's default max.message.bytes (1 MiB), while the SDK sends at most message.max.bytes "
+                "(1,000,000) per request; Kafka's 100 MiB socket.request.max.bytes let eight callers take gigabytes.",
+                minimum=1024,
+            ),
+            ConfigKey(
+                "socket.request.max.bytes",
+                "INT",
+                str(100 * _MIB),
+                "Largest gRPC message the broker sends (Fetch and ReplicaFetch answers), and receives on its own channels to other brokers and the controller.",
+                minimum=1024,
+            ),
+            ConfigKey(
+                "queued.max.request.bytes",
+                "INT",
+                str(32 * _MIB),
+                "Bytes of Broker-service requests the broker holds in flight at most (Kafka's name): a request takes its size before "
+                "its handler runs and gives it back when answered; without room it waits queued.max.request.wait.ms, then is refused "
+                "with THROTTLING_QUOTA_EXCEEDED, which clients retry. 32 MiB, four maximum-size requests: a request costs a few times "
+                "its size in memory while handled, so this bounds that memory to some 100 MB, and leaves room for small requests "
+                "beside three maximum-size ones. A request larger than this waits until nothing else is in flight.",
+                minimum=1024,
+            ),
+            ConfigKey(
+                "queued.max.request.wait.ms",
+                "INT",
+                "500",
+                "Longest a request waits for room in queued.max.request.bytes before it is refused (retriable). A waiting request "
+                "holds a request thread, so at most half of num.io.threads wait at once; the others are refused at once.",
+                minimum=0,
+            ),
             ConfigKey("fetch.max.bytes", "INT", str(55 * _MIB), "Largest total of record bytes one Fetch answers with (requests may ask for less).", minimum=1024),
             ConfigKey("max.partition.fetch.bytes", "INT", str(_MIB), "Record bytes per partition a Fetch returns when the request leaves partition_max_bytes at 0.", minimum=1),
             ConfigKey("replica.lag.time.max.ms", "LONG", "30000", "A follower not caught up with the leader for this long leaves the ISR.", minimum=1),
@@ -242,6 +279,11 @@ class BrokerConfig:
 
     def describe_value(self, setting: str) -> str:
         return format_config_value(self.values[setting])
+
+
+def largest_request_bytes(config: "BrokerConfig") -> int:
+    """The largest gRPC message the broker's server receives: max.request.size plus framing."""
+    return int(config["max.request.size"]) + REQUEST_FRAMING_BYTES  # type: ignore[call-overload]
 
 
 def _default_values() -> dict[str, object]:

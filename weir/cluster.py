@@ -58,8 +58,16 @@ from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
 
-# Largest gRPC message either way: Kafka's max.request.size / socket.request.max.bytes default.
+# Largest gRPC message either way. Answers are the large ones (a Fetch returns up to the
+# broker's fetch.max.bytes, 55 MiB by default; its socket.request.max.bytes, 100 MiB, bounds
+# any answer). Requests stay far smaller: the producer sends at most message.max.bytes of
+# records per request, and a broker refuses requests above its max.request.size plus framing.
 MAX_MESSAGE_BYTES = 104857600 + 1024 * 1024
+# Trailing metadata of a call a broker refused as a whole, carrying a Kafka error code that
+# says more than the gRPC status: a broker whose budget for requests in flight is full answers
+# RESOURCE_EXHAUSTED with THROTTLING_QUOTA_EXCEEDED (retriable), while RESOURCE_EXHAUSTED
+# alone means a message over the size limit (MESSAGE_TOO_LARGE, not retriable).
+ERROR_CODE_TRAILER = "x-weir-error-code"
 # Retry waits double per attempt from retry.backoff.ms; past this many doublings the cap
 # (retry.backoff.max.ms) is reached anyway, and 2**attempt stays a small number.
 _MAX_BACKOFF_DOUBLINGS = 30
@@ -169,12 +177,27 @@ def error_from_rpc(error: grpc.RpcError, what: str) -> KafkaError:
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{what}: {details}")  # type: ignore[attr-defined]
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"{what}: {details}")  # type: ignore[attr-defined]
+        carried = _trailer_error_code(error)
+        if carried is not None:
+            return KafkaError(carried, f"{what}: {details}")
+        return KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"{what}: the request is larger than the broker accepts (its max.request.size): {details}")  # type: ignore[attr-defined]
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return KafkaError(KafkaError._INVALID_ARG, f"{what}: {details}")  # type: ignore[attr-defined]
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"{what}: the broker does not implement this call (an older broker): {details}")  # type: ignore[attr-defined]
     return KafkaError(KafkaError._FAIL, f"{what}: {code}: {details}")  # type: ignore[attr-defined]
+
+
+def _trailer_error_code(error: grpc.RpcError) -> int | None:
+    """The Kafka error code a broker put in the call's trailing metadata (ERROR_CODE_TRAILER), None without one."""
+    try:
+        trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[attr-defined]
+    except Exception:  # a call that failed before reaching a broker may have none to give
+        return None
+    for key, value in trailers or ():
+        if key == ERROR_CODE_TRAILER and isinstance(value, str) and value.lstrip("-").isdigit():
+            return int(value)
+    return None
 
 
 class Cluster:

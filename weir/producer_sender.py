@@ -7,9 +7,12 @@ One thread per producer runs :meth:`Sender.run`. Each round it
 2. takes ready batches from the accumulator, encodes them (compression and CRC happen
    here, off produce()'s path) and numbers them when idempotent,
 3. fails batches whose ``delivery.timeout.ms`` has passed,
-4. groups the sendable batch of every partition by leader into one ProduceRequest per
-   broker, keeping at most ``max.in.flight.requests.per.connection`` requests in flight per
-   broker (non-blocking ``.future()`` calls),
+4. groups the sendable batch of every partition by leader into ProduceRequests of at most
+   ``message.max.bytes`` of records each (librdkafka's meaning: the largest request; a batch
+   larger than that goes alone), so that no request exceeds what brokers accept
+   (``max.request.size``, 8 MiB by default), keeping at most
+   ``max.in.flight.requests.per.connection`` requests in flight per broker (non-blocking
+   ``.future()`` calls),
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
 
@@ -90,6 +93,7 @@ class Sender:
         self._backoff = config["retry.backoff.ms"] / 1000.0
         self._backoff_max = config["retry.backoff.max.ms"] / 1000.0
         self._max_in_flight = config["max.in.flight.requests.per.connection"]
+        self._max_request_bytes = config["message.max.bytes"]
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
         self._in_flight: dict[str, int] = {}
         self._inbox: deque[tuple[str, list[ProducerBatch], grpc.Future]] = deque()
@@ -274,6 +278,7 @@ class Sender:
         missing_leaders = False
         while True:
             requests: dict[str, list[ProducerBatch]] = {}
+            request_bytes: dict[str, int] = {}
             for (topic, partition), queue in self._queues.items():
                 self._skip_backoff_for_new_leader(topic, partition, queue, now)
                 batch = queue.next_sendable(now, resends_only)
@@ -288,7 +293,10 @@ class Sender:
                     continue
                 if address not in requests and self._in_flight.get(address, 0) >= self._max_in_flight:
                     continue
+                if address in requests and request_bytes[address] + len(batch.payload) > self._max_request_bytes:
+                    continue  # the request is full: the batch goes in the next one (next pass of this loop)
                 requests.setdefault(address, []).append(batch)
+                request_bytes[address] = request_bytes.get(address, 0) + len(batch.payload)
                 queue.mark_sent(batch)
             if not requests:
                 break

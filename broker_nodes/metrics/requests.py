@@ -89,6 +89,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):
 
     def intercept_service(self, continuation, handler_call_details):  # type: ignore[no-untyped-def]
         handler = continuation(handler_call_details)
+        if handler is not None and handler.unary_unary is None and handler.stream_unary is not None:
+            # A call refused before its message was read (server.admission) is still counted.
+            return self._counted_refusal(handler, self._meter(handler_call_details.method))
         if handler is None or handler.unary_unary is None:
             return handler
         meter = self._meter(handler_call_details.method)
@@ -114,6 +117,17 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         return grpc.unary_unary_rpc_method_handler(
             measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
         )
+
+    def _counted_refusal(self, handler: grpc.RpcMethodHandler, meter: _MethodMeter) -> grpc.RpcMethodHandler:
+        inner, metrics = handler.stream_unary, self._metrics
+
+        def counted(requests: object, context: grpc.ServicerContext) -> object:
+            try:
+                return inner(requests, context)
+            finally:
+                metrics.requests.labels(meter.service, meter.method, _code_name(context) or "UNKNOWN").inc()
+
+        return grpc.stream_unary_rpc_method_handler(counted, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
 
     def _meter(self, full_method: str) -> _MethodMeter:
         meter = self._meters.get(full_method)

@@ -5,14 +5,16 @@ exceptions and are turned into Kafka error codes by ``server.errors``; a malform
 is refused as a whole with INVALID_ARGUMENT; an unexpected exception is logged and answered
 with INTERNAL, and the broker keeps serving.
 
-Every call is authenticated first (``security.authenticator``): the resulting
-:class:`CallContext` maps the plain topic and group names of the request into the caller's
+Every call is authenticated first (``security.authenticator``), before its message is read,
+by the server's interceptor (``server.admission``), which hands the resulting
+:class:`CallContext` to the handler; it maps the plain topic and group names of the request into the caller's
 tenant and back, and authorizes each topic and group with the tenant's ACLs. A topic the
 caller may not use is answered with TOPIC_AUTHORIZATION_FAILED whether or not it exists.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -27,12 +29,13 @@ from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
 from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
-from broker_nodes.security.access import CallContext, CallerKind
+from broker_nodes.security.access import CallContext, CallerKind, client_host_of
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
 from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, ManagedTopicsPolicyError, TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
 from broker_nodes.server import request_parsing, topic_forwarding
+from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
 from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
@@ -59,8 +62,7 @@ def _handler(
         try:
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
-            call = self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
-            return method(self, request, call)
+            return method(self, request, self._caller(context))
         except (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError) as error:
             context.abort(grpc_status(error), str(error))
         except Exception as error:
@@ -89,6 +91,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         self._fetch_max_bytes = int(config["fetch.max.bytes"])  # type: ignore[call-overload]
         self._partition_max_bytes = int(config["max.partition.fetch.bytes"])  # type: ignore[call-overload]
         self._node = broker_pb2.BrokerNode(node_id=config.node_id, host=config.host_for_clients, port=0, rack=config.rack)
+
+    def _caller(self, context: grpc.ServicerContext) -> CallContext:
+        """Who makes this call: the context the interceptor authenticated, with the client's address
+        (which interceptors cannot see); authenticated here when served without the interceptor."""
+        call = current_call()
+        if call is None:
+            return self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
+        return dataclasses.replace(call, client_host=client_host_of(context.peer()))
 
     def set_port(self, port: int) -> None:
         """The port clients reach this broker on (known once the server is bound)."""

@@ -17,7 +17,7 @@ def test_defaults_follow_kafka():
     assert config["default.replication.factor"] == 1
     assert config["message.max.bytes"] == 1048588
     assert config["socket.request.max.bytes"] == 104857600
-    assert config["max.request.size"] == 104857600
+    assert config["max.request.size"] == 8 * 1024 * 1024  # Kafka: 100 MiB per request; see the setting's help for why 8 MiB
     assert config["fetch.max.bytes"] == 57671680
     assert config["offsets.topic.num.partitions"] == 50
     assert config["offsets.retention.minutes"] == 10080

@@ -225,3 +225,22 @@ def test_a_batch_refused_by_its_old_leader_goes_to_the_new_leader_without_waitin
     finally:
         old.stop()
         new.stop()
+
+
+def test_batches_for_one_broker_go_in_requests_of_at_most_message_max_bytes(broker: ScriptedBroker) -> None:
+    broker.answers["Metadata"] = lambda request: metadata([broker], {TOPIC: [(1, 3)] * 4})
+    script = ProduceScript(lambda sent, call_index: 0)
+    broker.answers["Produce"] = script
+    reports = Reports()
+    # A long linger makes the four batches ready in the same round of the sender.
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 200, "message.max.bytes": 2000, "on_delivery": reports})
+    for partition in range(4):
+        producer.produce(TOPIC, bytes([partition]) * 900, partition=partition)
+    assert producer.flush(20) == 0
+    producer.close()
+
+    assert sorted(value[0] for _, value, _ in reports.items) == [0, 1, 2, 3]
+    assert all(error is None for error, _, _ in reports.items)
+    assert len(script.sent) >= 2
+    assert all(sum(len(batch[4]) for batch in request) <= 2000 for request in script.sent)
+    assert any(len(request) == 2 for request in script.sent)  # still several batches per request when they fit
