@@ -32,11 +32,10 @@ from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.versions import bump_versions
 from weir.errors import ErrorCode
 from weir.topic_config import effective_topic_configs
-from weir.topic_names import is_internal_topic_name
+from weir.topic_names import TENANT_SEPARATOR, is_internal_topic_name  # brokers name a tenant's topic ``<tenant>~<name>``
 
 logger = logging.getLogger(__name__)
 
-TENANT_SEPARATOR = "~"  # brokers name a tenant's topic ``<tenant>~<name>`` (broker_nodes.names)
 
 
 def _state(partition: Partition) -> PartitionState:
