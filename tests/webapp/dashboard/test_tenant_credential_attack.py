@@ -12,6 +12,7 @@ globex also ``secret-plans``.
 from __future__ import annotations
 
 import base64
+import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -65,8 +66,9 @@ def unauthenticated(call: Callable[[], Any]) -> str:
 
 
 def test_the_dashboards_credential_for_one_tenant_opens_nothing_else_and_never_shows_in_an_error_report(
-    make_tenant: Callable[[str], Member], settings, tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    make_tenant: Callable[[str], Member], settings, tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture  # type: ignore[no-untyped-def]
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     acme, globex = make_tenant("acme"), make_tenant("globex")
     tenant_a, tenant_b = acme.tenant.public_id, globex.tenant.public_id
     with control_plane_broker(tmp_path / "broker", settings, configs={"security.required": "true"}) as broker:
@@ -169,3 +171,8 @@ def test_the_dashboards_credential_for_one_tenant_opens_nothing_else_and_never_s
             assert secret not in html and secret not in text
         with pytest.raises(KafkaException, match='"weir.tenant" was removed'):
             Consumer({**config_a, "weir.tenant": tenant_b})
+        # No credential in any log line: the web process's (this one) nor the broker's.
+        logs = caplog.text + broker.read_log()
+        assert "year 146140482" in caplog.text  # the failed page was logged
+        for secret in (leaked_token, stolen, expired, forged, django_settings.WEIR_INTERNAL_TOKEN, django_settings.WEIR_TENANT_TOKEN_KEY):
+            assert secret not in logs
