@@ -311,6 +311,12 @@ def child_environment(settings: StackSettings, base: dict[str, str], tls: TlsFil
     environment.setdefault("WEIR_PUBLIC_API_URL", settings.web_url)
     environment["WEIR_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
     environment["DJANGO_ALLOWED_HOSTS"] = environment.get("DJANGO_ALLOWED_HOSTS", f"{settings.host},127.0.0.1,localhost")
+    # Debug is off (webapp.settings), so the control plane needs a key: the stack's own, kept in
+    # its data directory, unless the caller gave one.
+    if not environment.get("DJANGO_SECRET_KEY"):
+        from webapp.runtime import persistent_secret
+
+        environment["DJANGO_SECRET_KEY"] = persistent_secret(settings.data_dir, "django-secret-key")
     # The controllers' broker.session.timeout.ms: the value the broker restart delay is computed from.
     environment["WEIR_BROKER_SESSION_TIMEOUT_MS"] = str(settings.session_timeout_ms)
     environment.setdefault("PYTHONUNBUFFERED", "1")

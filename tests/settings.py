@@ -4,6 +4,15 @@ from tests.support.pytest_environment import configure_environment
 
 configure_environment()
 
+# Debug is off by default, so the settings need a key: the test data directory's own, in the
+# environment so that the processes tests start (controllers, workers, `manage.py`) share it.
+import os as _environment_os  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+
+from webapp.runtime import persistent_secret as _persistent_secret  # noqa: E402
+
+_environment_os.environ.setdefault("DJANGO_SECRET_KEY", _persistent_secret(_Path(_environment_os.environ["WEIR_DATA_DIR"]), "django-secret-key"))
+
 from webapp.settings import *  # noqa: E402,F401,F403
 
 # Close the database connection at the end of every request: a live server's keep-alive

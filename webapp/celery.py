@@ -21,6 +21,7 @@ from celery import Celery, signals  # noqa: E402
 from webapp.observability.task_metrics import connect_task_signals  # noqa: E402
 from webapp.request_ids import connect_celery_signals  # noqa: E402
 from weir.logging_setup import JSON, log_format  # noqa: E402
+from weir.private_files import make_new_files_private  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -41,6 +42,17 @@ def keep_weir_logging(loglevel: object = None, **_: object) -> None:
     logging.config.dictConfig(settings.LOGGING)
     if loglevel:
         logging.getLogger().setLevel(loglevel)  # type: ignore[arg-type]
+
+
+def keep_new_files_private(**_: object) -> None:
+    """A worker's or beat's files (queue messages, beat's schedule) are their owner's only
+    (weir.private_files). On these signals rather than at import, which tests and the web
+    process do too."""
+    make_new_files_private()
+
+
+signals.celeryd_init.connect(keep_new_files_private, weak=False, dispatch_uid="weir-private-files-worker")
+signals.beat_init.connect(keep_new_files_private, weak=False, dispatch_uid="weir-private-files-beat")
 
 
 # Connected only for JSON: a receiver stops Celery from setting up its logging, and the text

@@ -41,6 +41,15 @@ def persistent_secret(data_dir: Path, name: str) -> str:
     return path.read_text().strip()
 
 
+def stored_secret(data_dir: Path, name: str) -> str | None:
+    """The secret :func:`persistent_secret` keeps as ``name`` in ``data_dir``, or None when none is
+    kept there yet (nothing is created)."""
+    try:
+        return (data_dir / "secrets" / name).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
 def redis_answers(url: str, timeout: float = REDIS_PROBE_TIMEOUT_SECONDS) -> bool:
     """True when a Redis server answers PING at ``url``."""
     parsed = urlparse(url)

@@ -10,8 +10,11 @@ REDIS_URL                  redis://127.0.0.1:6379/0             Celery's broker;
                                                                 kombu's filesystem transport under WEIR_DATA_DIR
 WEIR_CELERY_FILESYSTEM_    true                                 false: always Redis at REDIS_URL, never the
 FALLBACK                                                        filesystem (several machines, deploy/)
-DJANGO_SECRET_KEY          generated per data dir (debug only)  required when DJANGO_DEBUG is false
-DJANGO_DEBUG               true                                 development mode
+DJANGO_SECRET_KEY          <WEIR_DATA_DIR>/secrets/django-      signs sessions and CSRF tokens; `make up` keeps
+                           secret-key if it exists              one there; without either, startup fails unless
+                                                                DJANGO_DEBUG is true (a key is then created)
+DJANGO_DEBUG               false                                true: development mode (debug pages with local
+                                                                variables; never on a reachable host)
 DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
 WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential
 WEIR_TENANT_TOKEN_KEY      derived from WEIR_INTERNAL_TOKEN     hex key signing the short-lived tenant tokens
@@ -64,6 +67,20 @@ CHECK_INTERVAL_SECONDS
 WEIR_LEADER_IMBALANCE_     10                                   controller: move leaders back only for brokers
 PER_BROKER_PERCENTAGE                                           whose share of partitions they prefer but do
                                                                 not lead is above this percentage
+WEIR_HTTPS                 false                                true: reached over HTTPS only (SSL redirect,
+                                                                HSTS, secure cookies); docs/operations.md
+WEIR_HSTS_SECONDS          31536000                             HSTS max-age when WEIR_HTTPS is true
+WEIR_HSTS_INCLUDE_         true                                 HSTS includeSubDomains
+SUBDOMAINS
+WEIR_HSTS_PRELOAD          true                                 HSTS preload
+WEIR_BEHIND_PROXY          false                                true: trust X-Forwarded-Proto and -For from
+                                                                WEIR_PROXY_COUNT (1) proxies in front
+DJANGO_CSRF_TRUSTED_       none                                 extra origins allowed to post forms
+ORIGINS
+WEIR_SIGN_IN_FAILURE_      10                                   failed sign-ins per address or account
+LIMIT                                                           before it is locked out
+WEIR_SIGN_IN_COOLOFF_      15                                   minutes a lock-out lasts after the last try
+MINUTES
 =========================  ===================================  =============================================
 """
 
@@ -72,20 +89,38 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from webapp.runtime import celery_broker_url, persistent_secret
+from webapp.runtime import celery_broker_url, persistent_secret, stored_secret
 from weir import tenant_tokens
 from weir.logging_setup import logging_config
+from weir.private_files import restrict_directory
 
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
+# A data directory left readable by others (an older version, a loose umask) is closed here;
+# the entry points' umask keeps what is created in it private (weir.private_files).
+restrict_directory(DATA_DIR)
 
-DEBUG = os.environ.get("DJANGO_DEBUG", "true").lower() == "true"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (persistent_secret(DATA_DIR, "django-secret-key") if DEBUG else "")
+# Debug pages show local variables and settings: only a developer who asks for them gets them.
+DEBUG = os.environ.get("DJANGO_DEBUG", "false").strip().lower() == "true"
+# The key from the environment; else the one `make up` keeps in the data directory (so that tools
+# run beside it, such as `manage.py demo`, sign what the web process checks); else, in debug only,
+# a new one kept there. A production process without any fails here rather than start unsigned.
+SECRET_KEY = (
+    os.environ.get("DJANGO_SECRET_KEY")
+    or stored_secret(DATA_DIR, "django-secret-key")
+    or (persistent_secret(DATA_DIR, "django-secret-key") if DEBUG else "")
+)
 if not SECRET_KEY:
-    raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
+    raise ImproperlyConfigured(
+        f"DJANGO_SECRET_KEY is not set and {DATA_DIR / 'secrets' / 'django-secret-key'} does not exist: "
+        "set DJANGO_SECRET_KEY (production, see docs/operations.md), run the stack with `make up` "
+        "(which keeps one in its data directory), or set DJANGO_DEBUG=true on a development machine"
+    )
 ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if host.strip()]
 
 # The credential the control plane and brokers use among themselves (Admin service, internal
@@ -117,6 +152,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's files served by the project itself: /api/docs/ works without internet access.
+    "drf_spectacular_sidecar",
+    # Sign-in throttling and lock-out (see AXES_* below).
+    "axes",
+    # The Content-Security-Policy header (see CONTENT_SECURITY_POLICY below).
+    "csp",
     "webapp.accounts",
     "webapp.catalog",
     "webapp.fleet",
@@ -133,6 +174,8 @@ MIDDLEWARE = [
     # First, so that every later step logs with the request id (X-Request-ID in and out).
     "webapp.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before WhiteNoise, so that static files (Swagger UI's too) carry the policy as well.
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -140,6 +183,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a sign-in refused for too many failures into the 429 answer (AXES_LOCKOUT_CALLABLE).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -210,12 +255,21 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Tenants, topics, ACLs, service accounts, API keys, quotas and provisioning jobs of a Weir cluster.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from drf-spectacular-sidecar's static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Several metering shapes have a "status" of different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
         "LagGroupStatusEnum": "webapp.metering.models.GroupStatus",
         "LagPartitionStatusEnum": "webapp.metering.models.PartitionStatus",
         "PipelineRunStatusEnum": "webapp.metering.models.RunStatus",
+        # Roles and API key kinds appear in several shapes: one name each (`check --deploy` warns otherwise).
+        "RoleEnum": "webapp.accounts.models.Role",
+        "ApiKeyKindEnum": "webapp.accounts.models.ApiKeyKind",
+        # The roles a service account may have (every role but owner).
+        "ServiceAccountRoleEnum": [("admin", "Admin"), ("developer", "Developer"), ("viewer", "Viewer")],
     },
 }
 
@@ -248,4 +302,80 @@ LOGGING = logging_config(text_format="%(asctime)s %(levelname)s %(name)s: %(mess
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
+
+# Error reports (debug page, admin mail, logs) hide settings, client configurations and other
+# locals whose names look secret (webapp.error_reports); a 500 shows a request id only
+# (webapp.error_pages, handler500 in webapp.urls).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "webapp.error_reports.WeirExceptionReporterFilter"
+
+
+def _flag(name: str, default: str) -> bool:
+    value = os.environ.get(name, default).strip().lower()
+    if value not in ("true", "false"):
+        raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}")
+    return value == "true"
+
+
+# WEIR_HTTPS=true: the site is reached over HTTPS (served with TLS, or behind a proxy that
+# terminates it): plain HTTP is redirected, browsers are told to keep to HTTPS (HSTS) and
+# cookies are sent over HTTPS only. Health and metrics answer on plain HTTP for probes.
+WEIR_HTTPS = _flag("WEIR_HTTPS", "false")
+SECURE_SSL_REDIRECT = WEIR_HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("WEIR_HSTS_SECONDS", "31536000")) if WEIR_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("WEIR_HSTS_INCLUDE_SUBDOMAINS", "true")
+SECURE_HSTS_PRELOAD = _flag("WEIR_HSTS_PRELOAD", "true")
+SESSION_COOKIE_SECURE = WEIR_HTTPS
+CSRF_COOKIE_SECURE = WEIR_HTTPS
+# WEIR_BEHIND_PROXY=true: a reverse proxy in front sets X-Forwarded-Proto (HTTPS or not) and
+# X-Forwarded-For (the client's address, which sign-in throttling counts by); only set it when
+# the proxy overwrites both headers, since a client could otherwise choose them.
+WEIR_BEHIND_PROXY = _flag("WEIR_BEHIND_PROXY", "false")
+if WEIR_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    AXES_IPWARE_PROXY_COUNT = int(os.environ.get("WEIR_PROXY_COUNT", "1"))
+# Extra origins (scheme://host[:port]) allowed to post forms, when the proxy's public name
+# differs from the Host header Django sees.
+CSRF_TRUSTED_ORIGINS = [origin.strip() for origin in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if origin.strip()]
+
+# Content-Security-Policy on every answer: scripts, styles, images and fonts from this site
+# only (the dashboard keeps no inline script or style; Swagger UI comes from the sidecar
+# app's static files), no plug-ins, no framing, forms post only here.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # Swagger UI's and the charts' small icons are data: URIs.
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Sign-in throttling (django-axes): every password check made for an HTTP request (the
+# dashboard's and the Django admin's sign-in) is counted per client address and per account;
+# WEIR_SIGN_IN_FAILURE_LIMIT failures from one address, or against one account, lock that
+# address or account out for WEIR_SIGN_IN_COOLOFF_MINUTES, and each attempt while locked
+# starts the wait again (the backoff: a client that keeps trying stays out). Lockouts are
+# logged (logger "axes", without the password); the answer is 429 with the minutes to wait.
+AUTHENTICATION_BACKENDS = [
+    "webapp.accounts.sign_in_throttling.ThrottledSignInBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("WEIR_SIGN_IN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("WEIR_SIGN_IN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "webapp.accounts.sign_in_throttling.lockout_response"
+# Successful sign-ins are not recorded (the session table says who is signed in).
+AXES_DISABLE_ACCESS_LOG = True
+# The log names the account and address (an operator needs them); passwords are never logged
+# or stored, and neither are the forms' CSRF tokens.
+AXES_SENSITIVE_PARAMETERS = ["csrfmiddlewaretoken"]
 del secrets

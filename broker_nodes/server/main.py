@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
 from weir.logging_setup import LogFormatError, configure_logging
+from weir.private_files import make_new_files_private, restrict_directory
 from weir.malloc_tuning import tune_this_process
 
 logger = logging.getLogger("broker_nodes")
@@ -79,6 +80,8 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
 
 
 def main(arguments: Sequence[str] | None = None) -> int:
+    # Partition logs hold every tenant's records: files 0600, directories 0700 (weir.private_files).
+    make_new_files_private()
     environment = dict(os.environ)
     try:
         # Text lines of LOG_FORMAT, or JSON lines with WEIR_LOG_FORMAT=json (weir.logging_setup).
@@ -91,6 +94,7 @@ def main(arguments: Sequence[str] | None = None) -> int:
     except BrokerConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    restrict_directory(config.data_dir)
     # Large gRPC messages are allocated and freed constantly; keeping that memory in the
     # process instead of returning it to the kernel measured 2-4x faster.
     tune_this_process()

@@ -3,7 +3,8 @@
     {"error_code": 400, "message": "...", "errors": {"field": ["..."]}}
 
 ``errors`` appears for validation failures (field -> messages); ``error_code`` repeats the
-HTTP status, as Confluent does.
+HTTP status, as Confluent does. An unexpected error answers 500 with the request id only
+(:func:`server_error_body`, from ``webapp.error_pages``): never the exception's text.
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ def exception_handler(exception: Exception, context: dict[str, Any]) -> Response
         response["WWW-Authenticate"] = 'Basic realm="weir"'
     response.data = body
     return response
+
+
+def server_error_body(request_id: str) -> dict[str, Any]:
+    """The body of a 500: what to quote when reporting it, and nothing about the failure."""
+    return {
+        "error_code": status.HTTP_500_INTERNAL_SERVER_ERROR,
+        "message": f"Internal server error. Quote request id {request_id} when reporting it.",
+        "request_id": request_id,
+    }
 
 
 def _first_message(value: Any) -> str:

@@ -50,12 +50,12 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberUpdateSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.values)
+    role = serializers.ChoiceField(choices=Role.choices)
 
 
 class InvitationCreateSerializer(serializers.Serializer):
     email = serializers.EmailField()
-    role = serializers.ChoiceField(choices=Role.values, default=Role.DEVELOPER)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
 
 
 class InvitationSerializer(serializers.ModelSerializer):
@@ -95,13 +95,13 @@ class ServiceAccountSerializer(serializers.ModelSerializer):
 class ServiceAccountCreateSerializer(serializers.Serializer):
     display_name = serializers.CharField(max_length=200, allow_blank=True)
     description = serializers.CharField(max_length=1000, allow_blank=True, default="")
-    role = serializers.ChoiceField(choices=Role.values, default=Role.DEVELOPER)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
 
 
 class ServiceAccountUpdateSerializer(serializers.Serializer):
     display_name = serializers.CharField(max_length=200, allow_blank=True, required=False)
     description = serializers.CharField(max_length=1000, allow_blank=True, required=False)
-    role = serializers.ChoiceField(choices=Role.values, required=False)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
 
 
 class KeyOwnerSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ from django.contrib.auth import login
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -146,9 +147,11 @@ class InvitationViewSet(mixins.ListModelMixin, TenantScopedViewSet):
 
 class InvitationAcceptView(BaseApiView):
     """Accept an invitation: as the signed-in user, or (anonymous) as a new user created
-    with ``username`` and ``password``; the e-mail is the invitation's."""
+    with ``username`` and ``password``; the e-mail is the invitation's. JSON bodies only, as
+    for :class:`SignUpView` (no cross-site form post can create a user here)."""
 
     permission_classes = [AllowAny]
+    parser_classes = [JSONParser]
 
     @extend_schema(request=InvitationAcceptSerializer, responses={201: MemberSerializer})
     def post(self, request: Request) -> Response:
@@ -167,10 +170,17 @@ class InvitationAcceptView(BaseApiView):
 
 
 class SignUpView(BaseApiView):
-    """Self-service sign-up: a new user owning a new tenant; the browser is signed in."""
+    """Self-service sign-up: a new user owning a new tenant; the browser is signed in.
+
+    JSON bodies only: a page on another site can make a browser post a form here (no CSRF
+    token is asked of an anonymous caller), which would sign the visitor in as the attacker's
+    new user (login CSRF). A cross-site JSON post needs a CORS preflight, which this site never
+    grants, so refusing every other media type (415) closes that door; API clients send JSON.
+    """
 
     permission_classes = [AllowAny]
     authentication_classes: list[type] = []
+    parser_classes = [JSONParser]
 
     @extend_schema(request=SignUpSerializer, responses={201: SignUpResultSerializer})
     def post(self, request: Request) -> Response:

@@ -1,0 +1,56 @@
+"""Sign-in throttling with django-axes: what is counted, and what a locked-out client is told.
+
+Axes counts failed password checks per client address and per account (``AXES_*`` in
+``webapp.settings``) and refuses further checks once either reaches the limit, until the
+cool-off has passed since the last attempt. Two pieces are Weir's own:
+
+* :class:`ThrottledSignInBackend` counts only password checks made for an HTTP request (the
+  dashboard's sign-in form, the Django admin's). A check without a request (``manage.py``
+  commands, scripts, ``authenticate()`` in a shell) has no client address to count and is not
+  a sign-in a remote attacker can repeat, so it passes straight to the next backend instead
+  of failing as Axes' own backend would. REST calls authenticate with API keys (long random
+  secrets checked by hash, never a password), so they are not counted either.
+* :func:`lockout_response` answers 429 with the minutes left: a page for browsers, the API's
+  JSON error body for callers that ask for JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from axes.backends import AxesStandaloneBackend
+from axes.helpers import get_cool_off
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+# What axes answers when a sign-in is refused for too many failures.
+TOO_MANY_ATTEMPTS_STATUS = 429
+
+
+class ThrottledSignInBackend(AxesStandaloneBackend):
+    """Axes' check, for password checks made on behalf of an HTTP request only."""
+
+    def authenticate(self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any) -> None:
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def retry_after_minutes(request: HttpRequest | None) -> int:
+    """Whole minutes until a locked-out client may try again (the cool-off, rounded up)."""
+    cool_off = get_cool_off(request)
+    return max(1, math.ceil(cool_off.total_seconds() / 60)) if cool_off else 1
+
+
+def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None) -> HttpResponse:
+    """``AXES_LOCKOUT_CALLABLE``: 429 with a ``Retry-After`` header and the minutes to wait."""
+    minutes = retry_after_minutes(request)
+    message = f"Too many sign-in attempts. Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+    wants_json = "application/json" in request.headers.get("Accept", "") or request.path.startswith("/api/")
+    if wants_json:
+        response: HttpResponse = JsonResponse({"error_code": TOO_MANY_ATTEMPTS_STATUS, "message": message, "retry_after_minutes": minutes}, status=TOO_MANY_ATTEMPTS_STATUS)
+    else:
+        response = render(request, "locked_out.html", {"message": message, "minutes": minutes}, status=TOO_MANY_ATTEMPTS_STATUS)
+    response["Retry-After"] = str(minutes * 60)
+    return response
