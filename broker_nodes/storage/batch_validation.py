@@ -29,6 +29,8 @@ leader validated those bytes before storing them.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from broker_nodes.storage.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
 from broker_nodes.storage.log_config import LogConfig
 from weir.records import (
@@ -311,7 +313,7 @@ def _check_timestamps(
     raise InvalidRecordTimestampError(timestamp, reason, partition=partition, batch_index=batch_index, record_index=index)
 
 
-def _first_record_where(data: bytes, header: BatchHeader, predicate) -> tuple[int | None, int]:  # type: ignore[no-untyped-def]
+def _first_record_where(data: bytes, header: BatchHeader, predicate: Callable[[int], bool]) -> tuple[int | None, int]:
     """(index, timestamp) of the first record whose timestamp satisfies ``predicate``: the slow,
     second pass that only a refused batch takes. The records are known to parse."""
     position = 0
