@@ -9,8 +9,6 @@ get theirs from different brokers as soon as one broker is down or slow.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from broker_nodes.producer_ids import PRODUCER_ID_FILE_NAME
@@ -21,7 +19,6 @@ from tests.support.real_cluster import ClusterTimings
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOPIC = "ids"
-PRODUCE_SECONDS = 2.0
 TIMINGS = ClusterTimings(session_timeout_ms=2000)
 
 
@@ -46,7 +43,7 @@ def test_producer_initialised_while_the_first_ones_broker_is_down_loses_no_ackno
         cluster.kill(allocating)
         cluster.wait_until(lambda: cluster.leader_of(TOPIC, 0) not in (allocating, -1), f"{TOPIC} led by a live broker after killing broker {allocating}", 20)
         with ProducerWorkload(cluster.client_config(), TOPIC, 1, "second").start() as second:
-            time.sleep(PRODUCE_SECONDS)
+            cluster.wait_until(lambda: second.acknowledged_count() >= 20, "the second producer under way, beside the first", 30)
             ledgers = [first.stop(), second.stop()]
     summary = "\n".join(ledger.summary() for ledger in ledgers)
     cluster.start_broker(allocating)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
+from tests.support.waiting import wait_until
 from weir import records
 from weir.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file_name
 
@@ -149,7 +150,8 @@ def test_kill_9_during_produce_with_the_sdk_loses_and_duplicates_nothing(tmp_pat
         broker.kill()
         time.sleep(0.5)
         broker.start()
-        time.sleep(0.5)
+        resumed_after = len(acknowledged)
+        wait_until(lambda: len(acknowledged) > resumed_after, "an acknowledgement from the restarted broker", 30)
         stop.set()
         worker.join(timeout=30)
         assert producer.flush(60) == 0

@@ -9,6 +9,7 @@ from typing import Iterator
 import pytest
 
 from tests.support.processes import free_port
+from tests.support.waiting import wait_until
 from tests.weir.scripted_broker import ScriptedBroker, metadata
 from tests.weir.sdk_support import assigned, consume_all, create_topic
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
@@ -148,8 +149,8 @@ def test_background_refresh_renews_metadata_older_than_max_age(scripted: list[Sc
     cluster = _cluster(broker.address, **{"metadata.max.age.ms": 1, "retry.backoff.ms": 1, "retry.backoff.max.ms": 1})
     try:
         assert cluster.maybe_refresh(["orders"], timeout=10)
-        time.sleep(0.01)  # past metadata.max.age.ms and retry.backoff.ms
-        assert cluster.maybe_refresh(["orders"], timeout=10)
+        # Refused (no request) until metadata.max.age.ms and retry.backoff.ms have passed, then renewed.
+        wait_until(lambda: cluster.maybe_refresh(["orders"], timeout=10), "a refresh of metadata older than metadata.max.age.ms", 10)
     finally:
         cluster.close()
     assert len(broker.called("Metadata")) == 2
