@@ -1,10 +1,12 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job,flood}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
 (``failover``) and its replicated produce throughput ratio (``replication-throughput``),
 issue 5's consumer-group settling time and group consumption throughput ratio (``groups``), and
 issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)
-and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack)."""
+and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack); or
+issue 12's produce latency of a well-behaved tenant while another floods its broker with
+maximum-size requests (``flood``, one secured broker)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ REPLICATION_THROUGHPUT = "replication-throughput"
 GROUPS = "groups"
 LAG_LATENCY = "lag-latency"
 USAGE_JOB = "usage-job"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB)
+FLOOD = "flood"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -68,6 +71,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _broker_setting(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (a broker setting), not {text!r}")
+    return key.strip(), value.strip()
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", *STACK_SCENARIOS))
@@ -90,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput, groups: record size in bytes (default 100); --records defaults to 200,000 there, 500,000 for groups")
     parser.add_argument("--rows", type=_positive_int, help="usage-job: synthetic usage rows the job processes (default 10,000,000)")
     parser.add_argument("--read-rows", type=_positive_int, help="usage-job: usage records read back through the DataSource from one broker (default 500,000)")
+    parser.add_argument("--flood-seconds", type=_positive_seconds, help="flood: seconds of each phase (alone, under the flood) per run (default 10)")
+    parser.add_argument("--flood-threads", type=_positive_int, default=4, help="flood: threads sending maximum-size requests (default 4)")
+    parser.add_argument("--broker-config", type=_broker_setting, action="append", default=[], metavar="KEY=VALUE", help="flood: a setting of the broker it starts (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -155,6 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         console = Console(width=200) if not sys.stdout.isatty() else Console()
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else lag_latency.DEFAULT_RUNS)
         return lag_latency.main(runs=runs, console=console)
+    if arguments.scenario == FLOOD:
+        from bench import flood
+
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else flood.DEFAULT_RUNS)
+        seconds = arguments.flood_seconds if arguments.flood_seconds is not None else (flood.QUICK_SECONDS if arguments.quick else flood.DEFAULT_SECONDS)
+        return flood.main(runs=runs, seconds=seconds, threads=arguments.flood_threads, broker_configs=dict(arguments.broker_config), console=console)
     if arguments.scenario == GROUPS:
         from bench import groups
 
