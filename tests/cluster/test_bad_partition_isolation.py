@@ -105,6 +105,10 @@ def test_a_topic_no_broker_can_create_fails_alone_and_other_tenants_topics_provi
         assert state.partitions_version >= version_when_failed + 2, (state.partitions_version, version_when_failed)
         assert len(bad_partition_log_lines(cluster, node_id, blocked)) == 1, cluster.log_tails()
     assert new_leader in cluster.running_nodes()
+    # The controller's pushes failed only towards the killed broker (unreachable), never
+    # because a broker refused a map.
+    controller_log = cluster.controller.log_path.read_text(errors="replace")
+    assert "ApplyPartitions failed with INTERNAL" not in controller_log, cluster.log_tails()
 
     # The reconciler does not take the bad partition for drift a push repairs (which would
     # push a new map every round): it reports it, and records no RECONCILE job for it.
