@@ -1,10 +1,12 @@
 """The demo tenant of ``manage.py demo`` and ``make up``: everything a person needs to try Weir.
 
 Created through the same actions as the API and the dashboard (so it also exercises
-them): a tenant with an owner who signs in with a password, a service account ``demo-app``
-with a cloud key (REST) and a cluster key (data plane), the topic ``demo`` and ACLs that
-let the service account produce to and consume from topics and groups starting with
-``demo``. Running it again reuses the tenant, the account and the topic; it resets the
+them): a tenant with an owner who signs in with a password and holds the cloud key (REST),
+a service account ``demo-app`` with a cluster key (data plane), the topic ``demo`` and ACLs
+that let the service account produce to and consume from topics and groups starting with
+``demo``. The cloud key is the owner's, as in a managed service where the person who signs
+up administers the tenant: every command of the README's REST tour (topics, jobs,
+partitions, ACLs) works with it, while the application's identity stays least-privileged. Running it again reuses the tenant, the account and the topic; it resets the
 owner's password and replaces the demo keys (the old ones are revoked), because secrets are
 shown only once and the caller needs working ones.
 """
@@ -114,15 +116,19 @@ def _service_account(actor: Actor) -> ServiceAccount:
 
 
 def _replace_keys(actor: Actor, account: ServiceAccount) -> tuple[dict[str, tuple[str, str]], list[int]]:
+    """New demo keys (old ones revoked): the cloud key the owner's, the cluster key the service account's."""
+    assert actor.membership is not None, "the demo's actor is its owner's membership"
     job_ids: list[int] = []
-    old_keys = ApiKey.objects.filter(tenant=actor.tenant, owner_service_account=account, description=DEMO_KEY_DESCRIPTION, revoked_at__isnull=True)
+    demo_keys = ApiKey.objects.filter(tenant=actor.tenant, description=DEMO_KEY_DESCRIPTION, revoked_at__isnull=True)
+    old_keys = demo_keys.filter(owner_service_account=account) | demo_keys.filter(owner_membership=actor.membership)
     for key in old_keys:
         _, job = do_revoke_key(actor, key)
         if job is not None:
             job_ids.append(job.pk)
+    owners = {ApiKeyKind.CLOUD: actor.membership.public_id, ApiKeyKind.CLUSTER: account.public_id}
     pairs: dict[str, tuple[str, str]] = {}
     for kind in (ApiKeyKind.CLOUD, ApiKeyKind.CLUSTER):
-        owner = check_create_key(actor, kind, account.public_id, DEMO_KEY_DESCRIPTION)
+        owner = check_create_key(actor, kind, owners[kind], DEMO_KEY_DESCRIPTION)
         created = do_create_key(actor, kind, owner, DEMO_KEY_DESCRIPTION)
         pairs[kind] = (created.key.key_id, created.secret)
         if created.job is not None:
