@@ -378,4 +378,7 @@ AXES_DISABLE_ACCESS_LOG = True
 # The log names the account and address (an operator needs them); passwords are never logged
 # or stored, and neither are the forms' CSRF tokens.
 AXES_SENSITIVE_PARAMETERS = ["csrfmiddlewaretoken"]
+# Axes says at INFO what it does on every sign-in ("Deleted 0 failed login attempts"); its
+# warnings (each failure, each lock-out) are what an operator needs.
+LOGGING.setdefault("loggers", {})["axes"] = {"level": "WARNING"}
 del secrets
