@@ -45,10 +45,11 @@ ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name  #
 REPLICATION_SERVICE_NAME = replication_pb2.DESCRIPTOR.services_by_name["Replication"].full_name  # "weir.v1.Replication"
 HEALTH_SERVICE_NAMES = ("", BROKER_SERVICE_NAME)  # the names whose status health checks report
 # Calls one client connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS;
-# gRPC's default is unlimited). Far above what the SDK uses (max.in.flight.requests.per.connection
-# produces, a long-poll fetch and a heartbeat per broker); a client that opens more waits for a
-# free stream on its side instead of queueing thousands of calls in the broker.
-MAX_CONCURRENT_STREAMS_PER_CONNECTION = 100
+# gRPC's default is unlimited). Far above what one process's clients use, although they share a
+# connection (each SDK client: max.in.flight.requests.per.connection produces, a long-poll fetch
+# and a heartbeat per broker); a client that opens more waits for a free stream on its side
+# instead of queueing unbounded numbers of calls in the broker.
+MAX_CONCURRENT_STREAMS_PER_CONNECTION = 1000
 # HTTP/2 flow-control window of each call before its handler asks for the message (gRPC's
 # default; once a handler reads, the transport opens the window to the message's size).
 # gRPC's bandwidth-delay probing, switched off here, grows windows to megabytes, and the
