@@ -79,7 +79,9 @@ DJANGO_CSRF_TRUSTED_       none                                 extra origins al
 ORIGINS
 WEIR_SIGN_IN_FAILURE_      10                                   failed sign-ins per address or account
 LIMIT                                                           before it is locked out
-WEIR_SIGN_IN_COOLOFF_      15                                   minutes a lock-out lasts after the last try
+WEIR_SIGN_IN_COOLOFF_      15                                   minutes the first lock-out lasts after the
+MINUTES                                                         last try; doubled at each further lock-out
+WEIR_SIGN_IN_COOLOFF_MAX_  1440                                 the longest lock-out
 MINUTES
 =========================  ===================================  =============================================
 """
@@ -89,7 +91,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -361,15 +362,20 @@ CONTENT_SECURITY_POLICY = {
 # Sign-in throttling (django-axes): every password check made for an HTTP request (the
 # dashboard's and the Django admin's sign-in) is counted per client address and per account;
 # WEIR_SIGN_IN_FAILURE_LIMIT failures from one address, or against one account, lock that
-# address or account out for WEIR_SIGN_IN_COOLOFF_MINUTES, and each attempt while locked
-# starts the wait again (the backoff: a client that keeps trying stays out). Lockouts are
-# logged (logger "axes", without the password); the answer is 429 with the minutes to wait.
+# address or account out for WEIR_SIGN_IN_COOLOFF_MINUTES, doubled each further time the limit
+# is reached (up to WEIR_SIGN_IN_COOLOFF_MAX_MINUTES), and each attempt while locked starts the
+# wait again. Lockouts are logged (logger "axes", without the password); the answer is 429
+# with the minutes to wait.
 AUTHENTICATION_BACKENDS = [
     "webapp.accounts.sign_in_throttling.ThrottledSignInBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("WEIR_SIGN_IN_FAILURE_LIMIT", "10"))
-AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("WEIR_SIGN_IN_COOLOFF_MINUTES", "15")))
+# The first lock-out's minutes; each further time the limit is reached doubles it, up to the
+# longest (webapp.accounts.sign_in_throttling.cool_off).
+WEIR_SIGN_IN_COOLOFF_MINUTES = float(os.environ.get("WEIR_SIGN_IN_COOLOFF_MINUTES", "15"))
+WEIR_SIGN_IN_COOLOFF_MAX_MINUTES = float(os.environ.get("WEIR_SIGN_IN_COOLOFF_MAX_MINUTES", "1440"))
+AXES_COOLOFF_TIME = "webapp.accounts.sign_in_throttling.cool_off"
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "webapp.accounts.sign_in_throttling.lockout_response"

@@ -10,6 +10,10 @@ cool-off has passed since the last attempt. Two pieces are Weir's own:
   a sign-in a remote attacker can repeat, so it passes straight to the next backend instead
   of failing as Axes' own backend would. REST calls authenticate with API keys (long random
   secrets checked by hash, never a password), so they are not counted either.
+* :func:`cool_off` (``AXES_COOLOFF_TIME``) backs off: the lock-out lasts
+  WEIR_SIGN_IN_COOLOFF_MINUTES the first time the limit is reached and doubles each further
+  time (failures keep counting while locked out), up to WEIR_SIGN_IN_COOLOFF_MAX_MINUTES, so
+  that a client that keeps guessing gets ever fewer guesses per day.
 * :func:`lockout_response` answers 429 with the minutes left: a page for browsers, the API's
   JSON error body for callers that ask for JSON.
 """
@@ -19,8 +23,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from datetime import timedelta
+
 from axes.backends import AxesStandaloneBackend
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from django.conf import settings
+from django.db.models import Max, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
@@ -35,6 +44,27 @@ class ThrottledSignInBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def cool_off_for(failures: int, limit: int, first: timedelta, longest: timedelta) -> timedelta:
+    """The lock-out after ``failures`` failed attempts: ``first`` once the limit is reached,
+    doubled for each further ``limit`` failures, never above ``longest``."""
+    times_limit_reached = failures // max(limit, 1)
+    return min(first * 2 ** min(max(times_limit_reached - 1, 0), 32), longest)
+
+
+def cool_off(request: HttpRequest | None) -> timedelta:
+    """``AXES_COOLOFF_TIME``: :func:`cool_off_for` the most failures recorded for the request's
+    address or account (the first cool-off when there is no request to count)."""
+    first = timedelta(minutes=settings.WEIR_SIGN_IN_COOLOFF_MINUTES)
+    longest = timedelta(minutes=settings.WEIR_SIGN_IN_COOLOFF_MAX_MINUTES)
+    address = getattr(request, "axes_ip_address", None)
+    if request is None or address is None:
+        return first
+    username = get_client_username(request)
+    matching = Q(ip_address=address) | Q(username=username) if username else Q(ip_address=address)
+    failures = AccessAttempt.objects.filter(matching).aggregate(most=Max("failures_since_start"))["most"] or 0
+    return cool_off_for(failures, settings.AXES_FAILURE_LIMIT, first, longest)
 
 
 def retry_after_minutes(request: HttpRequest | None) -> int:

@@ -1,10 +1,11 @@
 """Sign-in throttling: repeated wrong passwords lock the account and the address out (429 with
-the minutes to wait, logged without the password) until the cool-off has passed; other
-accounts from other addresses sign in as usual."""
+the minutes to wait, logged without the password) until the cool-off, which doubles each time
+the limit is reached again, has passed; other accounts from other addresses sign in as usual."""
 
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
 
 import pytest
@@ -12,6 +13,9 @@ from axes.models import AccessAttempt
 from django.contrib.auth import authenticate, get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
+
+from webapp.accounts.sign_in_throttling import cool_off_for
 
 pytestmark = pytest.mark.django_db
 
@@ -45,9 +49,12 @@ def test_thirty_wrong_passwords_lock_the_account_and_the_address_until_the_cool_
     assert set(statuses[limit - 1 :]) == {429}, "from the limit on: refused"
 
     refused = _sign_in("alice", PASSWORD, ATTACKER)
-    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     assert refused.status_code == 429 and not _signed_in(refused)
-    assert f"Too many sign-in attempts. Try again in {minutes} minutes." in refused.content.decode()
+    waited = re.search(r"Too many sign-in attempts\. Try again in (\d+) minutes\.", refused.content.decode())
+    assert waited, refused.content.decode()
+    # Backoff: 31 failures reached the limit three times, so the first cool-off doubled twice.
+    minutes = int(waited.group(1))
+    assert minutes == 4 * settings.WEIR_SIGN_IN_COOLOFF_MINUTES
     assert refused["Retry-After"] == str(minutes * 60)
     # The account is locked from anywhere, and the address for any account.
     assert _sign_in("alice", PASSWORD, ELSEWHERE).status_code == 429
@@ -60,16 +67,32 @@ def test_thirty_wrong_passwords_lock_the_account_and_the_address_until_the_cool_
     assert lockouts and "alice" in lockouts[0] and ATTACKER in lockouts[0], "the lockout was not logged with account and address"
     assert all(WRONG_PASSWORD not in record.getMessage() and PASSWORD not in record.getMessage() for record in caplog.records)
 
-    # The cool-off passes (the attempts' clock moved back beyond it): the right password works.
-    AccessAttempt.objects.update(attempt_time=AccessAttempt.objects.values_list("attempt_time", flat=True).first() - settings.AXES_COOLOFF_TIME - timedelta(minutes=1))
+    # Not yet after the first cool-off: the backed-off one still runs.
+    _move_attempts_back(timedelta(minutes=settings.WEIR_SIGN_IN_COOLOFF_MINUTES + 1))
+    assert _sign_in("alice", PASSWORD, ATTACKER).status_code == 429
+    # The backed-off cool-off passes (the attempts' clock moved back beyond it): the right password works.
+    _move_attempts_back(timedelta(minutes=settings.WEIR_SIGN_IN_COOLOFF_MAX_MINUTES + 1))
     assert _signed_in(_sign_in("alice", PASSWORD, ATTACKER))
+
+
+def _move_attempts_back(by: timedelta) -> None:
+    """As if ``by`` had passed since the last attempt (each attempt while locked restarts the wait)."""
+    AccessAttempt.objects.update(attempt_time=timezone.now() - by)
+
+
+@pytest.mark.parametrize(
+    "failures,minutes",
+    [(0, 15), (9, 15), (10, 15), (19, 15), (20, 30), (30, 60), (40, 120), (1000, 1440)],
+)
+def test_the_cool_off_doubles_each_time_the_limit_is_reached_up_to_the_longest(failures: int, minutes: int) -> None:
+    assert cool_off_for(failures, 10, timedelta(minutes=15), timedelta(minutes=1440)) == timedelta(minutes=minutes)
 
 
 def test_a_client_asking_for_json_gets_the_api_error_body(settings) -> None:  # type: ignore[no-untyped-def]
     for _ in range(settings.AXES_FAILURE_LIMIT):
         _sign_in("alice", WRONG_PASSWORD, ATTACKER)
     response = _sign_in("alice", PASSWORD, ATTACKER, HTTP_ACCEPT="application/json")
-    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    minutes = int(settings.WEIR_SIGN_IN_COOLOFF_MINUTES)
     assert response.status_code == 429
     assert response.json() == {"error_code": 429, "message": f"Too many sign-in attempts. Try again in {minutes} minutes.", "retry_after_minutes": minutes}
 
