@@ -21,6 +21,7 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from weir.lifeline import spawn
 from weir.malloc_tuning import tuned_environment
 
 LOOPBACK = "127.0.0.1"
@@ -84,7 +85,8 @@ class LocalBroker:
     def start(self) -> "LocalBroker":
         self.data_directory.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=tuned_environment())
+            # spawn: the broker ends with the benchmark, even after a kill -9 of it.
+            self._process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT, env=tuned_environment())
         deadline = time.monotonic() + self.start_timeout
         # Bounded by the deadline: one health check per iteration, each with its own timeout.
         while time.monotonic() < deadline:

@@ -31,6 +31,8 @@ from typing import Any, Mapping
 
 from rich.console import Console
 
+from weir.lifeline import spawn
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 LOOPBACK = "127.0.0.1"
 DEFAULT_BROKER_COUNT = 3  # as `make up` by default
@@ -162,10 +164,10 @@ class LocalStack:
     def __enter__(self) -> "LocalStack":
         environment = self._environment()
         self._console.print(f"{self._label}: starting the stack in {self.data_dir} ...", markup=False)
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "deploy.local"],
-            cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True,  # its own process group, so that a failed stop can end all of it
+        # spawn: its own process group, so that a failed stop can end all of it, and the whole
+        # stack ends with the benchmark, even after a kill -9 of it.
+        self._process = spawn(
+            [sys.executable, "-m", "deploy.local"], cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         threading.Thread(target=self._read_output, name="deploy.local output", daemon=True).start()
         try:

@@ -5,7 +5,11 @@ children: gunicorn's workers, Celery's pool, Spark's JVM) would live on holding 
 directories. :func:`spawn` is ``subprocess.Popen`` with two independent safety nets:
 
 1. **Parent-death signal.** The child is started with Linux's ``PR_SET_PDEATHSIG``, so the
-   kernel sends it ``death_signal`` the moment this process dies. Linux ties that signal to
+   kernel sends it ``death_signal`` the moment this process dies. It is set by this file run
+   as a tiny exec shim (``python -I -S lifeline.py --exec ...``: prctl, then exec the command,
+   keeping the process id), not in a ``preexec_fn``: that would make Python fork() instead of
+   vfork() and run gRPC's fork handlers, which abort the child now and then in a process with
+   busy gRPC threads (seen as brokers dying of SIGABRT at start). Linux ties that signal to
    the *thread* that forked the child, not the process, so :func:`spawn` forks from the main
    thread, or from one long-lived spawner thread when called elsewhere (a thread pool that
    starts brokers and then ends must not take them with it). The signal reaches only the
@@ -34,6 +38,7 @@ import ctypes.util
 import os
 import queue
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,19 +80,18 @@ def set_parent_death_signal(death_signal: int = signal.SIGTERM) -> bool:
     return _prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0) == 0
 
 
-def _before_exec(death_signal: int, parent_pid: int, inner: Callable[[], Any] | None) -> Callable[[], None]:
-    """What the child runs between fork and exec: no allocation-heavy work, no locks."""
-
-    def prepare() -> None:
-        if _prctl is not None:
-            _prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
-            # The parent may have died before the call: then no signal would ever come.
-            if os.getppid() != parent_pid:
-                os._exit(1)
-        if inner is not None:
-            inner()
-
-    return prepare
+def _exec_with_parent_death_signal(death_signal: int, parent_pid: int, command: list[str]) -> None:
+    """The shim: set the parent-death signal, then become ``command`` (same process id)."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+        # The parent may have died before the call: then no signal would ever come.
+        if os.getppid() != parent_pid:
+            os._exit(1)
+    try:
+        os.execvp(command[0], command)
+    except OSError as error:
+        print(f"weir.lifeline: cannot run {command[0]}: {error}", file=sys.stderr)
+        os._exit(127)
 
 
 class _Guardian:
@@ -184,17 +188,23 @@ def spawn(command: Sequence[str], *, death_signal: int = signal.SIGTERM, **popen
     signals the child's whole process group (SIGTERM, then SIGKILL). See the module docstring.
 
     ``start_new_session`` is always true: the group is what the guardian ends, and what
-    :func:`signal_group` signals. A ``preexec_fn`` given runs after the parent-death set-up.
+    :func:`signal_group` signals. FileNotFoundError, as from Popen, when the program is not found.
     """
     if popen_arguments.pop("start_new_session", True) is not True:
         raise ValueError("spawn always starts a new session: its process group is what ends with this process")
+    if "preexec_fn" in popen_arguments:
+        raise ValueError("spawn takes no preexec_fn: it would make Python fork() and run gRPC's fork handlers (see the module docstring)")
+    command = list(command)
+    environment = popen_arguments.get("env")
+    search_path = environment.get("PATH") if environment is not None else None
+    if shutil.which(command[0], path=search_path) is None and shutil.which(command[0]) is None:
+        raise FileNotFoundError(2, "No such file or directory", command[0])
     guardian = _this_process_guardian()
-    inner = popen_arguments.pop("preexec_fn", None)
+    if _prctl is not None:
+        command = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--exec", str(int(death_signal)), str(os.getpid()), "--", *command]
 
     def start() -> subprocess.Popen[Any]:
-        return subprocess.Popen(
-            list(command), start_new_session=True, preexec_fn=_before_exec(death_signal, os.getpid(), inner), **popen_arguments
-        )
+        return subprocess.Popen(command, start_new_session=True, **popen_arguments)
 
     if threading.current_thread() is threading.main_thread():
         process = start()
@@ -276,4 +286,7 @@ def guard(fd: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    guard()
+    if sys.argv[1:2] == ["--exec"]:
+        _exec_with_parent_death_signal(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
+    else:
+        guard()

@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+from weir.lifeline import spawn
+
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60.0
 STOP_SECONDS = 30.0
@@ -42,10 +44,9 @@ class CeleryWorkerProcess:
 
     def start(self, timeout: float = START_SECONDS) -> "CeleryWorkerProcess":
         with open(self.log_path, "ab") as log:
-            # Its own process group, so that teardown can end the pool's children with it.
-            self.process = subprocess.Popen(
-                self.command(), cwd=REPOSITORY_ROOT, env=self.environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            # Its own process group (spawn's), so that teardown can end the pool's children with it;
+            # it ends with the test run, even after a kill -9 of pytest.
+            self.process = spawn(self.command(), cwd=REPOSITORY_ROOT, env=self.environment, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

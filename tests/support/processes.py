@@ -16,6 +16,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from weir.lifeline import spawn
+
 # free_port is imported from here by many tests; tests/support/ports.py says why it is safe under xdist.
 from tests.support.ports import free_port
 
@@ -74,7 +76,8 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         environment = {**os.environ, **self.env}
         log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
+        # spawn: the broker ends with this process (the test run), even after a kill -9 of pytest.
+        self.process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
         log.close()
         try:
             wait_until_serving(self.address, timeout, self.process)

@@ -51,6 +51,7 @@ from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from weir.admin import AdminClient, NewTopic
 from weir.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
+from weir.lifeline import spawn
 from weir.records import iter_records
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +160,8 @@ class ControllerProcess:
         """Start it and wait until it is the active controller (it took the controller lock)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
+            # spawn: the controller ends with the test run, even after a kill -9 of pytest.
+            self.process = spawn(
                 [sys.executable, "manage.py", "run_controller", "--listen", self.address],
                 cwd=REPOSITORY_ROOT,
                 env=self.environment,
