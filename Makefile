@@ -23,7 +23,9 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
+# The browser tests need Chromium: installed here when possible (as in CI), else one line says why they skip.
 test: install
+	@sh .ci/install-browser
 	$(PY) -m pytest -q
 
 up: install
