@@ -129,7 +129,7 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
             try:
                 taken = budget.acquire(request.size)
             except RequestBudgetExhaustedError as error:
-                context.set_trailing_metadata(((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),))  # type: ignore[attr-defined]
+                context.set_trailing_metadata(((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
             try:
                 return behaviour(request.message, context)

@@ -19,7 +19,6 @@ import grpc
 import pytest
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
-from tests.broker_nodes.replication.cluster import wait_until
 from tests.broker_nodes.security.managed_cluster import allow, brokers, credential, topic
 from tests.broker_nodes.server.helpers import batch
 from tests.support.processes import BrokerProcess, free_port
