@@ -248,6 +248,11 @@ class StackSettings:
         """Where every child's pid file is (``broker-2.pid``)."""
         return self.data_dir / "run"
 
+    @property
+    def web_url_file(self) -> Path:
+        """Where the web URL is recorded for tools run beside the stack (webapp.runtime.WEB_URL_FILE)."""
+        return self.run_directory / "web-url"
+
     def pid_file(self, name: str) -> Path:
         return self.run_directory / f"{file_stem(name)}.pid"
 
@@ -640,6 +645,9 @@ def run(settings: StackSettings, stop: threading.Event, shutdown: Shutdown | Non
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # Everyone else stays out of the stack's state (brokers' logs, database, secrets, TLS keys).
     restrict_directory(settings.data_dir)
+    settings.run_directory.mkdir(parents=True, exist_ok=True)
+    # `manage.py demo` run beside the stack (another shell, same data directory) prints this URL.
+    settings.web_url_file.write_text(settings.web_url + "\n", encoding="utf-8")
     tls = prepare_tls(settings)
     environment = child_environment(settings, dict(os.environ), tls)
     announce_celery_transport(environment)

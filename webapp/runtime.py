@@ -12,6 +12,27 @@ from urllib.parse import urlparse
 
 # How long the settings wait for Redis before falling back to the filesystem transport.
 REDIS_PROBE_TIMEOUT_SECONDS = 0.5
+# Where `make up` records its web process's URL (deploy.local.StackSettings.web_url_file), so that
+# a `manage.py demo` run beside the stack prints the stack's URL, whatever WEIR_HTTP_PORT it has.
+WEB_URL_FILE = Path("run") / "web-url"
+DEFAULT_HTTP_PORT = 8000
+
+
+def stack_web_url(data_dir: Path, environment: dict[str, str] | os._Environ[str]) -> str:
+    """How users reach the web process of the stack in ``data_dir`` (no trailing slash):
+    WEIR_PUBLIC_API_URL when set, else what `make up` recorded in ``<data dir>/run/web-url``,
+    else ``http://127.0.0.1:<WEIR_HTTP_PORT or 8000>``."""
+    explicit = environment.get("WEIR_PUBLIC_API_URL", "").strip()
+    if explicit:
+        return explicit.rstrip("/")
+    try:
+        recorded = (data_dir / WEB_URL_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        recorded = ""
+    if recorded:
+        return recorded.rstrip("/")
+    port = environment.get("WEIR_HTTP_PORT", "").strip() or str(DEFAULT_HTTP_PORT)
+    return f"http://127.0.0.1:{port}"
 
 
 def persistent_secret(data_dir: Path, name: str) -> str:

@@ -25,7 +25,9 @@ WEIR_BOOTSTRAP_SERVERS     127.0.0.1:9092                       brokers the cont
 WEIR_BROKER_TLS_CA         unset (plaintext)                    PEM CA file; when set, the control plane's
                                                                 clients of the brokers (Admin, dashboard)
                                                                 use TLS and verify brokers against it
-WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`)
+WEIR_PUBLIC_API_URL        http://127.0.0.1:8000                how users reach the API (printed by `demo`); default:
+                                                                what `make up` recorded in <WEIR_DATA_DIR>/run/web-url,
+                                                                else http://127.0.0.1:<WEIR_HTTP_PORT>
 CELERY_TASK_ALWAYS_EAGER   false                                run tasks inline (tests of views only)
 WEIR_LOG_FORMAT            text                                 json: one JSON object per log line (keys ts,
                                                                 level, logger, message, request_id...)
@@ -96,7 +98,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.runtime import celery_broker_url, persistent_secret, stored_secret
+from webapp.runtime import celery_broker_url, persistent_secret, stack_web_url, stored_secret
 from weir import tenant_tokens
 from weir.logging_setup import logging_config
 from weir.private_files import restrict_directory
@@ -136,7 +138,8 @@ WEIR_TENANT_TOKEN_LIFETIME_SECONDS = int(os.environ.get("WEIR_TENANT_TOKEN_LIFET
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 # When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.
 WEIR_BROKER_TLS_CA = os.environ.get("WEIR_BROKER_TLS_CA") or None
-WEIR_PUBLIC_API_URL = os.environ.get("WEIR_PUBLIC_API_URL", "http://127.0.0.1:8000").rstrip("/")
+# WEIR_PUBLIC_API_URL, else the URL `make up` recorded for this data directory, else WEIR_HTTP_PORT's.
+WEIR_PUBLIC_API_URL = stack_web_url(DATA_DIR, os.environ)
 # Topic defaults of the data plane's CreateTopics (-1 counts), and the internal topics'
 # partition counts (webapp.fleet.internal_topics). None: min(3, brokers not offline).
 WEIR_DEFAULT_NUM_PARTITIONS = int(os.environ.get("WEIR_DEFAULT_NUM_PARTITIONS", "1"))

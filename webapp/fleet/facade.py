@@ -18,6 +18,14 @@ def brokers() -> QuerySet[BrokerNode]:
     return BrokerNode.objects.order_by("node_id")
 
 
+def bootstrap_servers() -> str:
+    """``host:port,...`` of the registered brokers, those not known to be down first; "" when
+    none is registered. What a tool run beside a stack (``manage.py run_pipeline``) bootstraps
+    from when WEIR_BOOTSTRAP_SERVERS is not set, rather than a default port where no broker may be."""
+    nodes = sorted(BrokerNode.objects.order_by("node_id"), key=lambda node: node.state in DOWN_STATES)
+    return ",".join(f"{node.host}:{node.port}" for node in nodes)
+
+
 def broker_state_counts() -> dict[str, int]:
     """How many registered brokers are in each state, by state name (one query)."""
     rows = BrokerNode.objects.order_by("state").values("state").annotate(count=Count("pk"))

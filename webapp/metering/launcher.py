@@ -46,6 +46,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from webapp.fleet import facade as fleet_facade
 from webapp.metering.models import Pipeline, PipelineRun, RunStatus, RunTrigger
 from webapp.metering.writer import history_days
 from weir.lifeline import signal_group, spawn
@@ -137,7 +138,15 @@ def job_command(pipeline: str) -> list[str]:
 
 
 def job_environment() -> dict[str, str]:
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE") or "webapp.settings"}
+    """This process's environment for the job, with the brokers to read from: WEIR_BOOTSTRAP_SERVERS
+    when set (``make up`` sets it for its children), else the brokers registered in the control
+    plane's database, so that ``manage.py run_pipeline`` beside a stack on other ports finds them."""
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE") or "webapp.settings"}
+    if not environment.get("WEIR_BOOTSTRAP_SERVERS"):
+        registered = fleet_facade.bootstrap_servers()
+        if registered:
+            environment["WEIR_BOOTSTRAP_SERVERS"] = registered
+    return environment
 
 
 def launch(
