@@ -189,12 +189,6 @@ class TopicRegistry:
             raise UnknownTopicOrPartitionError(name)
         return topic
 
-    def require_partition(self, name: str, partition: int) -> TopicMetadata:
-        topic = self._topics.get(name)
-        if topic is None or not 0 <= partition < topic.partitions:
-            raise UnknownTopicOrPartitionError(name, partition)
-        return topic
-
     def topics(self) -> list[TopicMetadata]:
         return sorted(self._topics.values(), key=lambda topic: topic.name)
 

@@ -85,7 +85,6 @@ class Sender:
         self._report_error = report_error
         self._acks = config["acks"]
         self._idempotent = config["enable.idempotence"]
-        self._codec_name = config["compression.type"]
         self._request_timeout = config["request.timeout.ms"] / 1000.0
         self._request_timeout_ms = config["request.timeout.ms"]
         self._delivery_timeout = config["delivery.timeout.ms"] / 1000.0

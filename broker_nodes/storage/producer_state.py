@@ -90,10 +90,6 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
-    @property
-    def producer_count(self) -> int:
-        return len(self._producers)
-
     def check_append(self, headers: Iterable[BatchHeader]) -> list[BatchMetadata | None]:
         """Validate the idempotence rules for the batches of one append, in order.
 
@@ -164,16 +160,6 @@ class ProducerStateManager:
         for snapshot_offset in self.snapshot_offsets():
             self._remove_snapshot(snapshot_offset)
 
-    def remove_batches_from(self, offset: int) -> None:
-        """Forget batches at or above ``offset`` (used when the log is truncated and replay is not possible)."""
-        for producer_id in list(self._producers):
-            entry = self._producers[producer_id]
-            kept = [batch for batch in entry.batches if batch.last_offset < offset]
-            if kept:
-                entry.batches = deque(kept, maxlen=BATCHES_PER_PRODUCER)
-            else:
-                del self._producers[producer_id]
-
     # -------------------------------------------------------------- snapshots
 
     def snapshot_offsets(self) -> list[int]:
@@ -204,11 +190,6 @@ class ProducerStateManager:
     def delete_snapshots_above(self, offset: int) -> None:
         for snapshot_offset in self.snapshot_offsets():
             if snapshot_offset > offset:
-                self._remove_snapshot(snapshot_offset)
-
-    def delete_snapshots_below(self, offset: int) -> None:
-        for snapshot_offset in self.snapshot_offsets():
-            if snapshot_offset < offset:
                 self._remove_snapshot(snapshot_offset)
 
     def load_latest_snapshot(self, max_offset: int) -> int | None:

@@ -491,10 +491,6 @@ class LogSegment:
 
     # -------------------------------------------------------------- files
 
-    def flush_and_close(self) -> None:
-        self.flush()
-        self.close()
-
     def close(self) -> None:
         """Release cached descriptors; the segment can still be used (files reopen on demand)."""
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
