@@ -3,7 +3,9 @@
 ======================  ==========================  ==============================================
 variable                default                     meaning
 ======================  ==========================  ==============================================
-WEIR_BOOTSTRAP_SERVERS  127.0.0.1:9092              brokers the jobs read from
+WEIR_BOOTSTRAP_SERVERS  127.0.0.1:9092              brokers the jobs read from (the launcher sets it
+                                                    to the brokers registered in the control plane
+                                                    when it is not set: webapp.metering.launcher)
 WEIR_INTERNAL_TOKEN     <data dir>/secrets/         the control plane's internal credential
                         internal-token
 WEIR_BROKER_TLS_CA      unset (plaintext)           PEM CA file: reach the brokers over TLS
