@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from webapp.accounts.models import ApiKey, Invitation, Membership, ServiceAccount, Tenant
-from webapp.dashboard.read_only_admin import ReadOnlyModelAdmin
+from webapp.read_only_admin import ReadOnlyModelAdmin
 
 
 @admin.register(Tenant)

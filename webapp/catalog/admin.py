@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from webapp.catalog.models import AclBinding, Partition, Quota, Topic
-from webapp.dashboard.read_only_admin import ReadOnlyModelAdmin
+from webapp.read_only_admin import ReadOnlyModelAdmin
 
 
 class PartitionInline(admin.TabularInline):

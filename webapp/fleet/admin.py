@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from webapp.dashboard.read_only_admin import ReadOnlyModelAdmin
+from webapp.read_only_admin import ReadOnlyModelAdmin
 from webapp.fleet.models import BrokerNode
 
 

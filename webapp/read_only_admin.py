@@ -3,6 +3,9 @@
 Changes to tenants' data must go through the domain actions, which validate them and record
 the provisioning job that pushes them to the brokers; an edit in the admin would skip both
 and leave brokers out of step. So the admin is a read-only window (search, filters, detail).
+
+It lives at the project level, not in an app, because every app's admin.py uses it: in
+``dashboard`` it made each of them import the web UI app, and the UI app imports them.
 """
 
 from __future__ import annotations
