@@ -31,6 +31,7 @@ path stays per batch. Clients use ``RecordBatchBuilder`` and ``iter_records``.
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
@@ -80,6 +81,12 @@ COMPRESSION_CODECS = {
     "zstd": COMPRESSION_ZSTD,
 }
 COMPRESSION_NAMES = {code: name for name, code in COMPRESSION_CODECS.items()}
+# The most bytes one batch's records section may decompress to. A batch is at most
+# max.request.size (8 MiB) on the wire, but zstd or gzip can expand that to gigabytes; brokers
+# refuse a batch beyond this bound (MESSAGE_TOO_LARGE) and readers treat one as a bad batch.
+# Eight times max.request.size leaves room for any real payload (text compresses 5-10x) while
+# bounding what one batch costs a broker's validator or a consumer. Kafka itself has no bound.
+MAX_DECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -116,6 +123,20 @@ class UnsupportedMagicError(RecordFormatError):
         self.magic = magic
 
 
+class DecompressedSizeError(RecordFormatError):
+    """A compressed records section that expands beyond the bound for one batch.
+
+    ``limit`` is the bound (``MAX_DECOMPRESSED_BATCH_BYTES`` unless a caller chose another);
+    decompression stopped there, so the real size is unknown.
+    """
+
+    def __init__(self, codec: int, limit: int, position: int = 0) -> None:
+        name = COMPRESSION_NAMES.get(codec, str(codec))
+        super().__init__(f"{name} data decompresses to more than {limit} bytes, the most one batch may hold", position, corrupt=False)
+        self.codec = codec
+        self.limit = limit
+
+
 # ------------------------------------------------------------------ CRC and compression
 
 
@@ -140,10 +161,14 @@ def _snappy_compress(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
+    # Raw snappy (and each xerial block) starts with its decompressed length, which snappy
+    # checks against what it writes: reading that length first refuses a bomb before any output.
     if not bytes(data[:8]) == _XERIAL_HEADER[:8]:
+        _check_declared_size(COMPRESSION_SNAPPY, int(cramjam.snappy.decompress_raw_len(data)), max_size)
         return bytes(cramjam.snappy.decompress_raw(data))
     out = []
+    total = 0
     position = 16
     end = len(data)
     while position < end:
@@ -153,9 +178,85 @@ def _snappy_decompress(data: bytes) -> bytes:
         position += 4
         if length < 0 or position + length > end:
             raise RecordFormatError("snappy block runs past the end of the batch")
-        out.append(bytes(cramjam.snappy.decompress_raw(data[position : position + length])))
+        block = data[position : position + length]
+        total += int(cramjam.snappy.decompress_raw_len(block))
+        _check_declared_size(COMPRESSION_SNAPPY, total, max_size)
+        out.append(bytes(cramjam.snappy.decompress_raw(block)))
         position += length
     return b"".join(out)
+
+
+def _check_declared_size(codec: int, size: int, max_size: int) -> None:
+    if size > max_size:
+        raise DecompressedSizeError(codec, max_size)
+
+
+def _gzip_decompress(data: bytes, max_size: int) -> bytes:
+    # zlib's max_length stops inflating at the bound, so a bomb costs at most max_size + 1
+    # bytes of output. Concatenated gzip members are one stream, as Java's GZIPInputStream reads.
+    out = []
+    total = 0
+    remaining = data
+    while True:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            chunk = inflater.decompress(remaining, max_size + 1 - total)
+        except zlib.error as error:
+            raise RecordFormatError(f"gzip data cannot be decompressed: {error}") from None
+        total += len(chunk)
+        if total > max_size:
+            raise DecompressedSizeError(COMPRESSION_GZIP, max_size)
+        out.append(chunk)
+        if not inflater.eof:
+            raise RecordFormatError("gzip data cannot be decompressed: the stream ends before its last block")
+        remaining = inflater.unused_data
+        if not remaining:
+            return b"".join(out)
+
+
+def _zstd_declared_size(data: bytes) -> int | None:
+    """The first zstd frame's Frame_Content_Size when its header carries one (RFC 8878 3.1.1.1)."""
+    if len(data) < 6 or data[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    descriptor = data[4]
+    single_segment = (descriptor >> 5) & 1
+    position = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+    field_size = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+    if field_size == 0 or position + field_size > len(data):
+        return None
+    size = int.from_bytes(data[position : position + field_size], "little")
+    return size + 256 if field_size == 2 else size
+
+
+# lz4 and zstd decompress into a buffer of our size and fail when it is full. The first buffer
+# is a guess (a zstd frame's declared size, or a multiple of the input); each retry quadruples
+# it up to the bound, so a bomb costs at most max_size + 1 bytes and a few partial passes.
+_FIRST_GUESS_RATIO = 8
+_FIRST_GUESS_MIN = 256 * 1024
+_GROWTH = 4
+_BUFFER_FULL = "failed to write whole buffer"  # cramjam's DecompressionError when output is full
+
+
+def _decompress_bounded(codec: int, module, data: bytes, max_size: int, declared: int | None) -> bytes:
+    limit = max_size + 1
+    if declared is not None and declared > max_size:
+        raise DecompressedSizeError(codec, max_size)
+    size = min(limit, declared + 1 if declared is not None else max(len(data) * _FIRST_GUESS_RATIO, _FIRST_GUESS_MIN))
+    while True:
+        buffer = bytearray(size)
+        try:
+            written = int(module.decompress_into(data, buffer))
+        except Exception as error:  # cramjam raises its own DecompressionError per codec
+            if _BUFFER_FULL not in str(error):
+                raise
+            if size >= limit:
+                raise DecompressedSizeError(codec, max_size) from None
+            size = min(limit, size * _GROWTH)
+            continue
+        if written > max_size:
+            raise DecompressedSizeError(codec, max_size)
+        del buffer[written:]
+        return bytes(buffer)
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -173,19 +274,26 @@ def compress(codec: int, data: bytes) -> bytes:
     raise RecordFormatError(f"unknown compression codec {codec}", corrupt=False)
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Inverse of :func:`compress`. Raises RecordFormatError on undecodable input."""
+def decompress(codec: int, data: bytes | memoryview, max_size: int = MAX_DECOMPRESSED_BATCH_BYTES) -> bytes:
+    """Inverse of :func:`compress`, producing at most ``max_size`` bytes.
+
+    Raises DecompressedSizeError when the data would decompress to more than ``max_size``
+    bytes; the output is never allocated beyond that bound (see the codec helpers), so a small
+    batch that expands to gigabytes costs its reader at most ``max_size`` bytes and
+    milliseconds. Raises RecordFormatError on other undecodable input.
+    """
     try:
         if codec == COMPRESSION_NONE:
             return bytes(data)
         if codec == COMPRESSION_GZIP:
-            return bytes(cramjam.gzip.decompress(bytes(data)))
+            return _gzip_decompress(bytes(data), max_size)
         if codec == COMPRESSION_SNAPPY:
-            return _snappy_decompress(bytes(data))
+            return _snappy_decompress(bytes(data), max_size)
         if codec == COMPRESSION_LZ4:
-            return bytes(cramjam.lz4.decompress(bytes(data)))
+            return _decompress_bounded(codec, cramjam.lz4, bytes(data), max_size, None)
         if codec == COMPRESSION_ZSTD:
-            return bytes(cramjam.zstd.decompress(bytes(data)))
+            raw = bytes(data)
+            return _decompress_bounded(codec, cramjam.zstd, raw, max_size, _zstd_declared_size(raw))
     except RecordFormatError:
         raise
     except Exception as error:  # cramjam raises its own DecompressionError per codec

@@ -6,9 +6,11 @@ batch whose lz4 payload is garbage, whose records overrun their lengths or whose
 more records than it holds has a perfect CRC. Stored, such a batch breaks every reader at that
 offset forever. So the leader also walks the records of every batch, once, before appending:
 
-- the records section is decompressed with the batch's codec (``weir.records.decompress``) and
-  every record parses: each length matches the fields it covers, no varint runs past its
-  record, header keys are UTF-8, and no byte follows the last record (CORRUPT_MESSAGE when the
+- the records section is decompressed with the batch's codec (``weir.records.decompress``),
+  to at most ``MAX_DECOMPRESSED_BATCH_BYTES`` (64 MiB): decompression stops at that bound, so a
+  bomb (a few MiB that expand to gigabytes) costs the broker at most 64 MiB and milliseconds
+  and is refused with MESSAGE_TOO_LARGE naming the bound; then every record parses: each
+  length matches the fields it covers, no varint runs past its record, header keys are UTF-8, and no byte follows the last record (CORRUPT_MESSAGE when the
   bytes do not parse, INVALID_RECORD when they parse but break a rule);
 - there are exactly ``recordsCount`` records, whose offset deltas are 0, 1, ... n - 1, so that
   ``lastOffsetDelta`` (already checked against the count) is n - 1 (INVALID_RECORD);
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from broker_nodes.storage.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
+from broker_nodes.storage.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from broker_nodes.storage.log_config import LogConfig
 from weir.records import (
     COMPRESSION_NAMES,
@@ -40,6 +42,7 @@ from weir.records import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_LOG_APPEND_TIME,
     BatchHeader,
+    DecompressedSizeError,
     RecordFormatError,
     decode_varint,
     decompress,
@@ -91,6 +94,16 @@ class InvalidRecordTimestampError(InvalidTimestampError, _Location):
         self.args = (f"invalid timestamp ({where}): timestamp {timestamp} {reason}",)
 
 
+class DecompressedBatchTooLargeError(RecordTooLargeError, _Location):
+    """A compressed batch that expands beyond the bound for one batch (MESSAGE_TOO_LARGE, not retriable:
+    sending it again cannot help, unlike CORRUPT_MESSAGE)."""
+
+    def __init__(self, codec_name: str, limit: int, *, partition: int, batch_index: int) -> None:
+        where = self._place(partition, batch_index, None)
+        super().__init__(limit + 1, limit)
+        self.args = (f"record batch too large ({where}): its {codec_name} records section decompresses to more than {limit} bytes, the most one batch may hold",)
+
+
 class _RecordsProblem(Exception):
     """Raised inside the walk; the caller adds the partition and batch index."""
 
@@ -107,7 +120,8 @@ def validate_batch_records(
     """Check the records of the batch at ``position`` whose frame ``validate_batch`` accepted.
 
     Preconditions: the CRC matched, ``records_count > 0`` and ``last_offset_delta ==
-    records_count - 1`` (``log._check_header_rules``). Raises CorruptBatchRecordsError,
+    records_count - 1`` (``log._check_header_rules``). Raises DecompressedBatchTooLargeError,
+    CorruptBatchRecordsError,
     InvalidBatchRecordsError or InvalidRecordTimestampError naming partition, batch index and,
     where there is one, record index; returns None when the batch may be stored.
     """
@@ -116,6 +130,10 @@ def validate_batch_records(
     codec = header.compression
     try:
         data = bytes(buffer[start:end]) if codec == COMPRESSION_NONE else decompress(codec, memoryview(buffer)[start:end])
+    except DecompressedSizeError as error:
+        raise DecompressedBatchTooLargeError(
+            COMPRESSION_NAMES.get(codec, str(codec)), error.limit, partition=partition, batch_index=batch_index
+        ) from None
     except RecordFormatError as error:
         raise CorruptBatchRecordsError(
             f"{COMPRESSION_NAMES.get(codec, codec)} records section cannot be decompressed: {error.reason}",
