@@ -24,9 +24,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # The browser tests need Chromium: installed here when possible (as in CI), else one line says why they skip.
+# In parallel with pytest-xdist (pyproject's addopts); `make test PYTEST_ARGS="-n 0"` runs serially.
 test: install
 	@sh .ci/install-browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 up: install
 	$(PY) -m deploy.local

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import PARALLEL_WORKERS, pytest_xdist_auto_num_workers, work_unit
 from tests.support import ports, processes
 from tests.support.pytest_environment import _worker_data_dir
 from tests.support.waiting import wait_until
@@ -89,3 +90,22 @@ def test_wait_until_returns_the_first_truthy_value() -> None:
 def test_wait_until_names_what_never_happened() -> None:
     with pytest.raises(TimeoutError, match=r"the sky fell: not after 0.05 s \(last seen: False\)"):
         wait_until(lambda: False, "the sky fell", timeout=0.05)
+
+
+def test_tests_sharing_a_spark_session_or_a_modules_fixture_are_one_unit_of_work(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "spark").mkdir(parents=True)
+    (tmp_path / "tests" / "spark" / "conftest.py").write_text('@pytest.fixture(scope="session")\ndef spark(): ...\n')
+    (tmp_path / "tests" / "broker").mkdir()
+    (tmp_path / "tests" / "broker" / "test_shared.py").write_text("@pytest.fixture(scope='module')\ndef cluster(): ...\n")
+    (tmp_path / "tests" / "broker" / "test_alone.py").write_text("def test_a(broker): ...\n")
+    assert work_unit("tests/spark/test_jobs.py::test_a", tmp_path) == "tests/spark"
+    assert work_unit("tests/broker/test_shared.py::test_a[1]", tmp_path) == "tests/broker/test_shared.py"
+    assert work_unit("tests/broker/test_alone.py::test_a", tmp_path) == "tests/broker/test_alone.py::test_a"
+
+
+def test_named_files_run_in_one_process_and_directories_in_parallel(monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr(pytestconfig, "args", ["tests/test_harness.py::test_wait_until_returns_the_first_truthy_value"])
+    assert pytest_xdist_auto_num_workers(pytestconfig) == 0
+    monkeypatch.setattr(pytestconfig, "args", ["tests/test_harness.py", "tests/weir"])
+    assert pytest_xdist_auto_num_workers(pytestconfig) == PARALLEL_WORKERS
