@@ -53,7 +53,7 @@ from weir.offset_commit_records import (
     encode_offset_commit_value,
     partition_for_group,
 )
-from weir.records import RecordBatchBuilder, iter_batch_positions, iter_records
+from weir.records import RecordBatchBuilder, RecordFormatError, batch_records_bytes, decode_records, iter_batch_positions
 
 logger = logging.getLogger(__name__)
 
@@ -246,9 +246,7 @@ class OffsetStore:
                 next_offset = header.next_offset
             if next_offset <= offset:
                 break
-            for record in iter_records(data, offset):
-                loaded += 1
-                self._replay(state, record.key, record.value, record.offset)
+            loaded += self._replay_batches(state, data, offset)
             offset = next_offset
         with state.lock:
             if self._is_current(state):
@@ -256,6 +254,31 @@ class OffsetStore:
                 state.groups.start_timers(self._clock.milliseconds())
                 state.activate()
         return loaded
+
+    def _replay_batches(self, state: OffsetsPartition, data: bytes, min_offset: int) -> int:
+        """Replay the records of every batch in ``data`` from ``min_offset``; return how many.
+
+        A batch whose records cannot be decoded (written before brokers validated records, or
+        damaged on disk) is skipped with a warning naming partition and offsets, and the rest
+        loads: failing the whole load would leave every group of the partition without a
+        coordinator, and each new leadership would fail the same way.
+        """
+        replayed = 0
+        for position, header in iter_batch_positions(data):
+            if header.next_offset <= min_offset or header.is_control:
+                continue
+            try:
+                decoded = decode_records(batch_records_bytes(data, position, header), header, min_offset)
+            except RecordFormatError as error:
+                logger.warning(
+                    "%s-%d: skipping the batch at offsets %d..%d while loading committed offsets and groups: its records cannot be decoded (%s)",
+                    OFFSETS_TOPIC, state.partition, header.base_offset, header.last_offset, error.reason,
+                )
+                continue
+            for offset, _, key, value, _ in decoded:
+                replayed += 1
+                self._replay(state, key, value, offset)
+        return replayed
 
     @staticmethod
     def _replay(state: OffsetsPartition, key: bytes | None, value: bytes | None, offset: int) -> None:

@@ -20,6 +20,11 @@ A pass over one log:
    completes a swap whose ``.log.swap`` exists and discards any other ``.cleaned`` / ``.swap``.
 
 Records without a key cannot be superseded and are kept.
+
+A stored batch whose records cannot be decoded (written before brokers validated records, or
+damaged on disk) is kept byte for byte and its records supersede nothing: compaction never
+drops what it cannot read, nor a record whose newer version it cannot see. Each pass logs a
+warning naming the partition and the batch's offsets, and compacts the rest of the log.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from weir.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from weir.records import (
     NO_PRODUCER_ID,
     BatchHeader,
+    Header,
+    RecordFormatError,
     batch_records_bytes,
     decode_records,
     rebuild_batch,
@@ -253,14 +260,29 @@ def _iter_stored_batches(segment: LogSegment):
         yield header, segment.pread(header.size, position)
 
 
+DecodedRecords = list[tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]]  # as decode_records gives them
+
+
+def _decoded_or_none(header: BatchHeader, data: bytes, min_offset: int = 0) -> DecodedRecords | None:
+    """The records of one stored batch, or None when they cannot be decoded."""
+    try:
+        return decode_records(batch_records_bytes(data, 0, header), header, min_offset)
+    except RecordFormatError as error:
+        logger.debug("batch at offsets %d..%d cannot be decoded: %s", header.base_offset, header.last_offset, error.reason)
+        return None
+
+
 def _build_offset_map(dirty: list[LogSegment], first_dirty: int) -> dict[bytes, int]:
-    """key -> offset of its latest record in the dirty segments."""
+    """key -> offset of its latest record in the dirty segments.
+
+    An undecodable batch adds nothing (``_compact_segment`` keeps it and says so).
+    """
     offset_map: dict[bytes, int] = {}
     for segment in dirty:
         for header, data in _iter_stored_batches(segment):
             if header.last_offset < first_dirty or header.is_control:
                 continue
-            for offset, _, key, _, _ in decode_records(batch_records_bytes(data, 0, header), header, first_dirty):
+            for offset, _, key, _, _ in _decoded_or_none(header, data, first_dirty) or ():
                 if key is not None:
                     offset_map[bytes(key)] = offset
     return offset_map
@@ -278,7 +300,14 @@ def _compact_segment(
         if header.is_control:
             parts.append(data)
             continue
-        records = decode_records(batch_records_bytes(data, 0, header), header)
+        records = _decoded_or_none(header, data)
+        if records is None:
+            logger.warning(
+                "%s: compaction keeps the batch at offsets %d..%d as it is: its records cannot be decoded",
+                log.directory.name, header.base_offset, header.last_offset,
+            )
+            parts.append(data)
+            continue
         kept = []
         needs_horizon = False
         for record in records:
