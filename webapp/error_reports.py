@@ -39,6 +39,16 @@ SECRET_NAME = re.compile(r"API|AUTH|COOKIE|CREDENTIAL|KEY|PASS|SECRET|SIGNATURE|
 SHORTEST_SCRUBBED_VALUE = 6
 # How deep nested containers are cleansed; deeper values are shown as the substitute.
 MAXIMUM_DEPTH = 8
+# A setting's value taken for a secret to remove from text: long, without spaces, with a digit
+# or a character beyond those of names (generated keys and tokens always have one)...
+SETTING_SECRET_VALUE = re.compile(r"(?=\S*(?:\d|[^\w.]))\S{12,}")
+# ...and not a URL without credentials (a server's address under a secret-looking name) or a
+# dotted Python path (PASSWORD_HASHERS' classes).
+NOT_A_SECRET = re.compile(r"[a-z][a-z0-9+]*://[^@\s]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# Characters of one variable's text kept (Django trims what it shows to 4096 anyway). Scrubbing
+# looks this far plus SCRUB_MARGIN, so that a secret crossing the cut is removed whole.
+SHOWN_TEXT_LIMIT = 8192
+SCRUB_MARGIN = 1024
 
 
 class _Shown:
@@ -68,7 +78,16 @@ class WeirExceptionReporterFilter(SafeExceptionReporterFilter):
         found: set[str] = set()
         cleansed = [(name, self._cleanse(name, value, found, 0)) for name, value in variables]
         known = self._known_secrets() | found
-        return [(name, _Shown(self._scrub(self._text(value), known))) for name, value in cleansed]
+        return [(name, _Shown(self._shown_text(value, known))) for name, value in cleansed]
+
+    def _shown_text(self, value: Any, known: set[str]) -> str:
+        """The value's text with known secrets removed, at most SHOWN_TEXT_LIMIT characters (a
+        megabyte payload is neither scrubbed nor shown whole)."""
+        text = self._text(value)
+        if len(text) <= SHOWN_TEXT_LIMIT:
+            return self._scrub(text, known)
+        kept = self._scrub(text[: SHOWN_TEXT_LIMIT + SCRUB_MARGIN], known)[:SHOWN_TEXT_LIMIT]
+        return f"{kept}... <{len(text) - SHOWN_TEXT_LIMIT} more characters not shown>"
 
     def _cleanse(self, name: object, value: Any, found: set[str], depth: int) -> Any:
         """``value`` with every secret-looking entry replaced; hidden strings go into ``found``."""
@@ -104,12 +123,15 @@ class WeirExceptionReporterFilter(SafeExceptionReporterFilter):
                 found.add(text)
 
     def _known_secrets(self) -> set[str]:
-        """The values of the secret-looking settings (WEIR_INTERNAL_TOKEN, SECRET_KEY, ...)."""
-        known: set[str] = set()
+        """The values of the secret-looking settings (WEIR_INTERNAL_TOKEN, SECRET_KEY, a password
+        in DATABASES, ...), leaving out names and paths that merely sit under such a setting
+        (``AXES_PASSWORD_FORM_FIELD = "password"``, ``AUTH_USER_MODEL = "auth.User"``), which
+        would otherwise be blanked out of every report."""
+        found: set[str] = set()
         for name in dir(settings):
-            if name.isupper() and SECRET_NAME.search(name):
-                self._remember(getattr(settings, name, None), known)
-        return known
+            if name.isupper():
+                self._cleanse(name, getattr(settings, name, None), found, 0)
+        return {value for value in found if SETTING_SECRET_VALUE.fullmatch(value) and not NOT_A_SECRET.fullmatch(value)}
 
     @staticmethod
     def _text(value: Any) -> str:

@@ -36,7 +36,9 @@ def failing_view(request: HttpRequest) -> HttpResponse:
     nested = {"clients": [{"producer": config}], "metadata": metadata}
     credentials = Credentials(key_id="key-1", secret=API_SECRET)
     line = f"authorization: Bearer {settings.WEIR_INTERNAL_TOKEN}"
-    assert config and metadata and nested and credentials and line
+    # A large payload with the token just inside the shown part and again far beyond it.
+    payload = "x" * 8000 + settings.WEIR_INTERNAL_TOKEN + "y" * 100_000 + settings.WEIR_INTERNAL_TOKEN
+    assert config and metadata and nested and credentials and line and payload
     raise RuntimeError(EXCEPTION_TEXT)
 
 
