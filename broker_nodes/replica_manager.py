@@ -26,7 +26,7 @@ from broker_nodes.producer_ids import TransactionsUnsupportedError
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.log import AppendInfo, PartitionLog
-from broker_nodes.replication.errors import ReplicationWaitersFullError
+from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 from weir.usage_records import USAGE_TOPIC
@@ -75,28 +75,6 @@ class EmptyRecordsError(ReplicaManagerError):
         super().__init__(f"the produce data for partition {partition} of topic {topic!r} holds no record batch")
         self.topic = topic
         self.partition = partition
-
-
-class FencedLeaderEpochError(ReplicaManagerError):
-    """The client knows an older leader epoch than the broker's (FENCED_LEADER_EPOCH): refresh metadata."""
-
-    retriable = True
-
-    def __init__(self, request_epoch: int, current_epoch: int) -> None:
-        super().__init__(f"leader epoch {request_epoch} in the request is older than the current epoch {current_epoch}")
-        self.request_epoch = request_epoch
-        self.current_epoch = current_epoch
-
-
-class UnknownLeaderEpochError(ReplicaManagerError):
-    """The client knows a newer leader epoch than the broker's (UNKNOWN_LEADER_EPOCH)."""
-
-    retriable = True
-
-    def __init__(self, request_epoch: int, current_epoch: int) -> None:
-        super().__init__(f"leader epoch {request_epoch} in the request is newer than the current epoch {current_epoch}")
-        self.request_epoch = request_epoch
-        self.current_epoch = current_epoch
 
 
 class InvalidListOffsetsTimestampError(ReplicaManagerError):

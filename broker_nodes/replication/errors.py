@@ -3,6 +3,31 @@
 from __future__ import annotations
 
 
+# The two leader-epoch errors are raised by client fetches (replica_manager) and by followers'
+# ReplicaFetch (replication.manager) alike; they live here, and not in replica_manager, so that
+# replication never imports replica_manager (which holds the ReplicationManager).
+class FencedLeaderEpochError(Exception):
+    """The client knows an older leader epoch than the broker's (FENCED_LEADER_EPOCH): refresh metadata."""
+
+    retriable = True
+
+    def __init__(self, request_epoch: int, current_epoch: int) -> None:
+        super().__init__(f"leader epoch {request_epoch} in the request is older than the current epoch {current_epoch}")
+        self.request_epoch = request_epoch
+        self.current_epoch = current_epoch
+
+
+class UnknownLeaderEpochError(Exception):
+    """The client knows a newer leader epoch than the broker's (UNKNOWN_LEADER_EPOCH)."""
+
+    retriable = True
+
+    def __init__(self, request_epoch: int, current_epoch: int) -> None:
+        super().__init__(f"leader epoch {request_epoch} in the request is newer than the current epoch {current_epoch}")
+        self.request_epoch = request_epoch
+        self.current_epoch = current_epoch
+
+
 class NotEnoughReplicasError(Exception):
     """acks=all with fewer in-sync replicas than min.insync.replicas (NOT_ENOUGH_REPLICAS): nothing was appended."""
 

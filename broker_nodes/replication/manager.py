@@ -28,12 +28,13 @@ from typing import Callable, Iterator, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
-from broker_nodes.replica_manager import FencedLeaderEpochError, UnknownLeaderEpochError
 from broker_nodes.replication.errors import (
+    FencedLeaderEpochError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     ReplicationTimedOutError,
     ReplicationWaitersFullError,
+    UnknownLeaderEpochError,
 )
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
