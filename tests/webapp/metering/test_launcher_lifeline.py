@@ -39,7 +39,11 @@ def _alive(pid: int) -> bool:
 
 def _start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
     pids_file = tmp_path / "pids"
-    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "WEIR_DATA_DIR": str(tmp_path / "data")}
+    # The brokers given: the launcher then needs no control-plane database to find them.
+    environment = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "WEIR_DATA_DIR": str(tmp_path / "data"),
+        "WEIR_BOOTSTRAP_SERVERS": "127.0.0.1:1", "DJANGO_SECRET_KEY": "launcher-lifeline-test-secret-key-0123",
+    }  # fmt: skip
     environment.pop("DATABASE_URL", None)
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, JOB, str(pids_file)], cwd=REPOSITORY_ROOT, env=environment)
     assert wait_until(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2, 60.0), "the job never started"
