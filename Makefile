@@ -4,24 +4,34 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Re-installs only when the dependency list changes (or the venv is missing).
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Every dependency, pinned with its hashes; `make lock` regenerates it from pyproject.toml.
+LOCK := requirements.lock
+# Re-installs only when the dependency list or the lock changes (or the venv is missing).
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
 
 # gRPC moves large messages 2-4x faster when glibc keeps freed memory instead of
 # returning it to the OS after every large allocation.
 export MALLOC_MMAP_THRESHOLD_ ?= 1073741824
 export MALLOC_TRIM_THRESHOLD_ ?= 1073741824
 
-.PHONY: install test up bench protos clean
+.PHONY: install lock test up bench protos clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The exact versions of the lock (hashes checked), then Weir itself, editable, adding nothing.
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK)
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
+
+# After changing pyproject.toml's dependencies: resolve them (with the dev extra) again, keeping the pins
+# still allowed; `make lock LOCK_ARGS=--upgrade` moves every pin to the newest allowed release.
+lock: install
+	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --allow-unsafe --strip-extras \
+		--no-emit-index-url --no-emit-find-links --no-emit-trusted-host $(LOCK_ARGS) \
+		--output-file $(LOCK) pyproject.toml
 
 # The browser tests need Chromium: installed here when possible (as in CI), else one line says why they skip.
 # In parallel with pytest-xdist (pyproject's addopts); `make test PYTEST_ARGS="-n 0"` runs serially.
