@@ -29,6 +29,12 @@ class InvalidInput(ActionError):
         return cls({field: [message]}, message)
 
 
+class StateConflict(InvalidInput):
+    """A well-formed request that the tenant's current state refuses (the last owner, a plan's
+    limit, an owner that does not exist): HTTP 409, with ``errors`` naming the field. An
+    InvalidInput, so that forms show it beside the field like any other."""
+
+
 class Conflict(ActionError):
     """The object already exists (a duplicate name or binding): HTTP 409."""
 

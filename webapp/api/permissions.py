@@ -45,3 +45,12 @@ class IsTenantMemberOrOperator(permissions.BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return isinstance(request.user, Actor) or is_operator(request.user)
+
+
+class IsOperator(permissions.BasePermission):
+    """A staff user signed in with a password (never a cloud key): views of the whole service."""
+
+    message = "Only operators see this: it covers every tenant."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return is_operator(request.user)

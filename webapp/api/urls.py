@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.http import HttpRequest, JsonResponse
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import schema  # noqa: F401  (registers the authentication schemes)
@@ -10,7 +12,7 @@ from webapp.api.views.acls import AclViewSet
 from webapp.api.views.cluster import BrokerViewSet, ClusterView
 from webapp.api.views.groups import ConsumerGroupViewSet
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
-from webapp.api.views.metering import GroupLagHistoryView, GroupLagView, LagStatusView, PipelineRunViewSet, UsageView
+from webapp.api.views.metering import GroupLagHistoryView, GroupLagView, LagStatusView, PipelineRunViewSet, PipelineStatusView, UsageView
 from webapp.api.views.operations import JobViewSet
 from webapp.api.views.tenants import (
     InvitationAcceptView,
@@ -35,6 +37,15 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("brokers", BrokerViewSet, basename="broker")
 router.register("pipeline-runs", PipelineRunViewSet, basename="pipeline-run")
 
+
+
+@csrf_exempt
+def no_such_endpoint(request: HttpRequest, rest: str) -> JsonResponse:
+    """Any other path under /api/v1/ (or an identifier of the wrong shape, such as a
+    broker id that is not a number): the API's 404 body, not the site's HTML page."""
+    return JsonResponse({"error_code": 404, "message": f"No such resource: {request.path}"}, status=404)
+
+
 app_name = "api"
 urlpatterns = [
     # ACLs are deleted by filter on the collection, which the router does not route.
@@ -47,8 +58,11 @@ urlpatterns = [
     # Metering (webapp.api.views.metering): the lag pipeline's evaluations beside the live lag
     # of the consumer-groups viewset; "consumer-groups:lag-status" cannot be a group's path.
     path("usage", UsageView.as_view(), name="usage"),
+    path("pipelines", PipelineStatusView.as_view(), name="pipelines"),
     path("consumer-groups:lag-status", LagStatusView.as_view(), name="consumer-group-lag-status"),
     path("consumer-groups/<str:consumer_group_id>/lag", GroupLagView.as_view(), name="consumer-group-lag"),
     path("consumer-groups/<str:consumer_group_id>/lag/history", GroupLagHistoryView.as_view(), name="consumer-group-lag-history"),
     *router.urls,
+    # Last: whatever no route above matched.
+    re_path(r"^(?P<rest>.*)$", no_such_endpoint, name="not-found"),
 ]

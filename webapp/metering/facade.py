@@ -24,6 +24,7 @@ from webapp.metering.models import (
     GroupLagHistory,
     GroupStatus,
     PartitionLag,
+    Pipeline,
     PipelineRun,
     RunStatus,
     UsageAggregate,
@@ -124,7 +125,8 @@ def is_stale(evaluated_at: datetime, now: datetime) -> bool:
 
 
 def pipeline_runs(pipeline: str | None = None, status: str | None = None) -> QuerySet[PipelineRun]:
-    """Runs, newest first, optionally of one pipeline and status."""
+    """Runs, newest first, optionally of one pipeline and status: every tenant's figures
+    together, for operators only (members read :func:`tenant_pipeline_statuses`)."""
     runs = PipelineRun.objects.all()
     if pipeline:
         runs = runs.filter(pipeline=pipeline)
@@ -155,3 +157,44 @@ def _possible_group_id(group: str) -> bool:
     # Names the database cannot hold are never any tenant's evaluated group (and PostgreSQL
     # refuses NUL in a query).
     return bool(group) and len(group) <= GROUP_ID_MAX_LENGTH and "\x00" not in group
+
+
+@dataclass(frozen=True)
+class TenantPipelineStatus:
+    """What one pipeline means to one tenant: how often it runs, how its latest run went and
+    when it last succeeded (times and status only), and when it last evaluated this tenant's
+    data. A run covers every tenant at once, so its row counts, errors and results are
+    figures of all tenants together: operators read them (:func:`pipeline_runs`), members
+    never do."""
+
+    pipeline: str
+    interval_seconds: float
+    last_run_started_at: datetime | None
+    last_run_status: str | None
+    last_succeeded_at: datetime | None
+    last_evaluated_at: datetime | None
+
+
+def tenant_pipeline_statuses(tenant: Tenant) -> list[TenantPipelineStatus]:
+    """For each pipeline (usage, lag): its schedule, latest run and last success, and the last
+    time it wrote ``tenant``'s usage rows or evaluated ``tenant``'s consumer groups."""
+    intervals = {Pipeline.USAGE: settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS, Pipeline.LAG: lag_interval_seconds()}
+    evaluated = {
+        Pipeline.USAGE: UsageAggregate.objects.filter(tenant=tenant).aggregate(last=Max("updated_at"))["last"],
+        Pipeline.LAG: GroupLag.objects.filter(tenant=tenant).aggregate(last=Max("evaluated_at"))["last"],
+    }
+    statuses = []
+    for pipeline in Pipeline.values:
+        latest = PipelineRun.objects.filter(pipeline=pipeline).order_by("-started_at", "-pk").only("started_at", "status").first()
+        succeeded = last_succeeded_run(pipeline)
+        statuses.append(
+            TenantPipelineStatus(
+                pipeline=pipeline,
+                interval_seconds=float(intervals[pipeline]),
+                last_run_started_at=latest.started_at if latest else None,
+                last_run_status=latest.status if latest else None,
+                last_succeeded_at=(succeeded.finished_at or succeeded.started_at) if succeeded else None,
+                last_evaluated_at=evaluated[pipeline],
+            )
+        )
+    return statuses

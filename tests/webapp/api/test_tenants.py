@@ -61,7 +61,8 @@ def test_owner_renames_tenant_and_plan_downgrade_must_fit(acme: TenantFixture, r
     downgraded = client.patch("/api/v1/tenant", {"plan": "free"}, format="json")
 
     assert renamed.status_code == 200 and renamed.json()["name"] == "Acme Corp"
-    assert downgraded.status_code == 400 and "plan" in downgraded.json()["errors"]
+    # Well formed, refused by what the tenant holds: a conflict with its state, naming the field.
+    assert downgraded.status_code == 409 and "plan" in downgraded.json()["errors"]
     assert Tenant.objects.get().plan == "standard"
 
 
@@ -78,8 +79,8 @@ def test_members_change_role_and_last_owner_is_protected(acme: TenantFixture) ->
 
     assert {member["role"] for member in listed} == set(Role.values)
     assert promoted.status_code == 200 and promoted.json()["role"] == "developer"
-    assert demote_last_owner.status_code == 400
-    assert remove_last_owner.status_code == 400
+    assert demote_last_owner.status_code == 409 and list(demote_last_owner.json()["errors"]) == ["role"]
+    assert remove_last_owner.status_code == 409
     assert removed.status_code == 200
     assert not Membership.objects.filter(public_id=viewer_id).exists()
     assert Membership.objects.get(public_id=owner_id).role == Role.OWNER
@@ -112,13 +113,15 @@ def test_quota_is_set_within_the_plan(acme: TenantFixture) -> None:
 
     before = client.get("/api/v1/quotas").json()
     updated = client.put("/api/v1/quotas", {"produce_bytes_per_second": 1000, "consume_bytes_per_second": None}, format="json")
-    too_high = client.put("/api/v1/quotas", {"produce_bytes_per_second": limit + 1, "consume_bytes_per_second": 0}, format="json")
+    too_high = client.put("/api/v1/quotas", {"produce_bytes_per_second": limit + 1, "consume_bytes_per_second": None}, format="json")
+    too_low = client.put("/api/v1/quotas", {"produce_bytes_per_second": 1000, "consume_bytes_per_second": 0}, format="json")
 
     assert before["effective_produce_bytes_per_second"] == limit
     assert updated.status_code == 200 and updated.json()["effective_produce_bytes_per_second"] == 1000
     assert updated.json()["job"]["kind"] == JobKind.SYNC_SECURITY
-    assert too_high.status_code == 400
-    assert set(too_high.json()["errors"]) == {"produce_bytes_per_second", "consume_bytes_per_second"}
+    # Above the plan's rate: well formed, refused by the tenant's plan (409); below 1: invalid (400).
+    assert too_high.status_code == 409 and set(too_high.json()["errors"]) == {"produce_bytes_per_second"}
+    assert too_low.status_code == 400 and set(too_low.json()["errors"]) == {"consume_bytes_per_second"}
     assert Quota.objects.get().produce_bytes_per_second == 1000
 
 

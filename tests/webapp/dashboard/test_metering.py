@@ -92,16 +92,21 @@ def runs() -> None:
     PipelineRun.objects.create(pipeline="lag", trigger="manual", status=RunStatus.FAILED, started_at=now - timedelta(minutes=1), finished_at=now, duration=timedelta(seconds=3), error="exited with status 1\nSpark said tn-zzz~hidden")
 
 
-def test_pipeline_runs_page_lists_runs_and_hides_errors_from_members(roles: dict[str, Member], runs: None) -> None:
-    page = text(roles[Role.VIEWER].client.get(reverse("dashboard:pipelines")))
+def test_pipelines_page_shows_a_member_its_own_evaluation_times_and_no_run_figures(owner: Member, other_owner: Member, runs: None) -> None:
+    writer.write_usage("hour", [usage_row(owner.tenant.public_id, "orders", this_hour(1), bytes_in=100)])
 
-    assert '<span class="badge SUCCEEDED">SUCCEEDED</span>' in page and '<span class="badge FAILED">FAILED</span>' in page
-    assert "42.0 s" in page and "1234" in page
-    assert "details visible to operators" in page and "tn-zzz" not in page
-    assert "last succeeded 29" in page and "no successful run yet" in page
+    mine = text(owner.client.get(reverse("dashboard:pipelines")))
+    theirs = text(other_owner.client.get(reverse("dashboard:pipelines")))
+
+    for page in (mine, theirs):
+        assert 'id="tenant-pipelines"' in page and 'id="pipeline-runs"' not in page
+        assert "1234" not in page and "42.0 s" not in page and "tn-zzz" not in page
+        assert '<span class="badge FAILED">FAILED</span>' in page  # the lag pipeline's latest run, status only
+    usage_row_of = lambda page: page.split('id="tenant-pipelines"')[1].split("<tr>")[2]  # noqa: E731
+    assert "ago" in usage_row_of(mine).split("</td>")[1] and "not yet" in usage_row_of(theirs).split("</td>")[1]
 
 
-def test_pipeline_runs_page_filters_and_shows_errors_to_operators(owner: Member, runs: None) -> None:
+def test_pipelines_page_shows_operators_every_run_filtered_with_errors(owner: Member, runs: None) -> None:
     operator = get_user_model().objects.create_user(username="ops", password=PASSWORD, is_staff=True)
     client = Client()
     client.force_login(operator)
@@ -110,6 +115,8 @@ def test_pipeline_runs_page_filters_and_shows_errors_to_operators(owner: Member,
 
     assert "Spark said tn-zzz~hidden" in page
     assert "SUCCEEDED</span>" not in page.split('id="pipeline-runs"')[1]
+    everything = text(client.get(reverse("dashboard:pipelines")))
+    assert "1234" in everything and "42.0 s" in everything and "last succeeded 29" in everything
 
 
 @pytest.fixture

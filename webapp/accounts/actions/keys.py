@@ -8,15 +8,12 @@ SYNC_SECURITY job; cloud keys are checked by the control plane alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
-from typing import Mapping
 
 from django.db import transaction
 from django.utils import timezone
 
 from webapp.accounts.api_keys import hash_secret, new_key_pair
-from webapp.accounts.errors import InvalidInput, NotAllowed, NotFound
+from webapp.accounts.errors import InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
@@ -75,7 +72,7 @@ def _resolve_owner(actor: Actor, owner_id: str) -> KeyOwner:
         membership = Membership.objects.select_related("user").filter(tenant=actor.tenant, public_id=owner_id).first()
         if membership is not None:
             return KeyOwner(membership=membership)
-    raise InvalidInput.for_field("owner", f"No service account or member '{owner_id}' in this tenant.")
+    raise StateConflict.for_field("owner", f"No service account or member '{owner_id}' in this tenant.")
 
 
 def do_create_key(actor: Actor, kind: str, owner: KeyOwner, description: str, request_id: str = "") -> NewApiKey:
@@ -115,16 +112,3 @@ def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiK
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, locked.key_id, created_by=actor.user, request_id=request_id)
     return locked, job
 
-
-def do_record_cluster_key_use(last_used_ms_by_key: Mapping[str, int]) -> int:
-    """Set the last_used_at of cluster keys from the brokers' reports (key id -> ms since the
-    epoch), never moving it backwards. Two queries whatever the number of keys; returns how
-    many keys changed."""
-    changed = []
-    for key in ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, key_id__in=list(last_used_ms_by_key)):
-        used_at = datetime.fromtimestamp(last_used_ms_by_key[key.key_id] / 1000, tz=dt_timezone.utc)
-        if key.last_used_at is None or key.last_used_at < used_at:
-            key.last_used_at = used_at
-            changed.append(key)
-    ApiKey.objects.bulk_update(changed, ["last_used_at"])
-    return len(changed)

@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Invitation, Membership, Role, Tenant
 from webapp.accounts.roles import require_role
@@ -99,7 +99,7 @@ def do_change_role(actor: Actor, membership: Membership, role: str) -> Membershi
         Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
         locked = Membership.objects.select_related("user", "tenant").get(pk=membership.pk, tenant=actor.tenant)
         if locked.role == Role.OWNER and role != Role.OWNER and _owner_count(actor.tenant) == 1:
-            raise InvalidInput.for_field("role", "The last owner cannot be demoted; make another member owner first.")
+            raise StateConflict.for_field("role", "The last owner cannot be demoted; make another member owner first.")
         locked.role = role
         locked.save(update_fields=["role"])
     return locked
@@ -113,7 +113,7 @@ def do_remove_member(actor: Actor, membership: Membership, request_id: str = "")
         Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
         locked = Membership.objects.get(pk=membership.pk, tenant=actor.tenant)
         if locked.role == Role.OWNER and _owner_count(actor.tenant) == 1:
-            raise InvalidInput.for_field("role", "The last owner cannot be removed.")
+            raise StateConflict.for_field("role", "The last owner cannot be removed.")
         had_cluster_keys = ApiKey.objects.filter(owner_membership=locked, kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True).exists()
         public_id = locked.public_id
         locked.delete()

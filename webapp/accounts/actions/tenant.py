@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from webapp.accounts.errors import InvalidInput
+from webapp.accounts.errors import InvalidInput, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import PLAN_LIMITS, Plan, Role, Tenant
 from webapp.accounts.roles import require_role
@@ -43,7 +43,7 @@ def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_i
                 problems["quota"] = [f"The tenant's quotas are above the {plan} plan's rates."]
             if problems:
                 reasons = " ".join(message for messages in problems.values() for message in messages)
-                raise InvalidInput.for_field("plan", f"The tenant holds more than the {plan} plan allows: {reasons}")
+                raise StateConflict.for_field("plan", f"The tenant holds more than the {plan} plan allows: {reasons}")
             tenant.plan = plan
             job = record_change(tenant, JobKind.SYNC_SECURITY, "plan", created_by=actor.user, request_id=request_id)
         tenant.save(update_fields=["name", "plan"])

@@ -7,7 +7,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.accounts.models import ApiKey, ApiKeyKind, Invitation, Membership, Plan, Role, ServiceAccount, Tenant
+from webapp.accounts.models import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, Role, ServiceAccount, Tenant
+from webapp.api.serializers.strict import InputSerializer
 from webapp.catalog.models import Quota
 
 
@@ -33,8 +34,14 @@ class TenantSerializer(serializers.ModelSerializer):
         return self.context["role"]
 
 
-class TenantUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+# Text that is not only white space (names are stripped, and a blank one is refused).
+NOT_BLANK = r"\S"
+# The rates a quota may name: 1 .. the largest plan's (a tenant's own plan may allow less: 409).
+MAX_QUOTA_RATE = max(max(limits.produce_bytes_per_second, limits.consume_bytes_per_second) for limits in PLAN_LIMITS.values())
+
+
+class TenantUpdateSerializer(InputSerializer):
+    name = serializers.RegexField(NOT_BLANK, max_length=100, required=False, help_text="1 to 100 characters, not only spaces.")
     plan = serializers.ChoiceField(choices=Plan.values, required=False)
 
 
@@ -49,11 +56,14 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["id", "username", "email", "role", "principal", "created_at"]
 
 
-class MemberUpdateSerializer(serializers.Serializer):
+class MemberUpdateSerializer(InputSerializer):
+    # A PATCH whose one field is required: the schema must not call it optional.
+    patch_requires_fields = True
+
     role = serializers.ChoiceField(choices=Role.choices)
 
 
-class InvitationCreateSerializer(serializers.Serializer):
+class InvitationCreateSerializer(InputSerializer):
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
 
@@ -75,11 +85,11 @@ class NewInvitationSerializer(InvitationSerializer):
         return self.context["token"]
 
 
-class InvitationAcceptSerializer(serializers.Serializer):
+class InvitationAcceptSerializer(InputSerializer):
     token = serializers.CharField(max_length=200)
     # Without a signed-in session, the invitee signs up with these.
-    username = serializers.CharField(max_length=200, required=False)
-    password = serializers.CharField(max_length=200, required=False, write_only=True)
+    username = serializers.RegexField(r"^[\w.@+-]+$", max_length=150, required=False, help_text="Letters, digits and @ . + - _ (Django's user names).")
+    password = serializers.RegexField(r"[^0-9]", min_length=10, max_length=200, required=False, write_only=True, help_text="As for sign-up: at least 10 characters, not all digits, not common.")
 
 
 class ServiceAccountSerializer(serializers.ModelSerializer):
@@ -92,16 +102,20 @@ class ServiceAccountSerializer(serializers.ModelSerializer):
         fields = ["id", "display_name", "description", "role", "principal", "created_at"]
 
 
-class ServiceAccountCreateSerializer(serializers.Serializer):
-    display_name = serializers.CharField(max_length=200, allow_blank=True)
-    description = serializers.CharField(max_length=1000, allow_blank=True, default="")
-    role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
+# A service account is never an owner.
+SERVICE_ACCOUNT_ROLES = [(role, label) for role, label in Role.choices if role != Role.OWNER]
 
 
-class ServiceAccountUpdateSerializer(serializers.Serializer):
-    display_name = serializers.CharField(max_length=200, allow_blank=True, required=False)
-    description = serializers.CharField(max_length=1000, allow_blank=True, required=False)
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
+class ServiceAccountCreateSerializer(InputSerializer):
+    display_name = serializers.RegexField(NOT_BLANK, max_length=64, help_text="1 to 64 characters, not only spaces.")
+    description = serializers.CharField(max_length=256, allow_blank=True, default="")
+    role = serializers.ChoiceField(choices=SERVICE_ACCOUNT_ROLES, default=Role.DEVELOPER, help_text="At most the caller's own role (403 otherwise).")
+
+
+class ServiceAccountUpdateSerializer(InputSerializer):
+    display_name = serializers.RegexField(NOT_BLANK, max_length=64, required=False, help_text="1 to 64 characters, not only spaces.")
+    description = serializers.CharField(max_length=256, allow_blank=True, required=False)
+    role = serializers.ChoiceField(choices=SERVICE_ACCOUNT_ROLES, required=False, help_text="At most the caller's own role (403 otherwise).")
 
 
 class KeyOwnerSerializer(serializers.Serializer):
@@ -147,10 +161,17 @@ class NewApiKeySerializer(ApiKeySerializer):
         return self.context.get("job")
 
 
-class ApiKeyCreateSerializer(serializers.Serializer):
+class ApiKeyFilterSerializer(serializers.Serializer):
+    """Query parameters of ``GET /api-keys``."""
+
+    state = serializers.ChoiceField(choices=["ACTIVE", "REVOKED"], required=False, help_text="Only keys in this state.")
+    owner = serializers.CharField(max_length=64, required=False, help_text="Only keys of this owner: sa-... or u-....")
+
+
+class ApiKeyCreateSerializer(InputSerializer):
     kind = serializers.ChoiceField(choices=ApiKeyKind.values)
-    owner = serializers.CharField(max_length=64, required=False, help_text="sa-... or u-...; yourself when left out.")
-    description = serializers.CharField(max_length=1000, allow_blank=True, default="")
+    owner = serializers.RegexField(r"^(sa|u)-", max_length=64, required=False, help_text="sa-... or u-...; yourself when left out. One that is not in the tenant: 409.")
+    description = serializers.CharField(max_length=256, allow_blank=True, default="")
 
 
 class QuotaSerializer(serializers.ModelSerializer):
@@ -162,16 +183,22 @@ class QuotaSerializer(serializers.ModelSerializer):
         fields = ["produce_bytes_per_second", "consume_bytes_per_second", "effective_produce_bytes_per_second", "effective_consume_bytes_per_second", "updated_at"]
 
 
-class QuotaUpdateSerializer(serializers.Serializer):
-    produce_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=-(2**62), max_value=2**62)
-    consume_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=-(2**62), max_value=2**62)
+class QuotaUpdateSerializer(InputSerializer):
+    produce_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409.")
+    consume_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409.")
 
 
-class SignUpSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=200)
-    email = serializers.CharField(max_length=254)
-    password = serializers.CharField(max_length=200, write_only=True)
-    tenant_name = serializers.CharField(max_length=200, allow_blank=True)
+class SignUpSerializer(InputSerializer):
+    username = serializers.RegexField(r"^[\w.@+-]+$", max_length=150, help_text="Letters, digits and @ . + - _ (Django's user names).")
+    email = serializers.EmailField(max_length=254)
+    password = serializers.RegexField(
+        r"[^0-9]",
+        min_length=10,
+        max_length=200,
+        write_only=True,
+        help_text="At least 10 characters, not all digits; also refused (400): common passwords and ones close to the username or e-mail.",
+    )
+    tenant_name = serializers.RegexField(NOT_BLANK, max_length=100, help_text="1 to 100 characters, not only spaces.")
 
 
 class SignUpResultSerializer(serializers.Serializer):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.api.serializers.common import ResourceMetadataSerializer, resource_name
+from webapp.api.serializers.strict import InputSerializer
 from webapp.catalog.models import AclBinding, Operation, PatternType, Permission, ResourceType
 
 ANY_CHOICE = ["ANY"]
 
 
-class AclCreateSerializer(serializers.Serializer):
+class AclCreateSerializer(InputSerializer):
     resource_type = serializers.ChoiceField(choices=ResourceType.values)
     resource_name = serializers.CharField(max_length=300, allow_blank=True)
     pattern_type = serializers.ChoiceField(choices=PatternType.values, default=PatternType.LITERAL)
@@ -56,9 +59,17 @@ class AclSerializer(serializers.ModelSerializer):
     def get_metadata(self, binding: AclBinding) -> dict[str, str]:
         tenant_id = self.context["tenant_public_id"]
         request = self.context["request"]
-        query = (
-            f"resource_type={binding.resource_type}&resource_name={binding.resource_name}&pattern_type={binding.pattern_type}"
-            f"&principal={binding.principal}&host={binding.host}&operation={binding.operation}&permission={binding.permission}"
+        # Encoded: a resource name may hold any character, and the link must stay one URL.
+        query = urlencode(
+            {
+                "resource_type": binding.resource_type,
+                "resource_name": binding.resource_name,
+                "pattern_type": binding.pattern_type,
+                "principal": binding.principal,
+                "host": binding.host,
+                "operation": binding.operation,
+                "permission": binding.permission,
+            }
         )
         return {
             "self": request.build_absolute_uri("/api/v1/acls") + "?" + query,

@@ -41,6 +41,12 @@ class JobResponseSerializer(serializers.Serializer):
     job = JobSummarySerializer(allow_null=True)
 
 
+class NameFilterSerializer(serializers.Serializer):
+    """``?name=``: only resources whose name contains this text (any case)."""
+
+    name = serializers.CharField(required=False, max_length=300, help_text="Only those whose name contains this text (any case).")
+
+
 def link(request: Request, name: str, **kwargs: Any) -> str:
     return reverse(name, kwargs=kwargs, request=request)
 

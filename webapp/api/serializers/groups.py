@@ -14,6 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
+from webapp.api.serializers.strict import InputSerializer
 from webapp.consumer_groups import RESET_TARGETS, Group, GroupLag, Member, PartitionLag, ResetRequest
 from weir import ConsumerGroupState
 
@@ -222,13 +223,13 @@ class LagSummarySerializer(serializers.Serializer):
         return len(lag.partitions)
 
 
-class PartitionOffsetSerializer(serializers.Serializer):
+class PartitionOffsetSerializer(InputSerializer):
     topic_name = serializers.CharField(max_length=249)
     partition_id = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
     offset = serializers.IntegerField(min_value=0, max_value=2**63 - 1)
 
 
-class OffsetResetSerializer(serializers.Serializer):
+class OffsetResetSerializer(InputSerializer):
     """Where to move a group's committed offsets; a dry run (the default) only answers the plan.
 
     ``to``: ``earliest``, ``latest``, ``timestamp`` (the first offset at or after

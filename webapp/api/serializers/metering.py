@@ -22,8 +22,10 @@ from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.facade import GroupEvaluation, is_stale
 from webapp.metering.models import TOPIC_NAME_MAX_LENGTH, Granularity, GroupLag, GroupLagHistory, GroupStatus, PartitionLag, PartitionStatus, Pipeline, PipelineRun, RunStatus, UsageAggregate
 
-# Accepted times: far enough apart for any real query, near enough that defaults computed
-# from them (a window before ``to``) never leave Python's datetime range.
+# Times are clamped to this range: far enough apart for any real query (no usage or lag is
+# older or newer), near enough that defaults computed from them (a window before ``to``)
+# never leave Python's datetime range. Clamping rather than refusing keeps every time the
+# schema's date-time format allows a valid one.
 EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LATEST_TIME = datetime(9000, 1, 1, tzinfo=timezone.utc)
 # Shown to callers that are not operators in place of a failed run's error: a job's stderr
@@ -33,11 +35,10 @@ REDACTED_ERROR = "The run failed; operators see the details."
 
 @extend_schema_field(OpenApiTypes.DATETIME)
 class InstantField(serializers.Field):
-    """An ISO 8601 time or date, as an aware UTC datetime."""
+    """An ISO 8601 time or date, as an aware UTC datetime within [EARLIEST_TIME, LATEST_TIME]."""
 
     default_error_messages = {
         "invalid": "Not a time: use ISO 8601, e.g. 2025-01-31T12:00:00Z, 2025-01-31T12:00:00+01:00 or 2025-01-31.",
-        "range": "Times must lie between 1970-01-01 and 9000-01-01.",
     }
 
     def to_internal_value(self, value: Any) -> datetime:
@@ -46,9 +47,7 @@ class InstantField(serializers.Field):
         parsed = _parse_instant(value.strip())
         if parsed is None:
             self.fail("invalid")
-        if not EARLIEST_TIME <= parsed <= LATEST_TIME:
-            self.fail("range")
-        return parsed
+        return min(max(parsed, EARLIEST_TIME), LATEST_TIME)
 
     def to_representation(self, value: datetime) -> str:
         return value.isoformat()
@@ -77,7 +76,9 @@ def _parse_instant(text: str) -> datetime | None:
 
 
 class TimeWindowQuerySerializer(serializers.Serializer):
-    """``from`` (inclusive) and ``to`` (exclusive); each optional, ``from`` before ``to``."""
+    """``from`` (inclusive) and ``to`` (exclusive); each optional. A window whose ``from`` is
+    not before its ``to`` is empty (no rows), like any window without data: both are valid
+    times, and the schema cannot say that one must precede the other."""
 
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
@@ -87,17 +88,18 @@ class TimeWindowQuerySerializer(serializers.Serializer):
         return fields
 
     def window(self, now: datetime, default_length: Any) -> tuple[datetime, datetime]:
-        """(start, end): ``to`` defaults to ``now``, ``from`` to ``default_length`` before ``to``."""
+        """(start, end): ``to`` defaults to ``now``, ``from`` to ``default_length`` before ``to``.
+        ``start >= end`` means an empty window."""
         end = self.validated_data.get("to") or now
-        start = self.validated_data.get("from") or end - default_length
-        if start >= end:
-            raise serializers.ValidationError({"from": [f"from ({start.isoformat()}) must be before to ({end.isoformat()})."]})
+        start = self.validated_data.get("from") or max(end - default_length, EARLIEST_TIME)
         return start, end
 
 
 class UsageQuerySerializer(TimeWindowQuerySerializer):
     granularity = serializers.ChoiceField(choices=Granularity.values, default=Granularity.HOUR, help_text="Bucket size: hour (default) or day.")
     topic = serializers.CharField(required=False, max_length=TOPIC_NAME_MAX_LENGTH, help_text="Only this topic (deleted topics keep their usage).")
+    # Chosen by content negotiation before the view runs; declared so that it is given once.
+    format = serializers.ChoiceField(choices=["json", "csv"], required=False)
 
 
 class UsageRowSerializer(serializers.ModelSerializer):
@@ -271,3 +273,22 @@ class PipelineRunSerializer(serializers.ModelSerializer):
 
     def _operator(self) -> bool:
         return is_operator(self.context["request"].user)
+
+
+class TenantPipelineStatusSerializer(serializers.Serializer):
+    """One pipeline as the caller's tenant sees it (``webapp.metering.facade.TenantPipelineStatus``)."""
+
+    pipeline = serializers.ChoiceField(choices=Pipeline.values)
+    interval_seconds = serializers.FloatField(help_text="How often it runs when scheduled.")
+    last_run_started_at = serializers.DateTimeField(allow_null=True, help_text="When its latest run started.")
+    last_run_status = serializers.ChoiceField(choices=RunStatus.values, allow_null=True, help_text="How its latest run went (RUNNING while it runs).")
+    last_succeeded_at = serializers.DateTimeField(allow_null=True, help_text="When a run last succeeded.")
+    last_evaluated_at = serializers.DateTimeField(
+        allow_null=True, help_text="usage: when your usage rows were last written; lag: when your consumer groups were last evaluated. Null: never."
+    )
+
+
+class TenantPipelineStatusListSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    cluster_id = serializers.CharField()
+    data = TenantPipelineStatusSerializer(many=True)

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
+from webapp.api.serializers.strict import InputSerializer
 from webapp.catalog.models import Topic
 from webapp.catalog.partition_health import HealthCounts, PartitionHealth, partition_health, topic_health_counts
 from webapp.catalog.topic_configs import TopicConfigEntry
@@ -16,7 +17,7 @@ from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_
 from webapp.provisioning.facade import PartitionDescription
 
 
-class TopicCreateSerializer(serializers.Serializer):
+class TopicCreateSerializer(InputSerializer):
     topic_name = serializers.CharField(
         max_length=TENANT_TOPIC_NAME_MAX_LENGTH,
         allow_blank=True,
@@ -44,18 +45,18 @@ class TopicCreateSerializer(serializers.Serializer):
         return configs
 
 
-class PartitionsGrowSerializer(serializers.Serializer):
+class PartitionsGrowSerializer(InputSerializer):
     partitions_count = serializers.IntegerField(min_value=-(2**31), max_value=2**31 - 1)
 
 
-class ConfigAlterEntrySerializer(serializers.Serializer):
+class ConfigAlterEntrySerializer(InputSerializer):
     name = serializers.CharField(max_length=255)
     value = serializers.CharField(required=False, allow_null=True, allow_blank=True)
     operation = serializers.ChoiceField(choices=["SET", "DELETE"], default="SET")
 
 
-class ConfigAlterSerializer(serializers.Serializer):
-    data = ConfigAlterEntrySerializer(many=True, allow_empty=False)
+class ConfigAlterSerializer(InputSerializer):
+    data = ConfigAlterEntrySerializer(many=True, allow_empty=False, min_length=1)
 
 
 class TopicSerializer(serializers.Serializer):

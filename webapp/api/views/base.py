@@ -12,17 +12,24 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Model, QuerySet
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, status, viewsets
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.authentication import CloudApiKeyAuthentication, SessionActorAuthentication
-from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound
+from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Role
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
+from webapp.api.schema import ERROR_DESCRIPTIONS, WeirAutoSchema
 from weir.request_ids import current_request_id
+
+
+# The answer of an action that can raise Conflict (the schema adds the error body).
+CONFLICT = OpenApiResponse(description=ERROR_DESCRIPTIONS["409"])
 
 
 class ConflictError(exceptions.APIException):
@@ -31,8 +38,16 @@ class ConflictError(exceptions.APIException):
     default_code = "conflict"
 
 
+class StateConflictError(exceptions.ValidationError):
+    """A 409 whose body names the fields, like a 400's (``webapp.api.errors``)."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+
 def api_exception_for(error: ActionError) -> exceptions.APIException:
     """The DRF exception (and so the HTTP status and error body) of an action error."""
+    if isinstance(error, StateConflict):
+        return StateConflictError(error.errors)
     if isinstance(error, InvalidInput):
         return exceptions.ValidationError(error.errors)
     if isinstance(error, Conflict):
@@ -48,6 +63,9 @@ class ActionErrorsMixin:
     """Authentication shared by every endpoint, and action errors answered as HTTP errors."""
 
     authentication_classes = [CloudApiKeyAuthentication, SessionActorAuthentication]
+    # JSON bodies only: what the schema documents, and no form a foreign page could post.
+    parser_classes = [JSONParser]
+    schema = WeirAutoSchema()
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, ActionError):

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Tenant
 from webapp.api.permissions import IsTenantMemberOrOperator
+from webapp.api.schema import single_object
 from webapp.api.serializers.cluster import BrokerSerializer, ClusterSerializer
 from webapp.api.serializers.common import link, resource_name
 from webapp.api.views.base import ActionErrorsMixin
@@ -24,7 +25,7 @@ from webapp.catalog.partition_health import broker_partition_counts, tenant_heal
 from webapp.fleet.facade import broker_state_counts, brokers
 from webapp.fleet.models import BrokerNode
 
-BrokerListSerializer = inline_serializer("KafkaBrokerList", {"kind": serializers.CharField(), "data": BrokerSerializer(many=True)})
+BrokerListSerializer = single_object(inline_serializer("KafkaBrokerList", {"kind": serializers.CharField(), "data": BrokerSerializer(many=True)}))
 
 
 class ClusterView(TenantRoleView):

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Role
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
+from webapp.api.schema import ERROR_DESCRIPTIONS, single_object
 from webapp.api.serializers.groups import (
     STATE_NAMES,
     ConsumerGroupSerializer,
@@ -33,10 +34,10 @@ from webapp.api.serializers.groups import (
 from webapp.api.views.base import ActionErrorsMixin
 from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group, get_group_lag, list_groups, plan_reset
 
-ConsumerGroupListSerializer = inline_serializer("KafkaConsumerGroupList", {"kind": serializers.CharField(), "data": ConsumerGroupSerializer(many=True)})
+ConsumerGroupListSerializer = single_object(inline_serializer("KafkaConsumerGroupList", {"kind": serializers.CharField(), "data": ConsumerGroupSerializer(many=True)}))
 ConsumerListSerializer = inline_serializer("KafkaConsumerList", {"kind": serializers.CharField(), "data": ConsumerSerializer(many=True)})
 ConsumerLagListSerializer = inline_serializer("KafkaConsumerLagList", {"kind": serializers.CharField(), "data": ConsumerLagSerializer(many=True)})
-UNAVAILABLE = OpenApiResponse(description="The brokers cannot be reached; try again later.")
+UNAVAILABLE = OpenApiResponse(description=ERROR_DESCRIPTIONS["503"])
 
 
 class BrokersUnavailable(exceptions.APIException):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,16 +16,18 @@ from webapp.accounts.actions.service_accounts import (
     do_update_service_account,
 )
 from webapp.accounts.models import ApiKey, Role, ServiceAccount
+from webapp.api.query import validated_query
 from webapp.api.serializers.accounts import (
     ApiKeyCreateSerializer,
+    ApiKeyFilterSerializer,
     ApiKeySerializer,
     NewApiKeySerializer,
     ServiceAccountCreateSerializer,
     ServiceAccountSerializer,
     ServiceAccountUpdateSerializer,
 )
-from webapp.api.serializers.common import JobResponseSerializer, job_summary
-from webapp.api.views.base import TenantScopedViewSet
+from webapp.api.serializers.common import JobResponseSerializer, NameFilterSerializer, job_summary
+from webapp.api.views.base import CONFLICT, TenantScopedViewSet
 
 
 class ServiceAccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
@@ -36,14 +38,16 @@ class ServiceAccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Te
     write_role = Role.ADMIN
 
     def safely_get_queryset(self, queryset: QuerySet[ServiceAccount]) -> QuerySet[ServiceAccount]:
-        name = self.request.query_params.get("name")
+        if self.action != "list":
+            return queryset
+        name = validated_query(NameFilterSerializer, self.request).validated_data.get("name")
         return queryset.filter(name__icontains=name) if name else queryset
 
-    @extend_schema(parameters=[OpenApiParameter("name", str, description="Only accounts whose name contains this text.")])
+    @extend_schema(parameters=[NameFilterSerializer])
     def list(self, request: Request) -> Response:
         return super().list(request)
 
-    @extend_schema(request=ServiceAccountCreateSerializer, responses={201: ServiceAccountSerializer})
+    @extend_schema(request=ServiceAccountCreateSerializer, responses={201: ServiceAccountSerializer, 409: CONFLICT})
     def create(self, request: Request) -> Response:
         payload = ServiceAccountCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -52,7 +56,7 @@ class ServiceAccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Te
         account = do_create_service_account(self.actor, values["display_name"], values["description"], values["role"])
         return Response(ServiceAccountSerializer(account).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ServiceAccountUpdateSerializer, responses={200: ServiceAccountSerializer})
+    @extend_schema(request=ServiceAccountUpdateSerializer, responses={200: ServiceAccountSerializer, 409: CONFLICT})
     def partial_update(self, request: Request, service_account_id: str) -> Response:
         account = self.get_object()
         payload = ServiceAccountUpdateSerializer(data=request.data)
@@ -81,22 +85,19 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
 
     def safely_get_queryset(self, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
         queryset = queryset.select_related("owner_service_account", "owner_membership")
-        state = self.request.query_params.get("state")
-        if state == "ACTIVE":
+        if self.action != "list":
+            return queryset
+        query = validated_query(ApiKeyFilterSerializer, self.request).validated_data
+        if query.get("state") == "ACTIVE":
             queryset = queryset.filter(revoked_at__isnull=True)
-        elif state == "REVOKED":
+        elif query.get("state") == "REVOKED":
             queryset = queryset.filter(revoked_at__isnull=False)
-        owner = self.request.query_params.get("owner")
+        owner = query.get("owner")
         if owner:
             queryset = queryset.filter(owner_service_account__public_id=owner) | queryset.filter(owner_membership__public_id=owner)
         return queryset
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("state", str, enum=["ACTIVE", "REVOKED"]),
-            OpenApiParameter("owner", str, description="sa-... or u-..."),
-        ]
-    )
+    @extend_schema(parameters=[ApiKeyFilterSerializer])
     def list(self, request: Request) -> Response:
         return super().list(request)
 

@@ -39,7 +39,8 @@ from rest_framework.response import Response
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Role
 from webapp.api.pagination import CursorPagination
-from webapp.api.permissions import HasRequiredRole, IsTenantMember, IsTenantMemberOrOperator
+from webapp.api.permissions import HasRequiredRole, IsOperator, IsTenantMember
+from webapp.api.query import validated_query
 from webapp.api.serializers.metering import (
     GroupLagEvaluationSerializer,
     GroupLagStatusQuerySerializer,
@@ -47,6 +48,8 @@ from webapp.api.serializers.metering import (
     LagHistoryPointSerializer,
     PipelineRunQuerySerializer,
     PipelineRunSerializer,
+    TenantPipelineStatusListSerializer,
+    TenantPipelineStatusSerializer,
     TimeWindowQuerySerializer,
     UsageListSerializer,
     UsageQuerySerializer,
@@ -54,13 +57,18 @@ from webapp.api.serializers.metering import (
 )
 from webapp.api.views.base import ActionErrorsMixin, BaseApiView
 from webapp.metering import facade
-from webapp.metering.models import GroupStatus, PipelineRun
+from webapp.metering.models import TOPIC_NAME_MAX_LENGTH, GroupStatus, PipelineRun
 from webapp.metering.usage_export import USAGE_CSV_COLUMNS, csv_lines
 
 GROUP_ID = OpenApiParameter("consumer_group_id", str, OpenApiParameter.PATH)
 WINDOW = [
-    OpenApiParameter("from", OpenApiTypes.DATETIME, description="Start of the window (inclusive), ISO 8601."),
+    OpenApiParameter("from", OpenApiTypes.DATETIME, description="Start of the window (inclusive), ISO 8601; a from not before to is an empty window."),
     OpenApiParameter("to", OpenApiTypes.DATETIME, description="End of the window (exclusive), ISO 8601; default now."),
+]
+# The cursor pagination's parameters, for views that paginate by hand.
+PAGING = [
+    OpenApiParameter(parameter["name"], parameter["schema"], description=parameter["description"])
+    for parameter in CursorPagination().get_schema_operation_parameters(view=None)
 ]
 
 
@@ -150,12 +158,11 @@ class UsageView(TenantReadView):
         operation_id="v1_usage_list",
         parameters=[
             OpenApiParameter("granularity", str, enum=["hour", "day"], description="Bucket size (default hour)."),
-            OpenApiParameter("from", OpenApiTypes.DATETIME, description="Buckets starting at or after this time (ISO 8601); default 24 hours (hour) or 30 days (day) before to."),
+            OpenApiParameter("from", OpenApiTypes.DATETIME, description="Buckets starting at or after this time (ISO 8601); default 24 hours (hour) or 30 days (day) before to. A from not before to is an empty window."),
             OpenApiParameter("to", OpenApiTypes.DATETIME, description="Buckets starting before this time (ISO 8601); default now."),
-            OpenApiParameter("topic", str, description="Only this topic."),
+            OpenApiParameter("topic", {"type": "string", "minLength": 1, "maxLength": TOPIC_NAME_MAX_LENGTH}, description="Only this topic."),
             OpenApiParameter("format", str, enum=["json", "csv"], description="csv: every row of the window as one CSV file (also with Accept: text/csv)."),
-            OpenApiParameter("cursor", str, description="The cursor of a next or previous link."),
-            OpenApiParameter("page_size", int, description="Rows per page (JSON only; at most 500)."),
+            *PAGING,
         ],
         responses={
             (200, "application/json"): OpenApiResponse(UsageListSerializer, description="A page of usage rows."),
@@ -164,8 +171,7 @@ class UsageView(TenantReadView):
         description="Usage of the caller's tenant per topic and hour or day, as the usage pipeline aggregated it: bytes and records in and out, requests, throttle time, storage (average and peak) and partition-hours.",
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse:
-        query = UsageQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated_query(UsageQuerySerializer, request)
         granularity = query.validated_data["granularity"]
         topic = query.validated_data.get("topic") or None
         start, end = query.window(timezone.now(), facade.default_usage_window(granularity))
@@ -210,13 +216,12 @@ class LagStatusView(TenantReadView):
 
     @extend_schema(
         operation_id="v1_consumer_groups_lag_status",
-        parameters=[OpenApiParameter("status", str, enum=GroupStatus.values, description="Only groups in this status."), OpenApiParameter("cursor", str), OpenApiParameter("page_size", int)],
+        parameters=[GroupLagStatusQuerySerializer, *PAGING],
         responses={200: LagStatusListSerializer},
         description="The lag pipeline's latest status of each of the tenant's consumer groups, by group id, with how many groups are in each status. For lag asked from the brokers now, see /consumer-groups/{consumer_group_id}/lag-summary.",
     )
     def get(self, request: Request) -> Response:
-        query = GroupLagStatusQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated_query(GroupLagStatusQuerySerializer, request)
         tenant = self.actor.tenant
         groups = facade.group_statuses(tenant, query.validated_data.get("status"))
         body = {"kind": "WeirConsumerGroupLagStatusList", "cluster_id": tenant.public_id, "counts": facade.group_status_counts(tenant)}
@@ -244,13 +249,12 @@ class GroupLagHistoryView(TenantReadView):
 
     @extend_schema(
         operation_id="v1_consumer_groups_lag_history",
-        parameters=[GROUP_ID, *WINDOW, OpenApiParameter("cursor", str), OpenApiParameter("page_size", int)],
+        parameters=[GROUP_ID, *WINDOW, *PAGING],
         responses={200: LagHistorySerializer, 404: NOT_EVALUATED},
         description="The group's status, total and max lag at each evaluation of the lag pipeline in the window (default: the last 6 hours), oldest first.",
     )
     def get(self, request: Request, consumer_group_id: str) -> Response:
-        query = TimeWindowQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated_query(TimeWindowQuerySerializer, request)
         start, end = query.window(timezone.now(), facade.DEFAULT_LAG_HISTORY_WINDOW)
         tenant = self.actor.tenant
         points = facade.lag_history(tenant, consumer_group_id, start, end)
@@ -260,15 +264,31 @@ class GroupLagHistoryView(TenantReadView):
         return self.paginated(LagHistoryPagination(), points, LagHistoryPointSerializer, **body)
 
 
-class PipelineRunViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """``/pipeline-runs``: the runs of the usage and lag pipelines, newest first.
+class PipelineStatusView(TenantReadView):
+    """``GET /pipelines``: when the usage and lag pipelines last evaluated the caller's tenant."""
 
-    Runs belong to the whole service, not to a tenant: every member sees when the pipelines
-    ran and how they ended; only operators read a failed run's error and result.
+    @extend_schema(
+        operation_id="v1_pipelines_list",
+        responses={200: TenantPipelineStatusListSerializer},
+        description="For each pipeline (usage, lag): how often it runs, when its latest run started and how it went, when it last succeeded, and when it last wrote your usage or evaluated your consumer groups. Runs' row counts and errors cover every tenant and are for operators (/pipeline-runs).",
+    )
+    def get(self, request: Request) -> Response:
+        tenant = self.actor.tenant
+        statuses = facade.tenant_pipeline_statuses(tenant)
+        data = TenantPipelineStatusSerializer(statuses, many=True).data
+        return Response({"kind": "WeirPipelineStatusList", "cluster_id": tenant.public_id, "data": data})
+
+
+class PipelineRunViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """``/pipeline-runs``: the runs of the usage and lag pipelines, newest first, for operators.
+
+    A run covers every tenant at once: its row counts, error and result are figures of all
+    tenants together, so members never read them; they read ``/pipelines`` (their tenant's
+    evaluation times) instead.
     """
 
     serializer_class = PipelineRunSerializer
-    permission_classes = [IsTenantMemberOrOperator]
+    permission_classes = [IsOperator]
     pagination_class = PipelineRunPagination
     lookup_field = "public_id"
     lookup_url_kwarg = "run_id"
@@ -276,10 +296,9 @@ class PipelineRunViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.Retrie
     def get_queryset(self) -> QuerySet[PipelineRun]:
         if getattr(self, "swagger_fake_view", False) or self.action != "list":
             return PipelineRun.objects.all()
-        query = PipelineRunQuerySerializer(data=self.request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated_query(PipelineRunQuerySerializer, self.request)
         return facade.pipeline_runs(query.validated_data.get("pipeline"), query.validated_data.get("status"))
 
-    @extend_schema(parameters=[OpenApiParameter("pipeline", str, enum=["usage", "lag"]), OpenApiParameter("status", str, enum=["RUNNING", "SUCCEEDED", "FAILED"])])
+    @extend_schema(parameters=[PipelineRunQuerySerializer])
     def list(self, request: Request) -> Response:
         return super().list(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import login
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
@@ -153,7 +153,7 @@ class InvitationAcceptView(BaseApiView):
     permission_classes = [AllowAny]
     parser_classes = [JSONParser]
 
-    @extend_schema(request=InvitationAcceptSerializer, responses={201: MemberSerializer})
+    @extend_schema(request=InvitationAcceptSerializer, responses={201: MemberSerializer, 404: OpenApiResponse(description="No such invitation, or it was used or has expired.")})
     def post(self, request: Request) -> Response:
         payload = InvitationAcceptSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.api.serializers.common import JobResponseSerializer, job_summary
+from webapp.api.query import validated_query
+from webapp.api.serializers.common import JobResponseSerializer, NameFilterSerializer, job_summary
 from webapp.api.serializers.topics import (
     ConfigAlterSerializer,
     PartitionSerializer,
@@ -24,7 +25,7 @@ from webapp.api.serializers.topics import (
     TopicSerializer,
     TopicWithJobSerializer,
 )
-from webapp.api.views.base import TenantScopedViewSet
+from webapp.api.views.base import CONFLICT, TenantScopedViewSet
 from webapp.catalog.actions.topics import (
     check_alter_topic_configs,
     check_create_partitions,
@@ -53,9 +54,7 @@ class TopicViewSet(TenantScopedViewSet):
 
     def safely_get_queryset(self, queryset: QuerySet[Topic]) -> QuerySet[Topic]:
         # Partitions are prefetched for the health counts: one query for a whole page.
-        queryset = queryset.prefetch_related("partitions")
-        name = self.request.query_params.get("name")
-        return queryset.filter(name__icontains=name) if name else queryset
+        return queryset.prefetch_related("partitions")
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
@@ -64,12 +63,14 @@ class TopicViewSet(TenantScopedViewSet):
         context["tenant_public_id"] = self.actor.tenant.public_id
         return context
 
-    @extend_schema(parameters=[OpenApiParameter("name", str, description="Only topics whose name contains this text.")])
+    @extend_schema(parameters=[NameFilterSerializer])
     def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        name = validated_query(NameFilterSerializer, request).validated_data.get("name")
+        topics = self.get_queryset()
+        page = self.paginate_queryset(topics.filter(name__icontains=name) if name else topics)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
-    @extend_schema(request=TopicCreateSerializer, responses={201: TopicWithJobSerializer})
+    @extend_schema(request=TopicCreateSerializer, responses={201: TopicWithJobSerializer, 409: CONFLICT})
     def create(self, request: Request) -> Response:
         payload = TopicCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

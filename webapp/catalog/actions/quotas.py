@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from webapp.accounts.errors import InvalidInput
+from webapp.accounts.errors import InvalidInput, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import Role
 from webapp.accounts.roles import require_role
@@ -22,18 +22,21 @@ def tenant_quota(actor: Actor) -> Quota:
 
 
 def check_set_quota(actor: Actor, produce_bytes_per_second: int | None, consume_bytes_per_second: int | None) -> None:
-    """Each rate is None (the plan's default) or 1 .. the plan's rate."""
+    """Each rate is None (the plan's default) or 1 .. the plan's rate. Below 1 is invalid
+    input; above the plan's rate a conflict with the tenant's plan (a higher plan allows it)."""
     require_role(actor, Role.ADMIN, "change quotas")
     limits = actor.tenant.limits
     errors: dict[str, object] = {}
+    above_plan = False
     for field, value, maximum in (
         ("produce_bytes_per_second", produce_bytes_per_second, limits.produce_bytes_per_second),
         ("consume_bytes_per_second", consume_bytes_per_second, limits.consume_bytes_per_second),
     ):
         if value is not None and not 1 <= value <= maximum:
             errors[field] = [f"Between 1 and {maximum} (the {actor.tenant.plan} plan's rate), or null for the plan's rate."]
+            above_plan = above_plan or value > maximum
     if errors:
-        raise InvalidInput(errors)
+        raise StateConflict(errors) if above_plan and all(value is None or value >= 1 for value in (produce_bytes_per_second, consume_bytes_per_second)) else InvalidInput(errors)
 
 
 def do_set_quota(actor: Actor, produce_bytes_per_second: int | None, consume_bytes_per_second: int | None, request_id: str = "") -> tuple[Quota, ProvisioningJob]:
