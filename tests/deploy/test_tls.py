@@ -19,6 +19,7 @@ from deploy.local import StackSettings, broker_processes, child_environment, con
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
 from grpc_protos.weir.v1 import admin_pb2
 from tests.support.processes import free_port
+from weir import tenant_tokens
 from weir.admin import AdminClient
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the local CA is made with the openssl command")
@@ -186,6 +187,8 @@ def test_dashboard_sdk_configuration_reaches_a_tls_broker(tls_broker: int, certi
 
     settings.WEIR_BROKER_TLS_CA = str(certificates.ca_certificate)
     settings.WEIR_INTERNAL_TOKEN = INTERNAL_TOKEN
+    # The web process signs tenant tokens with the key brokers derive from their internal token.
+    settings.WEIR_TENANT_TOKEN_KEY = tenant_tokens.derive_key(INTERNAL_TOKEN).hex()
     settings.WEIR_BOOTSTRAP_SERVERS = f"127.0.0.1:{tls_broker}"
     with BrokerAdminClient(BrokerAddress(1, settings.WEIR_BOOTSTRAP_SERVERS), token=INTERNAL_TOKEN) as client:
         client.apply_security(admin_pb2.ApplySecurityRequest(version=1))
