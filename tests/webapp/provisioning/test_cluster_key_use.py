@@ -8,7 +8,7 @@ from datetime import timezone as dt_timezone
 import pytest
 
 from grpc_protos.weir.v1 import admin_pb2
-from webapp.accounts.actions.keys import do_record_cluster_key_use
+from webapp.accounts.actions.key_use import do_record_cluster_key_use
 from webapp.accounts.models import ApiKey, ApiKeyKind, ServiceAccount, Tenant
 from webapp.provisioning.reconciler import _record_cluster_key_use
 

@@ -1,0 +1,28 @@
+"""Recording when brokers last saw each cluster key used.
+
+The provisioning reconciler calls this with what brokers report. It is its own module, not in
+``keys``, because ``keys`` records SYNC_SECURITY jobs through provisioning: importing ``keys``
+from the reconciler made accounts and provisioning import each other in a cycle.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from typing import Mapping
+
+from webapp.accounts.models import ApiKey, ApiKeyKind
+
+
+def do_record_cluster_key_use(last_used_ms_by_key: Mapping[str, int]) -> int:
+    """Set the last_used_at of cluster keys from the brokers' reports (key id -> ms since the
+    epoch), never moving it backwards. Two queries whatever the number of keys; returns how
+    many keys changed."""
+    changed = []
+    for key in ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, key_id__in=list(last_used_ms_by_key)):
+        used_at = datetime.fromtimestamp(last_used_ms_by_key[key.key_id] / 1000, tz=dt_timezone.utc)
+        if key.last_used_at is None or key.last_used_at < used_at:
+            key.last_used_at = used_at
+            changed.append(key)
+    ApiKey.objects.bulk_update(changed, ["last_used_at"])
+    return len(changed)
