@@ -15,11 +15,14 @@ together with a tenant, and a client acting as one tenant needs no more than tha
 - :func:`next_record_timestamps`: for each requested (partition, offset), the timestamp of the
   first record at or after the offset, read with one Consumer per tenant assigned to exactly
   those partitions; a partition is paused as soon as its record came in. Bounded by a
-  deadline: what has not arrived by then is left out (the time lag is then unknown).
+  deadline: what has not arrived by then is left out (the time lag is then unknown). A stored
+  batch that cannot be decoded (_BAD_MSG) leaves the offsets it covers out too, with a warning
+  naming tenant, topic, partition and offsets, and the reader moves on past it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -29,8 +32,10 @@ from typing import Any
 
 from weir import Consumer, KafkaException, TopicPartition, tenant_tokens
 from weir.admin import AdminClient, OffsetSpec
-from weir.errors import ErrorCode
+from weir.errors import BadBatchError, ErrorCode
 from weir.message import TIMESTAMP_NOT_AVAILABLE
+
+logger = logging.getLogger(__name__)
 
 CLIENT_ID = "weir-lag-job"
 CONSUME_BATCH = 500  # records taken per consume() while looking for first records
@@ -166,7 +171,13 @@ def _first_records(client_config: Mapping[str, Any], tenant_id: str, wanted: dic
                 offset = message.offset()
                 key = (message.topic(), message.partition())
                 offsets = pending.get(key)  # type: ignore[arg-type]
-                if message.error() is not None or offsets is None or offset is None or offset < offsets[0]:
+                error = message.error()
+                if isinstance(error, BadBatchError) and offsets:
+                    _skip_bad_batch(consumer, tenant_id, key, offsets, error)  # type: ignore[arg-type]
+                    if not offsets:
+                        del pending[key]  # type: ignore[arg-type]
+                    continue
+                if error is not None or offsets is None or offset is None or offset < offsets[0]:
                     continue
                 timestamp_type, timestamp_ms = message.timestamp()
                 while offsets and offsets[0] <= offset:
@@ -182,3 +193,22 @@ def _first_records(client_config: Mapping[str, Any], tenant_id: str, wanted: dic
     finally:
         consumer.close()
     return found
+
+
+def _skip_bad_batch(consumer: Consumer, tenant_id: str, key: tuple[str, int], offsets: list[int], error: BadBatchError) -> None:
+    """A stored batch of this partition cannot be decoded: the requested offsets it covers have
+    no known first record (their time lag stays unknown), said once in the job's log naming the
+    partition and offsets; the reader moves past it to the next requested offset, or pauses the
+    partition, so the other partitions and tenants still get the whole deadline."""
+    topic, partition = key
+    unknown = [requested for requested in offsets if requested <= error.last_offset]
+    del offsets[: len(unknown)]
+    logger.warning(
+        "lag job: tenant %s, %s [%d]: offsets %d..%d are in a stored batch that cannot be decoded; "
+        "the time lag at offset(s) %s is unknown (%s)",
+        tenant_id, topic, partition, error.first_offset, error.last_offset, ", ".join(map(str, unknown)), error.str(),
+    )
+    if offsets:
+        consumer.seek(TopicPartition(topic, partition, offsets[0]))
+    else:
+        consumer.pause([TopicPartition(topic, partition)])

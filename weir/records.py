@@ -167,7 +167,7 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     if not bytes(data[:8]) == _XERIAL_HEADER[:8]:
         _check_declared_size(COMPRESSION_SNAPPY, int(cramjam.snappy.decompress_raw_len(data)), max_size)
         return bytes(cramjam.snappy.decompress_raw(data))
-    out = []
+    blocks = []
     total = 0
     position = 16
     end = len(data)
@@ -180,10 +180,10 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
             raise RecordFormatError("snappy block runs past the end of the batch")
         block = data[position : position + length]
         total += int(cramjam.snappy.decompress_raw_len(block))
-        _check_declared_size(COMPRESSION_SNAPPY, total, max_size)
-        out.append(bytes(cramjam.snappy.decompress_raw(block)))
+        _check_declared_size(COMPRESSION_SNAPPY, total, max_size)  # every block is sized before any is decompressed
+        blocks.append(block)
         position += length
-    return b"".join(out)
+    return b"".join(bytes(cramjam.snappy.decompress_raw(block)) for block in blocks)
 
 
 def _check_declared_size(codec: int, size: int, max_size: int) -> None:
@@ -252,6 +252,7 @@ def _decompress_bounded(codec: int, module, data: bytes, max_size: int, declared
             if size >= limit:
                 raise DecompressedSizeError(codec, max_size) from None
             size = min(limit, size * _GROWTH)
+            del buffer  # before the larger one is allocated: at most one buffer at a time
             continue
         if written > max_size:
             raise DecompressedSizeError(codec, max_size)
