@@ -31,9 +31,8 @@ path stays per batch. Clients use ``RecordBatchBuilder`` and ``iter_records``.
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import cramjam
 import crc32c as _crc32c
@@ -191,27 +190,10 @@ def _check_declared_size(codec: int, size: int, max_size: int) -> None:
         raise DecompressedSizeError(codec, max_size)
 
 
-def _gzip_decompress(data: bytes, max_size: int) -> bytes:
-    # zlib's max_length stops inflating at the bound, so a bomb costs at most max_size + 1
-    # bytes of output. Concatenated gzip members are one stream, as Java's GZIPInputStream reads.
-    out = []
-    total = 0
-    remaining = data
-    while True:
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            chunk = inflater.decompress(remaining, max_size + 1 - total)
-        except zlib.error as error:
-            raise RecordFormatError(f"gzip data cannot be decompressed: {error}") from None
-        total += len(chunk)
-        if total > max_size:
-            raise DecompressedSizeError(COMPRESSION_GZIP, max_size)
-        out.append(chunk)
-        if not inflater.eof:
-            raise RecordFormatError("gzip data cannot be decompressed: the stream ends before its last block")
-        remaining = inflater.unused_data
-        if not remaining:
-            return b"".join(out)
+def _gzip_size_hint(data: bytes) -> int | None:
+    """ISIZE, the last member's length mod 2**32 from the gzip trailer: a first guess only (an
+    attacker can write anything there, and other members are not counted)."""
+    return int.from_bytes(data[-4:], "little") if len(data) >= 18 else None
 
 
 def _zstd_declared_size(data: bytes) -> int | None:
@@ -228,20 +210,26 @@ def _zstd_declared_size(data: bytes) -> int | None:
     return size + 256 if field_size == 2 else size
 
 
-# lz4 and zstd decompress into a buffer of our size and fail when it is full. The first buffer
-# is a guess (a zstd frame's declared size, or a multiple of the input); each retry quadruples
-# it up to the bound, so a bomb costs at most max_size + 1 bytes and a few partial passes.
+# gzip, lz4 and zstd decompress into a buffer of our size and fail when it is full. The first
+# buffer is a guess (a zstd frame's declared size, gzip's ISIZE, or a multiple of the input);
+# each retry quadruples it up to the bound, so a bomb costs at most max_size + 1 bytes and a
+# few partial passes, and a real batch usually one pass.
 _FIRST_GUESS_RATIO = 8
 _FIRST_GUESS_MIN = 256 * 1024
 _GROWTH = 4
 _BUFFER_FULL = "failed to write whole buffer"  # cramjam's DecompressionError when output is full
 
 
-def _decompress_bounded(codec: int, module, data: bytes, max_size: int, declared: int | None) -> bytes:
+def _decompress_bounded(codec: int, module: Any, data: bytes, max_size: int, *, declared: int | None = None, guess: int | None = None) -> bytes:
+    """``module.decompress_into`` (cramjam's gzip, lz4 or zstd) with at most ``max_size`` bytes
+    of output. ``declared``: a size the format checks (a zstd frame's content size), so one
+    above the bound refuses at once; ``guess``: an untrusted hint for the first buffer."""
     limit = max_size + 1
     if declared is not None and declared > max_size:
         raise DecompressedSizeError(codec, max_size)
-    size = min(limit, declared + 1 if declared is not None else max(len(data) * _FIRST_GUESS_RATIO, _FIRST_GUESS_MIN))
+    hint = declared if declared is not None else guess
+    first = hint + 1 if hint is not None and 0 <= hint < max_size else max(len(data) * _FIRST_GUESS_RATIO, _FIRST_GUESS_MIN)
+    size = min(limit, first)
     while True:
         buffer = bytearray(size)
         try:
@@ -287,14 +275,15 @@ def decompress(codec: int, data: bytes | memoryview, max_size: int = MAX_DECOMPR
         if codec == COMPRESSION_NONE:
             return bytes(data)
         if codec == COMPRESSION_GZIP:
-            return _gzip_decompress(bytes(data), max_size)
+            raw = bytes(data)
+            return _decompress_bounded(codec, cramjam.gzip, raw, max_size, guess=_gzip_size_hint(raw))
         if codec == COMPRESSION_SNAPPY:
             return _snappy_decompress(bytes(data), max_size)
         if codec == COMPRESSION_LZ4:
-            return _decompress_bounded(codec, cramjam.lz4, bytes(data), max_size, None)
+            return _decompress_bounded(codec, cramjam.lz4, bytes(data), max_size)
         if codec == COMPRESSION_ZSTD:
             raw = bytes(data)
-            return _decompress_bounded(codec, cramjam.zstd, raw, max_size, _zstd_declared_size(raw))
+            return _decompress_bounded(codec, cramjam.zstd, raw, max_size, declared=_zstd_declared_size(raw))
     except RecordFormatError:
         raise
     except Exception as error:  # cramjam raises its own DecompressionError per codec

@@ -69,6 +69,7 @@ class Command(BaseCommand):
                 "",
                 f"REST API:    {credentials.api_url}  (docs: {credentials.dashboard_url}api/docs/)",
                 f"  curl -u {credentials.cloud_api_key}:{credentials.cloud_api_secret} {credentials.api_url}/topics",
+                f"  (the cloud key is {credentials.username}'s, the tenant's owner: topics, ACLs, keys and members)",
                 "",
                 f"Data plane:  bootstrap.servers={credentials.bootstrap_servers}",
                 f"  service account {credentials.service_account} may produce to and consume from topics and groups named demo*",
