@@ -12,6 +12,7 @@ into its segment (as an older Weir or a flipped bit left it), and the broker is 
 from __future__ import annotations
 
 import time
+from typing import Callable, TypeVar
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.support.bad_batches import append_to_stopped_log, undecodable_batch_at
@@ -21,6 +22,7 @@ from weir import records
 from weir.offset_commit_records import OffsetAndMetadata, OffsetCommitKey, encode_offset_commit_key, encode_offset_commit_value
 
 WAIT_SECONDS = 30.0
+T = TypeVar("T")
 
 
 def keyed_batch(base_offset: int, items: list[tuple[bytes, bytes]]) -> bytes:
@@ -55,7 +57,7 @@ def readable_records(batches: dict[int, bytes], skip: int) -> list[tuple[int, by
     return out
 
 
-def wait_for(condition, what: str, seconds: float = WAIT_SECONDS):  # type: ignore[no-untyped-def]
+def wait_for(condition: Callable[[], T | None], what: str, seconds: float = WAIT_SECONDS) -> T:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = condition()
@@ -84,7 +86,7 @@ def test_the_cleaner_keeps_an_undecodable_batch_and_compacts_the_rest(tmp_path):
         # A batch larger than what is left of segment.bytes rolls the segment: 0..5 become cleanable.
         result = client.produce("keyed", 0, keyed_batch(0, [(b"k3", b"x" * 900)]))
         assert result.error_code == 0 and result.base_offset == 6, result.error_message
-        wait_for(lambda: "compacted 1 segment(s)" in broker.read_log(), "a compaction pass")
+        wait_for(lambda: "compacted 1 segment(s)" in broker.read_log() or None, "a compaction pass")
         log = broker.read_log()
         assert "keyed-0: compaction keeps the batch at offsets 2..4 as it is: its records cannot be decoded" in log
         assert "maintenance of" not in log  # no pass failed
@@ -138,7 +140,7 @@ def test_the_coordinator_loads_committed_offsets_around_an_undecodable_batch(tmp
         broker.start()
         client = RawBroker(broker.address)
 
-        def loaded():  # type: ignore[no-untyped-def]
+        def loaded() -> dict[int, int] | None:
             code, offsets = committed(client, "billing")
             return offsets if code == 0 and offsets else None
 
