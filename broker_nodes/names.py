@@ -9,22 +9,11 @@ a tenant (standalone topics and the broker's internal topics) keep their plain f
 
 from __future__ import annotations
 
-from weir.topic_names import TENANT_SEPARATOR  # never legal in a Kafka topic name, so the split is unambiguous
+# The rule itself lives in weir.topic_names, shared with the SDK, the control plane and the pipelines.
+from weir.topic_names import TENANT_SEPARATOR, qualify
+from weir.topic_names import split_qualified_name as split
 
-
-def qualify(tenant_id: str, name: str) -> str:
-    """``tn-…~orders`` for a tenant's ``orders``; ``orders`` unchanged when there is no tenant."""
-    if not tenant_id:
-        return name
-    return f"{tenant_id}{TENANT_SEPARATOR}{name}"
-
-
-def split(qualified: str) -> tuple[str, str]:
-    """(tenant id, plain name); the tenant id is empty for a name without one."""
-    tenant_id, separator, name = qualified.partition(TENANT_SEPARATOR)
-    if not separator:
-        return "", qualified
-    return tenant_id, name
+__all__ = ["TENANT_SEPARATOR", "belongs_to", "plain", "qualify", "split"]
 
 
 def belongs_to(qualified: str, tenant_id: str) -> bool:

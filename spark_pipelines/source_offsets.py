@@ -35,7 +35,7 @@ from spark_pipelines.source_planning import OffsetRange
 from weir.admin import AdminClient, IsolationLevel, OffsetSpec
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import TopicPartition
-from weir.topic_names import is_internal_topic_name
+from weir.topic_names import is_internal_topic_name, split_qualified_name
 
 # Default deadline of each planning call (metadata, list offsets); a wrong bootstrap address fails after it.
 LOOKUP_TIMEOUT_SECONDS = 30.0
@@ -73,7 +73,7 @@ class OffsetLookup:
         """Every (topic, partition) the selection covers, sorted; raises when a named topic or partition is missing."""
         if selection.pattern is not None:
             metadata = self._call(lambda: self._admin.list_topics(timeout=self._timeout), None)
-            names = sorted(name for name in metadata.topics if not is_internal_topic_name(name.split("~", 1)[-1]) and selection.pattern.fullmatch(name))
+            names = sorted(name for name in metadata.topics if not is_internal_topic_name(split_qualified_name(name)[1]) and selection.pattern.fullmatch(name))
             return [(name, partition) for name in names for partition in sorted(metadata.topics[name].partitions)]
         keys: list[PartitionKey] = []
         for topic in selection.topics or tuple(selection.assigned):

@@ -148,18 +148,3 @@ def decode_offset_commit_value(data: bytes) -> OffsetAndMetadata:
     except struct.error as error:
         raise OffsetSchemaError(f"offset commit value is truncated: {error}") from None
     return OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp)
-
-
-TENANT_SEPARATOR = "~"  # brokers store a tenant's names as ``<tenant>~<name>`` (broker_nodes.names)
-
-
-def split_qualified_name(qualified: str) -> tuple[str, str]:
-    """(tenant id, plain name) of a group or topic name as these records store it.
-
-    The brokers' rule (``broker_nodes.names.split``): split at the first ``~``, which no Kafka
-    topic name may contain; a name without one has no tenant (the tenant id is "").
-    """
-    tenant_id, separator, name = qualified.partition(TENANT_SEPARATOR)
-    if not separator:
-        return "", qualified
-    return tenant_id, name

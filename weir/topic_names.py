@@ -84,3 +84,24 @@ def validate_topic_name(name: str, tenant_id: str = "") -> None:
 def is_internal_topic_name(name: str) -> bool:
     """True for the names of internal topics (those starting with ``__``)."""
     return name.startswith(INTERNAL_TOPIC_PREFIX)
+
+
+def qualify(tenant_id: str, name: str) -> str:
+    """The name brokers store a tenant's topic or group under: ``<tenant id>~<name>``;
+    ``name`` unchanged when there is no tenant (standalone and internal names)."""
+    if not tenant_id:
+        return name
+    return f"{tenant_id}{TENANT_SEPARATOR}{name}"
+
+
+def split_qualified_name(qualified: str) -> tuple[str, str]:
+    """(tenant id, plain name) of a name as brokers store it; the tenant id is "" without one.
+
+    Splitting at the first ``~`` is unambiguous because no topic or group name a tenant may
+    choose contains it (it is outside :data:`LEGAL_TOPIC_NAME_CHARACTERS`, and the control plane
+    refuses it in group and ACL resource names).
+    """
+    tenant_id, separator, name = qualified.partition(TENANT_SEPARATOR)
+    if not separator:
+        return "", qualified
+    return tenant_id, name

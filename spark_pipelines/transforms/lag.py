@@ -68,8 +68,8 @@ from weir.offset_commit_records import (
     decode_key,
     decode_offset_commit_value,
     key_version,
-    split_qualified_name,
 )
+from weir.topic_names import split_qualified_name
 
 KIND_COMMIT = "commit"
 KIND_TOMBSTONE = "tombstone"

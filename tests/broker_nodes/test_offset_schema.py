@@ -14,8 +14,8 @@ from weir.offset_commit_records import (
     java_string_hash_code,
     key_version,
     partition_for_group,
-    split_qualified_name,
 )
+from weir.topic_names import qualify, split_qualified_name
 
 
 @pytest.mark.parametrize(
@@ -79,3 +79,4 @@ def test_key_version_tells_commits_from_group_records():
 )
 def test_split_qualified_name_splits_at_the_first_separator(qualified, expected):
     assert split_qualified_name(qualified) == expected
+    assert qualify(*expected) == qualified

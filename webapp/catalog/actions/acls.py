@@ -13,6 +13,7 @@ from webapp.accounts.models import Membership, Role, ServiceAccount
 from webapp.accounts.roles import require_role
 from webapp.catalog.acl_filters import WILDCARD_RESOURCE, AclFilter, apply_acl_filter
 from webapp.catalog.models import CLUSTER_RESOURCE_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
+from weir.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
 from webapp.provisioning.facade import record_change
 from webapp.provisioning.models import JobKind, ProvisioningJob
 
@@ -29,7 +30,6 @@ OPERATIONS_BY_RESOURCE_TYPE: dict[str, frozenset[str]] = {
 }
 WILDCARD_PRINCIPAL = "User:*"
 PRINCIPAL_PREFIX = "User:"
-TENANT_SEPARATOR = "~"  # brokers qualify names as tenant~name; it may never appear in a name
 MAX_RESOURCE_NAME_LENGTH = 255
 
 

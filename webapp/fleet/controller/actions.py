@@ -32,7 +32,7 @@ from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.versions import bump_versions
 from weir.errors import ErrorCode
 from weir.topic_config import effective_topic_configs
-from weir.topic_names import TENANT_SEPARATOR, is_internal_topic_name  # brokers name a tenant's topic ``<tenant>~<name>``
+from weir.topic_names import is_internal_topic_name, qualify, split_qualified_name  # brokers name a tenant's topic ``<tenant>~<name>``
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +106,8 @@ def fence_broker(node_id: int, live: Collection[int], *, controller_epoch: int) 
 def _topic_of_qualified_name(qualified_topic: str) -> Q | None:
     """The partition filter of a broker's topic name: ``tenant~name`` is a tenant's topic, a
     plain ``__name`` an internal topic (no tenant); None for any other plain name."""
-    tenant_id, separator, name = qualified_topic.partition(TENANT_SEPARATOR)
-    if separator:
+    tenant_id, name = split_qualified_name(qualified_topic)
+    if tenant_id:
         return Q(topic__tenant__public_id=tenant_id, topic__name=name)
     if is_internal_topic_name(qualified_topic):
         return Q(topic__tenant__isnull=True, topic__name=qualified_topic)
@@ -164,7 +164,7 @@ def qualified_topic_name(topic: Topic) -> str:
     """The name brokers know ``topic`` by: ``tenant~name``, or the plain name of an internal topic."""
     if topic.tenant_id is None:
         return topic.name
-    return f"{topic.tenant.public_id}{TENANT_SEPARATOR}{topic.name}"
+    return qualify(topic.tenant.public_id, topic.name)
 
 
 @dataclass(frozen=True)

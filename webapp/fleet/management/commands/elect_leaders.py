@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.fleet.controller.actions import TENANT_SEPARATOR, UnknownTopicError, elect_preferred_leaders
+from webapp.fleet.controller.actions import UnknownTopicError, elect_preferred_leaders
 from webapp.fleet.controller.service import push_partitions
 from webapp.fleet.models import BrokerNode, BrokerState
-from weir.topic_names import is_internal_topic_name
+from weir.topic_names import is_internal_topic_name, qualify
 
 # The map this command pushes is not a controller's: brokers treat epoch 0 like a provisioning push.
 NOT_A_CONTROLLER_EPOCH = 0
@@ -28,7 +28,7 @@ def qualified_topic(argument: str) -> str:
     """``TENANT_ID:NAME`` (or an internal topic's plain name) as brokers name the topic."""
     tenant_id, separator, name = argument.partition(":")
     if separator and tenant_id and name:
-        return f"{tenant_id}{TENANT_SEPARATOR}{name}"
+        return qualify(tenant_id, name)
     if not separator and is_internal_topic_name(argument):
         return argument
     raise CommandError(f"--topic must be TENANT_ID:NAME (or an internal topic such as __consumer_offsets), not {argument!r}")
