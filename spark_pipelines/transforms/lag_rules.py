@@ -49,16 +49,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-OK = "OK"
-WARNING = "WARNING"
-ERROR = "ERROR"
-STOP = "STOP"
-STALL = "STALL"
-REWIND = "REWIND"
-# Burrow's StatusConstant order (protocol.StatusOK=1 ... StatusRewind=6): higher is worse.
-SEVERITY = {OK: 1, WARNING: 2, ERROR: 3, STOP: 4, STALL: 5, REWIND: 6}
-PARTITION_STATUSES = tuple(SEVERITY)
-GROUP_STATUSES = (OK, WARNING, ERROR)  # a group status is never worse than ERROR
+# The status names and their order are shared with the control plane's writer and gauges.
+from weir.lag_statuses import (  # noqa: F401  (re-exported: the lag transform imports them from here)
+    ERROR,
+    GROUP_STATUSES,
+    OK,
+    PARTITION_STATUSES,
+    REWIND,
+    SEVERITY,
+    STALL,
+    STOP,
+    WARNING,
+)
 
 DEFAULT_WINDOW_SIZE = 10  # Burrow's storage.intervals default
 DEFAULT_MIN_DISTANCE_MS = 0  # Burrow's storage.min-distance default (unset: 0 seconds)

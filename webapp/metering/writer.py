@@ -25,12 +25,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from webapp.metering.figures import USAGE_COUNTERS
+from weir.lag_statuses import GROUP_STATUSES, PARTITION_STATUSES
 
 logger = logging.getLogger(__name__)
 
 GRANULARITIES = ("hour", "day")
-PARTITION_STATUSES = ("OK", "WARNING", "ERROR", "STOP", "STALL", "REWIND")
-GROUP_STATUSES = ("OK", "WARNING", "ERROR")
 # Rows per INSERT statement: well below SQLite's limit of variables per statement.
 BATCH_SIZE = 500
 # Must match the models' limits (webapp.metering.models); repeated here so that importing

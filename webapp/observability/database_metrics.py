@@ -31,12 +31,14 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from weir.lag_statuses import GROUP_STATUSES
+
 logger = logging.getLogger(__name__)
 
 RUNNING = "RUNNING"
 FAILED = "FAILED"
 SUCCEEDED = "SUCCEEDED"
-LAG_STATUSES = ("OK", "WARNING", "ERROR")  # always exported, 0 when no group has it, so alerts see the series
+LAG_STATUSES = GROUP_STATUSES  # always exported, 0 when no group has it, so alerts see the series
 
 
 def _model(name: str):  # type: ignore[no-untyped-def]
