@@ -302,14 +302,36 @@ def compression_codec(name: str) -> int:
 # ------------------------------------------------------------------ varints
 
 
-def _zigzag_varint(value: int) -> bytes:
-    value = (value << 1) ^ (value >> 63)
+# Kafka has two varints, both here: the records' zig-zag (signed) varints, and the unsigned
+# varints of its compact encoding (lengths and tagged fields of flexible versions, as in the
+# group coordinator's records).
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    """Unsigned varint of a non-negative ``value``: 7 bits a byte, low bits first."""
     out = bytearray()
-    while value & ~0x7F:
+    while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def decode_unsigned_varint(buffer: bytes | memoryview, position: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode an unsigned varint of at most ``max_bytes`` bytes at ``position``; return (value,
+    next position). IndexError when the buffer ends inside it, RecordFormatError when it is longer."""
+    value = 0
+    for shift in range(0, 7 * max_bytes, 7):
+        byte = buffer[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+    raise RecordFormatError(f"unsigned varint longer than {max_bytes} bytes", position)
+
+
+def _zigzag_varint(value: int) -> bytes:
+    return encode_unsigned_varint((value << 1) ^ (value >> 63))
 
 
 # Varints of small non-negative numbers (lengths, deltas) come from a table: encoding is the

@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Mapping
 
 from broker_nodes.coordinator.groups.group import ConsumerGroup, TopicInfo
 from broker_nodes.coordinator.groups.member import Member, MemberState, TopicPartition
+from weir.records import RecordFormatError, decode_unsigned_varint, encode_unsigned_varint
 
 VALUE_VERSION = 0  # every group record value is version 0 (flexible)
 ZERO_UUID = bytes(16)  # Kafka's Uuid.ZERO_UUID: no topic id known
@@ -95,12 +96,7 @@ class _Writer:
         self._parts.append(_INT64.pack(value))
 
     def uvarint(self, value: int) -> None:
-        out = bytearray()
-        while value >= 0x80:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        self._parts.append(bytes(out))
+        self._parts.append(encode_unsigned_varint(value))
 
     def string(self, text: str | None) -> None:
         """A compact (nullable) string."""
@@ -148,13 +144,13 @@ class _Reader:
         return int(_INT64.unpack(self._take(8))[0])
 
     def uvarint(self) -> int:
-        value = 0
-        for shift in range(0, 35, 7):
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-        raise GroupRecordError("unsigned varint longer than 5 bytes")
+        try:
+            value, self._position = decode_unsigned_varint(self._data, self._position)
+        except IndexError:
+            raise GroupRecordError(f"record ends after {len(self._data)} bytes, inside a varint at byte {self._position}") from None
+        except RecordFormatError as error:
+            raise GroupRecordError(error.reason) from None
+        return value
 
     def string(self) -> str | None:
         length = self.uvarint()
