@@ -29,6 +29,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from weir.backoff import exponential_backoff
 from weir.lifeline import signal_group, spawn
 
 # A child that keeps dying is restarted no faster than this, doubling up to the maximum.
@@ -249,14 +250,17 @@ class SupervisedProcess:
         """Start the child again after the restart delay, doubling the delay while it fails to
         start; False when ``stop()`` came first."""
         backoff = self.restart_delay
+        first = max(self.restart_delay, RESTART_BACKOFF_SECONDS)
         longest = max(RESTART_BACKOFF_MAX_SECONDS, self.restart_delay)
+        failures = 0
         while not self._stopping.wait(backoff):
             try:
                 self.start()
             except ChildFailedError as error:
                 self._terminate()
                 self._remove_pid_file()
-                backoff = min(max(backoff, RESTART_BACKOFF_SECONDS) * 2, longest)
+                failures += 1
+                backoff = exponential_backoff(first, failures, longest)
                 self.announce(f"{error}; trying again in {backoff:g} s")
                 continue
             return not self._stopping.is_set()

@@ -55,6 +55,7 @@ from typing import Any, Iterable
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+from weir.backoff import exponential_backoff
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
 
@@ -68,9 +69,6 @@ MAX_MESSAGE_BYTES = 104857600 + 1024 * 1024
 # RESOURCE_EXHAUSTED with THROTTLING_QUOTA_EXCEEDED (retriable), while RESOURCE_EXHAUSTED
 # alone means a message over the size limit (MESSAGE_TOO_LARGE, not retriable).
 ERROR_CODE_TRAILER = "x-weir-error-code"
-# Retry waits double per attempt from retry.backoff.ms; past this many doublings the cap
-# (retry.backoff.max.ms) is reached anyway, and 2**attempt stays a small number.
-_MAX_BACKOFF_DOUBLINGS = 30
 # Errors after which a call for any broker tries the next one.
 _UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})  # type: ignore[attr-defined]
 
@@ -299,7 +297,7 @@ class Cluster:
     def backoff(self, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt`` (0 = the first): retry.backoff.ms
         doubled per earlier attempt, at most retry.backoff.max.ms."""
-        return min(self._retry_backoff * 2 ** min(max(attempt, 0), _MAX_BACKOFF_DOUBLINGS), self._retry_backoff_max)
+        return exponential_backoff(self._retry_backoff, attempt, self._retry_backoff_max)
 
     # ------------------------------------------------------------------ calls
 

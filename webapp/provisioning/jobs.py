@@ -35,6 +35,7 @@ from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 from webapp.provisioning.push import BrokerPush, PartitionNotApplied, push_targets, push_to_brokers
 from webapp.provisioning.snapshots import build_snapshots
 from webapp.provisioning.versions import snapshot_kinds_for
+from weir.backoff import exponential_backoff
 from weir.request_ids import current_request_id, request_id_scope
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def lost_after_seconds() -> float:
 def retry_delay_seconds(attempt: int) -> float:
     """Delay after failed attempt number ``attempt`` (1-based): exponential, capped."""
     base = float(getattr(settings, "WEIR_PROVISIONING_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY_BACKOFF_SECONDS))
-    return min(MAX_RETRY_DELAY_SECONDS, base * (2 ** (attempt - 1)))
+    return exponential_backoff(base, attempt - 1, MAX_RETRY_DELAY_SECONDS)
 
 
 @dataclass(frozen=True)
