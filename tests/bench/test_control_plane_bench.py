@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 # The run's row: "│   1 │          2/2 │  812.3 │ ... │ 0 │"
 RUN_ROW = re.compile(r"│\s+1 │\s+(\d+)/(\d+) │.*│\s+([\d,]+) │\s+[\d.,]+ │\s+([\d.,]+) │\s+([\d.,]+) │\s+([\d.,]+) │\s+(\d+) │")
 
 
+@pytest.mark.slow
 def test_control_plane_benchmark_creates_ready_topics_and_measures_the_api() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "control-plane", "--runs", "1", "--topics", "2", "--rate", "20", "--seconds", "1"],

@@ -45,6 +45,7 @@ def _urls(output: str) -> list[str]:
     return [word for line in output.splitlines() for word in line.split() if word.startswith("http")]
 
 
+@pytest.mark.slow
 def test_demo_prints_the_url_of_the_stack_on_another_http_port(data_dir: Path) -> None:
     port = free_port()
     output = _manage(data_dir, "demo", "--wait-seconds", "0", WEIR_HTTP_PORT=str(port))
@@ -52,6 +53,7 @@ def test_demo_prints_the_url_of_the_stack_on_another_http_port(data_dir: Path) -
     assert urls and all(url.startswith(f"http://127.0.0.1:{port}/") for url in urls), output
 
 
+@pytest.mark.slow
 def test_demo_prints_the_url_make_up_recorded_in_the_data_directory(data_dir: Path) -> None:
     port = free_port()
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(data_dir), "WEIR_HTTP_PORT": str(port)})

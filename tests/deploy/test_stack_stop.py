@@ -38,6 +38,7 @@ def _names(processes: dict[int, str]) -> str:
     return "\n".join(f"  {pid}: {command[:160]}" for pid, command in sorted(processes.items()))
 
 
+@pytest.mark.slow
 def test_two_sigterms_in_quick_succession_stop_every_process_within_30_s_and_free_the_ports(stack: StackProcess) -> None:
     stack.wait_for_line(READY_LINE, STACK_START_SECONDS)
     assert stack.process is not None

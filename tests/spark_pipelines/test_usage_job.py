@@ -149,6 +149,10 @@ AFTER_SECOND = {
 }
 
 
+# Under load this test (with the Spark session's start, which the first Spark test pays) passed the
+# default 300 s, and a timeout that cuts a py4j call breaks the session for every later Spark test.
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_runs_complete_a_run_that_died_half_way_change_nothing_when_repeated_and_read_only_new_records(
     spark: SparkSession, usage_broker: UsageBroker, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

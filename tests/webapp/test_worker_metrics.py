@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from celery import Celery
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -75,6 +76,7 @@ def _stop(worker: subprocess.Popen[bytes]) -> None:
             worker.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_prefork_worker_serves_the_task_counts_of_all_its_processes(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     port = free_port()
