@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.stack import free_port_block
 from weir.lifeline import spawn
 from weir.malloc_tuning import tuned_environment
 
@@ -40,10 +40,9 @@ class BrokerStartError(RuntimeError):
 
 
 def free_loopback_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
+    """A loopback TCP port that was free a moment ago, from below the ephemeral range (see
+    :func:`bench.stack.free_port_block`)."""
+    return free_port_block(1)
 
 
 def health_status(address: str, timeout: float) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,6 +47,10 @@ STACK_STOP_TIMEOUT_SECONDS = 30.0  # deploy.local stops its children on SIGTERM
 DEMO_TIMEOUT_SECONDS = 120.0  # `manage.py demo --json` waits for its own jobs
 HTTP_TIMEOUT_SECONDS = 10.0
 READY_LINE = "Logs:"  # deploy.local prints it once the stack serves and the demo is set up
+LOWEST_PORT = 10_000  # stacks start above the well-known and registered ports other services use
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+DEFAULT_EPHEMERAL_LOW = 32_768  # Linux's default first ephemeral port
+_random = random.Random()  # seeded from the OS, independent of the global generator
 TRANSPORT_LINE = "weir: Celery uses "  # deploy.local's notice of Celery's transport
 OUTPUT_LINES_KEPT = 500  # of deploy.local's output, to explain a failure
 
@@ -87,16 +92,26 @@ class Credentials:
 
 
 def free_port_block(count: int, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that were all free a moment ago."""
+    """The first of ``count`` consecutive loopback ports that were all free a moment ago.
+
+    Drawn at random from below the kernel's ephemeral range: a port there is not handed to an
+    outgoing connection (or to another bind(0)) between this check and the stack binding it,
+    which on a busy machine running tests side by side otherwise happens.
+    """
+    low, high = LOWEST_PORT, max(_ephemeral_low(), LOWEST_PORT + 1_000)
     for _attempt in range(attempts):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((LOOPBACK, 0))
-            first = probe.getsockname()[1]
-        if first + count - 1 > 65535:
-            continue
+        first = _random.randrange(low, high - count)
         if all(_port_is_free(port) for port in range(first, first + count)):
             return first
     raise StackError(f"found no {count} consecutive free ports in {attempts} attempts")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
+    try:
+        return int(EPHEMERAL_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return DEFAULT_EPHEMERAL_LOW
 
 
 def _port_is_free(port: int) -> bool:

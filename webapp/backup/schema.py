@@ -285,6 +285,11 @@ SKIPPED_MODELS: Mapping[str, str] = MappingProxyType(
         "provisioning.ProvisioningJob": "history of pushes to brokers; after a restore `manage.py resync_brokers` pushes everything anew",
         "sessions.Session": "sign-in sessions; users sign in again after a restore",
         "admin.LogEntry": "the Django admin's change log, not state",
+        # Sign-in throttling (django-axes): failure counts and lock-outs expire by themselves.
+        "axes.AccessAttempt": "sign-in failure counts; they expire with the cool-off, and a restore starts with none",
+        "axes.AccessAttemptExpiration": "when an AccessAttempt's lock-out ends; left out with the attempts",
+        "axes.AccessFailureLog": "a log of failed sign-ins, not state",
+        "axes.AccessLog": "a log of sign-ins, not state",
         "contenttypes.ContentType": "made by `manage.py migrate` on the new database",
         "auth.Permission": "made by `manage.py migrate` on the new database; groups and users name permissions by app label and codename",
         # Metering holds derived data that can be large (a row per tenant, topic and hour): the
