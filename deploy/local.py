@@ -78,7 +78,7 @@ from deploy.processes import (
     http_ok,
     stop_all,
 )
-from deploy.stop_signals import StopSignals
+from weir.stop_signals import StopSignals
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
 from weir.lifeline import signal_group, spawn
 from weir.logging_setup import LogFormatError, configure_logging
@@ -606,7 +606,7 @@ class Shutdown:
     """What stop signals do to a running ``make up``: the first sets ``requested`` and stops every
     start and restart at once; each later one hurries the stop (every child gets
     HURRIED_STOP_TIMEOUT_SECONDS before SIGKILL). Called from the stop-signal thread, never from
-    a handler (see deploy.stop_signals)."""
+    a handler (see weir.stop_signals)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
@@ -700,7 +700,7 @@ def main() -> int:
         raise SystemExit(f"weir: {error}") from None
     settings = StackSettings.from_environment(dict(os.environ))
     shutdown = Shutdown()
-    # Ctrl-C and SIGTERM, once or many times: see deploy.stop_signals for why no handler sets
+    # Ctrl-C and SIGTERM, once or many times: see weir.stop_signals for why no handler sets
     # an Event itself.
     StopSignals(on_first=shutdown.begin, on_again=shutdown.hurry).install()
     return run(settings, shutdown.requested, shutdown)

@@ -17,8 +17,9 @@ from typing import Mapping, Sequence
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
 from weir.logging_setup import LogFormatError, configure_logging
-from weir.private_files import make_new_files_private, restrict_directory
 from weir.malloc_tuning import tune_this_process
+from weir.private_files import make_new_files_private, restrict_directory
+from weir.stop_signals import StopSignals
 
 logger = logging.getLogger("broker_nodes")
 
@@ -100,12 +101,13 @@ def main(arguments: Sequence[str] | None = None) -> int:
     tune_this_process()
     stop_requested = threading.Event()
 
-    def request_stop(signal_number: int, _frame: object) -> None:
+    def request_stop(signal_number: int) -> None:
         logger.info("received %s: shutting down", signal.Signals(signal_number).name)
         stop_requested.set()
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    # The handler only writes to a pipe; a thread logs and sets the event (weir.stop_signals:
+    # a handler that takes a lock can deadlock against the main thread on a second signal).
+    StopSignals(on_first=request_stop, on_again=lambda _number: None).install()
     try:
         running = start_broker_server(config)
     except Exception:

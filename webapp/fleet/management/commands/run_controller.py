@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigEr
 from webapp.fleet.controller.metrics import MetricsEndpoint
 from webapp.fleet.controller.servicer import ControllerServer, start_controller_server
 from webapp.fleet.controller.service import ControllerService, session_timeout_ms
+from weir.stop_signals import StopSignals
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ class Command(BaseCommand):
         listen = str(options["listen"])
         metrics_port = self._metrics_port(options.get("metrics_port"))
         stopping = threading.Event()
-        for signal_number in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signal_number, lambda _number, _frame: stopping.set())
+        # Not stopping.set() in the handler itself: see weir.stop_signals.
+        StopSignals(on_first=lambda _number: stopping.set(), on_again=lambda _number: None).install()
         try:
             endpoint = MetricsEndpoint(listen.rpartition(":")[0].strip("[]"), metrics_port) if metrics_port else None
         except OSError as error:

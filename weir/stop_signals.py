@@ -1,4 +1,5 @@
-"""SIGTERM and Ctrl-C for ``make up``: signals become a stop request without locks in a handler.
+"""SIGTERM and Ctrl-C for long-running Weir processes (make up, brokers, controllers): signals
+become a stop request without locks in a handler.
 
 A Python signal handler runs in the main thread between two bytecodes, possibly while that
 thread holds a lock (inside ``Event.wait``, ``logging``, a ``SupervisedProcess``). A handler
