@@ -117,16 +117,18 @@ def rss_bytes(pid: int) -> int:
 
 
 class RssPeak:
-    """The largest VmRSS of a process while the block runs."""
+    """The largest VmRSS of a process while the block runs, sampled every ``sample_seconds``."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, sample_seconds: float = RSS_SAMPLE_SECONDS) -> None:
         self._pid = pid
-        self.peak = rss_bytes(pid)
+        self._sample_seconds = sample_seconds
+        self.before = rss_bytes(pid)
+        self.peak = self.before
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="bench-rss", daemon=True)
 
     def _sample(self) -> None:
-        while not self._stop.wait(RSS_SAMPLE_SECONDS):
+        while not self._stop.wait(self._sample_seconds):
             self.peak = max(self.peak, rss_bytes(self._pid))
 
     def __enter__(self) -> "RssPeak":
@@ -137,6 +139,11 @@ class RssPeak:
         self._stop.set()
         self._thread.join(5)
         self.peak = max(self.peak, rss_bytes(self._pid))
+
+    @property
+    def growth(self) -> int:
+        """How much larger the peak was than the resident memory when the block started."""
+        return self.peak - self.before
 
 
 def provision(address: str) -> None:

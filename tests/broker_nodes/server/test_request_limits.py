@@ -18,6 +18,7 @@ from typing import Iterator
 import grpc
 import pytest
 
+from bench.flood import RssPeak
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 from tests.broker_nodes.security.managed_cluster import allow, brokers, credential, topic
 from tests.broker_nodes.server.helpers import batch
@@ -33,41 +34,6 @@ FLOODER_KEY = ("KEYFLOOD", "flood-secret")
 NEIGHBOUR_KEY = ("KEYNEIGH", "neighbour-secret")
 MAX_REQUEST = 1024 * 1024  # max.request.size of these brokers
 NEAR_LIMIT = MAX_REQUEST - 4096  # record bytes of a request just under the limit
-
-
-def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
-
-
-class RssPeak:
-    """The largest VmRSS of a process seen while the block runs (sampled every 5 ms)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.before = rss_bytes(pid)
-        self.peak = self.before
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, rss_bytes(self.pid))
-
-    def __enter__(self) -> "RssPeak":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.peak = max(self.peak, rss_bytes(self.pid))
-
-    @property
-    def growth(self) -> int:
-        return self.peak - self.before
 
 
 def start_secured_broker(tmp_path: Path, **configs: str) -> BrokerProcess:
@@ -172,7 +138,7 @@ def assert_serves_a_small_produce(process: BrokerProcess) -> None:
 def test_a_request_over_the_limit_is_refused_as_too_large_without_the_broker_buffering_it(broker: BrokerProcess) -> None:
     request = produce_request("bulk", batch([b"x" * (6 * MAX_REQUEST)]))
     channel, stub = open_stub(broker)
-    with channel, RssPeak(broker.process.pid) as rss:  # type: ignore[union-attr]
+    with channel, RssPeak(broker.process.pid, sample_seconds=0.005) as rss:  # type: ignore[union-attr]
         codes = send_concurrently(stub, request, key_metadata(FLOODER_KEY), 8)
     assert codes == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 8
     # 8 requests of 6 MiB: buffering them would take 48 MiB at least.
@@ -197,7 +163,7 @@ def test_the_sdk_reports_a_request_over_the_limit_as_message_too_large_naming_th
 def test_unauthenticated_calls_near_the_limit_are_refused_before_their_message_is_read(broker: BrokerProcess, metadata) -> None:  # type: ignore[no-untyped-def]
     request = produce_request("bulk", batch([b"x" * NEAR_LIMIT]))
     channel, stub = open_stub(broker)
-    with channel, RssPeak(broker.process.pid) as rss:  # type: ignore[union-attr]
+    with channel, RssPeak(broker.process.pid, sample_seconds=0.005) as rss:  # type: ignore[union-attr]
         codes = send_concurrently(stub, request, metadata, 32)
     assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 32
     # Reading the 32 messages would take 32 MiB; refusing them first reads at most a window.
