@@ -16,7 +16,9 @@ DJANGO_SECRET_KEY          <WEIR_DATA_DIR>/secrets/django-      signs sessions a
 DJANGO_DEBUG               false                                true: development mode (debug pages with local
                                                                 variables; never on a reachable host)
 DJANGO_ALLOWED_HOSTS       127.0.0.1,localhost
-WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential
+WEIR_INTERNAL_TOKEN        generated per data dir               the control plane <-> broker credential (the
+                                                                web process never keeps it: see below)
+WEIR_PROCESS_ROLE          web under webapp.wsgi, else unset    web: hold no internal token; tenant tokens only
 WEIR_TENANT_TOKEN_KEY      derived from WEIR_INTERNAL_TOKEN     hex key signing the short-lived tenant tokens
                                                                 the web process acts as a tenant with
 WEIR_TENANT_TOKEN_LIFETIME_ 300                                 seconds a tenant token is valid (at most
@@ -128,12 +130,18 @@ ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS",
 
 # The credential the control plane and brokers use among themselves (Admin service, internal
 # topics). Brokers read the same value from WEIR_INTERNAL_TOKEN or the same data-dir file.
-WEIR_INTERNAL_TOKEN = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
+# The web process (webapp.wsgi sets WEIR_PROCESS_ROLE=web) holds none: it reaches brokers only
+# with tenant tokens, so nothing it could leak opens every tenant. It uses the internal token
+# here, at most, to derive the tenant-token key when WEIR_TENANT_TOKEN_KEY is not given.
+WEIR_PROCESS_ROLE = os.environ.get("WEIR_PROCESS_ROLE", "")
+_internal_token = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
+WEIR_INTERNAL_TOKEN = "" if WEIR_PROCESS_ROLE == "web" else _internal_token
 # The key (hex) that signs tenant tokens (weir.tenant_tokens): the dashboard and the REST API
 # reach the data plane as one tenant with tokens minted from it, never with the internal token.
 # Brokers derive the same key from the internal token; set it explicitly where the web process
 # should not derive it itself. Tokens live WEIR_TENANT_TOKEN_LIFETIME_SECONDS (at most 3600).
-WEIR_TENANT_TOKEN_KEY = os.environ.get("WEIR_TENANT_TOKEN_KEY") or tenant_tokens.derive_key(WEIR_INTERNAL_TOKEN).hex()
+WEIR_TENANT_TOKEN_KEY = os.environ.get("WEIR_TENANT_TOKEN_KEY") or tenant_tokens.derive_key(_internal_token).hex()
+del _internal_token
 WEIR_TENANT_TOKEN_LIFETIME_SECONDS = int(os.environ.get("WEIR_TENANT_TOKEN_LIFETIME_SECONDS", "300"))
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 # When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.

@@ -18,11 +18,12 @@ import grpc
 
 from broker_nodes import names
 from broker_nodes.cluster_state import ClusterSnapshot, InvalidSnapshotError, NotLeaderOrFollowerError, PartitionFailure, StaleSnapshotError
-from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
+from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, AuthenticationError, internal_token_matches
 from broker_nodes.security.snapshot import SecuritySnapshot
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, error_code, grpc_status
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -30,18 +31,40 @@ Request = TypeVar("Request")
 Response = TypeVar("Response")
 
 
-def _admin_handler(method: Callable[["AdminServicer", Request], Response]) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
+def _admin_handler(method: Callable[..., Response]) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
     """Check the internal token and readiness, then map escaping errors to a gRPC status."""
+    return _guarded(method, tenant_readable=False)
 
+
+def _tenant_readable_handler(method: Callable[..., Response]) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
+    """Like :func:`_admin_handler`, but a tenant token (``x-weir-tenant-token``) is accepted too:
+    the method then gets ``tenant_id`` and answers about that tenant's partitions only. This is
+    how the web process reads partition state without holding the all-tenant internal token."""
+    return _guarded(method, tenant_readable=True)
+
+
+def _guarded(method: Callable[..., Response], *, tenant_readable: bool) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
     @functools.wraps(method)
     def handle(self: "AdminServicer", request: Request, context: grpc.ServicerContext) -> Response:
-        presented = next((value for key, value in context.invocation_metadata() if key == INTERNAL_TOKEN_HEADER and isinstance(value, str)), None)
-        if presented is None or not internal_token_matches(presented, self.broker.config.internal_token):
+        metadata = [(key, value) for key, value in context.invocation_metadata() if isinstance(value, str)]
+        presented = next((value for key, value in metadata if key == INTERNAL_TOKEN_HEADER), None)
+        scope: dict[str, str] = {}
+        if tenant_readable and presented is None and any(key == TENANT_TOKEN_HEADER for key, _ in metadata):
+            try:
+                caller = self.broker.authenticator.authenticate(metadata, context.peer())
+            except AuthenticationError as error:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, str(error))
+            if not caller.tenant_id:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "the tenant token names no tenant")
+            scope["tenant_id"] = caller.tenant_id
+        elif presented is None or not internal_token_matches(presented, self.broker.config.internal_token):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "the Admin service needs the internal token (x-weir-internal-token)")
+        elif tenant_readable:
+            scope["tenant_id"] = ""
         try:
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
-            return method(self, request)
+            return method(self, request, **scope)
         except (StaleSnapshotError, InvalidSnapshotError, BrokerNotReadyError) as error:
             context.abort(grpc_status(error), str(error))
         except Exception as error:
@@ -74,8 +97,11 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self.broker.apply_security(SecuritySnapshot.from_request(request))
         return admin_pb2.ApplySecurityResponse(applied_version=self.broker.security.version)
 
-    @_admin_handler
-    def DescribeState(self, request: admin_pb2.DescribeStateRequest) -> admin_pb2.DescribeStateResponse:
+    @_tenant_readable_handler
+    def DescribeState(self, request: admin_pb2.DescribeStateRequest, tenant_id: str) -> admin_pb2.DescribeStateResponse:
+        """This broker's partitions and versions. ``tenant_id`` (a tenant token's caller) limits the
+        answer to that tenant's partitions and failures, without other tenants' key uses; empty
+        (the internal token) answers everything."""
         partitions = []
         snapshot = self.broker.cluster_state.snapshot
         for log in sorted(self.broker.log_manager.logs(), key=lambda log: (log.topic, log.partition)):
@@ -87,7 +113,9 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 is_leader = True
             except NotLeaderOrFollowerError:
                 leader_epoch, is_leader = -1, False
-            tenant_id, name = names.split(log.topic)
+            partition_tenant, name = names.split(log.topic)
+            if tenant_id and partition_tenant != tenant_id:
+                continue
             managed = snapshot.topics.get(log.topic) if snapshot is not None else None
             assignment = managed.partitions[log.partition] if managed is not None and log.partition < len(managed.partitions) else None
             node_id = self.broker.config.node_id
@@ -97,7 +125,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             isr = self.broker.replication.isr(log.topic, log.partition) or (assignment.isr if assignment is not None else (node_id,))
             partitions.append(
                 admin_pb2.HostedPartition(
-                    tenant_id=tenant_id,
+                    tenant_id=partition_tenant,
                     topic=name,
                     topic_id=topic.topic_id,
                     partition=log.partition,
@@ -122,11 +150,14 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             partitions=partitions,
             controller_epoch=self.broker.controller.controller_epoch if self.broker.controller is not None else 0,
             broker_epoch=self.broker.controller.broker_epoch if self.broker.controller is not None else 0,
-            credential_uses=[
-                admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms)
-                for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())
+            credential_uses=[]
+            if tenant_id
+            else [admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms) for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())],
+            failed_partitions=[
+                _failure_message(failure)
+                for failure in self.broker.cluster_state.failed_partitions
+                if not tenant_id or names.split(failure.topic)[0] == tenant_id
             ],
-            failed_partitions=[_failure_message(failure) for failure in self.broker.cluster_state.failed_partitions],
         )
 
 

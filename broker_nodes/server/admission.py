@@ -41,6 +41,7 @@ from broker_nodes.server.request_budget import RequestBudget, RequestBudgetExhau
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2, replication_pb2
 from weir.cluster import ERROR_CODE_TRAILER
 from weir.errors import ErrorCode
+from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,9 @@ INTERNAL_METHOD_PREFIXES = (
     f"/{admin_pb2.DESCRIPTOR.services_by_name['Admin'].full_name}/",
     f"/{replication_pb2.DESCRIPTOR.services_by_name['Replication'].full_name}/",
 )
+
+# The one Admin method a tenant token may call (the web process reading its tenant's partitions).
+DESCRIBE_STATE_METHOD = f"{INTERNAL_METHOD_PREFIXES[0]}DescribeState"
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("weir_broker_call", default=None)
 
@@ -91,7 +95,9 @@ class AuthenticationInterceptor(grpc.ServerInterceptor):
             except Exception as error:
                 logger.exception("authenticating a call to %s failed unexpectedly", method)
                 return refusal(grpc.StatusCode.INTERNAL, f"unexpected server error: {type(error).__name__}: {error}")
-        elif method.startswith(INTERNAL_METHOD_PREFIXES) and not any(key == INTERNAL_TOKEN_HEADER for key, _ in metadata):
+        elif method.startswith(INTERNAL_METHOD_PREFIXES) and not any(
+            key == INTERNAL_TOKEN_HEADER or (key == TENANT_TOKEN_HEADER and method == DESCRIBE_STATE_METHOD) for key, _ in metadata
+        ):
             service = method.split("/")[1].rpartition(".")[2]
             return refusal(grpc.StatusCode.UNAUTHENTICATED, f"the {service} service needs the internal token ({INTERNAL_TOKEN_HEADER})")
         return continuation(handler_call_details)

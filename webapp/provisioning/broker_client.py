@@ -16,8 +16,10 @@ from django.conf import settings
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
 from weir.request_ids import with_request_id
+from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 INTERNAL_TOKEN_METADATA = "x-weir-internal-token"
+TENANT_TOKEN_METADATA = TENANT_TOKEN_HEADER  # a tenant token: DescribeState of that tenant only
 # Deadline of one Admin call unless settings.WEIR_ADMIN_CALL_TIMEOUT_SECONDS says otherwise:
 # long enough for a broker to create a few hundred partition directories.
 DEFAULT_CALL_TIMEOUT_SECONDS = 5.0
@@ -85,9 +87,14 @@ def _open_channel(address: str) -> grpc.Channel:
 class BrokerAdminClient:
     """Admin calls to one broker. Use as a context manager to close the channel."""
 
-    def __init__(self, broker: BrokerAddress, *, token: str | None = None, timeout_seconds: float | None = None) -> None:
+    def __init__(self, broker: BrokerAddress, *, token: str | None = None, tenant_token: str | None = None, timeout_seconds: float | None = None) -> None:
+        """``tenant_token`` instead of the internal token: only ``describe_state`` answers, about
+        that tenant's partitions (how the web process, which holds no internal token, reads them)."""
         self.broker = broker
-        self._metadata = ((INTERNAL_TOKEN_METADATA, token if token is not None else settings.WEIR_INTERNAL_TOKEN),)
+        if tenant_token is not None:
+            self._metadata: tuple[tuple[str, str], ...] = ((TENANT_TOKEN_METADATA, tenant_token),)
+        else:
+            self._metadata = ((INTERNAL_TOKEN_METADATA, token if token is not None else settings.WEIR_INTERNAL_TOKEN),)
         if timeout_seconds is None:
             timeout_seconds = float(getattr(settings, "WEIR_ADMIN_CALL_TIMEOUT_SECONDS", DEFAULT_CALL_TIMEOUT_SECONDS))
         self._timeout = timeout_seconds

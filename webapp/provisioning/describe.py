@@ -5,6 +5,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from django.views.decorators.debug import sensitive_variables
+
+from webapp import tenant_clients
 from webapp.catalog.models import Partition, Topic
 from webapp.fleet.models import BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
@@ -34,10 +37,11 @@ class PartitionDescription:
     size_bytes: int | None = None
 
 
-def _describe_brokers(brokers: list[BrokerAddress]) -> dict[int, admin_pb2.DescribeStateResponse | None]:
+@sensitive_variables("tenant_token")
+def _describe_brokers(brokers: list[BrokerAddress], tenant_token: str | None) -> dict[int, admin_pb2.DescribeStateResponse | None]:
     def describe(broker: BrokerAddress) -> admin_pb2.DescribeStateResponse | None:
         try:
-            with BrokerAdminClient(broker, timeout_seconds=DESCRIBE_TIMEOUT_SECONDS) as client:
+            with BrokerAdminClient(broker, tenant_token=tenant_token, timeout_seconds=DESCRIBE_TIMEOUT_SECONDS) as client:
                 return client.describe_state()
         except BrokerCallError:
             return None
@@ -57,7 +61,10 @@ def describe_partitions(topic: Topic) -> list[PartitionDescription]:
     partitions = list(Partition.objects.filter(topic=topic).order_by("index"))
     leader_ids = {partition.leader for partition in partitions if partition.leader >= 0}
     nodes = BrokerNode.objects.filter(node_id__in=leader_ids)
-    states = _describe_brokers([BrokerAddress(node.node_id, node.address) for node in nodes])
+    # A tenant's topic is read with a short-lived token of that tenant: the web process, which
+    # shows these pages, holds no internal token. Internal topics need the internal token.
+    token = tenant_clients.tenant_token(topic.tenant.public_id) if topic.tenant_id is not None else None
+    states = _describe_brokers([BrokerAddress(node.node_id, node.address) for node in nodes], token)
     topic_id = str(topic.topic_id)
     hosted: dict[tuple[int, int], admin_pb2.HostedPartition] = {}
     for node_id, state in states.items():
