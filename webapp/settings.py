@@ -134,14 +134,18 @@ ALLOWED_HOSTS = [host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS",
 # with tenant tokens, so nothing it could leak opens every tenant. It uses the internal token
 # here, at most, to derive the tenant-token key when WEIR_TENANT_TOKEN_KEY is not given.
 WEIR_PROCESS_ROLE = os.environ.get("WEIR_PROCESS_ROLE", "")
-_internal_token = os.environ.get("WEIR_INTERNAL_TOKEN") or persistent_secret(DATA_DIR, "internal-token")
+_given_tenant_token_key = os.environ.get("WEIR_TENANT_TOKEN_KEY", "")
+# A web process given its key needs no internal token, and does not make one in its data dir.
+_internal_token = os.environ.get("WEIR_INTERNAL_TOKEN") or (
+    "" if WEIR_PROCESS_ROLE == "web" and _given_tenant_token_key else persistent_secret(DATA_DIR, "internal-token")
+)
 WEIR_INTERNAL_TOKEN = "" if WEIR_PROCESS_ROLE == "web" else _internal_token
 # The key (hex) that signs tenant tokens (weir.tenant_tokens): the dashboard and the REST API
 # reach the data plane as one tenant with tokens minted from it, never with the internal token.
 # Brokers derive the same key from the internal token; set it explicitly where the web process
 # should not derive it itself. Tokens live WEIR_TENANT_TOKEN_LIFETIME_SECONDS (at most 3600).
-WEIR_TENANT_TOKEN_KEY = os.environ.get("WEIR_TENANT_TOKEN_KEY") or tenant_tokens.derive_key(_internal_token).hex()
-del _internal_token
+WEIR_TENANT_TOKEN_KEY = _given_tenant_token_key or tenant_tokens.derive_key(_internal_token).hex()
+del _internal_token, _given_tenant_token_key
 WEIR_TENANT_TOKEN_LIFETIME_SECONDS = int(os.environ.get("WEIR_TENANT_TOKEN_LIFETIME_SECONDS", "300"))
 WEIR_BOOTSTRAP_SERVERS = os.environ.get("WEIR_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 # When set (a PEM file of CA certificates), the control plane reaches brokers over TLS only.

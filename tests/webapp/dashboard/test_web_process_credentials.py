@@ -65,3 +65,10 @@ def test_the_web_process_settings_hold_no_internal_token(tmp_path) -> None:  # t
     environment.update({"WEIR_DATA_DIR": str(tmp_path), "DJANGO_SECRET_KEY": "test-only-secret-key-for-the-web-role-check-0123456789"})
     completed = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr[-2000:]
+    # Given only the key, it neither needs nor makes an internal token.
+    separate = tmp_path / "web-alone"
+    environment.update({"WEIR_DATA_DIR": str(separate), "WEIR_TENANT_TOKEN_KEY": "ab" * 32})
+    environment.pop("WEIR_INTERNAL_TOKEN", None)
+    completed = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert not list(separate.rglob("internal-token")), "the web process made an internal token"
