@@ -61,9 +61,15 @@ def browser_page(live_server, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
 
 
 def test_dashboard_pages_load_without_policy_violations(live_server, browser_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+
     from webapp.accounts.actions.signup import do_sign_up
     from webapp.fleet.models import BrokerNode, BrokerState
 
+    # Test bodies next to the browser fixture keep their own Django connection from one test to
+    # the next, and a live server's teardown ends every other session of the test database:
+    # start on a new connection (see test_live_replication.py).
+    connection.close()
     page, violations, foreign = browser_page
     BrokerNode.objects.create(node_id=1, host="127.0.0.1", port=1, state=BrokerState.ONLINE)
     do_sign_up("alice", "alice@acme.example", PASSWORD, "Acme")

@@ -80,8 +80,14 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 
 def test_sign_in_create_topic_acl_key_then_produce_and_browse(live_server, managed_broker, page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+
     from webapp.accounts.actions.signup import do_sign_up
 
+    # Test bodies next to the browser fixture keep their own Django connection from one test to
+    # the next, and a live server's teardown ends every other session of the test database:
+    # start on a new connection (see test_live_replication.py).
+    connection.close()
     do_sign_up("alice", "alice@acme.example", "a long enough password 42", "Acme")
     shots = tmp_path / "screenshots"
     shots.mkdir()
