@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from django.db import IntegrityError, transaction
 
@@ -118,15 +118,7 @@ def _principal_problem(actor: Actor, principal: str) -> str | None:
 
 def do_create_acl(actor: Actor, binding: NewAclBinding, request_id: str = "") -> tuple[AclBinding, ProvisioningJob]:
     """Store the binding and record SYNC_SECURITY; an identical binding is a Conflict."""
-    fields = {
-        "resource_type": binding.resource_type,
-        "resource_name": binding.resource_name,
-        "pattern_type": binding.pattern_type,
-        "principal": binding.principal,
-        "host": binding.host,
-        "operation": binding.operation,
-        "permission": binding.permission,
-    }
+    fields = asdict(binding)  # the binding's fields are the model's, name for name
     try:
         with transaction.atomic():
             if AclBinding.objects.filter(tenant=actor.tenant, **fields).exists():
