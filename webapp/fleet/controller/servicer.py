@@ -227,8 +227,8 @@ class ControllerServer:
         metrics.ACTIVE.set(None)
         self._servicer.activate(None)
 
-    def stop(self, grace_seconds: float) -> None:
-        """NOT_SERVING for everything, then stop (running calls get ``grace_seconds``)."""
+    def stop(self, grace_seconds: float | None) -> None:
+        """NOT_SERVING for everything, then stop (running calls get ``grace_seconds``, None: none)."""
         self.deactivate()
         self._health.enter_graceful_shutdown()
         self.server.stop(grace_seconds).wait()
@@ -265,8 +265,10 @@ def start_controller_server(listen: str, *, internal_token: str | None = None, t
 
 def create_controller_server(
     service: ControllerService, listen: str, *, internal_token: str | None = None, tls: tuple[Path | str, Path | str] | None = None
-) -> tuple[grpc.Server, int]:
-    """Start serving ``service`` as the active controller on ``listen``; (server, port). See :func:`start_controller_server`."""
+) -> tuple[ControllerServer, int]:
+    """Start serving ``service`` as the active controller on ``listen``; (server, port). See :func:`start_controller_server`.
+
+    Stop it with ``ControllerServer.stop``, which also clears this process's "active" metrics slot."""
     running = start_controller_server(listen, internal_token=internal_token, tls=tls)
     running.activate(service)
-    return running.server, running.port
+    return running, running.port
