@@ -18,8 +18,8 @@ from rich.console import Console
 
 from bench import settings as defaults
 from bench.failover import CONFIGURATIONS as FAILOVER_CONFIGURATIONS
-from weir.malloc_tuning import tune_this_process
 from bench.settings import BenchSettings
+from weir.malloc_tuning import tune_this_process
 
 # Not peer comparisons: each starts the whole stack and has its own options.
 CONTROL_PLANE = "control-plane"
@@ -53,7 +53,9 @@ def _failover_configurations(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [name for name in names if name not in FAILOVER_CONFIGURATIONS]
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"unknown failover configurations {unknown or [text]}; choose from {', '.join(FAILOVER_CONFIGURATIONS)}, comma-separated")
+        raise argparse.ArgumentTypeError(
+            f"unknown failover configurations {unknown or [text]}; choose from {', '.join(FAILOVER_CONFIGURATIONS)}, comma-separated"
+        )
     return names
 
 
@@ -88,12 +90,21 @@ def _positive_seconds(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("scenario", choices=(*defaults.SCENARIOS, "all", *STACK_SCENARIOS))
-    parser.add_argument("--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})")
+    parser.add_argument(
+        "--records", type=_positive_int, help=f"records per produce/consume run at 100 B, fewer for larger records (default {defaults.DEFAULT_RECORDS:,})"
+    )
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
-    parser.add_argument("--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups, lag-latency: 5)")
+    parser.add_argument(
+        "--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups, lag-latency: 5)"
+    )
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
-    parser.add_argument("--delivery", choices=("sampled", "every"), default="every", help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check")
+    parser.add_argument(
+        "--delivery",
+        choices=("sampled", "every"),
+        default="every",
+        help="Weir delivery reports: a callback on every record (default) or on 1 record in 1,000 plus an end-offset check",
+    )
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running Weir broker instead of starting one")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="cProfile the Weir client side, save .prof files in DIR and print the top functions")
     parser.add_argument("--e2e-rate", type=_positive_int, default=defaults.DEFAULT_E2E_RATE, help="records/s of the end-to-end producer (default 5000)")
@@ -103,13 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--topics", type=_positive_int, default=20, help="control-plane: topics created (and timed) per run (default 20)")
     parser.add_argument("--rate", type=_positive_int, default=50, help="control-plane: GET requests per second of the API load (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
-    parser.add_argument("--failover-config", type=_failover_configurations, default=tuple(FAILOVER_CONFIGURATIONS), help="failover: session timeout configurations measured, one stack each: default (9 s), tuned (2 s), or both comma-separated (default both)")
-    parser.add_argument("--record-bytes", type=_record_bytes, default=100, help="replication-throughput, groups: record size in bytes (default 100); --records defaults to 200,000 there, 500,000 for groups")
+    parser.add_argument(
+        "--failover-config",
+        type=_failover_configurations,
+        default=tuple(FAILOVER_CONFIGURATIONS),
+        help="failover: session timeout configurations measured, one stack each: default (9 s), tuned (2 s), or both comma-separated (default both)",
+    )
+    parser.add_argument(
+        "--record-bytes",
+        type=_record_bytes,
+        default=100,
+        help="replication-throughput, groups: record size in bytes (default 100); --records defaults to 200,000 there, 500,000 for groups",
+    )
     parser.add_argument("--rows", type=_positive_int, help="usage-job: synthetic usage rows the job processes (default 10,000,000)")
     parser.add_argument("--read-rows", type=_positive_int, help="usage-job: usage records read back through the DataSource from one broker (default 500,000)")
     parser.add_argument("--flood-seconds", type=_positive_seconds, help="flood: seconds of each phase (alone, under the flood) per run (default 10)")
     parser.add_argument("--flood-threads", type=_positive_int, default=4, help="flood: threads sending maximum-size requests (default 4)")
-    parser.add_argument("--broker-config", type=_broker_setting, action="append", default=[], metavar="KEY=VALUE", help="flood: a setting of the broker it starts (repeatable)")
+    parser.add_argument(
+        "--broker-config", type=_broker_setting, action="append", default=[], metavar="KEY=VALUE", help="flood: a setting of the broker it starts (repeatable)"
+    )
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -159,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
 
         console = Console(width=200) if not sys.stdout.isatty() else Console()
         runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
-        records = arguments.records if arguments.records is not None else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
+        records = (
+            arguments.records
+            if arguments.records is not None
+            else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
+        )
         return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
     if arguments.scenario == USAGE_JOB:
         from bench import usage_job

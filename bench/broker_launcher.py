@@ -75,13 +75,18 @@ class LocalBroker:
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "broker_nodes",
-            "--node-id", "1",
-            "--listen", self.address,
-            "--data-dir", str(self.data_directory),
+            sys.executable,
+            "-m",
+            "broker_nodes",
+            "--node-id",
+            "1",
+            "--listen",
+            self.address,
+            "--data-dir",
+            str(self.data_directory),
         ]
 
-    def start(self) -> "LocalBroker":
+    def start(self) -> LocalBroker:
         self.data_directory.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             # spawn: the broker ends with the benchmark, even after a kill -9 of it.
@@ -117,7 +122,7 @@ class LocalBroker:
                 process.wait(timeout=10)
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def __enter__(self) -> "LocalBroker":
+    def __enter__(self) -> LocalBroker:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> None:

@@ -25,9 +25,9 @@ import math
 import statistics
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -99,8 +99,11 @@ def _produce_to_every_partition(producer: Producer, topic: str, partitions: int,
             metadata = producer.list_topics(topic, timeout=remaining).topics.get(topic)
         except KafkaException as error:
             metadata, last_problem = None, str(error)
-        if metadata is None or metadata.error is not None or len(metadata.partitions) < partitions or any(
-            partition.leader < 0 or partition.error is not None for partition in metadata.partitions.values()
+        if (
+            metadata is None
+            or metadata.error is not None
+            or len(metadata.partitions) < partitions
+            or any(partition.leader < 0 or partition.error is not None for partition in metadata.partitions.values())
         ):
             if metadata is not None:
                 last_problem = f"metadata: {metadata.error or metadata.partitions}"
@@ -109,7 +112,7 @@ def _produce_to_every_partition(producer: Producer, topic: str, partitions: int,
         delivered: list[int] = []
         errors: list[str] = []
 
-        def on_delivery(error: object, _message: object) -> None:
+        def on_delivery(error: object, _message: object, delivered: list[int] = delivered, errors: list[str] = errors) -> None:
             if error is None:
                 delivered.append(1)
             else:
@@ -190,7 +193,19 @@ def _quantile(values: Sequence[float], fraction: float) -> float | None:
 
 def results_table(results: Sequence[RunResult], rate: int) -> Table:
     table = Table(title=f"Control plane: topic readiness and API latency at {rate} requests/s")
-    for column in ("run", "topics ready", "ready p50 ms", "ready p90 ms", "ready max ms", "requests", "achieved req/s", "API p50 ms", "API p99 ms", "API max ms", "failures"):
+    for column in (
+        "run",
+        "topics ready",
+        "ready p50 ms",
+        "ready p90 ms",
+        "ready max ms",
+        "requests",
+        "achieved req/s",
+        "API p50 ms",
+        "API p99 ms",
+        "API max ms",
+        "failures",
+    ):
         table.add_column(column, justify="right")
     for number, result in enumerate(results, start=1):
         latency = result.api_latency
@@ -245,13 +260,15 @@ def main(runs: int, topics: int, rate: int, seconds: float, console: Console) ->
             credentials = stack.credentials
             console.print(f"control-plane: stack up; {stack.transport}")
             api = ApiClient.for_stack(credentials)
-            producer = Producer({
-                **credentials.client_config(),
-                "linger.ms": 0,
-                # A leader that has not applied the placement yet answers a retriable error;
-                # retry soon, so that the figure measures the brokers, not the client's backoff.
-                "retry.backoff.ms": 10,
-            })
+            producer = Producer(
+                {
+                    **credentials.client_config(),
+                    "linger.ms": 0,
+                    # A leader that has not applied the placement yet answers a retriable error;
+                    # retry soon, so that the figure measures the brokers, not the client's backoff.
+                    "retry.backoff.ms": 10,
+                }
+            )
             results = []
             try:
                 for run in range(1, runs + 1):

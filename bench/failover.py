@@ -27,8 +27,9 @@ import functools
 import statistics
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -158,7 +159,7 @@ class LeaderWatch:
         self.moved_ns: int | None = None
         self.new_leader: int | None = None
 
-    def __enter__(self) -> "LeaderWatch":
+    def __enter__(self) -> LeaderWatch:
         self._thread.start()
         return self
 
@@ -294,7 +295,19 @@ def results_table(results: Sequence[ConfigurationResult], runs: int, command: st
             "metadata poll showing another leader (detection, fencing, election, push); after the move: client rerouting and the ack."
         ),
     )
-    for column in ("config", "session timeout ms", "heartbeat ms", "replica lag max ms", "runs", "min ms", "median ms", "max ms", "leader moved (median ms)", "after the move (median ms)", "failures"):
+    for column in (
+        "config",
+        "session timeout ms",
+        "heartbeat ms",
+        "replica lag max ms",
+        "runs",
+        "min ms",
+        "median ms",
+        "max ms",
+        "leader moved (median ms)",
+        "after the move (median ms)",
+        "failures",
+    ):
         table.add_column(column, justify="left" if column == "config" else "right")
     for result in results:
         settings = result.settings

@@ -27,9 +27,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO
 
 import grpc
 from rich.console import Console
@@ -131,7 +132,7 @@ class RssPeak:
         while not self._stop.wait(self._sample_seconds):
             self.peak = max(self.peak, rss_bytes(self._pid))
 
-    def __enter__(self) -> "RssPeak":
+    def __enter__(self) -> RssPeak:
         self._thread.start()
         return self
 
@@ -163,7 +164,9 @@ def provision(address: str) -> None:
                         tenant_id=tenant,
                         name=name,
                         topic_id=f"bench-{tenant}-{name}",
-                        partitions=[admin_pb2.PartitionAssignment(partition=index, leader_id=1, leader_epoch=1, replicas=[1], isr=[1]) for index in range(partitions)],
+                        partitions=[
+                            admin_pb2.PartitionAssignment(partition=index, leader_id=1, leader_epoch=1, replicas=[1], isr=[1]) for index in range(partitions)
+                        ],
                     )
                     for tenant, name, partitions in topics
                 ],
@@ -239,7 +242,7 @@ class FloodProcess:
             self._process.wait(timeout=10)
         self._reader.join(10)
 
-    def __enter__(self) -> "FloodProcess":
+    def __enter__(self) -> FloodProcess:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

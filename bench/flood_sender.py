@@ -44,7 +44,11 @@ def flood_request(max_request_bytes: int) -> broker_pb2.ProduceRequest:
     return broker_pb2.ProduceRequest(
         acks=1,
         timeout_ms=30_000,
-        topics=[broker_pb2.ProduceTopicData(topic=FLOOD_TOPIC, partitions=[broker_pb2.ProducePartitionData(partition=index, records=records) for index in range(FLOOD_PARTITIONS)])],
+        topics=[
+            broker_pb2.ProduceTopicData(
+                topic=FLOOD_TOPIC, partitions=[broker_pb2.ProducePartitionData(partition=index, records=records) for index in range(FLOOD_PARTITIONS)]
+            )
+        ],
     )
 
 

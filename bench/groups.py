@@ -36,8 +36,9 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -215,7 +216,9 @@ def wait_settled(admin: AdminClient, group: str, members: Sequence[GroupMember],
             pass  # the coordinator did not answer this time: ask again
         errors = [f"{member.name}: {error}" for member in members for error in member.errors]
         if errors or time.monotonic() >= deadline:
-            raise GroupBenchError(f"{what}: the group did not settle within {SETTLE_TIMEOUT_SECONDS:g} s; members' assignments {log.assignments()}; errors {errors[:5]}")
+            raise GroupBenchError(
+                f"{what}: the group did not settle within {SETTLE_TIMEOUT_SECONDS:g} s; members' assignments {log.assignments()}; errors {errors[:5]}"
+            )
         time.sleep(SETTLE_POLL_SECONDS)
 
 
@@ -331,7 +334,9 @@ def load_topic(client_config: Mapping[str, Any], admin: AdminClient, records: in
             producer.poll(0)
     remaining = producer.flush(FLUSH_TIMEOUT_SECONDS)
     producer.close()
-    futures = admin.list_offsets({TopicPartition(THROUGHPUT_TOPIC, partition): OffsetSpec.latest() for partition in range(PARTITIONS)}, request_timeout=ADMIN_TIMEOUT_SECONDS)
+    futures = admin.list_offsets(
+        {TopicPartition(THROUGHPUT_TOPIC, partition): OffsetSpec.latest() for partition in range(PARTITIONS)}, request_timeout=ADMIN_TIMEOUT_SECONDS
+    )
     stored = sum(future.result(ADMIN_TIMEOUT_SECONDS).offset for future in futures.values())
     if remaining or failures or stored != records:
         raise GroupBenchError(f"loading {THROUGHPUT_TOPIC}: {remaining} undelivered, failures {failures}, {stored} stored of {records}")
@@ -377,7 +382,9 @@ def consume_once(client_config: Mapping[str, Any], mode: str, records: int, reco
     return ConsumeSample(records, record_bytes, assigned_at[0] - called, finished - assigned_at[0])
 
 
-def measure_throughput(client_config: Mapping[str, Any], runs: int, records: int, record_bytes: int, console: Console) -> tuple[dict[str, list[ConsumeSample]], list[str]]:
+def measure_throughput(
+    client_config: Mapping[str, Any], runs: int, records: int, record_bytes: int, console: Console
+) -> tuple[dict[str, list[ConsumeSample]], list[str]]:
     """``runs`` alternating runs of each mode over the loaded topic; the samples of each and the failures."""
     samples: dict[str, list[ConsumeSample]] = {mode: [] for mode in MODES}
     failures: list[str] = []
@@ -389,7 +396,10 @@ def measure_throughput(client_config: Mapping[str, Any], runs: int, records: int
                 failures.append(f"throughput run {run}, {mode}: {error}")
                 continue
             samples[mode].append(sample)
-            console.print(f"groups: throughput run {run} of {runs}: {mode}: {sample.records_per_second:,.0f} records/s, partitions after {sample.join_seconds * 1000:,.0f} ms", markup=False)
+            console.print(
+                f"groups: throughput run {run} of {runs}: {mode}: {sample.records_per_second:,.0f} records/s, partitions after {sample.join_seconds * 1000:,.0f} ms",
+                markup=False,
+            )
     return samples, failures
 
 
@@ -428,7 +438,19 @@ def settle_table(results: Sequence[SettleResult], runs: int, command: str) -> Ta
             "incremental (revoke before assign)."
         ),
     )
-    for column in ("config", "session timeout ms", "heartbeat ms", "runs", "leave min ms", "leave median ms", "leave max ms", "join min ms", "join median ms", "join max ms", "failures"):
+    for column in (
+        "config",
+        "session timeout ms",
+        "heartbeat ms",
+        "runs",
+        "leave min ms",
+        "leave median ms",
+        "leave max ms",
+        "join min ms",
+        "join median ms",
+        "join max ms",
+        "failures",
+    ):
         table.add_column(column, justify="left" if column == "config" else "right")
     for result in results:
         timeouts = result.timeouts
@@ -461,7 +483,13 @@ def throughput_table(samples: Mapping[str, Sequence[ConsumeSample]], records: in
             table.add_row(mode, "0", "-", "-", "-")
             continue
         rate = statistics.median(sample.records_per_second for sample in runs)
-        table.add_row(mode, str(len(runs)), f"{rate:,.0f}", f"{rate * record_bytes / BYTES_PER_MEBIBYTE:,.1f}", _ms(statistics.median(sample.join_seconds for sample in runs)))
+        table.add_row(
+            mode,
+            str(len(runs)),
+            f"{rate:,.0f}",
+            f"{rate * record_bytes / BYTES_PER_MEBIBYTE:,.1f}",
+            _ms(statistics.median(sample.join_seconds for sample in runs)),
+        )
     return table
 
 

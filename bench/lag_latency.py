@@ -26,9 +26,10 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -80,7 +81,9 @@ def visible_offset(api: ApiClient) -> tuple[int | None, str | None]:
         return None, None
     if status != 200 or not isinstance(body, dict):
         raise LagLatencyError(f"GET /consumer-groups/{GROUP}/lag answered {status}: {body}")
-    offsets = [partition["current_offset"] for partition in body.get("partitions", []) if partition.get("topic_name") == TOPIC and partition.get("partition_id") == 0]
+    offsets = [
+        partition["current_offset"] for partition in body.get("partitions", []) if partition.get("topic_name") == TOPIC and partition.get("partition_id") == 0
+    ]
     return (offsets[0] if offsets else None), body.get("evaluated_at")
 
 

@@ -77,7 +77,7 @@ class LatencyReceiver:
         # (kind, payload) as the child sent it, once received.
         self._answer: tuple[str, Any] | None = None
 
-    def __enter__(self) -> "LatencyReceiver":
+    def __enter__(self) -> LatencyReceiver:
         self._process.start()
         self._child_end.close()
         deadline = time.monotonic() + self.ready_timeout

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 # Megabytes in the report are mebibytes, as in Kafka's published benchmark figures
 # (821,557 records/s of 100 bytes is the 78.3 MB/s they print).
@@ -44,7 +44,7 @@ class LatencySummary:
     max_ms: float
 
     @classmethod
-    def from_nanoseconds(cls, latencies_ns: Sequence[int]) -> "LatencySummary":
+    def from_nanoseconds(cls, latencies_ns: Sequence[int]) -> LatencySummary:
         """Summarise latencies given in nanoseconds (any order, non-empty)."""
         ordered = sorted(latencies_ns)
         return cls(

@@ -9,7 +9,7 @@ vanishing from the measurement ("coordinated omission").
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 NANOSECONDS_PER_SECOND = 1_000_000_000
 

@@ -48,7 +48,7 @@ class ClientProfiler:
             self._profiles.append(profile)
         profile.enable()
 
-    def __enter__(self) -> "ClientProfiler":
+    def __enter__(self) -> ClientProfiler:
         if self.enabled:
             threading.setprofile(self._start_in_new_thread)
             main = cProfile.Profile()

@@ -12,8 +12,8 @@ replica in its ISR: only then does killing a leader measure a failover rather th
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from bench.stack import ApiClient
 from weir.admin import AdminClient

@@ -17,8 +17,8 @@ offset equals the records sent. The ratio is of the medians over runs.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -95,10 +95,15 @@ def measure(stack: LocalStack, runs: int, records: int, record_bytes: int, deliv
     admin = AdminClient(credentials.client_config())
     values = value_pool(record_bytes)
     systems = {
-        workload: WeirSystem(WeirOptions(
-            bootstrap=credentials.bootstrap_servers, delivery=delivery, acks=workload.acks, idempotence=workload.idempotence,
-            client_settings=credentials.security_config(),
-        ))
+        workload: WeirSystem(
+            WeirOptions(
+                bootstrap=credentials.bootstrap_servers,
+                delivery=delivery,
+                acks=workload.acks,
+                idempotence=workload.idempotence,
+                client_settings=credentials.security_config(),
+            )
+        )
         for workload in WORKLOADS
     }
     samples: dict[Workload, list[ThroughputSample]] = {workload: [] for workload in WORKLOADS}

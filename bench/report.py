@@ -90,8 +90,9 @@ def scenario_table(result: ScenarioResult) -> Table:
     return table
 
 
-def target_verdict(result: ScenarioResult, targets: Targets = Targets()) -> str | None:
+def target_verdict(result: ScenarioResult, targets: Targets | None = None) -> str | None:
     """One line comparing Weir's 100-byte figures with the issue's targets, when there are any."""
+    targets = targets if targets is not None else Targets()
     weir = next((row for row in result.rows if row.system == WEIR and row.record_size == 100 and row.figures), None)
     if weir is None or weir.figures is None:
         return None
@@ -112,7 +113,9 @@ def target_verdict(result: ScenarioResult, targets: Targets = Targets()) -> str 
     return None
 
 
-def print_report(console: Console, results: list[ScenarioResult], unavailable: list[str], descriptions: list[str], settings: BenchSettings, malloc_tuned: bool) -> None:
+def print_report(
+    console: Console, results: list[ScenarioResult], unavailable: list[str], descriptions: list[str], settings: BenchSettings, malloc_tuned: bool
+) -> None:
     console.print()
     console.print(machine_description(malloc_tuned))
     console.print(settings_description(settings))

@@ -9,8 +9,8 @@ reason; it never stops the other systems.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from rich.console import Console
 

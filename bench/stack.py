@@ -26,9 +26,10 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rich.console import Console
 
@@ -74,7 +75,7 @@ class Credentials:
     service_account: str  # its public id; the principal of the cluster key is User:<id>
 
     @classmethod
-    def from_demo_json(cls, text: str) -> "Credentials":
+    def from_demo_json(cls, text: str) -> Credentials:
         data = json.loads(text)
         return cls(**{name: str(data[name]) for name in cls.__dataclass_fields__})
 
@@ -176,7 +177,7 @@ class LocalStack:
         environment.update(self._settings)
         return environment
 
-    def __enter__(self) -> "LocalStack":
+    def __enter__(self) -> LocalStack:
         environment = self._environment()
         self._console.print(f"{self._label}: starting the stack in {self.data_dir} ...", markup=False)
         # spawn: its own process group, so that a failed stop can end all of it, and the whole
@@ -199,7 +200,7 @@ class LocalStack:
             self._lines.append(line.rstrip("\n"))
             del self._lines[:-OUTPUT_LINES_KEPT]
             if line.startswith(TRANSPORT_LINE):
-                self.transport = line[len("weir: "):].strip()
+                self.transport = line[len("weir: ") :].strip()
             if line.startswith(READY_LINE):
                 self._ready.set()
         self._ready.set()  # the process ended: the waiter sees that it is gone
@@ -214,7 +215,11 @@ class LocalStack:
         # `demo` again, for machine-readable output: it reuses the tenant and issues new keys.
         completed = subprocess.run(
             [sys.executable, "manage.py", "demo", "--tenant", DEMO_TENANT, "--json"],
-            cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=DEMO_TIMEOUT_SECONDS,
+            cwd=REPOSITORY,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=DEMO_TIMEOUT_SECONDS,
         )
         if completed.returncode != 0:
             raise StackError(f"`manage.py demo --json` failed: {completed.stderr.strip() or completed.stdout.strip()}")
@@ -267,7 +272,7 @@ class ApiClient:
         self._headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
 
     @classmethod
-    def for_stack(cls, credentials: Credentials) -> "ApiClient":
+    def for_stack(cls, credentials: Credentials) -> ApiClient:
         """The REST API of a stack with the demo's cloud key."""
         return cls(credentials.api_url, credentials.cloud_api_key, credentials.cloud_api_secret)
 

@@ -27,9 +27,10 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -68,7 +69,11 @@ def spark_for_bench():  # type: ignore[no-untyped-def]
     """The session the job would have on ``local[2]`` (its defaults), with room for N rows."""
     from spark_pipelines.session import spark_session
 
-    session = spark_session("weir-bench-usage-job", master=MASTER, extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": DRIVER_MEMORY})
+    session = spark_session(
+        "weir-bench-usage-job",
+        master=MASTER,
+        extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": DRIVER_MEMORY},
+    )
     session.sparkContext.setLogLevel("ERROR")
     return session
 
@@ -106,14 +111,21 @@ def generate_records(spark, rows: int, path: Path) -> None:  # type: ignore[no-u
     ]
     traffic = F.struct(
         *common,
-        (noise % 1_000_000).alias("bytes_in"), (noise % 1_000).alias("records_in"),
-        (noise % 3_000_000).alias("bytes_out"), (noise % 3_000).alias("records_out"),
-        (noise % 50).alias("produce_requests"), (noise % 80).alias("fetch_requests"), F.lit(0).alias("throttle_time_ms"),
+        (noise % 1_000_000).alias("bytes_in"),
+        (noise % 1_000).alias("records_in"),
+        (noise % 3_000_000).alias("bytes_out"),
+        (noise % 3_000).alias("records_out"),
+        (noise % 50).alias("produce_requests"),
+        (noise % 80).alias("fetch_requests"),
+        F.lit(0).alias("throttle_time_ms"),
     )
     stored = F.struct(
         *common,
-        ((F.col("window") + 1) * 10_000 + noise % 10_000).alias("log_size_bytes"), F.lit(0).alias("log_start_offset"),
-        (F.col("window") * 100).alias("log_end_offset"), (F.col("window") * 100).alias("high_watermark"), F.lit(0).alias("leader_epoch"),
+        ((F.col("window") + 1) * 10_000 + noise % 10_000).alias("log_size_bytes"),
+        F.lit(0).alias("log_start_offset"),
+        (F.col("window") * 100).alias("log_end_offset"),
+        (F.col("window") * 100).alias("high_watermark"),
+        F.lit(0).alias("leader_epoch"),
     )
     value = F.when(F.col("is_traffic"), F.to_json(traffic)).otherwise(F.to_json(stored))
     records = frame.select(
@@ -161,8 +173,21 @@ def fill_broker(address: str, rows: int) -> None:
         p = slot % partitions
         start = BASE_MS + window * WINDOW_MS
         node = p % BROKERS + 1
-        common = (node, f"inc{node}", window, start, start + WINDOW_MS, f"tn-{p // (TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC):010d}", f"topic-{p // PARTITIONS_PER_TOPIC % TOPICS_PER_TENANT:02d}", p % PARTITIONS_PER_TOPIC)
-        row = TrafficRow(*common, bytes_in=index % 1_000_000, records_in=index % 1_000) if slot < partitions else PartitionRow(*common, window * 10_000, 0, window * 100, window * 100, 0)
+        common = (
+            node,
+            f"inc{node}",
+            window,
+            start,
+            start + WINDOW_MS,
+            f"tn-{p // (TOPICS_PER_TENANT * PARTITIONS_PER_TOPIC):010d}",
+            f"topic-{p // PARTITIONS_PER_TOPIC % TOPICS_PER_TENANT:02d}",
+            p % PARTITIONS_PER_TOPIC,
+        )
+        row = (
+            TrafficRow(*common, bytes_in=index % 1_000_000, records_in=index % 1_000)
+            if slot < partitions
+            else PartitionRow(*common, window * 10_000, 0, window * 100, window * 100, 0)
+        )
         producer.produce(READ_TOPIC, value=encode(row), key=str(node).encode(), partition=node - 1)
         if index % 10_000 == 0:
             producer.poll(0)
@@ -202,12 +227,22 @@ def report(console: Console, rows: int, read_rows: int, job_runs: list[JobRun], 
     table = Table(title="Usage job on local[2]: seconds (median) and usage rows per second", title_justify="left")
     for column, justify in (("Figure", "left"), ("Rows", "right"), ("Seconds", "right"), ("Rows/s", "right"), ("Every run (s)", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    table.add_row("Job without brokers and database: parse, dedupe, store raw, hour+day buckets, Parquet", f"{rows:,}", f"{job_median:.1f}", f"{rows / job_median:,.0f}", _seconds([run.seconds for run in job_runs]))
-    table.add_row("DataSource read of usage records (1 broker, 3 partitions)", f"{read_rows:,}", f"{read_median:.1f}", f"{read_rate:,.0f}", _seconds(read_seconds))
+    table.add_row(
+        "Job without brokers and database: parse, dedupe, store raw, hour+day buckets, Parquet",
+        f"{rows:,}",
+        f"{job_median:.1f}",
+        f"{rows / job_median:,.0f}",
+        _seconds([run.seconds for run in job_runs]),
+    )
+    table.add_row(
+        "DataSource read of usage records (1 broker, 3 partitions)", f"{read_rows:,}", f"{read_median:.1f}", f"{read_rate:,.0f}", _seconds(read_seconds)
+    )
     estimate = job_median + rows / read_rate
     table.add_row("Estimate: the job reading them from the brokers (sum of the two)", f"{rows:,}", f"{estimate:.1f}", f"{rows / estimate:,.0f}", "-")
     console.print(table)
-    console.print(f"Last run: {last.raw_rows:,} raw rows stored after deduplication, {last.hour_rows:,} hour rows and {last.day_rows:,} day rows for the database")
+    console.print(
+        f"Last run: {last.raw_rows:,} raw rows stored after deduplication, {last.hour_rows:,} hour rows and {last.day_rows:,} day rows for the database"
+    )
 
 
 def main(*, rows: int = DEFAULT_ROWS, read_rows: int = DEFAULT_READ_ROWS, runs: int = DEFAULT_RUNS, console: Console) -> int:

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 from broker_nodes import names
 from broker_nodes.storage.atomic_files import write_atomically
@@ -94,10 +94,16 @@ class PartitionAssignment:
     isr: tuple[int, ...]
 
     def to_json(self) -> dict[str, object]:
-        return {"partition": self.partition, "leader_id": self.leader_id, "leader_epoch": self.leader_epoch, "replicas": list(self.replicas), "isr": list(self.isr)}
+        return {
+            "partition": self.partition,
+            "leader_id": self.leader_id,
+            "leader_epoch": self.leader_epoch,
+            "replicas": list(self.replicas),
+            "isr": list(self.isr),
+        }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> "PartitionAssignment":
+    def from_json(cls, data: Mapping[str, object]) -> PartitionAssignment:
         return cls(int(data["partition"]), int(data["leader_id"]), int(data["leader_epoch"]), tuple(data["replicas"]), tuple(data["isr"]))  # type: ignore[arg-type, call-overload]
 
 
@@ -134,7 +140,7 @@ class ManagedTopic:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> "ManagedTopic":
+    def from_json(cls, data: Mapping[str, object]) -> ManagedTopic:
         return cls(
             tenant_id=str(data["tenant_id"]),
             name=str(data["name"]),
@@ -162,7 +168,7 @@ class ClusterSnapshot:
     topics: Mapping[str, ManagedTopic] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
-    def from_request(cls, request: admin_pb2.ApplyPartitionsRequest) -> "ClusterSnapshot":
+    def from_request(cls, request: admin_pb2.ApplyPartitionsRequest) -> ClusterSnapshot:
         """Parse and check a request; InvalidSnapshotError names the first contradiction."""
         if request.version < 1:
             raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
@@ -175,9 +181,13 @@ class ClusterSnapshot:
             if not entry.name or names.TENANT_SEPARATOR in entry.name or names.TENANT_SEPARATOR in entry.tenant_id:
                 raise InvalidSnapshotError(f"topic name {entry.name!r} of tenant {entry.tenant_id!r} is empty or contains {names.TENANT_SEPARATOR!r}")
             if not entry.tenant_id and not is_internal_topic_name(entry.name):
-                raise InvalidSnapshotError(f"topic {entry.name!r} has no tenant id; only internal topics (names starting with {INTERNAL_TOPIC_PREFIX!r}) may have none")
+                raise InvalidSnapshotError(
+                    f"topic {entry.name!r} has no tenant id; only internal topics (names starting with {INTERNAL_TOPIC_PREFIX!r}) may have none"
+                )
             if entry.tenant_id and is_internal_topic_name(entry.name):
-                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r}: names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics")
+                raise InvalidSnapshotError(
+                    f"topic {entry.name!r} of tenant {entry.tenant_id!r}: names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics"
+                )
             partitions = tuple(
                 PartitionAssignment(item.partition, item.leader_id, item.leader_epoch, tuple(item.replicas), tuple(item.isr))
                 for item in sorted(entry.partitions, key=lambda item: item.partition)
@@ -237,7 +247,7 @@ class ClusterSnapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> "ClusterSnapshot":
+    def from_json(cls, data: Mapping[str, object]) -> ClusterSnapshot:
         brokers = tuple(BrokerEndpoint(int(item["node_id"]), str(item["host"]), int(item["port"]), str(item.get("rack", ""))) for item in data["brokers"])  # type: ignore[attr-defined]
         topics = (ManagedTopic.from_json(item) for item in data["topics"])  # type: ignore[attr-defined]
         return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))  # type: ignore[call-overload]

@@ -12,10 +12,10 @@ table in ``weir.topic_config`` so that each default is written down once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 from weir.topic_config import TOPIC_CONFIGS, ConfigKey, InvalidConfigError
 
@@ -116,21 +116,59 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 "holds a request thread, so at most half of num.io.threads wait at once; the others are refused at once.",
                 minimum=0,
             ),
-            ConfigKey("fetch.max.bytes", "INT", str(55 * _MIB), "Largest total of record bytes one Fetch answers with (requests may ask for less).", minimum=1024),
-            ConfigKey("max.partition.fetch.bytes", "INT", str(_MIB), "Record bytes per partition a Fetch returns when the request leaves partition_max_bytes at 0.", minimum=1),
+            ConfigKey(
+                "fetch.max.bytes", "INT", str(55 * _MIB), "Largest total of record bytes one Fetch answers with (requests may ask for less).", minimum=1024
+            ),
+            ConfigKey(
+                "max.partition.fetch.bytes",
+                "INT",
+                str(_MIB),
+                "Record bytes per partition a Fetch returns when the request leaves partition_max_bytes at 0.",
+                minimum=1,
+            ),
             ConfigKey("replica.lag.time.max.ms", "LONG", "30000", "A follower not caught up with the leader for this long leaves the ISR.", minimum=1),
             ConfigKey("replica.fetch.wait.max.ms", "INT", "500", "Longest a follower's fetch waits at the leader for new records (long poll).", minimum=0),
             ConfigKey("replica.fetch.backoff.ms", "INT", "1000", "Pause of a follower's fetcher after an error.", minimum=0),
-            ConfigKey("request.timeout.ms", "INT", "30000", "Longest an acks=all produce waits for the in-sync replicas when the request sets no timeout_ms.", minimum=1),
+            ConfigKey(
+                "request.timeout.ms",
+                "INT",
+                "30000",
+                "Longest an acks=all produce waits for the in-sync replicas when the request sets no timeout_ms.",
+                minimum=1,
+            ),
             ConfigKey("replica.fetch.max.bytes", "INT", str(_MIB), "Record bytes per partition a follower fetches in one request.", minimum=1),
             ConfigKey("offsets.topic.num.partitions", "INT", "50", "Partition count of the internal topic __consumer_offsets when it is created.", minimum=1),
-            ConfigKey("offsets.topic.segment.bytes", "INT", str(100 * _MIB), "segment.bytes of the internal topic __consumer_offsets when it is created.", minimum=1024),
+            ConfigKey(
+                "offsets.topic.segment.bytes",
+                "INT",
+                str(100 * _MIB),
+                "segment.bytes of the internal topic __consumer_offsets when it is created.",
+                minimum=1024,
+            ),
             ConfigKey("offsets.retention.minutes", "INT", "10080", "Committed offsets older than this are removed.", minimum=1),
             ConfigKey("offsets.retention.check.interval.ms", "LONG", "600000", "How often committed offsets are checked for expiry.", minimum=1),
             ConfigKey("offset.metadata.max.bytes", "INT", "4096", "Largest metadata string a committed offset may carry.", minimum=0),
-            ConfigKey("group.consumer.session.timeout.ms", "INT", "45000", "Session timeout of a group member that asks for none: no heartbeat for this long removes it.", minimum=1),
-            ConfigKey("group.consumer.min.session.timeout.ms", "INT", "1000", "Shortest session timeout a member may ask for (INVALID_SESSION_TIMEOUT below).", minimum=1),
-            ConfigKey("group.consumer.max.session.timeout.ms", "INT", "60000", "Longest session timeout a member may ask for (INVALID_SESSION_TIMEOUT above).", minimum=1),
+            ConfigKey(
+                "group.consumer.session.timeout.ms",
+                "INT",
+                "45000",
+                "Session timeout of a group member that asks for none: no heartbeat for this long removes it.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "group.consumer.min.session.timeout.ms",
+                "INT",
+                "1000",
+                "Shortest session timeout a member may ask for (INVALID_SESSION_TIMEOUT below).",
+                minimum=1,
+            ),
+            ConfigKey(
+                "group.consumer.max.session.timeout.ms",
+                "INT",
+                "60000",
+                "Longest session timeout a member may ask for (INVALID_SESSION_TIMEOUT above).",
+                minimum=1,
+            ),
             ConfigKey(
                 "group.consumer.heartbeat.interval.ms",
                 "INT",
@@ -151,9 +189,20 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("log.flush.scheduler.interval.ms", "LONG", "1000", "How often logs are checked for a flush due by flush.ms.", minimum=1),
             ConfigKey("log.cleaner.enable", "BOOLEAN", "true", "Run the log cleaner that compacts topics with cleanup.policy=compact."),
             ConfigKey("log.cleaner.backoff.ms", "LONG", "15000", "Pause of the log cleaner when no log needs compaction.", minimum=0),
-            ConfigKey("log.max.open.files", "INT", "1024", "File descriptors of segment files the broker keeps open at most (least recently used are closed).", minimum=16),
+            ConfigKey(
+                "log.max.open.files",
+                "INT",
+                "1024",
+                "File descriptors of segment files the broker keeps open at most (least recently used are closed).",
+                minimum=16,
+            ),
             ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
-            ConfigKey("metering.enabled", "BOOLEAN", "true", "Count clients' traffic per tenant, topic and partition and append usage rows to __usage every metering.interval.ms."),
+            ConfigKey(
+                "metering.enabled",
+                "BOOLEAN",
+                "true",
+                "Count clients' traffic per tenant, topic and partition and append usage rows to __usage every metering.interval.ms.",
+            ),
             ConfigKey(
                 "metering.interval.ms",
                 "LONG",
@@ -174,9 +223,22 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 "",
                 "HOST:PORT of the controllers (comma-separated; --controller). Empty: no controller, the broker takes cluster maps from ApplyPartitions pushes only.",
             ),
-            ConfigKey("broker.heartbeat.interval.ms", "INT", "2000", "How often the broker heartbeats to the controller (well within the controller's broker.session.timeout.ms).", minimum=10),
-            ConfigKey("controlled.shutdown.enable", "BOOLEAN", "true", "On SIGTERM, ask the controller to move this broker's leaderships to other in-sync replicas before stopping."),
-            ConfigKey("controlled.shutdown.timeout.ms", "LONG", "30000", "Longest a controlled shutdown waits for the controller to move leaderships away.", minimum=0),
+            ConfigKey(
+                "broker.heartbeat.interval.ms",
+                "INT",
+                "2000",
+                "How often the broker heartbeats to the controller (well within the controller's broker.session.timeout.ms).",
+                minimum=10,
+            ),
+            ConfigKey(
+                "controlled.shutdown.enable",
+                "BOOLEAN",
+                "true",
+                "On SIGTERM, ask the controller to move this broker's leaderships to other in-sync replicas before stopping.",
+            ),
+            ConfigKey(
+                "controlled.shutdown.timeout.ms", "LONG", "30000", "Longest a controlled shutdown waits for the controller to move leaderships away.", minimum=0
+            ),
             ConfigKey(
                 "metrics.port",
                 "INT",
@@ -222,7 +284,7 @@ class ListenAddress:
     port: int  # 0 asks the operating system for a free port
 
     @classmethod
-    def parse(cls, text: str) -> "ListenAddress":
+    def parse(cls, text: str) -> ListenAddress:
         """Parse ``HOST:PORT`` (``[::1]:9092`` for IPv6); raise BrokerConfigError naming the problem."""
         host, separator, port_text = text.rpartition(":")
         if not separator or not host or not port_text.isdigit() or int(port_text) > 65535:
@@ -271,17 +333,13 @@ class BrokerConfig:
 
         Topic configs missing here fall back to the defaults of ``weir.topic_config``.
         """
-        return {
-            TOPIC_DEFAULT_SETTINGS[setting]: format_config_value(self.values[setting])
-            for setting in self.explicit
-            if setting in TOPIC_DEFAULT_SETTINGS
-        }
+        return {TOPIC_DEFAULT_SETTINGS[setting]: format_config_value(self.values[setting]) for setting in self.explicit if setting in TOPIC_DEFAULT_SETTINGS}
 
     def describe_value(self, setting: str) -> str:
         return format_config_value(self.values[setting])
 
 
-def largest_request_bytes(config: "BrokerConfig") -> int:
+def largest_request_bytes(config: BrokerConfig) -> int:
     """The largest gRPC message the broker's server receives: max.request.size plus framing."""
     return int(config["max.request.size"]) + REQUEST_FRAMING_BYTES  # type: ignore[call-overload]
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import grpc
 
@@ -176,7 +177,12 @@ class ControllerClient:
         self.registered.set()
         logger.info(
             "registered with the controller (epoch %d) as broker %d at %s:%d: broker epoch %d, session timeout %d ms",
-            response.controller_epoch, self.node_id, self._host, self._port, response.broker_epoch, response.session_timeout_ms,
+            response.controller_epoch,
+            self.node_id,
+            self._host,
+            self._port,
+            response.broker_epoch,
+            response.session_timeout_ms,
         )
 
     def _heartbeat(self) -> None:

@@ -11,7 +11,8 @@ atomic) so that partitions nobody waits on cost no locking.
 from __future__ import annotations
 
 import threading
-from typing import Generic, Iterable, Protocol, TypeVar
+from collections.abc import Iterable
+from typing import Generic, Protocol, TypeVar
 
 PartitionKey = tuple[str, int]
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from broker_nodes.storage.atomic_files import write_atomically
 
-
 PRODUCER_ID_FILE_NAME = "producer-id-block"  # in the data directory: the first id not yet reserved
 PRODUCER_ID_BLOCK_SIZE = 1000  # ids reserved by one write of the file
 MAX_PRODUCER_EPOCH = 32767  # int16; a producer whose epoch would pass it gets a new id instead

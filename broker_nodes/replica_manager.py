@@ -17,16 +17,17 @@ Kafka error codes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterState
 from broker_nodes.producer_ids import TransactionsUnsupportedError
+from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.log import AppendInfo, PartitionLog
-from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 from weir.usage_records import USAGE_TOPIC
@@ -149,7 +150,7 @@ class ReplicaManager:
         self._append_locks: dict[tuple[str, int], threading.Lock] = {}
         self._append_locks_guard = threading.Lock()
         # Set by the broker once replication is wired in; None: every partition has one replica.
-        self.replication: "ReplicationManager | None" = None
+        self.replication: ReplicationManager | None = None
         self.default_request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS
 
     # ------------------------------------------------------------------ lookups

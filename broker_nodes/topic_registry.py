@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping
 
 from broker_nodes.storage.atomic_files import write_atomically
 from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
 from weir.topic_config import validate_topic_configs
+
 # MAX_PARTITIONS_PER_TOPIC guards the broker against one request creating millions of logs; it
 # lives with the name rules because its widest partition number bounds tenants' topic names.
 from weir.topic_names import INTERNAL_TOPIC_PREFIX, MAX_PARTITIONS_PER_TOPIC, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
@@ -132,7 +133,7 @@ class TopicMetadata:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> "TopicMetadata":
+    def from_json(cls, data: Mapping[str, object]) -> TopicMetadata:
         return cls(
             name=str(data["name"]),
             topic_id=str(data["topic_id"]),

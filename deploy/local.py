@@ -78,11 +78,11 @@ from deploy.processes import (
     http_ok,
     stop_all,
 )
-from weir.stop_signals import StopSignals
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
 from weir.lifeline import signal_group, spawn
 from weir.logging_setup import LogFormatError, configure_logging
 from weir.private_files import make_new_files_private, restrict_directory
+from weir.stop_signals import StopSignals
 
 # Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
 WEB_THREADS = 8
@@ -158,7 +158,7 @@ class StackSettings:
     metrics_base_port: int = 9300
 
     @classmethod
-    def from_environment(cls, environment: dict[str, str]) -> "StackSettings":
+    def from_environment(cls, environment: dict[str, str]) -> StackSettings:
         raw_count = environment.get("WEIR_BROKERS", "3")
         if not raw_count.isdigit() or not 1 <= int(raw_count) <= 32:
             raise SystemExit(f"WEIR_BROKERS must be a number from 1 to 32, not {raw_count!r}")
@@ -399,9 +399,13 @@ def controller_processes(settings: StackSettings, environment: dict[str, str], t
             SupervisedProcess(
                 name,
                 [
-                    sys.executable, "manage.py", "run_controller",
-                    "--listen", settings.controller_address(controller_id),
-                    "--metrics-port", str(settings.controller_metrics_port(controller_id) if settings.metrics_base_port else 0),
+                    sys.executable,
+                    "manage.py",
+                    "run_controller",
+                    "--listen",
+                    settings.controller_address(controller_id),
+                    "--metrics-port",
+                    str(settings.controller_metrics_port(controller_id) if settings.metrics_base_port else 0),
                     *arguments,
                 ],
                 log_path=settings.log_file(name),
@@ -438,12 +442,19 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
         data_dir = settings.data_dir / f"broker-{node_id}"
         data_dir.mkdir(parents=True, exist_ok=True)
         command = [
-            sys.executable, "-m", "broker_nodes",
-            "--node-id", str(node_id),
-            "--listen", settings.broker_address(node_id),
-            "--data-dir", str(data_dir),
-            "--config", "security.required=true",
-            "--metrics-port", str(settings.broker_metrics_port(node_id) if settings.metrics_base_port else 0),
+            sys.executable,
+            "-m",
+            "broker_nodes",
+            "--node-id",
+            str(node_id),
+            "--listen",
+            settings.broker_address(node_id),
+            "--data-dir",
+            str(data_dir),
+            "--config",
+            "security.required=true",
+            "--metrics-port",
+            str(settings.broker_metrics_port(node_id) if settings.metrics_base_port else 0),
             *arguments,
         ]
         processes.append(
@@ -466,12 +477,21 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
 def web_command(settings: StackSettings, tls: TlsFiles | None = None) -> list[str]:
     """gunicorn serving the dashboard and API; HTTPS with WEIR_TLS_CERT/KEY, else the local certificate."""
     command = [
-        sys.executable, "-m", "gunicorn", "webapp.wsgi",
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "webapp.wsgi",
         # Graceful-stop timeout and, with WEIR_LOG_FORMAT=json, gunicorn's logs as JSON lines.
-        "--config", "python:webapp.gunicorn_config",
-        "--bind", f"{settings.host}:{settings.http_port}",
-        "--workers", "1", "--threads", str(WEB_THREADS),
-        "--access-logfile", "-",
+        "--config",
+        "python:webapp.gunicorn_config",
+        "--bind",
+        f"{settings.host}:{settings.http_port}",
+        "--workers",
+        "1",
+        "--threads",
+        str(WEB_THREADS),
+        "--access-logfile",
+        "-",
     ]
     if settings.web_certificate is not None and settings.web_private_key is not None:
         command += ["--certfile", str(settings.web_certificate), "--keyfile", str(settings.web_private_key)]

@@ -26,8 +26,8 @@ def generate(output_root: Path) -> None:
 
     Raises RuntimeError when protoc reports an error.
     """
-    from grpc_tools import protoc  # a dev dependency: only needed to regenerate
     import grpc_tools
+    from grpc_tools import protoc  # a dev dependency: only needed to regenerate
 
     well_known = Path(grpc_tools.__file__).parent / "_proto"
     relative = [str(path.relative_to(REPOSITORY_ROOT)) for path in proto_files()]

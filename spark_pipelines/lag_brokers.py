@@ -150,7 +150,9 @@ def next_record_timestamps(client_config: Mapping[str, Any], requests: Iterable[
     return found
 
 
-def _first_records(client_config: Mapping[str, Any], tenant_id: str, wanted: dict[tuple[str, int], list[int]], deadline: float, timeout_seconds: float) -> list[RecordTimestamp]:
+def _first_records(
+    client_config: Mapping[str, Any], tenant_id: str, wanted: dict[tuple[str, int], list[int]], deadline: float, timeout_seconds: float
+) -> list[RecordTimestamp]:
     config = {
         **tenant_config(client_config, tenant_id, timeout_seconds),
         "enable.auto.commit": False,
@@ -204,9 +206,14 @@ def _skip_bad_batch(consumer: Consumer, tenant_id: str, key: tuple[str, int], of
     unknown = [requested for requested in offsets if requested <= error.last_offset]
     del offsets[: len(unknown)]
     logger.warning(
-        "lag job: tenant %s, %s [%d]: offsets %d..%d are in a stored batch that cannot be decoded; "
-        "the time lag at offset(s) %s is unknown (%s)",
-        tenant_id, topic, partition, error.first_offset, error.last_offset, ", ".join(map(str, unknown)), error.str(),
+        "lag job: tenant %s, %s [%d]: offsets %d..%d are in a stored batch that cannot be decoded; the time lag at offset(s) %s is unknown (%s)",
+        tenant_id,
+        topic,
+        partition,
+        error.first_offset,
+        error.last_offset,
+        ", ".join(map(str, unknown)),
+        error.str(),
     )
     if offsets:
         consumer.seek(TopicPartition(topic, partition, offsets[0]))

@@ -58,7 +58,7 @@ class LagState:
     # ------------------------------------------------------------------ document -> state
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any], *, window_size: int) -> "LagState":
+    def from_document(cls, document: Mapping[str, Any], *, window_size: int) -> LagState:
         """The state of a saved document (``{}``: the first run); each window and history cut to
         its newest ``window_size`` entries (the setting may have shrunk since)."""
         if not document:
@@ -74,46 +74,63 @@ class LagState:
                 if not isinstance(entry, list) or len(entry) != 4:
                     raise InvalidLagStateError(document, f"a commit of window {key} is not [offset, timestamp_ms, commit_order, lag]")
                 offset, timestamp_ms, commit_order, lag = entry
-                windows.append({
-                    **key,
-                    "slot": slot,
-                    "committed_offset": _integer(document, offset, "a commit's offset"),
-                    "commit_timestamp_ms": _integer(document, timestamp_ms, "a commit's timestamp"),
-                    "commit_order": _integer(document, commit_order, "a commit's order"),
-                    "lag_at_commit": None if lag is None else _integer(document, lag, "a commit's lag"),
-                    "last_commit_ms": last_commit_ms,
-                })
+                windows.append(
+                    {
+                        **key,
+                        "slot": slot,
+                        "committed_offset": _integer(document, offset, "a commit's offset"),
+                        "commit_timestamp_ms": _integer(document, timestamp_ms, "a commit's timestamp"),
+                        "commit_order": _integer(document, commit_order, "a commit's order"),
+                        "lag_at_commit": None if lag is None else _integer(document, lag, "a commit's lag"),
+                        "last_commit_ms": last_commit_ms,
+                    }
+                )
         end_offsets: list[dict[str, Any]] = []
         for item in _list(document, "end_offsets"):
             key = _partition_key(document, item, with_group=False)
             for entry in _list(item, "observed", document)[-window_size:]:
                 if not isinstance(entry, list) or len(entry) != 2:
                     raise InvalidLagStateError(document, f"an end offset observation of {key} is not [observed_at_ms, end_offset]")
-                end_offsets.append({
-                    **key,
-                    "observed_at_ms": _integer(document, entry[0], "an observation time"),
-                    "end_offset": _integer(document, entry[1], "an end offset"),
-                })
+                end_offsets.append(
+                    {
+                        **key,
+                        "observed_at_ms": _integer(document, entry[0], "an observation time"),
+                        "end_offset": _integer(document, entry[1], "an end offset"),
+                    }
+                )
         return cls(offsets=_offsets(document), windows=tuple(windows), end_offsets=tuple(end_offsets))
 
     # ------------------------------------------------------------------ rows -> document
 
     @classmethod
-    def from_rows(cls, offsets: Offsets, windows: Iterable[Mapping[str, Any]], end_offsets: Iterable[Mapping[str, Any]]) -> "LagState":
+    def from_rows(cls, offsets: Offsets, windows: Iterable[Mapping[str, Any]], end_offsets: Iterable[Mapping[str, Any]]) -> LagState:
         """The state to save: the cursor and the rows the transforms produced (any order)."""
-        return cls(offsets={topic: dict(partitions) for topic, partitions in offsets.items()}, windows=tuple(dict(row) for row in windows), end_offsets=tuple(dict(row) for row in end_offsets))
+        return cls(
+            offsets={topic: dict(partitions) for topic, partitions in offsets.items()},
+            windows=tuple(dict(row) for row in windows),
+            end_offsets=tuple(dict(row) for row in end_offsets),
+        )
 
     def to_document(self) -> dict[str, Any]:
         """The JSON document (see the module docstring), windows and observations sorted."""
         windows: dict[tuple, dict[str, Any]] = {}
         for row in sorted(self.windows, key=lambda row: (row["tenant_id"], row["group"], row["topic"], row["partition"], row["slot"])):
             key = (row["tenant_id"], row["group"], row["topic"], row["partition"])
-            window = windows.setdefault(key, {
-                "tenant_id": row["tenant_id"], "group": row["group"], "topic": row["topic"], "partition": int(row["partition"]),
-                "last_commit_ms": int(row["last_commit_ms"]), "commits": [],
-            })
+            window = windows.setdefault(
+                key,
+                {
+                    "tenant_id": row["tenant_id"],
+                    "group": row["group"],
+                    "topic": row["topic"],
+                    "partition": int(row["partition"]),
+                    "last_commit_ms": int(row["last_commit_ms"]),
+                    "commits": [],
+                },
+            )
             lag = row["lag_at_commit"]
-            window["commits"].append([int(row["committed_offset"]), int(row["commit_timestamp_ms"]), int(row["commit_order"]), None if lag is None else int(lag)])
+            window["commits"].append(
+                [int(row["committed_offset"]), int(row["commit_timestamp_ms"]), int(row["commit_order"]), None if lag is None else int(lag)]
+            )
         histories: dict[tuple, dict[str, Any]] = {}
         for row in sorted(self.end_offsets, key=lambda row: (row["tenant_id"], row["topic"], row["partition"], row["observed_at_ms"])):
             key = (row["tenant_id"], row["topic"], row["partition"])
@@ -149,7 +166,9 @@ def _offsets(document: Mapping[str, Any]) -> Offsets:
         raise InvalidLagStateError(document, "'offsets' must be an object")
     result: Offsets = {}
     for topic, partitions in offsets.items():
-        if not isinstance(partitions, dict) or not all(str(partition).isdigit() and isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0 for partition, offset in partitions.items()):
+        if not isinstance(partitions, dict) or not all(
+            str(partition).isdigit() and isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0 for partition, offset in partitions.items()
+        ):
             raise InvalidLagStateError(document, f"offsets of {topic!r} must map partition numbers to offsets >= 0")
         result[str(topic)] = {str(partition): offset for partition, offset in partitions.items()}
     return result

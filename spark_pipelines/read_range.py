@@ -16,10 +16,7 @@ def pending_range(cursor: Offsets, ends: Mapping[str, Mapping[int, int]]) -> tup
     """``(startingOffsets, endingOffsets)`` of the read: the cursor's partitions that still exist,
     and every partition's pinned end. Partitions the cursor lacks start at the log start."""
     ending = {topic: {str(partition): offset for partition, offset in sorted(partitions.items())} for topic, partitions in ends.items()}
-    starting = {
-        topic: {partition: offset for partition, offset in cursor.get(topic, {}).items() if partition in ending[topic]}
-        for topic in ending
-    }
+    starting = {topic: {partition: offset for partition, offset in cursor.get(topic, {}).items() if partition in ending[topic]} for topic in ending}
     return {topic: partitions for topic, partitions in starting.items() if partitions}, ending
 
 

@@ -38,10 +38,7 @@ class MissingInternalTokenError(RuntimeError):
     """The jobs need the internal token and neither the environment nor the data directory has one."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(
-            f"no internal token: set WEIR_INTERNAL_TOKEN, or WEIR_DATA_DIR to the control plane's data directory "
-            f"(no token file at {path})"
-        )
+        super().__init__(f"no internal token: set WEIR_INTERNAL_TOKEN, or WEIR_DATA_DIR to the control plane's data directory (no token file at {path})")
         self.path = path
 
 
@@ -57,7 +54,7 @@ class PipelineSettings:
     spark_master: str
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "PipelineSettings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PipelineSettings:
         """Settings from ``environ`` (default: ``os.environ``); paths are made absolute."""
         env = os.environ if environ is None else environ
         data_dir = Path(env.get("WEIR_DATA_DIR") or DEFAULT_DATA_DIR).resolve()

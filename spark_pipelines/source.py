@@ -87,15 +87,17 @@ __all__ = [
     "resolve_offsets",
 ]
 
-KAFKA_SCHEMA = StructType([
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()),
-])
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+)
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 _EARLIEST = OffsetsSpec("earliest")
 
@@ -120,11 +122,11 @@ class WeirDataSource(DataSource):
             raise InvalidOptionError("includeHeaders", f"expected true or false, got {self.options.get('includeHeaders')!r}")
         return kafka_schema(include == "true")
 
-    def reader(self, schema: StructType) -> "WeirBatchReader":
+    def reader(self, schema: StructType) -> WeirBatchReader:
         options = parse_options(self.options, streaming=False)
         return WeirBatchReader(options, _checked_schema(schema, options))
 
-    def streamReader(self, schema: StructType) -> "WeirStreamReader":
+    def streamReader(self, schema: StructType) -> WeirStreamReader:
         options = parse_options(self.options, streaming=True)
         return WeirStreamReader(options, _checked_schema(schema, options))
 
@@ -140,7 +142,9 @@ def _checked_schema(schema: StructType, options: SourceOptions) -> pa.Schema:
 def _read(partition: InputPartition, options: SourceOptions, arrow_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, OffsetRange):
         return iter(())  # Spark's stand-in partition when planning found nothing to read
-    return read_range(partition, options.client_config, arrow_schema, fail_on_data_loss=options.fail_on_data_loss, poll_timeout_seconds=options.poll_timeout_seconds)
+    return read_range(
+        partition, options.client_config, arrow_schema, fail_on_data_loss=options.fail_on_data_loss, poll_timeout_seconds=options.poll_timeout_seconds
+    )
 
 
 def _plan(options: SourceOptions, ranges: list[OffsetRange]) -> list[OffsetRange]:

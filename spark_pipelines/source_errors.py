@@ -71,8 +71,7 @@ class DataLossError(WeirSourceError):
 
     def __init__(self, topic: str, partition: int, detail: str) -> None:
         super().__init__(
-            f"weir source: {topic} [{partition}]: {detail}. Some data may have been lost; "
-            "set failOnDataLoss=false to skip what is missing instead of failing"
+            f"weir source: {topic} [{partition}]: {detail}. Some data may have been lost; set failOnDataLoss=false to skip what is missing instead of failing"
         )
         self.topic = topic
         self.partition = partition

@@ -59,11 +59,13 @@ class OffsetLookup:
         # The caller's kafka.socket.timeout.ms bounds each call, else LOOKUP_TIMEOUT_SECONDS.
         timeout_ms = int(str(client_config.get("socket.timeout.ms", int(LOOKUP_TIMEOUT_SECONDS * 1000))))
         self._timeout = timeout_ms / 1000.0
-        self._isolation = IsolationLevel.READ_UNCOMMITTED if str(client_config.get("isolation.level", "")).lower() == "read_uncommitted" else IsolationLevel.READ_COMMITTED
+        self._isolation = (
+            IsolationLevel.READ_UNCOMMITTED if str(client_config.get("isolation.level", "")).lower() == "read_uncommitted" else IsolationLevel.READ_COMMITTED
+        )
         admin_config = {key: value for key, value in client_config.items() if key != "isolation.level"}
         self._admin = AdminClient({**admin_config, "socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms})
 
-    def __enter__(self) -> "OffsetLookup":
+    def __enter__(self) -> OffsetLookup:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -106,7 +108,9 @@ class OffsetLookup:
 
     def _list_offsets(self, keys: list[PartitionKey], spec: OffsetSpec) -> dict[PartitionKey, int]:
         futures = self._call(
-            lambda: self._admin.list_offsets({TopicPartition(topic, partition): spec for topic, partition in keys}, isolation_level=self._isolation, request_timeout=self._timeout),
+            lambda: self._admin.list_offsets(
+                {TopicPartition(topic, partition): spec for topic, partition in keys}, isolation_level=self._isolation, request_timeout=self._timeout
+            ),
             None,
         )
         offsets = {}
@@ -139,12 +143,16 @@ def _translate(error: KafkaError, topic: str | None, bootstrap: str = "") -> Wei
     return WeirSourceError(f"weir source: {subject}{error.name()}: {error.str()}")
 
 
-def resolve_start(spec: OffsetsSpec, keys: Iterable[PartitionKey], bounds: Mapping[PartitionKey, PartitionBounds], *, fail_on_data_loss: bool, default: int = EARLIEST) -> dict[PartitionKey, int]:
+def resolve_start(
+    spec: OffsetsSpec, keys: Iterable[PartitionKey], bounds: Mapping[PartitionKey, PartitionBounds], *, fail_on_data_loss: bool, default: int = EARLIEST
+) -> dict[PartitionKey, int]:
     """Absolute start offsets; partitions ``spec`` does not name start at ``default`` (EARLIEST / LATEST)."""
     return {key: _resolve(key, spec.offset_for(*key, default), bounds[key], fail_on_data_loss, "starting") for key in keys}
 
 
-def resolve_end(spec: OffsetsSpec, keys: Iterable[PartitionKey], bounds: Mapping[PartitionKey, PartitionBounds], *, fail_on_data_loss: bool) -> dict[PartitionKey, int]:
+def resolve_end(
+    spec: OffsetsSpec, keys: Iterable[PartitionKey], bounds: Mapping[PartitionKey, PartitionBounds], *, fail_on_data_loss: bool
+) -> dict[PartitionKey, int]:
     """Absolute end offsets (exclusive); partitions ``spec`` does not name end at their latest offset."""
     return {key: _resolve(key, spec.offset_for(*key, LATEST), bounds[key], fail_on_data_loss, "ending") for key in keys}
 
@@ -219,7 +227,7 @@ def resolve_offsets(options: Mapping[str, str], spec: str = "latest") -> dict[st
     ``startingOffsets`` next time. Raises the source's errors (unknown topic, credentials).
     """
     if spec not in ("latest", "earliest"):
-        raise InvalidOptionError("spec", f"expected \"latest\" or \"earliest\", got {spec!r}")
+        raise InvalidOptionError("spec", f'expected "latest" or "earliest", got {spec!r}')
     selection_options = {key: value for key, value in options.items() if str(key).lower() not in ("startingoffsets", "endingoffsets", "maxoffsetspertrigger")}
     parsed = parse_options(selection_options, streaming=False)
     with OffsetLookup(parsed.client_config) as lookup:

@@ -52,11 +52,22 @@ DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's default (spark.network.timeout)
 CLIENT_ID = "weir-spark-source"
 
 # Options of the source itself, lower-cased as Spark hands them over.
-_SOURCE_OPTIONS = frozenset({
-    "bootstrap.servers", "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
-    "failondataloss", "minpartitions", "maxrecordsperpartition", "maxoffsetspertrigger", "includeheaders",
-    "kafkaconsumer.polltimeoutms",
-})
+_SOURCE_OPTIONS = frozenset(
+    {
+        "bootstrap.servers",
+        "subscribe",
+        "subscribepattern",
+        "assign",
+        "startingoffsets",
+        "endingoffsets",
+        "failondataloss",
+        "minpartitions",
+        "maxrecordsperpartition",
+        "maxoffsetspertrigger",
+        "includeheaders",
+        "kafkaconsumer.polltimeoutms",
+    }
+)
 # Client options given without the kafka. prefix: the credentials, as weir.Consumer names them.
 _CLIENT_OPTIONS = frozenset({"sasl.username", "sasl.password", "weir.internal.token", "ssl.ca.location"})
 # SDK keys the source sets itself: reading ranges depends on them.
@@ -159,7 +170,7 @@ def build_client_config(options: Mapping[str, str]) -> dict[str, Any]:
     config: dict[str, Any] = {"client.id": CLIENT_ID}
     for key, value in options.items():
         if key.startswith(KAFKA_PREFIX):
-            client_key = key[len(KAFKA_PREFIX):]
+            client_key = key[len(KAFKA_PREFIX) :]
             if client_key in _RESERVED_CLIENT_KEYS:
                 raise InvalidOptionError(key, f"is set by the source itself ({_RESERVED_CLIENT_KEYS[client_key]})")
             if client_key in config and config[client_key] != value:
@@ -193,13 +204,13 @@ def parse_offsets_spec(option: str, raw: str) -> OffsetsSpec:
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidOptionError(option, f"expected \"earliest\", \"latest\" or JSON like {{\"topic\": {{\"0\": 23}}}}, got {text!r} ({error.msg})") from None
+        raise InvalidOptionError(option, f'expected "earliest", "latest" or JSON like {{"topic": {{"0": 23}}}}, got {text!r} ({error.msg})') from None
     if not isinstance(parsed, dict) or not parsed:
-        raise InvalidOptionError(option, "the JSON must be a non-empty object {\"topic\": {\"partition\": offset}}")
+        raise InvalidOptionError(option, 'the JSON must be a non-empty object {"topic": {"partition": offset}}')
     specific: dict[str, dict[int, int]] = {}
     for topic, partitions in parsed.items():
         if not isinstance(partitions, dict):
-            raise InvalidOptionError(option, f"topic {topic!r}: expected an object {{\"partition\": offset}}, got {json.dumps(partitions)}")
+            raise InvalidOptionError(option, f'topic {topic!r}: expected an object {{"partition": offset}}, got {json.dumps(partitions)}')
         offsets: dict[int, int] = {}
         for partition, offset in partitions.items():
             number = _json_int(partition)
@@ -264,9 +275,9 @@ def _parse_assign(raw: str) -> dict[str, tuple[int, ...]]:
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as error:
-        raise InvalidOptionError("assign", f"expected JSON like {{\"topic\": [0, 1]}}, got {raw!r} ({error.msg})") from None
+        raise InvalidOptionError("assign", f'expected JSON like {{"topic": [0, 1]}}, got {raw!r} ({error.msg})') from None
     if not isinstance(parsed, dict) or not parsed:
-        raise InvalidOptionError("assign", "the JSON must be a non-empty object {\"topic\": [partitions]}")
+        raise InvalidOptionError("assign", 'the JSON must be a non-empty object {"topic": [partitions]}')
     assigned = {}
     for topic, partitions in parsed.items():
         if not isinstance(partitions, list) or not partitions or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in partitions):

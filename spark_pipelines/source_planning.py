@@ -40,7 +40,9 @@ class OffsetRange(InputPartition):
         return self.until_offset - self.from_offset
 
 
-def plan_input_partitions(ranges: Iterable[OffsetRange], *, min_partitions: int | None = None, max_records_per_partition: int | None = None) -> list[OffsetRange]:
+def plan_input_partitions(
+    ranges: Iterable[OffsetRange], *, min_partitions: int | None = None, max_records_per_partition: int | None = None
+) -> list[OffsetRange]:
     """The input partitions reading ``ranges``, split per the module docstring, in (topic, partition, offset) order."""
     pieces = [piece for offset_range in ranges if offset_range.size > 0 for piece in _split_by_max(offset_range, max_records_per_partition)]
     if min_partitions is not None and len(pieces) < min_partitions:

@@ -113,7 +113,9 @@ def read_range(
             if step.progressed:
                 last_progress = now
             elif now - last_progress >= poll_timeout_seconds:
-                raise ReadTimeoutError(offset_range.topic, offset_range.partition, position, offset_range.until_offset, poll_timeout_seconds, errors[-1].str() if errors else None)
+                raise ReadTimeoutError(
+                    offset_range.topic, offset_range.partition, position, offset_range.until_offset, poll_timeout_seconds, errors[-1].str() if errors else None
+                )
             if len(columns) >= RECORDS_PER_BATCH:
                 yield columns.flush()
         if len(columns):
@@ -133,7 +135,7 @@ class _Step:
     bad_batch: BadBatchError | None = None
 
 
-def _take(messages: list[Message], columns: "_Columns", position: int, offset_range: OffsetRange) -> _Step:
+def _take(messages: list[Message], columns: _Columns, position: int, offset_range: OffsetRange) -> _Step:
     """Add ``messages`` below the range's end to ``columns``."""
     until = offset_range.until_offset
     start = position
@@ -167,7 +169,8 @@ def _skip_bad_batch(consumer: Consumer, offset_range: OffsetRange, step: _Step, 
     assert bad is not None
     if fail_on_data_loss:
         raise DataLossError(
-            offset_range.topic, offset_range.partition,
+            offset_range.topic,
+            offset_range.partition,
             f"offset {step.position} is in a stored batch (offsets {bad.first_offset}..{bad.last_offset}) whose records cannot be decoded: {bad.str()}",
         )
     resumed = min(bad.next_offset, offset_range.until_offset)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -54,7 +54,7 @@ DIRECTORY_SCOPES = ("package", "session")
 _SCOPE = re.compile(r"""scope\s*=\s*["'](session|package|module|class)["']""")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fixture_scopes(path: Path) -> frozenset[str]:
     """The scopes of the fixtures ``path`` defines (read from its text: the controller collects nothing)."""
     try:
@@ -100,6 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     files' own order."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
 
 PARALLEL_WORKERS = 3  # on the 2-core CI machine: most tests wait on subprocesses, so one more worker than cores
 

@@ -47,11 +47,7 @@ def vulnerability_lines(report: dict) -> list[str]:
         for vulnerability in dependency.get("vulns", []):
             aliases = ", ".join(vulnerability.get("aliases") or [])
             fixes = ", ".join(vulnerability.get("fix_versions") or []) or "no fixed release yet"
-            lines.append(
-                f"{dependency['name']} {dependency['version']}: {vulnerability['id']}"
-                + (f" ({aliases})" if aliases else "")
-                + f", fixed in {fixes}"
-            )
+            lines.append(f"{dependency['name']} {dependency['version']}: {vulnerability['id']}" + (f" ({aliases})" if aliases else "") + f", fixed in {fixes}")
     return lines
 
 
@@ -75,9 +71,13 @@ def test_the_lock_pins_every_declared_dependency_within_its_range_with_hashes() 
 def test_a_vulnerable_release_is_reported_with_its_advisory_and_fix() -> None:
     report = {
         "dependencies": [
-            {"name": "django", "version": "4.2.0", "vulns": [
-                {"id": "PYSEC-2023-61", "fix_versions": ["4.2.1"], "aliases": ["CVE-2023-31047"]},
-            ]},
+            {
+                "name": "django",
+                "version": "4.2.0",
+                "vulns": [
+                    {"id": "PYSEC-2023-61", "fix_versions": ["4.2.1"], "aliases": ["CVE-2023-31047"]},
+                ],
+            },
             {"name": "rich", "version": "14.3.4", "vulns": []},
             {"name": "weir", "skip_reason": "Dependency not found on PyPI"},
         ]
@@ -96,9 +96,7 @@ def _reachable_service(name: str, version: Version) -> tuple[str | None, list[st
     except (OSError, ValueError) as error:  # URLError, HTTPError, timeouts, a body that is not JSON
         failures.append(f"PyPI's JSON API for {name} {version}: {error}")
     query = json.dumps({"package": {"name": name, "ecosystem": "PyPI"}, "version": str(version)}).encode()
-    request = urllib.request.Request(
-        "https://api.osv.dev/v1/query", data=query, headers={"Content-Type": "application/json"}
-    )
+    request = urllib.request.Request("https://api.osv.dev/v1/query", data=query, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as answer:
             json.load(answer)
@@ -116,11 +114,26 @@ def test_no_locked_release_has_a_known_vulnerability() -> None:
         pytest.skip("vulnerability database unreachable, lock not audited: " + "; ".join(failures))
     completed = subprocess.run(
         [
-            sys.executable, "-m", "pip_audit", "--requirement", str(LOCK), "--no-deps", "--disable-pip",
-            "--vulnerability-service", service, "--format", "json", "--progress-spinner", "off",
-            "--timeout", "15",
+            sys.executable,
+            "-m",
+            "pip_audit",
+            "--requirement",
+            str(LOCK),
+            "--no-deps",
+            "--disable-pip",
+            "--vulnerability-service",
+            service,
+            "--format",
+            "json",
+            "--progress-spinner",
+            "off",
+            "--timeout",
+            "15",
         ],
-        capture_output=True, text=True, timeout=AUDIT_TIMEOUT_S, check=False,
+        capture_output=True,
+        text=True,
+        timeout=AUDIT_TIMEOUT_S,
+        check=False,
     )
     try:
         report = json.loads(completed.stdout)
@@ -130,5 +143,6 @@ def test_no_locked_release_has_a_known_vulnerability() -> None:
     if not audited:
         pytest.skip(f"{service} could not audit any locked release (service unusable from here)")
     found = vulnerability_lines(report)
-    assert not found, f"known vulnerabilities in {LOCK.name} ({service}); raise the floor in pyproject.toml " \
-        "and run `make lock LOCK_ARGS=--upgrade`:\n" + "\n".join(found)
+    assert not found, (
+        f"known vulnerabilities in {LOCK.name} ({service}); raise the floor in pyproject.toml and run `make lock LOCK_ARGS=--upgrade`:\n" + "\n".join(found)
+    )

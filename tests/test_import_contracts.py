@@ -22,4 +22,3 @@ def test_every_import_contract_is_kept() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
-

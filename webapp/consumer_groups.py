@@ -372,5 +372,7 @@ def _same_offset_everywhere(admin: Any, topics: list[str], offset: int) -> dict[
 
 
 def _planned(changes: list[OffsetChange]) -> list[PlannedChange]:
-    planned = [PlannedChange(change.topic, change.partition, change.current_offset if change.current_offset >= 0 else None, change.new_offset) for change in changes]
+    planned = [
+        PlannedChange(change.topic, change.partition, change.current_offset if change.current_offset >= 0 else None, change.new_offset) for change in changes
+    ]
     return sorted(planned, key=lambda change: (change.topic, change.partition))

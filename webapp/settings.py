@@ -116,9 +116,7 @@ DEBUG = os.environ.get("DJANGO_DEBUG", "false").strip().lower() == "true"
 # run beside it, such as `manage.py demo`, sign what the web process checks); else, in debug only,
 # a new one kept there. A production process without any fails here rather than start unsigned.
 SECRET_KEY = (
-    os.environ.get("DJANGO_SECRET_KEY")
-    or stored_secret(DATA_DIR, "django-secret-key")
-    or (persistent_secret(DATA_DIR, "django-secret-key") if DEBUG else "")
+    os.environ.get("DJANGO_SECRET_KEY") or stored_secret(DATA_DIR, "django-secret-key") or (persistent_secret(DATA_DIR, "django-secret-key") if DEBUG else "")
 )
 if not SECRET_KEY:
     raise ImproperlyConfigured(

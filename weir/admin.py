@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import BrokerMetadata, Cluster, ClusterMetadata, PartitionMetadata, TopicMetadata
@@ -49,11 +50,29 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import OFFSET_INVALID, TopicPartition
 
 __all__ = [
-    "AdminClient", "NewTopic", "NewPartitions", "ConfigResource", "ConfigEntry", "ConfigSource",
-    "ResourceType", "AlterConfigOpType", "OffsetSpec", "ListOffsetsResultInfo", "IsolationLevel",
-    "ClusterMetadata", "BrokerMetadata", "TopicMetadata", "PartitionMetadata",
-    "ConsumerGroupState", "ConsumerGroupTopicPartitions", "ConsumerGroupListing", "ListConsumerGroupsResult",
-    "ConsumerGroupDescription", "MemberDescription", "MemberAssignment", "Node",
+    "AdminClient",
+    "NewTopic",
+    "NewPartitions",
+    "ConfigResource",
+    "ConfigEntry",
+    "ConfigSource",
+    "ResourceType",
+    "AlterConfigOpType",
+    "OffsetSpec",
+    "ListOffsetsResultInfo",
+    "IsolationLevel",
+    "ClusterMetadata",
+    "BrokerMetadata",
+    "TopicMetadata",
+    "PartitionMetadata",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "ConsumerGroupListing",
+    "ListConsumerGroupsResult",
+    "ConsumerGroupDescription",
+    "MemberDescription",
+    "MemberAssignment",
+    "Node",
 ]
 
 Key = TypeVar("Key")
@@ -94,7 +113,14 @@ class IsolationLevel(enum.IntEnum):
 class NewTopic:
     """A topic to create; -1 partitions or replication factor means the broker's default."""
 
-    def __init__(self, topic: str, num_partitions: int = -1, replication_factor: int = -1, replica_assignment: list | None = None, config: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        replica_assignment: list | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
         if replica_assignment:
             raise ValueError("replica_assignment is not supported yet: brokers place replicas themselves")
         self.topic = topic
@@ -151,10 +177,10 @@ class ConfigEntry:
         self.type = type
 
     def __repr__(self) -> str:
-        return f"ConfigEntry({self.name}=\"{self.value}\")"
+        return f'ConfigEntry({self.name}="{self.value}")'
 
     def __str__(self) -> str:
-        return f"{self.name}=\"{self.value}\""
+        return f'{self.name}="{self.value}"'
 
 
 class ConfigResource:
@@ -165,12 +191,20 @@ class ConfigResource:
 
     Type = ResourceType
 
-    def __init__(self, restype: ResourceType | str | int, name: str, set_config: Mapping[str, str] | None = None, described_configs: Any = None, error: KafkaError | None = None, incremental_configs: list[ConfigEntry] | None = None) -> None:
+    def __init__(
+        self,
+        restype: ResourceType | str | int,
+        name: str,
+        set_config: Mapping[str, str] | None = None,
+        described_configs: Any = None,
+        error: KafkaError | None = None,
+        incremental_configs: list[ConfigEntry] | None = None,
+    ) -> None:
         if isinstance(restype, str):
             try:
                 restype = ResourceType[restype.upper()]
             except KeyError:
-                raise ValueError(f"Unknown resource type \"{restype}\": should be a ConfigResource.Type") from None
+                raise ValueError(f'Unknown resource type "{restype}": should be a ConfigResource.Type') from None
         self.restype = ResourceType(restype)
         self.name = name
         self.set_config_dict = dict(set_config or {})
@@ -194,7 +228,7 @@ class ConfigResource:
             return NotImplemented
         return (self.restype, self.name) == (other.restype, other.name)
 
-    def __lt__(self, other: "ConfigResource") -> bool:
+    def __lt__(self, other: ConfigResource) -> bool:
         return (self.restype, self.name) < (other.restype, other.name)
 
     def __repr__(self) -> str:
@@ -212,19 +246,19 @@ class OffsetSpec:
         self.value = value
 
     @classmethod
-    def earliest(cls) -> "OffsetSpec":
+    def earliest(cls) -> OffsetSpec:
         return cls(cls.EARLIEST)
 
     @classmethod
-    def latest(cls) -> "OffsetSpec":
+    def latest(cls) -> OffsetSpec:
         return cls(cls.LATEST)
 
     @classmethod
-    def max_timestamp(cls) -> "OffsetSpec":
+    def max_timestamp(cls) -> OffsetSpec:
         return cls(cls.MAX_TIMESTAMP)
 
     @classmethod
-    def for_timestamp(cls, timestamp_ms: int) -> "OffsetSpec":
+    def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:
         if timestamp_ms < 0:
             raise ValueError("timestamp must be a positive number of milliseconds")
         return cls(timestamp_ms)
@@ -247,10 +281,16 @@ _PROTO_RESOURCE_TYPES = {ResourceType.TOPIC: broker_pb2.RESOURCE_TYPE_TOPIC, Res
 # Per-topic answers of topic administration that are sent again (within the call's timeout).
 _TOPIC_ITEM_RETRIES = frozenset({ErrorCode.NOT_CONTROLLER})  # type: ignore[attr-defined]
 # Per-partition ListOffsets answers after which the leader is looked up again and asked again.
-_LEADER_MOVED = frozenset({
-    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,  # type: ignore[attr-defined]
-    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.REPLICA_NOT_AVAILABLE,  # type: ignore[attr-defined]
-})
+_LEADER_MOVED = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,  # type: ignore[attr-defined]
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.REPLICA_NOT_AVAILABLE,  # type: ignore[attr-defined]
+    }
+)
 
 
 def _item_error(code: int, message: str) -> KafkaException | None:
@@ -360,7 +400,9 @@ class AdminClient:
         self._executor.submit(complete)
         return futures
 
-    def _topic_outcomes(self, method: str, names: list[str], request_for: Callable[[list[str]], Any], timeout: float) -> dict[str, tuple[KafkaException | None, None]]:
+    def _topic_outcomes(
+        self, method: str, names: list[str], request_for: Callable[[list[str]], Any], timeout: float
+    ) -> dict[str, tuple[KafkaException | None, None]]:
         """Send a topic administration request for ``names`` (built by ``request_for``) to any broker; each topic's outcome.
 
         Topics answered with an error of _TOPIC_ITEM_RETRIES are asked again, alone, after
@@ -387,21 +429,27 @@ class AdminClient:
 
     # ------------------------------------------------------------------ topics
 
-    def create_topics(self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False) -> dict[str, Future]:
+    def create_topics(
+        self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False
+    ) -> dict[str, Future]:
         """Create topics -> {topic: Future[None]}."""
         if not isinstance(new_topics, list) or not new_topics or not all(isinstance(topic, NewTopic) for topic in new_topics):
             raise TypeError("Expected non-empty list of NewTopic objects")
         timeout = self._timeout(request_timeout)
         creatable = {
             topic.topic: broker_pb2.CreatableTopic(
-                name=topic.topic, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+                name=topic.topic,
+                num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor,
                 configs=[broker_pb2.TopicConfigEntry(name=name, value=str(value)) for name, value in topic.config.items()],
             )
             for topic in new_topics
         }
 
         def request_for(names: list[str]) -> broker_pb2.CreateTopicsRequest:
-            return broker_pb2.CreateTopicsRequest(topics=[creatable[name] for name in names], validate_only=validate_only, timeout_ms=int(max(operation_timeout, 0) * 1000))
+            return broker_pb2.CreateTopicsRequest(
+                topics=[creatable[name] for name in names], validate_only=validate_only, timeout_ms=int(max(operation_timeout, 0) * 1000)
+            )
 
         names = [topic.topic for topic in new_topics]
         return self._run(names, lambda: self._topic_outcomes("CreateTopics", names, request_for, timeout))
@@ -411,12 +459,15 @@ class AdminClient:
         if not isinstance(topics, list) or not topics:
             raise TypeError("Expected non-empty list of topic strings")
         timeout = self._timeout(request_timeout)
+
         def request_for(names: list[str]) -> broker_pb2.DeleteTopicsRequest:
             return broker_pb2.DeleteTopicsRequest(topics=names, timeout_ms=int(max(operation_timeout, 0) * 1000))
 
         return self._run(topics, lambda: self._topic_outcomes("DeleteTopics", list(topics), request_for, timeout))
 
-    def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False) -> dict[str, Future]:
+    def create_partitions(
+        self, new_partitions: list[NewPartitions], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False
+    ) -> dict[str, Future]:
         """Grow partition counts -> {topic: Future[None]}."""
         if not isinstance(new_partitions, list) or not new_partitions or not all(isinstance(item, NewPartitions) for item in new_partitions):
             raise TypeError("Expected non-empty list of NewPartitions objects")
@@ -463,9 +514,14 @@ class AdminClient:
                 error = _item_error(result.error_code, result.error_message)
                 entries = {
                     entry.name: ConfigEntry(
-                        entry.name, entry.value, ConfigSource(entry.source) if entry.source in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN_CONFIG,
-                        is_read_only=entry.read_only, is_default=entry.is_default, is_sensitive=entry.is_sensitive,
-                        documentation=entry.documentation or None, type=entry.type or None,
+                        entry.name,
+                        entry.value,
+                        ConfigSource(entry.source) if entry.source in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN_CONFIG,
+                        is_read_only=entry.read_only,
+                        is_default=entry.is_default,
+                        is_sensitive=entry.is_sensitive,
+                        documentation=entry.documentation or None,
+                        type=entry.type or None,
                     )
                     for entry in result.configs
                 }
@@ -478,14 +534,21 @@ class AdminClient:
         """Replace every dynamic config of each resource with its ``set_config`` values -> {ConfigResource: Future[None]}."""
         items = [
             broker_pb2.AlterConfigsResource(
-                type=self._resource_ref(resource)[0], name=resource.name, incremental=False,
-                configs=[broker_pb2.AlterableConfig(name=name, value=str(value), op=broker_pb2.ALTER_CONFIG_OP_SET) for name, value in resource.set_config_dict.items()],
+                type=self._resource_ref(resource)[0],
+                name=resource.name,
+                incremental=False,
+                configs=[
+                    broker_pb2.AlterableConfig(name=name, value=str(value), op=broker_pb2.ALTER_CONFIG_OP_SET)
+                    for name, value in resource.set_config_dict.items()
+                ],
             )
             for resource in resources
         ]
         return self._alter(resources, items, request_timeout, validate_only)
 
-    def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float | None = None, validate_only: bool = False) -> dict[ConfigResource, Future]:
+    def incremental_alter_configs(
+        self, resources: list[ConfigResource], request_timeout: float | None = None, validate_only: bool = False
+    ) -> dict[ConfigResource, Future]:
         """SET or DELETE individual configs -> {ConfigResource: Future[None]}. APPEND and SUBTRACT are not supported yet."""
         items = []
         for resource in resources:
@@ -499,7 +562,9 @@ class AdminClient:
             items.append(broker_pb2.AlterConfigsResource(type=self._resource_ref(resource)[0], name=resource.name, configs=configs, incremental=True))
         return self._alter(resources, items, request_timeout, validate_only)
 
-    def _alter(self, resources: list[ConfigResource], items: list[broker_pb2.AlterConfigsResource], request_timeout: float | None, validate_only: bool) -> dict[ConfigResource, Future]:
+    def _alter(
+        self, resources: list[ConfigResource], items: list[broker_pb2.AlterConfigsResource], request_timeout: float | None, validate_only: bool
+    ) -> dict[ConfigResource, Future]:
         if not resources:
             raise TypeError("Expected non-empty list of ConfigResource objects")
         timeout = self._timeout(request_timeout)
@@ -518,7 +583,9 @@ class AdminClient:
 
     # ------------------------------------------------------------------ offsets and metadata
 
-    def list_offsets(self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec], isolation_level: IsolationLevel | None = None, request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+    def list_offsets(
+        self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec], isolation_level: IsolationLevel | None = None, request_timeout: float | None = None
+    ) -> dict[TopicPartition, Future]:
         """Offsets by spec -> {TopicPartition: Future[ListOffsetsResultInfo]}, asked of each partition's leader."""
         if not topic_partition_offsets:
             raise TypeError("Expected non-empty dict of TopicPartition: OffsetSpec")
@@ -531,7 +598,9 @@ class AdminClient:
 
         return self._run([tp for tp, _ in partitions], call)
 
-    def _list_offsets(self, pending: dict[TopicPartition, OffsetSpec], isolation: int, deadline: float) -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
+    def _list_offsets(
+        self, pending: dict[TopicPartition, OffsetSpec], isolation: int, deadline: float
+    ) -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
         """Ask each partition's leader; partitions whose leader moved or is unknown are asked again until ``deadline``."""
         outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
         for attempt in range(1_000_000):  # ends at the deadline long before
@@ -550,7 +619,9 @@ class AdminClient:
                     continue
                 by_leader.setdefault(address, {}).setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(partition=tp.partition, timestamp=spec.value))
             for address, topics in by_leader.items():
-                request = broker_pb2.ListOffsetsRequest(isolation_level=isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=items) for topic, items in topics.items()])
+                request = broker_pb2.ListOffsetsRequest(
+                    isolation_level=isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=items) for topic, items in topics.items()]
+                )
                 try:
                     response = self._cluster.call("ListOffsets", request, address=address, timeout=max(deadline - time.monotonic(), 0.001))
                 except KafkaException as failure:
@@ -570,7 +641,12 @@ class AdminClient:
                             self._cluster.mark_stale(key.topic)
                             retry[key] = (pending[key], error)  # type: ignore[assignment]
                             continue
-                        outcomes[key] = (error, None if error else ListOffsetsResultInfo(answer.offset, answer.timestamp, answer.leader_epoch if answer.leader_epoch >= 0 else None))
+                        outcomes[key] = (
+                            error,
+                            None
+                            if error
+                            else ListOffsetsResultInfo(answer.offset, answer.timestamp, answer.leader_epoch if answer.leader_epoch >= 0 else None),
+                        )
             pause = self._cluster.backoff(attempt)
             if not retry or time.monotonic() + pause >= deadline:
                 for tp, (_, error) in retry.items():
@@ -612,19 +688,28 @@ class AdminClient:
                     errors.append(KafkaError(failure.error.code(), f"ListGroups at broker {broker.id} ({address}): {failure.error.str()}"))
                     continue
                 if response.error_code:
-                    errors.append(KafkaError(response.error_code, f"ListGroups at broker {broker.id} ({address}): {response.error_message or KafkaError(response.error_code).str()}"))
+                    errors.append(
+                        KafkaError(
+                            response.error_code,
+                            f"ListGroups at broker {broker.id} ({address}): {response.error_message or KafkaError(response.error_code).str()}",
+                        )
+                    )
                     continue
                 for group in response.groups:
                     state = ConsumerGroupState.parse(group.state)
                     if wanted and state not in wanted:
                         continue
-                    listings.setdefault(group.group_id, ConsumerGroupListing(group.group_id, group.protocol_type != "consumer", state, group.protocol_type or None))
+                    listings.setdefault(
+                        group.group_id, ConsumerGroupListing(group.group_id, group.protocol_type != "consumer", state, group.protocol_type or None)
+                    )
             result = ListConsumerGroupsResult(sorted(listings.values(), key=lambda listing: listing.group_id), errors)
             return {"groups": (None, result)}
 
         return self._run(["groups"], call)["groups"]
 
-    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None, include_authorized_operations: bool = False) -> dict[str, Future]:
+    def describe_consumer_groups(
+        self, group_ids: list[str], request_timeout: float | None = None, include_authorized_operations: bool = False
+    ) -> dict[str, Future]:
         """Describe groups at their coordinators -> {group_id: Future[ConsumerGroupDescription]}.
 
         An unknown group fails its future with GROUP_ID_NOT_FOUND (or whatever the
@@ -648,7 +733,9 @@ class AdminClient:
         host, _, port = coordinator_address.rpartition(":")
         members = [
             MemberDescription(
-                member.member_id, member.client_id, member.client_host,
+                member.member_id,
+                member.client_id,
+                member.client_host,
                 MemberAssignment(_topic_partitions(member.assignment)),
                 group_instance_id=member.instance_id or None,
                 target_assignment=MemberAssignment(_topic_partitions(member.target_assignment)),
@@ -685,7 +772,9 @@ class AdminClient:
 
         return self._run(names, lambda: self._per_group(names, str, delete, timeout))
 
-    def list_consumer_group_offsets(self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], require_stable: bool = False, request_timeout: float | None = None) -> dict[str, Future]:
+    def list_consumer_group_offsets(
+        self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], require_stable: bool = False, request_timeout: float | None = None
+    ) -> dict[str, Future]:
         """Committed offsets -> {group_id: Future[ConsumerGroupTopicPartitions]}.
 
         ``topic_partitions`` None: every partition the group committed. Partitions without a
@@ -700,7 +789,9 @@ class AdminClient:
             by_topic: dict[str, list[int]] = {}
             for tp in item.topic_partitions or []:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
-            request = broker_pb2.OffsetFetchRequest(group_id=item.group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
+            request = broker_pb2.OffsetFetchRequest(
+                group_id=item.group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()]
+            )
             response = self._coordinators.call(item.group_id, "OffsetFetch", request, timeout=remaining)
             if response.error_code:
                 raise KafkaException(KafkaError(response.error_code, response.error_message or None))
@@ -708,8 +799,11 @@ class AdminClient:
             for topic in response.topics:
                 for answer in topic.partitions:
                     tp = TopicPartition(
-                        topic.topic, answer.partition, answer.committed_offset if answer.committed_offset >= 0 else OFFSET_INVALID,
-                        metadata=answer.metadata or None, leader_epoch=answer.committed_leader_epoch if answer.committed_leader_epoch >= 0 else None,
+                        topic.topic,
+                        answer.partition,
+                        answer.committed_offset if answer.committed_offset >= 0 else OFFSET_INVALID,
+                        metadata=answer.metadata or None,
+                        leader_epoch=answer.committed_leader_epoch if answer.committed_leader_epoch >= 0 else None,
                     )
                     tp.error = KafkaError(answer.error_code, answer.error_message or None) if answer.error_code else None
                     partitions.append(tp)
@@ -717,7 +811,9 @@ class AdminClient:
 
         return self._run([item.group_id for item in requests], lambda: self._per_group(requests, _group_id_of, fetch, timeout))
 
-    def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None) -> dict[str, Future]:
+    def alter_consumer_group_offsets(
+        self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None
+    ) -> dict[str, Future]:
         """Set committed offsets of groups without members -> {group_id: Future[ConsumerGroupTopicPartitions]}.
 
         The coordinator refuses a group that has members (UNKNOWN_MEMBER_ID naming how many:
@@ -730,15 +826,29 @@ class AdminClient:
         def alter(item: ConsumerGroupTopicPartitions, remaining: float) -> ConsumerGroupTopicPartitions:
             by_topic: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
             for tp in item.topic_partitions or []:
-                by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetCommitPartition(
-                    partition=tp.partition, committed_offset=tp.offset,
-                    committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1, metadata=tp.metadata or "",
-                ))
-            request = broker_pb2.OffsetCommitRequest(group_id=item.group_id, generation_id=-1, member_id="", topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
+                by_topic.setdefault(tp.topic, []).append(
+                    broker_pb2.OffsetCommitPartition(
+                        partition=tp.partition,
+                        committed_offset=tp.offset,
+                        committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1,
+                        metadata=tp.metadata or "",
+                    )
+                )
+            request = broker_pb2.OffsetCommitRequest(
+                group_id=item.group_id,
+                generation_id=-1,
+                member_id="",
+                topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()],
+            )
             response = self._coordinators.call(item.group_id, "OffsetCommit", request, timeout=remaining)
             if response.error_code:
                 raise KafkaException(KafkaError(response.error_code, response.error_message or None))
-            errors = {(topic.topic, answer.partition): KafkaError(answer.error_code, answer.error_message or None) for topic in response.topics for answer in topic.partitions if answer.error_code}
+            errors = {
+                (topic.topic, answer.partition): KafkaError(answer.error_code, answer.error_message or None)
+                for topic in response.topics
+                for answer in topic.partitions
+                if answer.error_code
+            }
             partitions = []
             for tp in item.topic_partitions or []:
                 result = TopicPartition(tp.topic, tp.partition, tp.offset, tp.metadata, tp.leader_epoch)
@@ -749,7 +859,9 @@ class AdminClient:
         return self._run([item.group_id for item in requests], lambda: self._per_group(requests, _group_id_of, alter, timeout))
 
     @staticmethod
-    def _per_group(items: list[Item], group_of: Callable[[Item], str], run: Callable[[Item, float], Any], timeout: float) -> dict[str, tuple[KafkaException | None, Any]]:
+    def _per_group(
+        items: list[Item], group_of: Callable[[Item], str], run: Callable[[Item, float], Any], timeout: float
+    ) -> dict[str, tuple[KafkaException | None, Any]]:
         """``run(item, remaining seconds)`` for each group's item in turn, each group's failure its own."""
         deadline = time.monotonic() + timeout
         outcomes: dict[str, tuple[KafkaException | None, Any]] = {}

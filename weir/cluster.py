@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import grpc
 
@@ -151,7 +152,9 @@ class TopicInfo:
 
     __slots__ = ("name", "error_code", "error_message", "partition_count", "leaders", "leader_epochs", "topic_id", "fetched_at")
 
-    def __init__(self, name: str, error_code: int, error_message: str, leaders: tuple[int, ...], leader_epochs: tuple[int, ...], fetched_at: float, topic_id: str = "") -> None:
+    def __init__(
+        self, name: str, error_code: int, error_message: str, leaders: tuple[int, ...], leader_epochs: tuple[int, ...], fetched_at: float, topic_id: str = ""
+    ) -> None:
         self.name = name
         self.error_code = error_code
         self.error_message = error_message

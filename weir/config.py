@@ -27,8 +27,9 @@ Notable choices:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from weir.errors import KafkaError, KafkaException
 from weir.tenant_tokens import TENANT_TOKEN_HEADER
@@ -75,23 +76,21 @@ def _parse_string(prop: ConfigProperty, given_name: str, raw: Any) -> str | None
     if raw is None:
         return None
     if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-        raise invalid_argument(f"Invalid value for configuration property \"{given_name}\": expected a string, got {type(raw).__name__}")
+        raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a string, got {type(raw).__name__}')
     return str(raw)
 
 
 def _parse_int(prop: ConfigProperty, given_name: str, raw: Any) -> int:
     if isinstance(raw, bool):
-        raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": expected an integer")
+        raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": expected an integer')
     try:
         value = int(raw) if not isinstance(raw, float) or raw.is_integer() else None
     except (TypeError, ValueError):
         value = None
     if value is None:
-        raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": expected an integer")
+        raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": expected an integer')
     if prop.minimum is not None and value < prop.minimum or prop.maximum is not None and value > prop.maximum:
-        raise invalid_argument(
-            f"Configuration property \"{given_name}\" value {value} is outside allowed range {prop.minimum}..{prop.maximum}"
-        )
+        raise invalid_argument(f'Configuration property "{given_name}" value {value} is outside allowed range {prop.minimum}..{prop.maximum}')
     return value
 
 
@@ -100,20 +99,20 @@ def _parse_bool(prop: ConfigProperty, given_name: str, raw: Any) -> bool:
         return raw
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
-    raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": expected true or false")
+    raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": expected true or false')
 
 
 def _parse_enum(prop: ConfigProperty, given_name: str, raw: Any) -> Any:
     key = raw.strip().lower() if isinstance(raw, str) else raw
     if isinstance(key, bool) or key not in prop.choices:
         allowed = ", ".join(str(choice) for choice in prop.choices)
-        raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": must be one of {allowed}")
+        raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": must be one of {allowed}')
     return prop.choices[key]
 
 
 def _parse_callable(prop: ConfigProperty, given_name: str, raw: Any) -> Callable[..., Any] | None:
     if raw is not None and not callable(raw):
-        raise invalid_argument(f"Invalid value for configuration property \"{given_name}\": expected a callable")
+        raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a callable')
     return raw
 
 
@@ -121,8 +120,10 @@ def _parse_callable(prop: ConfigProperty, given_name: str, raw: Any) -> Callable
 # assignment is computed on the server). librdkafka's and Java's names map to the broker's.
 _ASSIGNORS = {
     "range": "range",
-    "roundrobin": "roundrobin", "uniform": "sticky",
-    "sticky": "sticky", "cooperative-sticky": "sticky",
+    "roundrobin": "roundrobin",
+    "uniform": "sticky",
+    "sticky": "sticky",
+    "cooperative-sticky": "sticky",
 }
 
 
@@ -131,12 +132,12 @@ def _parse_assignors(prop: ConfigProperty, given_name: str, raw: Any) -> str | N
     if raw is None:
         return None
     if not isinstance(raw, str):
-        raise invalid_argument(f"Invalid value for configuration property \"{given_name}\": expected a comma-separated list of assignor names")
+        raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a comma-separated list of assignor names')
     names = [name.strip().lower() for name in raw.split(",") if name.strip()]
     for name in names:
         if name not in _ASSIGNORS:
             allowed = ", ".join(_ASSIGNORS)
-            raise invalid_argument(f"Invalid value \"{raw}\" for configuration property \"{given_name}\": unknown assignor \"{name}\" (known: {allowed})")
+            raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": unknown assignor "{name}" (known: {allowed})')
     return _ASSIGNORS[names[0]] if names else None
 
 
@@ -153,8 +154,12 @@ _ACKS = {"all": -1, "-1": -1, -1: -1, "0": 0, 0: 0, "1": 1, 1: 1}
 _COMPRESSION = {name: name for name in ("none", "gzip", "snappy", "lz4", "zstd")}
 _PARTITIONERS = {name: name for name in ("murmur2_random", "murmur2", "random", "consistent_random")}
 _OFFSET_RESET = {
-    "earliest": "earliest", "smallest": "earliest", "beginning": "earliest",
-    "latest": "latest", "largest": "latest", "end": "latest",
+    "earliest": "earliest",
+    "smallest": "earliest",
+    "beginning": "earliest",
+    "latest": "latest",
+    "largest": "latest",
+    "end": "latest",
     "error": "error",
 }
 _ISOLATION = {"read_committed": "read_committed", "read_uncommitted": "read_uncommitted"}
@@ -171,56 +176,292 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
     prop.name: prop
     for prop in [
         # -------------------------------------------------------------- every client
-        _property("bootstrap.servers", "str", None, ALL_ROLES, "Comma-separated host:port list of brokers to fetch the cluster map from; any one that answers is enough.", aliases=("metadata.broker.list",)),
+        _property(
+            "bootstrap.servers",
+            "str",
+            None,
+            ALL_ROLES,
+            "Comma-separated host:port list of brokers to fetch the cluster map from; any one that answers is enough.",
+            aliases=("metadata.broker.list",),
+        ),
         _property("client.id", "str", "weir", ALL_ROLES, "Name of this client, for the broker's logs."),
         _property("request.timeout.ms", "int", 30000, ALL_ROLES, "Deadline of one request to a broker.", minimum=1, maximum=900000),
         _property("socket.timeout.ms", "int", 60000, ALL_ROLES, "Deadline of metadata and admin requests.", minimum=10, maximum=300000),
-        _property("socket.connection.setup.timeout.ms", "int", 10000, ALL_ROLES, "Longest one broker of the list may take to answer a metadata, coordinator or admin call while others are left to try.", minimum=10, maximum=INT32_MAX),
+        _property(
+            "socket.connection.setup.timeout.ms",
+            "int",
+            10000,
+            ALL_ROLES,
+            "Longest one broker of the list may take to answer a metadata, coordinator or admin call while others are left to try.",
+            minimum=10,
+            maximum=INT32_MAX,
+        ),
         _property("metadata.max.age.ms", "int", 900000, ALL_ROLES, "Refresh the cached cluster map at least this often.", minimum=1, maximum=86400000),
-        _property("retry.backoff.ms", "int", 100, ALL_ROLES, "First wait before retrying a failed request; doubles per attempt up to retry.backoff.max.ms.", minimum=1, maximum=300000),
+        _property(
+            "retry.backoff.ms",
+            "int",
+            100,
+            ALL_ROLES,
+            "First wait before retrying a failed request; doubles per attempt up to retry.backoff.max.ms.",
+            minimum=1,
+            maximum=300000,
+        ),
         _property("retry.backoff.max.ms", "int", 1000, ALL_ROLES, "Longest wait between two retries.", minimum=1, maximum=300000),
-        _property("error_cb", "callable", None, ALL_ROLES, "Called with a KafkaError for errors not tied to one message (brokers unreachable...), from poll()."),
-        _property("security.protocol", "enum", "plaintext", ALL_ROLES, "plaintext, sasl_plaintext, ssl or sasl_ssl (the last two connect with TLS).", choices=_SECURITY_PROTOCOLS),
-        _property("ssl.ca.location", "str", None, ALL_ROLES, "PEM file of the CA certificates that verify brokers over TLS (default: the system's trusted roots)."),
-        _property("weir.internal.token", "str", None, ALL_ROLES, "Internal: the control plane's token, sent as x-weir-internal-token; brokers refuse a wrong one."),
-        _property("weir.tenant.token", "str", None, ALL_ROLES, f"Internal: a short-lived tenant token minted by the control plane (weir.tenant_tokens), sent as {TENANT_TOKEN_HEADER}; brokers then act as its tenant until it expires."),
-        _property("sasl.mechanism", "enum", "PLAIN", ALL_ROLES, "PLAIN: sasl.username / sasl.password carry the API key and secret.", aliases=("sasl.mechanisms",), choices=_SASL_MECHANISMS),
+        _property(
+            "error_cb", "callable", None, ALL_ROLES, "Called with a KafkaError for errors not tied to one message (brokers unreachable...), from poll()."
+        ),
+        _property(
+            "security.protocol",
+            "enum",
+            "plaintext",
+            ALL_ROLES,
+            "plaintext, sasl_plaintext, ssl or sasl_ssl (the last two connect with TLS).",
+            choices=_SECURITY_PROTOCOLS,
+        ),
+        _property(
+            "ssl.ca.location", "str", None, ALL_ROLES, "PEM file of the CA certificates that verify brokers over TLS (default: the system's trusted roots)."
+        ),
+        _property(
+            "weir.internal.token", "str", None, ALL_ROLES, "Internal: the control plane's token, sent as x-weir-internal-token; brokers refuse a wrong one."
+        ),
+        _property(
+            "weir.tenant.token",
+            "str",
+            None,
+            ALL_ROLES,
+            f"Internal: a short-lived tenant token minted by the control plane (weir.tenant_tokens), sent as {TENANT_TOKEN_HEADER}; brokers then act as its tenant until it expires.",
+        ),
+        _property(
+            "sasl.mechanism",
+            "enum",
+            "PLAIN",
+            ALL_ROLES,
+            "PLAIN: sasl.username / sasl.password carry the API key and secret.",
+            aliases=("sasl.mechanisms",),
+            choices=_SASL_MECHANISMS,
+        ),
         _property("sasl.username", "str", None, ALL_ROLES, "API key, sent as gRPC metadata x-weir-api-key on every call."),
         _property("sasl.password", "str", None, ALL_ROLES, "API secret, sent as gRPC metadata x-weir-api-secret on every call."),
         # -------------------------------------------------------------- producer
-        _property("acks", "enum", -1, frozenset({PRODUCER}), "0: do not wait; 1: the leader appended; all (-1): every in-sync replica has it.", aliases=("request.required.acks",), choices=_ACKS),
-        _property("linger.ms", "int", 5, frozenset({PRODUCER}), "Wait this long for more records before sending a batch that is not full.", aliases=("queue.buffering.max.ms",), minimum=0, maximum=900000),
-        _property("batch.size", "int", 1_000_000, frozenset({PRODUCER}), "Largest batch in bytes (before compression); a full batch is sent at once.", minimum=1, maximum=2147483647),
-        _property("batch.num.messages", "int", 10000, frozenset({PRODUCER}), "Largest batch in records; a full batch is sent at once.", minimum=1, maximum=1000000),
-        _property("compression.type", "enum", "none", frozenset({PRODUCER}), "Codec of produced batches: none, gzip, snappy, lz4, zstd.", aliases=("compression.codec",), choices=_COMPRESSION),
+        _property(
+            "acks",
+            "enum",
+            -1,
+            frozenset({PRODUCER}),
+            "0: do not wait; 1: the leader appended; all (-1): every in-sync replica has it.",
+            aliases=("request.required.acks",),
+            choices=_ACKS,
+        ),
+        _property(
+            "linger.ms",
+            "int",
+            5,
+            frozenset({PRODUCER}),
+            "Wait this long for more records before sending a batch that is not full.",
+            aliases=("queue.buffering.max.ms",),
+            minimum=0,
+            maximum=900000,
+        ),
+        _property(
+            "batch.size",
+            "int",
+            1_000_000,
+            frozenset({PRODUCER}),
+            "Largest batch in bytes (before compression); a full batch is sent at once.",
+            minimum=1,
+            maximum=2147483647,
+        ),
+        _property(
+            "batch.num.messages", "int", 10000, frozenset({PRODUCER}), "Largest batch in records; a full batch is sent at once.", minimum=1, maximum=1000000
+        ),
+        _property(
+            "compression.type",
+            "enum",
+            "none",
+            frozenset({PRODUCER}),
+            "Codec of produced batches: none, gzip, snappy, lz4, zstd.",
+            aliases=("compression.codec",),
+            choices=_COMPRESSION,
+        ),
         _property("enable.idempotence", "bool", True, frozenset({PRODUCER}), "Exactly-once delivery per partition with sequence numbers; requires acks=all."),
-        _property("retries", "int", INT32_MAX, frozenset({PRODUCER}), "How many times a failed batch is retried (within delivery.timeout.ms).", aliases=("message.send.max.retries",), minimum=0, maximum=INT32_MAX),
-        _property("delivery.timeout.ms", "int", 300000, frozenset({PRODUCER}), "Upper bound from produce() to the delivery report; a record not delivered by then fails with _MSG_TIMED_OUT.", aliases=("message.timeout.ms",), minimum=0, maximum=INT32_MAX),
-        _property("max.in.flight.requests.per.connection", "int", 5, frozenset({PRODUCER}), "Produce requests awaiting an answer per broker; at most 5 with idempotence.", aliases=("max.in.flight",), minimum=1, maximum=1000000),
-        _property("buffer.memory", "int", 32 * 1024 * 1024, frozenset({PRODUCER}), "Bytes of records buffered before produce() blocks.", minimum=1024, maximum=2**40),
-        _property("max.block.ms", "int", 60000, frozenset({PRODUCER}), "How long produce() blocks for buffer space (then BufferError) or for a topic's first metadata.", minimum=0, maximum=INT32_MAX),
-        _property("message.max.bytes", "int", 1_000_000, ALL_ROLES, "Largest record (key + value + headers); produce() raises MSG_SIZE_TOO_LARGE above it. Also the most record bytes the producer puts in one Produce request (librdkafka's meaning; brokers accept max.request.size, 8 MiB by default).", minimum=1000, maximum=1_000_000_000),
-        _property("partitioner", "enum", "murmur2_random", frozenset({PRODUCER}), "Partition of a record without an explicit partition: murmur2_random, murmur2, random, consistent_random.", choices=_PARTITIONERS),
-        _property("on_delivery", "callable", None, frozenset({PRODUCER}), "Called as on_delivery(err, msg) from poll()/flush() for every record.", aliases=("delivery.report.cb", "dr_cb")),
+        _property(
+            "retries",
+            "int",
+            INT32_MAX,
+            frozenset({PRODUCER}),
+            "How many times a failed batch is retried (within delivery.timeout.ms).",
+            aliases=("message.send.max.retries",),
+            minimum=0,
+            maximum=INT32_MAX,
+        ),
+        _property(
+            "delivery.timeout.ms",
+            "int",
+            300000,
+            frozenset({PRODUCER}),
+            "Upper bound from produce() to the delivery report; a record not delivered by then fails with _MSG_TIMED_OUT.",
+            aliases=("message.timeout.ms",),
+            minimum=0,
+            maximum=INT32_MAX,
+        ),
+        _property(
+            "max.in.flight.requests.per.connection",
+            "int",
+            5,
+            frozenset({PRODUCER}),
+            "Produce requests awaiting an answer per broker; at most 5 with idempotence.",
+            aliases=("max.in.flight",),
+            minimum=1,
+            maximum=1000000,
+        ),
+        _property(
+            "buffer.memory", "int", 32 * 1024 * 1024, frozenset({PRODUCER}), "Bytes of records buffered before produce() blocks.", minimum=1024, maximum=2**40
+        ),
+        _property(
+            "max.block.ms",
+            "int",
+            60000,
+            frozenset({PRODUCER}),
+            "How long produce() blocks for buffer space (then BufferError) or for a topic's first metadata.",
+            minimum=0,
+            maximum=INT32_MAX,
+        ),
+        _property(
+            "message.max.bytes",
+            "int",
+            1_000_000,
+            ALL_ROLES,
+            "Largest record (key + value + headers); produce() raises MSG_SIZE_TOO_LARGE above it. Also the most record bytes the producer puts in one Produce request (librdkafka's meaning; brokers accept max.request.size, 8 MiB by default).",
+            minimum=1000,
+            maximum=1_000_000_000,
+        ),
+        _property(
+            "partitioner",
+            "enum",
+            "murmur2_random",
+            frozenset({PRODUCER}),
+            "Partition of a record without an explicit partition: murmur2_random, murmur2, random, consistent_random.",
+            choices=_PARTITIONERS,
+        ),
+        _property(
+            "on_delivery",
+            "callable",
+            None,
+            frozenset({PRODUCER}),
+            "Called as on_delivery(err, msg) from poll()/flush() for every record.",
+            aliases=("delivery.report.cb", "dr_cb"),
+        ),
         # -------------------------------------------------------------- consumer
         _property("group.id", "str", None, frozenset({CONSUMER}), "Group whose committed offsets the consumer reads and writes, and that subscribe() joins."),
-        _property("group.instance.id", "str", None, frozenset({CONSUMER}), "Static membership: a member that leaves (close()) keeps its partitions for session.timeout.ms and gets them back when it rejoins with the same id."),
-        _property("auto.offset.reset", "enum", "latest", frozenset({CONSUMER}), "Start here without a committed offset or when out of range: earliest, latest or error.", choices=_OFFSET_RESET),
-        _property("enable.auto.commit", "bool", True, frozenset({CONSUMER}), "Commit the stored offsets every auto.commit.interval.ms, before partitions are revoked, and on close()."),
+        _property(
+            "group.instance.id",
+            "str",
+            None,
+            frozenset({CONSUMER}),
+            "Static membership: a member that leaves (close()) keeps its partitions for session.timeout.ms and gets them back when it rejoins with the same id.",
+        ),
+        _property(
+            "auto.offset.reset",
+            "enum",
+            "latest",
+            frozenset({CONSUMER}),
+            "Start here without a committed offset or when out of range: earliest, latest or error.",
+            choices=_OFFSET_RESET,
+        ),
+        _property(
+            "enable.auto.commit",
+            "bool",
+            True,
+            frozenset({CONSUMER}),
+            "Commit the stored offsets every auto.commit.interval.ms, before partitions are revoked, and on close().",
+        ),
         _property("auto.commit.interval.ms", "int", 5000, frozenset({CONSUMER}), "Interval of automatic commits.", minimum=0, maximum=86400000),
-        _property("enable.auto.offset.store", "bool", True, frozenset({CONSUMER}), "Store the offset of each message poll()/consume() returns, for the next commit."),
-        _property("fetch.min.bytes", "int", 1, frozenset({CONSUMER}), "A fetch waits for at least this many bytes (or fetch.wait.max.ms).", minimum=1, maximum=100000000),
+        _property(
+            "enable.auto.offset.store", "bool", True, frozenset({CONSUMER}), "Store the offset of each message poll()/consume() returns, for the next commit."
+        ),
+        _property(
+            "fetch.min.bytes",
+            "int",
+            1,
+            frozenset({CONSUMER}),
+            "A fetch waits for at least this many bytes (or fetch.wait.max.ms).",
+            minimum=1,
+            maximum=100000000,
+        ),
         _property("fetch.max.bytes", "int", 52428800, frozenset({CONSUMER}), "Largest fetch response.", minimum=0, maximum=2147483135),
-        _property("fetch.wait.max.ms", "int", 500, frozenset({CONSUMER}), "Longest a broker holds a fetch waiting for fetch.min.bytes.", aliases=("fetch.max.wait.ms",), minimum=0, maximum=300000),
-        _property("max.partition.fetch.bytes", "int", 1048576, frozenset({CONSUMER}), "Largest data returned per partition per fetch.", aliases=("fetch.message.max.bytes",), minimum=1, maximum=1000000000),
-        _property("queued.max.messages.kbytes", "int", 65536, frozenset({CONSUMER}), "Prefetched but unconsumed data the fetcher holds, in KiB.", minimum=1, maximum=2097151),
+        _property(
+            "fetch.wait.max.ms",
+            "int",
+            500,
+            frozenset({CONSUMER}),
+            "Longest a broker holds a fetch waiting for fetch.min.bytes.",
+            aliases=("fetch.max.wait.ms",),
+            minimum=0,
+            maximum=300000,
+        ),
+        _property(
+            "max.partition.fetch.bytes",
+            "int",
+            1048576,
+            frozenset({CONSUMER}),
+            "Largest data returned per partition per fetch.",
+            aliases=("fetch.message.max.bytes",),
+            minimum=1,
+            maximum=1000000000,
+        ),
+        _property(
+            "queued.max.messages.kbytes",
+            "int",
+            65536,
+            frozenset({CONSUMER}),
+            "Prefetched but unconsumed data the fetcher holds, in KiB.",
+            minimum=1,
+            maximum=2097151,
+        ),
         _property("isolation.level", "enum", "read_committed", frozenset({CONSUMER}), "read_committed or read_uncommitted.", choices=_ISOLATION),
         _property("enable.partition.eof", "bool", False, frozenset({CONSUMER}), "Emit a _PARTITION_EOF event when a partition's end is reached."),
-        _property("session.timeout.ms", "int", 45000, frozenset({CONSUMER}), "A member not heard of for this long leaves the group. Sent to the coordinator only when set (else the broker's group.consumer.session.timeout.ms); also the longest the consumer keeps its partitions without a heartbeat answer.", minimum=1, maximum=3600000),
-        _property("max.poll.interval.ms", "int", 300000, frozenset({CONSUMER}), "Longest time between two poll()/consume() calls; past it the member leaves the group and the next poll() reports _MAX_POLL_EXCEEDED and on_lost. Also the rebalance timeout: the longest on_revoke may take.", minimum=1, maximum=86400000),
-        _property("heartbeat.interval.ms", "int", 3000, frozenset({CONSUMER}), "Interval of group heartbeats until the coordinator names its own (the coordinator's answer wins).", minimum=1, maximum=3600000),
-        _property("partition.assignment.strategy", "assignors", None, frozenset({CONSUMER}), "Assignor the coordinator runs: range, roundrobin or sticky (Kafka's uniform, cooperative-sticky); the first of a list counts. Unset: the group's (broker default).", aliases=("group.remote.assignor",)),
-        _property("on_commit", "callable", None, frozenset({CONSUMER}), "Called as on_commit(err, [TopicPartition]) after asynchronous and automatic commits, from poll()."),
+        _property(
+            "session.timeout.ms",
+            "int",
+            45000,
+            frozenset({CONSUMER}),
+            "A member not heard of for this long leaves the group. Sent to the coordinator only when set (else the broker's group.consumer.session.timeout.ms); also the longest the consumer keeps its partitions without a heartbeat answer.",
+            minimum=1,
+            maximum=3600000,
+        ),
+        _property(
+            "max.poll.interval.ms",
+            "int",
+            300000,
+            frozenset({CONSUMER}),
+            "Longest time between two poll()/consume() calls; past it the member leaves the group and the next poll() reports _MAX_POLL_EXCEEDED and on_lost. Also the rebalance timeout: the longest on_revoke may take.",
+            minimum=1,
+            maximum=86400000,
+        ),
+        _property(
+            "heartbeat.interval.ms",
+            "int",
+            3000,
+            frozenset({CONSUMER}),
+            "Interval of group heartbeats until the coordinator names its own (the coordinator's answer wins).",
+            minimum=1,
+            maximum=3600000,
+        ),
+        _property(
+            "partition.assignment.strategy",
+            "assignors",
+            None,
+            frozenset({CONSUMER}),
+            "Assignor the coordinator runs: range, roundrobin or sticky (Kafka's uniform, cooperative-sticky); the first of a list counts. Unset: the group's (broker default).",
+            aliases=("group.remote.assignor",),
+        ),
+        _property(
+            "on_commit",
+            "callable",
+            None,
+            frozenset({CONSUMER}),
+            "Called as on_commit(err, [TopicPartition]) after asynchronous and automatic commits, from poll().",
+        ),
     ]
 }
 
@@ -252,9 +493,9 @@ class ClientConfig:
         for name, raw in given.items():
             prop = _BY_NAME.get(name)
             if name in REMOVED_PROPERTIES:
-                raise invalid_argument(f"Configuration property \"{name}\" was removed: {REMOVED_PROPERTIES[name]}")
+                raise invalid_argument(f'Configuration property "{name}" was removed: {REMOVED_PROPERTIES[name]}')
             if prop is None:
-                raise invalid_argument(f"No such configuration property: \"{name}\"")
+                raise invalid_argument(f'No such configuration property: "{name}"')
             values[prop.name] = prop.parse(name, raw)
             explicit.add(prop.name)
         self._values = values
@@ -265,14 +506,16 @@ class ClientConfig:
     def _check_together(self) -> None:
         values = self._values
         if not values["bootstrap.servers"]:
-            raise invalid_argument("Configuration property \"bootstrap.servers\" must be set")
+            raise invalid_argument('Configuration property "bootstrap.servers" must be set')
         if self.role == PRODUCER and values["enable.idempotence"]:
             if values["acks"] != -1:
-                raise invalid_argument("\"acks\" must be set to \"all\" (-1) when \"enable.idempotence\" is true; set enable.idempotence=false to use acks=0 or acks=1")
+                raise invalid_argument(
+                    '"acks" must be set to "all" (-1) when "enable.idempotence" is true; set enable.idempotence=false to use acks=0 or acks=1'
+                )
             if values["max.in.flight.requests.per.connection"] > 5:
-                raise invalid_argument("\"max.in.flight.requests.per.connection\" must be at most 5 when \"enable.idempotence\" is true")
+                raise invalid_argument('"max.in.flight.requests.per.connection" must be at most 5 when "enable.idempotence" is true')
         if values["retry.backoff.max.ms"] < values["retry.backoff.ms"]:
-            raise invalid_argument("\"retry.backoff.max.ms\" must not be below \"retry.backoff.ms\"")
+            raise invalid_argument('"retry.backoff.max.ms" must not be below "retry.backoff.ms"')
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -294,7 +537,7 @@ class ClientConfig:
                 entry = f"{entry}:9092"
             addresses.append(entry)
         if not addresses:
-            raise invalid_argument("Configuration property \"bootstrap.servers\" lists no broker")
+            raise invalid_argument('Configuration property "bootstrap.servers" lists no broker')
         return addresses
 
     def call_metadata(self) -> tuple[tuple[str, str], ...]:
@@ -326,4 +569,4 @@ class ClientConfig:
             with open(location, "rb") as handle:
                 return grpc.ssl_channel_credentials(root_certificates=handle.read())
         except OSError as error:
-            raise invalid_argument(f"Configuration property \"ssl.ca.location\": cannot read {location}: {error.strerror}") from None
+            raise invalid_argument(f'Configuration property "ssl.ca.location": cannot read {location}: {error.strerror}') from None

@@ -47,7 +47,8 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import grpc
 
@@ -56,7 +57,7 @@ from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
 from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
-from weir.fetcher import Fetcher, FetchedChunk, PartitionState
+from weir.fetcher import FetchedChunk, Fetcher, PartitionState
 from weir.group_membership import GroupMembership, split_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
 from weir.records import (
@@ -68,7 +69,6 @@ from weir.records import (
     decode_records,
     iter_batch_positions,
 )
-
 
 Callback = Callable[["Consumer", list[TopicPartition]], Any]
 # Longest close() / unsubscribe() wait for the coordinator to answer the leave; a leave that is
@@ -176,8 +176,10 @@ class Consumer:
     def _add_locked(self, topic_partition: TopicPartition) -> None:
         offset = topic_partition.offset
         self._fetcher.add_locked(
-            topic_partition.topic, topic_partition.partition,
-            OFFSET_STORED if offset in (OFFSET_INVALID, OFFSET_STORED) else offset, self._partition_max_bytes,
+            topic_partition.topic,
+            topic_partition.partition,
+            OFFSET_STORED if offset in (OFFSET_INVALID, OFFSET_STORED) else offset,
+            self._partition_max_bytes,
         )
 
     def _drop_partitions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -198,11 +200,13 @@ class Consumer:
 
     def _check_not_subscribed(self, method: str) -> None:
         if self._membership is not None and self._membership.active:
-            raise KafkaException(KafkaError(
-                KafkaError._STATE,  # type: ignore[attr-defined]
-                f"Local: Erroneous state: {method}() while subscribed: the group's assignment changes incrementally; "
-                "use incremental_assign() / incremental_unassign(), or unsubscribe() first",
-            ))
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._STATE,  # type: ignore[attr-defined]
+                    f"Local: Erroneous state: {method}() while subscribed: the group's assignment changes incrementally; "
+                    "use incremental_assign() / incremental_unassign(), or unsubscribe() first",
+                )
+            )
 
     # ------------------------------------------------------------------ group subscription
 
@@ -214,7 +218,7 @@ class Consumer:
         """
         self._check_open()
         if not self._group_id:
-            raise invalid_argument("subscribe() needs \"group.id\" to be configured")
+            raise invalid_argument('subscribe() needs "group.id" to be configured')
         if not isinstance(topics, (list, tuple)):
             raise TypeError("subscribe() expects a list of topic names")
         for name, callback in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
@@ -506,7 +510,11 @@ class Consumer:
         """Remember offsets for the next commit: message.offset()+1, or each TopicPartition's offset as given."""
         if (message is None) == (offsets is None):
             raise invalid_argument("store_offsets() takes exactly one of message and offsets")
-        pairs = [(message.topic(), message.partition(), message.offset() + 1)] if message is not None else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
+        pairs = (
+            [(message.topic(), message.partition(), message.offset() + 1)]
+            if message is not None
+            else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
+        )
         with self._fetcher.lock:
             for topic, partition, offset in pairs:
                 state = self._fetcher.states.get((topic, partition))
@@ -534,7 +542,9 @@ class Consumer:
 
     def _commit_stored(self, asynchronous: bool, only_changed: bool) -> list[TopicPartition] | None:
         with self._fetcher.lock:
-            partitions = [TopicPartition(state.topic, state.partition, state.stored_offset) for state in self._fetcher.states.values() if state.stored_offset is not None]
+            partitions = [
+                TopicPartition(state.topic, state.partition, state.stored_offset) for state in self._fetcher.states.values() if state.stored_offset is not None
+            ]
         if only_changed:
             with self._commit_lock:
                 last = dict(self._last_committed)
@@ -547,18 +557,27 @@ class Consumer:
 
     def _commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
         if not self._group_id:
-            raise invalid_argument("commit needs \"group.id\" to be configured")
+            raise invalid_argument('commit needs "group.id" to be configured')
         by_topic: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
         for tp in partitions:
             if tp.offset < 0:
                 raise invalid_argument(f"cannot commit offset {tp.offset} for {tp.topic} [{tp.partition}]: it is not an absolute offset")
-            by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetCommitPartition(
-                partition=tp.partition, committed_offset=tp.offset,
-                committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1, metadata=tp.metadata or "",
-            ))
+            by_topic.setdefault(tp.topic, []).append(
+                broker_pb2.OffsetCommitPartition(
+                    partition=tp.partition,
+                    committed_offset=tp.offset,
+                    committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1,
+                    metadata=tp.metadata or "",
+                )
+            )
         # A subscribed member commits as itself (member id and epoch); otherwise without a member.
         member_id, epoch = self._membership.commit_identity() if self._membership is not None else ("", -1)
-        request = broker_pb2.OffsetCommitRequest(group_id=self._group_id, generation_id=epoch, member_id=member_id, topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()])
+        request = broker_pb2.OffsetCommitRequest(
+            group_id=self._group_id,
+            generation_id=epoch,
+            member_id=member_id,
+            topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()],
+        )
         if not asynchronous:
             return self._commit_answered(partitions, self._commit_sync(request))
         address = self._coordinators.address(self._group_id, timeout=self._request_timeout)
@@ -572,7 +591,9 @@ class Consumer:
         membership = self._membership
         for _ in range(100):  # each round waits for a new epoch; the deadline ends it long before
             response = self._coordinators.call(self._group_id, "OffsetCommit", request, timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[arg-type]
-            stale = response.error_code == _STALE_EPOCH or any(partition.error_code == _STALE_EPOCH for topic in response.topics for partition in topic.partitions)
+            stale = response.error_code == _STALE_EPOCH or any(
+                partition.error_code == _STALE_EPOCH for topic in response.topics for partition in topic.partitions
+            )
             remaining = deadline - time.monotonic()
             if membership is None or request.generation_id < 0 or not stale or remaining <= 0:
                 return response
@@ -587,7 +608,12 @@ class Consumer:
     def _commit_answered(self, partitions: list[TopicPartition], response: broker_pb2.OffsetCommitResponse) -> list[TopicPartition]:
         if response.error_code:
             raise KafkaException(KafkaError(response.error_code, response.error_message or None))
-        errors = {(topic.topic, partition.partition): KafkaError(partition.error_code, partition.error_message or None) for topic in response.topics for partition in topic.partitions if partition.error_code}
+        errors = {
+            (topic.topic, partition.partition): KafkaError(partition.error_code, partition.error_message or None)
+            for topic in response.topics
+            for partition in topic.partitions
+            if partition.error_code
+        }
         committed = {}
         for tp in partitions:
             tp.error = errors.get((tp.topic, tp.partition))
@@ -626,7 +652,7 @@ class Consumer:
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """The group's committed offsets (OFFSET_INVALID where none)."""
         if not self._group_id:
-            raise invalid_argument("committed() needs \"group.id\" to be configured")
+            raise invalid_argument('committed() needs "group.id" to be configured')
         committed = self._fetcher.fetch_committed([(tp.topic, tp.partition) for tp in partitions], self._timeout(timeout))
         result = []
         for tp in partitions:
@@ -701,12 +727,11 @@ class Consumer:
             self._fetcher.stop()
             self._cluster.close()
 
-    def __enter__(self) -> "Consumer":
+    def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
 
 
 class _RebalanceHooks:

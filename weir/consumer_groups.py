@@ -14,8 +14,14 @@ from weir.errors import KafkaError
 from weir.message import TopicPartition
 
 __all__ = [
-    "ConsumerGroupState", "ConsumerGroupTopicPartitions", "Node", "ConsumerGroupListing",
-    "ListConsumerGroupsResult", "MemberAssignment", "MemberDescription", "ConsumerGroupDescription",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "Node",
+    "ConsumerGroupListing",
+    "ListConsumerGroupsResult",
+    "MemberAssignment",
+    "MemberDescription",
+    "ConsumerGroupDescription",
 ]
 
 
@@ -40,7 +46,7 @@ class ConsumerGroupState(enum.Enum):
     COMPLETING_REBALANCING = 2
 
     @classmethod
-    def parse(cls, name: str) -> "ConsumerGroupState":
+    def parse(cls, name: str) -> ConsumerGroupState:
         """The state a broker names (``"Stable"``, ``"PreparingRebalance"``...); UNKNOWN for any other name."""
         return _STATES_BY_NAME.get(name.replace("_", "").lower(), cls.UNKNOWN)
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster

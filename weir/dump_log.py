@@ -27,10 +27,11 @@ import bisect
 import mmap
 import os
 from array import array
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, TextIO
+from typing import TextIO
 
 from weir.log_files import (
     INDEX_SUFFIX,
@@ -203,7 +204,7 @@ def dump(
 def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
     """The file's bytes, memory-mapped so that a 1 GiB segment is not copied into memory."""
     try:
-        file = open(path, "rb")
+        file = open(path, "rb")  # noqa: SIM115 - the mapping outlives this function; closed with it
     except OSError as error:
         raise DumpLogError(path, error.strerror or str(error)) from error
     with file:
@@ -368,7 +369,9 @@ class _Dumper:
         self._advance(len(data))
         leftover = len(data) % entry_size
         if leftover:
-            self._problem(path, len(data) - leftover, f"file size {len(data)} is not a multiple of the {entry_size}-byte entry size: {leftover} bytes left over")
+            self._problem(
+                path, len(data) - leftover, f"file size {len(data)} is not a multiple of the {entry_size}-byte entry size: {leftover} bytes left over"
+            )
         return data, len(data) // entry_size
 
     def _base_offset_of(self, path: Path) -> int:
@@ -403,7 +406,11 @@ class _Dumper:
             entry_position = number * OFFSET_INDEX_ENTRY.size
             self._entry_line(f"offset: {offset} position: {position}")
             if previous is not None and (offset <= previous[0] or position <= previous[1]):
-                self._problem(path, entry_position, f"entry (offset {offset}, position {position}) does not follow the previous entry (offset {previous[0]}, position {previous[1]})")
+                self._problem(
+                    path,
+                    entry_position,
+                    f"entry (offset {offset}, position {position}) does not follow the previous entry (offset {previous[0]}, position {previous[1]})",
+                )
             previous = (offset, position)
             if table is None:
                 continue
@@ -413,9 +420,15 @@ class _Dumper:
             row = table.batch_at(position)
             if row is None:
                 if position >= table.end:
-                    self._problem(path, entry_position, f"entry (offset {offset}, position {position}) points past the last batch of the log, which ends at byte {table.end}")
+                    self._problem(
+                        path,
+                        entry_position,
+                        f"entry (offset {offset}, position {position}) points past the last batch of the log, which ends at byte {table.end}",
+                    )
                 else:
-                    self._problem(path, entry_position, f"entry (offset {offset}, position {position}): position {position} is not the start of a batch in the log")
+                    self._problem(
+                        path, entry_position, f"entry (offset {offset}, position {position}): position {position} is not the start of a batch in the log"
+                    )
             elif not table.base_offsets[row] <= offset <= table.last_offsets[row]:
                 self._problem(
                     path,

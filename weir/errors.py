@@ -79,7 +79,12 @@ _BROKER_ERRORS = [
     ErrorSpec(77, "STALE_BROKER_EPOCH", False, "The broker epoch is not the current one of the broker's session."),
     ErrorSpec(78, "OFFSET_NOT_AVAILABLE", True, "The leader high watermark has not caught up from a recent leader election."),
     ErrorSpec(81, "GROUP_MAX_SIZE_REACHED", False, "The consumer group has reached its max size."),
-    ErrorSpec(82, "FENCED_INSTANCE_ID", False, "The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id."),
+    ErrorSpec(
+        82,
+        "FENCED_INSTANCE_ID",
+        False,
+        "The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.",
+    ),
     ErrorSpec(86, "GROUP_SUBSCRIBED_TO_TOPIC", False, "The consumer group is actively subscribed to the topic."),
     ErrorSpec(87, "INVALID_RECORD", False, "This record has failed the validation on broker and hence will be rejected."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota has been exceeded."),
@@ -180,7 +185,7 @@ class KafkaError:
         return self._txn_requires_abort
 
     def __str__(self) -> str:
-        return f"KafkaError{{code={self.name()},val={self._code},str=\"{self._reason}\"}}"
+        return f'KafkaError{{code={self.name()},val={self._code},str="{self._reason}"}}'
 
     __repr__ = __str__
 

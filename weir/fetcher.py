@@ -60,9 +60,21 @@ class PartitionState:
     """
 
     __slots__ = (
-        "topic", "partition", "generation", "fetch_position", "reset_to", "position", "paused",
-        "high_watermark", "log_start_offset", "stored_offset", "eof_offset", "in_flight",
-        "retry_at", "partition_max_bytes", "leader_epoch",
+        "topic",
+        "partition",
+        "generation",
+        "fetch_position",
+        "reset_to",
+        "position",
+        "paused",
+        "high_watermark",
+        "log_start_offset",
+        "stored_offset",
+        "eof_offset",
+        "in_flight",
+        "retry_at",
+        "partition_max_bytes",
+        "leader_epoch",
     )
 
     def __init__(self, topic: str, partition: int, partition_max_bytes: int) -> None:
@@ -253,7 +265,9 @@ class Fetcher:
             self._work.notify()
 
     def _resolve_logical(self, logical: list[tuple[PartitionState, int, int]]) -> None:
-        requests = [(state.topic, state.partition, _LIST_OFFSETS_EARLIEST if reset_to == OFFSET_BEGINNING else _LIST_OFFSETS_LATEST) for state, _, reset_to in logical]
+        requests = [
+            (state.topic, state.partition, _LIST_OFFSETS_EARLIEST if reset_to == OFFSET_BEGINNING else _LIST_OFFSETS_LATEST) for state, _, reset_to in logical
+        ]
         try:
             results = self.list_offsets(requests, self._request_timeout)
         except KafkaException as error:
@@ -302,12 +316,18 @@ class Fetcher:
                 continue
             by_leader.setdefault(address, {}).setdefault(topic, []).append(broker_pb2.ListOffsetsPartition(partition=partition, timestamp=timestamp))
         for address, topics in by_leader.items():
-            request = broker_pb2.ListOffsetsRequest(isolation_level=self._isolation, topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()])
+            request = broker_pb2.ListOffsetsRequest(
+                isolation_level=self._isolation,
+                topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()],
+            )
             response = self._cluster.call("ListOffsets", request, address=address, timeout=timeout)
             for topic_response in response.topics:
                 for partition_response in topic_response.partitions:
                     results[(topic_response.topic, partition_response.partition)] = (
-                        partition_response.error_code, partition_response.error_message, partition_response.offset, partition_response.timestamp,
+                        partition_response.error_code,
+                        partition_response.error_message,
+                        partition_response.offset,
+                        partition_response.timestamp,
                     )
         for topic, partition, _ in requests:
             results.setdefault((topic, partition), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the broker did not answer for this partition", -1, -1))  # type: ignore[attr-defined]
@@ -318,14 +338,18 @@ class Fetcher:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
-        request = broker_pb2.OffsetFetchRequest(group_id=self._group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()])
+        request = broker_pb2.OffsetFetchRequest(
+            group_id=self._group_id, topics=[broker_pb2.OffsetFetchTopic(topic=topic, partitions=numbers) for topic, numbers in by_topic.items()]
+        )
         response = self._coordinators.call(self._group_id, "OffsetFetch", request, timeout=timeout)
         if response.error_code:
             raise KafkaException(KafkaError(response.error_code, response.error_message or None))
         committed = {}
         for topic_response in response.topics:
             for partition_response in topic_response.partitions:
-                committed[(topic_response.topic, partition_response.partition)] = partition_response.committed_offset if not partition_response.error_code else -1
+                committed[(topic_response.topic, partition_response.partition)] = (
+                    partition_response.committed_offset if not partition_response.error_code else -1
+                )
         return committed
 
     # ------------------------------------------------------------------ fetching
@@ -337,7 +361,8 @@ class Fetcher:
             if self.prefetched_bytes >= self._prefetch_limit:
                 return _IDLE_WAIT
             candidates = [
-                state for state in self.states.values()
+                state
+                for state in self.states.values()
                 if state.fetch_position is not None and not state.paused and not state.in_flight and state.retry_at <= now
             ]
         try:
@@ -372,18 +397,26 @@ class Fetcher:
                 sent.append((state, state.generation, state.fetch_position))
                 topics.setdefault(state.topic, []).append(
                     broker_pb2.FetchPartition(
-                        partition=state.partition, fetch_offset=state.fetch_position, partition_max_bytes=state.partition_max_bytes,
+                        partition=state.partition,
+                        fetch_offset=state.fetch_position,
+                        partition_max_bytes=state.partition_max_bytes,
                         current_leader_epoch=self._cluster.leader_epoch(state.topic, state.partition),
                     )
                 )
         if not sent:
             return
         request = broker_pb2.FetchRequest(
-            max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes, isolation_level=self._isolation,
-            topics=[broker_pb2.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()], replica_id=-1,
+            max_wait_ms=self._max_wait_ms,
+            min_bytes=self._min_bytes,
+            max_bytes=self._max_bytes,
+            isolation_level=self._isolation,
+            topics=[broker_pb2.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()],
+            replica_id=-1,
         )
         self._in_flight.add(address)
-        future = self._cluster.stub(address).Fetch.future(request, timeout=self._request_timeout + self._max_wait_ms / 1000.0, metadata=self._cluster.call_metadata)
+        future = self._cluster.stub(address).Fetch.future(
+            request, timeout=self._request_timeout + self._max_wait_ms / 1000.0, metadata=self._cluster.call_metadata
+        )
         future.add_done_callback(lambda done: self._arrived(address, sent, done))
 
     def _arrived(self, address: str, sent: list[tuple[PartitionState, int, int]], future: grpc.Future) -> None:
@@ -423,7 +456,9 @@ class Fetcher:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:  # type: ignore[attr-defined]
             policy = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(self._reset_policy)
             if policy is None:
-                self._reset_failed(state, f"offset {fetch_offset} is out of range ({answer.log_start_offset}..{answer.high_watermark}) and auto.offset.reset is error")
+                self._reset_failed(
+                    state, f"offset {fetch_offset} is out of range ({answer.log_start_offset}..{answer.high_watermark}) and auto.offset.reset is error"
+                )
             else:
                 state.seek(policy)
             return
@@ -450,7 +485,9 @@ class Fetcher:
             state.partition_max_bytes = min(state.partition_max_bytes * 2, max(self._max_bytes, 1))
         elif self._partition_eof and fetch_offset >= answer.high_watermark and state.eof_offset != fetch_offset:
             state.eof_offset = fetch_offset
-            error = KafkaError(KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}")  # type: ignore[attr-defined]
+            error = KafkaError(
+                KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}"
+            )  # type: ignore[attr-defined]
             self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
 
     def refetch_locked(self, state: PartitionState, offset: int) -> None:

@@ -49,7 +49,8 @@ import logging
 import re
 import threading
 import time
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster
@@ -307,7 +308,7 @@ class GroupMembership:
                 try:
                     hooks.revoke(_topic_partitions(revoked))
                 finally:
-                    self._set_owned(lambda owned: owned - revoked)
+                    self._set_owned(lambda owned, revoked=revoked: owned - revoked)
             with self._lock:
                 if self._target is not None:
                     continue  # a newer assignment came meanwhile: reconcile that one instead
@@ -318,7 +319,7 @@ class GroupMembership:
                 try:
                     hooks.assign(_topic_partitions(added))
                 finally:
-                    self._set_owned(lambda owned: owned | added)
+                    self._set_owned(lambda owned, added=added: owned | added)
         with self._lock:
             if self._target is not None:
                 self._need_service_locked()
@@ -409,7 +410,9 @@ class GroupMembership:
             return
         logger.warning(
             "group %s: member %s heard nothing from its coordinator for %.1fs (session.timeout.ms): its partitions are lost; joining again",
-            self._group_id, self._member_id, now - self._last_acknowledged_send,
+            self._group_id,
+            self._member_id,
+            now - self._last_acknowledged_send,
         )
         self._lose_locked(rejoin_fresh=True)
 
@@ -500,9 +503,14 @@ class GroupMembership:
 
     def _request(self, member_id: str, epoch: int, *, full: bool) -> broker_pb2.ConsumerGroupHeartbeatRequest:
         return broker_pb2.ConsumerGroupHeartbeatRequest(
-            group_id=self._group_id, member_id=member_id, member_epoch=epoch, instance_id=self._instance_id,
-            rebalance_timeout_ms=self._rebalance_timeout_ms, server_assignor=self._assignor,
-            session_timeout_ms=self._session_timeout_ms, client_id=self._client_id,
+            group_id=self._group_id,
+            member_id=member_id,
+            member_epoch=epoch,
+            instance_id=self._instance_id,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            server_assignor=self._assignor,
+            session_timeout_ms=self._session_timeout_ms,
+            client_id=self._client_id,
         )
 
     def _send(self, request: broker_pb2.ConsumerGroupHeartbeatRequest) -> None:
@@ -579,7 +587,9 @@ class GroupMembership:
             logger.warning("group %s: member %s was fenced (%s): its partitions are lost; joining again", self._group_id, self._member_id, error.str())
             self._lose_locked(rejoin_fresh=False)
         elif code == ErrorCode.UNKNOWN_MEMBER_ID:  # type: ignore[attr-defined]
-            logger.warning("group %s: the coordinator does not know member %s (%s): its partitions are lost; joining again", self._group_id, self._member_id, error.str())
+            logger.warning(
+                "group %s: the coordinator does not know member %s (%s): its partitions are lost; joining again", self._group_id, self._member_id, error.str()
+            )
             self._lose_locked(rejoin_fresh=True)
         else:
             logger.error("group %s: member %s stops: %s", self._group_id, self._member_id or "(joining)", error)

@@ -19,9 +19,10 @@ KafkaException with the broker's error (GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PAR
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any
 
 from weir.admin import AdminClient, OffsetSpec
 from weir.consumer_groups import ConsumerGroupTopicPartitions
@@ -29,7 +30,7 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import TopicPartition
 
 # Where a reset goes: "earliest", "latest", ("timestamp", ms) or {(topic, partition): offset}.
-ResetTarget = Union[str, tuple[str, int], Mapping[tuple[str, int], int]]
+ResetTarget = str | tuple[str, int] | Mapping[tuple[str, int], int]
 
 
 @dataclass(frozen=True)
@@ -134,10 +135,10 @@ def consumer_group_lag(admin: AdminClient, group_id: str, *, timeout: float) -> 
 def _check_target(to: Any) -> None:
     if isinstance(to, str):
         if to not in ("earliest", "latest"):
-            raise ValueError(f"reset target must be \"earliest\", \"latest\", (\"timestamp\", ms) or a dict of offsets, got {to!r}")
+            raise ValueError(f'reset target must be "earliest", "latest", ("timestamp", ms) or a dict of offsets, got {to!r}')
     elif isinstance(to, tuple):
         if len(to) != 2 or to[0] != "timestamp" or not isinstance(to[1], int) or isinstance(to[1], bool) or to[1] < 0:
-            raise ValueError(f"a timestamp reset target is (\"timestamp\", milliseconds >= 0), got {to!r}")
+            raise ValueError(f'a timestamp reset target is ("timestamp", milliseconds >= 0), got {to!r}')
     elif isinstance(to, Mapping):
         if not to:
             raise ValueError("a dict reset target must name at least one (topic, partition)")
@@ -147,7 +148,7 @@ def _check_target(to: Any) -> None:
             if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
                 raise ValueError(f"reset offset of {key[0]} [{key[1]}] must be an integer >= 0, got {offset!r}")
     else:
-        raise ValueError(f"reset target must be \"earliest\", \"latest\", (\"timestamp\", ms) or a dict of offsets, got {to!r}")
+        raise ValueError(f'reset target must be "earliest", "latest", ("timestamp", ms) or a dict of offsets, got {to!r}')
 
 
 def _topic_partitions(admin: AdminClient, topics: list[str], deadline: _Deadline) -> list[tuple[str, int]]:
@@ -156,7 +157,9 @@ def _topic_partitions(admin: AdminClient, topics: list[str], deadline: _Deadline
         metadata = admin.list_topics(topic, timeout=deadline.remaining()).topics.get(topic)
         if metadata is None or metadata.error is not None:
             code = metadata.error.code() if metadata is not None and metadata.error is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
-            raise KafkaException(KafkaError(code, f"topic {topic!r}: {metadata.error.str() if metadata is not None and metadata.error is not None else 'does not exist'}"))
+            raise KafkaException(
+                KafkaError(code, f"topic {topic!r}: {metadata.error.str() if metadata is not None and metadata.error is not None else 'does not exist'}")
+            )
         partitions += [(topic, partition) for partition in sorted(metadata.partitions)]
     return partitions
 
@@ -183,7 +186,9 @@ def plan_offset_reset(admin: AdminClient, group_id: str, *, topics: list[str], t
         known = set(_topic_partitions(admin, sorted({topic for topic, _ in to}), deadline))
         missing = sorted(key for key in to if key not in known)
         if missing:
-            raise KafkaException(KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no such partition: {', '.join(f'{topic} [{partition}]' for topic, partition in missing)}"))  # type: ignore[attr-defined]
+            raise KafkaException(
+                KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no such partition: {', '.join(f'{topic} [{partition}]' for topic, partition in missing)}")
+            )  # type: ignore[attr-defined]
         partitions = sorted(to)
     else:
         partitions = _topic_partitions(admin, topics, deadline)

@@ -19,7 +19,7 @@ import logging
 import logging.config
 import os
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -72,7 +72,7 @@ class JsonLogFormatter(JsonFormatter):
     """One JSON object per record with the keys of the module docstring, in that order."""
 
     def add_fields(self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]) -> None:
-        log_data["ts"] = datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        log_data["ts"] = datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         log_data["level"] = record.levelname
         log_data["logger"] = record.name
         log_data["message"] = record.message

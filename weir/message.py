@@ -7,7 +7,7 @@ changing its import.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from weir.errors import KafkaError
 
@@ -155,7 +155,7 @@ class TopicPartition:
             return NotImplemented
         return (self.topic, self.partition) == (other.topic, other.partition)
 
-    def __lt__(self, other: "TopicPartition") -> bool:
+    def __lt__(self, other: TopicPartition) -> bool:
         return (self.topic, self.partition) < (other.topic, other.partition)
 
     def __repr__(self) -> str:

@@ -101,9 +101,7 @@ def key_version(data: bytes) -> int:
 
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    return b"".join(
-        (_INT16.pack(OFFSET_COMMIT_KEY_VERSION), _encode_string(key.group), _encode_string(key.topic), _INT32.pack(key.partition))
-    )
+    return b"".join((_INT16.pack(OFFSET_COMMIT_KEY_VERSION), _encode_string(key.group), _encode_string(key.topic), _INT32.pack(key.partition)))
 
 
 def decode_key(data: bytes) -> OffsetCommitKey | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import struct
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 _SEED = 0x9747B28C
 _MULTIPLIER = 0x5BD1E995

@@ -27,7 +27,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from weir.cluster import Cluster, ClusterMetadata, TopicInfo
 from weir.config import PRODUCER, ClientConfig
@@ -128,7 +129,9 @@ class Producer:
         else:
             headers = None
         if size > self._message_max_bytes:
-            raise KafkaException(KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})"))  # type: ignore[attr-defined]
+            raise KafkaException(
+                KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})")
+            )  # type: ignore[attr-defined]
         info = self._cluster.topics.get(topic)
         if info is None or info.error_code:
             info = self._topic_info(topic, info)
@@ -142,7 +145,9 @@ class Producer:
         if partition < 0:
             partition = self._partitioner.keyed_partition(key, partition_count)
         elif partition >= partition_count:
-            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}"))  # type: ignore[attr-defined]
+            raise KafkaException(
+                KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}")
+            )  # type: ignore[attr-defined]
         self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
 
     def _topic_info(self, topic: str, cached: TopicInfo | None) -> TopicInfo:
@@ -165,7 +170,17 @@ class Producer:
             raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))  # type: ignore[attr-defined]
         return info
 
-    def _fail_now(self, topic: str, partition: int, info: TopicInfo, delivery: Callable[..., Any] | None, key: bytes | None, value: bytes | None, headers: Any, timestamp: int) -> None:
+    def _fail_now(
+        self,
+        topic: str,
+        partition: int,
+        info: TopicInfo,
+        delivery: Callable[..., Any] | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Any,
+        timestamp: int,
+    ) -> None:
         """Report a record that cannot enter a batch (its topic is unknown) through its callback."""
         if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # type: ignore[attr-defined]
             error = KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")  # type: ignore[attr-defined]
@@ -304,7 +319,7 @@ class Producer:
         self._cluster.close()
         return remaining
 
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Producer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from weir.partitioner import StickyPartitions
 from weir.records import HEADER_SIZE, RecordBatchBuilder
@@ -47,8 +48,21 @@ class ProducerBatch:
     """
 
     __slots__ = (
-        "topic", "partition", "builder", "size", "created", "deliveries",
-        "payload", "base_sequence", "queue_position", "attempts", "retry_at", "deadline", "last_error", "maybe_persisted", "sent_to",
+        "topic",
+        "partition",
+        "builder",
+        "size",
+        "created",
+        "deliveries",
+        "payload",
+        "base_sequence",
+        "queue_position",
+        "attempts",
+        "retry_at",
+        "deadline",
+        "last_error",
+        "maybe_persisted",
+        "sent_to",
     )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, created: float) -> None:
@@ -150,9 +164,7 @@ class RecordAccumulator:
             if sticky:
                 partition = self._sticky.partition(topic, partition_count)
             batch = partitions[partition]
-            if batch is not None and (
-                batch.size + needed > self._batch_size or batch.builder.record_count >= self._batch_max_records
-            ):
+            if batch is not None and (batch.size + needed > self._batch_size or batch.builder.record_count >= self._batch_max_records):
                 self._close(batch)
                 if sticky:
                     partition = self._sticky.partition(topic, partition_count)
@@ -263,7 +275,7 @@ class RecordAccumulator:
         with self._lock:
             batches = list(self._closed)
             self._closed.clear()
-            for topic, partitions in self._open.items():
+            for _topic, partitions in self._open.items():
                 for partition, batch in enumerate(partitions):
                     if batch is not None:
                         partitions[partition] = None

@@ -44,7 +44,7 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import grpc
 
@@ -62,15 +62,28 @@ logger = logging.getLogger(__name__)
 ReportFunction = Callable[[ProducerBatch, KafkaError | None, int, int], None]
 
 # Errors after which the cached leader is probably wrong.
-_METADATA_ERRORS = frozenset({
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,  # type: ignore[attr-defined]
-    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,  # type: ignore[attr-defined]
-})
+_METADATA_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,  # type: ignore[attr-defined]
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,  # type: ignore[attr-defined]
+    }
+)
 # Failures that leave open whether the batch was appended (librdkafka's "possibly persisted").
-_MAYBE_APPENDED = frozenset({
-    KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._BAD_MSG, ErrorCode.REQUEST_TIMED_OUT,  # type: ignore[attr-defined]
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.NETWORK_EXCEPTION,  # type: ignore[attr-defined]
-})
+_MAYBE_APPENDED = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._BAD_MSG,
+        ErrorCode.REQUEST_TIMED_OUT,  # type: ignore[attr-defined]
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.NETWORK_EXCEPTION,  # type: ignore[attr-defined]
+    }
+)
 # The longest the sender sleeps without a reason, so that a lost wake-up costs little.
 _IDLE_WAIT = 0.5
 
@@ -78,7 +91,9 @@ _IDLE_WAIT = 0.5
 class Sender:
     """Owns the in-flight state of one producer; see the module docstring. Runs on its own thread."""
 
-    def __init__(self, accumulator: RecordAccumulator, cluster: Cluster, config: ClientConfig, report: ReportFunction, report_error: Callable[[KafkaError], None]) -> None:
+    def __init__(
+        self, accumulator: RecordAccumulator, cluster: Cluster, config: ClientConfig, report: ReportFunction, report_error: Callable[[KafkaError], None]
+    ) -> None:
         self._accumulator = accumulator
         self._cluster = cluster
         self._report = report

@@ -31,8 +31,9 @@ path stays per batch. Clients use ``RecordBatchBuilder`` and ``iter_records``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import cramjam
 import crc32c as _crc32c
@@ -163,7 +164,7 @@ def _snappy_compress(data: bytes) -> bytes:
 def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     # Raw snappy (and each xerial block) starts with its decompressed length, which snappy
     # checks against what it writes: reading that length first refuses a bomb before any output.
-    if not bytes(data[:8]) == _XERIAL_HEADER[:8]:
+    if bytes(data[:8]) != _XERIAL_HEADER[:8]:
         _check_declared_size(COMPRESSION_SNAPPY, int(cramjam.snappy.decompress_raw_len(data)), max_size)
         return bytes(cramjam.snappy.decompress_raw(data))
     blocks = []
@@ -431,9 +432,7 @@ def read_batch_header(buffer: bytes | bytearray | memoryview, position: int = 0)
     Raises RecordFormatError when fewer than 61 bytes remain.
     """
     if len(buffer) - position < HEADER_SIZE:
-        raise RecordFormatError(
-            f"batch header needs {HEADER_SIZE} bytes but only {len(buffer) - position} remain", position
-        )
+        raise RecordFormatError(f"batch header needs {HEADER_SIZE} bytes but only {len(buffer) - position} remain", position)
     return BatchHeader(*_HEADER.unpack_from(buffer, position))
 
 
@@ -444,9 +443,7 @@ def peek_batch_size(buffer: bytes | bytearray | memoryview, position: int = 0) -
     return _INT32.unpack_from(buffer, position + BATCH_LENGTH_OFFSET)[0] + LOG_OVERHEAD
 
 
-def validate_batch(
-    buffer: bytes | bytearray | memoryview, position: int = 0, *, max_batch_size: int | None = None
-) -> BatchHeader:
+def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0, *, max_batch_size: int | None = None) -> BatchHeader:
     """Check the batch at ``position``: length, magic, CRC and header consistency.
 
     Returns its header. Raises RecordFormatError naming the first problem found; a batch that
@@ -796,9 +793,7 @@ def batch_records_bytes(buffer: bytes | bytearray | memoryview, position: int, h
     return decompress(header.compression, data)
 
 
-def decode_records(
-    data: bytes, header: BatchHeader, min_offset: int = 0
-) -> list[tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]]:
+def decode_records(data: bytes, header: BatchHeader, min_offset: int = 0) -> list[tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]]:
     """Decode the records section of one batch into (offset, timestamp, key, value, headers).
 
     Records below ``min_offset`` are skipped. LogAppendTime batches report the batch's max
@@ -898,9 +893,7 @@ def decode_records(
                     decoded.append((header_key, header_value))
                 headers = tuple(decoded)
             if position != record_end:
-                raise RecordFormatError(
-                    f"record length {length} disagrees with its fields ({position - record_end:+d} bytes)", 0
-                )
+                raise RecordFormatError(f"record length {length} disagrees with its fields ({position - record_end:+d} bytes)", 0)
             offset = base_offset + offset_delta
             if offset >= min_offset:
                 append((offset, max_timestamp if log_append else base_timestamp + timestamp_delta, key, value, headers))
@@ -911,9 +904,7 @@ def decode_records(
     return out
 
 
-def iter_records(
-    buffer: bytes | bytearray | memoryview, min_offset: int = 0, *, skip_control: bool = True
-) -> Iterator[Record]:
+def iter_records(buffer: bytes | bytearray | memoryview, min_offset: int = 0, *, skip_control: bool = True) -> Iterator[Record]:
     """Yield every record of every complete batch in ``buffer`` with offset >= ``min_offset``.
 
     A trailing partial batch (as fetch responses may end) is ignored. Control batches

@@ -28,9 +28,9 @@ import contextvars
 import functools
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -38,7 +38,7 @@ import grpc
 REQUEST_ID_METADATA = "x-weir-request-id"
 # The longest id accepted from outside; the provisioning job stores ids of this length.
 MAX_REQUEST_ID_LENGTH = 64
-_ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:=+/-]{1,%d}" % MAX_REQUEST_ID_LENGTH)
+_ACCEPTED_ID = re.compile(rf"[A-Za-z0-9._:=+/-]{{1,{MAX_REQUEST_ID_LENGTH}}}")
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("weir_request_id", default=None)
 

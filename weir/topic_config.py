@@ -8,8 +8,8 @@ protocol; :func:`validate_topic_configs` parses them into typed values.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -101,8 +101,20 @@ HOUR_MS = 60 * 60 * 1000
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
     for key in [
-        ConfigKey("cleanup.policy", "LIST", "delete", "delete: drop old segments by retention; compact: keep the latest record per key; both: compact,delete.", choices=("delete", "compact")),
-        ConfigKey("compression.type", "STRING", "producer", "Final compression of the topic's batches; 'producer' keeps what the producer sent.", choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+        ConfigKey(
+            "cleanup.policy",
+            "LIST",
+            "delete",
+            "delete: drop old segments by retention; compact: keep the latest record per key; both: compact,delete.",
+            choices=("delete", "compact"),
+        ),
+        ConfigKey(
+            "compression.type",
+            "STRING",
+            "producer",
+            "Final compression of the topic's batches; 'producer' keeps what the producer sent.",
+            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        ),
         ConfigKey("delete.retention.ms", "LONG", str(DAY_MS), "How long tombstones are kept in a compacted topic after their segment is cleaned.", minimum=0),
         ConfigKey("file.delete.delay.ms", "LONG", "60000", "Delay before a deleted segment's files are removed from disk.", minimum=0),
         ConfigKey("flush.messages", "LONG", str(LONG_MAX), "fsync the log after this many appended records.", minimum=1),
@@ -110,10 +122,24 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("index.interval.bytes", "INT", "4096", "Bytes of log between two entries of the offset index.", minimum=0),
         ConfigKey("max.compaction.lag.ms", "LONG", str(LONG_MAX), "Longest time a record stays ineligible for compaction.", minimum=1),
         ConfigKey("max.message.bytes", "INT", "1048588", "Largest record batch the topic accepts.", minimum=0),
-        ConfigKey("message.timestamp.type", "STRING", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock.", choices=("CreateTime", "LogAppendTime")),
+        ConfigKey(
+            "message.timestamp.type",
+            "STRING",
+            "CreateTime",
+            "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock.",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
         ConfigKey("message.timestamp.before.max.ms", "LONG", str(LONG_MAX), "How far in the past a CreateTime timestamp may lie.", minimum=0),
-        ConfigKey("message.timestamp.after.max.ms", "LONG", str(HOUR_MS), "How far in the future a CreateTime timestamp may lie (Kafka 4's default: one hour).", minimum=0),
-        ConfigKey("min.cleanable.dirty.ratio", "DOUBLE", "0.5", "Share of the log that must be uncompacted before the cleaner compacts it.", minimum=0.0, maximum=1.0),
+        ConfigKey(
+            "message.timestamp.after.max.ms",
+            "LONG",
+            str(HOUR_MS),
+            "How far in the future a CreateTime timestamp may lie (Kafka 4's default: one hour).",
+            minimum=0,
+        ),
+        ConfigKey(
+            "min.cleanable.dirty.ratio", "DOUBLE", "0.5", "Share of the log that must be uncompacted before the cleaner compacts it.", minimum=0.0, maximum=1.0
+        ),
         ConfigKey("min.compaction.lag.ms", "LONG", "0", "Shortest time a record stays uncompacted.", minimum=0),
         ConfigKey("min.insync.replicas", "INT", "1", "In-sync replicas that must have a batch before acks=all succeeds.", minimum=1),
         ConfigKey("retention.bytes", "LONG", "-1", "Largest size a partition may grow to before old segments are deleted; -1 for no limit.", minimum=-1),
@@ -122,7 +148,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("segment.index.bytes", "INT", str(10 * 1024 * 1024), "Largest size of a segment's offset and time index.", minimum=64),
         ConfigKey("segment.jitter.ms", "LONG", "0", "Random delay subtracted from segment.ms so that segments do not all roll at once.", minimum=0),
         ConfigKey("segment.ms", "LONG", str(7 * DAY_MS), "Time after which the active segment rolls even if not full.", minimum=1),
-        ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", "Allow a replica outside the ISR to become leader (may lose data).", ),
+        ConfigKey(
+            "unclean.leader.election.enable",
+            "BOOLEAN",
+            "false",
+            "Allow a replica outside the ISR to become leader (may lose data).",
+        ),
     ]
 }
 

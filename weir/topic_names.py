@@ -57,10 +57,7 @@ def topic_name_length_reason(limit: int) -> str:
     """Why a name is at most ``limit`` characters, as a phrase for errors and help texts."""
     if limit >= MAX_TOPIC_NAME_LENGTH:
         return f"a topic name is at most {limit} characters"
-    return (
-        f"a topic name is at most {limit} characters: the tenant prefix and partition number "
-        f"must fit a {MAX_DIRECTORY_NAME_BYTES}-byte directory name"
-    )
+    return f"a topic name is at most {limit} characters: the tenant prefix and partition number must fit a {MAX_DIRECTORY_NAME_BYTES}-byte directory name"
 
 
 def validate_topic_name(name: str, tenant_id: str = "") -> None:

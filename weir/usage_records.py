@@ -25,9 +25,10 @@ the SDK stays installable alone).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from types import MappingProxyType
-from typing import Any, Mapping, Union
+from typing import Any
 
 USAGE_TOPIC = "__usage"  # the internal topic the rows are appended to
 SCHEMA_V1 = "weir.usage/1"  # the value of every row's "schema" field
@@ -53,7 +54,7 @@ class UnsupportedUsageSchemaError(UsageRecordError):
     """The record declares another schema (or none): ``schema`` holds what it declared."""
 
     def __init__(self, schema: object) -> None:
-        super().__init__(f'schema {schema!r} is not {SCHEMA_V1!r}')
+        super().__init__(f"schema {schema!r} is not {SCHEMA_V1!r}")
         self.schema = schema
 
 
@@ -120,7 +121,7 @@ class PartitionRow:
     kind = KIND_PARTITION  # class attribute: not a dataclass field
 
 
-UsageRow = Union[TrafficRow, PartitionRow]
+UsageRow = TrafficRow | PartitionRow
 Identity = tuple[int, str, int, str, str, str, int]  # (node_id, incarnation, sequence, kind, tenant_id, topic, partition)
 
 _ROW_TYPES: Mapping[str, type[TrafficRow] | type[PartitionRow]] = MappingProxyType({KIND_TRAFFIC: TrafficRow, KIND_PARTITION: PartitionRow})

@@ -11,7 +11,8 @@ import asyncio
 import time
 import uuid
 from array import array
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import nats
 from nats.js import api
@@ -56,7 +57,7 @@ class NatsJetStreamSystem:
         self.url = url
         try:
             asyncio.run(self._check_reachable())
-        except (OSError, asyncio.TimeoutError, nats.errors.Error, JetStreamError) as error:
+        except (TimeoutError, OSError, nats.errors.Error, JetStreamError) as error:
             raise SystemUnavailable(NAME, f"{url}: {type(error).__name__} {error}") from None
 
     async def _check_reachable(self) -> None:
@@ -124,7 +125,7 @@ class NatsJetStreamSystem:
             while received < records:
                 messages = await subscription.fetch(batch=min(FETCH_BATCH, records - received), timeout=FETCH_TIMEOUT)
                 for message in messages:
-                    message.data
+                    _ = message.data  # read every payload, as a consumer would
                 received += len(messages)
             seconds = time.perf_counter() - started
             await subscription.unsubscribe()
@@ -180,7 +181,7 @@ def receive_stamped(*, expected: int, deadline_ns: int, on_ready: Callable[[], N
         on_ready()
         try:
             await asyncio.wait_for(everything_arrived.wait(), timeout=max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass  # The parent compares the count with what it sent and reports the loss.
         await subscription.unsubscribe()
         await connection.close()

@@ -12,10 +12,10 @@ from array import array
 
 import redis
 
+from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.measurements import LatencySample, LatencySummary, ThroughputSample
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value
-from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.systems.base import BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
 
 NAME = "Redis Streams"

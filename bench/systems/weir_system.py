@@ -14,18 +14,18 @@ from __future__ import annotations
 import time
 import uuid
 from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import weir
-from weir.admin import AdminClient, NewTopic
-
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.measurements import LatencySample, LatencySummary, ThroughputSample
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value
 from bench.profiling import ClientProfiler
 from bench.systems.base import LATENCY_SAMPLE_INTERVAL, BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
+from weir.admin import AdminClient, NewTopic
 
 NAME = "Weir"
 # Messages asked for per consume() call.

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from broker_nodes import names
 from broker_nodes.clock import Clock
@@ -92,7 +92,9 @@ class CoordinatorLoadingError(OffsetStoreError):
     retriable = True
 
     def __init__(self, group_id: str, partition: int) -> None:
-        super().__init__(f"committed offsets of group {names.plain(group_id)!r} are still being loaded from partition {partition} of {OFFSETS_TOPIC}; try again shortly")
+        super().__init__(
+            f"committed offsets of group {names.plain(group_id)!r} are still being loaded from partition {partition} of {OFFSETS_TOPIC}; try again shortly"
+        )
         self.group_id = group_id
         self.partition = partition
 
@@ -230,7 +232,13 @@ class OffsetStore:
                     del self._partitions[state.partition]
             return
         if self._is_current(state):
-            logger.info("partition %d of %s: loaded %d records; coordinating its groups with leader epoch %d", state.partition, OFFSETS_TOPIC, loaded, state.leader_epoch)
+            logger.info(
+                "partition %d of %s: loaded %d records; coordinating its groups with leader epoch %d",
+                state.partition,
+                OFFSETS_TOPIC,
+                loaded,
+                state.leader_epoch,
+            )
 
     def _load(self, state: OffsetsPartition) -> int:
         """Replay the partition's log into ``state`` and activate it; stops early when the leadership ends."""
@@ -272,7 +280,11 @@ class OffsetStore:
             except RecordFormatError as error:
                 logger.warning(
                     "%s-%d: skipping the batch at offsets %d..%d while loading committed offsets and groups: its records cannot be decoded (%s)",
-                    OFFSETS_TOPIC, state.partition, header.base_offset, header.last_offset, error.reason,
+                    OFFSETS_TOPIC,
+                    state.partition,
+                    header.base_offset,
+                    header.last_offset,
+                    error.reason,
                 )
                 continue
             for offset, _, key, value, _ in decoded:
@@ -335,7 +347,9 @@ class OffsetStore:
             outcomes = [check if check is not None else self._validate(entry) for check, entry in zip(checks, entries)]
             return self._store_commits(state, group_id, entries, outcomes)
 
-    def _store_commits(self, state: OffsetsPartition, group_id: str, entries: Sequence[OffsetCommitEntry], outcomes: list[Exception | None]) -> list[Exception | None]:
+    def _store_commits(
+        self, state: OffsetsPartition, group_id: str, entries: Sequence[OffsetCommitEntry], outcomes: list[Exception | None]
+    ) -> list[Exception | None]:
         valid = [entry for entry, outcome in zip(entries, outcomes) if outcome is None]
         if not valid:
             return outcomes
@@ -414,13 +428,17 @@ class OffsetStore:
                     except NotLeaderOrFollowerError:
                         raise NotCoordinatorError(group_id, state.partition) from None
                     except Exception as error:
-                        raise CoordinatorNotAvailableError(group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+                        raise CoordinatorNotAvailableError(
+                            group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}"
+                        ) from error
                 try:
                     self._wait_for_replicas(state.partition, info)
                 except NotLeaderOrFollowerError:
                     raise NotCoordinatorError(group_id, state.partition) from None
                 except Exception as error:
-                    raise CoordinatorNotAvailableError(group_id, f"its records did not reach the in-sync replicas of partition {state.partition} of {OFFSETS_TOPIC}: {error}") from error
+                    raise CoordinatorNotAvailableError(
+                        group_id, f"its records did not reach the in-sync replicas of partition {state.partition} of {OFFSETS_TOPIC}: {error}"
+                    ) from error
         except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
             raise CoordinatorNotAvailableError(group_id, str(error)) from error
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
 from weir.offset_commit_records import OffsetAndMetadata

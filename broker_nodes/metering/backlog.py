@@ -26,9 +26,9 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from broker_nodes.storage.atomic_files import fsync_directory, write_atomically
 from broker_nodes.storage.file_names import TEMPORARY_SUFFIX

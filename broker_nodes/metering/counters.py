@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from broker_nodes.storage.log import AppendInfo
 from weir.records import BATCH_LENGTH_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH

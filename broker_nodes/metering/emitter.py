@@ -29,8 +29,8 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from broker_nodes.clock import Clock
 from broker_nodes.metering.backlog import PendingWindow, UsageBacklog
@@ -127,9 +127,7 @@ class UsageEmitter:
     def _close(self, window: Window, *, include_partitions: bool) -> PendingWindow | None:
         traffic = self._counters.drain()
         partitions = self._partition_stats() if include_partitions else []
-        rows = window_rows(
-            node_id=self._node_id, incarnation=self._incarnation, sequence=self._sequence, window=window, traffic=traffic, partitions=partitions
-        )
+        rows = window_rows(node_id=self._node_id, incarnation=self._incarnation, sequence=self._sequence, window=window, traffic=traffic, partitions=partitions)
         if not rows:
             return None
         pending = PendingWindow(self._incarnation, self._sequence, window.start_ms, window.end_ms, tuple(encode(row) for row in rows))

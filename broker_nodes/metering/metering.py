@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.config import BrokerConfig
@@ -67,7 +67,9 @@ class Metering:
             return None
         return ProduceTally(self._counters)
 
-    def record_fetch(self, call: CallContext, requests: Sequence[FetchPartitionRequest], results: Sequence[FetchPartitionResult], throttle_time_ms: int) -> None:
+    def record_fetch(
+        self, call: CallContext, requests: Sequence[FetchPartitionRequest], results: Sequence[FetchPartitionResult], throttle_time_ms: int
+    ) -> None:
         """One answered Fetch: the returned batches of every partition answered without error."""
         if not self.enabled or not is_metered(call):
             return

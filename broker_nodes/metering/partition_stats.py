@@ -9,8 +9,8 @@ their locks (each value is a consistent snapshot on its own), so it never holds 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.storage.log import PartitionLog

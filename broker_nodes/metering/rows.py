@@ -8,8 +8,8 @@ always encodes to the same records.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from typing import Iterable, Mapping
 
 from broker_nodes import names
 from broker_nodes.metering.counters import PartitionKey, PartitionTraffic

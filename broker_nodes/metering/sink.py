@@ -14,8 +14,9 @@ Record timestamp: the moment of (this) sending.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from broker_nodes.config import BrokerConfig
 from weir.errors import ErrorCode, KafkaError

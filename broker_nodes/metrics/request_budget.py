@@ -12,7 +12,7 @@ the budget's own counters.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -28,9 +28,15 @@ class RequestBudgetCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         state = self._budget.state()
-        yield GaugeMetricFamily("weir_broker_request_budget_bytes", "Bytes of Broker-service requests in flight (taken from queued.max.request.bytes).", value=state.in_use)
-        yield GaugeMetricFamily("weir_broker_request_budget_limit_bytes", "Most bytes of Broker-service requests in flight (queued.max.request.bytes).", value=state.limit)
+        yield GaugeMetricFamily(
+            "weir_broker_request_budget_bytes", "Bytes of Broker-service requests in flight (taken from queued.max.request.bytes).", value=state.in_use
+        )
+        yield GaugeMetricFamily(
+            "weir_broker_request_budget_limit_bytes", "Most bytes of Broker-service requests in flight (queued.max.request.bytes).", value=state.limit
+        )
         yield GaugeMetricFamily("weir_broker_request_budget_waiting", "Requests waiting for room in the request budget.", value=state.waiting)
         yield CounterMetricFamily(
-            "weir_broker_request_budget_refused", "Requests refused (THROTTLING_QUOTA_EXCEEDED, retriable) for lack of room in the request budget.", value=state.refused
+            "weir_broker_request_budget_refused",
+            "Requests refused (THROTTLING_QUOTA_EXCEEDED, retriable) for lack of room in the request budget.",
+            value=state.refused,
         )

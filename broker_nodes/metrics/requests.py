@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -55,7 +56,10 @@ class RequestMetrics:
             "weir_broker_partition_errors", "Partitions answered with a Kafka error code, by method and error name.", ["method", "error"], registry=registry
         )
         self.throttle_time = Counter(
-            "weir_broker_throttle_time_seconds", "Time Produce and Fetch responses were delayed for tenants over their byte-rate quota.", ["method"], registry=registry
+            "weir_broker_throttle_time_seconds",
+            "Time Produce and Fetch responses were delayed for tenants over their byte-rate quota.",
+            ["method"],
+            registry=registry,
         )
         self.throttled_responses = Counter(
             "weir_broker_throttled_responses", "Produce and Fetch responses delayed for a tenant over its byte-rate quota.", ["method"], registry=registry
@@ -114,9 +118,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 meter.duration.observe(clock() - started)
                 metrics.requests.labels(meter.service, meter.method, code).inc()
 
-        return grpc.unary_unary_rpc_method_handler(
-            measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-        )
+        return grpc.unary_unary_rpc_method_handler(measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
 
     def _counted_refusal(self, handler: grpc.RpcMethodHandler, meter: _MethodMeter) -> grpc.RpcMethodHandler:
         inner, metrics = handler.stream_unary, self._metrics

@@ -21,7 +21,7 @@ gRPC health service says for ""), so a dashboard shows a broker that is up but n
 from __future__ import annotations
 
 import shutil
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -39,18 +39,24 @@ class BrokerStateCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         broker = self._broker
-        yield GaugeMetricFamily("weir_broker_ready", "1 while the broker reports SERVING (logs recovered and, with a controller, registered).", value=int(self._ready()))
+        yield GaugeMetricFamily(
+            "weir_broker_ready", "1 while the broker reports SERVING (logs recovered and, with a controller, registered).", value=int(self._ready())
+        )
         controller = broker.controller
         if controller is not None:
             yield GaugeMetricFamily(
-                "weir_broker_controller_registered", "1 while the broker has a session with the controller (a broker epoch).", value=int(controller.broker_epoch != 0)
+                "weir_broker_controller_registered",
+                "1 while the broker has a session with the controller (a broker epoch).",
+                value=int(controller.broker_epoch != 0),
             )
         yield from self._partition_gauges()
         yield from self._log_gauges()
         changes = broker.replication.isr_changes
         yield CounterMetricFamily("weir_broker_isr_shrinks", "Committed ISR shrinks of partitions led here (followers dropped).", value=changes.shrinks)
         yield CounterMetricFamily("weir_broker_isr_expands", "Committed ISR expansions of partitions led here (followers caught up).", value=changes.expands)
-        yield GaugeMetricFamily("weir_broker_replica_fetchers", "Fetcher threads following other brokers' partitions.", value=broker.replication.fetcher_count())
+        yield GaugeMetricFamily(
+            "weir_broker_replica_fetchers", "Fetcher threads following other brokers' partitions.", value=broker.replication.fetcher_count()
+        )
 
     def _partition_gauges(self) -> Iterator[GaugeMetricFamily]:
         broker = self._broker
@@ -73,7 +79,9 @@ class BrokerStateCollector(Collector):
             led = sum(1 for assignment in assignments if assignment.leader_id == node_id)
             offline = sum(1 for assignment in assignments if assignment.leader_id == NO_LEADER and node_id in assignment.replicas)
         yield GaugeMetricFamily("weir_broker_leader_partitions", "Partitions this broker leads.", value=led)
-        yield GaugeMetricFamily("weir_broker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", value=under_replicated)
+        yield GaugeMetricFamily(
+            "weir_broker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", value=under_replicated
+        )
         yield GaugeMetricFamily(
             "weir_broker_under_min_isr_partitions", "Partitions led here whose ISR is below min.insync.replicas (acks=all produces fail).", value=under_min_isr
         )
@@ -83,7 +91,9 @@ class BrokerStateCollector(Collector):
         broker = self._broker
         logs = broker.log_manager.logs()
         yield GaugeMetricFamily("weir_broker_partitions", "Partition logs hosted on this broker (leader or follower).", value=len(logs))
-        yield GaugeMetricFamily("weir_broker_log_size_bytes", "Bytes of every segment of every log hosted on this broker.", value=sum(log.size_in_bytes for log in logs))
+        yield GaugeMetricFamily(
+            "weir_broker_log_size_bytes", "Bytes of every segment of every log hosted on this broker.", value=sum(log.size_in_bytes for log in logs)
+        )
         yield GaugeMetricFamily("weir_broker_log_segments", "Segments of every log hosted on this broker.", value=sum(log.segment_count for log in logs))
         try:
             usage = shutil.disk_usage(broker.config.data_dir)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -112,7 +112,13 @@ class AlterPartitionSender:
         if response.error_code in _REFUSED:
             logger.info(
                 "partition %d of %s: the controller refused ISR %s at leader epoch %d (error %d; it holds leader %d epoch %d)",
-                partition, topic, list(isr), epoch, response.error_code, response.leader_id, response.leader_epoch,
+                partition,
+                topic,
+                list(isr),
+                epoch,
+                response.error_code,
+                response.leader_id,
+                response.leader_epoch,
             )
             self._answered(topic, partition, epoch, isr, None)
             return True

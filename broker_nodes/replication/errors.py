@@ -86,8 +86,5 @@ class ReplicationWaitersFullError(Exception):
     retriable = True
 
     def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"not appended: {limit} acks=all requests are already waiting for their in-sync replicas on this broker "
-            f"(4 x num.io.threads); retry"
-        )
+        super().__init__(f"not appended: {limit} acks=all requests are already waiting for their in-sync replicas on this broker (4 x num.io.threads); retry")
         self.limit = limit

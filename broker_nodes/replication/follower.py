@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import grpc
 
@@ -188,7 +188,9 @@ class ReplicaFetcher:
                 self._mark_truncated((topic, partition), leader_epoch)
                 continue
             latest_epochs[(topic, partition)] = latest
-            requests.append(replication_pb2.OffsetForLeaderEpochPartition(topic=topic, partition=partition, current_leader_epoch=leader_epoch, leader_epoch=latest))
+            requests.append(
+                replication_pb2.OffsetForLeaderEpochPartition(topic=topic, partition=partition, current_leader_epoch=leader_epoch, leader_epoch=latest)
+            )
         if not requests:
             return
         response = self._call(self._stub.OffsetForLeaderEpoch, replication_pb2.OffsetForLeaderEpochRequest(replica_id=self.node_id, partitions=requests))
@@ -208,7 +210,13 @@ class ReplicaFetcher:
                 if target < log.log_end_offset:
                     logger.warning(
                         "partition %d of %s: truncating the divergent tail from %d to %d (leader %d, epoch %d ends at %d there)",
-                        key[1], key[0], log.log_end_offset, target, self.leader_id, answer.leader_epoch, answer.end_offset,
+                        key[1],
+                        key[0],
+                        log.log_end_offset,
+                        target,
+                        self.leader_id,
+                        answer.leader_epoch,
+                        answer.end_offset,
                     )
                     log.truncate_to(target)
                 state.truncated = True
@@ -292,14 +300,22 @@ class ReplicaFetcher:
             # had (an unclean election); Kafka truncates to the leader's end as well.
             logger.warning(
                 "partition %d of %s: log end %d is past leader %d's log end %d; truncating to it",
-                key[1], key[0], own_end, self.leader_id, leader_end,
+                key[1],
+                key[0],
+                own_end,
+                self.leader_id,
+                leader_end,
             )
             log.truncate_to(leader_end)
         elif leader_start > own_end:
             logger.warning(
                 "partition %d of %s: log end %d is below leader %d's log start %d (deleted there meanwhile); "
                 "discarding this log and continuing from the leader's log start",
-                key[1], key[0], own_end, self.leader_id, leader_start,
+                key[1],
+                key[0],
+                own_end,
+                self.leader_id,
+                leader_start,
             )
             log.truncate_fully_and_start_at(leader_start)
         else:

@@ -9,7 +9,7 @@ record they see survives the loss of any replica but the last in-sync one.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from broker_nodes.storage.log import PartitionLog
 

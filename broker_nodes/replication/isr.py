@@ -21,8 +21,8 @@ controller (a broker driven by pushed maps only) changes apply at once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 # (topic, partition, ISR, leader epoch): an ISR change made (no controller) or proposed (with a
 # controller: the callback sends it as AlterPartition and reports the answer back).
@@ -140,9 +140,7 @@ class IsrTracker:
         with self._lock:
             return [self._followers[replica].log_end_offset for replica in self.maximal_isr if replica != self.leader_id]
 
-    def record_fetch(
-        self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int
-    ) -> tuple[int, ...] | None:
+    def record_fetch(self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int) -> tuple[int, ...] | None:
         """Note a follower's fetch at ``fetch_offset``; the new ISR (made or proposed) when it may join, else None.
 
         Precondition: ``replica_id`` is a follower of this partition (see :meth:`is_follower`).
@@ -172,9 +170,7 @@ class IsrTracker:
         with self._lock:
             if self._pending is not None:
                 return (), ()
-            lagging = tuple(
-                replica for replica in self._isr if replica != self.leader_id and now_ms - self._followers[replica].last_caught_up_ms > max_lag_ms
-            )
+            lagging = tuple(replica for replica in self._isr if replica != self.leader_id and now_ms - self._followers[replica].last_caught_up_ms > max_lag_ms)
             if not lagging:
                 return (), ()
             return lagging, self._change(tuple(replica for replica in self._isr if replica not in lagging))

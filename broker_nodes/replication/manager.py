@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
@@ -382,7 +382,9 @@ class ReplicationManager:
             dropped, shrunk = tracker.shrink(now_ms, self._settings.replica_lag_time_max_ms)
             if not dropped:
                 continue
-            logger.warning("partition %d of %s: replicas %s fell behind for more than %d ms", key[1], key[0], list(dropped), self._settings.replica_lag_time_max_ms)
+            logger.warning(
+                "partition %d of %s: replicas %s fell behind for more than %d ms", key[1], key[0], list(dropped), self._settings.replica_lag_time_max_ms
+            )
             self._on_isr_change(key[0], key[1], shrunk, tracker.leader_epoch)
             log = self._log(*key)
             if log is not None:

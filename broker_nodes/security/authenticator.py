@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Iterable
+from collections.abc import Iterable
 
 from broker_nodes import names
 from broker_nodes.clock import SYSTEM_CLOCK, Clock

@@ -19,8 +19,8 @@ tenant uses. Thread-safe (no state).
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 WILDCARD_RESOURCE = "*"  # a LITERAL resource name that matches every name
 WILDCARD_PRINCIPAL = "User:*"  # matches every principal

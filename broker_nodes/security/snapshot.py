@@ -14,10 +14,10 @@ and readers never lock. ``store`` calls are serialized by the caller.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 from broker_nodes import names
 from broker_nodes.cluster_state import InvalidSnapshotError, StaleSnapshotError
@@ -65,7 +65,7 @@ class SecuritySnapshot:
         return self.quotas.get(tenant_id, NO_QUOTA)
 
     @classmethod
-    def from_request(cls, request: admin_pb2.ApplySecurityRequest) -> "SecuritySnapshot":
+    def from_request(cls, request: admin_pb2.ApplySecurityRequest) -> SecuritySnapshot:
         """Parse and check a request; InvalidSnapshotError names the first problem."""
         if request.version < 1:
             raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
@@ -123,7 +123,7 @@ class SecuritySnapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> "SecuritySnapshot":
+    def from_json(cls, data: Mapping[str, object]) -> SecuritySnapshot:
         credentials = {str(item["api_key"]): Credential(**item) for item in data["credentials"]}  # type: ignore[attr-defined]
         acls = {
             tenant: tuple(

@@ -9,7 +9,6 @@ import grpc
 
 from weir.pem import PemFileError, read_pem
 
-
 # The certificate, key or CA cannot be read (the broker does not start).
 TlsConfigurationError = PemFileError
 

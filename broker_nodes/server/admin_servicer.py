@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import grpc
 
@@ -31,21 +32,21 @@ Request = TypeVar("Request")
 Response = TypeVar("Response")
 
 
-def _admin_handler(method: Callable[..., Response]) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
+def _admin_handler(method: Callable[..., Response]) -> Callable[[AdminServicer, Request, grpc.ServicerContext], Response]:
     """Check the internal token and readiness, then map escaping errors to a gRPC status."""
     return _guarded(method, tenant_readable=False)
 
 
-def _tenant_readable_handler(method: Callable[..., Response]) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
+def _tenant_readable_handler(method: Callable[..., Response]) -> Callable[[AdminServicer, Request, grpc.ServicerContext], Response]:
     """Like :func:`_admin_handler`, but a tenant token (``x-weir-tenant-token``) is accepted too:
     the method then gets ``tenant_id`` and answers about that tenant's partitions only. This is
     how the web process reads partition state without holding the all-tenant internal token."""
     return _guarded(method, tenant_readable=True)
 
 
-def _guarded(method: Callable[..., Response], *, tenant_readable: bool) -> Callable[["AdminServicer", Request, grpc.ServicerContext], Response]:
+def _guarded(method: Callable[..., Response], *, tenant_readable: bool) -> Callable[[AdminServicer, Request, grpc.ServicerContext], Response]:
     @functools.wraps(method)
-    def handle(self: "AdminServicer", request: Request, context: grpc.ServicerContext) -> Response:
+    def handle(self: AdminServicer, request: Request, context: grpc.ServicerContext) -> Response:
         metadata = [(key, value) for key, value in context.invocation_metadata() if isinstance(value, str)]
         presented = next((value for key, value in metadata if key == INTERNAL_TOKEN_HEADER), None)
         scope: dict[str, str] = {}

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 

@@ -18,8 +18,8 @@ being handled are held within ``queued.max.request.bytes`` (``server.request_bud
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent import futures
-from typing import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -132,7 +132,9 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
     admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(broker), server)
     replication_pb2_grpc.add_ReplicationServicer_to_server(ReplicationServicer(broker), server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((BROKER_SERVICE_NAME, ADMIN_SERVICE_NAME, REPLICATION_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection(
+        (BROKER_SERVICE_NAME, ADMIN_SERVICE_NAME, REPLICATION_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
     host = config.listen.host
     address = f"[{host}]:{config.listen.port}" if ":" in host else f"{host}:{config.listen.port}"
     if config.tls_cert is not None and config.tls_key is not None:

@@ -26,8 +26,8 @@ from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.metering import Metering
 from broker_nodes.metering.partition_stats import led_partition_stats
 from broker_nodes.producer_ids import ProducerIdManager
-from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replica_manager import ReplicaManager
+from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replication.follower import FetcherSettings
 from broker_nodes.replication.manager import ReplicationManager, ReplicationSettings
 from broker_nodes.security.authenticator import Authenticator
@@ -65,12 +65,10 @@ def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
     """The cluster id recorded in ``meta.properties``; a new one (Kafka's 22-character form) the first time."""
     path = data_dir / META_PROPERTIES_FILE_NAME
     try:
-        properties = dict(
-            line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines() if "=" in line and not line.startswith("#")
-        )
+        properties = dict(line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines() if "=" in line and not line.startswith("#"))
     except FileNotFoundError:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n".encode("utf-8"))
+        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n".encode())
         return cluster_id
     if properties.get("node.id", str(node_id)) != str(node_id):
         raise DataDirectoryMismatchError(path, properties["node.id"], node_id)
@@ -168,11 +166,7 @@ class Broker:
             ),
             min_insync_replicas=self._min_insync_replicas,
             max_waiters=max_replication_waiters(config),
-            **(
-                {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True}
-                if self._alter_partition is not None
-                else {}
-            ),
+            **({"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True} if self._alter_partition is not None else {}),
         )
         self.replica_manager.replication = self.replication
         self.replica_manager.default_request_timeout_ms = int(config["request.timeout.ms"])  # type: ignore[call-overload]

@@ -9,7 +9,8 @@ The append path costs one dictionary lookup when nobody waits.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from broker_nodes.partition_waitlist import PartitionKey, PartitionWaitlist
 

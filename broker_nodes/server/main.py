@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
@@ -28,6 +28,7 @@ EXIT_START_FAILED = 1
 EXIT_USAGE = 2  # what argparse uses for bad arguments; bad settings share it
 SHUTDOWN_GRACE_SECONDS = 5.0  # in-flight requests get this long to finish after SIGTERM
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
+
 
 def _settings_help() -> str:
     lines = ["broker settings (--config key=value or environment WEIR_BROKER_<KEY>):"]

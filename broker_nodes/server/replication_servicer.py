@@ -68,7 +68,9 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
         for item in request.partitions:
             try:
                 epoch, end_offset = self.broker.replication.offset_for_leader_epoch(item.topic, item.partition, item.current_leader_epoch, item.leader_epoch)
-                partitions.append(replication_pb2.OffsetForLeaderEpochPartitionResponse(topic=item.topic, partition=item.partition, leader_epoch=epoch, end_offset=end_offset))
+                partitions.append(
+                    replication_pb2.OffsetForLeaderEpochPartitionResponse(topic=item.topic, partition=item.partition, leader_epoch=epoch, end_offset=end_offset)
+                )
             except Exception as error:
                 code, message = error_code_and_message(error)
                 partitions.append(

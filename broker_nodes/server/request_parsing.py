@@ -7,7 +7,8 @@ are answered per partition by the logic behind the servicer.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from broker_nodes.replica_manager import FetchPartitionRequest
 from broker_nodes.server.errors import InvalidRequestError

@@ -18,7 +18,8 @@ import dataclasses
 import functools
 import logging
 import time
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import grpc
 
@@ -53,12 +54,12 @@ NO_ERROR = 0
 
 
 def _handler(
-    method: Callable[["BrokerServicer", Request, CallContext], Response],
-) -> Callable[["BrokerServicer", Request, grpc.ServicerContext], Response]:
+    method: Callable[[BrokerServicer, Request, CallContext], Response],
+) -> Callable[[BrokerServicer, Request, grpc.ServicerContext], Response]:
     """Wrap a servicer method: refuse calls until the broker is ready, authenticate, map escaping errors to a status."""
 
     @functools.wraps(method)
-    def handle(self: "BrokerServicer", request: Request, context: grpc.ServicerContext) -> Response:
+    def handle(self: BrokerServicer, request: Request, context: grpc.ServicerContext) -> Response:
         try:
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
@@ -191,7 +192,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     validate_only=request.validate_only,
                 )
                 results.append(
-                    broker_pb2.TopicResult(name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor)
+                    broker_pb2.TopicResult(
+                        name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor
+                    )
                 )
             except Exception as error:
                 results.append(self._topic_error(creatable.name, error))
@@ -207,7 +210,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             try:
                 self._check_topic_admin_allowed(call, name)
                 topic = self.broker.topic_admin.delete_topic(name)
-                results.append(broker_pb2.TopicResult(name=name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor))
+                results.append(
+                    broker_pb2.TopicResult(name=name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor)
+                )
             except Exception as error:
                 results.append(self._topic_error(name, error))
         return broker_pb2.DeleteTopicsResponse(topics=results)
@@ -222,7 +227,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             try:
                 self._check_topic_admin_allowed(call, entry.name)
                 topic = self.broker.topic_admin.create_partitions(entry.name, entry.count, validate_only=request.validate_only)
-                results.append(broker_pb2.TopicResult(name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor))
+                results.append(
+                    broker_pb2.TopicResult(
+                        name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor
+                    )
+                )
             except Exception as error:
                 results.append(self._topic_error(entry.name, error))
         return broker_pb2.CreatePartitionsResponse(topics=results)
@@ -343,10 +352,15 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             if isinstance(outcome, Exception):
                 code, message = error_code_and_message(outcome)
                 message = message.replace(call.qualify(topic), topic)
-                response = broker_pb2.ProducePartitionResponse(partition=partition, error_code=code, error_message=message, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+                response = broker_pb2.ProducePartitionResponse(
+                    partition=partition, error_code=code, error_message=message, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
+                )
             else:
                 response = broker_pb2.ProducePartitionResponse(
-                    partition=partition, base_offset=outcome.first_offset, log_append_time_ms=outcome.log_append_time_ms, log_start_offset=outcome.log_start_offset
+                    partition=partition,
+                    base_offset=outcome.first_offset,
+                    log_append_time_ms=outcome.log_append_time_ms,
+                    log_start_offset=outcome.log_start_offset,
                 )
             responses.append((topic, response))
         return broker_pb2.ProduceResponse(
@@ -414,10 +428,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     found = self.broker.replica_manager.list_offset(call.qualify(topic), partition, timestamp)
                 except UnknownTopicOrPartitionError:
                     raise UnknownTopicOrPartitionError(topic, partition) from None
-                response = broker_pb2.ListOffsetsPartitionResponse(partition=partition, timestamp=found.timestamp, offset=found.offset, leader_epoch=found.leader_epoch)
+                response = broker_pb2.ListOffsetsPartitionResponse(
+                    partition=partition, timestamp=found.timestamp, offset=found.offset, leader_epoch=found.leader_epoch
+                )
             except Exception as error:
                 code, message = error_code_and_message(error)
-                response = broker_pb2.ListOffsetsPartitionResponse(partition=partition, error_code=code, error_message=message, timestamp=-1, offset=-1, leader_epoch=-1)
+                response = broker_pb2.ListOffsetsPartitionResponse(
+                    partition=partition, error_code=code, error_message=message, timestamp=-1, offset=-1, leader_epoch=-1
+                )
             responses.append((topic, response))
         return broker_pb2.ListOffsetsResponse(
             topics=[broker_pb2.ListOffsetsTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
@@ -429,9 +447,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     def InitProducerId(self, request: broker_pb2.InitProducerIdRequest, call: CallContext) -> broker_pb2.InitProducerIdResponse:
         try:
             # Kafka: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
-            if not (
-                call.may(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME) or call.may_on_any(Operation.WRITE, ResourceType.TOPIC)
-            ):
+            if not (call.may(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME) or call.may_on_any(Operation.WRITE, ResourceType.TOPIC)):
                 raise ClusterAuthorizationError("initialise an idempotent producer")
             allocated = self.broker.producer_ids.init_producer_id(
                 transactional_id=request.transactional_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch
@@ -464,7 +480,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
         committed_by_partition = {(entry.topic, entry.partition): outcome for entry, outcome in zip(authorized, committed)}
         outcomes = [
-            committed_by_partition[(entry.topic, entry.partition)] if (entry.topic, entry.partition) in committed_by_partition else TopicAuthorizationError(entry.topic, "commit offsets of")
+            committed_by_partition[(entry.topic, entry.partition)]
+            if (entry.topic, entry.partition) in committed_by_partition
+            else TopicAuthorizationError(entry.topic, "commit offsets of")
             for entry in entries
         ]
         responses = []
@@ -501,7 +519,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 if wanted is None:
                     continue  # listing every commit of the group shows only the topics the caller may read
                 code, message = error_code_and_message(TopicAuthorizationError(topic, "fetch offsets of"))
-                response = broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=-1, committed_leader_epoch=-1, error_code=code, error_message=message)
+                response = broker_pb2.OffsetFetchPartitionResponse(
+                    partition=partition, committed_offset=-1, committed_leader_epoch=-1, error_code=code, error_message=message
+                )
             elif value is None:
                 response = broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=-1, committed_leader_epoch=-1)
             else:
@@ -553,7 +573,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             )
         except Exception as error:
             code, message = error_code_and_message(error)
-            return broker_pb2.ConsumerGroupHeartbeatResponse(error_code=code, error_message=message, member_id=request.member_id, member_epoch=request.member_epoch)
+            return broker_pb2.ConsumerGroupHeartbeatResponse(
+                error_code=code, error_message=message, member_id=request.member_id, member_epoch=request.member_epoch
+            )
         return group_messages.heartbeat_response(answer, call)
 
     @_handler

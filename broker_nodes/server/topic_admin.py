@@ -18,8 +18,8 @@ STATIC_BROKER_CONFIG) and the defaults of ``weir.topic_config`` (DEFAULT_CONFIG)
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from broker_nodes.cluster_state import PartitionFailure
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, format_config_value

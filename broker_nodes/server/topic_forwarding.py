@@ -12,7 +12,8 @@ are never forwarded. When no controller answers, every forwarded entry gets NOT_
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import grpc
 
@@ -62,8 +63,13 @@ def _forward(
         try:
             forwarded_answers = answers(controller.call(method, forwarded_request(forwarded), timeout=FORWARD_TIMEOUT_SECONDS))
         except (ControllerUnavailableError, grpc.RpcError) as error:
-            problem = error if isinstance(error, ControllerUnavailableError) else ControllerUnavailableError(
-                controller.addresses, f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+            problem = (
+                error
+                if isinstance(error, ControllerUnavailableError)
+                else ControllerUnavailableError(
+                    controller.addresses,
+                    f"{error.code().name}: {error.details()}",  # type: ignore[attr-defined]
+                )
             )
             forwarded_answers = [result(entry, ErrorCode.NOT_CONTROLLER, str(problem)) for entry in forwarded]
     remaining = iter(forwarded_answers)

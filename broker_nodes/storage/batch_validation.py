@@ -31,7 +31,7 @@ leader validated those bytes before storing them.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from broker_nodes.storage.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from broker_nodes.storage.log_config import LogConfig
@@ -101,7 +101,9 @@ class DecompressedBatchTooLargeError(RecordTooLargeError, _Location):
     def __init__(self, codec_name: str, limit: int, *, partition: int, batch_index: int) -> None:
         where = self._place(partition, batch_index, None)
         super().__init__(limit + 1, limit)
-        self.args = (f"record batch too large ({where}): its {codec_name} records section decompresses to more than {limit} bytes, the most one batch may hold",)
+        self.args = (
+            f"record batch too large ({where}): its {codec_name} records section decompresses to more than {limit} bytes, the most one batch may hold",
+        )
 
 
 class _RecordsProblem(Exception):
@@ -131,13 +133,14 @@ def validate_batch_records(
     try:
         data = bytes(buffer[start:end]) if codec == COMPRESSION_NONE else decompress(codec, memoryview(buffer)[start:end])
     except DecompressedSizeError as error:
-        raise DecompressedBatchTooLargeError(
-            COMPRESSION_NAMES.get(codec, str(codec)), error.limit, partition=partition, batch_index=batch_index
-        ) from None
+        raise DecompressedBatchTooLargeError(COMPRESSION_NAMES.get(codec, str(codec)), error.limit, partition=partition, batch_index=batch_index) from None
     except RecordFormatError as error:
         raise CorruptBatchRecordsError(
             f"{COMPRESSION_NAMES.get(codec, codec)} records section cannot be decompressed: {error.reason}",
-            partition=partition, batch_index=batch_index, record_index=None, position=position,
+            partition=partition,
+            batch_index=batch_index,
+            record_index=None,
+            position=position,
         ) from None
     try:
         min_delta, max_delta = walk_records(data, header.records_count, require_keys=config.compacts)
@@ -165,9 +168,7 @@ def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tupl
     try:
         while index < records_count:
             if position >= end:
-                raise _RecordsProblem(
-                    f"the header says {records_count} records but the records section holds {index}", index, corrupt=False
-                )
+                raise _RecordsProblem(f"the header says {records_count} records but the records section holds {index}", index, corrupt=False)
             byte = data[position]
             if byte < 0x80:
                 length = (byte >> 1) ^ -(byte & 1)
@@ -254,16 +255,12 @@ def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tupl
             else:
                 position = _walk_headers(data, position, record_end, index)
             if position != record_end:
-                raise _RecordsProblem(
-                    f"record length {length} disagrees with its fields ({position - record_end:+d} bytes)", index, corrupt=True
-                )
+                raise _RecordsProblem(f"record length {length} disagrees with its fields ({position - record_end:+d} bytes)", index, corrupt=True)
             index += 1
     except IndexError:
         raise _RecordsProblem("the records section ends inside a record", index, corrupt=True) from None
     if position != end:
-        raise _RecordsProblem(
-            f"{end - position} bytes follow the last of the {records_count} records the header announces", records_count - 1, corrupt=False
-        )
+        raise _RecordsProblem(f"{end - position} bytes follow the last of the {records_count} records the header announces", records_count - 1, corrupt=False)
     return min_delta, max_delta
 
 
@@ -305,13 +302,14 @@ def _check_timestamps(
     highest = base + max_delta
     if lowest < INT64_MIN or highest > INT64_MAX:
         index, timestamp = _first_record_where(data, header, lambda timestamp: not INT64_MIN <= timestamp <= INT64_MAX)
-        raise InvalidRecordTimestampError(
-            timestamp, "does not fit a signed 64-bit integer", partition=partition, batch_index=batch_index, record_index=index
-        )
+        raise InvalidRecordTimestampError(timestamp, "does not fit a signed 64-bit integer", partition=partition, batch_index=batch_index, record_index=index)
     if header.timestamp_type != TIMESTAMP_TYPE_LOG_APPEND_TIME and header.max_timestamp != highest:
         raise InvalidRecordTimestampError(
-            header.max_timestamp, f"is the batch's maxTimestamp but its largest record timestamp is {highest}",
-            partition=partition, batch_index=batch_index, record_index=None,
+            header.max_timestamp,
+            f"is the batch's maxTimestamp but its largest record timestamp is {highest}",
+            partition=partition,
+            batch_index=batch_index,
+            record_index=None,
         )
     if config.uses_log_append_time:
         return  # the broker stamps its own time: producers' timestamps are not kept
@@ -319,9 +317,7 @@ def _check_timestamps(
     latest = now_ms + config.message_timestamp_after_max_ms
     if lowest >= earliest and highest <= latest:
         return
-    index, timestamp = _first_record_where(
-        data, header, lambda timestamp: timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest
-    )
+    index, timestamp = _first_record_where(data, header, lambda timestamp: timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest)
     if index is None:
         return  # only records without a timestamp (-1) lie outside the window
     if timestamp < earliest:

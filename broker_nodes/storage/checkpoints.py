@@ -15,8 +15,8 @@ right.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from broker_nodes.storage.atomic_files import write_atomically
 from broker_nodes.storage.errors import CorruptCheckpointError

@@ -288,9 +288,7 @@ def _build_offset_map(dirty: list[LogSegment], first_dirty: int) -> dict[bytes, 
     return offset_map
 
 
-def _compact_segment(
-    segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog
-) -> tuple[bytes | None, int, int | None]:
+def _compact_segment(segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog) -> tuple[bytes | None, int, int | None]:
     """(new segment bytes or None when unchanged, records dropped, earliest tombstone horizon kept)."""
     parts: list[bytes] = []
     changed = False
@@ -304,7 +302,9 @@ def _compact_segment(
         if records is None:
             logger.warning(
                 "%s: compaction keeps the batch at offsets %d..%d as it is: its records cannot be decoded",
-                log.directory.name, header.base_offset, header.last_offset,
+                log.directory.name,
+                header.base_offset,
+                header.last_offset,
             )
             parts.append(data)
             continue

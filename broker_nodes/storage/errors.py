@@ -74,9 +74,7 @@ class OutOfOrderSequenceError(StorageError):
     """An idempotent batch whose sequence does not follow the producer's last one (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
 
     def __init__(self, producer_id: int, expected_sequence: int, received_sequence: int) -> None:
-        super().__init__(
-            f"producer {producer_id}: expected sequence {expected_sequence}, received {received_sequence}"
-        )
+        super().__init__(f"producer {producer_id}: expected sequence {expected_sequence}, received {received_sequence}")
         self.producer_id = producer_id
         self.expected_sequence = expected_sequence
         self.received_sequence = received_sequence

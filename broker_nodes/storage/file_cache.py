@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 # Files are opened read-write so that one descriptor serves appends, reads and truncation.
 _OPEN_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)

@@ -30,7 +30,7 @@ TEMPORARY_SUFFIX = ".tmp"
 DELETED_DIRECTORY_SUFFIX = "-delete"
 DELETED_DIRECTORY_PATTERN = re.compile(r"^.+\.[0-9a-f]{32}-delete$")
 
-_SNAPSHOT_NAME = re.compile(r"^(\d{%d})\.snapshot$" % SEGMENT_NAME_DIGITS)
+_SNAPSHOT_NAME = re.compile(rf"^(\d{{{SEGMENT_NAME_DIGITS}}})\.snapshot$")
 
 
 def deleted_directory_name(directory_name: str) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from broker_nodes.storage.file_cache import FileHandleCache
 
@@ -95,9 +95,7 @@ class IndexFile:
             size = self._entry.size
             unpack = self._entry.unpack
             # The last entry strictly below the target; the one after it is the answer.
-            found = search_greatest_at_most(
-                lambda index: unpack(os.pread(descriptor, size, index * size))[key_field], count, target - 1
-            )
+            found = search_greatest_at_most(lambda index: unpack(os.pread(descriptor, size, index * size))[key_field], count, target - 1)
             return found + 1
 
     # -------------------------------------------------------------- writing

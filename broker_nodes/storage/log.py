@@ -11,9 +11,9 @@ import bisect
 import logging
 import random
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.storage.atomic_files import fsync_directory
@@ -167,7 +167,7 @@ class PartitionLog:
         log_start_offset: int = 0,
         recovery_point: int = 0,
         clean_shutdown: bool = False,
-    ) -> "PartitionLog":
+    ) -> PartitionLog:
         """Open (creating if needed) the partition directory ``directory``, recovering it if needed.
 
         ``log_start_offset`` and ``recovery_point`` come from the data directory's checkpoints.
@@ -302,9 +302,7 @@ class PartitionLog:
                 if log_append_time:
                     set_log_append_time(buffer, batch.position, now_ms)
                     max_timestamp = now_ms
-                appended.append(
-                    AppendedBatch(batch.position, header.size, next_offset, next_offset + header.last_offset_delta, max_timestamp)
-                )
+                appended.append(AppendedBatch(batch.position, header.size, next_offset, next_offset + header.last_offset_delta, max_timestamp))
                 record_count += header.records_count
                 next_offset += header.last_offset_delta + 1
             self._append_locked(buffer, appended, now_ms)
@@ -671,9 +669,7 @@ class PartitionLog:
         """Delete the closed segments that retention selects; return how many were deleted."""
         with self._lock:
             self._check_open()
-            doomed = select_segments_to_delete(
-                self._segments, self.config, now_ms, self._high_watermark, self._log_start_offset
-            )
+            doomed = select_segments_to_delete(self._segments, self.config, now_ms, self._high_watermark, self._log_start_offset)
             if not doomed:
                 return 0
             self._delete_oldest_segments_locked(len(doomed))
@@ -822,23 +818,18 @@ def _check_header_rules(header: BatchHeader, where: str) -> None:
     if header.records_count <= 0:
         raise InvalidRecordError(f"a batch must hold at least one record, not {header.records_count} ({where})")
     if header.last_offset_delta != header.records_count - 1:
-        raise InvalidRecordError(
-            f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count} ({where})"
-        )
+        raise InvalidRecordError(f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count} ({where})")
     if header.is_control:
         raise InvalidRecordError(f"control batches may only be written by the broker ({where})")
     if header.is_transactional:
         raise InvalidRecordError(f"transactional batches are not supported until Weir has transactions ({where})")
     if header.producer_id != NO_PRODUCER_ID and (header.producer_epoch < 0 or header.base_sequence < 0):
         raise InvalidRecordError(
-            f"idempotent batch of producer {header.producer_id} has epoch {header.producer_epoch} "
-            f"and base sequence {header.base_sequence} ({where})"
+            f"idempotent batch of producer {header.producer_id} has epoch {header.producer_epoch} and base sequence {header.base_sequence} ({where})"
         )
 
 
-def _recompress_if_configured(
-    buffer: bytearray, batches: list[_ValidatedBatch], config: LogConfig
-) -> tuple[bytearray, list[_ValidatedBatch]]:
+def _recompress_if_configured(buffer: bytearray, batches: list[_ValidatedBatch], config: LogConfig) -> tuple[bytearray, list[_ValidatedBatch]]:
     """Re-encode batches whose codec differs from a fixed compression.type (the slow path)."""
     if config.compression_type == COMPRESSION_TYPE_PRODUCER:
         return buffer, batches
@@ -868,4 +859,3 @@ def _recompress_if_configured(
         new_batches.append(_ValidatedBatch(position, header))
         position += header.size
     return new_buffer, new_batches
-

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from weir.topic_config import effective_topic_configs
 
@@ -47,7 +47,7 @@ class LogConfig:
     compression_type: str
 
     @classmethod
-    def from_topic_configs(cls, values: Mapping[str, object]) -> "LogConfig":
+    def from_topic_configs(cls, values: Mapping[str, object]) -> LogConfig:
         """Build from ``weir.topic_config.effective_topic_configs(...)``: typed values keyed by Kafka names."""
         return cls(
             segment_bytes=int(values["segment.bytes"]),  # type: ignore[arg-type]
@@ -73,12 +73,12 @@ class LogConfig:
         )
 
     @classmethod
-    def default(cls) -> "LogConfig":
+    def default(cls) -> LogConfig:
         """Kafka's defaults for every topic config."""
         return cls.from_topic_configs(effective_topic_configs({}))
 
     @classmethod
-    def from_overrides(cls, overrides: Mapping[str, str]) -> "LogConfig":
+    def from_overrides(cls, overrides: Mapping[str, str]) -> LogConfig:
         """Defaults with Kafka-named string ``overrides`` validated and applied (handy for tests and tools)."""
         return cls.from_topic_configs(effective_topic_configs(overrides))
 

@@ -6,9 +6,9 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from broker_nodes.clock import Clock
 from broker_nodes.storage.atomic_files import fsync_directory, write_atomically
@@ -242,7 +242,7 @@ class LogManager:
     def _apply_retention(self, now_ms: int) -> None:
         for log in self.logs():
             if not log.closed:
-                self._guarded(log, lambda: log.apply_retention(now_ms))
+                self._guarded(log, lambda log=log: log.apply_retention(now_ms))
 
     def _clean_logs(self, now_ms: int) -> None:
         if self._cleaner is None:
@@ -252,7 +252,7 @@ class LogManager:
             key = (log.topic, log.partition)
             if log.closed or not log.config.compacts or now_ms < self._next_cleaning_ms.get(key, 0):
                 continue
-            result = self._guarded(log, lambda: cleaner.clean(log, now_ms))
+            result = self._guarded(log, lambda log=log: cleaner.clean(log, now_ms))
             if result is None:
                 # Nothing was due: check again after the backoff rather than on every pass.
                 self._next_cleaning_ms[key] = now_ms + self._cleaner_backoff_ms

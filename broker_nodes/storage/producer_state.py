@@ -11,9 +11,9 @@ import logging
 import os
 import struct
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import crc32c
 
@@ -145,11 +145,7 @@ class ProducerStateManager:
             # when replaying a log written before a fence) is treated the same way.
             entry = ProducerEntry(header.producer_epoch)
             self._producers[producer_id] = entry
-        entry.batches.append(
-            BatchMetadata(
-                header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, header.max_timestamp
-            )
-        )
+        entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, header.max_timestamp))
 
     def clear(self) -> None:
         self._producers.clear()
@@ -177,9 +173,7 @@ class ProducerStateManager:
         for producer_id, entry in sorted(self._producers.items()):
             body += _PRODUCER.pack(producer_id, entry.epoch, len(entry.batches))
             for batch in entry.batches:
-                body += _BATCH.pack(
-                    batch.first_sequence, batch.last_sequence, batch.first_offset, batch.last_offset, batch.max_timestamp
-                )
+                body += _BATCH.pack(batch.first_sequence, batch.last_sequence, batch.first_offset, batch.last_offset, batch.max_timestamp)
         data = _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(bytes(body)), len(self._producers)) + bytes(body)
         path = self.directory / producer_snapshot_file_name(offset)
         write_atomically(path, data)

@@ -67,9 +67,7 @@ def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: Pa
     committed = {
         parsed[0]
         for name in names
-        if name.endswith(SWAP_SUFFIX)
-        and (parsed := parse_segment_file_name(name[: -len(SWAP_SUFFIX)])) is not None
-        and parsed[1] == LOG_SUFFIX
+        if name.endswith(SWAP_SUFFIX) and (parsed := parse_segment_file_name(name[: -len(SWAP_SUFFIX)])) is not None and parsed[1] == LOG_SUFFIX
     }
     for name in names:
         if not name.endswith(SWAP_SUFFIX):
@@ -167,15 +165,13 @@ def load_segments(
         recovery.truncated_bytes += result.truncated_bytes
         _note(
             recovery,
-            f"{directory.name}: dropped {result.truncated_bytes} bytes of {segment.log_path.name} "
-            f"from position {result.valid_bytes}: {result.reason}",
+            f"{directory.name}: dropped {result.truncated_bytes} bytes of {segment.log_path.name} from position {result.valid_bytes}: {result.reason}",
         )
         for later in segments[index + 1 :]:
             recovery.truncated_bytes += later.size
             _note(
                 recovery,
-                f"{directory.name}: dropped {later.size} bytes of {later.log_path.name} from position 0: "
-                f"it follows the corrupt segment {segment.base_offset}",
+                f"{directory.name}: dropped {later.size} bytes of {later.log_path.name} from position 0: it follows the corrupt segment {segment.base_offset}",
             )
             later.close()
             for path in later.file_paths():

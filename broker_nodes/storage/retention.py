@@ -8,7 +8,7 @@ consumer can always read what was acknowledged to a producer.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from broker_nodes.storage.log_config import LogConfig
 from broker_nodes.storage.segment import LogSegment
@@ -56,9 +56,7 @@ def count_below_log_start(segments: Sequence[LogSegment], log_start_offset: int)
     return count
 
 
-def select_segments_to_delete(
-    segments: Sequence[LogSegment], config: LogConfig, now_ms: int, high_watermark: int, log_start_offset: int
-) -> list[LogSegment]:
+def select_segments_to_delete(segments: Sequence[LogSegment], config: LogConfig, now_ms: int, high_watermark: int, log_start_offset: int) -> list[LogSegment]:
     """The oldest closed segments that retention removes now (possibly none)."""
     closed = list(segments[:-1])
     eligible = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.offset_index import OffsetIndex
@@ -87,12 +87,8 @@ class LogSegment:
         self._file_cache = file_cache
         self.index_interval_bytes = index_interval_bytes
         self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + suffix)
-        self.offset_index = OffsetIndex(
-            directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes
-        )
-        self.time_index = TimeIndex(
-            directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes
-        )
+        self.offset_index = OffsetIndex(directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes)
+        self.time_index = TimeIndex(directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes)
         self.created_ms = created_ms
         self._lock = threading.Lock()
         self.size = self._stat_size()
@@ -114,7 +110,7 @@ class LogSegment:
         index_max_bytes: int,
         index_interval_bytes: int,
         created_ms: int,
-    ) -> "LogSegment":
+    ) -> LogSegment:
         """A new, empty segment; its three files are created (truncated if they existed)."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = directory / segment_file_name(base_offset, suffix)
@@ -272,9 +268,7 @@ class LogSegment:
                 return found
         return None
 
-    def _first_record_at_or_after(
-        self, position: int, header: BatchHeader, timestamp: int, start_offset: int
-    ) -> tuple[int, int] | None:
+    def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         # The ListOffsets slow path: decode this one batch to find the exact record.
         data = self.pread(header.size, position)
         try:
@@ -295,7 +289,13 @@ class LogSegment:
         """
         self._load_tail()
         position = self.size
-        before = (self.offset_index.entry_count, self.time_index.entry_count, self._max_timestamp, self._offset_of_max_timestamp, self._bytes_since_last_index_entry)
+        before = (
+            self.offset_index.entry_count,
+            self.time_index.entry_count,
+            self._max_timestamp,
+            self._offset_of_max_timestamp,
+            self._bytes_since_last_index_entry,
+        )
         try:
             with self._file_cache.lease(self.log_path, create=True) as descriptor:
                 view = memoryview(data)

@@ -56,7 +56,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +81,20 @@ OFFSETS_TOPIC = "__consumer_offsets"
 DATE_COLUMN = "date"
 # The Parquet rows: one per group-partition and evaluation.
 PARQUET_COLUMNS = (
-    "evaluated_at", "tenant_id", "group", "topic", "partition", "committed_offset", "end_offset", "log_start_offset",
-    "offset_lag", "time_lag_seconds", "status", "retention_risk", "last_commit_at", DATE_COLUMN,
+    "evaluated_at",
+    "tenant_id",
+    "group",
+    "topic",
+    "partition",
+    "committed_offset",
+    "end_offset",
+    "log_start_offset",
+    "offset_lag",
+    "time_lag_seconds",
+    "status",
+    "retention_risk",
+    "last_commit_at",
+    DATE_COLUMN,
 )
 PARQUET_SCHEMA_DDL = (
     "evaluated_at TIMESTAMP, tenant_id STRING, `group` STRING, topic STRING, `partition` INT, committed_offset BIGINT, "
@@ -115,7 +127,7 @@ class LagOptions:
     broker_timeout_seconds: float = 10.0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "LagOptions":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LagOptions:
         env = os.environ if environ is None else environ
         defaults = cls()
 
@@ -173,18 +185,30 @@ def run(spark: SparkSession, settings: PipelineSettings, *, options: LagOptions 
         looked_up = lag_brokers.partition_offsets(client_config, keys, timeout_seconds=options.broker_timeout_seconds)
         timings.lap("offsets")
         deleted, offsets, observed = _broker_frames(spark, looked_up, now_ms)
-        history = keep(lag.forget_partitions(lag.append_end_offsets(spark.createDataFrame(list(state.end_offsets), lag.END_OFFSET_SCHEMA), observed, options.window_size), deleted))
+        history = keep(
+            lag.forget_partitions(
+                lag.append_end_offsets(spark.createDataFrame(list(state.end_offsets), lag.END_OFFSET_SCHEMA), observed, options.window_size), deleted
+            )
+        )
         with_lags = lag.lag_at_commit(commits, history)
-        windows = keep(lag.forget_partitions(lag.update_windows(windows_before, with_lags, window_size=options.window_size, min_distance_ms=options.min_distance_ms), deleted))
-        partitions = keep(lag.partition_lag(windows, offsets, history, now_ms=now_ms, window_size=options.window_size, minimum_complete=options.minimum_complete))
+        windows = keep(
+            lag.forget_partitions(
+                lag.update_windows(windows_before, with_lags, window_size=options.window_size, min_distance_ms=options.min_distance_ms), deleted
+            )
+        )
+        partitions = keep(
+            lag.partition_lag(windows, offsets, history, now_ms=now_ms, window_size=options.window_size, minimum_complete=options.minimum_complete)
+        )
         requests = [tuple(row) for row in lag.time_lag_requests(partitions, options.time_lag_fetch_limit).collect()]
         timings.lap("evaluate")
         timestamps = lag_brokers.next_record_timestamps(client_config, requests, timeout_seconds=options.broker_timeout_seconds)
         timings.lap("timestamps")
-        timestamp_rows = spark.createDataFrame([(item.tenant_id, item.topic, item.partition, item.offset, item.timestamp_ms) for item in timestamps], lag.RECORD_TIMESTAMP_SCHEMA)
+        timestamp_rows = spark.createDataFrame(
+            [(item.tenant_id, item.topic, item.partition, item.offset, item.timestamp_ms) for item in timestamps], lag.RECORD_TIMESTAMP_SCHEMA
+        )
         evaluated = keep(lag.with_retention_risk(lag.with_time_lag(partitions, timestamp_rows, now_ms=now_ms), options.retention_risk_fraction))
         groups = lag.group_lag(evaluated)
-        evaluated_at = datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc)
+        evaluated_at = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
         partition_rows = writer_partition_rows(evaluated)
         group_rows = writer_group_rows(groups)
         timings.lap("roll_up")
@@ -192,17 +216,19 @@ def run(spark: SparkSession, settings: PipelineSettings, *, options: LagOptions 
         result["parquet_rows"] = _append_parquet(spark, evaluated, evaluated_at, settings.output_dir)
         timings.lap("write")
         new_state = LagState.from_rows(ending, (row.asDict() for row in windows.collect()), (row.asDict() for row in history.collect()))
-        result.update({
-            "groups": len(group_rows),
-            "partitions": len(partition_rows),
-            "deleted_partitions": sum(1 for item in looked_up if item.deleted),
-            "unknown_end_offsets": sum(1 for item in looked_up if not item.deleted and item.end_offset is None),
-            "time_lags_requested": len(requests),
-            "time_lags_found": len(timestamps),
-            "group_statuses": dict(sorted(Counter(row["status"] for row in group_rows).items())),
-            "evaluated_at": evaluated_at.isoformat(),
-            "seconds": timings.laps,
-        })
+        result.update(
+            {
+                "groups": len(group_rows),
+                "partitions": len(partition_rows),
+                "deleted_partitions": sum(1 for item in looked_up if item.deleted),
+                "unknown_end_offsets": sum(1 for item in looked_up if not item.deleted and item.end_offset is None),
+                "time_lags_requested": len(requests),
+                "time_lags_found": len(timestamps),
+                "group_statuses": dict(sorted(Counter(row["status"] for row in group_rows).items())),
+                "evaluated_at": evaluated_at.isoformat(),
+                "seconds": timings.laps,
+            }
+        )
     finally:
         for frame in persisted:
             frame.unpersist()
@@ -214,9 +240,12 @@ def _broker_frames(spark: SparkSession, looked_up: list[lag_brokers.PartitionOff
     """What the brokers said, as the transforms take it: the deleted partitions' keys, every
     other partition's offsets (PARTITION_OFFSETS_SCHEMA), and the end offsets observed now
     (END_OFFSET_SCHEMA)."""
-    deleted = spark.createDataFrame([(item.tenant_id, item.topic, item.partition) for item in looked_up if item.deleted], "tenant_id STRING, topic STRING, partition INT")
+    deleted = spark.createDataFrame(
+        [(item.tenant_id, item.topic, item.partition) for item in looked_up if item.deleted], "tenant_id STRING, topic STRING, partition INT"
+    )
     offsets = spark.createDataFrame(
-        [(item.tenant_id, item.topic, item.partition, item.end_offset, item.log_start_offset) for item in looked_up if not item.deleted], lag.PARTITION_OFFSETS_SCHEMA
+        [(item.tenant_id, item.topic, item.partition, item.end_offset, item.log_start_offset) for item in looked_up if not item.deleted],
+        lag.PARTITION_OFFSETS_SCHEMA,
     )
     observed = spark.createDataFrame(
         [(item.tenant_id, item.topic, item.partition, now_ms, item.end_offset) for item in looked_up if item.end_offset is not None], lag.END_OFFSET_SCHEMA
@@ -261,7 +290,7 @@ def _record_counts(decoded: DataFrame) -> dict[str, Any]:
 
 
 def _milliseconds_to_datetime(value: int | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+    return None if value is None else datetime.fromtimestamp(value / 1000, tz=UTC)
 
 
 def writer_partition_rows(evaluated: DataFrame) -> list[dict[str, Any]]:
@@ -269,20 +298,22 @@ def writer_partition_rows(evaluated: DataFrame) -> list[dict[str, Any]]:
     rows = []
     for row in evaluated.collect():
         values = row.asDict()
-        rows.append({
-            "tenant_id": values["tenant_id"],
-            "group": values["group"],
-            "topic": values["topic"],
-            "partition": values["partition"],
-            "committed_offset": values["committed_offset"],
-            "end_offset": values["end_offset"] if values["end_offset"] >= 0 else None,
-            "log_start_offset": values["log_start_offset"] if values["log_start_offset"] >= 0 else None,
-            "offset_lag": values["offset_lag"],
-            "time_lag_seconds": values["time_lag_seconds"],
-            "status": values["status"],
-            "retention_risk": bool(values["retention_risk"]),
-            "last_commit_at": _milliseconds_to_datetime(values["last_commit_ms"]),
-        })
+        rows.append(
+            {
+                "tenant_id": values["tenant_id"],
+                "group": values["group"],
+                "topic": values["topic"],
+                "partition": values["partition"],
+                "committed_offset": values["committed_offset"],
+                "end_offset": values["end_offset"] if values["end_offset"] >= 0 else None,
+                "log_start_offset": values["log_start_offset"] if values["log_start_offset"] >= 0 else None,
+                "offset_lag": values["offset_lag"],
+                "time_lag_seconds": values["time_lag_seconds"],
+                "status": values["status"],
+                "retention_risk": bool(values["retention_risk"]),
+                "last_commit_at": _milliseconds_to_datetime(values["last_commit_ms"]),
+            }
+        )
     return rows
 
 
@@ -291,11 +322,13 @@ def writer_group_rows(groups: DataFrame) -> list[dict[str, Any]]:
     rows = []
     for row in groups.collect():
         values = row.asDict()
-        rows.append({
-            **{name: values[name] for name in ("tenant_id", "group", "status", "max_lag", "total_lag", "max_time_lag_seconds", "partition_count")},
-            "retention_risk": bool(values["retention_risk"]),
-            "worst_partition": {"topic": values["worst_topic"], "partition": values["worst_partition"], "status": values["worst_status"]},
-        })
+        rows.append(
+            {
+                **{name: values[name] for name in ("tenant_id", "group", "status", "max_lag", "total_lag", "max_time_lag_seconds", "partition_count")},
+                "retention_risk": bool(values["retention_risk"]),
+                "worst_partition": {"topic": values["worst_topic"], "partition": values["worst_partition"], "status": values["worst_status"]},
+            }
+        )
     return rows
 
 
@@ -306,9 +339,17 @@ def _append_parquet(spark: SparkSession, evaluated: DataFrame, evaluated_at: dat
     unknown_to_null = {name: F.when(F.col(name) >= 0, F.col(name)) for name in ("end_offset", "log_start_offset")}
     rows = evaluated.select(
         F.lit(evaluated_at).cast("timestamp").alias("evaluated_at"),
-        "tenant_id", "group", "topic", F.col("partition").cast("int").alias("partition"), "committed_offset",
-        unknown_to_null["end_offset"].alias("end_offset"), unknown_to_null["log_start_offset"].alias("log_start_offset"),
-        "offset_lag", "time_lag_seconds", "status", "retention_risk",
+        "tenant_id",
+        "group",
+        "topic",
+        F.col("partition").cast("int").alias("partition"),
+        "committed_offset",
+        unknown_to_null["end_offset"].alias("end_offset"),
+        unknown_to_null["log_start_offset"].alias("log_start_offset"),
+        "offset_lag",
+        "time_lag_seconds",
+        "status",
+        "retention_risk",
         F.timestamp_millis(F.col("last_commit_ms")).alias("last_commit_at"),
         F.lit(day).cast("date").alias(DATE_COLUMN),
     )

@@ -54,7 +54,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +99,18 @@ SESSION_CONF = {
 }
 # Columns of the aggregates handed to the writer (bucket_start is rebuilt from the millis).
 WRITER_COLUMNS = (
-    "tenant_id", "topic", "bytes_in", "bytes_out", "records_in", "records_out", "produce_requests",
-    "fetch_requests", "throttle_time_ms", "storage_bytes_avg", "storage_bytes_peak", "partition_hours",
+    "tenant_id",
+    "topic",
+    "bytes_in",
+    "bytes_out",
+    "records_in",
+    "records_out",
+    "produce_requests",
+    "fetch_requests",
+    "throttle_time_ms",
+    "storage_bytes_avg",
+    "storage_bytes_peak",
+    "partition_hours",
 )
 
 WriteUsage = Callable[[str, list[dict[str, Any]]], int]  # webapp.metering.writer.write_usage
@@ -131,7 +141,7 @@ class UsagePaths:
     root: Path
 
     @classmethod
-    def under(cls, output_dir: Path) -> "UsagePaths":
+    def under(cls, output_dir: Path) -> UsagePaths:
         return cls(Path(output_dir) / "usage")
 
     @property
@@ -159,7 +169,9 @@ def cursor_offsets(state: Mapping[str, Any]) -> Offsets:
         raise InvalidUsageStateError(state, f"expected version {STATE_VERSION} with an 'offsets' object")
     offsets: Offsets = {}
     for topic, partitions in state["offsets"].items():
-        if not isinstance(partitions, dict) or not all(str(partition).isdigit() and isinstance(offset, int) and offset >= 0 for partition, offset in partitions.items()):
+        if not isinstance(partitions, dict) or not all(
+            str(partition).isdigit() and isinstance(offset, int) and offset >= 0 for partition, offset in partitions.items()
+        ):
             raise InvalidUsageStateError(state, f"offsets of {topic!r} must map partition numbers to offsets >= 0")
         offsets[str(topic)] = {str(partition): offset for partition, offset in partitions.items()}
     return offsets
@@ -258,7 +270,7 @@ def writer_rows(aggregates: DataFrame) -> list[dict[str, Any]]:
     rows = []
     for row in aggregates.select(*WRITER_COLUMNS, "bucket_start_ms").collect():
         values = row.asDict()
-        values["bucket_start"] = datetime.fromtimestamp(values.pop("bucket_start_ms") / 1000, tz=timezone.utc)
+        values["bucket_start"] = datetime.fromtimestamp(values.pop("bucket_start_ms") / 1000, tz=UTC)
         rows.append(values)
     return rows
 

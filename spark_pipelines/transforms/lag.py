@@ -81,76 +81,106 @@ PARTITION_KEY = ("tenant_id", "topic", "partition")  # one partition of a tenant
 GROUP_PARTITION_KEY = ("tenant_id", "group", "topic", "partition")  # one group's window
 GROUP_KEY = ("tenant_id", "group")
 
-_DECODED_FIELDS = StructType([
-    StructField("kind", StringType(), False),
-    StructField("tenant_id", StringType(), True),
-    StructField("group", StringType(), True),
-    StructField("topic", StringType(), True),
-    StructField("partition", IntegerType(), True),
-    StructField("committed_offset", LongType(), True),
-    StructField("commit_timestamp_ms", LongType(), True),
-    StructField("problem", StringType(), True),
-])
+_DECODED_FIELDS = StructType(
+    [
+        StructField("kind", StringType(), False),
+        StructField("tenant_id", StringType(), True),
+        StructField("group", StringType(), True),
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("committed_offset", LongType(), True),
+        StructField("commit_timestamp_ms", LongType(), True),
+        StructField("problem", StringType(), True),
+    ]
+)
 # decode_offset_records: where each record came from, then the decoded fields.
 DECODED_SCHEMA = StructType([StructField("source_partition", IntegerType(), True), StructField("source_offset", LongType(), True), *_DECODED_FIELDS.fields])
 # A commit (committed_offset set) or a tombstone (committed_offset and commit_timestamp_ms null).
 # ``commit_order`` is Burrow's Order: the offset of the commit's record in __consumer_offsets.
-COMMIT_SCHEMA = StructType([
-    StructField("tenant_id", StringType(), False),
-    StructField("group", StringType(), False),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("committed_offset", LongType(), True),
-    StructField("commit_timestamp_ms", LongType(), True),
-    StructField("commit_order", LongType(), False),
-])
+COMMIT_SCHEMA = StructType(
+    [
+        StructField("tenant_id", StringType(), False),
+        StructField("group", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("committed_offset", LongType(), True),
+        StructField("commit_timestamp_ms", LongType(), True),
+        StructField("commit_order", LongType(), False),
+    ]
+)
 COMMIT_WITH_LAG_SCHEMA = StructType([*COMMIT_SCHEMA.fields, StructField("lag_at_commit", LongType(), True)])
 # One slot of a window, oldest first by ``slot``; ``last_commit_ms`` (the same on every slot of
 # a window) is the time of the newest commit stored, which a merged slot's timestamp is not.
-WINDOW_SCHEMA = StructType([
-    StructField("tenant_id", StringType(), False),
-    StructField("group", StringType(), False),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("slot", IntegerType(), False),
-    StructField("committed_offset", LongType(), False),
-    StructField("commit_timestamp_ms", LongType(), False),
-    StructField("commit_order", LongType(), False),
-    StructField("lag_at_commit", LongType(), True),
-    StructField("last_commit_ms", LongType(), False),
-])
+WINDOW_SCHEMA = StructType(
+    [
+        StructField("tenant_id", StringType(), False),
+        StructField("group", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("slot", IntegerType(), False),
+        StructField("committed_offset", LongType(), False),
+        StructField("commit_timestamp_ms", LongType(), False),
+        StructField("commit_order", LongType(), False),
+        StructField("lag_at_commit", LongType(), True),
+        StructField("last_commit_ms", LongType(), False),
+    ]
+)
 # One observation of a partition's end offset (its high watermark) at a time.
-END_OFFSET_SCHEMA = StructType([
-    StructField("tenant_id", StringType(), False),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("observed_at_ms", LongType(), False),
-    StructField("end_offset", LongType(), False),
-])
+END_OFFSET_SCHEMA = StructType(
+    [
+        StructField("tenant_id", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("observed_at_ms", LongType(), False),
+        StructField("end_offset", LongType(), False),
+    ]
+)
 # What the brokers said of a partition this run; null offsets when they could not tell.
-PARTITION_OFFSETS_SCHEMA = StructType([
-    StructField("tenant_id", StringType(), False),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("end_offset", LongType(), True),
-    StructField("log_start_offset", LongType(), True),
-])
+PARTITION_OFFSETS_SCHEMA = StructType(
+    [
+        StructField("tenant_id", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("end_offset", LongType(), True),
+        StructField("log_start_offset", LongType(), True),
+    ]
+)
 # The timestamp of the first record at or after ``offset`` (the next unconsumed one).
-RECORD_TIMESTAMP_SCHEMA = StructType([
-    StructField("tenant_id", StringType(), False),
-    StructField("topic", StringType(), False),
-    StructField("partition", IntegerType(), False),
-    StructField("offset", LongType(), False),
-    StructField("timestamp_ms", LongType(), False),
-])
+RECORD_TIMESTAMP_SCHEMA = StructType(
+    [
+        StructField("tenant_id", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        StructField("timestamp_ms", LongType(), False),
+    ]
+)
 # partition_lag's columns, then with_time_lag's and with_retention_risk's.
 PARTITION_LAG_COLUMNS = (
-    "tenant_id", "group", "topic", "partition", "committed_offset", "end_offset", "log_start_offset",
-    "offset_lag", "status", "last_commit_ms", "next_offset",
+    "tenant_id",
+    "group",
+    "topic",
+    "partition",
+    "committed_offset",
+    "end_offset",
+    "log_start_offset",
+    "offset_lag",
+    "status",
+    "last_commit_ms",
+    "next_offset",
 )
 GROUP_LAG_COLUMNS = (
-    "tenant_id", "group", "status", "max_lag", "total_lag", "max_time_lag_seconds", "partition_count",
-    "retention_risk", "worst_topic", "worst_partition", "worst_status",
+    "tenant_id",
+    "group",
+    "status",
+    "max_lag",
+    "total_lag",
+    "max_time_lag_seconds",
+    "partition_count",
+    "retention_risk",
+    "worst_topic",
+    "worst_partition",
+    "worst_status",
 )
 DEFAULT_RETENTION_RISK_FRACTION = 0.1  # with_retention_risk: the oldest tenth of the retained log
 
@@ -242,11 +272,7 @@ def lag_at_commit(commits: DataFrame, end_offsets: DataFrame) -> DataFrame:
     def per_partition(commit_rows: pd.DataFrame, history_rows: pd.DataFrame) -> pd.DataFrame:
         return _interpolated_lags(commit_rows, history_rows)
 
-    return (
-        commits.groupBy(*PARTITION_KEY)
-        .cogroup(end_offsets.groupBy(*PARTITION_KEY))
-        .applyInPandas(per_partition, schema=COMMIT_WITH_LAG_SCHEMA)
-    )
+    return commits.groupBy(*PARTITION_KEY).cogroup(end_offsets.groupBy(*PARTITION_KEY)).applyInPandas(per_partition, schema=COMMIT_WITH_LAG_SCHEMA)
 
 
 # ---------------------------------------------------------------------- 4. windows
@@ -270,7 +296,10 @@ def apply_commits(
             continue
         timestamp = int(row.commit_timestamp_ms)
         window = store_commit(
-            window, CommitEntry(int(row.committed_offset), timestamp, order, _optional_int(row.lag_at_commit)), window_size=window_size, min_distance_ms=min_distance_ms
+            window,
+            CommitEntry(int(row.committed_offset), timestamp, order, _optional_int(row.lag_at_commit)),
+            window_size=window_size,
+            min_distance_ms=min_distance_ms,
         )
         last_commit_ms = timestamp if last_commit_ms is None else max(last_commit_ms, timestamp)
     return window, last_commit_ms
@@ -302,8 +331,15 @@ def update_windows(
         if not commit_rows.empty:
             window, last_commit_ms = apply_commits(window, last_commit_ms, commit_rows, window_size=window_size, min_distance_ms=min_distance_ms)
         rows = [
-            {**key, "slot": slot, "committed_offset": entry.offset, "commit_timestamp_ms": entry.timestamp_ms,
-             "commit_order": entry.commit_order, "lag_at_commit": entry.lag, "last_commit_ms": last_commit_ms}
+            {
+                **key,
+                "slot": slot,
+                "committed_offset": entry.offset,
+                "commit_timestamp_ms": entry.timestamp_ms,
+                "commit_order": entry.commit_order,
+                "lag_at_commit": entry.lag,
+                "last_commit_ms": last_commit_ms,
+            }
             for slot, entry in enumerate(window)
         ]
         frame = pd.DataFrame(rows, columns=names)
@@ -336,11 +372,11 @@ def partition_lag(
     group's next record is, the committed offset or the log start offset when that is higher."""
     _check_window_size(window_size)
 
-    def status_of(offsets: list[int], timestamps: list[int], orders: list[int], lags: list[int | None], broker_offsets: list[int] | None, current_lag: int) -> str:
+    def status_of(
+        offsets: list[int], timestamps: list[int], orders: list[int], lags: list[int | None], broker_offsets: list[int] | None, current_lag: int
+    ) -> str:
         entries = [CommitEntry(offset, timestamp, order, lag) for offset, timestamp, order, lag in zip(offsets, timestamps, orders, lags)]
-        return evaluate_partition_status(
-            entries, broker_offsets or [], current_lag, now_ms, window_size=window_size, minimum_complete=minimum_complete
-        )
+        return evaluate_partition_status(entries, broker_offsets or [], current_lag, now_ms, window_size=window_size, minimum_complete=minimum_complete)
 
     status = F.udf(status_of, StringType(), useArrow=False)
     slots = windows.groupBy(*GROUP_PARTITION_KEY).agg(
@@ -348,7 +384,9 @@ def partition_lag(
         F.max("last_commit_ms").alias("last_commit_ms"),
     )
     recent = end_offsets.groupBy(*PARTITION_KEY).agg(F.collect_list("end_offset").alias("broker_offsets"))
-    joined = slots.join(partition_offsets.select(*PARTITION_OFFSETS_SCHEMA.fieldNames()), on=list(PARTITION_KEY), how="left").join(recent, on=list(PARTITION_KEY), how="left")
+    joined = slots.join(partition_offsets.select(*PARTITION_OFFSETS_SCHEMA.fieldNames()), on=list(PARTITION_KEY), how="left").join(
+        recent, on=list(PARTITION_KEY), how="left"
+    )
     committed = F.element_at("entries", -1)["committed_offset"]
     end_offset = F.coalesce(F.col("end_offset"), F.lit(-1).cast("long"))
     log_start = F.coalesce(F.col("log_start_offset"), F.lit(-1).cast("long"))
@@ -480,4 +518,3 @@ def group_lag(partitions: DataFrame) -> DataFrame:
 def _check_window_size(window_size: int) -> None:
     if window_size < 1:
         raise LagRuleError(f"the window size must be at least 1, got {window_size}")
-

@@ -189,7 +189,9 @@ def lag_at(end_offset: int | None, committed_offset: int) -> int | None:
     return max(end_offset - committed_offset, 0)
 
 
-def store_commit(window: Sequence[CommitEntry], commit: CommitEntry, *, window_size: int = DEFAULT_WINDOW_SIZE, min_distance_ms: int = DEFAULT_MIN_DISTANCE_MS) -> list[CommitEntry]:
+def store_commit(
+    window: Sequence[CommitEntry], commit: CommitEntry, *, window_size: int = DEFAULT_WINDOW_SIZE, min_distance_ms: int = DEFAULT_MIN_DISTANCE_MS
+) -> list[CommitEntry]:
     """The window (oldest first) after ``commit`` arrives; ``window`` itself is left unchanged.
 
     A commit not newer than the newest entry (by ``commit_order``) is a re-read: dropped. One

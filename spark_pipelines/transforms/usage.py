@@ -65,9 +65,14 @@ SOURCE_COLUMNS = ("source_partition", "source_offset", "source_value")
 GROUP_COLUMNS = ("tenant_id", "topic")
 # The columns of an aggregate, in this order (``bucket_start_ms`` is the bucket start in epoch ms).
 AGGREGATE_COLUMNS = (
-    "tenant_id", "topic", "bucket_start", "bucket_start_ms",
+    "tenant_id",
+    "topic",
+    "bucket_start",
+    "bucket_start_ms",
     *TRAFFIC_COLUMNS,
-    "storage_bytes_avg", "storage_bytes_peak", "partition_hours",
+    "storage_bytes_avg",
+    "storage_bytes_peak",
+    "partition_hours",
     DATE_COLUMN,
 )
 
@@ -96,7 +101,9 @@ def parse_usage_records(records: DataFrame) -> DataFrame:
         F.col("offset").alias("source_offset"),
         F.col("value").cast("string").alias("text"),
     ).withColumn("row", F.from_json(F.col("text"), SPARK_SCHEMA_DDL))
-    flat = decoded.select("source_partition", "source_offset", "text", *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS)).withColumn("problem", _problem())
+    flat = decoded.select("source_partition", "source_offset", "text", *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS)).withColumn(
+        "problem", _problem()
+    )
     return flat.select(
         "source_partition",
         "source_offset",
@@ -115,9 +122,15 @@ def _problem() -> Column:
     return (
         F.when(F.col("schema").isNull(), F.lit(f"not a JSON object of schema {SCHEMA_V1}"))
         .when(F.col("schema") != SCHEMA_V1, F.concat(F.lit("unknown schema "), F.col("schema")))
-        .when(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS), F.concat(F.lit("kind is neither traffic nor partition: "), F.coalesce(F.col("kind"), F.lit("null"))))
+        .when(
+            F.col("kind").isNull() | ~F.col("kind").isin(*KINDS),
+            F.concat(F.lit("kind is neither traffic nor partition: "), F.coalesce(F.col("kind"), F.lit("null"))),
+        )
         .when(identity_missing, F.lit("an identity field (node_id, incarnation, sequence, tenant_id, topic, partition) is missing"))
-        .when(window_start.isNull() | window_end.isNull() | (window_end < window_start), F.lit("window_start_ms/window_end_ms missing or the window ends before it starts"))
+        .when(
+            window_start.isNull() | window_end.isNull() | (window_end < window_start),
+            F.lit("window_start_ms/window_end_ms missing or the window ends before it starts"),
+        )
         .when(traffic_missing, F.lit("a traffic row without all of " + ", ".join(TRAFFIC_COLUMNS)))
         .when(size_missing, F.lit("a partition row without log_size_bytes"))
     )

@@ -1,7 +1,7 @@
 """Receive functions for LatencyReceiver tests; importable by the spawned child process."""
 
 from array import array
-from typing import Callable
+from collections.abc import Callable
 
 
 def receive_counting(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], latency_ns: int) -> array:

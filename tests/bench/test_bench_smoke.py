@@ -23,7 +23,10 @@ WEIR_ROW = re.compile(r"│ Weir\s+│\s+(\d+) B │\s+([\d,]+) │\s+([\d,]+) �
 def run_bench(*arguments: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bench", *arguments, "--quick", "--peers", "none", "--sizes", "100"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=timeout,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -50,9 +53,25 @@ def test_quick_run_starts_its_own_broker_and_profiles_the_client(tmp_path: Path)
 
 def test_unreachable_peer_is_reported_in_one_line_not_a_crash(broker: BrokerProcess) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "bench", "produce", "--quick", "--sizes", "100", "--bootstrap", broker.address,
-         "--peers", "redis", "--redis-url", "redis://127.0.0.1:1/0"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "produce",
+            "--quick",
+            "--sizes",
+            "100",
+            "--bootstrap",
+            broker.address,
+            "--peers",
+            "redis",
+            "--redis-url",
+            "redis://127.0.0.1:1/0",
+        ],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "Redis Streams unavailable" in completed.stdout

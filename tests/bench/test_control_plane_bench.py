@@ -20,7 +20,10 @@ RUN_ROW = re.compile(r"│\s+1 │\s+(\d+)/(\d+) │.*│\s+([\d,]+) │\s+[\d.,
 def test_control_plane_benchmark_creates_ready_topics_and_measures_the_api() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "control-plane", "--runs", "1", "--topics", "2", "--rate", "20", "--seconds", "1"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=300,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output

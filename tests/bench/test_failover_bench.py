@@ -91,7 +91,10 @@ def test_failover_configurations_are_chosen_by_name() -> None:
 def test_failover_benchmark_kills_the_leader_and_measures_the_first_acknowledgement() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "failover", "--runs", "1", "--failover-config", "tuned"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=280,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output

@@ -29,7 +29,10 @@ def test_ratio_is_of_the_median_p99s_over_runs() -> None:
 def test_flood_benchmark_measures_both_phases_and_the_broker_memory() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "flood", "--quick", "--flood-seconds", "0.5", "--flood-threads", "2"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=240,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output

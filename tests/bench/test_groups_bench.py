@@ -96,7 +96,10 @@ def test_groups_is_a_stack_scenario_with_its_own_record_default() -> None:
 def test_groups_benchmark_measures_settling_and_the_throughput_ratio() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "groups", "--runs", "1", "--records", "5000"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=280,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output

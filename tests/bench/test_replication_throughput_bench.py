@@ -44,7 +44,10 @@ def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> Non
 def test_replication_throughput_benchmark_measures_both_workloads_and_their_ratio() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "bench", "replication-throughput", "--runs", "1", "--records", "3000"],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=280,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output

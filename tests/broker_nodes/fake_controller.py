@@ -37,7 +37,7 @@ class FakeController(controller_pb2_grpc.ControllerServicer):
         self.server: grpc.Server | None = None
         self.port = 0
 
-    def start(self) -> "FakeController":
+    def start(self) -> FakeController:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         controller_pb2_grpc.add_ControllerServicer_to_server(self, self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
@@ -97,5 +97,10 @@ class FakeController(controller_pb2_grpc.ControllerServicer):
         with self.lock:
             self.created.append(request)
         return broker_pb2.CreateTopicsResponse(
-            topics=[broker_pb2.TopicResult(name=topic.name, topic_id="00000000-0000-0000-0000-000000000001", num_partitions=topic.num_partitions, replication_factor=3) for topic in request.request.topics]
+            topics=[
+                broker_pb2.TopicResult(
+                    name=topic.name, topic_id="00000000-0000-0000-0000-000000000001", num_partitions=topic.num_partitions, replication_factor=3
+                )
+                for topic in request.request.topics
+            ]
         )

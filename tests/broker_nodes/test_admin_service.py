@@ -9,8 +9,8 @@ import grpc
 import pytest
 
 from grpc_protos.weir.v1 import admin_pb2
-from tests.broker_nodes.server.helpers import batch
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, brokers, credential, topic
+from tests.broker_nodes.server.helpers import batch
 
 TENANT = "tn-k7q2m9x4hz"
 
@@ -128,4 +128,3 @@ def test_snapshots_survive_a_restart_and_security_state_is_private(node: Secured
     assert list(security.credentials) == ["KEY1"] and len(security.acls_of(TENANT)) == 1
     assert security.quota_of(TENANT).produce_bytes_per_second == 1000
     assert stat.S_IMODE(node.broker.security.path.stat().st_mode) == 0o600
-

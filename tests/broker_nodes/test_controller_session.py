@@ -70,7 +70,9 @@ def test_a_map_from_an_older_controller_epoch_is_refused(cluster: ReplicatedClus
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "controller epoch 6" in raised.value.details()
     # A newer controller's map is taken, and from then on the old epoch 7 is refused too.
-    stub.ApplyPartitions(admin_pb2.ApplyPartitionsRequest(version=51, cluster_id="c", controller_epoch=8), metadata=(("x-weir-internal-token", INTERNAL_TOKEN),), timeout=10)
+    stub.ApplyPartitions(
+        admin_pb2.ApplyPartitionsRequest(version=51, cluster_id="c", controller_epoch=8), metadata=(("x-weir-internal-token", INTERNAL_TOKEN),), timeout=10
+    )
     assert cluster.nodes[1].broker.controller.controller_epoch == 8  # type: ignore[union-attr]
 
 

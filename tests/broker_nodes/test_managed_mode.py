@@ -8,8 +8,8 @@ import grpc
 import pytest
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
-from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, as_tenant, brokers, credential, topic
 from tests.broker_nodes.replication.cluster import wait_until
+from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, as_tenant, brokers, credential, topic
 from tests.broker_nodes.server.helpers import batch
 from weir.errors import ErrorCode
 
@@ -61,7 +61,9 @@ def node(tmp_path: Path):
 
 def produce(node, metadata, name: str, value: bytes, partition: int = 0) -> broker_pb2.ProduceResponse:
     request = broker_pb2.ProduceRequest(
-        acks=1, timeout_ms=1000, topics=[broker_pb2.ProduceTopicData(topic=name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=batch([value]))])]
+        acks=1,
+        timeout_ms=1000,
+        topics=[broker_pb2.ProduceTopicData(topic=name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=batch([value]))])],
     )
     return node.stub.Produce(request, metadata=metadata)
 
@@ -200,14 +202,17 @@ def test_create_topics_is_refused_with_policy_violation_in_managed_mode(node) ->
 
 
 def test_describe_configs_stays_available_with_describe_configs_acl(node) -> None:
-    request = broker_pb2.DescribeConfigsRequest(resources=[broker_pb2.ConfigResourceRef(type=broker_pb2.RESOURCE_TYPE_TOPIC, name="orders", config_names=["retention.ms"])])
+    request = broker_pb2.DescribeConfigsRequest(
+        resources=[broker_pb2.ConfigResourceRef(type=broker_pb2.RESOURCE_TYPE_TOPIC, name="orders", config_names=["retention.ms"])]
+    )
     result = node.stub.DescribeConfigs(request, metadata=BOB_KEY).resources[0]
     assert (result.error_code, result.name, [entry.name for entry in result.configs]) == (0, "orders", ["retention.ms"])
 
 
 def test_group_without_read_acl_is_group_authorization_failed(node) -> None:
     request = broker_pb2.OffsetCommitRequest(
-        group_id="other-group", topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=1)])]
+        group_id="other-group",
+        topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=1)])],
     )
     assert node.stub.OffsetCommit(request, metadata=ALICE_KEY).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
 
@@ -215,7 +220,8 @@ def test_group_without_read_acl_is_group_authorization_failed(node) -> None:
 def test_committed_offsets_of_same_named_groups_are_separate(node) -> None:
     def commit(key, offset: int) -> None:
         request = broker_pb2.OffsetCommitRequest(
-            group_id="app-1", topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset)])]
+            group_id="app-1",
+            topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset)])],
         )
         assert node.stub.OffsetCommit(request, metadata=key).topics[0].partitions[0].error_code == 0
 
@@ -266,7 +272,9 @@ def test_sdk_producer_with_a_cluster_key_delivers_and_a_wrong_key_fails_with_aut
     from weir.errors import KafkaError, KafkaException
 
     delivered: list[tuple[object, object]] = []
-    producer = Producer({"bootstrap.servers": secured_process.address, "sasl.username": "KEYALICE", "sasl.password": "alice-secret", "security.protocol": "SASL_PLAINTEXT"})
+    producer = Producer(
+        {"bootstrap.servers": secured_process.address, "sasl.username": "KEYALICE", "sasl.password": "alice-secret", "security.protocol": "SASL_PLAINTEXT"}
+    )
     producer.produce("orders", b"hello", on_delivery=lambda error, message: delivered.append((error, message.offset())))
     assert producer.flush(10) == 0
     assert delivered == [(None, 0)]

@@ -101,7 +101,7 @@ REMOVAL_LINE = re.compile(
 )
 
 
-def group_cluster_timings(**overrides: Any) -> "ClusterTimings":
+def group_cluster_timings(**overrides: Any) -> ClusterTimings:
     """The real cluster's ClusterTimings plus :data:`GROUP_BROKER_CONFIGS` for every broker.
 
     Imported here rather than at the top: member processes run this module without Django.
@@ -226,7 +226,9 @@ class MemberProcess:
         try:
             results = self.consumer.commit(offsets=offsets, asynchronous=False) or []
         except KafkaException as failure:
-            self.events.write("commit", t_sent=sent, member=member_id, offsets={tp.partition: tp.offset for tp in offsets}, errors={}, failure=failure.args[0].name())
+            self.events.write(
+                "commit", t_sent=sent, member=member_id, offsets={tp.partition: tp.offset for tp in offsets}, errors={}, failure=failure.args[0].name()
+            )
             return
         errors = {tp.partition: tp.error.name() for tp in results if tp.error is not None}
         for tp in results:
@@ -320,12 +322,15 @@ class GroupMemberProcess:
         self._last_commit_sent = -math.inf
         self._last_processed = -math.inf
 
-    def start(self) -> "GroupMemberProcess":
+    def start(self) -> GroupMemberProcess:
         self.settings_path.write_text(json.dumps(asdict(self.settings)))
         with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", MODULE, "--name", self.name, "--settings", str(self.settings_path), "--events", str(self.events_path)],
-                cwd=REPOSITORY_ROOT, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                cwd=REPOSITORY_ROOT,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         return self
 
@@ -458,7 +463,7 @@ class MemberFleet:
     def output_tails(self) -> str:
         return "\n".join(member.output_tail() for member in self.members.values())
 
-    def __enter__(self) -> "MemberFleet":
+    def __enter__(self) -> MemberFleet:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -509,7 +514,7 @@ class GroupObserver:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"observer-{group}", daemon=True)
 
-    def __enter__(self) -> "GroupObserver":
+    def __enter__(self) -> GroupObserver:
         self._thread.start()
         return self
 
@@ -552,7 +557,9 @@ class GroupObserver:
             self._snapshots.append(snapshot)
 
     def _read_offsets(self) -> None:
-        result = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)], request_timeout=ADMIN_TIMEOUT_SECONDS)[self.group].result(ADMIN_TIMEOUT_SECONDS * 2)
+        result = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)], request_timeout=ADMIN_TIMEOUT_SECONDS)[self.group].result(
+            ADMIN_TIMEOUT_SECONDS * 2
+        )
         offsets = {tp.partition: tp.offset for tp in result.topic_partitions or [] if tp.topic == self.topic and tp.error is None and tp.offset >= 0}
         with self._lock:
             self._offsets.append((time.time(), offsets))
@@ -582,7 +589,9 @@ def end_offsets(client_config: Mapping[str, Any], topic: str, partitions: int) -
     """Partition -> its end offset (the offset the next record will get), from the leaders."""
     admin = AdminClient(dict(client_config))
     try:
-        futures = admin.list_offsets({TopicPartition(topic, partition): OffsetSpec.latest() for partition in range(partitions)}, request_timeout=ADMIN_TIMEOUT_SECONDS)
+        futures = admin.list_offsets(
+            {TopicPartition(topic, partition): OffsetSpec.latest() for partition in range(partitions)}, request_timeout=ADMIN_TIMEOUT_SECONDS
+        )
         return {tp.partition: future.result(ADMIN_TIMEOUT_SECONDS * 2).offset for tp, future in futures.items()}
     finally:
         admin.close()
@@ -656,7 +665,7 @@ class MemberRecord:
     faults: list[Fault] = field(default_factory=list)
 
     @classmethod
-    def of(cls, member: GroupMemberProcess) -> "MemberRecord":
+    def of(cls, member: GroupMemberProcess) -> MemberRecord:
         return cls(member.name, member.events(), list(member.faults))
 
     def fault_times(self, kind: str) -> list[float]:
@@ -729,7 +738,7 @@ def check_single_holder(holds: Iterable[Hold]) -> list[str]:
     for partition, partition_holds in sorted(by_partition.items()):
         ordered = sorted(partition_holds, key=lambda hold: hold.start)
         for index, first in enumerate(ordered):
-            for second in ordered[index + 1:]:
+            for second in ordered[index + 1 :]:
                 if second.start >= first.end:
                     break
                 if second.process != first.process:
@@ -797,7 +806,7 @@ def processed_records(records: Iterable[MemberRecord]) -> dict[tuple[int, int], 
     return processed
 
 
-def check_every_record_processed(ledgers: Iterable["ProducerLedger"], records: Iterable[MemberRecord]) -> list[str]:
+def check_every_record_processed(ledgers: Iterable[ProducerLedger], records: Iterable[MemberRecord]) -> list[str]:
     """Every acknowledged record processed at least once, at the partition and offset it was acknowledged at."""
     processed = processed_records(records)
     values_by_partition: dict[int, set[str]] = defaultdict(set)
@@ -825,7 +834,9 @@ def check_committed_never_backwards(offsets: Iterable[tuple[float, Mapping[int, 
     for t, sample in offsets:
         for partition, offset in sorted(sample.items()):
             if partition in last and offset < last[partition][1]:
-                problems.append(f"partition {partition}: committed offset went back from {last[partition][1]} ({_when(last[partition][0])}) to {offset} ({_when(t)})")
+                problems.append(
+                    f"partition {partition}: committed offset went back from {last[partition][1]} ({_when(last[partition][0])}) to {offset} ({_when(t)})"
+                )
             last[partition] = (t, offset)
     return problems
 
@@ -838,7 +849,11 @@ def check_snapshots_single_owner(snapshots: Iterable[Snapshot]) -> list[str]:
         for member_id, partitions in snapshot.members.items():
             for partition in partitions:
                 owners[partition].append(member_id)
-        problems += [f"{_when(snapshot.t)}: the coordinator assigns partition {partition} to {members}" for partition, members in sorted(owners.items()) if len(members) > 1]
+        problems += [
+            f"{_when(snapshot.t)}: the coordinator assigns partition {partition} to {members}"
+            for partition, members in sorted(owners.items())
+            if len(members) > 1
+        ]
     return problems
 
 

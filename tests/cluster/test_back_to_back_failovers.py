@@ -53,7 +53,12 @@ def kill_leader_holding_a_tail(cluster: RealCluster, round_name: str) -> tuple[i
         # replica.fetch.wait.max.ms; the burst must come after, or that answer would carry it
         # to the frozen follower's socket, to be read when it runs again.
         time.sleep(FETCH_SETTLE_SECONDS)
-        results = produce_and_wait(cluster.client_config(**{"bootstrap.servers": cluster.bootstrap_servers([leader])}, **ACKS_ONE), TOPIC, 0, [record_value(f"acks-one-{round_name}", index) for index in range(BURST)])
+        results = produce_and_wait(
+            cluster.client_config(**{"bootstrap.servers": cluster.bootstrap_servers([leader])}, **ACKS_ONE),
+            TOPIC,
+            0,
+            [record_value(f"acks-one-{round_name}", index) for index in range(BURST)],
+        )
         assert all(error is None for error, _ in results), f"acks=1 burst to leader {leader} failed ({round_name}): {results[:3]}"
         cluster.kill(leader)
     finally:

@@ -34,7 +34,9 @@ def bounce(cluster: RealCluster, node_id: int, producer: ProducerWorkload) -> No
     and wait until it is back in every ISR and the producer goes on."""
     exit_code = cluster.terminate(node_id)
     assert exit_code == 0, f"broker {node_id} exited with {exit_code} after SIGTERM\n{cluster.log_tails()}"
-    assert CONTROLLED_SHUTDOWN_LOG_LINE in cluster.brokers[node_id].read_log(), f"broker {node_id} stopped without a complete controlled shutdown\n{cluster.log_tails()}"
+    assert CONTROLLED_SHUTDOWN_LOG_LINE in cluster.brokers[node_id].read_log(), (
+        f"broker {node_id} stopped without a complete controlled shutdown\n{cluster.log_tails()}"
+    )
     assert cluster.broker_state(node_id) == "STOPPED"
     assert all(row.leader not in (node_id, -1) for row in cluster.partition_rows(TOPIC)), [(row.index, row.leader) for row in cluster.partition_rows(TOPIC)]
     cluster.start_broker(node_id)
@@ -47,7 +49,10 @@ def test_rolling_restart_with_controlled_shutdowns_shows_clients_only_retriable_
     cluster = start_cluster(timings=TIMINGS)
     cluster.create_tenant()
     cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    with ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "bounce").start() as producer, ConsumerWorkload(cluster.client_config(), TOPIC, PARTITIONS).start() as consumer:
+    with (
+        ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "bounce").start() as producer,
+        ConsumerWorkload(cluster.client_config(), TOPIC, PARTITIONS).start() as consumer,
+    ):
         cluster.wait_until(lambda: producer.acknowledged_count() >= 50, "the producer under way", 30)
         for node_id in sorted(cluster.brokers):
             bounce(cluster, node_id, producer)

@@ -131,11 +131,17 @@ def test_members_joining_leaving_killed_and_stalled_never_share_a_partition_and_
     by_name = {record.name: record for record in records}
     [killed_at] = by_name["b"].fault_times("kill")
     [frozen_at], [thawed_at] = by_name["c"].fault_times("freeze"), by_name["c"].fault_times("thaw")
-    assert any(departure.member_id in ids["b"] and departure.t > killed_at for departure in departures), f"the coordinator never removed b {ids['b']} after the kill: {summary}"
-    assert any(departure.member_id in ids["c"] and frozen_at < departure.t < thawed_at for departure in departures), f"the coordinator never removed c {ids['c']} while frozen: {summary}"
+    assert any(departure.member_id in ids["b"] and departure.t > killed_at for departure in departures), (
+        f"the coordinator never removed b {ids['b']} after the kill: {summary}"
+    )
+    assert any(departure.member_id in ids["c"] and frozen_at < departure.t < thawed_at for departure in departures), (
+        f"the coordinator never removed c {ids['c']} while frozen: {summary}"
+    )
     assert len(ids["c"]) >= 2 and len(ids["d"]) >= 2, f"c and d rejoined with new member ids: {ids}"
     assert poll_interval_departures(by_name["d"].events), f"d never left for not polling: {summary}"
-    assert any(event["e"] == "error" and event["code"] == "_MAX_POLL_EXCEEDED" for event in by_name["d"].events), f"d's poll() never reported _MAX_POLL_EXCEEDED: {summary}"
+    assert any(event["e"] == "error" and event["code"] == "_MAX_POLL_EXCEEDED" for event in by_name["d"].events), (
+        f"d's poll() never reported _MAX_POLL_EXCEEDED: {summary}"
+    )
     assert closed_a == 0 and all(exits[name] == 0 for name in ("c", "d", "e")), f"members did not close cleanly: {exits}, a: {closed_a}\n{fleet.output_tails()}"
     assert any(event["e"] == "revoke" for event in by_name["a"].events), "a gave its partitions up on close"
     assert {hold.process for hold in holds} == set(fleet.members), f"every member process held partitions: {summary}"

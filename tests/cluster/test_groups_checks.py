@@ -41,7 +41,15 @@ def processed(t: float, member: str, partition: int, *offsets: int) -> dict[str,
 
 
 def commit(t_sent: float, t: float, partition: int, offset: int, error: str | None = None) -> dict[str, Any]:
-    return {"e": "commit", "t_sent": t_sent, "t": t, "member": "x", "offsets": {str(partition): offset}, "errors": {str(partition): error} if error else {}, "failure": None}
+    return {
+        "e": "commit",
+        "t_sent": t_sent,
+        "t": t,
+        "member": "x",
+        "offsets": {str(partition): offset},
+        "errors": {str(partition): error} if error else {},
+        "failure": None,
+    }
 
 
 def test_a_handover_after_the_revocation_is_one_holder_at_a_time() -> None:

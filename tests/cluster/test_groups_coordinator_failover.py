@@ -109,7 +109,11 @@ def test_group_goes_on_with_a_new_coordinator_after_kill_9_and_keeps_every_ackno
         )
         ledger = producer.stop()
         ends = end_offsets(cluster.client_config(), TOPIC, PARTITIONS)
-        wait(lambda: all(observer.latest_offsets().get(partition, -1) >= end for partition, end in ends.items()), f"the group committed the end offsets {ends}", DRAIN_SECONDS)
+        wait(
+            lambda: all(observer.latest_offsets().get(partition, -1) >= end for partition, end in ends.items()),
+            f"the group committed the end offsets {ends}",
+            DRAIN_SECONDS,
+        )
         exits = fleet.close_all()
     observer.stop()
 

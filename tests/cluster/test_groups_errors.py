@@ -43,7 +43,9 @@ ADMIN_SECONDS = 15.0
 
 def produce(cluster: RealCluster, count: int, start: int) -> None:
     for partition in range(PARTITIONS):
-        reports = produce_and_wait(cluster.client_config(acks="all"), TOPIC, partition, [f"{partition}:{number}".encode() for number in range(start, start + count)])
+        reports = produce_and_wait(
+            cluster.client_config(acks="all"), TOPIC, partition, [f"{partition}:{number}".encode() for number in range(start, start + count)]
+        )
         assert all(error is None for error, _ in reports), reports
 
 
@@ -56,8 +58,12 @@ def group_view(admin: AdminClient) -> tuple[str, dict[str, tuple[int | None, lis
 
 
 def commit_request(member_id: str, epoch: int, offsets: dict[int, int]) -> broker_pb2.OffsetCommitRequest:
-    partitions = [broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1) for partition, offset in offsets.items()]
-    return broker_pb2.OffsetCommitRequest(group_id=GROUP, generation_id=epoch, member_id=member_id, topics=[broker_pb2.OffsetCommitTopic(topic=TOPIC, partitions=partitions)])
+    partitions = [
+        broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1) for partition, offset in offsets.items()
+    ]
+    return broker_pb2.OffsetCommitRequest(
+        group_id=GROUP, generation_id=epoch, member_id=member_id, topics=[broker_pb2.OffsetCommitTopic(topic=TOPIC, partitions=partitions)]
+    )
 
 
 def refused(call: Any) -> KafkaException:
@@ -78,7 +84,8 @@ def test_stale_unknown_and_misdirected_requests_are_refused_clearly_and_leave_th
         def settled_with(count: int, committed: int) -> bool:
             snapshot = observer.latest_snapshot()
             return (
-                len(fleet.live()) == count and fleet.settled(snapshot, PARTITIONS)
+                len(fleet.live()) == count
+                and fleet.settled(snapshot, PARTITIONS)
                 and observer.latest_offsets() == {partition: committed for partition in range(PARTITIONS)}
             )
 
@@ -121,7 +128,11 @@ def test_stale_unknown_and_misdirected_requests_are_refused_clearly_and_leave_th
         assert plan == [OffsetChange(TOPIC, partition, RECORDS, 0) for partition in range(PARTITIONS)]
         active = refused(lambda: apply_offset_reset(admin, GROUP, plan, timeout=ADMIN_SECONDS))
         assert active.args[0].code() == ErrorCode.UNKNOWN_MEMBER_ID and "2 active members" in active.args[0].str(), active  # type: ignore[attr-defined]
-        altered = refused(lambda: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP, [TopicPartition(TOPIC, a_partition, 0)])], request_timeout=ADMIN_SECONDS)[GROUP].result(ADMIN_SECONDS))
+        altered = refused(
+            lambda: admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(GROUP, [TopicPartition(TOPIC, a_partition, 0)])], request_timeout=ADMIN_SECONDS
+            )[GROUP].result(ADMIN_SECONDS)
+        )
         assert altered.args[0].code() == ErrorCode.UNKNOWN_MEMBER_ID, altered  # type: ignore[attr-defined]
         assert group_view(admin) == before
 

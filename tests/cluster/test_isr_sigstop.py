@@ -43,9 +43,13 @@ def shrink_by_the_leader(cluster: RealCluster, leader: int, *, frozen: int, expe
     """Wait until the leader has dropped the ``frozen`` broker from the ISR, in the catalog and
     in its own view, before that broker's session expired (same leader epoch: no fencing)."""
     epoch = cluster.partition_row(TOPIC, 0).leader_epoch
-    cluster.wait_until(lambda: catalog_isr(cluster) == expected_isr, f"the leader's ISR shrink to {expected_isr} (broker {frozen} frozen) in the catalog", SHRINK_SECONDS)
+    cluster.wait_until(
+        lambda: catalog_isr(cluster) == expected_isr, f"the leader's ISR shrink to {expected_isr} (broker {frozen} frozen) in the catalog", SHRINK_SECONDS
+    )
     row = cluster.partition_row(TOPIC, 0)
-    assert (row.leader, row.leader_epoch) == (leader, epoch), f"the ISR shrank by a failover, not by the leader: {row.leader=} {row.leader_epoch=}\n{cluster.log_tails()}"
+    assert (row.leader, row.leader_epoch) == (leader, epoch), (
+        f"the ISR shrank by a failover, not by the leader: {row.leader=} {row.leader_epoch=}\n{cluster.log_tails()}"
+    )
     # The controller answers the leader's AlterPartition once it has stored the change; until
     # the leader has the answer it counts the ISR it had (Kafka too), so the answer must come
     # at once, whatever state the frozen broker is in.
@@ -80,7 +84,9 @@ def test_frozen_followers_shrink_the_isr_and_min_insync_replicas_refuses_acks_al
 
         # Frozen past their session timeout, both followers are fenced; the leader stays.
         cluster.wait_until(
-            lambda: cluster.broker_state(first) == cluster.broker_state(second) == "OFFLINE", "both frozen brokers fenced", TIMINGS.session_timeout_ms / 1000 + 15
+            lambda: cluster.broker_state(first) == cluster.broker_state(second) == "OFFLINE",
+            "both frozen brokers fenced",
+            TIMINGS.session_timeout_ms / 1000 + 15,
         )
         assert cluster.leader_of(TOPIC, 0) == leader
         cluster.sigcont(first)

@@ -66,7 +66,7 @@ def kill_leaders_for(cluster: RealCluster, rng: random.Random, seconds: float) -
             what = "restarted before its session expired"
         else:
             cluster.wait_until(
-                lambda: all(row.leader not in (victim, -1) for row in cluster.partition_rows(TOPIC)),
+                lambda victim=victim: all(row.leader not in (victim, -1) for row in cluster.partition_rows(TOPIC)),
                 f"the partitions of killed broker {victim} led by another in-sync replica (history {history})",
                 FAILOVER_SECONDS,
             )
@@ -87,7 +87,10 @@ def test_acknowledged_records_survive_leader_kills_without_duplicates_or_diverge
     cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
     # Both producers bootstrap from the same list: they initialise at the same broker (see
     # test_producer_ids for producers initialised at different brokers).
-    with ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "p1").start() as first, ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "p2").start() as second:
+    with (
+        ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "p1").start() as first,
+        ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "p2").start() as second,
+    ):
         history = kill_leaders_for(cluster, rng, NEMESIS_SECONDS)
         acknowledged_before_quiet = first.acknowledged_count() + second.acknowledged_count()
         time.sleep(QUIET_PRODUCE_SECONDS)
@@ -106,6 +109,8 @@ def test_acknowledged_records_survive_leader_kills_without_duplicates_or_diverge
     # Liveness: the cluster kept taking records through the faults and, once they ended,
     # took every record (a delivery fails only after delivery.timeout.ms, longer than this test).
     assert acknowledged_before_quiet > 0, run
-    assert all(not ledger.failed and not ledger.produce_errors for ledger in ledgers), f"deliveries failed: {[dict(list(ledger.failed.items())[:3]) for ledger in ledgers]}\n{run}"
+    assert all(not ledger.failed and not ledger.produce_errors for ledger in ledgers), (
+        f"deliveries failed: {[dict(list(ledger.failed.items())[:3]) for ledger in ledgers]}\n{run}"
+    )
     assert all(set(ledger.acknowledged) == set(ledger.sent) for ledger in ledgers), f"records never acknowledged; {run}"
     assert not consumed.errors, f"consumer errors {consumed.errors[:5]}; {run}"

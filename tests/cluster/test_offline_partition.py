@@ -38,7 +38,10 @@ def served_by(cluster: RealCluster, node_id: int) -> dict[str, int]:
         node_id,
         "Fetch",
         broker_pb2.FetchRequest(
-            max_wait_ms=0, min_bytes=1, replica_id=-1, topics=[broker_pb2.FetchTopic(topic=TOPIC, partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0, current_leader_epoch=-1)])]
+            max_wait_ms=0,
+            min_bytes=1,
+            replica_id=-1,
+            topics=[broker_pb2.FetchTopic(topic=TOPIC, partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0, current_leader_epoch=-1)])],
         ),
     )
     batch = records.build_batch([(int(time.time() * 1000), None, b"to-a-replica-that-does-not-lead", None)])
@@ -101,6 +104,8 @@ def test_partition_without_a_live_isr_member_stays_offline_and_returns_with_an_i
     cluster.wait_for_full_isr(TOPIC, timeout=30)
     end_offsets = cluster.wait_for_replicas_in_sync(TOPIC)
     consumed = read_everything(config, TOPIC, end_offsets)
-    assert consumed.records[0] == [(offset, value) for (_, offset), value in zip(acknowledged, [b"on-all-three", *[f"on-the-isr-only-{index}".encode() for index in range(5)]])]
+    assert consumed.records[0] == [
+        (offset, value) for (_, offset), value in zip(acknowledged, [b"on-all-three", *[f"on-the-isr-only-{index}".encode() for index in range(5)]])
+    ]
     problems = check_replicas_agree(0, cluster.replica_logs(TOPIC, 0))
     assert not problems, problems

@@ -162,11 +162,15 @@ def test_usage_rows_count_each_tenants_traffic_exactly_across_sigterm_and_kill(s
         assert after_kill[(globex.tenant_id, TOPIC, 0)][1] == before_kill[(globex.tenant_id, TOPIC, 0)][1] + 12
         cluster.start_broker(killed)  # sends the windows it kept and had no acknowledgement for
         key = (globex.tenant_id, TOPIC, 0)
-        reader.read_until(lambda r: at_least(counted(r)[key][:2], settled[key]), READ_SECONDS, f"the traffic of broker {killed} before its last windows: {settled[key]}")
+        reader.read_until(
+            lambda r: at_least(counted(r)[key][:2], settled[key]), READ_SECONDS, f"the traffic of broker {killed} before its last windows: {settled[key]}"
+        )
         time.sleep(4 * INTERVAL_MS / 1000)
         reader.read_available(1.0)
         final = counted(reader)
-        assert at_least(final[key][:2], settled[key]) and at_least(after_kill[key], final[key][:2]), f"counted {final[key]}, at least {settled[key]}, at most {after_kill[key]}"
+        assert at_least(final[key][:2], settled[key]) and at_least(after_kill[key], final[key][:2]), (
+            f"counted {final[key]}, at least {settled[key]}, at most {after_kill[key]}"
+        )
         assert final[key][2:] == before_kill[key], "bytes and records out of the partition"
         for other, totals in exactly(before_kill).items():
             if other != key:

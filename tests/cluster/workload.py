@@ -108,7 +108,7 @@ class ProducerWorkload:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"producer-{name}", daemon=True)
 
-    def start(self) -> "ProducerWorkload":
+    def start(self) -> ProducerWorkload:
         self._thread.start()
         return self
 
@@ -146,7 +146,7 @@ class ProducerWorkload:
             self.producer.close(5)
         return self.ledger
 
-    def __enter__(self) -> "ProducerWorkload":
+    def __enter__(self) -> ProducerWorkload:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -173,7 +173,9 @@ def read_everything(config: Mapping[str, object], topic: str, end_offsets: Mappi
         deadline = time.monotonic() + timeout
         while any(positions[partition] < end for partition, end in end_offsets.items()):
             if time.monotonic() >= deadline:
-                raise AssertionError(f"consumer did not reach the end offsets {dict(end_offsets)} in {timeout:.0f} s: at {positions}; errors {consumed.errors[:5]}")
+                raise AssertionError(
+                    f"consumer did not reach the end offsets {dict(end_offsets)} in {timeout:.0f} s: at {positions}; errors {consumed.errors[:5]}"
+                )
             for message in consumer.consume(500, 0.5):
                 error = message.error()
                 if error is not None:
@@ -199,7 +201,9 @@ def check_acknowledged_records_read_back(ledgers: Iterable[ProducerLedger], cons
             if found is None:
                 problems.append(f"acknowledged {value!r} (partition {delivery.partition} offset {delivery.offset}) is lost")
             elif found[0] != delivery.partition or (delivery.offset >= 0 and found[1] != delivery.offset):
-                problems.append(f"acknowledged {value!r} at partition {delivery.partition} offset {delivery.offset} is at partition {found[0]} offset {found[1]}")
+                problems.append(
+                    f"acknowledged {value!r} at partition {delivery.partition} offset {delivery.offset} is at partition {found[0]} offset {found[1]}"
+                )
     return problems
 
 
@@ -254,7 +258,9 @@ def check_consumed_matches_replicas(partition: int, consumed: ConsumedLog, repli
     for replica in replicas:
         if replica.values != read:
             differing = sorted(offset for offset in set(read) | set(replica.values) if read.get(offset) != replica.values.get(offset))
-            problems.append(f"partition {partition}: broker {replica.node_id} differs from what the consumer read at {len(differing)} offsets, first {differing[:5]}")
+            problems.append(
+                f"partition {partition}: broker {replica.node_id} differs from what the consumer read at {len(differing)} offsets, first {differing[:5]}"
+            )
     return problems
 
 
@@ -274,7 +280,9 @@ def deliver(producer: Producer, topic: str, partition: int, values: Iterable[byt
     return [reports[value] for value in values]
 
 
-def produce_and_wait(config: Mapping[str, object], topic: str, partition: int, values: Iterable[bytes], *, timeout: float = 30.0) -> list[tuple[KafkaError | None, int]]:
+def produce_and_wait(
+    config: Mapping[str, object], topic: str, partition: int, values: Iterable[bytes], *, timeout: float = 30.0
+) -> list[tuple[KafkaError | None, int]]:
     """:func:`deliver` with a producer of its own, configured by ``config`` (acks,
     idempotence, retries... as the caller says), closed afterwards."""
     producer = Producer({"linger.ms": 0, **config})
@@ -301,7 +309,7 @@ class ConsumerWorkload:
         with self._lock:
             self.client_errors.append(error)
 
-    def start(self) -> "ConsumerWorkload":
+    def start(self) -> ConsumerWorkload:
         self._thread.start()
         return self
 
@@ -327,7 +335,7 @@ class ConsumerWorkload:
             self._consumer.close()
         return self.consumed
 
-    def __enter__(self) -> "ConsumerWorkload":
+    def __enter__(self) -> ConsumerWorkload:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

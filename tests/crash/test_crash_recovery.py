@@ -120,8 +120,12 @@ def test_kill_9_during_produce_with_the_sdk_loses_and_duplicates_nothing(tmp_pat
 
     broker = BrokerProcess(tmp_path / "data").start()
     try:
-        AdminClient({"bootstrap.servers": broker.address}).create_topics([NewTopic("orders", num_partitions=2, replication_factor=1)])["orders"].result(timeout=15)
-        producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 2, "enable.idempotence": True, "delivery.timeout.ms": 60_000, "retry.backoff.ms": 50})
+        AdminClient({"bootstrap.servers": broker.address}).create_topics([NewTopic("orders", num_partitions=2, replication_factor=1)])["orders"].result(
+            timeout=15
+        )
+        producer = Producer(
+            {"bootstrap.servers": broker.address, "linger.ms": 2, "enable.idempotence": True, "delivery.timeout.ms": 60_000, "retry.backoff.ms": 50}
+        )
         acknowledged: list[bytes] = []
         failed: list[str] = []
 

@@ -10,17 +10,18 @@ what it recognised (a :class:`Process`) so tests can compare ports and addresses
 from __future__ import annotations
 
 import ast
-import functools
 import configparser
+import functools
 import importlib.util
 import json
 import re
 import shlex
 import warnings
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import click
 import yaml

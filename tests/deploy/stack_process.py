@@ -112,7 +112,7 @@ class StackProcess:
         )
         return environment
 
-    def start(self) -> "StackProcess":
+    def start(self) -> StackProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.process = spawn(
             [sys.executable, "-m", "deploy.local"], cwd=REPOSITORY_ROOT, env=self.environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

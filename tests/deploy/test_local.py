@@ -11,8 +11,9 @@ import pytest
 
 from deploy.local import StackSettings, child_environment, failover_instructions, startup_stages
 from deploy.processes import ChildFailedError, SupervisedProcess
-from webapp.runtime import celery_broker_url
 from tests.support.processes import free_port
+from webapp.runtime import celery_broker_url
+
 
 def test_defaults_give_three_brokers_on_consecutive_ports(tmp_path: Path) -> None:
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path)})
@@ -24,6 +25,7 @@ def test_defaults_give_three_brokers_on_consecutive_ports(tmp_path: Path) -> Non
     assert settings.pid_file("broker 2") == tmp_path / "run" / "broker-2.pid"
     # A dead broker comes back only after the controller has fenced it (9 s) and a while longer.
     assert settings.broker_restart_delay > settings.session_timeout_ms / 1000 == 9
+
 
 @pytest.mark.parametrize(
     "environment",
@@ -40,6 +42,7 @@ def test_defaults_give_three_brokers_on_consecutive_ports(tmp_path: Path) -> Non
 def test_bad_settings_stop_with_a_message(environment: dict[str, str]) -> None:
     with pytest.raises(SystemExit):
         StackSettings.from_environment(environment)
+
 
 @pytest.mark.parametrize(
     ("environment", "named"),
@@ -70,7 +73,9 @@ def test_every_child_has_a_pid_file_under_the_run_directory(tmp_path: Path) -> N
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "2"})
     children = [child for stage in startup_stages(settings, child_environment(settings, {})) for child in stage.children]
     pid_files = [child.pid_file for child in children]
-    assert pid_files == [tmp_path / "run" / f"{stem}.pid" for stem in ("controller-1", "controller-2", "broker-1", "broker-2", "web", "celery-worker", "celery-beat")]
+    assert pid_files == [
+        tmp_path / "run" / f"{stem}.pid" for stem in ("controller-1", "controller-2", "broker-1", "broker-2", "web", "celery-worker", "celery-beat")
+    ]
 
 
 def test_brokers_name_both_controllers_and_wait_to_be_registered(tmp_path: Path) -> None:
@@ -107,12 +112,14 @@ def test_children_share_the_data_dir_and_know_the_brokers(tmp_path: Path) -> Non
     assert environment["WEIR_BOOTSTRAP_SERVERS"] == "127.0.0.1:19092,127.0.0.1:19093"
     assert environment["WEIR_PUBLIC_API_URL"] == "http://127.0.0.1:8000"
 
+
 def test_celery_falls_back_to_the_filesystem_when_redis_does_not_answer(tmp_path: Path) -> None:
     url, options = celery_broker_url(f"redis://127.0.0.1:{free_port()}/0", tmp_path)
     assert url == "filesystem://"
     # Every folder kombu uses lies in the data directory, none in the working directory.
     for option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         assert Path(options[option]).is_dir() and tmp_path in Path(options[option]).parents
+
 
 def test_supervisor_restarts_a_child_that_dies(tmp_path: Path) -> None:
     marker = tmp_path / "starts"
@@ -131,9 +138,8 @@ def test_supervisor_restarts_a_child_that_dies(tmp_path: Path) -> None:
     assert child.restarts >= 1
     assert len(marker.read_text().splitlines()) >= 2
 
+
 def test_child_that_exits_while_starting_is_reported(tmp_path: Path) -> None:
-    child = SupervisedProcess(
-        "broken", [sys.executable, "-c", "raise SystemExit(3)"], log_path=tmp_path / "broken.log", environment={}, ready=lambda: False
-    )
+    child = SupervisedProcess("broken", [sys.executable, "-c", "raise SystemExit(3)"], log_path=tmp_path / "broken.log", environment={}, ready=lambda: False)
     with pytest.raises(ChildFailedError, match="exited with code 3"):
         child.start()

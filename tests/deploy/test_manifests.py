@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 from django.urls import resolve
@@ -101,7 +102,11 @@ def test_compose_brokers_have_their_own_ids_volumes_and_addresses(compose_file: 
     services = compose_file["services"]
     brokers = {name: process for name, process in compose_processes.items() if process.kind == "broker"}
     assert len({process.broker.node_id for process in brokers.values()}) == 3
-    controllers = sorted(f"{name}:{option_value(process.arguments, '--listen').rpartition(':')[2]}" for name, process in compose_processes.items() if process.kind == "controller")
+    controllers = sorted(
+        f"{name}:{option_value(process.arguments, '--listen').rpartition(':')[2]}"
+        for name, process in compose_processes.items()
+        if process.kind == "controller"
+    )
     addresses = []
     volumes = set()
     for name, process in brokers.items():
@@ -193,7 +198,9 @@ FIELD_SAMPLES = {"metadata.namespace": NAMESPACE, "status.podIP": POD_IP}
 
 def _expand(text: str, environment: Mapping[str, str]) -> str:
     """Kubernetes' $(NAME) expansion: known names replaced, $$ kept as one $."""
-    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda match: "$" if match.group(0) == "$$" else environment.get(match.group(1), match.group(0)), text)
+    return re.sub(
+        r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda match: "$" if match.group(0) == "$$" else environment.get(match.group(1), match.group(0)), text
+    )
 
 
 def pod_name_of(workload: Mapping[str, Any]) -> str:
@@ -307,7 +314,9 @@ def test_kubernetes_brokers_get_stable_ids_addresses_and_volumes(kubernetes_proc
     assert config["security.required"] is True and config.internal_token == "sample-weir_internal_token"
     assert pod_spec(statefulset)["terminationGracePeriodSeconds"] > config["controlled.shutdown.timeout.ms"] / 1000
     bootstrap = kubernetes_objects("ConfigMap")["weir-control-plane"]["data"]["WEIR_BOOTSTRAP_SERVERS"].split(",")
-    assert bootstrap == [f"{statefulset['metadata']['name']}-{ordinal}.{service['metadata']['name']}.{NAMESPACE}.svc.cluster.local:{config.listen.port}" for ordinal in range(3)]
+    assert bootstrap == [
+        f"{statefulset['metadata']['name']}-{ordinal}.{service['metadata']['name']}.{NAMESPACE}.svc.cluster.local:{config.listen.port}" for ordinal in range(3)
+    ]
 
 
 def _metrics_port(process: Process, environment: Mapping[str, str]) -> int | None:
@@ -358,7 +367,9 @@ def test_kubernetes_probes_and_prometheus_annotations_match_what_each_process_se
 def test_kubernetes_services_select_pods_that_serve_their_ports() -> None:
     for name, service in kubernetes_objects("Service").items():
         selector = service["spec"]["selector"].items()
-        matching = [workload for workload in workloads() if workload["kind"] != "CronJob" and selector <= workload["spec"]["template"]["metadata"]["labels"].items()]
+        matching = [
+            workload for workload in workloads() if workload["kind"] != "CronJob" and selector <= workload["spec"]["template"]["metadata"]["labels"].items()
+        ]
         assert len(matching) == 1, f"Service {name} selects {len(matching)} workloads"
         ports = {port["name"] for container in pod_spec(matching[0])["containers"] for port in container.get("ports", [])}
         for port in service["spec"]["ports"]:
@@ -366,12 +377,12 @@ def test_kubernetes_services_select_pods_that_serve_their_ports() -> None:
 
 
 def test_kubernetes_keeps_secrets_in_the_secret_and_the_rest_in_config_maps(kubernetes_processes: list) -> None:
-    assert SECRET_KEYS == {"DATABASE_URL", "DJANGO_SECRET_KEY", "WEIR_INTERNAL_TOKEN"}
+    assert {"DATABASE_URL", "DJANGO_SECRET_KEY", "WEIR_INTERNAL_TOKEN"} == SECRET_KEYS
     for name, config_map in kubernetes_objects("ConfigMap").items():
         assert not SECRET_KEYS & set(config_map["data"]), f"ConfigMap {name} holds a secret"
-    for workload, container, process, environment in kubernetes_processes:
+    for workload, _container, process, environment in kubernetes_processes:
         if process.kind in (*CONTROL_PLANE_KINDS, "migrate", "backup"):
-            assert SECRET_KEYS <= set(environment) and celery_settings(environment) == ("weir", "false"), workload["metadata"]["name"]
+            assert set(environment) >= SECRET_KEYS and celery_settings(environment) == ("weir", "false"), workload["metadata"]["name"]
     assert not kubernetes_objects("Secret"), "the Secret is made with kubectl (deploy/README.md), never committed"
 
 
@@ -380,7 +391,7 @@ def test_kubernetes_sets_only_variables_the_code_reads(kubernetes_processes: lis
     referenced: set[str] = set()
     for config_map in kubernetes_objects("ConfigMap").values():
         names |= set(config_map["data"])
-    for workload, container, _, _ in kubernetes_processes:
+    for _workload, container, _, _ in kubernetes_processes:
         for entry in container.get("env", []):
             names.add(entry["name"])
             referenced |= references(entry.get("value", ""))
@@ -476,7 +487,9 @@ def test_dockerfile_copies_every_package_the_manifests_run_and_runs_unprivileged
     environment = " ".join(arguments for word, arguments in instructions if word == "ENV")
     for variable in ("WEIR_DATA_DIR", "WEIR_PIPELINE_DIR"):
         path = re.search(rf"{variable}=(\S+)", environment).group(1)
-        assert any(word == "RUN" and "chown weir:weir" in arguments and path in arguments for word, arguments in instructions), f"{path} must belong to the weir user"
+        assert any(word == "RUN" and "chown weir:weir" in arguments and path in arguments for word, arguments in instructions), (
+            f"{path} must belong to the weir user"
+        )
 
 
 # ---------------------------------------------------------------------------------- documentation

@@ -7,9 +7,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -88,7 +88,13 @@ def test_restart_that_fails_to_become_ready_is_retried_with_a_longer_delay(tmp_p
     script = f"open({str(attempts)!r}, 'a').write('x\\n'); raise SystemExit(5)"
     lines: list[str] = []
     child = SupervisedProcess(
-        "doomed", [sys.executable, "-c", script], log_path=tmp_path / "doomed.log", environment={}, ready=lambda: False, restart_delay=0.1, announce=lines.append
+        "doomed",
+        [sys.executable, "-c", script],
+        log_path=tmp_path / "doomed.log",
+        environment={},
+        ready=lambda: False,
+        restart_delay=0.1,
+        announce=lines.append,
     )
     with pytest.raises(ChildFailedError, match="exited with code 5 while starting"):
         child.start()
@@ -104,7 +110,9 @@ def test_restart_that_fails_to_become_ready_is_retried_with_a_longer_delay(tmp_p
     assert child.restarts == 0
 
 
-@pytest.mark.parametrize(("code", "described"), [(0, "exited with code 0"), (3, "exited with code 3"), (-9, "was killed by SIGKILL"), (-15, "was killed by SIGTERM")])
+@pytest.mark.parametrize(
+    ("code", "described"), [(0, "exited with code 0"), (3, "exited with code 3"), (-9, "was killed by SIGKILL"), (-15, "was killed by SIGTERM")]
+)
 def test_exit_is_described_as_a_code_or_a_signal(code: int, described: str) -> None:
     assert exit_description(code) == described
 

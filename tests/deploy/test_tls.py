@@ -7,10 +7,9 @@ import os
 import shutil
 import ssl
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-import grpc
 import pytest
 
 from broker_nodes.config import load_broker_config
@@ -133,9 +132,11 @@ def test_web_process_answers_https_and_refuses_plain_http(tmp_path: Path, certif
                 assert response.status == 200
                 assert response.read() == b'{"status": "ok"}'
 
-        with pytest.raises((http.client.HTTPException, OSError)):
-            with urllib.request.urlopen(f"http://{settings.host}:{settings.http_port}/healthz", timeout=5) as response:
-                response.read()
+        with (
+            pytest.raises((http.client.HTTPException, OSError)),
+            urllib.request.urlopen(f"http://{settings.host}:{settings.http_port}/healthz", timeout=5) as response,
+        ):
+            response.read()
     finally:
         web.stop()
 
@@ -176,9 +177,11 @@ def test_provisioning_client_in_plaintext_cannot_reach_a_tls_broker(tls_broker: 
     from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerUnreachableError
 
     settings.WEIR_BROKER_TLS_CA = None
-    with BrokerAdminClient(BrokerAddress(1, f"127.0.0.1:{tls_broker}"), token=INTERNAL_TOKEN, timeout_seconds=2) as client:
-        with pytest.raises(BrokerUnreachableError):
-            client.describe_state()
+    with (
+        BrokerAdminClient(BrokerAddress(1, f"127.0.0.1:{tls_broker}"), token=INTERNAL_TOKEN, timeout_seconds=2) as client,
+        pytest.raises(BrokerUnreachableError),
+    ):
+        client.describe_state()
 
 
 def test_dashboard_sdk_configuration_reaches_a_tls_broker(tls_broker: int, certificates: TlsFiles, settings) -> None:

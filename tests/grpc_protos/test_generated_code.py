@@ -13,12 +13,7 @@ def test_generated_code_matches_proto_files(tmp_path: Path) -> None:
     fresh = sorted(path.name for path in fresh_dir.iterdir() if path.suffix in (".py", ".pyi"))
     assert fresh, "protoc generated nothing"
     assert len(fresh) == 3 * len(proto_files())
-    stale = [
-        name
-        for name in fresh
-        if not (PROTO_PACKAGE_DIR / name).exists()
-        or (PROTO_PACKAGE_DIR / name).read_bytes() != (fresh_dir / name).read_bytes()
-    ]
+    stale = [name for name in fresh if not (PROTO_PACKAGE_DIR / name).exists() or (PROTO_PACKAGE_DIR / name).read_bytes() != (fresh_dir / name).read_bytes()]
     assert not stale, f"generated code is stale, run `make protos`: {stale}"
 
 

@@ -93,15 +93,24 @@ class SourceCluster:
     def internal_options(self, **options: str) -> dict[str, str]:
         return {"bootstrap.servers": self.bootstrap, "weir.internal.token": INTERNAL_TOKEN, **options}
 
-    def produce(self, topic_name: str, records: list[tuple[int, bytes | None, bytes, int, list[tuple[str, bytes]] | None]], *, tenant: str | None = TENANT_A) -> None:
+    def produce(
+        self, topic_name: str, records: list[tuple[int, bytes | None, bytes, int, list[tuple[str, bytes]] | None]], *, tenant: str | None = TENANT_A
+    ) -> None:
         """Produce ``(partition, key, value, timestamp_ms, headers)`` records as ``tenant`` (None: internal)."""
         credential = {"weir.tenant.token": tenant_token(tenant)} if tenant is not None else {"weir.internal.token": INTERNAL_TOKEN}
         config = {"bootstrap.servers": self.bootstrap, "linger.ms": 0, **credential}
         producer = Producer(config)
         failures: list[object] = []
         for partition, key, value, timestamp_ms, headers in records:
-            producer.produce(topic_name, value=value, key=key, partition=partition, timestamp=timestamp_ms, headers=headers,
-                             on_delivery=lambda error, _message: failures.append(error) if error else None)
+            producer.produce(
+                topic_name,
+                value=value,
+                key=key,
+                partition=partition,
+                timestamp=timestamp_ms,
+                headers=headers,
+                on_delivery=lambda error, _message: failures.append(error) if error else None,
+            )
         remaining = producer.flush(15)
         assert remaining == 0 and not failures, f"produce to {topic_name} failed: {failures} ({remaining} undelivered)"
 

@@ -37,7 +37,9 @@ def produce(broker: BrokerProcess, tenant: str, topic_name: str, partition: int,
     producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 0, "weir.tenant.token": tenant_token(tenant)})
     failures: list[object] = []
     for timestamp in timestamps:
-        producer.produce(topic_name, value=b"v", partition=partition, timestamp=timestamp, on_delivery=lambda error, _: failures.append(error) if error else None)
+        producer.produce(
+            topic_name, value=b"v", partition=partition, timestamp=timestamp, on_delivery=lambda error, _: failures.append(error) if error else None
+        )
     assert producer.flush(15) == 0 and not failures, failures
 
 
@@ -45,7 +47,9 @@ def test_a_bad_batch_leaves_its_offsets_out_and_every_other_partition_and_tenant
     broker = BrokerProcess(tmp_path / "data", configs={"security.required": "true"}, env={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}).start()
     try:
         request = admin_pb2.ApplyPartitionsRequest(
-            version=1, cluster_id="weir-lag-bad-batch", brokers=brokers((1, broker.port)),
+            version=1,
+            cluster_id="weir-lag-bad-batch",
+            brokers=brokers((1, broker.port)),
             topics=[topic(TENANT_A, "events", partitions=2), topic(TENANT_B, "other")],
         )
         apply_topics(broker, request)

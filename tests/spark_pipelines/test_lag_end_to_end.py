@@ -75,7 +75,15 @@ def consume_and_commit(cluster: RealCluster, access: TenantAccess, offsets: dict
 
 def current(tenant_id: str) -> tuple[dict[tuple[int, str], tuple], GroupLag]:
     partitions = {
-        (row.partition, row.topic): (row.committed_offset, row.end_offset, row.log_start_offset, row.offset_lag, row.status, row.time_lag_seconds, row.retention_risk)
+        (row.partition, row.topic): (
+            row.committed_offset,
+            row.end_offset,
+            row.log_start_offset,
+            row.offset_lag,
+            row.status,
+            row.time_lag_seconds,
+            row.retention_risk,
+        )
         for row in PartitionLag.objects.filter(tenant__public_id=tenant_id, group=GROUP)
     }
     return partitions, GroupLag.objects.get(tenant__public_id=tenant_id, group=GROUP)
@@ -100,8 +108,12 @@ def test_lag_job_reports_each_tenants_commits_against_real_brokers(cluster: Real
     consume_and_commit(cluster, beta, {0: FIRST_COMMITS[("beta", 0)]})
 
     settings = PipelineSettings(
-        bootstrap_servers=cluster.bootstrap_servers(), internal_token=cluster.internal_token, tls_ca=None,
-        data_dir=tmp_path / "data", output_dir=tmp_path / "pipelines", spark_master="local[2]",
+        bootstrap_servers=cluster.bootstrap_servers(),
+        internal_token=cluster.internal_token,
+        tls_ca=None,
+        data_dir=tmp_path / "data",
+        output_dir=tmp_path / "pipelines",
+        spark_master="local[2]",
     )
     options = LagOptions(broker_timeout_seconds=20.0)
     first_now_ms = int(time.time() * 1000)
@@ -116,7 +128,14 @@ def test_lag_job_reports_each_tenants_commits_against_real_brokers(cluster: Real
         (1, TOPIC): (6, 6, 0, 0, "OK", 0.0, False),
     }
     assert beta_partitions == {(0, TOPIC): (3, 8, 0, 5, "STOP", time_lag(first_now_ms, base_ms, 3), False)}
-    assert (alpha_group.status, alpha_group.max_lag, alpha_group.total_lag, alpha_group.partition_count, alpha_group.worst_partition, alpha_group.worst_status) == ("ERROR", 6, 6, 2, 0, "STOP")
+    assert (
+        alpha_group.status,
+        alpha_group.max_lag,
+        alpha_group.total_lag,
+        alpha_group.partition_count,
+        alpha_group.worst_partition,
+        alpha_group.worst_status,
+    ) == ("ERROR", 6, 6, 2, 0, "STOP")
     assert (beta_group.status, beta_group.max_lag, beta_group.total_lag, beta_group.partition_count) == ("ERROR", 5, 5, 1)
     assert alpha_group.max_time_lag_seconds == time_lag(first_now_ms, base_ms, 4)
 
@@ -136,6 +155,7 @@ def test_lag_job_reports_each_tenants_commits_against_real_brokers(cluster: Real
 
     stored = spark.read.parquet(str(tmp_path / "pipelines" / "lag"))
     assert stored.count() == 6  # 3 partition rows per evaluation
-    assert {(row["tenant_id"], row["partition"], row["offset_lag"]) for row in stored.where(stored.evaluated_at == stored.agg({"evaluated_at": "max"}).first()[0]).collect()} == {
-        (alpha.tenant_id, 0, 3), (alpha.tenant_id, 1, 0), (beta.tenant_id, 0, 5)
-    }
+    assert {
+        (row["tenant_id"], row["partition"], row["offset_lag"])
+        for row in stored.where(stored.evaluated_at == stored.agg({"evaluated_at": "max"}).first()[0]).collect()
+    } == {(alpha.tenant_id, 0, 3), (alpha.tenant_id, 1, 0), (beta.tenant_id, 0, 5)}

@@ -10,12 +10,42 @@ from spark_pipelines.lag_state import InvalidLagStateError, LagState
 from webapp.metering import writer
 
 WINDOW_ROWS = [
-    {"tenant_id": "tn-a1", "group": "billing", "topic": "orders", "partition": 1, "slot": 1, "committed_offset": 30, "commit_timestamp_ms": 2_000,
-     "commit_order": 11, "lag_at_commit": None, "last_commit_ms": 2_500},
-    {"tenant_id": "tn-a1", "group": "billing", "topic": "orders", "partition": 1, "slot": 0, "committed_offset": 20, "commit_timestamp_ms": 1_000,
-     "commit_order": 10, "lag_at_commit": 7, "last_commit_ms": 2_500},
-    {"tenant_id": "tn-b2", "group": "billing", "topic": "orders", "partition": 0, "slot": 0, "committed_offset": 3, "commit_timestamp_ms": 1_500,
-     "commit_order": 4, "lag_at_commit": 5, "last_commit_ms": 1_500},
+    {
+        "tenant_id": "tn-a1",
+        "group": "billing",
+        "topic": "orders",
+        "partition": 1,
+        "slot": 1,
+        "committed_offset": 30,
+        "commit_timestamp_ms": 2_000,
+        "commit_order": 11,
+        "lag_at_commit": None,
+        "last_commit_ms": 2_500,
+    },
+    {
+        "tenant_id": "tn-a1",
+        "group": "billing",
+        "topic": "orders",
+        "partition": 1,
+        "slot": 0,
+        "committed_offset": 20,
+        "commit_timestamp_ms": 1_000,
+        "commit_order": 10,
+        "lag_at_commit": 7,
+        "last_commit_ms": 2_500,
+    },
+    {
+        "tenant_id": "tn-b2",
+        "group": "billing",
+        "topic": "orders",
+        "partition": 0,
+        "slot": 0,
+        "committed_offset": 3,
+        "commit_timestamp_ms": 1_500,
+        "commit_order": 4,
+        "lag_at_commit": 5,
+        "last_commit_ms": 1_500,
+    },
 ]
 END_OFFSET_ROWS = [
     {"tenant_id": "tn-a1", "topic": "orders", "partition": 1, "observed_at_ms": 60_000, "end_offset": 37},
@@ -30,7 +60,14 @@ def test_state_document_round_trips_windows_history_and_cursor() -> None:
         "version": 1,
         "offsets": OFFSETS,
         "windows": [
-            {"tenant_id": "tn-a1", "group": "billing", "topic": "orders", "partition": 1, "last_commit_ms": 2_500, "commits": [[20, 1_000, 10, 7], [30, 2_000, 11, None]]},
+            {
+                "tenant_id": "tn-a1",
+                "group": "billing",
+                "topic": "orders",
+                "partition": 1,
+                "last_commit_ms": 2_500,
+                "commits": [[20, 1_000, 10, 7], [30, 2_000, 11, None]],
+            },
             {"tenant_id": "tn-b2", "group": "billing", "topic": "orders", "partition": 0, "last_commit_ms": 1_500, "commits": [[3, 1_500, 4, 5]]},
         ],
         "end_offsets": [{"tenant_id": "tn-a1", "topic": "orders", "partition": 1, "observed": [[0, 27], [60_000, 37]]}],
@@ -58,7 +95,10 @@ def test_first_run_starts_empty() -> None:
     [
         ({"version": 2}, "expected version 1"),
         ({"version": 1, "windows": {}}, "'windows' must be a list"),
-        ({"version": 1, "windows": [{"tenant_id": "tn-a1", "group": "g", "topic": "t", "partition": 0, "last_commit_ms": 1, "commits": [[1, 2, 3]]}]}, "is not [offset"),
+        (
+            {"version": 1, "windows": [{"tenant_id": "tn-a1", "group": "g", "topic": "t", "partition": 0, "last_commit_ms": 1, "commits": [[1, 2, 3]]}]},
+            "is not [offset",
+        ),
         ({"version": 1, "windows": [{"tenant_id": "", "group": "g", "topic": "t", "partition": 0, "last_commit_ms": 1, "commits": []}]}, "lacks a non-empty"),
         ({"version": 1, "end_offsets": [{"tenant_id": "tn-a1", "topic": "t", "partition": "0", "observed": []}]}, "a partition number must be an integer"),
         ({"version": 1, "offsets": {"__consumer_offsets": {"0": -1}}}, "offsets >= 0"),

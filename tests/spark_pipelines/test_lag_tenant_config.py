@@ -24,7 +24,10 @@ def test_a_long_timeout_gets_a_token_that_outlives_it_within_the_longest_lifetim
     grant = tenant_tokens.verify(tenant_tokens.derive_key(INTERNAL_TOKEN), config["weir.tenant.token"], now_ms=NOW_MS)
     assert grant.expires_ms == NOW_MS + 1_200_000
     capped = tenant_config({"bootstrap.servers": "b:1", "weir.internal.token": INTERNAL_TOKEN}, "tn-a", 7200.0, now_ms=NOW_MS)
-    assert tenant_tokens.verify(tenant_tokens.derive_key(INTERNAL_TOKEN), capped["weir.tenant.token"], now_ms=NOW_MS).expires_ms == NOW_MS + tenant_tokens.MAX_LIFETIME_MS
+    assert (
+        tenant_tokens.verify(tenant_tokens.derive_key(INTERNAL_TOKEN), capped["weir.tenant.token"], now_ms=NOW_MS).expires_ms
+        == NOW_MS + tenant_tokens.MAX_LIFETIME_MS
+    )
 
 
 def test_without_an_internal_token_or_a_tenant_nothing_is_minted() -> None:

@@ -31,8 +31,18 @@ def window_rows(group: str, topic: str, entries: list[tuple[int, int, int | None
     """Window slots from (offset, timestamp_ms, lag_at_commit), oldest first."""
     last = max(timestamp for _, timestamp, _ in entries)
     return [
-        Row(tenant_id=TENANT, group=group, topic=topic, partition=partition, slot=slot, committed_offset=offset, commit_timestamp_ms=timestamp,
-            commit_order=100 + slot, lag_at_commit=lag_value, last_commit_ms=last)
+        Row(
+            tenant_id=TENANT,
+            group=group,
+            topic=topic,
+            partition=partition,
+            slot=slot,
+            committed_offset=offset,
+            commit_timestamp_ms=timestamp,
+            commit_order=100 + slot,
+            lag_at_commit=lag_value,
+            last_commit_ms=last,
+        )
         for slot, (offset, timestamp, lag_value) in enumerate(entries)
     ]
 
@@ -54,7 +64,9 @@ def offsets_row(topic: str, end: int | None, log_start: int | None = 0, partitio
 
 
 def end_offset_rows(topic: str, ends: list[int], partition: int = 0) -> list[Row]:
-    return [Row(tenant_id=TENANT, topic=topic, partition=partition, observed_at_ms=NOW_MS - index * 60 * SECOND, end_offset=end) for index, end in enumerate(ends)]
+    return [
+        Row(tenant_id=TENANT, topic=topic, partition=partition, observed_at_ms=NOW_MS - index * 60 * SECOND, end_offset=end) for index, end in enumerate(ends)
+    ]
 
 
 def by_group(rows: list[Row]) -> dict[str, dict]:
@@ -148,14 +160,36 @@ def test_update_windows_keeps_the_newest_commits_merges_and_forgets_on_tombstone
     commits = [
         # group g: 11 more commits 10 s apart (the oldest fall out of a window of 10), one 1 s after the last (merged),
         # and a re-read of order 100, already stored
-        *[Row(tenant_id=TENANT, group="g", topic="orders", partition=0, committed_offset=20 + index, commit_timestamp_ms=11_000 + index * 10_000,
-              commit_order=200 + index, lag_at_commit=7) for index in range(11)],
+        *[
+            Row(
+                tenant_id=TENANT,
+                group="g",
+                topic="orders",
+                partition=0,
+                committed_offset=20 + index,
+                commit_timestamp_ms=11_000 + index * 10_000,
+                commit_order=200 + index,
+                lag_at_commit=7,
+            )
+            for index in range(11)
+        ],
         Row(tenant_id=TENANT, group="g", topic="orders", partition=0, committed_offset=99, commit_timestamp_ms=112_000, commit_order=300, lag_at_commit=2),
         Row(tenant_id=TENANT, group="g", topic="orders", partition=0, committed_offset=1, commit_timestamp_ms=500, commit_order=100, lag_at_commit=2),
         # group deleted: a commit then a tombstone; group reborn: a tombstone then a commit
         Row(tenant_id=TENANT, group="deleted", topic="orders", partition=0, committed_offset=3, commit_timestamp_ms=5_000, commit_order=400, lag_at_commit=1),
-        Row(tenant_id=TENANT, group="deleted", topic="orders", partition=0, committed_offset=None, commit_timestamp_ms=None, commit_order=401, lag_at_commit=None),
-        Row(tenant_id=TENANT, group="reborn", topic="orders", partition=0, committed_offset=None, commit_timestamp_ms=None, commit_order=500, lag_at_commit=None),
+        Row(
+            tenant_id=TENANT,
+            group="deleted",
+            topic="orders",
+            partition=0,
+            committed_offset=None,
+            commit_timestamp_ms=None,
+            commit_order=401,
+            lag_at_commit=None,
+        ),
+        Row(
+            tenant_id=TENANT, group="reborn", topic="orders", partition=0, committed_offset=None, commit_timestamp_ms=None, commit_order=500, lag_at_commit=None
+        ),
         Row(tenant_id=TENANT, group="reborn", topic="orders", partition=0, committed_offset=8, commit_timestamp_ms=6_000, commit_order=501, lag_at_commit=None),
     ]
     updated = lag.update_windows(
@@ -163,7 +197,9 @@ def test_update_windows_keeps_the_newest_commits_merges_and_forgets_on_tombstone
     )
     slots: dict[str, list[tuple]] = {}
     for row in sorted(updated.collect(), key=lambda row: (row["group"], row["slot"])):
-        slots.setdefault(row["group"], []).append((row["committed_offset"], row["commit_timestamp_ms"], row["commit_order"], row["lag_at_commit"], row["last_commit_ms"]))
+        slots.setdefault(row["group"], []).append(
+            (row["committed_offset"], row["commit_timestamp_ms"], row["commit_order"], row["lag_at_commit"], row["last_commit_ms"])
+        )
     assert set(slots) == {"g", "quiet", "reborn"}
     assert slots["quiet"] == [(5, 1_000, 100, 1, 1_000)]  # no new commit: unchanged
     assert slots["reborn"] == [(8, 6_000, 501, None, 6_000)]
@@ -177,7 +213,8 @@ def test_update_windows_keeps_the_newest_commits_merges_and_forgets_on_tombstone
 
 def test_forget_partitions_drops_the_windows_of_deleted_topics_only(spark) -> None:
     windows = spark.createDataFrame(
-        window_rows("g", "gone", [(1, 1_000, 0)]) + window_rows("g", "kept", [(2, 1_000, 0)]) + window_rows("g", "gone", [(3, 1_000, 0)], partition=1), lag.WINDOW_SCHEMA
+        window_rows("g", "gone", [(1, 1_000, 0)]) + window_rows("g", "kept", [(2, 1_000, 0)]) + window_rows("g", "gone", [(3, 1_000, 0)], partition=1),
+        lag.WINDOW_SCHEMA,
     )
     deleted = spark.createDataFrame([(TENANT, "gone", 0), ("tn-other", "kept", 0)], "tenant_id STRING, topic STRING, partition INT")
     assert sorted((row["topic"], row["partition"]) for row in lag.forget_partitions(windows, deleted).collect()) == [("gone", 1), ("kept", 0)]
@@ -202,13 +239,34 @@ def test_decode_offset_records_tells_commits_tombstones_group_records_and_garbag
     frame = spark.createDataFrame(records, "key binary, value binary, partition int, offset long")
     decoded = {row["source_offset"]: row.asDict() for row in lag.decode_offset_records(frame).collect()}
     assert {offset: row["kind"] for offset, row in decoded.items()} == {
-        10: lag.KIND_COMMIT, 11: lag.KIND_TOMBSTONE, 12: lag.KIND_GROUP_RECORD, 13: lag.KIND_GROUP_RECORD, 14: lag.KIND_UNDECODABLE, 15: lag.KIND_COMMIT
+        10: lag.KIND_COMMIT,
+        11: lag.KIND_TOMBSTONE,
+        12: lag.KIND_GROUP_RECORD,
+        13: lag.KIND_GROUP_RECORD,
+        14: lag.KIND_UNDECODABLE,
+        15: lag.KIND_COMMIT,
     }
     assert "past the end" in decoded[14]["problem"]
     events = sorted(lag.commit_events(lag.decode_offset_records(frame)).collect(), key=lambda row: row["commit_order"])
     assert [row.asDict() for row in events] == [
-        {"tenant_id": "tn-a1", "group": "billing", "topic": "orders", "partition": 2, "committed_offset": 42, "commit_timestamp_ms": 1_700_000_000_000, "commit_order": 10},
-        {"tenant_id": "tn-a1", "group": "billing", "topic": "orders", "partition": 3, "committed_offset": None, "commit_timestamp_ms": None, "commit_order": 11},
+        {
+            "tenant_id": "tn-a1",
+            "group": "billing",
+            "topic": "orders",
+            "partition": 2,
+            "committed_offset": 42,
+            "commit_timestamp_ms": 1_700_000_000_000,
+            "commit_order": 10,
+        },
+        {
+            "tenant_id": "tn-a1",
+            "group": "billing",
+            "topic": "orders",
+            "partition": 3,
+            "committed_offset": None,
+            "commit_timestamp_ms": None,
+            "commit_order": 11,
+        },
     ]
 
 
@@ -217,7 +275,9 @@ def test_decode_offset_records_tells_commits_tombstones_group_records_and_garbag
 
 def test_append_end_offsets_keeps_the_newest_observations_per_partition(spark) -> None:
     history = spark.createDataFrame(end_offset_rows("orders", [50, 40, 30]) + end_offset_rows("other", [7]), lag.END_OFFSET_SCHEMA)
-    observed = spark.createDataFrame([Row(tenant_id=TENANT, topic="orders", partition=0, observed_at_ms=NOW_MS + 60 * SECOND, end_offset=60)], lag.END_OFFSET_SCHEMA)
+    observed = spark.createDataFrame(
+        [Row(tenant_id=TENANT, topic="orders", partition=0, observed_at_ms=NOW_MS + 60 * SECOND, end_offset=60)], lag.END_OFFSET_SCHEMA
+    )
     kept = lag.append_end_offsets(history, observed, window_size=3).collect()
     assert sorted((row["topic"], row["end_offset"]) for row in kept) == [("orders", 40), ("orders", 50), ("orders", 60), ("other", 7)]
 
@@ -246,37 +306,55 @@ def test_lag_at_commit_interpolates_the_end_offset_at_the_commit_time(spark) -> 
 
 
 def partition_row(group: str, committed: int, end: int, log_start: int, offset_lag: int, status: str = OK, topic: str = "orders", partition: int = 0) -> Row:
-    return Row(tenant_id=TENANT, group=group, topic=topic, partition=partition, committed_offset=committed, end_offset=end, log_start_offset=log_start,
-               offset_lag=offset_lag, status=status, last_commit_ms=NOW_MS, next_offset=max(committed, log_start))
+    return Row(
+        tenant_id=TENANT,
+        group=group,
+        topic=topic,
+        partition=partition,
+        committed_offset=committed,
+        end_offset=end,
+        log_start_offset=log_start,
+        offset_lag=offset_lag,
+        status=status,
+        last_commit_ms=NOW_MS,
+        next_offset=max(committed, log_start),
+    )
 
 
 def test_time_lag_is_the_age_of_the_next_unconsumed_record(spark) -> None:
-    partitions = spark.createDataFrame([
-        partition_row("lagging", 10, 50, 0, 40),
-        partition_row("other-group-same-offset", 10, 50, 0, 40),
-        partition_row("behind-log-start", 3, 50, 20, 47, partition=1),
-        partition_row("caught-up", 50, 50, 0, 0),
-        partition_row("no-end-offset", 10, -1, -1, -1, partition=2),
-        partition_row("not-fetched", 30, 50, 0, 20, partition=3),
-    ])
+    partitions = spark.createDataFrame(
+        [
+            partition_row("lagging", 10, 50, 0, 40),
+            partition_row("other-group-same-offset", 10, 50, 0, 40),
+            partition_row("behind-log-start", 3, 50, 20, 47, partition=1),
+            partition_row("caught-up", 50, 50, 0, 0),
+            partition_row("no-end-offset", 10, -1, -1, -1, partition=2),
+            partition_row("not-fetched", 30, 50, 0, 20, partition=3),
+        ]
+    )
     requests = lag.time_lag_requests(partitions, limit=2).collect()
     assert [(row["partition"], row["offset"]) for row in requests] == [(1, 20), (0, 10)]  # largest lag first, shared offset once
-    timestamps = spark.createDataFrame([
-        Row(tenant_id=TENANT, topic="orders", partition=0, offset=10, timestamp_ms=NOW_MS - 30 * SECOND),
-        Row(tenant_id=TENANT, topic="orders", partition=1, offset=20, timestamp_ms=NOW_MS - 2 * SECOND),
-    ], lag.RECORD_TIMESTAMP_SCHEMA)
+    timestamps = spark.createDataFrame(
+        [
+            Row(tenant_id=TENANT, topic="orders", partition=0, offset=10, timestamp_ms=NOW_MS - 30 * SECOND),
+            Row(tenant_id=TENANT, topic="orders", partition=1, offset=20, timestamp_ms=NOW_MS - 2 * SECOND),
+        ],
+        lag.RECORD_TIMESTAMP_SCHEMA,
+    )
     result = {row["group"]: row["time_lag_seconds"] for row in lag.with_time_lag(partitions, timestamps, now_ms=NOW_MS).collect()}
     assert result == {"lagging": 30.0, "other-group-same-offset": 30.0, "behind-log-start": 2.0, "caught-up": 0.0, "no-end-offset": None, "not-fetched": None}
 
 
 def test_retention_risk_flags_lost_records_and_the_oldest_part_of_the_log(spark) -> None:
-    partitions = spark.createDataFrame([
-        partition_row("lost", 5, 1000, 100, 995),  # below the log start: already deleted
-        partition_row("oldest-tenth", 150, 1000, 100, 850),  # 50 < 0.1 * 900
-        partition_row("just-outside", 190, 1000, 100, 810),  # 90 = 0.1 * 900: not below
-        partition_row("at-the-end", 1000, 1000, 1000, 0),  # nothing unread
-        partition_row("unknown", 5, -1, -1, -1),
-    ])
+    partitions = spark.createDataFrame(
+        [
+            partition_row("lost", 5, 1000, 100, 995),  # below the log start: already deleted
+            partition_row("oldest-tenth", 150, 1000, 100, 850),  # 50 < 0.1 * 900
+            partition_row("just-outside", 190, 1000, 100, 810),  # 90 = 0.1 * 900: not below
+            partition_row("at-the-end", 1000, 1000, 1000, 0),  # nothing unread
+            partition_row("unknown", 5, -1, -1, -1),
+        ]
+    )
     result = {row["group"]: row["retention_risk"] for row in lag.with_retention_risk(partitions, 0.1).collect()}
     assert result == {"lost": True, "oldest-tenth": True, "just-outside": False, "at-the-end": False, "unknown": False}
     with pytest.raises(ValueError):
@@ -288,21 +366,41 @@ def test_retention_risk_flags_lost_records_and_the_oldest_part_of_the_log(spark)
 
 def test_group_lag_rolls_up_burrows_group_status_and_the_lag_figures(spark) -> None:
     def row(group: str, partition: int, status: str, offset_lag: int, time_lag: float | None, risk: bool) -> Row:
-        return Row(tenant_id=TENANT, group=group, topic="orders", partition=partition, status=status, offset_lag=offset_lag, time_lag_seconds=time_lag, retention_risk=risk)
+        return Row(
+            tenant_id=TENANT,
+            group=group,
+            topic="orders",
+            partition=partition,
+            status=status,
+            offset_lag=offset_lag,
+            time_lag_seconds=time_lag,
+            retention_risk=risk,
+        )
 
-    partitions = spark.createDataFrame([
-        row("healthy", 0, OK, 0, 0.0, False),
-        row("healthy", 1, OK, 3, 1.5, False),
-        row("slow", 0, WARNING, 5, 4.0, False),
-        row("slow", 1, OK, 9, None, True),
-        row("broken", 0, WARNING, 50, 10.0, False),
-        row("broken", 1, STALL, 7, 3.0, False),
-        row("broken", 2, OK, -1, None, False),
-        row("broken", 3, REWIND, 2, None, False),
-    ])
+    partitions = spark.createDataFrame(
+        [
+            row("healthy", 0, OK, 0, 0.0, False),
+            row("healthy", 1, OK, 3, 1.5, False),
+            row("slow", 0, WARNING, 5, 4.0, False),
+            row("slow", 1, OK, 9, None, True),
+            row("broken", 0, WARNING, 50, 10.0, False),
+            row("broken", 1, STALL, 7, 3.0, False),
+            row("broken", 2, OK, -1, None, False),
+            row("broken", 3, REWIND, 2, None, False),
+        ]
+    )
     groups = {row["group"]: row.asDict() for row in lag.group_lag(partitions).collect()}
     summary = {
-        name: (g["status"], g["max_lag"], g["total_lag"], g["max_time_lag_seconds"], g["partition_count"], g["retention_risk"], g["worst_partition"], g["worst_status"])
+        name: (
+            g["status"],
+            g["max_lag"],
+            g["total_lag"],
+            g["max_time_lag_seconds"],
+            g["partition_count"],
+            g["retention_risk"],
+            g["worst_partition"],
+            g["worst_status"],
+        )
         for name, g in groups.items()
     }
     assert summary == {

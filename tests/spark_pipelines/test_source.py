@@ -76,7 +76,9 @@ def test_resolve_offsets_pins_the_end_of_every_partition(spark: SparkSession, cl
     assert latest == {"orders": {0: 10, 1: 10, 2: 10}}
     assert resolve_offsets(cluster.tenant_options(assign='{"orders": [1]}'), spec="earliest") == {"orders": {1: 0}}
     pinned = {topic: {str(partition): offset - 4 for partition, offset in offsets.items()} for topic, offsets in latest.items()}
-    frame = read(spark, cluster.tenant_options(subscribe="orders", startingOffsets=json.dumps(pinned), endingOffsets=json.dumps({"orders": {"0": 10, "1": 10, "2": 10}})))
+    frame = read(
+        spark, cluster.tenant_options(subscribe="orders", startingOffsets=json.dumps(pinned), endingOffsets=json.dumps({"orders": {"0": 10, "1": 10, "2": 10}}))
+    )
     assert frame.count() == 3 * 4
 
 
@@ -122,7 +124,9 @@ def test_streaming_available_now_reads_everything_once_then_only_new_records(spa
     def run() -> list[list[bytes]]:
         """One availableNow run over the same checkpoint: the values of each micro-batch that had rows."""
         batches: list[list[bytes]] = []
-        stream = spark.readStream.format("weir").options(**cluster.tenant_options(subscribe="stream", startingOffsets="earliest", maxOffsetsPerTrigger="3")).load()
+        stream = (
+            spark.readStream.format("weir").options(**cluster.tenant_options(subscribe="stream", startingOffsets="earliest", maxOffsetsPerTrigger="3")).load()
+        )
         query = (
             stream.writeStream.foreachBatch(lambda frame, _batch_id: batches.append(sorted(row.value for row in frame.collect())))
             .option("checkpointLocation", checkpoint)

@@ -6,7 +6,6 @@ read as null instead of failing the task."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -38,7 +37,9 @@ def options(broker: BrokerProcess, **extra: str) -> dict[str, str]:
 
 
 def test_a_bad_batch_fails_the_read_naming_topic_partition_and_offsets(spark: SparkSession, broker: BrokerProcess) -> None:
-    with pytest.raises(Exception, match=r"DataLossError: weir source: events \[0\]: offset 3 is in a stored batch \(offsets 3\.\.5\) whose records cannot be decoded"):
+    with pytest.raises(
+        Exception, match=r"DataLossError: weir source: events \[0\]: offset 3 is in a stored batch \(offsets 3\.\.5\) whose records cannot be decoded"
+    ):
         spark.read.format("weir").options(**options(broker)).load().collect()
 
 

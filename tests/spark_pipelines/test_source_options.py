@@ -70,7 +70,14 @@ def test_streaming_refuses_an_end_and_assign_must_cover_the_json() -> None:
 
 def test_client_options_become_the_consumer_configuration() -> None:
     options = parse_options(
-        {**BASE, "sasl.username": "KEY", "sasl.password": "secret", "ssl.ca.location": "/etc/ca.pem", "kafka.fetch.wait.max.ms": "100", "kafka.retry.backoff.ms": "50"},
+        {
+            **BASE,
+            "sasl.username": "KEY",
+            "sasl.password": "secret",
+            "ssl.ca.location": "/etc/ca.pem",
+            "kafka.fetch.wait.max.ms": "100",
+            "kafka.retry.backoff.ms": "50",
+        },
         streaming=False,
     )
     assert options.client_config == {
@@ -105,7 +112,10 @@ def test_min_partitions_cuts_large_ranges_in_proportion_and_leaves_small_ones_wh
     # the big one shares the 3 partitions left: round(1000/1000 * 3) = 3 pieces.
     pieces = plan_input_partitions([OffsetRange("big", 0, 0, 1000), OffsetRange("small", 0, 0, 10)], min_partitions=4)
     assert [(piece.topic, piece.from_offset, piece.until_offset) for piece in pieces] == [
-        ("big", 0, 333), ("big", 333, 666), ("big", 666, 1000), ("small", 0, 10),
+        ("big", 0, 333),
+        ("big", 333, 666),
+        ("big", 666, 1000),
+        ("small", 0, 10),
     ]
     unsplit = [OffsetRange("a", 0, 0, 10), OffsetRange("b", 0, 0, 10)]
     assert plan_input_partitions(unsplit, min_partitions=2) == unsplit  # enough already
@@ -138,14 +148,24 @@ def test_settings_come_from_the_environment_with_the_control_planes_defaults(tmp
     (tmp_path / "secrets" / "internal-token").write_text("token-from-file\n")
     settings = PipelineSettings.from_env({"WEIR_DATA_DIR": str(tmp_path)})
     assert settings == PipelineSettings(
-        bootstrap_servers="127.0.0.1:9092", internal_token="token-from-file", tls_ca=None,
-        data_dir=tmp_path.resolve(), output_dir=tmp_path.resolve() / "pipelines", spark_master="local[*]",
+        bootstrap_servers="127.0.0.1:9092",
+        internal_token="token-from-file",
+        tls_ca=None,
+        data_dir=tmp_path.resolve(),
+        output_dir=tmp_path.resolve() / "pipelines",
+        spark_master="local[*]",
     )
     assert internal_source_options(settings) == {"bootstrap.servers": "127.0.0.1:9092", "weir.internal.token": "token-from-file"}
-    custom = PipelineSettings.from_env({
-        "WEIR_DATA_DIR": str(tmp_path), "WEIR_INTERNAL_TOKEN": "from-env", "WEIR_BOOTSTRAP_SERVERS": "b1:9092,b2:9092",
-        "WEIR_BROKER_TLS_CA": "/etc/ca.pem", "WEIR_PIPELINE_DIR": str(tmp_path / "out"), "WEIR_SPARK_MASTER": "spark://m:7077",
-    })
+    custom = PipelineSettings.from_env(
+        {
+            "WEIR_DATA_DIR": str(tmp_path),
+            "WEIR_INTERNAL_TOKEN": "from-env",
+            "WEIR_BOOTSTRAP_SERVERS": "b1:9092,b2:9092",
+            "WEIR_BROKER_TLS_CA": "/etc/ca.pem",
+            "WEIR_PIPELINE_DIR": str(tmp_path / "out"),
+            "WEIR_SPARK_MASTER": "spark://m:7077",
+        }
+    )
     assert (custom.internal_token, custom.output_dir, custom.spark_master) == ("from-env", tmp_path.resolve() / "out", "spark://m:7077")
     assert internal_source_options(custom) == {"bootstrap.servers": "b1:9092,b2:9092", "weir.internal.token": "from-env", "ssl.ca.location": "/etc/ca.pem"}
 

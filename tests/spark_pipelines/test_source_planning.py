@@ -93,7 +93,10 @@ def test_without_fail_on_data_loss_offsets_outside_the_log_are_clamped(cluster: 
 def test_a_partition_list_follows_assign_and_subscribe(cluster: SourceCluster) -> None:
     with OffsetLookup(parse_options(cluster.tenant_options(subscribe="orders"), streaming=False).client_config) as lookup:
         assert lookup.partition_ids("orders") == [0, 1, 2]
-    assert ranges(cluster.tenant_options(assign='{"orders": [2, 0]}', endingOffsets='{"orders": {"2": 7}}')) == [OffsetRange("orders", 0, 0, 10), OffsetRange("orders", 2, 0, 7)]
+    assert ranges(cluster.tenant_options(assign='{"orders": [2, 0]}', endingOffsets='{"orders": {"2": 7}}')) == [
+        OffsetRange("orders", 0, 0, 10),
+        OffsetRange("orders", 2, 0, 7),
+    ]
 
 
 def test_reading_a_range_yields_arrow_batches_of_the_kafka_columns(cluster: SourceCluster) -> None:
@@ -116,7 +119,9 @@ def test_a_range_that_makes_no_progress_fails_with_its_position_after_the_poll_t
 
     # Offsets 10..14 do not exist: the range can never finish.
     config = {**cluster.tenant_options(), "fetch.wait.max.ms": "50"}
-    batches = read_range(OffsetRange("orders", 2, 8, 15), config, to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"), fail_on_data_loss=True, poll_timeout_seconds=2, clock=clock)
+    batches = read_range(
+        OffsetRange("orders", 2, 8, 15), config, to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"), fail_on_data_loss=True, poll_timeout_seconds=2, clock=clock
+    )
     with pytest.raises(ReadTimeoutError, match=r"orders \[2\]: no record arrived for 2 s at offset 10 while reading up to offset 15"):
         list(batches)  # offsets 8 and 9 were read: the position is 10
 

@@ -77,7 +77,9 @@ def produce(cluster: RealCluster, access: TenantAccess, topic: str, partitions: 
     for partition in range(partitions):
         for index in range(count):
             value = f"{phase}-{partition}-{index}-".encode().ljust(value_bytes, b"x")
-            producer.produce(topic, value=value, partition=partition, on_delivery=lambda error, _message: failures.append(error) if error else delivered.append(1))
+            producer.produce(
+                topic, value=value, partition=partition, on_delivery=lambda error, _message: failures.append(error) if error else delivered.append(1)
+            )
     assert producer.flush(30) == 0 and not failures, f"produce to {topic} failed: {failures[:3]}"
     producer.close(5)
     return len(delivered)
@@ -133,10 +135,7 @@ def peak_storage(reader: UsageReader, partitions: dict[Key, int]) -> dict[Key, i
     for row in reader.partition_rows():
         if row.tenant_id:
             by_window.setdefault((row.tenant_id, row.topic), {}).setdefault(row.window_start_ms, []).append(row.log_size_bytes)
-    return {
-        key: max((sum(sizes) for sizes in windows.values() if len(sizes) == partitions[key]), default=0)
-        for key, windows in by_window.items()
-    }
+    return {key: max((sum(sizes) for sizes in windows.values() if len(sizes) == partitions[key]), default=0) for key, windows in by_window.items()}
 
 
 def database_totals(granularity: str) -> dict[Key, tuple[int, int, int, int]]:
@@ -176,7 +175,9 @@ def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_an
     stored_bytes: dict[Key, int] = {}
     for (name, topic), partitions in TOPICS.items():
         key = (ids[name], topic)
-        batches = [batch for partition in range(partitions) for batch in ((partition, *entry) for entry in stored_batches(cluster, ids[name], topic, partition))]
+        batches = [
+            batch for partition in range(partitions) for batch in ((partition, *entry) for entry in stored_batches(cluster, ids[name], topic, partition))
+        ]
         assert sum(records for _, _, _, records in batches) == produced[key], f"{key}: the leaders store what was acknowledged"
         read_batches = [(size, records) for partition, base, size, records in batches if base < first_phase_ends[key][partition]]
         assert sum(records for _, records in read_batches) == consumed[key], f"{key}: phase 1 ends on a batch boundary"
@@ -187,14 +188,20 @@ def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_an
     reader = UsageReader(cluster.bootstrap_servers(), cluster.internal_token)
     try:
         reader.read_until(
-            lambda r: usage_in_topic(r) == expected and peak_storage(r, partitions_of) == stored_bytes, USAGE_SECONDS, f"the traffic {expected} and storage {stored_bytes} in __usage"
+            lambda r: usage_in_topic(r) == expected and peak_storage(r, partitions_of) == stored_bytes,
+            USAGE_SECONDS,
+            f"the traffic {expected} and storage {stored_bytes} in __usage",
         )
     finally:
         reader.close()
 
     settings = PipelineSettings(
-        bootstrap_servers=cluster.bootstrap_servers(), internal_token=cluster.internal_token, tls_ca=None,
-        data_dir=tmp_path / "data", output_dir=tmp_path / "pipelines", spark_master="local[2]",
+        bootstrap_servers=cluster.bootstrap_servers(),
+        internal_token=cluster.internal_token,
+        tls_ca=None,
+        data_dir=tmp_path / "data",
+        output_dir=tmp_path / "pipelines",
+        spark_master="local[2]",
     )
     result = usage_job.run(spark, settings)
 
@@ -210,7 +217,9 @@ def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_an
     for row in daily:
         if row["tenant_id"]:
             before = parquet_totals.get((row["tenant_id"], row["topic"]), (0, 0, 0, 0))
-            parquet_totals[(row["tenant_id"], row["topic"])] = tuple(a + b for a, b in zip(before, (row["bytes_in"], row["records_in"], row["bytes_out"], row["records_out"])))  # type: ignore[assignment]
+            parquet_totals[(row["tenant_id"], row["topic"])] = tuple(
+                a + b for a, b in zip(before, (row["bytes_in"], row["records_in"], row["bytes_out"], row["records_out"]))
+            )  # type: ignore[assignment]
     assert parquet_totals == expected
 
     # The lag job over the same cluster: each tenant's group committed the end of phase 1, and
@@ -225,7 +234,9 @@ def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_an
         }
         expected_lag = {
             (topic, partition): (PHASE_1[(owner, topic)], PHASE_1[(owner, topic)] + PHASE_2[(owner, topic)], PHASE_2[(owner, topic)])
-            for (owner, topic), count in TOPICS.items() if owner == name for partition in range(count)
+            for (owner, topic), count in TOPICS.items()
+            if owner == name
+            for partition in range(count)
         }
         assert figures == expected_lag, f"{name}: lag per partition"
         group = GroupLag.objects.get(tenant__public_id=tenant_id, group="billing")

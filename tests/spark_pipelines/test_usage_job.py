@@ -35,7 +35,7 @@ TENANT_A = "tn-usagejoba"
 TENANT_B = "tn-usagejobb"
 USAGE_PARTITIONS = 2  # node n's rows go to partition n - 1
 INTERVAL_MS = 60_000
-DAY = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 DAY_MS = int(DAY.timestamp() * 1000)
 HOUR = dt.timedelta(hours=1)
 
@@ -74,9 +74,13 @@ class UsageBroker:
     """An in-process managed broker with ``__usage`` and nothing metering into it."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.broker = InProcessBroker(data_dir, {**FAST_CONFIGS, "security.required": "true", "metering.enabled": "false"}, environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}).start()
+        self.broker = InProcessBroker(
+            data_dir, {**FAST_CONFIGS, "security.required": "true", "metering.enabled": "false"}, environment={"WEIR_INTERNAL_TOKEN": INTERNAL_TOKEN}
+        ).start()
         self.bootstrap = f"127.0.0.1:{self.broker.port}"
-        request = admin_pb2.ApplyPartitionsRequest(version=1, cluster_id="usage-job-test", brokers=brokers((1, self.broker.port)), topics=[topic("", "__usage", partitions=USAGE_PARTITIONS)])
+        request = admin_pb2.ApplyPartitionsRequest(
+            version=1, cluster_id="usage-job-test", brokers=brokers((1, self.broker.port)), topics=[topic("", "__usage", partitions=USAGE_PARTITIONS)]
+        )
         admin_pb2_grpc.AdminStub(self.broker.channel).ApplyPartitions(request, metadata=INTERNAL)
 
     def append(self, rows: list[UsageRow | bytes]) -> None:
@@ -85,8 +89,13 @@ class UsageBroker:
         failures: list[object] = []
         for row in rows:
             node = 1 if isinstance(row, bytes) else row.node_id
-            producer.produce("__usage", value=row if isinstance(row, bytes) else encode(row), key=str(node).encode(), partition=node - 1,
-                             on_delivery=lambda error, _message: failures.append(error) if error else None)
+            producer.produce(
+                "__usage",
+                value=row if isinstance(row, bytes) else encode(row),
+                key=str(node).encode(),
+                partition=node - 1,
+                on_delivery=lambda error, _message: failures.append(error) if error else None,
+            )
         assert producer.flush(15) == 0 and not failures, f"appending to __usage failed: {failures}"
 
     def stop(self) -> None:
@@ -107,8 +116,12 @@ def settings(usage_broker: UsageBroker, tmp_path: Path) -> PipelineSettings:
     Tenant.objects.create(name="A", slug="usage-job-a", public_id=TENANT_A)
     Tenant.objects.create(name="B", slug="usage-job-b", public_id=TENANT_B)
     return PipelineSettings(
-        bootstrap_servers=usage_broker.bootstrap, internal_token=INTERNAL_TOKEN, tls_ca=None,
-        data_dir=tmp_path, output_dir=tmp_path / "pipelines", spark_master="local[2]",
+        bootstrap_servers=usage_broker.bootstrap,
+        internal_token=INTERNAL_TOKEN,
+        tls_ca=None,
+        data_dir=tmp_path,
+        output_dir=tmp_path / "pipelines",
+        spark_master="local[2]",
     )
 
 
@@ -117,8 +130,15 @@ def database_rows() -> dict[tuple[str, str, str, dt.datetime], tuple[int, ...]]:
     produce_requests, fetch_requests, storage_bytes_avg, storage_bytes_peak, partition_hours * 3600)."""
     return {
         (row.tenant.public_id, row.topic, row.granularity, row.bucket_start): (
-            row.bytes_in, row.records_in, row.bytes_out, row.records_out, row.produce_requests, row.fetch_requests,
-            row.storage_bytes_avg, row.storage_bytes_peak, round(row.partition_hours * 3600),
+            row.bytes_in,
+            row.records_in,
+            row.bytes_out,
+            row.records_out,
+            row.produce_requests,
+            row.fetch_requests,
+            row.storage_bytes_avg,
+            row.storage_bytes_peak,
+            round(row.partition_hours * 3600),
         )
         for row in UsageAggregate.objects.select_related("tenant")
     }
@@ -224,7 +244,9 @@ class FakeSession:
 def test_main_prints_one_result_line_or_fails_with_the_error_on_stderr() -> None:
     session = FakeSession()
     out, err = io.StringIO(), io.StringIO()
-    assert run_job("usage", lambda spark, settings: {"rows": 3, "dates": [dt.date(2026, 3, 1)]}, session_factory=lambda name: session, stdout=out, stderr=err) == 0  # type: ignore[arg-type,return-value]
+    assert (
+        run_job("usage", lambda spark, settings: {"rows": 3, "dates": [dt.date(2026, 3, 1)]}, session_factory=lambda name: session, stdout=out, stderr=err) == 0
+    )  # type: ignore[arg-type,return-value]
     assert out.getvalue() == RESULT_PREFIX + '{"dates": ["2026-03-01"], "rows": 3}\n' and session.stopped
 
     def broken(spark: object, settings: object) -> dict[str, int]:

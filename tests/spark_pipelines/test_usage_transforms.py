@@ -32,20 +32,40 @@ from weir.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 
 RECORDS_DDL = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 INTERVAL_MS = 60_000
-DAY = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 DAY_MS = int(DAY.timestamp() * 1000)
 HOUR_MS = 3_600_000
 NEXT_DAY = dt.date(2026, 3, 2)
 TRAFFIC_SUMS = ("bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms")
 
 
-def traffic(window: int, *, tenant: str = "tn-a", topic: str = "orders", partition: int = 0, node: int = 1, incarnation: str = "i1", sequence: int | None = None, **counters: int) -> TrafficRow:
+def traffic(
+    window: int,
+    *,
+    tenant: str = "tn-a",
+    topic: str = "orders",
+    partition: int = 0,
+    node: int = 1,
+    incarnation: str = "i1",
+    sequence: int | None = None,
+    **counters: int,
+) -> TrafficRow:
     """A traffic row of window number ``window`` (minutes since DAY) with ``counters`` (others 0)."""
     start = DAY_MS + window * INTERVAL_MS
     return TrafficRow(node, incarnation, window if sequence is None else sequence, start, start + INTERVAL_MS, tenant, topic, partition, **counters)
 
 
-def partition(window: int, size: int, *, tenant: str = "tn-a", topic: str = "orders", number: int = 0, node: int = 1, incarnation: str = "i1", length_ms: int = INTERVAL_MS) -> PartitionRow:
+def partition(
+    window: int,
+    size: int,
+    *,
+    tenant: str = "tn-a",
+    topic: str = "orders",
+    number: int = 0,
+    node: int = 1,
+    incarnation: str = "i1",
+    length_ms: int = INTERVAL_MS,
+) -> PartitionRow:
     """A partition row of window number ``window`` reporting ``size`` bytes of log."""
     start = DAY_MS + window * INTERVAL_MS
     return PartitionRow(node, incarnation, window, start, start + length_ms, tenant, topic, number, size, 0, 10, 10, 0)
@@ -66,17 +86,37 @@ def sums(**given: int) -> dict[str, int]:
 
 
 def test_parse_reads_every_field_the_broker_codec_writes(spark: SparkSession) -> None:
-    written = [traffic(1439, bytes_in=100, records_in=2, bytes_out=50, records_out=1, produce_requests=1, fetch_requests=3, throttle_time_ms=7), partition(2, 4096)]
+    written = [
+        traffic(1439, bytes_in=100, records_in=2, bytes_out=50, records_out=1, produce_requests=1, fetch_requests=3, throttle_time_ms=7),
+        partition(2, 4096),
+    ]
     parsed = parse_usage_records(records(spark, written))
     rows = {row["kind"]: row.asDict() for row in valid_usage_rows(parsed).collect()}
     assert usage_problems(parsed).count() == 0
     assert list(valid_usage_rows(parsed).columns) == [*RAW_COLUMNS, "date"]
     assert rows["traffic"] == {
-        "schema": "weir.usage/1", "kind": "traffic", "node_id": 1, "incarnation": "i1", "sequence": 1439,
-        "window_start_ms": DAY_MS + 1439 * INTERVAL_MS, "window_end_ms": DAY_MS + 1440 * INTERVAL_MS,
-        "tenant_id": "tn-a", "topic": "orders", "partition": 0,
-        "bytes_in": 100, "records_in": 2, "bytes_out": 50, "records_out": 1, "produce_requests": 1, "fetch_requests": 3, "throttle_time_ms": 7,
-        "log_size_bytes": None, "log_start_offset": None, "log_end_offset": None, "high_watermark": None, "leader_epoch": None,
+        "schema": "weir.usage/1",
+        "kind": "traffic",
+        "node_id": 1,
+        "incarnation": "i1",
+        "sequence": 1439,
+        "window_start_ms": DAY_MS + 1439 * INTERVAL_MS,
+        "window_end_ms": DAY_MS + 1440 * INTERVAL_MS,
+        "tenant_id": "tn-a",
+        "topic": "orders",
+        "partition": 0,
+        "bytes_in": 100,
+        "records_in": 2,
+        "bytes_out": 50,
+        "records_out": 1,
+        "produce_requests": 1,
+        "fetch_requests": 3,
+        "throttle_time_ms": 7,
+        "log_size_bytes": None,
+        "log_start_offset": None,
+        "log_end_offset": None,
+        "high_watermark": None,
+        "leader_epoch": None,
         "date": DAY.date(),  # the window starts at 23:59 and ends at midnight: the date of its start
     }
     assert rows["partition"]["log_size_bytes"] == 4096 and rows["partition"]["bytes_in"] is None and rows["partition"]["date"] == DAY.date()
@@ -100,7 +140,7 @@ def test_parse_names_the_record_and_the_problem_of_every_unusable_value(spark: S
     problems = {row["source_offset"]: row["problem"] for row in usage_problems(parsed).collect()}
     assert sorted(problems) == [1, 2, 3, 4, 5, 6, 7]
     assert "not a JSON object" in problems[1]
-    assert "unknown schema weir.usage/2" == problems[2]
+    assert problems[2] == "unknown schema weir.usage/2"
     assert "billing" in problems[3]
     assert "bytes_in" in problems[4]
     assert "ends before it starts" in problems[5]
@@ -112,7 +152,9 @@ def test_parse_names_the_record_and_the_problem_of_every_unusable_value(spark: S
 def test_deduplication_keeps_one_row_per_identity(spark: SparkSession) -> None:
     resent = traffic(0, bytes_in=10, records_in=1)
     values: list[UsageRow | bytes] = [
-        resent, resent, resent,  # a window re-sent twice after lost acknowledgements
+        resent,
+        resent,
+        resent,  # a window re-sent twice after lost acknowledgements
         traffic(1, bytes_in=20, records_in=2),  # the next window: another sequence
         traffic(0, partition=1, bytes_in=40, records_in=4),  # another partition, same sequence
         traffic(0, incarnation="i2", bytes_in=80, records_in=8),  # the broker restarted: a new incarnation
@@ -127,7 +169,19 @@ def test_deduplication_keeps_one_row_per_identity(spark: SparkSession) -> None:
 def test_traffic_is_summed_per_tenant_and_topic_over_partitions_and_brokers(spark: SparkSession) -> None:
     values: list[UsageRow | bytes] = [
         traffic(0, partition=0, node=1, bytes_in=100, records_in=1, produce_requests=1),
-        traffic(0, partition=1, node=2, incarnation="j1", bytes_in=200, records_in=2, produce_requests=1, bytes_out=300, records_out=3, fetch_requests=2, throttle_time_ms=5),
+        traffic(
+            0,
+            partition=1,
+            node=2,
+            incarnation="j1",
+            bytes_in=200,
+            records_in=2,
+            produce_requests=1,
+            bytes_out=300,
+            records_out=3,
+            fetch_requests=2,
+            throttle_time_ms=5,
+        ),
         traffic(5, partition=0, node=1, bytes_out=1000, records_out=10, fetch_requests=4),
         traffic(0, topic="payments", bytes_in=7, records_in=1, produce_requests=1),
         traffic(0, tenant="tn-b", bytes_in=11, records_in=1, produce_requests=1),  # another tenant's topic of the same name
@@ -136,7 +190,12 @@ def test_traffic_is_summed_per_tenant_and_topic_over_partitions_and_brokers(spar
     assertDataFrameEqual(
         hourly,
         [
-            Row(tenant_id="tn-a", topic="orders", bucket_start_ms=DAY_MS, **sums(bytes_in=300, records_in=3, produce_requests=2, bytes_out=1300, records_out=13, fetch_requests=6, throttle_time_ms=5)),
+            Row(
+                tenant_id="tn-a",
+                topic="orders",
+                bucket_start_ms=DAY_MS,
+                **sums(bytes_in=300, records_in=3, produce_requests=2, bytes_out=1300, records_out=13, fetch_requests=6, throttle_time_ms=5),
+            ),
             Row(tenant_id="tn-a", topic="payments", bucket_start_ms=DAY_MS, **sums(bytes_in=7, records_in=1, produce_requests=1)),
             Row(tenant_id="tn-b", topic="orders", bucket_start_ms=DAY_MS, **sums(bytes_in=11, records_in=1, produce_requests=1)),
         ],
@@ -162,15 +221,28 @@ def test_windows_fall_into_the_hour_and_day_of_their_start(spark: SparkSession) 
         ],
     )
     daily = daily_usage(rows).select("bucket_start_ms", "date", "bytes_in", "records_in")
-    assertDataFrameEqual(daily, [Row(bucket_start_ms=DAY_MS, date=DAY.date(), bytes_in=7, records_in=3), Row(bucket_start_ms=DAY_MS + 24 * HOUR_MS, date=NEXT_DAY, bytes_in=8, records_in=1)])
+    assertDataFrameEqual(
+        daily,
+        [
+            Row(bucket_start_ms=DAY_MS, date=DAY.date(), bytes_in=7, records_in=3),
+            Row(bucket_start_ms=DAY_MS + 24 * HOUR_MS, date=NEXT_DAY, bytes_in=8, records_in=1),
+        ],
+    )
     assert sorted(row["bucket_start_ms"] for row in bucket_starts(rows, "day").collect()) == [DAY_MS, DAY_MS + 24 * HOUR_MS]
-    assert sorted(row["bucket_start_ms"] for row in bucket_starts(rows, "hour").collect()) == [DAY_MS, DAY_MS + HOUR_MS, DAY_MS + 23 * HOUR_MS, DAY_MS + 24 * HOUR_MS]
+    assert sorted(row["bucket_start_ms"] for row in bucket_starts(rows, "hour").collect()) == [
+        DAY_MS,
+        DAY_MS + HOUR_MS,
+        DAY_MS + 23 * HOUR_MS,
+        DAY_MS + 24 * HOUR_MS,
+    ]
 
 
 def test_storage_is_the_topic_size_per_window_averaged_and_peaked_over_the_bucket(spark: SparkSession) -> None:
     values: list[UsageRow | bytes] = [
-        partition(0, 100, number=0), partition(0, 50, number=1),  # window 0: 150
-        partition(1, 130, number=0), partition(1, 80, number=1),  # window 1: 210
+        partition(0, 100, number=0),
+        partition(0, 50, number=1),  # window 0: 150
+        partition(1, 130, number=0),
+        partition(1, 80, number=1),  # window 1: 210
         partition(2, 301, number=0),  # window 2: 301 (partition 1's leader did not report)
         partition(60, 1000, number=0),  # 01:00: the next hour
         partition(0, 9, tenant="tn-b"),  # another tenant's topic of the same name
@@ -187,7 +259,9 @@ def test_storage_is_the_topic_size_per_window_averaged_and_peaked_over_the_bucke
     )
     daily = usage_aggregates(windows, "day").select("tenant_id", "storage_bytes_avg", "storage_bytes_peak")
     # The day's mean is over its windows (150, 210, 301, 1000), not over the hours' means.
-    assertDataFrameEqual(daily, [Row(tenant_id="tn-a", storage_bytes_avg=415, storage_bytes_peak=1000), Row(tenant_id="tn-b", storage_bytes_avg=9, storage_bytes_peak=9)])
+    assertDataFrameEqual(
+        daily, [Row(tenant_id="tn-a", storage_bytes_avg=415, storage_bytes_peak=1000), Row(tenant_id="tn-b", storage_bytes_avg=9, storage_bytes_peak=9)]
+    )
 
 
 def test_a_partition_reported_by_two_leaders_in_one_window_counts_once(spark: SparkSession) -> None:
@@ -217,8 +291,24 @@ def test_topics_with_only_traffic_or_only_storage_get_zeros_for_the_rest(spark: 
     assertDataFrameEqual(
         hourly,
         [
-            Row(tenant_id="tn-a", topic="busy", bucket_start_ms=DAY_MS, **sums(bytes_in=5, records_in=1), storage_bytes_avg=0, storage_bytes_peak=0, partition_hours=0.0),
-            Row(tenant_id="tn-a", topic="idle", bucket_start_ms=DAY_MS, **sums(), storage_bytes_avg=77, storage_bytes_peak=77, partition_hours=INTERVAL_MS / HOUR_MS),
+            Row(
+                tenant_id="tn-a",
+                topic="busy",
+                bucket_start_ms=DAY_MS,
+                **sums(bytes_in=5, records_in=1),
+                storage_bytes_avg=0,
+                storage_bytes_peak=0,
+                partition_hours=0.0,
+            ),
+            Row(
+                tenant_id="tn-a",
+                topic="idle",
+                bucket_start_ms=DAY_MS,
+                **sums(),
+                storage_bytes_avg=77,
+                storage_bytes_peak=77,
+                partition_hours=INTERVAL_MS / HOUR_MS,
+            ),
         ],
     )
 

@@ -42,7 +42,7 @@ class CeleryWorkerProcess:
             "--include", "tests.support.celery_test_tasks",
         ]  # fmt: skip
 
-    def start(self, timeout: float = START_SECONDS) -> "CeleryWorkerProcess":
+    def start(self, timeout: float = START_SECONDS) -> CeleryWorkerProcess:
         with open(self.log_path, "ab") as log:
             # Its own process group (spawn's), so that teardown can end the pool's children with it;
             # it ends with the test run, even after a kill -9 of pytest.

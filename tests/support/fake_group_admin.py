@@ -12,9 +12,10 @@ and check that a dry run changes nothing. Tests with real brokers complement it.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from weir import ConsumerGroupState, ConsumerGroupTopicPartitions
 from weir.admin import (
@@ -133,11 +134,15 @@ class FakeGroupAdmin:
                     member.host,
                     MemberAssignment([TopicPartition(topic, partition) for topic, partition in member.assignment]),
                     group_instance_id=member.instance_id,
-                    target_assignment=MemberAssignment([TopicPartition(topic, partition) for topic, partition in (member.target if member.target is not None else member.assignment)]),
+                    target_assignment=MemberAssignment(
+                        [TopicPartition(topic, partition) for topic, partition in (member.target if member.target is not None else member.assignment)]
+                    ),
                 )
                 for member in group.members
             ]
-            return ConsumerGroupDescription(group_id, False, members, group.assignor, group.current_state(), Node(COORDINATOR_ID, COORDINATOR_HOST, COORDINATOR_PORT))
+            return ConsumerGroupDescription(
+                group_id, False, members, group.assignor, group.current_state(), Node(COORDINATOR_ID, COORDINATOR_HOST, COORDINATOR_PORT)
+            )
 
         return self._futures("describe_consumer_groups", group_ids, describe)
 
@@ -150,14 +155,18 @@ class FakeGroupAdmin:
 
         return self._futures("delete_consumer_groups", group_ids, delete)
 
-    def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None, **options: Any) -> dict[str, Future]:
+    def list_consumer_group_offsets(
+        self, requests: list[ConsumerGroupTopicPartitions], request_timeout: float | None = None, **options: Any
+    ) -> dict[str, Future]:
         by_group = {request.group_id: request for request in requests}
 
         def offsets(group_id: str) -> ConsumerGroupTopicPartitions:
             group = self.groups.get(group_id, FakeGroup())
             wanted = by_group[group_id].topic_partitions
             keys = [(tp.topic, tp.partition) for tp in wanted] if wanted else sorted(group.offsets)
-            return ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, partition, group.offsets.get((topic, partition), -1001)) for topic, partition in keys])
+            return ConsumerGroupTopicPartitions(
+                group_id, [TopicPartition(topic, partition, group.offsets.get((topic, partition), -1001)) for topic, partition in keys]
+            )
 
         return self._futures("list_consumer_group_offsets", list(by_group), offsets)
 
@@ -170,7 +179,9 @@ class FakeGroupAdmin:
             for tp in by_group[group_id].topic_partitions:
                 result = TopicPartition(tp.topic, tp.partition, tp.offset)
                 if group.members:
-                    result.error = KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {group_id} has {len(group.members)} active members: stop them before altering its offsets")
+                    result.error = KafkaError(
+                        ErrorCode.UNKNOWN_MEMBER_ID, f"group {group_id} has {len(group.members)} active members: stop them before altering its offsets"
+                    )
                 else:
                     group.offsets[(tp.topic, tp.partition)] = tp.offset
                 results.append(result)
@@ -178,7 +189,9 @@ class FakeGroupAdmin:
 
         return self._futures("alter_consumer_group_offsets", list(by_group), alter)
 
-    def list_offsets(self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec], isolation_level: Any = None, request_timeout: float | None = None) -> dict[TopicPartition, Future]:
+    def list_offsets(
+        self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec], isolation_level: Any = None, request_timeout: float | None = None
+    ) -> dict[TopicPartition, Future]:
         specs = dict(topic_partition_offsets)
 
         def offset(tp: TopicPartition) -> ListOffsetsResultInfo:

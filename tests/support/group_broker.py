@@ -38,7 +38,9 @@ def produce(config: Mapping[str, Any], topic: str, values_per_partition: Mapping
 def join_and_commit(config: Mapping[str, Any], topic: str, group: str, records: int) -> Consumer:
     """A consumer in ``group`` subscribed to ``topic`` that has read ``records`` records (all
     the topic has) from the earliest offsets and committed its positions. The caller closes it."""
-    consumer = Consumer({**config, "group.id": group, "client.id": f"{group}-client", "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 6000})
+    consumer = Consumer(
+        {**config, "group.id": group, "client.id": f"{group}-client", "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 6000}
+    )
     consumer.subscribe([topic])
     read = 0
     deadline = time.monotonic() + CONSUME_SECONDS

@@ -3,8 +3,8 @@ session-scoped and would keep its database connection past the test database's t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

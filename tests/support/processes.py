@@ -16,10 +16,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from weir.lifeline import spawn
-
 # free_port is imported from here by many tests; tests/support/ports.py says why it is safe under xdist.
 from tests.support.ports import free_port
+from weir.lifeline import spawn
 
 LOOPBACK = "127.0.0.1"
 PORT_MOVES = 3  # new ports a first start tries when another program took the chosen one
@@ -50,7 +49,9 @@ def wait_until_serving(address: str, timeout: float = 30.0, process: subprocess.
 class BrokerProcess:
     """One broker subprocess. ``configs`` become ``--config key=value`` arguments."""
 
-    def __init__(self, data_dir: Path, *, node_id: int = 1, port: int | None = None, configs: dict[str, str] | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, node_id: int = 1, port: int | None = None, configs: dict[str, str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.node_id = node_id
         self.port = port or free_port()
@@ -72,13 +73,12 @@ class BrokerProcess:
             command += ["--config", f"{key}={value}"]
         return command
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         environment = {**os.environ, **self.env}
-        log = open(self.log_path, "ab")
         # spawn: the broker ends with this process (the test run), even after a kill -9 of pytest.
-        self.process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT, env=environment)
         try:
             wait_until_serving(self.address, timeout, self.process)
         except (TimeoutError, RuntimeError) as error:
@@ -119,7 +119,7 @@ class BrokerProcess:
                 self.process.wait(timeout=10)
         return self.process.returncode
 
-    def restart(self, timeout: float = 30.0) -> "BrokerProcess":
+    def restart(self, timeout: float = 30.0) -> BrokerProcess:
         self.stop()
         return self.start(timeout)
 

@@ -56,7 +56,12 @@ class RawBroker:
             max_wait_ms=max_wait_ms,
             min_bytes=1,
             max_bytes=max_bytes,
-            topics=[broker_pb2.FetchTopic(topic=topic, partitions=[broker_pb2.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes, current_leader_epoch=-1)])],
+            topics=[
+                broker_pb2.FetchTopic(
+                    topic=topic,
+                    partitions=[broker_pb2.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes, current_leader_epoch=-1)],
+                )
+            ],
             replica_id=-1,
         )
         return self.stub.Fetch(request, timeout=15).topics[0].partitions[0]
@@ -78,7 +83,9 @@ class RawBroker:
         return out
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
-        request = broker_pb2.ListOffsetsRequest(topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=[broker_pb2.ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
+        request = broker_pb2.ListOffsetsRequest(
+            topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=[broker_pb2.ListOffsetsPartition(partition=partition, timestamp=timestamp)])]
+        )
         result = self.stub.ListOffsets(request, timeout=15).topics[0].partitions[0]
         assert result.error_code == 0, result.error_message
         return result.offset

@@ -50,8 +50,8 @@ from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from weir.admin import AdminClient, NewTopic
-from weir.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
 from weir.lifeline import spawn
+from weir.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
 from weir.records import iter_records
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ class RealCluster:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> "RealCluster":
+    def start(self) -> RealCluster:
         """Controller first, then every broker (in parallel); returns once all are registered and ONLINE."""
         self.controller.start()
         with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
@@ -366,11 +366,7 @@ class RealCluster:
     def hosted(self, node_id: int, topic: str) -> dict[int, admin_pb2.HostedPartition]:
         """Partition -> what broker ``node_id`` reports of it, for the tenant's ``topic``."""
         assert self.access is not None, "create_tenant() first"
-        return {
-            entry.partition: entry
-            for entry in self.describe(node_id).partitions
-            if entry.tenant_id == self.access.tenant_id and entry.topic == topic
-        }
+        return {entry.partition: entry for entry in self.describe(node_id).partitions if entry.tenant_id == self.access.tenant_id and entry.topic == topic}
 
     def call_broker(self, node_id: int, method: str, request: object, timeout: float = 5.0) -> object:
         """One Broker-service call to broker ``node_id`` with the tenant's cluster key (no SDK:
@@ -391,9 +387,7 @@ class RealCluster:
         for node_id in sorted(nodes if nodes is not None else self.brokers):
             directory = self.brokers[node_id].data_dir / directory_name
             replica = ReplicaLog(node_id)
-            segments = sorted(
-                (parsed[0], path) for path in directory.glob(f"*{LOG_SUFFIX}") if (parsed := parse_segment_file_name(path.name)) is not None
-            )
+            segments = sorted((parsed[0], path) for path in directory.glob(f"*{LOG_SUFFIX}") if (parsed := parse_segment_file_name(path.name)) is not None)
             for _, path in segments:
                 for record in iter_records(path.read_bytes()):
                     replica.values[record.offset] = record.value
@@ -448,7 +442,9 @@ class RealCluster:
         """Create a topic with the SDK's AdminClient (forwarded by a broker to the controller)
         and wait until every replica hosts every partition and each has its leader."""
         admin = AdminClient(self.client_config())
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})], request_timeout=timeout)
+        futures = admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})], request_timeout=timeout
+        )
         futures[name].result(timeout=timeout)
         rows = self.wait_until(lambda: len(self.partition_rows(name)) == partitions and self.partition_rows(name), f"topic {name} in the catalog", timeout)
 

@@ -53,7 +53,7 @@ class UsageReader:
         self.records_read += read
         return read
 
-    def read_until(self, condition: Callable[["UsageReader"], bool], timeout: float, what: str) -> None:
+    def read_until(self, condition: Callable[[UsageReader], bool], timeout: float, what: str) -> None:
         """Read until ``condition(self)`` holds; AssertionError naming ``what`` after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while True:

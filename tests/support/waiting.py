@@ -8,7 +8,8 @@ condition holds and fails with a message naming what never happened.
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 Value = TypeVar("Value")
 

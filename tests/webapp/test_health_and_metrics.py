@@ -24,11 +24,7 @@ def _metrics(client: Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], fl
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     text = response.content.decode("utf-8")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
 def _value(name: str, labels: dict[str, str] | None = None) -> float:
@@ -102,9 +98,17 @@ def test_metrics_report_the_job_table_and_the_pipelines_from_the_database() -> N
     ProvisioningJob.objects.create(kind=JobKind.CREATE_TOPIC, target="orders", state=JobState.PENDING)
     ProvisioningJob.objects.filter(state=JobState.PENDING).update(created_at=now - timedelta(minutes=10))
     PipelineRun.objects.create(
-        pipeline="usage", status="SUCCEEDED", trigger="schedule", started_at=now - timedelta(minutes=5), finished_at=now - timedelta(minutes=4), duration=timedelta(seconds=42), rows_written=17
+        pipeline="usage",
+        status="SUCCEEDED",
+        trigger="schedule",
+        started_at=now - timedelta(minutes=5),
+        finished_at=now - timedelta(minutes=4),
+        duration=timedelta(seconds=42),
+        rows_written=17,
     )
-    PipelineRun.objects.create(pipeline="lag", status="FAILED", trigger="schedule", started_at=now - timedelta(minutes=1), finished_at=now, duration=timedelta(seconds=3), error="boom")
+    PipelineRun.objects.create(
+        pipeline="lag", status="FAILED", trigger="schedule", started_at=now - timedelta(minutes=1), finished_at=now, duration=timedelta(seconds=3), error="boom"
+    )
     tenant = Tenant.objects.create(name="Acme", slug="acme")
     for group, status in (("a", "ERROR"), ("b", "OK"), ("c", "ERROR")):
         GroupLag.objects.create(tenant=tenant, group=group, status=status, max_lag=1, total_lag=1, partition_count=1, evaluated_at=now)
@@ -139,9 +143,17 @@ def test_a_finished_job_counts_its_attempt_and_its_duration() -> None:
 @pytest.mark.django_db
 def test_a_celery_task_counts_its_outcome_duration_and_the_reconciler_round() -> None:
     labels = {"task": "webapp.provisioning.tasks.reconcile", "state": "success"}
-    before = (_value("weir_celery_tasks_total", labels), _value("weir_celery_task_duration_seconds_count", {"task": labels["task"]}), _value("weir_provisioning_reconcile_rounds_total"))
+    before = (
+        _value("weir_celery_tasks_total", labels),
+        _value("weir_celery_task_duration_seconds_count", {"task": labels["task"]}),
+        _value("weir_provisioning_reconcile_rounds_total"),
+    )
     reconcile.apply()  # runs here, with Celery's signals, as a worker would run it
-    after = (_value("weir_celery_tasks_total", labels), _value("weir_celery_task_duration_seconds_count", {"task": labels["task"]}), _value("weir_provisioning_reconcile_rounds_total"))
+    after = (
+        _value("weir_celery_tasks_total", labels),
+        _value("weir_celery_task_duration_seconds_count", {"task": labels["task"]}),
+        _value("weir_provisioning_reconcile_rounds_total"),
+    )
     assert [late - early for early, late in zip(before, after)] == [1, 1, 1]
 
 

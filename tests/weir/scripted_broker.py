@@ -9,8 +9,9 @@ with UNIMPLEMENTED. Answers run on the server's threads; ``called`` reads the re
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent import futures
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 
@@ -34,7 +35,7 @@ class ScriptedBroker(broker_pb2_grpc.BrokerServicer):
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "ScriptedBroker":
+    def start(self) -> ScriptedBroker:
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         broker_pb2_grpc.add_BrokerServicer_to_server(self, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
@@ -90,7 +91,9 @@ class ScriptedBroker(broker_pb2_grpc.BrokerServicer):
         return self._answer("CreateTopics", request, context)
 
 
-def metadata(brokers: list[ScriptedBroker], topics: dict[str, list[tuple[int, int]]] | None = None, *, topic_id: str = "topic-id-1") -> broker_pb2.MetadataResponse:
+def metadata(
+    brokers: list[ScriptedBroker], topics: dict[str, list[tuple[int, int]]] | None = None, *, topic_id: str = "topic-id-1"
+) -> broker_pb2.MetadataResponse:
     """A Metadata answer listing ``brokers`` and ``topics``: {name: [(leader node id, leader epoch) per partition]}."""
     return broker_pb2.MetadataResponse(
         cluster_id="scripted",
@@ -114,11 +117,15 @@ def coordinator_at(broker: ScriptedBroker | None, group_id: str, error_code: int
     """A FindCoordinator answer naming ``broker`` (None: no coordinator, with ``error_code``)."""
     if broker is None:
         return broker_pb2.FindCoordinatorResponse(coordinators=[broker_pb2.Coordinator(group_id=group_id, node_id=-1, host="", port=-1, error_code=error_code)])
-    return broker_pb2.FindCoordinatorResponse(coordinators=[broker_pb2.Coordinator(group_id=group_id, node_id=broker.node_id, host="127.0.0.1", port=broker.port)])
+    return broker_pb2.FindCoordinatorResponse(
+        coordinators=[broker_pb2.Coordinator(group_id=group_id, node_id=broker.node_id, host="127.0.0.1", port=broker.port)]
+    )
 
 
 def committed(error_code: int = 0, *, topic: str = "orders", partition: int = 0) -> broker_pb2.OffsetCommitResponse:
     """An OffsetCommit answer for one partition (``error_code`` 0: committed)."""
     return broker_pb2.OffsetCommitResponse(
-        topics=[broker_pb2.OffsetCommitTopicResponse(topic=topic, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=partition, error_code=error_code)])]
+        topics=[
+            broker_pb2.OffsetCommitTopicResponse(topic=topic, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=partition, error_code=error_code)])
+        ]
     )

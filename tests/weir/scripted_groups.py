@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.weir.scripted_broker import ScriptedBroker
@@ -133,11 +134,20 @@ class RecordLog:
                     end = self.records.get((topic.topic, wanted.partition), 0)
                 data = b""
                 if wanted.fetch_offset < end:
-                    batch = bytearray(build_batch([(1_700_000_000_000, None, b"%s-%d-%d" % (topic.topic.encode(), wanted.partition, offset), None) for offset in range(wanted.fetch_offset, end)]))
+                    batch = bytearray(
+                        build_batch(
+                            [
+                                (1_700_000_000_000, None, b"%s-%d-%d" % (topic.topic.encode(), wanted.partition, offset), None)
+                                for offset in range(wanted.fetch_offset, end)
+                            ]
+                        )
+                    )
                     assign_offsets(batch, 0, wanted.fetch_offset, 1)
                     data = bytes(batch)
                     any_data = True
-                answers.append(broker_pb2.FetchPartitionResponse(partition=wanted.partition, high_watermark=end, last_stable_offset=end, log_start_offset=0, records=data))
+                answers.append(
+                    broker_pb2.FetchPartitionResponse(partition=wanted.partition, high_watermark=end, last_stable_offset=end, log_start_offset=0, records=data)
+                )
             topics.append(broker_pb2.FetchTopicResponse(topic=topic.topic, partitions=answers))
         if not any_data:
             time.sleep(self.idle_wait)
@@ -145,13 +155,20 @@ class RecordLog:
 
     def offset_fetch(self, request: broker_pb2.OffsetFetchRequest) -> broker_pb2.OffsetFetchResponse:
         with self._lock:
-            return broker_pb2.OffsetFetchResponse(topics=[
-                broker_pb2.OffsetFetchTopicResponse(topic=topic.topic, partitions=[
-                    broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=self.committed.get((topic.topic, partition), -1), committed_leader_epoch=-1)
-                    for partition in topic.partitions
-                ])
-                for topic in request.topics
-            ])
+            return broker_pb2.OffsetFetchResponse(
+                topics=[
+                    broker_pb2.OffsetFetchTopicResponse(
+                        topic=topic.topic,
+                        partitions=[
+                            broker_pb2.OffsetFetchPartitionResponse(
+                                partition=partition, committed_offset=self.committed.get((topic.topic, partition), -1), committed_leader_epoch=-1
+                            )
+                            for partition in topic.partitions
+                        ],
+                    )
+                    for topic in request.topics
+                ]
+            )
 
     def offset_commit(self, request: broker_pb2.OffsetCommitRequest) -> broker_pb2.OffsetCommitResponse:
         with self._lock:
@@ -163,20 +180,31 @@ class RecordLog:
             return custom
         with self._lock:
             self.committed.update(offsets)
-        return broker_pb2.OffsetCommitResponse(topics=[
-            broker_pb2.OffsetCommitTopicResponse(topic=topic.topic, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=partition.partition) for partition in topic.partitions])
-            for topic in request.topics
-        ])
+        return broker_pb2.OffsetCommitResponse(
+            topics=[
+                broker_pb2.OffsetCommitTopicResponse(
+                    topic=topic.topic, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=partition.partition) for partition in topic.partitions]
+                )
+                for topic in request.topics
+            ]
+        )
 
     def list_offsets(self, request: broker_pb2.ListOffsetsRequest) -> broker_pb2.ListOffsetsResponse:
         with self._lock:
-            return broker_pb2.ListOffsetsResponse(topics=[
-                broker_pb2.ListOffsetsTopicResponse(topic=topic.topic, partitions=[
-                    broker_pb2.ListOffsetsPartitionResponse(
-                        partition=item.partition, timestamp=-1, leader_epoch=1,
-                        offset=0 if item.timestamp == -2 else self.records.get((topic.topic, item.partition), 0),
+            return broker_pb2.ListOffsetsResponse(
+                topics=[
+                    broker_pb2.ListOffsetsTopicResponse(
+                        topic=topic.topic,
+                        partitions=[
+                            broker_pb2.ListOffsetsPartitionResponse(
+                                partition=item.partition,
+                                timestamp=-1,
+                                leader_epoch=1,
+                                offset=0 if item.timestamp == -2 else self.records.get((topic.topic, item.partition), 0),
+                            )
+                            for item in topic.partitions
+                        ],
                     )
-                    for item in topic.partitions
-                ])
-                for topic in request.topics
-            ])
+                    for topic in request.topics
+                ]
+            )

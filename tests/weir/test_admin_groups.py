@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -42,7 +42,11 @@ def admin(brokers: list[GroupBroker]) -> Iterator[AdminClient]:
 
 def _member(member_id: str, assigned: dict[str, list[int]], target: dict[str, list[int]]) -> broker_pb2.GroupMemberDescription:
     return broker_pb2.GroupMemberDescription(
-        member_id=member_id, instance_id="", member_epoch=4, client_id="billing-app", client_host="/10.0.0.7",
+        member_id=member_id,
+        instance_id="",
+        member_epoch=4,
+        client_id="billing-app",
+        client_host="/10.0.0.7",
         subscribed_topic_names=["orders"],
         assignment=[broker_pb2.TopicPartitions(topic=topic, partitions=partitions) for topic, partitions in assigned.items()],
         target_assignment=[broker_pb2.TopicPartitions(topic=topic, partitions=partitions) for topic, partitions in target.items()],
@@ -51,14 +55,19 @@ def _member(member_id: str, assigned: dict[str, list[int]], target: dict[str, li
 
 def test_list_consumer_groups_asks_every_broker_and_merges(brokers: list[GroupBroker], admin: AdminClient) -> None:
     first, second = brokers
-    first.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(groups=[broker_pb2.ListedGroup(group_id="billing", state="Stable", protocol_type="consumer")])
-    second.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(groups=[
-        broker_pb2.ListedGroup(group_id="audit", state="Empty", protocol_type="consumer"),
-        broker_pb2.ListedGroup(group_id="billing", state="Stable", protocol_type="consumer"),
-    ])
+    first.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(
+        groups=[broker_pb2.ListedGroup(group_id="billing", state="Stable", protocol_type="consumer")]
+    )
+    second.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(
+        groups=[
+            broker_pb2.ListedGroup(group_id="audit", state="Empty", protocol_type="consumer"),
+            broker_pb2.ListedGroup(group_id="billing", state="Stable", protocol_type="consumer"),
+        ]
+    )
     result = admin.list_consumer_groups(request_timeout=5).result(timeout=10)
     assert [(listing.group_id, listing.state, listing.is_simple_consumer_group) for listing in result.valid] == [
-        ("audit", ConsumerGroupState.EMPTY, False), ("billing", ConsumerGroupState.STABLE, False),
+        ("audit", ConsumerGroupState.EMPTY, False),
+        ("billing", ConsumerGroupState.STABLE, False),
     ]
     assert result.errors == []
 
@@ -68,7 +77,9 @@ def test_list_consumer_groups_asks_every_broker_and_merges(brokers: list[GroupBr
 
 def test_a_broker_that_cannot_list_adds_an_error_and_the_others_still_count(brokers: list[GroupBroker], admin: AdminClient) -> None:
     first, second = brokers
-    first.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(groups=[broker_pb2.ListedGroup(group_id="billing", state="Reconciling", protocol_type="consumer")])
+    first.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(
+        groups=[broker_pb2.ListedGroup(group_id="billing", state="Reconciling", protocol_type="consumer")]
+    )
     second.answers["ListGroups"] = lambda request: broker_pb2.ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)  # type: ignore[attr-defined]
     result = admin.list_consumer_groups().result(timeout=10)
     assert [(listing.group_id, listing.state) for listing in result.valid] == [("billing", ConsumerGroupState.RECONCILING)]
@@ -78,12 +89,25 @@ def test_a_broker_that_cannot_list_adds_an_error_and_the_others_still_count(brok
 
 def test_describe_maps_members_assignments_and_the_coordinator(brokers: list[GroupBroker], admin: AdminClient) -> None:
     coordinator = brokers[1]
-    coordinator.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(groups=[broker_pb2.GroupDescription(
-        group_id=GROUP, state="Reconciling", group_epoch=5, assignment_epoch=5, assignor_name="range",
-        members=[_member("member-1", {"orders": [0, 1]}, {"orders": [1]}), _member("member-2", {}, {"orders": [0]})],
-    )])
+    coordinator.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(
+        groups=[
+            broker_pb2.GroupDescription(
+                group_id=GROUP,
+                state="Reconciling",
+                group_epoch=5,
+                assignment_epoch=5,
+                assignor_name="range",
+                members=[_member("member-1", {"orders": [0, 1]}, {"orders": [1]}), _member("member-2", {}, {"orders": [0]})],
+            )
+        ]
+    )
     description = admin.describe_consumer_groups([GROUP])[GROUP].result(timeout=10)
-    assert (description.group_id, description.state, description.partition_assignor, description.is_simple_consumer_group) == (GROUP, ConsumerGroupState.RECONCILING, "range", False)
+    assert (description.group_id, description.state, description.partition_assignor, description.is_simple_consumer_group) == (
+        GROUP,
+        ConsumerGroupState.RECONCILING,
+        "range",
+        False,
+    )
     assert (description.coordinator.id, description.coordinator.port) == (2, coordinator.port)
     first, second = description.members
     assert (first.member_id, first.client_id, first.host, first.group_instance_id, first.member_epoch) == ("member-1", "billing-app", "/10.0.0.7", None, 4)
@@ -96,8 +120,12 @@ def test_describe_of_an_unknown_group_fails_its_future_and_not_coordinator_is_re
     first, second = brokers
     answers = iter([coordinator_at(first, "ghost"), coordinator_at(second, "ghost")])
     first.answers["FindCoordinator"] = lambda request: next(answers)
-    first.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(groups=[broker_pb2.GroupDescription(group_id="ghost", error_code=ErrorCode.NOT_COORDINATOR)])  # type: ignore[attr-defined]
-    second.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(groups=[broker_pb2.GroupDescription(group_id="ghost", error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message="group ghost does not exist")])  # type: ignore[attr-defined]
+    first.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(
+        groups=[broker_pb2.GroupDescription(group_id="ghost", error_code=ErrorCode.NOT_COORDINATOR)]
+    )  # type: ignore[attr-defined]
+    second.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(
+        groups=[broker_pb2.GroupDescription(group_id="ghost", error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message="group ghost does not exist")]
+    )  # type: ignore[attr-defined]
     with pytest.raises(KafkaException) as raised:
         admin.describe_consumer_groups(["ghost"])["ghost"].result(timeout=10)
     assert raised.value.error.code() == ErrorCode.GROUP_ID_NOT_FOUND  # type: ignore[attr-defined]
@@ -108,7 +136,9 @@ def test_delete_reports_each_groups_outcome(brokers: list[GroupBroker], admin: A
     def delete(request: broker_pb2.DeleteGroupsRequest) -> broker_pb2.DeleteGroupsResponse:
         [group_id] = request.group_ids
         code = ErrorCode.NON_EMPTY_GROUP if group_id == "busy" else 0  # type: ignore[attr-defined]
-        return broker_pb2.DeleteGroupsResponse(groups=[broker_pb2.DeletedGroup(group_id=group_id, error_code=code, error_message="group busy has 2 members" if code else "")])
+        return broker_pb2.DeleteGroupsResponse(
+            groups=[broker_pb2.DeletedGroup(group_id=group_id, error_code=code, error_message="group busy has 2 members" if code else "")]
+        )
 
     brokers[1].answers["DeleteGroups"] = delete
     futures = admin.delete_consumer_groups(["idle", "busy"])
@@ -132,13 +162,21 @@ def test_group_calls_refuse_bad_arguments(admin: AdminClient) -> None:
 
 
 def test_list_consumer_group_offsets_maps_committed_and_missing_offsets(brokers: list[GroupBroker], admin: AdminClient) -> None:
-    brokers[1].answers["OffsetFetch"] = lambda request: broker_pb2.OffsetFetchResponse(topics=[broker_pb2.OffsetFetchTopicResponse(topic="orders", partitions=[
-        broker_pb2.OffsetFetchPartitionResponse(partition=1, committed_offset=-1, committed_leader_epoch=-1),
-        broker_pb2.OffsetFetchPartitionResponse(partition=0, committed_offset=42, committed_leader_epoch=3, metadata="m"),
-    ])])
+    brokers[1].answers["OffsetFetch"] = lambda request: broker_pb2.OffsetFetchResponse(
+        topics=[
+            broker_pb2.OffsetFetchTopicResponse(
+                topic="orders",
+                partitions=[
+                    broker_pb2.OffsetFetchPartitionResponse(partition=1, committed_offset=-1, committed_leader_epoch=-1),
+                    broker_pb2.OffsetFetchPartitionResponse(partition=0, committed_offset=42, committed_leader_epoch=3, metadata="m"),
+                ],
+            )
+        ]
+    )
     result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)])[GROUP].result(timeout=10)
     assert [(tp.topic, tp.partition, tp.offset, tp.leader_epoch, tp.metadata) for tp in result.topic_partitions] == [
-        ("orders", 0, 42, 3, "m"), ("orders", 1, OFFSET_INVALID, None, None),
+        ("orders", 0, 42, 3, "m"),
+        ("orders", 1, OFFSET_INVALID, None, None),
     ]
     assert list(brokers[1].called("OffsetFetch")[0].topics) == []  # None: every partition the group committed
 
@@ -151,19 +189,36 @@ def test_alter_offsets_commits_without_a_member_and_an_active_group_fails_clearl
     assert [(tp.partition, tp.offset, tp.error) for tp in result.topic_partitions] == [(0, 10, None), (1, 0, None)]
     assert (log.commits[0].member_id, log.commits[0].generation_id) == ("", -1)
 
-    log.commit_answer = lambda request: broker_pb2.OffsetCommitResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, error_message="group billing has 2 active members: stop them before altering its offsets")  # type: ignore[attr-defined]
+    log.commit_answer = lambda request: broker_pb2.OffsetCommitResponse(
+        error_code=ErrorCode.UNKNOWN_MEMBER_ID, error_message="group billing has 2 active members: stop them before altering its offsets"
+    )  # type: ignore[attr-defined]
     with pytest.raises(KafkaException) as raised:
         apply_offset_reset(admin, GROUP, [OffsetChange("orders", 0, 10, 0)], timeout=10)
     assert "2 active members" in raised.value.error.str()
 
 
 def _serve_offsets(broker: GroupBroker, log: RecordLog, members: list[broker_pb2.GroupMemberDescription]) -> None:
-    broker.answers["OffsetFetch"] = lambda request: log.offset_fetch(request) if request.topics else broker_pb2.OffsetFetchResponse(topics=[
-        broker_pb2.OffsetFetchTopicResponse(topic=topic, partitions=[broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=offset) for (name, partition), offset in sorted(log.committed.items()) if name == topic])
-        for topic in sorted({name for name, _ in log.committed})
-    ])
+    broker.answers["OffsetFetch"] = lambda request: (
+        log.offset_fetch(request)
+        if request.topics
+        else broker_pb2.OffsetFetchResponse(
+            topics=[
+                broker_pb2.OffsetFetchTopicResponse(
+                    topic=topic,
+                    partitions=[
+                        broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=offset)
+                        for (name, partition), offset in sorted(log.committed.items())
+                        if name == topic
+                    ],
+                )
+                for topic in sorted({name for name, _ in log.committed})
+            ]
+        )
+    )
     broker.answers["ListOffsets"] = log.list_offsets
-    broker.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(groups=[broker_pb2.GroupDescription(group_id=GROUP, state="Stable", group_epoch=2, members=members)])
+    broker.answers["ConsumerGroupDescribe"] = lambda request: broker_pb2.ConsumerGroupDescribeResponse(
+        groups=[broker_pb2.GroupDescription(group_id=GROUP, state="Stable", group_epoch=2, members=members)]
+    )
 
 
 def test_consumer_group_lag_covers_committed_and_assigned_partitions(brokers: list[GroupBroker], admin: AdminClient) -> None:

@@ -3,7 +3,7 @@ list_offsets follows a leader that moved."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,13 +30,17 @@ def _admin(broker: ScriptedBroker) -> AdminClient:
 
 def test_topics_answered_not_controller_are_sent_again_alone(brokers: list[ScriptedBroker]) -> None:
     broker = brokers[0]
-    answers = iter([
-        broker_pb2.CreateTopicsResponse(topics=[
-            broker_pb2.TopicResult(name="kept"),
-            broker_pb2.TopicResult(name="moved", error_code=ErrorCode.NOT_CONTROLLER, error_message="the controller moved"),  # type: ignore[attr-defined]
-        ]),
-        broker_pb2.CreateTopicsResponse(topics=[broker_pb2.TopicResult(name="moved")]),
-    ])
+    answers = iter(
+        [
+            broker_pb2.CreateTopicsResponse(
+                topics=[
+                    broker_pb2.TopicResult(name="kept"),
+                    broker_pb2.TopicResult(name="moved", error_code=ErrorCode.NOT_CONTROLLER, error_message="the controller moved"),  # type: ignore[attr-defined]
+                ]
+            ),
+            broker_pb2.CreateTopicsResponse(topics=[broker_pb2.TopicResult(name="moved")]),
+        ]
+    )
     broker.answers["CreateTopics"] = lambda request: next(answers)
     admin = _admin(broker)
     try:
@@ -52,12 +56,24 @@ def test_list_offsets_asks_the_new_leader_after_not_leader(brokers: list[Scripte
     old, new = brokers
     maps = iter([metadata(brokers, {"orders": [(1, 1)]})])
     old.answers["Metadata"] = lambda request: next(maps, metadata(brokers, {"orders": [(2, 2)]}))
-    old.answers["ListOffsets"] = lambda request: broker_pb2.ListOffsetsResponse(topics=[broker_pb2.ListOffsetsTopicResponse(
-        topic="orders", partitions=[broker_pb2.ListOffsetsPartitionResponse(partition=0, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, offset=-1, timestamp=-1, leader_epoch=-1)],  # type: ignore[attr-defined]
-    )])
-    new.answers["ListOffsets"] = lambda request: broker_pb2.ListOffsetsResponse(topics=[broker_pb2.ListOffsetsTopicResponse(
-        topic="orders", partitions=[broker_pb2.ListOffsetsPartitionResponse(partition=0, offset=42, timestamp=-1, leader_epoch=2)],
-    )])
+    old.answers["ListOffsets"] = lambda request: broker_pb2.ListOffsetsResponse(
+        topics=[
+            broker_pb2.ListOffsetsTopicResponse(
+                topic="orders",
+                partitions=[
+                    broker_pb2.ListOffsetsPartitionResponse(partition=0, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, offset=-1, timestamp=-1, leader_epoch=-1)
+                ],  # type: ignore[attr-defined]
+            )
+        ]
+    )
+    new.answers["ListOffsets"] = lambda request: broker_pb2.ListOffsetsResponse(
+        topics=[
+            broker_pb2.ListOffsetsTopicResponse(
+                topic="orders",
+                partitions=[broker_pb2.ListOffsetsPartitionResponse(partition=0, offset=42, timestamp=-1, leader_epoch=2)],
+            )
+        ]
+    )
     admin = _admin(old)
     partition = TopicPartition("orders", 0)
     try:

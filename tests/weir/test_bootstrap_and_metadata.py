@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -110,12 +110,14 @@ def test_an_address_that_failed_is_tried_last_until_it_answers() -> None:
 
 def test_metadata_with_an_older_leader_epoch_keeps_the_cached_leader(scripted: list[ScriptedBroker]) -> None:
     first, second, third = scripted
-    answers = iter([
-        metadata(scripted, {"orders": [(2, 5)]}),
-        metadata(scripted, {"orders": [(1, 4)]}),  # from a broker that missed the last election
-        metadata(scripted, {"orders": [(3, 6)]}),
-        metadata(scripted, {"orders": [(1, 0)]}, topic_id="topic-id-2"),  # deleted and created again
-    ])
+    answers = iter(
+        [
+            metadata(scripted, {"orders": [(2, 5)]}),
+            metadata(scripted, {"orders": [(1, 4)]}),  # from a broker that missed the last election
+            metadata(scripted, {"orders": [(3, 6)]}),
+            metadata(scripted, {"orders": [(1, 0)]}, topic_id="topic-id-2"),  # deleted and created again
+        ]
+    )
     first.answers["Metadata"] = lambda request: next(answers)
     cluster = _cluster(first.address)
     leaders = []

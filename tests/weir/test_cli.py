@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

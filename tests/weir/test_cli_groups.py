@@ -28,7 +28,10 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> FakeGroupAdmin:
     fake.add_group(
         "busy",
         {("orders", 0): 4, ("orders", 1): 20},
-        [FakeMember("member-a", "client-a", [("orders", 0)], instance_id="app-1"), FakeMember("member-b", "client-b", [("orders", 1)], target=[("orders", 1), ("payments", 0)])],
+        [
+            FakeMember("member-a", "client-a", [("orders", 0)], instance_id="app-1"),
+            FakeMember("member-b", "client-b", [("orders", 1)], target=[("orders", 1), ("payments", 0)]),
+        ],
         assignor="sticky",
     )
     fake.add_group("idle", {("orders", 0): 7})
@@ -127,7 +130,9 @@ def test_lag_of_a_partition_whose_leader_does_not_answer_is_unknown(admin: FakeG
     report = json.loads(ok("groups", "lag", "idle", "--output", "json"))
     table = ok("groups", "lag", "idle")
 
-    assert {"topic": "gone", "partition": 0, "committed_offset": 3, "end_offset": None, "lag": None, "member_id": None, "client_id": None} in report["partitions"]
+    assert {"topic": "gone", "partition": 0, "committed_offset": 3, "end_offset": None, "lag": None, "member_id": None, "client_id": None} in report[
+        "partitions"
+    ]
     assert report["total_lag"] == 3
     assert "Total lag: 3 over 2 partitions (1 whose end offset is unknown: no leader answered)." in table
 
@@ -147,7 +152,10 @@ def test_reset_without_execute_prints_the_plan_and_changes_nothing(admin: FakeGr
     assert plan == {
         "group_id": "idle",
         "executed": False,
-        "changes": [{"topic": "orders", "partition": 0, "current_offset": 7, "new_offset": 0}, {"topic": "orders", "partition": 1, "current_offset": None, "new_offset": 0}],
+        "changes": [
+            {"topic": "orders", "partition": 0, "current_offset": 7, "new_offset": 0},
+            {"topic": "orders", "partition": 1, "current_offset": None, "new_offset": 0},
+        ],
     }
     assert admin.groups["idle"].offsets == {("orders", 0): 7}
     assert "alter_consumer_group_offsets" not in admin.calls

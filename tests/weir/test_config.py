@@ -75,7 +75,9 @@ def test_string_booleans_are_accepted() -> None:
     assert ClientConfig({**BASE, "enable.auto.commit": "false"}, CONSUMER)["enable.auto.commit"] is False
 
 
-@pytest.mark.parametrize(("given", "expected"), [("smallest", "earliest"), ("beginning", "earliest"), ("largest", "latest"), ("end", "latest"), ("error", "error")])
+@pytest.mark.parametrize(
+    ("given", "expected"), [("smallest", "earliest"), ("beginning", "earliest"), ("largest", "latest"), ("end", "latest"), ("error", "error")]
+)
 def test_auto_offset_reset_spellings(given: str, expected: str) -> None:
     assert ClientConfig({**BASE, "auto.offset.reset": given}, CONSUMER)["auto.offset.reset"] == expected
 
@@ -91,7 +93,9 @@ def test_bootstrap_addresses_default_the_port() -> None:
 
 
 def test_credentials_become_call_metadata() -> None:
-    config = ClientConfig({**BASE, "sasl.username": "key", "sasl.password": "secret", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}, PRODUCER)
+    config = ClientConfig(
+        {**BASE, "sasl.username": "key", "sasl.password": "secret", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}, PRODUCER
+    )
     assert config.call_metadata() == (("x-weir-api-key", "key"), ("x-weir-api-secret", "secret"))
 
 

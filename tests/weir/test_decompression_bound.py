@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import weir
-from tests.support.decompression_bombs import BOMBS, batch_with_section
 from tests.support.bad_batches import append_to_stopped_log, batch_at
+from tests.support.decompression_bombs import BOMBS, batch_with_section
 from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
 from weir import records

@@ -14,7 +14,9 @@ from weir.records import COMPRESSION_GZIP, COMPRESSION_NONE, CRC_OFFSET, RecordB
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
-def make_batch(base_offset: int, values: list[bytes], *, first_timestamp: int = BASE_TIMESTAMP, codec: int = COMPRESSION_NONE, key: bytes | None = None, headers=None) -> bytes:
+def make_batch(
+    base_offset: int, values: list[bytes], *, first_timestamp: int = BASE_TIMESTAMP, codec: int = COMPRESSION_NONE, key: bytes | None = None, headers=None
+) -> bytes:
     builder = RecordBatchBuilder(codec, base_offset=base_offset, partition_leader_epoch=0)
     for number, value in enumerate(values):
         builder.append(first_timestamp + number, key, value, headers)
@@ -100,10 +102,7 @@ def test_dump_with_print_data_prints_each_record(tmp_path: Path) -> None:
 
     assert report.ok
     record_lines = [line for line in text.splitlines() if line.startswith("| offset:")]
-    assert record_lines[0] == (
-        f"| offset: 0 CreateTime: {BASE_TIMESTAMP} keySize: 6 valueSize: 5 sequence: -1"
-        " headers: [trace=abc] key: user-1 payload: hello"
-    )
+    assert record_lines[0] == (f"| offset: 0 CreateTime: {BASE_TIMESTAMP} keySize: 6 valueSize: 5 sequence: -1 headers: [trace=abc] key: user-1 payload: hello")
     assert record_lines[1].endswith(r"payload: b'\xff\x00'")
     assert record_lines[2].endswith("key: null payload: compressed")
     assert "compresscodec: gzip" in text

@@ -63,10 +63,14 @@ def test_describe_and_alter_configs(admin) -> None:
     assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG
     assert configs["cleanup.policy"].is_default
 
-    change = ConfigResource("topic", "configured", incremental_configs=[
-        ConfigEntry("segment.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
-    ])
+    change = ConfigResource(
+        "topic",
+        "configured",
+        incremental_configs=[
+            ConfigEntry("segment.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ],
+    )
     admin.incremental_alter_configs([change])[change].result(timeout=20)
     configs = admin.describe_configs([resource])[resource].result(timeout=20)
     assert configs["segment.ms"].value == "3600000"

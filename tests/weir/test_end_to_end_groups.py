@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from tests.weir.sdk_support import create_topic
-from weir import ConsumerGroupState, ConsumerGroupTopicPartitions, Consumer, KafkaException, Message, Producer, TopicPartition
+from weir import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, Message, Producer, TopicPartition
 from weir.admin import AdminClient
 from weir.errors import ErrorCode
 from weir.group_tools import apply_offset_reset, consumer_group_lag, plan_offset_reset
@@ -39,10 +40,18 @@ def produce(address: str, topic: str, count: int, partitions: int, prefix: str =
 
 
 def member(address: str, group: str, **extra: object) -> Consumer:
-    return Consumer({
-        "bootstrap.servers": address, "group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-        "auto.commit.interval.ms": 200, "retry.backoff.ms": 20, "retry.backoff.max.ms": 200, **extra,
-    })
+    return Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "auto.commit.interval.ms": 200,
+            "retry.backoff.ms": 20,
+            "retry.backoff.max.ms": 200,
+            **extra,
+        }
+    )
 
 
 def assignment(consumer: Consumer) -> set[tuple[str, int]]:

@@ -100,7 +100,14 @@ def test_record_above_message_max_bytes_raises(broker) -> None:
 def test_acks_zero_reports_offset_minus_one(broker) -> None:
     create_topic(broker.address, "fire-and-forget")
     reports = []
-    producer = Producer({"bootstrap.servers": broker.address, "acks": 0, "enable.idempotence": False, "on_delivery": lambda error, message: reports.append((error, message.offset()))})
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.address,
+            "acks": 0,
+            "enable.idempotence": False,
+            "on_delivery": lambda error, message: reports.append((error, message.offset())),
+        }
+    )
     for _ in range(10):
         producer.produce("fire-and-forget", b"v")
     assert producer.close(10) == 0

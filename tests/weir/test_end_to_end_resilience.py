@@ -12,10 +12,16 @@ from weir import OFFSET_BEGINNING, Consumer, KafkaError, Producer
 
 def test_produce_raises_buffer_error_when_buffer_memory_stays_full(broker) -> None:
     create_topic(broker.address, "pressure")
-    producer = Producer({
-        "bootstrap.servers": broker.address, "buffer.memory": 64 * 1024, "max.block.ms": 300,
-        "linger.ms": 0, "delivery.timeout.ms": 60000, "retry.backoff.ms": 50,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.address,
+            "buffer.memory": 64 * 1024,
+            "max.block.ms": 300,
+            "linger.ms": 0,
+            "delivery.timeout.ms": 60000,
+            "retry.backoff.ms": 50,
+        }
+    )
     producer.produce("pressure", b"warm-up")
     assert producer.flush(10) == 0
     broker.stop()
@@ -29,7 +35,9 @@ def test_produce_raises_buffer_error_when_buffer_memory_stays_full(broker) -> No
 def test_stopped_broker_fails_records_after_delivery_timeout(broker) -> None:
     create_topic(broker.address, "expiring")
     reports = []
-    producer = Producer({"bootstrap.servers": broker.address, "delivery.timeout.ms": 800, "retry.backoff.ms": 50, "on_delivery": lambda error, message: reports.append(error)})
+    producer = Producer(
+        {"bootstrap.servers": broker.address, "delivery.timeout.ms": 800, "retry.backoff.ms": 50, "on_delivery": lambda error, message: reports.append(error)}
+    )
     producer.produce("expiring", b"warm-up")
     producer.flush(10)
     broker.stop()
@@ -49,10 +57,17 @@ def test_idempotent_producer_delivers_every_record_exactly_once_across_a_restart
         with lock:
             reports.append((error, message.value()))
 
-    producer = Producer({
-        "bootstrap.servers": broker.address, "linger.ms": 1, "batch.num.messages": 50,
-        "retry.backoff.ms": 50, "retry.backoff.max.ms": 200, "delivery.timeout.ms": 60000, "on_delivery": delivered,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.address,
+            "linger.ms": 1,
+            "batch.num.messages": 50,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 200,
+            "delivery.timeout.ms": 60000,
+            "on_delivery": delivered,
+        }
+    )
     total = 3000
     for index in range(total // 2):
         producer.produce("exactly-once", b"%d" % index)

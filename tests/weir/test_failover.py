@@ -9,8 +9,8 @@ consumer reading on from where it was, without gaps or repeats.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -169,10 +169,12 @@ def test_fetch_carries_the_cached_leader_epoch_and_refreshes_when_fenced() -> No
     broker.answers["Metadata"] = lambda request: metadata([broker], {"orders": [(1, next(epochs, 8))]})
     records = bytearray(build_batch([(1_700_000_000_000, None, b"v%d" % index, None) for index in range(3)]))
     assign_offsets(records, 0, 0, 8)
-    answers = iter([
-        broker_pb2.FetchPartitionResponse(partition=0, error_code=ErrorCode.FENCED_LEADER_EPOCH, high_watermark=-1),  # type: ignore[attr-defined]
-        broker_pb2.FetchPartitionResponse(partition=0, high_watermark=3, log_start_offset=0, records=bytes(records)),
-    ])
+    answers = iter(
+        [
+            broker_pb2.FetchPartitionResponse(partition=0, error_code=ErrorCode.FENCED_LEADER_EPOCH, high_watermark=-1),  # type: ignore[attr-defined]
+            broker_pb2.FetchPartitionResponse(partition=0, high_watermark=3, log_start_offset=0, records=bytes(records)),
+        ]
+    )
 
     def fetch(request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
         answer = next(answers, broker_pb2.FetchPartitionResponse(partition=0, high_watermark=3, log_start_offset=0))

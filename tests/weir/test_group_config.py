@@ -10,10 +10,18 @@ from weir.errors import KafkaError, KafkaException
 BASE = {"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing"}
 
 
-@pytest.mark.parametrize(("given", "sent"), [
-    ("range", "range"), ("roundrobin", "roundrobin"), ("uniform", "sticky"),
-    ("cooperative-sticky", "sticky"), ("Sticky", "sticky"), ("cooperative-sticky,range", "sticky"), ("range, roundrobin", "range"),
-])
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ("range", "range"),
+        ("roundrobin", "roundrobin"),
+        ("uniform", "sticky"),
+        ("cooperative-sticky", "sticky"),
+        ("Sticky", "sticky"),
+        ("cooperative-sticky,range", "sticky"),
+        ("range, roundrobin", "range"),
+    ],
+)
 def test_assignment_strategy_names_map_to_the_coordinators_assignors(given: str, sent: str) -> None:
     assert ClientConfig({**BASE, "partition.assignment.strategy": given}, CONSUMER)["partition.assignment.strategy"] == sent
 

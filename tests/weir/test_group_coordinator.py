@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -34,10 +34,17 @@ def brokers() -> Iterator[list[ScriptedBroker]]:
 
 
 def _consumer(bootstrap: ScriptedBroker, *, request_timeout_ms: int = 5000, **extra: object) -> Consumer:
-    return Consumer({
-        "bootstrap.servers": bootstrap.address, "group.id": GROUP, "enable.auto.commit": False,
-        "request.timeout.ms": request_timeout_ms, "retry.backoff.ms": 10, "retry.backoff.max.ms": 50, **extra,
-    })
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap.address,
+            "group.id": GROUP,
+            "enable.auto.commit": False,
+            "request.timeout.ms": request_timeout_ms,
+            "retry.backoff.ms": 10,
+            "retry.backoff.max.ms": 50,
+            **extra,
+        }
+    )
 
 
 def _answers_in_turn(*answers: broker_pb2.FindCoordinatorResponse) -> object:
@@ -89,11 +96,17 @@ def test_not_coordinator_makes_the_client_look_the_coordinator_up_again(brokers:
 def test_coordinator_loading_is_retried_at_the_same_coordinator(brokers: list[ScriptedBroker]) -> None:
     bootstrap, coordinator, _ = brokers
     bootstrap.answers["FindCoordinator"] = lambda request: coordinator_at(coordinator, GROUP)
-    answers = iter([
-        broker_pb2.OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),  # type: ignore[attr-defined]
-        broker_pb2.OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),  # type: ignore[attr-defined]
-        broker_pb2.OffsetFetchResponse(topics=[broker_pb2.OffsetFetchTopicResponse(topic="orders", partitions=[broker_pb2.OffsetFetchPartitionResponse(partition=0, committed_offset=42)])]),
-    ])
+    answers = iter(
+        [
+            broker_pb2.OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),  # type: ignore[attr-defined]
+            broker_pb2.OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),  # type: ignore[attr-defined]
+            broker_pb2.OffsetFetchResponse(
+                topics=[
+                    broker_pb2.OffsetFetchTopicResponse(topic="orders", partitions=[broker_pb2.OffsetFetchPartitionResponse(partition=0, committed_offset=42)])
+                ]
+            ),
+        ]
+    )
     coordinator.answers["OffsetFetch"] = lambda request: next(answers)
     with _consumer(bootstrap) as consumer:
         [result] = consumer.committed([TopicPartition("orders", 0)], timeout=5)
@@ -147,9 +160,8 @@ def test_a_coordinator_that_keeps_moving_fails_the_commit_after_its_timeout(brok
 def test_group_authorization_failure_is_not_retried(brokers: list[ScriptedBroker]) -> None:
     bootstrap, _, _ = brokers
     bootstrap.answers["FindCoordinator"] = lambda request: coordinator_at(None, GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED)  # type: ignore[attr-defined]
-    with _consumer(bootstrap) as consumer:
-        with pytest.raises(KafkaException) as raised:
-            _commit(consumer, 1)
+    with _consumer(bootstrap) as consumer, pytest.raises(KafkaException) as raised:
+        _commit(consumer, 1)
 
     assert raised.value.error.code() == ErrorCode.GROUP_AUTHORIZATION_FAILED  # type: ignore[attr-defined]
     assert len(bootstrap.called("FindCoordinator")) == 1

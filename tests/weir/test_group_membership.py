@@ -8,7 +8,8 @@ the consumer sends and in which order it runs callbacks, commits and reports.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -32,7 +33,9 @@ class Scene:
         self.events: list[tuple[Any, ...]] = []
         self.coordinator = ScriptedCoordinator(self.events)
         self.log = RecordLog(self.events)
-        broker.answers["Metadata"] = lambda request: metadata([broker], {TOPIC: [(broker.node_id, 1)] * 3, "orders-eu": [(broker.node_id, 1)], "audit": [(broker.node_id, 1)]})
+        broker.answers["Metadata"] = lambda request: metadata(
+            [broker], {TOPIC: [(broker.node_id, 1)] * 3, "orders-eu": [(broker.node_id, 1)], "audit": [(broker.node_id, 1)]}
+        )
         broker.answers["FindCoordinator"] = lambda request: coordinator_at(broker, GROUP)
         broker.answers["ConsumerGroupHeartbeat"] = self.coordinator
         broker.answers["Fetch"] = self.log.fetch
@@ -42,11 +45,19 @@ class Scene:
         self.consumers: list[Consumer] = []
 
     def consumer(self, **extra: object) -> Consumer:
-        consumer = Consumer({
-            "bootstrap.servers": self.broker.address, "group.id": GROUP, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "request.timeout.ms": 3000, "retry.backoff.ms": 10, "retry.backoff.max.ms": 50,
-            "heartbeat.interval.ms": 50, **extra,
-        })
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.broker.address,
+                "group.id": GROUP,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "request.timeout.ms": 3000,
+                "retry.backoff.ms": 10,
+                "retry.backoff.max.ms": 50,
+                "heartbeat.interval.ms": 50,
+                **extra,
+            }
+        )
         self.consumers.append(consumer)
         return consumer
 
@@ -91,6 +102,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 def recorder(events: list[tuple[Any, ...]], kind: str) -> Callable[[Consumer, list[TopicPartition]], None]:
     def callback(consumer: Consumer, partitions: list[TopicPartition]) -> None:
         events.append((kind, sorted((tp.topic, tp.partition) for tp in partitions)))
+
     return callback
 
 
@@ -181,7 +193,9 @@ def test_a_new_subscription_is_sent_on_the_next_heartbeat(scene: Scene) -> None:
 
     poll_until(consumer, lambda: len(steady()) >= 1)  # an unchanged subscription is left out
     consumer.subscribe(["audit"])
-    poll_until(consumer, lambda: bool(scene.coordinator.called(lambda request: request.member_epoch > 0 and list(request.subscription.topic_names) == ["audit"])))
+    poll_until(
+        consumer, lambda: bool(scene.coordinator.called(lambda request: request.member_epoch > 0 and list(request.subscription.topic_names) == ["audit"]))
+    )
     sent = len(scene.coordinator.requests)
     poll_until(consumer, lambda: len(scene.coordinator.requests) > sent)
     assert not scene.coordinator.requests[-1].HasField("subscription")
@@ -269,7 +283,13 @@ def test_commits_carry_member_id_and_epoch_and_stale_epochs_are_retried(scene: S
         if request.generation_id >= 5:
             return None
         scene.coordinator.assign("member-1", {tp(0)}, epoch=5)
-        return broker_pb2.OffsetCommitResponse(topics=[broker_pb2.OffsetCommitTopicResponse(topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=0, error_code=ErrorCode.STALE_MEMBER_EPOCH)])])  # type: ignore[attr-defined]
+        return broker_pb2.OffsetCommitResponse(
+            topics=[
+                broker_pb2.OffsetCommitTopicResponse(
+                    topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartitionResponse(partition=0, error_code=ErrorCode.STALE_MEMBER_EPOCH)]
+                )
+            ]
+        )  # type: ignore[attr-defined]
 
     scene.log.commit_answer = stale_until_epoch_5
     [result] = consumer.commit(offsets=[TopicPartition(TOPIC, 0, 7)], asynchronous=False) or []
@@ -379,7 +399,7 @@ def test_a_fatal_heartbeat_error_comes_out_of_poll_and_heartbeats_stop(scene: Sc
     scene.coordinator.fail_next(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not allowed to READ group billing")  # type: ignore[attr-defined]
     consumer = scene.consumer()
     consumer.subscribe([TOPIC])
-    events = poll_until(consumer, lambda: False if not scene.coordinator.requests else True) + [consumer.poll(0.5)]
+    events = poll_until(consumer, lambda: bool(scene.coordinator.requests)) + [consumer.poll(0.5)]
     errors = [event.error() for event in events if event is not None and event.error() is not None]
     assert [error.code() for error in errors] == [ErrorCode.GROUP_AUTHORIZATION_FAILED]  # type: ignore[attr-defined]
     assert "not allowed" in errors[0].str()
@@ -436,7 +456,16 @@ def test_a_moved_coordinator_gets_the_same_member_with_its_full_state() -> None:
             broker.answers["Fetch"] = log.fetch
             broker.answers["OffsetFetch"] = log.offset_fetch
         old.answers["ConsumerGroupHeartbeat"] = script
-        consumer = Consumer({"bootstrap.servers": old.address, "group.id": GROUP, "enable.auto.commit": False, "retry.backoff.ms": 10, "retry.backoff.max.ms": 50, "request.timeout.ms": 3000})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": old.address,
+                "group.id": GROUP,
+                "enable.auto.commit": False,
+                "retry.backoff.ms": 10,
+                "retry.backoff.max.ms": 50,
+                "request.timeout.ms": 3000,
+            }
+        )
         consumers.append(consumer)
         consumer.subscribe([TOPIC])
         poll_until(consumer, lambda: consumer.assignment() != [])
@@ -463,7 +492,9 @@ def test_manual_incremental_assign_and_unassign(scene: Scene) -> None:
     consumer.incremental_assign([TopicPartition(TOPIC, 1, 0)])
     with pytest.raises(KafkaException):
         consumer.incremental_assign([TopicPartition(TOPIC, 1)])
-    received = poll_until(consumer, lambda: consumer.position([TopicPartition(TOPIC, 1)])[0].offset == 2 and consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 2)
+    received = poll_until(
+        consumer, lambda: consumer.position([TopicPartition(TOPIC, 1)])[0].offset == 2 and consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 2
+    )
     assert sorted(message.value() for message in received if message.error() is None) == [b"orders-0-1", b"orders-1-0", b"orders-1-1"]
     consumer.incremental_unassign([TopicPartition(TOPIC, 0)])
     assert [(item.topic, item.partition) for item in consumer.assignment()] == [tp(1)]

@@ -62,4 +62,8 @@ def test_topic_partitions_key_dicts_by_topic_and_partition() -> None:
     results = {TopicPartition("t", 1, 5): "x"}
     assert results[TopicPartition("t", 1)] == "x"
     assert TopicPartition("t", 1) != TopicPartition("t", 2)
-    assert sorted([TopicPartition("b", 0), TopicPartition("a", 1), TopicPartition("a", 0)]) == [TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)]
+    assert sorted([TopicPartition("b", 0), TopicPartition("a", 1), TopicPartition("a", 0)]) == [
+        TopicPartition("a", 0),
+        TopicPartition("a", 1),
+        TopicPartition("b", 0),
+    ]

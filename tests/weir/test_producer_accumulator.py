@@ -114,8 +114,13 @@ def test_keyless_records_move_to_another_partition_when_the_batch_closes() -> No
     clock = ManualClock()
     choices = iter([0, 1, 0])
     accumulator = RecordAccumulator(
-        batch_size=1_000_000, batch_max_records=3, linger_ms=60_000, buffer_memory=1 << 20, codec=0,
-        sticky=StickyPartitions(choose=lambda count: next(choices)), monotonic=clock.monotonic,
+        batch_size=1_000_000,
+        batch_max_records=3,
+        linger_ms=60_000,
+        buffer_memory=1 << 20,
+        codec=0,
+        sticky=StickyPartitions(choose=lambda count: next(choices)),
+        monotonic=clock.monotonic,
     )
     append(accumulator, partition=-1, count=6, partitions=3)
     ready, _ = accumulator.drain()

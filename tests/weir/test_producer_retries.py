@@ -8,7 +8,7 @@ retried bytes (recognise duplicates) is covered by the failover tests.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -88,10 +88,16 @@ class Reports:
 
 
 def _producer(broker: ScriptedBroker, reports: Reports) -> Producer:
-    return Producer({
-        "bootstrap.servers": broker.address, "linger.ms": 0, "retry.backoff.ms": 10, "retry.backoff.max.ms": 50,
-        "delivery.timeout.ms": 20000, "on_delivery": reports,
-    })
+    return Producer(
+        {
+            "bootstrap.servers": broker.address,
+            "linger.ms": 0,
+            "retry.backoff.ms": 10,
+            "retry.backoff.max.ms": 50,
+            "delivery.timeout.ms": 20000,
+            "on_delivery": reports,
+        }
+    )
 
 
 def _produce_one(producer: Producer, value: bytes, partition: int = 0) -> None:
@@ -171,7 +177,9 @@ def test_epoch_bump_waits_until_a_batch_that_may_have_been_appended_is_resent_un
     producer.close()
 
     assert sorted((value, error) for error, value, _ in reports.items) == [
-        (b"after", None), (b"maybe-appended", None), (b"refused", ErrorCode.INVALID_RECORD),  # type: ignore[attr-defined]
+        (b"after", None),
+        (b"maybe-appended", None),
+        (b"refused", ErrorCode.INVALID_RECORD),  # type: ignore[attr-defined]
     ]
     sent = [batch for request in script.sent for batch in request]
     first_try = next(batch for batch in sent if batch[0] == 0)
@@ -213,10 +221,16 @@ def test_a_batch_refused_by_its_old_leader_goes_to_the_new_leader_without_waitin
         new.answers["Produce"] = ProduceScript(lambda sent, call_index: 0)
         reports = Reports()
         # A backoff far longer than the flush below: only skipping it can deliver in time.
-        producer = Producer({
-            "bootstrap.servers": old.address, "linger.ms": 0, "retry.backoff.ms": 30000, "retry.backoff.max.ms": 30000,
-            "delivery.timeout.ms": 60000, "on_delivery": reports,
-        })
+        producer = Producer(
+            {
+                "bootstrap.servers": old.address,
+                "linger.ms": 0,
+                "retry.backoff.ms": 30000,
+                "retry.backoff.max.ms": 30000,
+                "delivery.timeout.ms": 60000,
+                "on_delivery": reports,
+            }
+        )
         producer.produce(TOPIC, b"moved", partition=0)
         assert producer.flush(10) == 0
         producer.close()

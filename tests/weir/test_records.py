@@ -178,4 +178,6 @@ def test_rebuild_batch_keeps_offsets_producer_fields_and_last_offset_in_another_
     assert new_header.compression == records.COMPRESSION_ZSTD
     assert (new_header.base_offset, new_header.last_offset, new_header.records_count) == (100, 104, 4)
     assert (new_header.producer_id, new_header.producer_epoch, new_header.base_sequence, new_header.partition_leader_epoch) == (9, 2, 40, 3)
-    assert [(record.offset, record.key, record.timestamp) for record in records.iter_records(rebuilt)] == [(offset, key, timestamp) for offset, timestamp, key, _, _ in kept]
+    assert [(record.offset, record.key, record.timestamp) for record in records.iter_records(rebuilt)] == [
+        (offset, key, timestamp) for offset, timestamp, key, _, _ in kept
+    ]

@@ -36,7 +36,7 @@ def test_every_tampered_byte_is_refused() -> None:
     token = mint(KEY, TENANT, now_ms=NOW_MS)
     for position in range(len(token)):
         replacement = "A" if token[position] != "A" else "B"
-        tampered = token[:position] + replacement + token[position + 1:]
+        tampered = token[:position] + replacement + token[position + 1 :]
         with pytest.raises(TenantTokenError) as raised:
             verify(KEY, tampered, now_ms=NOW_MS)
         assert tampered not in str(raised.value) and token not in str(raised.value)

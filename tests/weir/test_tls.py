@@ -26,11 +26,27 @@ def _openssl(*arguments: str, cwd: Path) -> None:
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ca.pem, and broker.pem / broker-key.pem for 127.0.0.1 signed by it."""
     directory = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Weir test CA", cwd=directory)
+    _openssl(
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Weir test CA", cwd=directory
+    )
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker-key.pem", "-out", "broker.csr", "-subj", "/CN=127.0.0.1", cwd=directory)
     (directory / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     _openssl(
-        "x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "broker.pem", "-days", "2", "-extfile", "san.cnf",
+        "x509",
+        "-req",
+        "-in",
+        "broker.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-out",
+        "broker.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.cnf",
         cwd=directory,
     )
     return directory
@@ -54,16 +70,20 @@ def tls_broker(tmp_path: Path, certificates: Path):
 
 def test_sdk_over_sasl_ssl_with_the_ca_lists_topics(tls_broker, certificates: Path) -> None:
     client = AdminClient(
-        {"bootstrap.servers": f"127.0.0.1:{tls_broker.port}", "security.protocol": "SASL_SSL", "ssl.ca.location": str(certificates / "ca.pem"), "socket.timeout.ms": 5000}
+        {
+            "bootstrap.servers": f"127.0.0.1:{tls_broker.port}",
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(certificates / "ca.pem"),
+            "socket.timeout.ms": 5000,
+        }
     )
     metadata = client.list_topics(timeout=5)
     assert "__consumer_offsets" in metadata.topics
 
 
 def test_plaintext_client_is_refused_by_a_tls_broker(tls_broker) -> None:
-    with grpc.insecure_channel(f"127.0.0.1:{tls_broker.port}") as channel:
-        with pytest.raises(grpc.RpcError) as raised:
-            broker_pb2_grpc.BrokerStub(channel).Metadata(broker_pb2.MetadataRequest(), timeout=3)
+    with grpc.insecure_channel(f"127.0.0.1:{tls_broker.port}") as channel, pytest.raises(grpc.RpcError) as raised:
+        broker_pb2_grpc.BrokerStub(channel).Metadata(broker_pb2.MetadataRequest(), timeout=3)
     assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
 
 

@@ -91,8 +91,7 @@ def test_longest_tenant_name_fills_the_widest_partition_directory_exactly(tenant
     with pytest.raises(InvalidTopicNameError) as raised:
         validate_topic_name(longest + "a", tenant_id)
     assert raised.value.reason == (
-        f"a topic name is at most {limit} characters: the tenant prefix and partition number "
-        f"must fit a 255-byte directory name (this one has {limit + 1})"
+        f"a topic name is at most {limit} characters: the tenant prefix and partition number must fit a 255-byte directory name (this one has {limit + 1})"
     )
 
 

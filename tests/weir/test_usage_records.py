@@ -18,8 +18,38 @@ from weir.usage_records import (
     identity,
 )
 
-TRAFFIC = TrafficRow(3, "9f2c", 7, 1_700_000_040_000, 1_700_000_100_000, "tn-abc", "orders", 2, bytes_in=120, records_in=4, bytes_out=240, records_out=8, produce_requests=1, fetch_requests=2, throttle_time_ms=15)
-PARTITION = PartitionRow(3, "9f2c", 7, 1_700_000_040_000, 1_700_000_100_000, "tn-abc", "orders", 2, log_size_bytes=4096, log_start_offset=0, log_end_offset=40, high_watermark=38, leader_epoch=5)
+TRAFFIC = TrafficRow(
+    3,
+    "9f2c",
+    7,
+    1_700_000_040_000,
+    1_700_000_100_000,
+    "tn-abc",
+    "orders",
+    2,
+    bytes_in=120,
+    records_in=4,
+    bytes_out=240,
+    records_out=8,
+    produce_requests=1,
+    fetch_requests=2,
+    throttle_time_ms=15,
+)
+PARTITION = PartitionRow(
+    3,
+    "9f2c",
+    7,
+    1_700_000_040_000,
+    1_700_000_100_000,
+    "tn-abc",
+    "orders",
+    2,
+    log_size_bytes=4096,
+    log_start_offset=0,
+    log_end_offset=40,
+    high_watermark=38,
+    leader_epoch=5,
+)
 
 
 @pytest.mark.parametrize("row", [TRAFFIC, PARTITION])

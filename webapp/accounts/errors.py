@@ -25,7 +25,7 @@ class InvalidInput(ActionError):
         self.errors = errors
 
     @classmethod
-    def for_field(cls, field: str, message: str) -> "InvalidInput":
+    def for_field(cls, field: str, message: str) -> InvalidInput:
         return cls({field: [message]}, message)
 
 

@@ -34,8 +34,12 @@ class PlanLimits:
 
 PLAN_LIMITS: dict[str, PlanLimits] = {
     Plan.FREE: PlanLimits(max_topics=10, max_partitions=30, max_partitions_per_topic=6, produce_bytes_per_second=1 << 20, consume_bytes_per_second=2 << 20),
-    Plan.STANDARD: PlanLimits(max_topics=500, max_partitions=1500, max_partitions_per_topic=100, produce_bytes_per_second=50 << 20, consume_bytes_per_second=150 << 20),
-    Plan.ENTERPRISE: PlanLimits(max_topics=5000, max_partitions=20000, max_partitions_per_topic=1000, produce_bytes_per_second=500 << 20, consume_bytes_per_second=1500 << 20),
+    Plan.STANDARD: PlanLimits(
+        max_topics=500, max_partitions=1500, max_partitions_per_topic=100, produce_bytes_per_second=50 << 20, consume_bytes_per_second=150 << 20
+    ),
+    Plan.ENTERPRISE: PlanLimits(
+        max_topics=5000, max_partitions=20000, max_partitions_per_topic=1000, produce_bytes_per_second=500 << 20, consume_bytes_per_second=1500 << 20
+    ),
 }
 
 

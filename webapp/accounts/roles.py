@@ -25,7 +25,7 @@ def role_at_least(role: str, minimum: str) -> bool:
     return ROLE_RANK[role] >= ROLE_RANK[minimum]
 
 
-def require_role(actor: "Actor", minimum: str, doing: str) -> None:
+def require_role(actor: Actor, minimum: str, doing: str) -> None:
     """Raise NotAllowed unless the actor's role reaches ``minimum``; ``doing`` completes
     "Your role may not ..." in the message."""
     if not role_at_least(actor.role, minimum):

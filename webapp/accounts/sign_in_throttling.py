@@ -21,9 +21,8 @@ cool-off has passed since the last attempt. Two pieces are Weir's own:
 from __future__ import annotations
 
 import math
-from typing import Any
-
 from datetime import timedelta
+from typing import Any
 
 from axes.backends import AxesStandaloneBackend
 from axes.helpers import get_client_username, get_cool_off
@@ -79,7 +78,9 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     message = f"Too many sign-in attempts. Try again in {minutes} minute{'s' if minutes != 1 else ''}."
     wants_json = "application/json" in request.headers.get("Accept", "") or request.path.startswith("/api/")
     if wants_json:
-        response: HttpResponse = JsonResponse({"error_code": TOO_MANY_ATTEMPTS_STATUS, "message": message, "retry_after_minutes": minutes}, status=TOO_MANY_ATTEMPTS_STATUS)
+        response: HttpResponse = JsonResponse(
+            {"error_code": TOO_MANY_ATTEMPTS_STATUS, "message": message, "retry_after_minutes": minutes}, status=TOO_MANY_ATTEMPTS_STATUS
+        )
     else:
         response = render(request, "locked_out.html", {"message": message, "minutes": minutes}, status=TOO_MANY_ATTEMPTS_STATUS)
     response["Retry-After"] = str(minutes * 60)

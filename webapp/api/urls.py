@@ -38,7 +38,6 @@ router.register("brokers", BrokerViewSet, basename="broker")
 router.register("pipeline-runs", PipelineRunViewSet, basename="pipeline-run")
 
 
-
 @csrf_exempt
 def no_such_endpoint(request: HttpRequest, rest: str) -> JsonResponse:
     """Any other path under /api/v1/ (or an identifier of the wrong shape, such as a

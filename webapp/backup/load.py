@@ -93,10 +93,7 @@ def _clear(existing: dict[str, int]) -> dict[str, int]:
 
 def _permission_ids() -> dict[str, int]:
     """``app_label.codename`` -> primary key of every permission of this database."""
-    return {
-        f"{app_label}.{codename}": pk
-        for pk, app_label, codename in Permission.objects.values_list("pk", "content_type__app_label", "codename")
-    }
+    return {f"{app_label}.{codename}": pk for pk, app_label, codename in Permission.objects.values_list("pk", "content_type__app_label", "codename")}
 
 
 def _load_section(section: Section, rows: list[dict[str, Any]], primary_keys: dict[str, dict[Any, int]], permissions: dict[str, int]) -> None:

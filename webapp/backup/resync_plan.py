@@ -23,8 +23,8 @@ Pure: no database, no network; the inputs are read by ``webapp.backup.broker_res
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from grpc_protos.weir.v1 import admin_pb2
 
@@ -57,7 +57,7 @@ class BrokerReport:
     hosted: tuple[HostedReplica, ...]
 
     @classmethod
-    def from_response(cls, address: str, response: admin_pb2.DescribeStateResponse) -> "BrokerReport":
+    def from_response(cls, address: str, response: admin_pb2.DescribeStateResponse) -> BrokerReport:
         return cls(
             node_id=response.node_id,
             address=address,

@@ -23,9 +23,9 @@ Document layout (format version 1)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 FORMAT_NAME = "weir-control-plane-backup"  # the "format" member of every backup
 FORMAT_VERSION = 1  # the "format_version" this code writes and the newest it reads

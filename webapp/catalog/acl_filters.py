@@ -37,9 +37,7 @@ def _given(value: str | None) -> bool:
 def apply_acl_filter(bindings: QuerySet[AclBinding], acl_filter: AclFilter) -> QuerySet[AclBinding]:
     """``bindings`` narrowed to those ``acl_filter`` matches (one query, no loop over rows)."""
     exact = {
-        field: getattr(acl_filter, field)
-        for field in ("resource_type", "principal", "host", "operation", "permission")
-        if _given(getattr(acl_filter, field))
+        field: getattr(acl_filter, field) for field in ("resource_type", "principal", "host", "operation", "permission") if _given(getattr(acl_filter, field))
     }
     bindings = bindings.filter(**exact)
     name = acl_filter.resource_name

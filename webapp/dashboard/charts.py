@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 WIDTH = 640
 HEIGHT = 200
@@ -147,8 +147,23 @@ def line_chart(
     for band in bands:
         band_start, band_end = max(band.start, start), min(band.end, end)
         if band_start < band_end:
-            drawn_bands.append(DrawnBand(x=round(x_of(band_start), 1), width=round(x_of(band_end) - x_of(band_start), 1), css_class=band.css_class, title=band.title))
-    return LineChart(title=title, width=width, height=height, left=left, right=right, top=top, bottom=bottom, x_ticks=x_ticks, y_ticks=y_ticks, series=drawn, bands=drawn_bands, band_y=band_y)
+            drawn_bands.append(
+                DrawnBand(x=round(x_of(band_start), 1), width=round(x_of(band_end) - x_of(band_start), 1), css_class=band.css_class, title=band.title)
+            )
+    return LineChart(
+        title=title,
+        width=width,
+        height=height,
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        x_ticks=x_ticks,
+        y_ticks=y_ticks,
+        series=drawn,
+        bands=drawn_bands,
+        band_y=band_y,
+    )
 
 
 def status_bands(points: Sequence[tuple[datetime, str]], end: datetime, longest: timedelta) -> list[Band]:
@@ -256,7 +271,7 @@ def time_ticks(start: datetime, end: datetime, count: int) -> list[datetime]:
     ticks = []
     moment = first
     while moment <= end.timestamp() and len(ticks) < count:
-        ticks.append(datetime.fromtimestamp(moment, tz=start.tzinfo or timezone.utc))
+        ticks.append(datetime.fromtimestamp(moment, tz=start.tzinfo or UTC))
         moment += step
     return ticks
 

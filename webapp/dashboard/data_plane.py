@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.views.decorators.debug import sensitive_variables
@@ -44,7 +44,7 @@ class DataPlaneError(Exception):
         self.retriable = retriable
 
     @classmethod
-    def from_kafka(cls, error: KafkaError, doing: str) -> "DataPlaneError":
+    def from_kafka(cls, error: KafkaError, doing: str) -> DataPlaneError:
         return cls(f"{doing} failed: {error.name()}: {error.str()}", error.retriable())
 
 
@@ -175,8 +175,14 @@ def _consume(consumer: Consumer, limit: int, last_offset: int) -> list[BrowsedRe
 
 def _bad_batch_row(offset: int, error: BadBatchError) -> BrowsedRecord:
     return BrowsedRecord(
-        offset=offset, timestamp=None, timestamp_is_log_append_time=False, key=None, value=None, headers=[],
-        error=error.str(), last_offset=error.last_offset,
+        offset=offset,
+        timestamp=None,
+        timestamp_is_log_append_time=False,
+        key=None,
+        value=None,
+        headers=[],
+        error=error.str(),
+        last_offset=error.last_offset,
     )
 
 
@@ -186,7 +192,7 @@ def _datetime_or_none(timestamp_ms: int) -> datetime | None:
     if timestamp_ms < 0:
         return None
     try:
-        return datetime.fromtimestamp(timestamp_ms / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

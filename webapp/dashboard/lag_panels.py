@@ -31,7 +31,13 @@ def group_lag_panel(tenant: Tenant, group_id: str, window: str | None, now: date
     ``lag_interval_seconds``."""
     window = window if window in LAG_WINDOWS else DEFAULT_LAG_WINDOW
     evaluation = facade.group_evaluation(tenant, group_id, now)
-    values: dict[str, Any] = {"lag_evaluation": evaluation, "lag_window": window, "lag_windows": list(LAG_WINDOWS), "lag_chart": None, "lag_interval_seconds": facade.lag_interval_seconds()}
+    values: dict[str, Any] = {
+        "lag_evaluation": evaluation,
+        "lag_window": window,
+        "lag_windows": list(LAG_WINDOWS),
+        "lag_chart": None,
+        "lag_interval_seconds": facade.lag_interval_seconds(),
+    }
     if evaluation is None:
         return values
     start = now - LAG_WINDOWS[window]
@@ -39,7 +45,10 @@ def group_lag_panel(tenant: Tenant, group_id: str, window: str | None, now: date
     interval = timedelta(seconds=facade.lag_interval_seconds() * BAND_INTERVALS)
     values["lag_chart"] = line_chart(
         "Lag over time (records)",
-        [Series("total lag", [(when, float(total)) for when, _, total, _ in history]), Series("max lag of a partition", [(when, float(most)) for when, _, _, most in history])],
+        [
+            Series("total lag", [(when, float(total)) for when, _, total, _ in history]),
+            Series("max lag of a partition", [(when, float(most)) for when, _, _, most in history]),
+        ],
         start,
         now,
         format_count,

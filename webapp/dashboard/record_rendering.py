@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 # Bytes of one key, value or header shown at most; the rest is summarised as a count.
 DISPLAY_LIMIT_BYTES = 64 * 1024
@@ -18,7 +18,7 @@ DISPLAY_LIMIT_BYTES = 64 * 1024
 HEX_BYTES_PER_LINE = 16
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     TEXT = "text"
     JSON = "json"
     HEX = "hex"

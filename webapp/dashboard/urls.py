@@ -14,7 +14,11 @@ from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs
 app_name = "dashboard"
 
 urlpatterns = [
-    path("sign-in/", auth_views.LoginView.as_view(template_name="dashboard/sign_in.html", authentication_form=SignInForm, redirect_authenticated_user=True), name="login"),
+    path(
+        "sign-in/",
+        auth_views.LoginView.as_view(template_name="dashboard/sign_in.html", authentication_form=SignInForm, redirect_authenticated_user=True),
+        name="login",
+    ),
     path("sign-out/", auth_views.LogoutView.as_view(), name="logout"),
     path("sign-up/", accounts.sign_up, name="sign_up"),
     path("no-organisation/", accounts.no_tenant, name="no_tenant"),

@@ -2,8 +2,8 @@
 
 from django.contrib import admin
 
-from webapp.read_only_admin import ReadOnlyModelAdmin
 from webapp.fleet.models import BrokerNode
+from webapp.read_only_admin import ReadOnlyModelAdmin
 
 
 @admin.register(BrokerNode)

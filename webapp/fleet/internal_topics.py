@@ -132,14 +132,13 @@ def ensure_internal_topics(*, controller_epoch: int) -> InternalTopicsChange:
         if not brokers:
             return InternalTopicsChange()
         target = target_replication_factor(len(brokers))
-        existing = {
-            topic.name: topic
-            for topic in Topic.objects.select_for_update().filter(tenant__isnull=True, name__in=[spec.name for spec in wanted])
-        }
+        existing = {topic.name: topic for topic in Topic.objects.select_for_update().filter(tenant__isnull=True, name__in=[spec.name for spec in wanted])}
         created = []
         for spec in wanted:
             if spec.name not in existing:
-                topic = Topic.objects.create(tenant=None, name=spec.name, partition_count=spec.partitions, replication_factor=target, configs=dict(spec.configs))
+                topic = Topic.objects.create(
+                    tenant=None, name=spec.name, partition_count=spec.partitions, replication_factor=target, configs=dict(spec.configs)
+                )
                 place_partitions(topic, 0, spec.partitions)
                 created.append(spec.name)
                 logger.info("internal topic %s created: %d partitions, replication factor %d", spec.name, spec.partitions, target)

@@ -42,9 +42,7 @@ class ReplicationFactorTooLargeError(PlacementError):
     def __init__(self, replication_factor: int, available_brokers: int) -> None:
         self.replication_factor = replication_factor
         self.available_brokers = available_brokers
-        super().__init__(
-            f"replication factor {replication_factor} is larger than the number of available brokers ({available_brokers})"
-        )
+        super().__init__(f"replication factor {replication_factor} is larger than the number of available brokers ({available_brokers})")
 
 
 class InvalidReplicationFactorError(PlacementError):
@@ -119,16 +117,12 @@ def assign_replicas(
         if rack_aware:
             replicas = _rack_aware_replicas(ordered, first_index, shift, replication_factor, rack_count)
         else:
-            replicas = [ordered[first_index]] + [
-                ordered[_follower_index(first_index, shift, number, count)] for number in range(replication_factor - 1)
-            ]
+            replicas = [ordered[first_index]] + [ordered[_follower_index(first_index, shift, number, count)] for number in range(replication_factor - 1)]
         assignment[partition] = [broker.node_id for broker in replicas]
     return assignment
 
 
-def _rack_aware_replicas(
-    ordered: list[PlacementBroker], first_index: int, shift: int, replication_factor: int, rack_count: int
-) -> list[PlacementBroker]:
+def _rack_aware_replicas(ordered: list[PlacementBroker], first_index: int, shift: int, replication_factor: int, rack_count: int) -> list[PlacementBroker]:
     count = len(ordered)
     leader = ordered[first_index]
     replicas = [leader]

@@ -2,8 +2,8 @@
 
 from django.contrib import admin
 
-from webapp.read_only_admin import ReadOnlyModelAdmin
 from webapp.metering.models import GroupLag, PipelineRun, PipelineState, UsageAggregate
+from webapp.read_only_admin import ReadOnlyModelAdmin
 
 
 @admin.register(PipelineRun)

@@ -70,7 +70,9 @@ def usage_totals_by_bucket(tenant: Tenant, granularity: str, start: datetime, en
     """One row per bucket summed over topics (storage sums the topics' averages and peaks),
     by bucket; keys: ``bucket_start`` and the counters."""
     rows = usage(tenant, granularity, start, end, topic).order_by().values("bucket_start")
-    rows = rows.annotate(**{name: Sum(name) for name in USAGE_SUM_FIELDS}, storage_bytes_avg=Sum("storage_bytes_avg"), storage_bytes_peak=Sum("storage_bytes_peak"))
+    rows = rows.annotate(
+        **{name: Sum(name) for name in USAGE_SUM_FIELDS}, storage_bytes_avg=Sum("storage_bytes_avg"), storage_bytes_peak=Sum("storage_bytes_peak")
+    )
     return list(rows.order_by("bucket_start"))
 
 

@@ -181,7 +181,14 @@ def launch(
     _finish(run, outcome, clock())
     prune_runs(clock())
     run.refresh_from_db()
-    logger.info("pipeline %s: run %s %s in %.1f s%s", pipeline, run.public_id, run.status, outcome.elapsed_seconds, f", {run.rows_written} rows" if run.rows_written is not None else "")
+    logger.info(
+        "pipeline %s: run %s %s in %.1f s%s",
+        pipeline,
+        run.public_id,
+        run.status,
+        outcome.elapsed_seconds,
+        f", {run.rows_written} rows" if run.rows_written is not None else "",
+    )
     return run
 
 
@@ -218,7 +225,9 @@ def run_job_process(command: list[str], timeout: float) -> JobOutcome:
         try:
             process = spawn(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=job_environment(), cwd=REPOSITORY_ROOT)
         except OSError as error:
-            return JobOutcome(rows=None, result=None, error=f"the job could not start ({' '.join(command)}): {error}", elapsed_seconds=time.monotonic() - started)
+            return JobOutcome(
+                rows=None, result=None, error=f"the job could not start ({' '.join(command)}): {error}", elapsed_seconds=time.monotonic() - started
+            )
         try:
             with _sigterm_stops_the_launcher():
                 returncode = process.wait(timeout=timeout)
@@ -245,7 +254,7 @@ def parse_result_line(stdout: str) -> dict[str, Any] | None:
                 raise ValueError(f"its result line is not JSON ({error})") from None
             rows = result.get("rows") if isinstance(result, dict) else None
             if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
-                raise ValueError("its result line has no non-negative integer \"rows\"")
+                raise ValueError('its result line has no non-negative integer "rows"')
             return result
     return None
 

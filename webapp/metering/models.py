@@ -202,7 +202,10 @@ class PipelineRun(models.Model):
     class Meta:
         ordering = ["-started_at", "-pk"]
         constraints = [models.UniqueConstraint(fields=["pipeline"], condition=Q(status="RUNNING"), name="one_running_run_per_pipeline")]
-        indexes = [models.Index(fields=["pipeline", "-started_at"], name="pipeline_runs_recent"), models.Index(fields=["started_at"], name="pipeline_runs_pruning")]
+        indexes = [
+            models.Index(fields=["pipeline", "-started_at"], name="pipeline_runs_recent"),
+            models.Index(fields=["started_at"], name="pipeline_runs_pruning"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.pipeline} {self.public_id} ({self.status})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator
-from datetime import timezone
+from datetime import UTC
 
 from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.models import UsageAggregate
@@ -35,7 +35,7 @@ def csv_lines(tenant_public_id: str, rows: Iterable[UsageAggregate]) -> Iterator
                 tenant_public_id,
                 row.topic,
                 row.granularity,
-                row.bucket_start.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                row.bucket_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 row.bytes_in,
                 row.bytes_out,
                 row.records_in,

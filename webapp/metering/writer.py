@@ -21,7 +21,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webapp.metering.figures import USAGE_COUNTERS
@@ -36,7 +36,6 @@ BATCH_SIZE = 500
 # this module needs no Django.
 TOPIC_NAME_MAX_LENGTH = 249
 GROUP_ID_MAX_LENGTH = 255
-
 
 
 class InvalidRow(ValueError):
@@ -289,7 +288,7 @@ def _aware(value: Any, what: str) -> datetime:
         raise TypeError(f"{what} must be a datetime, not {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{what} must be timezone-aware (UTC), not naive: {value.isoformat()}")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _bucket_start(row: Mapping[str, Any], granularity: str, index: int) -> datetime:

@@ -21,8 +21,8 @@ scrape still answers the metrics that do not need them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 from django.apps import apps
 from django.db import DatabaseError
@@ -100,7 +100,9 @@ class PipelineCollector(Collector):
         counts = {status: 0 for status in LAG_STATUSES}
         for row in group_model.objects.filter(evaluated_at__gte=fresh_since).order_by().values("status").annotate(count=Count("pk")):
             counts[row["status"]] = row["count"]
-        groups = GaugeMetricFamily("weir_pipeline_consumer_groups", "Consumer groups by the lag pipeline's current status (stale evaluations left out).", labels=["status"])
+        groups = GaugeMetricFamily(
+            "weir_pipeline_consumer_groups", "Consumer groups by the lag pipeline's current status (stale evaluations left out).", labels=["status"]
+        )
         for status, count in counts.items():
             groups.add_metric([status], count)
         yield groups

@@ -9,7 +9,7 @@ path, so that ids in URLs cannot multiply the series; a request no pattern match
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import Counter, Histogram, disable_created_metrics

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import MutableMapping
 
 PORT_VARIABLE = "WEIR_WORKER_METRICS_PORT"
 DIRECTORY_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -44,7 +44,10 @@ def prepare_worker_metrics_directory(environment: MutableMapping[str, str] = os.
     """Create and empty the multiprocess directory and export it; None when the worker serves no metrics."""
     if worker_metrics_port(environment) == 0:
         return None
-    directory = Path(environment.get(DIRECTORY_VARIABLE) or Path(environment.get("WEIR_DATA_DIR", ".weir-data")).resolve() / "prometheus" / f"worker-{worker_metrics_port(environment)}")
+    directory = Path(
+        environment.get(DIRECTORY_VARIABLE)
+        or Path(environment.get("WEIR_DATA_DIR", ".weir-data")).resolve() / "prometheus" / f"worker-{worker_metrics_port(environment)}"
+    )
     if "prometheus_client" in sys.modules and DIRECTORY_VARIABLE not in environment:
         raise WorkerMetricsConfigError("prometheus_client was imported before webapp.celery could choose its multiprocess directory")
     directory.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,8 @@
 
 from django.contrib import admin
 
-from webapp.read_only_admin import ReadOnlyModelAdmin
 from webapp.provisioning.models import ProvisioningJob, SnapshotVersion
+from webapp.read_only_admin import ReadOnlyModelAdmin
 
 
 @admin.register(ProvisioningJob)

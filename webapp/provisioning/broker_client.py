@@ -101,7 +101,7 @@ class BrokerAdminClient:
         self._channel = _open_channel(broker.address)
         self._stub = admin_pb2_grpc.AdminStub(self._channel)
 
-    def __enter__(self) -> "BrokerAdminClient":
+    def __enter__(self) -> BrokerAdminClient:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from django.views.decorators.debug import sensitive_variables
 
+from grpc_protos.weir.v1 import admin_pb2
 from webapp import tenant_clients
 from webapp.catalog.models import Partition, Topic
 from webapp.fleet.models import BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
-from grpc_protos.weir.v1 import admin_pb2
 
 # A page showing partitions must not hang on a dead broker: describe calls get a short deadline.
 DESCRIBE_TIMEOUT_SECONDS = 2.0

@@ -152,9 +152,7 @@ def _push(job: ProvisioningJob) -> AttemptOutcome:
 
 
 # The attempt count of a lost job once the loss is recorded: see recover_lost_jobs.
-_ATTEMPTS_AFTER_LOSS = Case(
-    When(state=JobState.PENDING, then=F("attempts") + 1), default=F("attempts"), output_field=PositiveIntegerField()
-)
+_ATTEMPTS_AFTER_LOSS = Case(When(state=JobState.PENDING, then=F("attempts") + 1), default=F("attempts"), output_field=PositiveIntegerField())
 
 
 @dataclass

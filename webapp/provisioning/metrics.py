@@ -21,8 +21,8 @@ the oldest unfinished job, which grows when no worker runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Iterator
 
 from django.db.models import Count, Min
 from django.db.models.functions import Coalesce
@@ -33,7 +33,9 @@ from prometheus_client.registry import Collector
 
 from webapp.provisioning.models import JobState, ProvisioningJob
 
-JOB_ATTEMPTS = Counter("weir_provisioning_job_attempts", "Provisioning job attempts by job kind and outcome (succeeded, retrying, failed).", ["kind", "outcome"])
+JOB_ATTEMPTS = Counter(
+    "weir_provisioning_job_attempts", "Provisioning job attempts by job kind and outcome (succeeded, retrying, failed).", ["kind", "outcome"]
+)
 JOB_DURATION = Histogram(
     "weir_provisioning_job_duration_seconds",
     "Time from a provisioning job's creation to SUCCEEDED or FAILED.",

@@ -39,7 +39,7 @@ class PartitionNotApplied:
     retriable: bool
 
     @classmethod
-    def from_reply(cls, broker: BrokerAddress, failure: admin_pb2.PartitionFailure) -> "PartitionNotApplied":
+    def from_reply(cls, broker: BrokerAddress, failure: admin_pb2.PartitionFailure) -> PartitionNotApplied:
         return cls(broker, failure.tenant_id, failure.topic, failure.partition, failure.error_code, failure.error_message, failure.retriable)
 
     def __str__(self) -> str:

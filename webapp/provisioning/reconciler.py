@@ -32,8 +32,8 @@ from grpc_protos.weir.v1 import admin_pb2
 from webapp.accounts.actions.key_use import do_record_cluster_key_use
 from webapp.catalog.models import Partition
 from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
 from webapp.provisioning import metrics
+from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
 from webapp.provisioning.jobs import recover_lost_jobs
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
 from webapp.provisioning.push import PartitionNotApplied, push_to_broker
@@ -101,9 +101,7 @@ def _expected_partitions() -> dict[int, set[tuple[str, int]]]:
     return expected
 
 
-def _drift_of(
-    broker: BrokerAddress, state: admin_pb2.DescribeStateResponse, versions: dict[str, int], expected: set[tuple[str, int]]
-) -> _Drift | None:
+def _drift_of(broker: BrokerAddress, state: admin_pb2.DescribeStateResponse, versions: dict[str, int], expected: set[tuple[str, int]]) -> _Drift | None:
     desired_partitions = versions[SnapshotKind.PARTITIONS]
     desired_security = versions[SnapshotKind.SECURITY]
     notes = []

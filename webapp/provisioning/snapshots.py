@@ -66,10 +66,7 @@ def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int
 
 
 def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.ApplyPartitionsRequest:
-    brokers = [
-        broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
-        for node in BrokerNode.objects.order_by("node_id")
-    ]
+    brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in BrokerNode.objects.order_by("node_id")]
     partitions_of_topic: dict[int, list[admin_pb2.PartitionAssignment]] = defaultdict(list)
     for topic_pk, index, leader, leader_epoch, replicas, isr in Partition.objects.order_by("topic_id", "index").values_list(
         "topic_id", "index", "leader", "leader_epoch", "replicas", "isr"
@@ -100,8 +97,7 @@ def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
         .order_by("key_id")
     )
     credentials = [
-        admin_pb2.Credential(api_key=key.key_id, secret_sha256=key.secret_sha256, tenant_id=key.tenant.public_id, principal=key.principal)
-        for key in keys
+        admin_pb2.Credential(api_key=key.key_id, secret_sha256=key.secret_sha256, tenant_id=key.tenant.public_id, principal=key.principal) for key in keys
     ]
     acls = [
         admin_pb2.AclBinding(
@@ -116,9 +112,7 @@ def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
         )
         for tenant_id, principal, resource_type, resource_name, pattern_type, operation, permission, host in AclBinding.objects.order_by(
             "tenant__public_id", "public_id"
-        ).values_list(
-            "tenant__public_id", "principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"
-        )
+        ).values_list("tenant__public_id", "principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host")
     ]
     quotas = []
     for tenant in Tenant.objects.select_related("quota").order_by("public_id"):

@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import BinaryIO, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import BinaryIO, TextIO
 
 from weir.cli import consume, dump_log, groups, produce, topics
 from weir.cli.connection import add_connection_options, bootstrap_servers
@@ -19,7 +20,9 @@ DEBUG_ENVIRONMENT = "WEIR_DEBUG"  # set to 1 to see the traceback of an unexpect
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``weir`` parser; every leaf command sets ``run`` and ``command_parser``."""
-    parser = argparse.ArgumentParser(prog="weir", description="Weir command line: manage topics and consumer groups, produce and consume records, inspect log files.")
+    parser = argparse.ArgumentParser(
+        prog="weir", description="Weir command line: manage topics and consumer groups, produce and consume records, inspect log files."
+    )
     add_connection_options(parser, top_level=True)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for command_module in (topics, groups, produce, consume, dump_log):

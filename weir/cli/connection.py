@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from weir.cli.values import parse_pair, positive_int
-from weir.cli.errors import CommandError, UsageError, describe_kafka_error
 from weir.admin import AdminClient
+from weir.cli.errors import CommandError, UsageError, describe_kafka_error
+from weir.cli.values import parse_pair, positive_int
 from weir.consumer import Consumer
 from weir.errors import ErrorCode
 
@@ -30,11 +31,31 @@ def add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) 
     """
     prefix = GLOBAL_PREFIX if top_level else ""
     group = parser.add_argument_group("connection")
-    group.add_argument("--bootstrap-server", dest=prefix + "bootstrap_server", metavar="HOST:PORT[,...]", help=f"brokers to connect to (default: ${BOOTSTRAP_SERVERS_ENVIRONMENT} or {DEFAULT_BOOTSTRAP_SERVER})")
-    group.add_argument("--command-config", dest=prefix + "command_config", action="append", default=[], metavar="KEY=VALUE|FILE", help="client config entry, or a properties file of them; repeatable")
+    group.add_argument(
+        "--bootstrap-server",
+        dest=prefix + "bootstrap_server",
+        metavar="HOST:PORT[,...]",
+        help=f"brokers to connect to (default: ${BOOTSTRAP_SERVERS_ENVIRONMENT} or {DEFAULT_BOOTSTRAP_SERVER})",
+    )
+    group.add_argument(
+        "--command-config",
+        dest=prefix + "command_config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE|FILE",
+        help="client config entry, or a properties file of them; repeatable",
+    )
     group.add_argument("--api-key", dest=prefix + "api_key", metavar="KEY", help=f"API key (default: ${API_KEY_ENVIRONMENT}); sent as sasl.username")
-    group.add_argument("--api-secret", dest=prefix + "api_secret", metavar="SECRET", help=f"API secret (default: ${API_SECRET_ENVIRONMENT}); sent as sasl.password")
-    group.add_argument("--request-timeout-ms", dest=prefix + "request_timeout_ms", type=positive_int, metavar="MS", help=f"deadline of each broker request (default {DEFAULT_REQUEST_TIMEOUT_MS})")
+    group.add_argument(
+        "--api-secret", dest=prefix + "api_secret", metavar="SECRET", help=f"API secret (default: ${API_SECRET_ENVIRONMENT}); sent as sasl.password"
+    )
+    group.add_argument(
+        "--request-timeout-ms",
+        dest=prefix + "request_timeout_ms",
+        type=positive_int,
+        metavar="MS",
+        help=f"deadline of each broker request (default {DEFAULT_REQUEST_TIMEOUT_MS})",
+    )
 
 
 def option(args: argparse.Namespace, name: str) -> Any:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Mapping, TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from weir.cli import connection
 from weir.cli.arguments import add_command, add_progress_option
@@ -32,7 +33,9 @@ COMMIT_INTERVAL_SECONDS = 5.0
 def register(commands: Any) -> None:
     consume = add_command(commands, "consume", "print records to stdout, one per line", run_consume)
     consume.add_argument("topic", metavar="TOPIC")
-    consume.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (with --group: only when the group has no committed offset)")
+    consume.add_argument(
+        "--from-beginning", action="store_true", help="start at the earliest offset (with --group: only when the group has no committed offset)"
+    )
     consume.add_argument("--max-messages", type=positive_int, metavar="N", help="stop after N records")
     consume.add_argument("--partition", type=non_negative_int, help="read only this partition")
     consume.add_argument("--offset", type=_offset_argument, metavar="O", help="start offset in --partition: a number, 'earliest' or 'latest'")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from weir.cli.arguments import add_command, add_progress_option
 from weir.cli.errors import EXIT_OK, CommandError
@@ -30,7 +31,14 @@ def run_dump_log(args: argparse.Namespace, streams: Streams, environ: Mapping[st
         problems: list[DumpProblem] = []
         with progress_bar(args.progress, streams, "reading log files", total, "bytes", writes_stdout=True) as progress:
             for path in args.paths:
-                report = dump(path, streams.stdout, print_data=args.print_data_log, verify_index_only=args.verify_index_only, max_bytes=args.max_bytes, progress=progress.advance)
+                report = dump(
+                    path,
+                    streams.stdout,
+                    print_data=args.print_data_log,
+                    verify_index_only=args.verify_index_only,
+                    max_bytes=args.max_bytes,
+                    progress=progress.advance,
+                )
                 problems += report.problems
     except DumpLogError as error:
         raise CommandError(str(error)) from None

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from weir.admin import ConsumerGroupDescription, ConsumerGroupState, MemberDescription
 from weir.cli import connection
@@ -36,7 +37,13 @@ def register(commands: Any) -> None:
     actions = groups.add_subparsers(title="group commands", metavar="ACTION", required=True)
 
     listing = add_command(actions, "list", "list consumer groups and their states", run_list)
-    listing.add_argument("--state", action="append", default=[], metavar="STATE[,STATE...]", help="only groups in these states (Stable, Empty, Reconciling, Assigning, Dead); repeatable")
+    listing.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        metavar="STATE[,STATE...]",
+        help="only groups in these states (Stable, Empty, Reconciling, Assigning, Dead); repeatable",
+    )
     add_output_option(listing)
 
     describe = add_command(actions, "describe", "state, assignor, coordinator and members (with their assignments) of a group", run_describe)
@@ -145,7 +152,9 @@ def require_group(admin: Any, args: argparse.Namespace, group: str) -> ConsumerG
 
 
 def active_members_error(group: str, members: int, doing: str) -> CommandError:
-    return CommandError(f"group {group!r} has {members} active member{'s' if members != 1 else ''}: stop {'them' if members != 1 else 'it'} before {doing} (nothing was changed)")
+    return CommandError(
+        f"group {group!r} has {members} active member{'s' if members != 1 else ''}: stop {'them' if members != 1 else 'it'} before {doing} (nothing was changed)"
+    )
 
 
 def partition_owners(description: ConsumerGroupDescription | None) -> dict[tuple[str, int], MemberDescription]:
@@ -181,7 +190,11 @@ def run_list(args: argparse.Namespace, streams: Streams, environ: Mapping[str, s
     if args.output == "json":
         streams.print_json([{"group_id": listing.group_id, "state": listing.state.name, "is_simple": listing.is_simple_consumer_group} for listing in listings])
     else:
-        streams.print_table(None, ["Group", "State", "Type"], [(listing.group_id, listing.state.name, "simple" if listing.is_simple_consumer_group else "consumer") for listing in listings])
+        streams.print_table(
+            None,
+            ["Group", "State", "Type"],
+            [(listing.group_id, listing.state.name, "simple" if listing.is_simple_consumer_group else "consumer") for listing in listings],
+        )
     return EXIT_OK
 
 
@@ -203,7 +216,9 @@ def run_describe(args: argparse.Namespace, streams: Streams, environ: Mapping[st
         )
         return EXIT_OK
     where = f"{coordinator.id} ({coordinator.host}:{coordinator.port})" if coordinator is not None else "unknown"
-    streams.print_line(f"Group: {description.group_id}  State: {description.state.name}  Assignor: {description.partition_assignor or NONE_MARK}  Coordinator: {where}  Members: {len(members)}")
+    streams.print_line(
+        f"Group: {description.group_id}  State: {description.state.name}  Assignor: {description.partition_assignor or NONE_MARK}  Coordinator: {where}  Members: {len(members)}"
+    )
     if not members:
         streams.print_line("The group has no active members.")
         return EXIT_OK
@@ -211,7 +226,16 @@ def run_describe(args: argparse.Namespace, streams: Streams, environ: Mapping[st
     for member in members:
         assignment = format_assignment(member.assignment.topic_partitions)
         target = format_assignment(member.target_assignment.topic_partitions) if member.target_assignment is not None else assignment
-        rows.append((member.member_id, member.group_instance_id or NONE_MARK, member.client_id, member.host, assignment or NONE_MARK, "" if target == assignment else target or NONE_MARK))
+        rows.append(
+            (
+                member.member_id,
+                member.group_instance_id or NONE_MARK,
+                member.client_id,
+                member.host,
+                assignment or NONE_MARK,
+                "" if target == assignment else target or NONE_MARK,
+            )
+        )
     streams.print_table(None, ["Member id", "Instance id", "Client id", "Host", "Assignment", "Target (when moving)"], rows)
     return EXIT_OK
 
@@ -263,7 +287,17 @@ def run_lag(args: argparse.Namespace, streams: Streams, environ: Mapping[str, st
     rows = []
     for lag in lags:
         owner = owners.get((lag.topic, lag.partition))
-        rows.append((lag.topic, lag.partition, _offset_cell(lag.committed_offset), _offset_cell(lag.end_offset), _offset_cell(lag.lag), owner.member_id if owner else NONE_MARK, owner.client_id if owner else NONE_MARK))
+        rows.append(
+            (
+                lag.topic,
+                lag.partition,
+                _offset_cell(lag.committed_offset),
+                _offset_cell(lag.end_offset),
+                _offset_cell(lag.lag),
+                owner.member_id if owner else NONE_MARK,
+                owner.client_id if owner else NONE_MARK,
+            )
+        )
     streams.print_table(None, ["Topic", "Partition", "Committed offset", "End offset", "Lag", "Member id", "Client id"], rows)
     notes = [f"{uncommitted} without a committed offset"] if uncommitted else []
     notes += [f"{unknown_end} whose end offset is unknown: no leader answered"] if unknown_end else []
@@ -312,7 +346,9 @@ def run_reset_offsets(args: argparse.Namespace, streams: Streams, environ: Mappi
         else:
             streams.print_line("Dry run: nothing was changed. Add --execute to apply this plan.")
     if members:
-        streams.stderr.write(f"weir: warning: group {args.group!r} has {members} active member{'s' if members != 1 else ''}; --execute is refused until they stop\n")
+        streams.stderr.write(
+            f"weir: warning: group {args.group!r} has {members} active member{'s' if members != 1 else ''}; --execute is refused until they stop\n"
+        )
     return EXIT_OK
 
 
@@ -341,13 +377,22 @@ def _print_plan(streams: Streams, args: argparse.Namespace, plan: list[OffsetCha
                 "group_id": args.group,
                 "executed": bool(args.execute),
                 "changes": [
-                    {"topic": change.topic, "partition": change.partition, "current_offset": change.current_offset if change.current_offset >= 0 else None, "new_offset": change.new_offset}
+                    {
+                        "topic": change.topic,
+                        "partition": change.partition,
+                        "current_offset": change.current_offset if change.current_offset >= 0 else None,
+                        "new_offset": change.new_offset,
+                    }
                     for change in changes
                 ],
             }
         )
         return
-    streams.print_table(None, ["Topic", "Partition", "Current offset", "New offset"], [(change.topic, change.partition, _offset_cell(change.current_offset), change.new_offset) for change in changes])
+    streams.print_table(
+        None,
+        ["Topic", "Partition", "Current offset", "New offset"],
+        [(change.topic, change.partition, _offset_cell(change.current_offset), change.new_offset) for change in changes],
+    )
 
 
 def run_delete(args: argparse.Namespace, streams: Streams, environ: Mapping[str, str]) -> int:

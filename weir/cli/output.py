@@ -7,8 +7,9 @@ stdout is always safe. Progress bars live on stderr and never redirect stdout.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterable, Sequence, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from rich import box
 from rich.console import Console
@@ -63,7 +64,7 @@ def console_for(stream: TextIO) -> Console:
 class NoProgress:
     """Stands in for a progress bar when none is shown."""
 
-    def __enter__(self) -> "NoProgress":
+    def __enter__(self) -> NoProgress:
         return self
 
     def __exit__(self, *exception: object) -> None:
@@ -97,7 +98,7 @@ class ProgressBar:
         )
         self._task = self._progress.add_task(description, total=total)
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         self._progress.start()
         return self
 

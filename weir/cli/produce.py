@@ -7,7 +7,8 @@ import os
 import stat
 import time
 from collections import Counter
-from typing import Any, BinaryIO, Iterator, Mapping, TextIO
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO, TextIO
 
 from weir.cli import connection
 from weir.cli.arguments import add_command, add_progress_option

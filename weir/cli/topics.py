@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from weir.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
 from weir.cli import connection

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Iterable
+from collections.abc import Iterable
 
 from weir.cli.errors import UsageError
 

@@ -21,8 +21,8 @@ keeps its place) and then by member id.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, frozenset[TopicPartition]]
@@ -134,7 +134,9 @@ def sticky_assign(members: Sequence[AssignmentMember], partitions: Mapping[str, 
     return _frozen(result)
 
 
-def _find_move(result: Mapping[str, set[TopicPartition]], eligible: Mapping[TopicPartition, list[str]], rank: Mapping[str, int]) -> tuple[TopicPartition, str, str] | None:
+def _find_move(
+    result: Mapping[str, set[TopicPartition]], eligible: Mapping[TopicPartition, list[str]], rank: Mapping[str, int]
+) -> tuple[TopicPartition, str, str] | None:
     """A partition of a heavily loaded member that a member with at least two fewer may take, or None."""
     for source in sorted(result, key=lambda member_id: (-len(result[member_id]), rank[member_id])):
         load = len(result[source])

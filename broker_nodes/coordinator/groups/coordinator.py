@@ -24,8 +24,9 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from broker_nodes.clock import Clock
 from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError, NonEmptyGroupError, UnknownMemberIdError
@@ -174,7 +175,12 @@ class GroupCoordinator:
                 if deadline is None or deadline > now:
                     continue
                 try:
-                    removals = self._change(group_id, lambda working: working.expire(now, self._topics), create=False, missing=lambda: GroupIdNotFoundError(group_id))
+                    removals = self._change(
+                        group_id,
+                        lambda working: working.expire(now, self._topics),
+                        create=False,
+                        missing=lambda group_id=group_id: GroupIdNotFoundError(group_id),
+                    )
                 except (NotCoordinatorError, CoordinatorLoadingError, GroupIdNotFoundError):
                     continue  # the leadership moved on (the new coordinator times its members out) or the group went
                 except Exception:

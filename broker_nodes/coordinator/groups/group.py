@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import collections
 import enum
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping
 
-from broker_nodes.coordinator.groups.assignors import UnknownAssignorError, AssignmentMember, assign, canonical_assignor_name
+from broker_nodes.coordinator.groups.assignors import AssignmentMember, UnknownAssignorError, assign, canonical_assignor_name
 from broker_nodes.coordinator.groups.errors import (
     ActiveGroupError,
     FencedInstanceIdError,
@@ -144,7 +144,7 @@ class ConsumerGroup:
         self.session_deadlines: dict[str, int] = {}  # member id -> ms
         self.rebalance_deadlines: dict[str, tuple[int, int]] = {}  # member id -> (epoch it must revoke in, ms)
 
-    def copy(self) -> "ConsumerGroup":
+    def copy(self) -> ConsumerGroup:
         """A copy to change (members and assignments are immutable, so the dicts are all that is copied)."""
         other = ConsumerGroup(self.group_id)
         other.group_epoch = self.group_epoch
@@ -206,7 +206,9 @@ class ConsumerGroup:
         if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(request, now_ms, settings, topics)
         if request.member_epoch < JOIN_EPOCH:
-            raise InvalidGroupRequestError(f"member epoch {request.member_epoch} is invalid: use 0 to join, -1 to leave, -2 to leave as a static member, else the epoch last given")
+            raise InvalidGroupRequestError(
+                f"member epoch {request.member_epoch} is invalid: use 0 to join, -1 to leave, -2 to leave as a static member, else the epoch last given"
+            )
         joining = request.member_epoch == JOIN_EPOCH
         self._check_request(request, joining, settings)
         member, replaced = self._member_for(request, joining, settings, new_member_id)
@@ -318,7 +320,9 @@ class ConsumerGroup:
     @staticmethod
     def _restarted(member: Member) -> Member:
         """A known member joining again (after being fenced): it owns nothing now, as it said by joining."""
-        return replace(member, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH, state=MemberState.STABLE, assigned=frozenset(), pending_revocation=frozenset())
+        return replace(
+            member, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH, state=MemberState.STABLE, assigned=frozenset(), pending_revocation=frozenset()
+        )
 
     def _check_epoch(self, member: Member, request: Heartbeat) -> None:
         received = request.member_epoch
@@ -404,7 +408,12 @@ class ConsumerGroup:
             member = self.members.get(member_id)
             if deadline <= now_ms and member is not None and member.member_epoch == epoch and member.state == MemberState.UNREVOKED_PARTITIONS:
                 self.remove_member(member_id, now_ms, topics)
-                removed.append(Removal(member_id, f"did not revoke {len(member.pending_revocation)} partitions within its rebalance timeout of {member.rebalance_timeout_ms} ms"))
+                removed.append(
+                    Removal(
+                        member_id,
+                        f"did not revoke {len(member.pending_revocation)} partitions within its rebalance timeout of {member.rebalance_timeout_ms} ms",
+                    )
+                )
         return removed
 
     def start_timers(self, now_ms: int) -> None:

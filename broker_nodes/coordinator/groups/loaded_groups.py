@@ -80,13 +80,17 @@ class LoadedGroups:
             group.target[record.member_id] = value.partitions
         elif isinstance(value, Member):
             known = group.members.get(record.member_id)
-            group.members[record.member_id] = value if known is None else replace(
-                value,
-                member_epoch=known.member_epoch,
-                previous_member_epoch=known.previous_member_epoch,
-                state=known.state,
-                assigned=known.assigned,
-                pending_revocation=known.pending_revocation,
+            group.members[record.member_id] = (
+                value
+                if known is None
+                else replace(
+                    value,
+                    member_epoch=known.member_epoch,
+                    previous_member_epoch=known.previous_member_epoch,
+                    state=known.state,
+                    assigned=known.assigned,
+                    pending_revocation=known.pending_revocation,
+                )
             )
         elif isinstance(value, CurrentAssignmentValue):
             known = group.members.get(record.member_id) or Member(record.member_id)

@@ -18,8 +18,8 @@ member's epoch only grows. Immutable: every change is a new :class:`Member`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection
 
 TopicPartition = tuple[str, int]
 
@@ -81,7 +81,7 @@ class Member:
         """The fields of the current assignment record (a change writes one)."""
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned, self.pending_revocation)
 
-    def with_epoch(self, epoch: int, **changes: object) -> "Member":
+    def with_epoch(self, epoch: int, **changes: object) -> Member:
         """This member at ``epoch``, remembering the epoch it had (a member may retry with it after a lost answer)."""
         previous = self.member_epoch if epoch != self.member_epoch else self.previous_member_epoch
         return replace(self, member_epoch=epoch, previous_member_epoch=previous, **changes)  # type: ignore[arg-type]
@@ -115,7 +115,9 @@ def reconcile(
     keep = member.assigned & wanted
     revoking = member.assigned - keep
     waiting = wanted - keep
-    unreleased = frozenset(topic_partition for topic_partition in waiting if topic_partition not in member.pending_revocation and owned_by_another(topic_partition))
+    unreleased = frozenset(
+        topic_partition for topic_partition in waiting if topic_partition not in member.pending_revocation and owned_by_another(topic_partition)
+    )
     if revoking and _still_owns(revoking, owned):
         return member.with_epoch(member.member_epoch, state=MemberState.UNREVOKED_PARTITIONS, assigned=keep, pending_revocation=revoking)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE

@@ -8,7 +8,7 @@ have presence).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from broker_nodes.coordinator.groups.coordinator import GroupSnapshot, ListedGroup
 from broker_nodes.coordinator.groups.errors import InvalidGroupRequestError

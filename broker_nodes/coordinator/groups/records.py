@@ -32,8 +32,8 @@ from __future__ import annotations
 import enum
 import struct
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
 
 from broker_nodes.coordinator.groups.group import ConsumerGroup, TopicInfo
 from broker_nodes.coordinator.groups.member import Member, MemberState, TopicPartition
@@ -277,7 +277,7 @@ def _write_topic_partitions(writer: _Writer, partitions: frozenset[TopicPartitio
         writer.uvarint(len(numbers) + 1)
         for number in numbers:
             writer.int32(number)
-        writer.tags({TAG_TOPIC_NAME: _tag_bytes(lambda tag: tag.string(topic))})
+        writer.tags({TAG_TOPIC_NAME: _tag_bytes(lambda tag, topic=topic: tag.string(topic))})
 
 
 def _read_topic_partitions(reader: _Reader) -> frozenset[TopicPartition]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
@@ -63,7 +63,11 @@ class OffsetsCluster:
     def commit(self, node_id: int, group: str, offset: int) -> broker_pb2.OffsetCommitResponse:
         request = broker_pb2.OffsetCommitRequest(
             group_id=group,
-            topics=[broker_pb2.OffsetCommitTopic(topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset, committed_leader_epoch=-1)])],
+            topics=[
+                broker_pb2.OffsetCommitTopic(
+                    topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset, committed_leader_epoch=-1)]
+                )
+            ],
         )
         return self.nodes[node_id].stub.OffsetCommit(request, metadata=as_tenant(TENANT), timeout=30)
 

@@ -14,7 +14,10 @@ def assignment(tenant_id: str, name: str, leaders: list[int]) -> admin_pb2.Topic
         name=name,
         topic_id=str(uuid.uuid4()),
         configs=[broker_pb2.TopicConfigEntry(name="cleanup.policy", value="compact")],
-        partitions=[admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=2 + index, replicas=[1, 2], isr=[1, 2]) for index, leader in enumerate(leaders)],
+        partitions=[
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=2 + index, replicas=[1, 2], isr=[1, 2])
+            for index, leader in enumerate(leaders)
+        ],
     )
 
 

@@ -22,7 +22,10 @@ def snapshot(leaders: list[int] | None, *, listed: tuple[int, ...] = (1, 2, 3)) 
                 tenant_id="",
                 name="__consumer_offsets",
                 topic_id=str(uuid.uuid4()),
-                partitions=[admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=1, replicas=[1, 2, 3], isr=[1, 2, 3]) for index, leader in enumerate(leaders)],
+                partitions=[
+                    admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=1, replicas=[1, 2, 3], isr=[1, 2, 3])
+                    for index, leader in enumerate(leaders)
+                ],
             )
         )
     request = admin_pb2.ApplyPartitionsRequest(
@@ -44,7 +47,11 @@ def test_coordinator_is_the_leader_of_the_groups_partition() -> None:
 
 def test_same_group_name_of_two_tenants_may_have_different_coordinators() -> None:
     # Some group name among these lands on different partitions for the two tenants.
-    group = next(name for name in (f"app-{index}" for index in range(100)) if partition_for_group(names.qualify("tn-a", name), 2) != partition_for_group(names.qualify("tn-b", name), 2))
+    group = next(
+        name
+        for name in (f"app-{index}" for index in range(100))
+        if partition_for_group(names.qualify("tn-a", name), 2) != partition_for_group(names.qualify("tn-b", name), 2)
+    )
     cluster = snapshot([1, 2])
     first = find_coordinator(cluster, names.qualify("tn-a", group), THIS_BROKER)
     second = find_coordinator(cluster, names.qualify("tn-b", group), THIS_BROKER)

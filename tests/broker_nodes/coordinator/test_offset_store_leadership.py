@@ -6,8 +6,8 @@ given to it, with loads run by a manual executor so each state can be observed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import Callable
 
 import pytest
 

@@ -63,7 +63,9 @@ def apply_map_and_security(node: InProcessBroker, *, produce_quota: int = 0, ver
 
 def produce_request(node: InProcessBroker, metadata, name: str, records: bytes, partition: int = 0) -> broker_pb2.ProduceResponse:
     request = broker_pb2.ProduceRequest(
-        acks=-1, timeout_ms=2000, topics=[broker_pb2.ProduceTopicData(topic=name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=records)])]
+        acks=-1,
+        timeout_ms=2000,
+        topics=[broker_pb2.ProduceTopicData(topic=name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=records)])],
     )
     return node.stub.Produce(request, metadata=metadata)
 
@@ -110,7 +112,17 @@ def test_client_traffic_reaches_usage_per_tenant_topic_and_partition_and_interna
 
     reader = reader_for(node)
     try:
-        expected_a = Counter({"bytes_in": len(alice_batch), "records_in": 3, "bytes_out": len(alice_batch), "records_out": 3, "produce_requests": 1, "fetch_requests": 1, "throttle_time_ms": throttle_ms})
+        expected_a = Counter(
+            {
+                "bytes_in": len(alice_batch),
+                "records_in": 3,
+                "bytes_out": len(alice_batch),
+                "records_out": 3,
+                "produce_requests": 1,
+                "fetch_requests": 1,
+                "throttle_time_ms": throttle_ms,
+            }
+        )
         expected_b = Counter({"bytes_in": sum(map(len, bob_batches)), "records_in": 3, "produce_requests": 2})
         reader.read_until(
             lambda r: r.traffic()[(TENANT_A, "orders", 0)] == expected_a and r.traffic()[(TENANT_B, "orders", 0)] == expected_b,

@@ -40,7 +40,9 @@ def test_produce_and_fetch_add_up_per_partition_until_drained():
     counters.add_fetched([("tn-a~orders", 0, 110, 5)], throttle_time_ms=3)
     drained = counters.drain()
     assert drained == {
-        ("tn-a~orders", 0): PartitionTraffic(bytes_in=110, records_in=5, bytes_out=110, records_out=5, produce_requests=2, fetch_requests=1, throttle_time_ms=10),
+        ("tn-a~orders", 0): PartitionTraffic(
+            bytes_in=110, records_in=5, bytes_out=110, records_out=5, produce_requests=2, fetch_requests=1, throttle_time_ms=10
+        ),
         ("tn-a~orders", 1): PartitionTraffic(bytes_in=50, records_in=2, produce_requests=1, throttle_time_ms=7),
     }
     assert counters.drain() == {}

@@ -70,7 +70,9 @@ def test_each_window_emits_traffic_and_led_partitions_with_the_next_sequence(har
     harness.window()
     window_start = START - START % INTERVAL
     assert harness.sink.stored_rows() == [
-        TrafficRow(7, "inc1", 0, window_start, window_start + INTERVAL, "tn-a", "orders", 0, bytes_in=100, records_in=2, produce_requests=1, throttle_time_ms=4),
+        TrafficRow(
+            7, "inc1", 0, window_start, window_start + INTERVAL, "tn-a", "orders", 0, bytes_in=100, records_in=2, produce_requests=1, throttle_time_ms=4
+        ),
         TrafficRow(7, "inc1", 0, window_start, window_start + INTERVAL, "tn-b", "orders", 1, bytes_out=300, records_out=6, fetch_requests=1),
         PartitionRow(7, "inc1", 0, window_start, window_start + INTERVAL, "tn-a", "orders", 0, 4096, 0, 10, 9, 3),
     ]
@@ -158,7 +160,10 @@ def test_flush_emits_the_open_window_early_and_waits_for_its_acknowledgement(har
     assert harness.emitter.flush(timeout_seconds=5) is True
     window_start = START - START % INTERVAL
     rows = harness.sink.stored_rows()
-    assert {(row.kind, row.window_start_ms, row.window_end_ms) for row in rows} == {("traffic", window_start, START + 300), ("partition", window_start, START + 300)}
+    assert {(row.kind, row.window_start_ms, row.window_end_ms) for row in rows} == {
+        ("traffic", window_start, START + 300),
+        ("partition", window_start, START + 300),
+    }
     assert harness.backlog.windows == []
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from broker_nodes import names
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
@@ -101,8 +101,8 @@ class ReplicatedCluster:
 def _next_offset(data: bytes) -> int:
     """The offset after the last batch in ``data``."""
     last = None
-    for _, last in iter_batch_positions(data):
-        pass
+    for _, end in iter_batch_positions(data):
+        last = end
     assert last is not None
     return last.next_offset
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -41,7 +41,9 @@ class ScriptedLeader(replication_pb2_grpc.ReplicationServicer):
         # Nothing diverges: every epoch asked for ends where the follower's log ends.
         return replication_pb2.OffsetForLeaderEpochResponse(
             partitions=[
-                replication_pb2.OffsetForLeaderEpochPartitionResponse(topic=item.topic, partition=item.partition, leader_epoch=item.leader_epoch, end_offset=1 << 40)
+                replication_pb2.OffsetForLeaderEpochPartitionResponse(
+                    topic=item.topic, partition=item.partition, leader_epoch=item.leader_epoch, end_offset=1 << 40
+                )
                 for item in request.partitions
             ]
         )
@@ -53,8 +55,13 @@ class ScriptedLeader(replication_pb2_grpc.ReplicationServicer):
             self.fetch_offsets.append(item.fetch_offset)
         if first and self.refuse_first_fetch:
             answer = replication_pb2.ReplicaFetchPartitionResponse(
-                topic=item.topic, partition=item.partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE, error_message="out of range",
-                high_watermark=-1, log_start_offset=self.log_start, log_end_offset=self.log_end,
+                topic=item.topic,
+                partition=item.partition,
+                error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
+                error_message="out of range",
+                high_watermark=-1,
+                log_start_offset=self.log_start,
+                log_end_offset=self.log_end,
             )
         else:
             time.sleep(EMPTY_ANSWER_SECONDS)

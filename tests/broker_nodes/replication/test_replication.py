@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -110,7 +110,10 @@ def test_replica_fetch_with_a_stale_epoch_is_fenced(cluster: ReplicatedCluster) 
     cluster.apply(leader=1, epoch=4)
     stub = replication_pb2_grpc.ReplicationStub(cluster.nodes[1].channel)
     request = replication_pb2.ReplicaFetchRequest(
-        replica_id=2, max_wait_ms=0, max_bytes=1024, partitions=[replication_pb2.ReplicaFetchPartition(topic=QUALIFIED, partition=0, fetch_offset=0, current_leader_epoch=3)]
+        replica_id=2,
+        max_wait_ms=0,
+        max_bytes=1024,
+        partitions=[replication_pb2.ReplicaFetchPartition(topic=QUALIFIED, partition=0, fetch_offset=0, current_leader_epoch=3)],
     )
     assert stub.ReplicaFetch(request, metadata=INTERNAL, timeout=10).partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
     request.partitions[0].current_leader_epoch = 5

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -99,23 +99,32 @@ def test_tls_brokers_replicate_over_tls(tls_brokers: dict[int, BrokerServer]) ->
 
 def test_a_plaintext_internal_channel_cannot_reach_a_tls_broker(tls_brokers: dict[int, BrokerServer], tmp_path: Path) -> None:
     plaintext = load_broker_config(node_id=9, listen="127.0.0.1:0", data_dir=tmp_path / "plain")
-    with open_internal_channel(f"127.0.0.1:{tls_brokers[1].port}", plaintext) as channel:
-        with pytest.raises(grpc.RpcError) as raised:
-            replication_pb2_grpc.ReplicationStub(channel).ReplicaFetch(replication_pb2.ReplicaFetchRequest(replica_id=9), metadata=INTERNAL, timeout=3)
+    with open_internal_channel(f"127.0.0.1:{tls_brokers[1].port}", plaintext) as channel, pytest.raises(grpc.RpcError) as raised:
+        replication_pb2_grpc.ReplicationStub(channel).ReplicaFetch(replication_pb2.ReplicaFetchRequest(replica_id=9), metadata=INTERNAL, timeout=3)
     assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
 def test_an_internal_channel_trusting_another_ca_refuses_the_broker(tls_brokers: dict[int, BrokerServer], tmp_path: Path) -> None:
     other_ca = ensure_local_certificates(tmp_path / "other-ca", ["127.0.0.1"]).ca_certificate
     stranger = load_broker_config(node_id=9, listen="127.0.0.1:0", data_dir=tmp_path / "stranger", tls_ca=other_ca)
-    with open_internal_channel(f"127.0.0.1:{tls_brokers[1].port}", stranger) as channel:
-        with pytest.raises(grpc.RpcError) as raised:
-            replication_pb2_grpc.ReplicationStub(channel).ReplicaFetch(replication_pb2.ReplicaFetchRequest(replica_id=9), metadata=INTERNAL, timeout=3)
+    with open_internal_channel(f"127.0.0.1:{tls_brokers[1].port}", stranger) as channel, pytest.raises(grpc.RpcError) as raised:
+        replication_pb2_grpc.ReplicationStub(channel).ReplicaFetch(replication_pb2.ReplicaFetchRequest(replica_id=9), metadata=INTERNAL, timeout=3)
     assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
 def test_a_tls_broker_without_a_ca_to_verify_its_peers_does_not_start(certificates: TlsFiles, tmp_path: Path) -> None:
-    arguments = ["--node-id", "1", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path), "--tls-cert", str(certificates.certificate), "--tls-key", str(certificates.private_key)]
+    arguments = [
+        "--node-id",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        str(tmp_path),
+        "--tls-cert",
+        str(certificates.certificate),
+        "--tls-key",
+        str(certificates.private_key),
+    ]
     with pytest.raises(BrokerConfigError, match="a TLS broker needs --tls-ca to verify other brokers and the controller"):
         parse_arguments(arguments, {})
     with pytest.raises(BrokerConfigError, match="is not a readable file"):

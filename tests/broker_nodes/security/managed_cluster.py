@@ -7,7 +7,6 @@ import time
 import uuid
 from pathlib import Path
 
-
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
 from tests.support.in_process_broker import InProcessBroker
 from weir import tenant_tokens
@@ -60,20 +59,41 @@ def credential(key: str, secret: str, tenant_id: str, principal: str) -> admin_p
     return admin_pb2.Credential(api_key=key, secret_sha256=hashlib.sha256(secret.encode()).hexdigest(), tenant_id=tenant_id, principal=principal)
 
 
-def allow(tenant_id: str, principal: str, operation: int, name: str = "*", resource_type: int = admin_pb2.ACL_RESOURCE_TYPE_TOPIC, *, pattern: int = admin_pb2.ACL_PATTERN_TYPE_LITERAL, permission: int = admin_pb2.ACL_PERMISSION_ALLOW) -> admin_pb2.AclBinding:
+def allow(
+    tenant_id: str,
+    principal: str,
+    operation: int,
+    name: str = "*",
+    resource_type: int = admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
+    *,
+    pattern: int = admin_pb2.ACL_PATTERN_TYPE_LITERAL,
+    permission: int = admin_pb2.ACL_PERMISSION_ALLOW,
+) -> admin_pb2.AclBinding:
     return admin_pb2.AclBinding(
-        tenant_id=tenant_id, principal=principal, resource_type=resource_type, resource_name=name, pattern_type=pattern, operation=operation, permission=permission, host="*"
+        tenant_id=tenant_id,
+        principal=principal,
+        resource_type=resource_type,
+        resource_name=name,
+        pattern_type=pattern,
+        operation=operation,
+        permission=permission,
+        host="*",
     )
 
 
-def topic(tenant_id: str, name: str, *, partitions: int = 1, leaders: list[int] | None = None, topic_id: str | None = None, configs: dict[str, str] | None = None) -> admin_pb2.TopicAssignment:
+def topic(
+    tenant_id: str, name: str, *, partitions: int = 1, leaders: list[int] | None = None, topic_id: str | None = None, configs: dict[str, str] | None = None
+) -> admin_pb2.TopicAssignment:
     leaders = leaders or [1] * partitions
     return admin_pb2.TopicAssignment(
         tenant_id=tenant_id,
         name=name,
         topic_id=topic_id or str(uuid.uuid4()),
         configs=[broker_pb2.TopicConfigEntry(name=key, value=value) for key, value in (configs or {}).items()],
-        partitions=[admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=3, replicas=[leader], isr=[leader]) for index, leader in enumerate(leaders)],
+        partitions=[
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=3, replicas=[leader], isr=[leader])
+            for index, leader in enumerate(leaders)
+        ],
     )
 
 

@@ -12,7 +12,7 @@ HOST = "10.0.0.5"
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 L, P = PatternType.LITERAL, PatternType.PREFIXED
 A, D = Permission.ALLOW, Permission.DENY
-O = Operation
+O = Operation  # noqa: E741 - a one-letter table column, like L, P, A and D
 
 
 def acl(operation, name="orders", *, permission=A, pattern=L, principal=ALICE, kind=T, host="*") -> AclEntry:
@@ -54,7 +54,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("acls", "operation", "resource_type", "name", "principal", "host", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("acls", "operation", "resource_type", "name", "principal", "host", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
 def test_acl_semantics(acls, operation, resource_type, name, principal, host, expected) -> None:
     assert is_authorized(acls, principal, host, operation, resource_type, name) is expected
 

@@ -33,7 +33,9 @@ def test_create_server_returns_a_started_server_on_the_bound_port(tmp_path):
         assert port > 0 and broker.ready
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             reply = channel.unary_unary(
-                "/weir.v1.Broker/Metadata", request_serializer=broker_pb2.MetadataRequest.SerializeToString, response_deserializer=broker_pb2.MetadataResponse.FromString
+                "/weir.v1.Broker/Metadata",
+                request_serializer=broker_pb2.MetadataRequest.SerializeToString,
+                response_deserializer=broker_pb2.MetadataResponse.FromString,
             )(broker_pb2.MetadataRequest())
         assert (reply.brokers[0].node_id, reply.brokers[0].port, reply.controller_id) == (3, port, 3)
     finally:

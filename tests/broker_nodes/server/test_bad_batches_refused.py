@@ -127,7 +127,9 @@ def end_offset(client: RawBroker, topic: str, partition: int) -> int:
     return client.list_offset(topic, partition, -1)
 
 
-@pytest.mark.parametrize(("topic", "make", "code", "message"), CASES, ids=[case[1].__name__ if case[1].__name__ != "<lambda>" else "compacted_without_key" for case in CASES])
+@pytest.mark.parametrize(
+    ("topic", "make", "code", "message"), CASES, ids=[case[1].__name__ if case[1].__name__ != "<lambda>" else "compacted_without_key" for case in CASES]
+)
 def test_bad_batch_is_refused_with_its_code_and_nothing_is_stored(broker, topic, make, code, message):
     _, client, data = broker
     before_end, before_bytes = end_offset(client, topic, 0), log_bytes(data, topic, 0)

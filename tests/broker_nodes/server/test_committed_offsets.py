@@ -8,9 +8,14 @@ from weir.records import iter_records
 def commit(stub, group, offsets, member_id=""):
     topics = {}
     for (topic, partition), (offset, metadata) in offsets.items():
-        topics.setdefault(topic, []).append(broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1, metadata=metadata))
+        topics.setdefault(topic, []).append(
+            broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1, metadata=metadata)
+        )
     request = broker_pb2.OffsetCommitRequest(
-        group_id=group, generation_id=-1, member_id=member_id, topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=parts) for topic, parts in topics.items()]
+        group_id=group,
+        generation_id=-1,
+        member_id=member_id,
+        topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=parts) for topic, parts in topics.items()],
     )
     return stub.OffsetCommit(request)
 
@@ -19,8 +24,12 @@ def committed(stub, group, partitions=None):
     topics = {}
     for topic, partition in partitions or []:
         topics.setdefault(topic, []).append(partition)
-    reply = stub.OffsetFetch(broker_pb2.OffsetFetchRequest(group_id=group, topics=[broker_pb2.OffsetFetchTopic(topic=t, partitions=p) for t, p in topics.items()]))
-    return reply, {(topic.topic, partition.partition): (partition.committed_offset, partition.metadata) for topic in reply.topics for partition in topic.partitions}
+    reply = stub.OffsetFetch(
+        broker_pb2.OffsetFetchRequest(group_id=group, topics=[broker_pb2.OffsetFetchTopic(topic=t, partitions=p) for t, p in topics.items()])
+    )
+    return reply, {
+        (topic.topic, partition.partition): (partition.committed_offset, partition.metadata) for topic in reply.topics for partition in topic.partitions
+    }
 
 
 def partition_codes(reply):

@@ -17,8 +17,13 @@ def describe(stub, resource_type, name, *config_names):
 
 
 def alter(stub, name, configs, *, incremental=True, validate_only=False, resource_type=TOPIC):
-    entries = [broker_pb2.AlterableConfig(name=key, value=value or "", op=broker_pb2.ALTER_CONFIG_OP_DELETE if value is None else broker_pb2.ALTER_CONFIG_OP_SET) for key, value in configs.items()]
-    request = broker_pb2.AlterConfigsRequest(resources=[broker_pb2.AlterConfigsResource(type=resource_type, name=name, configs=entries, incremental=incremental)], validate_only=validate_only)
+    entries = [
+        broker_pb2.AlterableConfig(name=key, value=value or "", op=broker_pb2.ALTER_CONFIG_OP_DELETE if value is None else broker_pb2.ALTER_CONFIG_OP_SET)
+        for key, value in configs.items()
+    ]
+    request = broker_pb2.AlterConfigsRequest(
+        resources=[broker_pb2.AlterConfigsResource(type=resource_type, name=name, configs=entries, incremental=incremental)], validate_only=validate_only
+    )
     return stub.AlterConfigs(request).resources[0]
 
 

@@ -93,7 +93,9 @@ def test_a_bomb_and_a_good_batch_in_one_request_store_the_good_one(broker, bombs
                 topic=TOPIC,
                 partitions=[
                     broker_pb2.ProducePartitionData(partition=0, records=bombs["zstd"]),
-                    broker_pb2.ProducePartitionData(partition=1, records=records.build_batch([(int(time.time() * 1000), None, b"kept", None)], records.COMPRESSION_ZSTD)),
+                    broker_pb2.ProducePartitionData(
+                        partition=1, records=records.build_batch([(int(time.time() * 1000), None, b"kept", None)], records.COMPRESSION_ZSTD)
+                    ),
                 ],
             )
         ],

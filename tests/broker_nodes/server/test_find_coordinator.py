@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -64,7 +64,9 @@ def offsets_topic(leaders: list[int]) -> admin_pb2.TopicAssignment:
         topic_id=str(uuid.uuid4()),
         configs=[broker_pb2.TopicConfigEntry(name="cleanup.policy", value="compact")],
         partitions=[
-            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=1, replicas=[leader if leader > 0 else 1], isr=[leader if leader > 0 else 1])
+            admin_pb2.PartitionAssignment(
+                partition=index, leader_id=leader, leader_epoch=1, replicas=[leader if leader > 0 else 1], isr=[leader if leader > 0 else 1]
+            )
             for index, leader in enumerate(leaders)
         ],
     )
@@ -137,7 +139,8 @@ def test_map_without_offsets_topic_has_no_coordinator_and_the_broker_creates_non
     [answer] = find(node.stub, "app-orders", metadata=ALICE_KEY)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     commit = broker_pb2.OffsetCommitRequest(
-        group_id="app-orders", topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=1)])]
+        group_id="app-orders",
+        topics=[broker_pb2.OffsetCommitTopic(topic="orders", partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=1)])],
     )
     assert node.stub.OffsetCommit(commit, metadata=ALICE_KEY).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     node.restart()

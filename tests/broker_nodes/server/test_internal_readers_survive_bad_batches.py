@@ -12,7 +12,8 @@ into its segment (as an older Weir or a flipped bit left it), and the broker is 
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.support.bad_batches import append_to_stopped_log, undecodable_batch_at
@@ -68,9 +69,7 @@ def wait_for(condition: Callable[[], T | None], what: str, seconds: float = WAIT
 
 
 def test_the_cleaner_keeps_an_undecodable_batch_and_compacts_the_rest(tmp_path):
-    broker = BrokerProcess(
-        tmp_path / "data", configs={"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "100"}
-    ).start()
+    broker = BrokerProcess(tmp_path / "data", configs={"log.retention.check.interval.ms": "200", "log.cleaner.backoff.ms": "100"}).start()
     client = RawBroker(broker.address)
     try:
         client.create_topic(
@@ -108,7 +107,10 @@ def commit(client: RawBroker, group: str, topic: str, offsets: dict[int, int]) -
         topics=[
             broker_pb2.OffsetCommitTopic(
                 topic=topic,
-                partitions=[broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1) for partition, offset in offsets.items()],
+                partitions=[
+                    broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1)
+                    for partition, offset in offsets.items()
+                ],
             )
         ],
     )
@@ -134,9 +136,7 @@ def test_the_coordinator_loads_committed_offsets_around_an_undecodable_batch(tmp
         end = client.list_offset("__consumer_offsets", 0, -1)
         client.close()
         broker.stop()
-        append_to_stopped_log(
-            broker, "__consumer_offsets", 0, undecodable_batch_at(end, 2) + keyed_batch(end + 2, [commit_record("billing", "orders", 1, 20)])
-        )
+        append_to_stopped_log(broker, "__consumer_offsets", 0, undecodable_batch_at(end, 2) + keyed_batch(end + 2, [commit_record("billing", "orders", 1, 20)]))
         broker.start()
         client = RawBroker(broker.address)
 

@@ -29,11 +29,7 @@ def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +45,15 @@ def test_produce_and_fetch_are_counted_with_their_bytes_and_latency(served) -> N
     create_topic(broker.stub, "metered")
     records = batch([b"x" * 100, b"y" * 100])
     produce = broker_pb2.ProduceRequest(
-        acks=1, timeout_ms=5000, topics=[broker_pb2.ProduceTopicData(topic="metered", partitions=[broker_pb2.ProducePartitionData(partition=0, records=records)])]
+        acks=1,
+        timeout_ms=5000,
+        topics=[broker_pb2.ProduceTopicData(topic="metered", partitions=[broker_pb2.ProducePartitionData(partition=0, records=records)])],
     )
     before = scrape(url)
     assert broker.stub.Produce(produce).topics[0].partitions[0].error_code == 0
-    fetch = broker_pb2.FetchRequest(max_wait_ms=0, topics=[broker_pb2.FetchTopic(topic="metered", partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0)])])
+    fetch = broker_pb2.FetchRequest(
+        max_wait_ms=0, topics=[broker_pb2.FetchTopic(topic="metered", partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0)])]
+    )
     fetched = broker.stub.Fetch(fetch).topics[0].partitions[0].records
     after = scrape(url)
 

@@ -55,7 +55,16 @@ def test_a_leader_whose_followers_never_fetch_reports_under_replicated_and_under
 
 def _tracker(counts: IsrChangeCounts, *, confirm: bool) -> IsrTracker:
     return IsrTracker(
-        "t", 0, leader_id=1, leader_epoch=1, leader_epoch_start_offset=0, replicas=[1, 2, 3], isr=[1, 2, 3], now_ms=0, confirm_changes=confirm, change_counts=counts
+        "t",
+        0,
+        leader_id=1,
+        leader_epoch=1,
+        leader_epoch_start_offset=0,
+        replicas=[1, 2, 3],
+        isr=[1, 2, 3],
+        now_ms=0,
+        confirm_changes=confirm,
+        change_counts=counts,
     )
 
 

@@ -16,7 +16,8 @@ TENANT = "tn-cccccccccc"
 
 def commit(node: SecuredBroker, group: str, topic_name: str, offset: int, metadata=()) -> broker_pb2.OffsetCommitResponse:  # type: ignore[no-untyped-def]
     request = broker_pb2.OffsetCommitRequest(
-        group_id=group, topics=[broker_pb2.OffsetCommitTopic(topic=topic_name, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset)])]
+        group_id=group,
+        topics=[broker_pb2.OffsetCommitTopic(topic=topic_name, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=offset)])],
     )
     return node.stub.OffsetCommit(request, metadata=metadata, timeout=10)
 

@@ -159,7 +159,9 @@ def test_fetch_total_max_bytes_limits_the_whole_response(stub):
     one_batch = len(batch([b"y" * 200]))
     request = broker_pb2.FetchRequest(
         max_bytes=one_batch * 2,
-        topics=[broker_pb2.FetchTopic(topic="orders", partitions=[broker_pb2.FetchPartition(partition=p, fetch_offset=0, current_leader_epoch=-1) for p in (0, 1)])],
+        topics=[
+            broker_pb2.FetchTopic(topic="orders", partitions=[broker_pb2.FetchPartition(partition=p, fetch_offset=0, current_leader_epoch=-1) for p in (0, 1)])
+        ],
     )
     partitions = stub.Fetch(request).topics[0].partitions
     assert sum(len(partition.records) for partition in partitions) <= one_batch * 2

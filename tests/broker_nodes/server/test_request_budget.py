@@ -27,9 +27,8 @@ def test_requests_that_fit_take_their_size_and_give_it_back() -> None:
 
 def test_a_request_without_room_is_refused_after_the_wait_with_a_retriable_error() -> None:
     budget = RequestBudget(100, max_wait_seconds=0.05, max_waiters=1)
-    with budget.reserve(80):
-        with pytest.raises(RequestBudgetExhaustedError) as refused:
-            budget.acquire(30)
+    with budget.reserve(80), pytest.raises(RequestBudgetExhaustedError) as refused:
+        budget.acquire(30)
     assert refused.value.retriable
     assert "queued.max.request.bytes" in str(refused.value) and "30" in str(refused.value)
     assert budget.state().refused == 1 and budget.state().in_use == 0
@@ -83,7 +82,6 @@ def test_a_request_larger_than_the_whole_budget_waits_for_all_of_it() -> None:
 
 def test_reserve_gives_the_bytes_back_when_the_handler_fails() -> None:
     budget = RequestBudget(100, max_wait_seconds=0.0, max_waiters=0)
-    with pytest.raises(RuntimeError):
-        with budget.reserve(100):
-            raise RuntimeError("handler failed")
+    with pytest.raises(RuntimeError), budget.reserve(100):
+        raise RuntimeError("handler failed")
     assert budget.state().in_use == 0

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -81,7 +81,9 @@ def key_metadata(key: tuple[str, str]) -> tuple[tuple[str, str], ...]:
 
 def produce_request(topic_name: str, records: bytes, partition: int = 0) -> broker_pb2.ProduceRequest:
     return broker_pb2.ProduceRequest(
-        acks=1, timeout_ms=5000, topics=[broker_pb2.ProduceTopicData(topic=topic_name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=records)])]
+        acks=1,
+        timeout_ms=5000,
+        topics=[broker_pb2.ProduceTopicData(topic=topic_name, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=records)])],
     )
 
 
@@ -148,9 +150,8 @@ def test_a_request_over_the_limit_is_refused_as_too_large_without_the_broker_buf
 
 def test_the_sdk_reports_a_request_over_the_limit_as_message_too_large_naming_the_setting(broker: BrokerProcess) -> None:
     channel, stub = open_stub(broker)
-    with channel:
-        with pytest.raises(grpc.RpcError) as refused:
-            stub.Produce(produce_request("bulk", batch([b"x" * (2 * MAX_REQUEST)])), metadata=key_metadata(FLOODER_KEY), timeout=30)
+    with channel, pytest.raises(grpc.RpcError) as refused:
+        stub.Produce(produce_request("bulk", batch([b"x" * (2 * MAX_REQUEST)])), metadata=key_metadata(FLOODER_KEY), timeout=30)
     error = error_from_rpc(refused.value, "Produce")
     assert error.code() == ErrorCode.MESSAGE_TOO_LARGE and not error.retriable()
     assert "max.request.size" in error.str()
@@ -199,7 +200,13 @@ def test_with_a_small_budget_a_flood_of_large_produces_is_retried_and_none_is_lo
             try:
                 for index in range(records_each):
                     # One record per request, each as large as the SDK sends (message.max.bytes 1,000,000).
-                    producer.produce("bulk", b"x" * 900_000, key=str(index).encode(), partition=partition % 4, on_delivery=lambda error, message: error and failures.append(error))
+                    producer.produce(
+                        "bulk",
+                        b"x" * 900_000,
+                        key=str(index).encode(),
+                        partition=partition % 4,
+                        on_delivery=lambda error, message: error and failures.append(error),
+                    )
                     assert producer.flush(60) == 0
             except Exception as error:
                 failures.append(error)
@@ -207,7 +214,9 @@ def test_with_a_small_budget_a_flood_of_large_produces_is_retried_and_none_is_lo
                 producer.close(10)
 
         def neighbour() -> None:
-            producer = Producer({"bootstrap.servers": process.address, "sasl.username": NEIGHBOUR_KEY[0], "sasl.password": NEIGHBOUR_KEY[1], "acks": "all", "linger.ms": 0})
+            producer = Producer(
+                {"bootstrap.servers": process.address, "sasl.username": NEIGHBOUR_KEY[0], "sasl.password": NEIGHBOUR_KEY[1], "acks": "all", "linger.ms": 0}
+            )
             try:
                 for index in range(200):
                     if not flooding.is_set() and index > 0:
@@ -241,7 +250,13 @@ def test_with_a_small_budget_a_flood_of_large_produces_is_retried_and_none_is_lo
         assert metric(process, "weir_broker_request_budget_bytes") == 0
         assert len(neighbour_latencies) >= 1 and max(neighbour_latencies) < 10.0
         consumer = Consumer(
-            {"bootstrap.servers": process.address, "sasl.username": FLOODER_KEY[0], "sasl.password": FLOODER_KEY[1], "group.id": "count", "auto.offset.reset": "earliest"}
+            {
+                "bootstrap.servers": process.address,
+                "sasl.username": FLOODER_KEY[0],
+                "sasl.password": FLOODER_KEY[1],
+                "group.id": "count",
+                "auto.offset.reset": "earliest",
+            }
         )
         try:
             ends = [consumer.get_watermark_offsets(TopicPartition("bulk", partition), timeout=10)[1] for partition in range(4)]

@@ -71,8 +71,12 @@ def test_create_errors_are_reported_per_topic(stub):
             broker_pb2.CreatableTopic(name="orders", num_partitions=1, replication_factor=1),
             broker_pb2.CreatableTopic(name="zero", num_partitions=0, replication_factor=1),
             broker_pb2.CreatableTopic(name="replicated", num_partitions=1, replication_factor=3),
-            broker_pb2.CreatableTopic(name="configured", num_partitions=1, replication_factor=1, configs=[broker_pb2.TopicConfigEntry(name="retention.ms", value="soon")]),
-            broker_pb2.CreatableTopic(name="unknown-key", num_partitions=1, replication_factor=1, configs=[broker_pb2.TopicConfigEntry(name="no.such", value="1")]),
+            broker_pb2.CreatableTopic(
+                name="configured", num_partitions=1, replication_factor=1, configs=[broker_pb2.TopicConfigEntry(name="retention.ms", value="soon")]
+            ),
+            broker_pb2.CreatableTopic(
+                name="unknown-key", num_partitions=1, replication_factor=1, configs=[broker_pb2.TopicConfigEntry(name="no.such", value="1")]
+            ),
             broker_pb2.CreatableTopic(name="fine", num_partitions=-1, replication_factor=-1),
         ]
     )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import pytest
 
@@ -28,9 +28,7 @@ def make_batch(
     base_sequence: int = -1,
 ) -> bytes:
     """One batch of records with the given values (and keys), all stamped ``timestamp``."""
-    builder = RecordBatchBuilder(
-        codec, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence
-    )
+    builder = RecordBatchBuilder(codec, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence)
     for index, value in enumerate(values):
         builder.append(timestamp, keys[index] if keys is not None else None, value)
     return builder.build()

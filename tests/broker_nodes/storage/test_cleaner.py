@@ -98,7 +98,7 @@ def test_min_cleanable_dirty_ratio_defers_compaction(open_log, clock) -> None:
 
 def test_delete_policy_logs_are_not_compacted(open_log, clock) -> None:
     log = open_log({"segment.bytes": "1024"})
-    for number in range(40):
+    for _number in range(40):
         put(log, b"same", b"v" * 40)
     assert LogCleaner(clock).clean(log, clock.milliseconds()) is None
 

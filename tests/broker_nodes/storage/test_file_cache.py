@@ -51,6 +51,5 @@ def test_invalidate_while_leased_closes_on_release(tmp_path: Path) -> None:
 
 def test_lease_of_missing_file_without_create_raises(tmp_path: Path) -> None:
     cache = FileHandleCache(4)
-    with pytest.raises(FileNotFoundError):
-        with cache.lease(tmp_path / "missing"):
-            pass
+    with pytest.raises(FileNotFoundError), cache.lease(tmp_path / "missing"):
+        pass

@@ -236,7 +236,7 @@ def test_offset_for_timestamp_decodes_to_the_exact_record_in_a_batch(open_log) -
 
 def test_truncate_to_removes_whole_batches_at_and_above_offset(open_log) -> None:
     log = open_log({"segment.bytes": "1024"})
-    for number in range(30):
+    for _number in range(30):
         log.append_as_leader(make_batch([b"v" * 40]), 2)
     log.truncate_to(12)
     assert log.log_end_offset == 12

@@ -89,9 +89,7 @@ def test_sanity_check_rejects_a_position_beyond_the_log(tmp_path: Path, file_cac
     deltas=st.lists(st.tuples(st.integers(1, 1000), st.integers(1, 5000)), max_size=60),
     targets=st.lists(st.integers(-10, 70_000), min_size=1, max_size=20),
 )
-def test_lookup_returns_greatest_entry_at_or_below_target(
-    tmp_path_factory: pytest.TempPathFactory, deltas: list[tuple[int, int]], targets: list[int]
-) -> None:
+def test_lookup_returns_greatest_entry_at_or_below_target(tmp_path_factory: pytest.TempPathFactory, deltas: list[tuple[int, int]], targets: list[int]) -> None:
     directory = tmp_path_factory.mktemp("index")
     cache = FileHandleCache(4)
     index = new_index(directory, cache, max_bytes=1 << 20)

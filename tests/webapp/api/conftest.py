@@ -8,8 +8,8 @@ models directly.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import pytest
 from django.contrib.auth import get_user_model

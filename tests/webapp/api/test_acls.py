@@ -15,7 +15,15 @@ ACLS = "/api/v1/acls"
 
 
 def binding(principal: str, **fields: str) -> dict[str, str]:
-    return {"resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LITERAL", "principal": principal, "operation": "READ", "permission": "ALLOW", **fields}
+    return {
+        "resource_type": "TOPIC",
+        "resource_name": "orders",
+        "pattern_type": "LITERAL",
+        "principal": principal,
+        "operation": "READ",
+        "permission": "ALLOW",
+        **fields,
+    }
 
 
 def test_create_acl_returns_binding_and_security_job(acme: TenantFixture, service_account: ServiceAccount) -> None:

@@ -22,8 +22,26 @@ def acme_objects(acme: TenantFixture, registered_broker: BrokerNode) -> dict[str
     change = do_create_topic(owner, check_create_topic(owner, "secret-orders", 2, 1, {}))
     account = ServiceAccount.objects.create(tenant=acme.tenant, name="acme-app")
     key = do_create_key(owner, "cluster", KeyOwner(service_account=account), "")
-    do_create_acl(owner, check_create_acl(owner, resource_type="TOPIC", resource_name="secret-orders", pattern_type="LITERAL", principal=account.principal, host="*", operation="READ", permission="ALLOW"))
-    return {"topic": "secret-orders", "account": account.public_id, "key": key.key.key_id, "job": change.job.public_id, "member": acme.members[Role.VIEWER].public_id}
+    do_create_acl(
+        owner,
+        check_create_acl(
+            owner,
+            resource_type="TOPIC",
+            resource_name="secret-orders",
+            pattern_type="LITERAL",
+            principal=account.principal,
+            host="*",
+            operation="READ",
+            permission="ALLOW",
+        ),
+    )
+    return {
+        "topic": "secret-orders",
+        "account": account.public_id,
+        "key": key.key.key_id,
+        "job": change.job.public_id,
+        "member": acme.members[Role.VIEWER].public_id,
+    }
 
 
 @pytest.mark.parametrize(
@@ -59,7 +77,17 @@ def test_other_tenants_object_answers_404(acme_objects: dict[str, str], globex: 
 
 def test_other_tenants_objects_never_appear_in_lists_and_survive_attempts(acme_objects: dict[str, str], globex: TenantFixture) -> None:
     client = globex.client(Role.OWNER)
-    for path in ("/api/v1/topics", "/api/v1/acls", "/api/v1/service-accounts", "/api/v1/api-keys", "/api/v1/jobs", "/api/v1/members", "/api/v1/invitations", "/api/v1/cluster", "/api/v1/brokers"):
+    for path in (
+        "/api/v1/topics",
+        "/api/v1/acls",
+        "/api/v1/service-accounts",
+        "/api/v1/api-keys",
+        "/api/v1/jobs",
+        "/api/v1/members",
+        "/api/v1/invitations",
+        "/api/v1/cluster",
+        "/api/v1/brokers",
+    ):
         response = client.get(path)
         assert response.status_code == 200, path
         for value in acme_objects.values():

@@ -57,7 +57,21 @@ def test_usage_defaults_to_the_last_24_hours_per_hour(acme: TenantFixture, usage
     assert (body["kind"], body["cluster_id"], body["granularity"], body["topic_name"]) == ("WeirUsageList", acme.tenant.public_id, "hour", None)
     assert [(row["topic_name"], row["bytes_in"]) for row in body["results"]] == [("orders", 200), ("orders", 100), ("payments", 300)]
     assert datetime.fromisoformat(body["to"]) - datetime.fromisoformat(body["from"]) == timedelta(hours=24)
-    assert set(body["results"][0]) == {"topic_name", "granularity", "bucket_start", "bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms", "storage_bytes_avg", "storage_bytes_peak", "partition_hours"}
+    assert set(body["results"][0]) == {
+        "topic_name",
+        "granularity",
+        "bucket_start",
+        "bytes_in",
+        "bytes_out",
+        "records_in",
+        "records_out",
+        "produce_requests",
+        "fetch_requests",
+        "throttle_time_ms",
+        "storage_bytes_avg",
+        "storage_bytes_peak",
+        "partition_hours",
+    }
 
 
 def test_usage_per_day_with_a_window_and_a_topic(acme: TenantFixture, usage: None) -> None:
@@ -115,7 +129,9 @@ def test_a_bad_usage_parameter_is_a_400_naming_it(acme: TenantFixture, query: di
     assert body["error_code"] == 400 and list(body["errors"]) == [parameter], body
 
 
-@pytest.mark.parametrize("query", [{"from": "2025-02-01", "to": "2025-01-01"}, {"from": "2025-01-01", "to": "2025-01-01"}, {"from": "0001-01-01T00:00:00Z", "to": "1960-01-01"}])
+@pytest.mark.parametrize(
+    "query", [{"from": "2025-02-01", "to": "2025-01-01"}, {"from": "2025-01-01", "to": "2025-01-01"}, {"from": "0001-01-01T00:00:00Z", "to": "1960-01-01"}]
+)
 def test_a_window_that_ends_before_it_starts_or_before_1970_is_empty(acme: TenantFixture, usage: None, query: dict[str, str]) -> None:
     # Any two ISO 8601 times are a valid window (the schema cannot say that from precedes to).
     response = acme.client(Role.VIEWER).get("/api/v1/usage", query)
@@ -133,7 +149,10 @@ def test_usage_as_csv_has_a_stable_header_and_every_row(acme: TenantFixture, usa
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0] == list(USAGE_CSV_COLUMNS)
     assert rows[0][:4] == ["tenant_id", "topic", "granularity", "bucket_start"]
-    assert [(row[0], row[1], row[2], row[4]) for row in rows[1:]] == [(acme.tenant.public_id, "orders", "hour", "200"), (acme.tenant.public_id, "orders", "hour", "100")]
+    assert [(row[0], row[1], row[2], row[4]) for row in rows[1:]] == [
+        (acme.tenant.public_id, "orders", "hour", "200"),
+        (acme.tenant.public_id, "orders", "hour", "100"),
+    ]
     assert rows[1][3] == this_hour(2).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -171,10 +190,21 @@ def lag(acme: TenantFixture, globex: TenantFixture) -> datetime:
     tenant = acme.tenant.public_id
     now = django_timezone.now().replace(microsecond=0)
     for minutes_ago, total in ((2, 10), (1, 20)):
-        writer.write_lag(now - timedelta(minutes=minutes_ago), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", "WARNING", total)])
+        writer.write_lag(
+            now - timedelta(minutes=minutes_ago), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", "WARNING", total)]
+        )
     stalled = {**partition_row(tenant, "billing", "orders", 1, lag=40, status="STALL"), "retention_risk": True, "time_lag_seconds": None}
-    billing = {**group_row(tenant, "billing", "ERROR", 70, partitions=2), "max_lag": 40, "retention_risk": True, "worst_partition": {"topic": "orders", "partition": 1, "status": "STALL"}}
-    writer.write_lag(now, [partition_row(tenant, "billing", "orders", 0, lag=30), stalled, partition_row(tenant, "audit", "orders", 0, lag=0)], [billing, group_row(tenant, "audit", "OK", 0)])
+    billing = {
+        **group_row(tenant, "billing", "ERROR", 70, partitions=2),
+        "max_lag": 40,
+        "retention_risk": True,
+        "worst_partition": {"topic": "orders", "partition": 1, "status": "STALL"},
+    }
+    writer.write_lag(
+        now,
+        [partition_row(tenant, "billing", "orders", 0, lag=30), stalled, partition_row(tenant, "audit", "orders", 0, lag=0)],
+        [billing, group_row(tenant, "audit", "OK", 0)],
+    )
     writer.write_lag(now, [partition_row(globex.tenant.public_id, "billing", "orders", 0, lag=1)], [group_row(globex.tenant.public_id, "billing", "OK", 1)])
     return now
 
@@ -188,7 +218,10 @@ def test_group_lag_is_the_pipelines_latest_evaluation(acme: TenantFixture, lag: 
     assert (body["total_lag"], body["max_lag"], body["partitions_count"], body["retention_risk"]) == (70, 40, 2, True)
     assert datetime.fromisoformat(body["evaluated_at"].replace("Z", "+00:00")) == lag
     assert body["worst_partition"] == {"topic_name": "orders", "partition_id": 1, "status": "STALL"}
-    assert [(row["partition_id"], row["status"], row["lag"], row["retention_risk"], row["time_lag_seconds"]) for row in body["partitions"]] == [(0, "OK", 30, False, 1.5), (1, "STALL", 40, True, None)]
+    assert [(row["partition_id"], row["status"], row["lag"], row["retention_risk"], row["time_lag_seconds"]) for row in body["partitions"]] == [
+        (0, "OK", 30, False, 1.5),
+        (1, "STALL", 40, True, None),
+    ]
     assert body["history"]["related"].endswith("/api/v1/consumer-groups/billing/lag/history")
     assert body["live_lag_summary"]["related"].endswith("/api/v1/consumer-groups/billing/lag-summary")
     assert body["metadata"]["resource_name"] == f"crn://weir/tenant={acme.tenant.public_id}/consumer-group=billing/lag"
@@ -250,7 +283,10 @@ def test_lag_status_lists_the_tenants_groups_with_counts(acme: TenantFixture, gl
     theirs = globex.client(Role.OWNER).get("/api/v1/consumer-groups:lag-status").json()
 
     assert body["kind"] == "WeirConsumerGroupLagStatusList" and body["counts"] == {"OK": 1, "WARNING": 0, "ERROR": 1}
-    assert [(group["consumer_group_id"], group["status"], group["total_lag"], group["stale"]) for group in body["results"]] == [("audit", "OK", 0, False), ("billing", "ERROR", 70, False)]
+    assert [(group["consumer_group_id"], group["status"], group["total_lag"], group["stale"]) for group in body["results"]] == [
+        ("audit", "OK", 0, False),
+        ("billing", "ERROR", 70, False),
+    ]
     assert body["results"][1]["lag"]["related"].endswith("/api/v1/consumer-groups/billing/lag")
     assert [group["consumer_group_id"] for group in errors_only["results"]] == ["billing"]
     assert bad.status_code == 400 and list(bad.json()["errors"]) == ["status"]
@@ -272,8 +308,22 @@ def test_the_group_named_like_a_route_still_reaches_the_live_views(acme: TenantF
 def runs() -> list[PipelineRun]:
     now = django_timezone.now()
     return [
-        PipelineRun.objects.create(pipeline="usage", trigger="schedule", status=RunStatus.SUCCEEDED, started_at=now - timedelta(minutes=60), duration=timedelta(seconds=12.5), rows_written=40, result={"rows": 40}),
-        PipelineRun.objects.create(pipeline="lag", trigger="schedule", status=RunStatus.FAILED, started_at=now - timedelta(minutes=2), error="exited with status 1\nno broker for tn-other~secret-topic"),
+        PipelineRun.objects.create(
+            pipeline="usage",
+            trigger="schedule",
+            status=RunStatus.SUCCEEDED,
+            started_at=now - timedelta(minutes=60),
+            duration=timedelta(seconds=12.5),
+            rows_written=40,
+            result={"rows": 40},
+        ),
+        PipelineRun.objects.create(
+            pipeline="lag",
+            trigger="schedule",
+            status=RunStatus.FAILED,
+            started_at=now - timedelta(minutes=2),
+            error="exited with status 1\nno broker for tn-other~secret-topic",
+        ),
         PipelineRun.objects.create(pipeline="lag", trigger="manual", status=RunStatus.RUNNING, started_at=now - timedelta(minutes=1)),
     ]
 
@@ -295,7 +345,13 @@ def test_pipeline_runs_newest_first_and_filtered_for_operators(operator_client: 
 
     assert [run["id"] for run in everything] == [runs[2].public_id, runs[1].public_id, runs[0].public_id]
     assert [run["id"] for run in lag_runs] == [runs[1].public_id]
-    assert (single["pipeline"], single["status"], single["duration_seconds"], single["rows_written"], single["trigger"]) == ("usage", "SUCCEEDED", 12.5, 40, "schedule")
+    assert (single["pipeline"], single["status"], single["duration_seconds"], single["rows_written"], single["trigger"]) == (
+        "usage",
+        "SUCCEEDED",
+        12.5,
+        40,
+        "schedule",
+    )
     assert single["result"] == {"rows": 40} and failed["error"].endswith("tn-other~secret-topic")
     assert bad.status_code == 400 and list(bad.json()["errors"]) == ["pipeline"]
 
@@ -329,11 +385,25 @@ def test_each_tenant_sees_when_its_own_usage_and_lag_were_last_evaluated(acme: T
     assert (acme_by_pipeline["lag"]["last_run_status"], acme_by_pipeline["usage"]["last_run_status"]) == ("RUNNING", "SUCCEEDED")
     for body in (mine.content.decode(), theirs.content.decode()):
         assert "rows_written" not in body and "secret-topic" not in body and "error" not in body
-    assert set(acme_by_pipeline["usage"]) == {"pipeline", "interval_seconds", "last_run_started_at", "last_run_status", "last_succeeded_at", "last_evaluated_at"}
+    assert set(acme_by_pipeline["usage"]) == {
+        "pipeline",
+        "interval_seconds",
+        "last_run_started_at",
+        "last_run_status",
+        "last_succeeded_at",
+        "last_evaluated_at",
+    }
 
 
 def test_metering_endpoints_need_a_caller(db: None) -> None:
     anonymous = APIClient()
 
-    for path in ("/api/v1/usage", "/api/v1/consumer-groups/g/lag", "/api/v1/consumer-groups/g/lag/history", "/api/v1/consumer-groups:lag-status", "/api/v1/pipeline-runs", "/api/v1/pipelines"):
+    for path in (
+        "/api/v1/usage",
+        "/api/v1/consumer-groups/g/lag",
+        "/api/v1/consumer-groups/g/lag/history",
+        "/api/v1/consumer-groups:lag-status",
+        "/api/v1/pipeline-runs",
+        "/api/v1/pipelines",
+    ):
         assert anonymous.get(path).status_code == 401, path

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,7 @@ def schemathesis_config() -> str:
     for (method, path), reason in SEMANTIC_RULES.items():
         statuses = ", ".join(f'"{status}"' for status in POSITIVE_STATUSES_WITH_SEMANTIC_400)
         sections.append(
-            f"# {reason}\n[[operations]]\ninclude-method = \"{method}\"\ninclude-path = \"{path}\"\n"
+            f'# {reason}\n[[operations]]\ninclude-method = "{method}"\ninclude-path = "{path}"\n'
             f"checks.positive_data_acceptance.expected-statuses = [{statuses}]\n"
         )
     return "\n".join(sections)
@@ -87,9 +88,7 @@ def failures_of(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def test_every_operation_conforms_to_the_schema_under_all_schemathesis_checks(
-    live_server: Any, acme: TenantFixture, tmp_path: Path, settings: Any
-) -> None:
+def test_every_operation_conforms_to_the_schema_under_all_schemathesis_checks(live_server: Any, acme: TenantFixture, tmp_path: Path, settings: Any) -> None:
     key_id, secret = acme.secrets[Role.OWNER]
     config = tmp_path / "schemathesis.toml"
     config.write_text(schemathesis_config())

@@ -137,7 +137,9 @@ def test_jobs_are_listed_with_state_filter(acme: TenantFixture, registered_broke
     assert single["kind"] == JobKind.CREATE_TOPIC and single["tenant_id"] == acme.tenant.public_id
 
 
-def test_operator_session_sees_brokers_with_every_tenants_partitions_and_every_tenants_jobs(acme: TenantFixture, globex: TenantFixture, registered_broker: BrokerNode) -> None:
+def test_operator_session_sees_brokers_with_every_tenants_partitions_and_every_tenants_jobs(
+    acme: TenantFixture, globex: TenantFixture, registered_broker: BrokerNode
+) -> None:
     acme.client().post("/api/v1/topics", {"topic_name": "a"}, format="json")
     globex.client().post("/api/v1/topics", {"topic_name": "g"}, format="json")
     operator = get_user_model().objects.create_user(username="operator", password=PASSWORD, is_staff=True)
@@ -148,6 +150,8 @@ def test_operator_session_sees_brokers_with_every_tenants_partitions_and_every_t
     jobs = client.get("/api/v1/jobs").json()["results"]
 
     assert brokers.status_code == 200
-    assert brokers.json()["data"] == [{**brokers.json()["data"][0], "broker_id": 1, "state": "ONLINE", "leader_partitions_count": 2, "replica_partitions_count": 2}]
+    assert brokers.json()["data"] == [
+        {**brokers.json()["data"][0], "broker_id": 1, "state": "ONLINE", "leader_partitions_count": 2, "replica_partitions_count": 2}
+    ]
     assert {job["tenant_id"] for job in jobs} == {acme.tenant.public_id, globex.tenant.public_id}
     assert client.get("/api/v1/topics").status_code == 403  # an operator is not a tenant member

@@ -54,7 +54,9 @@ def test_create_topic_with_invalid_name_answers_400_and_creates_nothing(acme: Te
 
 
 def test_create_topic_with_unknown_and_bad_configs_names_each_key(acme: TenantFixture, registered_broker: BrokerNode) -> None:
-    response = create(acme, configs=[{"name": "retention.mss", "value": "1"}, {"name": "retention.ms", "value": "soon"}, {"name": "cleanup.policy", "value": "compact"}])
+    response = create(
+        acme, configs=[{"name": "retention.mss", "value": "1"}, {"name": "retention.ms", "value": "soon"}, {"name": "cleanup.policy", "value": "compact"}]
+    )
 
     assert response.status_code == 400
     body = response.json()
@@ -225,7 +227,9 @@ def test_alter_configs_with_unknown_key_or_bad_value_changes_nothing(acme: Tenan
     assert ProvisioningJob.objects.filter(kind=JobKind.ALTER_TOPIC_CONFIGS).count() == 0
 
 
-def test_longest_name_that_fits_a_partition_directory_is_created_and_one_more_is_refused_with_the_reason(acme: TenantFixture, registered_broker: BrokerNode) -> None:
+def test_longest_name_that_fits_a_partition_directory_is_created_and_one_more_is_refused_with_the_reason(
+    acme: TenantFixture, registered_broker: BrokerNode
+) -> None:
     limit = TENANT_TOPIC_NAME_MAX_LENGTH
     # tn- and ten characters, '~', and '-9999': what is left of a 255-byte directory name.
     assert limit == 255 - len(acme.tenant.public_id) - len("~") - len("-9999") == 236

@@ -28,7 +28,9 @@ from webapp.catalog.partition_health import (
     ],
     ids=["in-sync", "one-follower-out", "isr-below-min", "no-leader", "no-leader-full-isr", "min-isr-above-replication"],
 )
-def test_partition_health_follows_kafkas_topic_command(leader: int, replicas: list[int], isr: list[int], min_isr: int, expected_flags: tuple[bool, bool, bool], expected_state: str) -> None:
+def test_partition_health_follows_kafkas_topic_command(
+    leader: int, replicas: list[int], isr: list[int], min_isr: int, expected_flags: tuple[bool, bool, bool], expected_state: str
+) -> None:
     health = partition_health(leader, replicas, isr, min_isr)
 
     assert (health.is_offline, health.is_under_replicated, health.is_under_min_isr) == expected_flags

@@ -43,9 +43,14 @@ def test_sign_up_creates_an_owner_and_signs_in(registered_broker: object) -> Non
 
 
 def test_sign_up_with_a_taken_username_or_differing_passwords_is_refused(owner: Member) -> None:
-    taken = Client().post(reverse("dashboard:sign_up"), {"organisation": "X", "username": "acme-owner", "email": "a@b.example", "password": PASSWORD, "password_again": PASSWORD})
+    taken = Client().post(
+        reverse("dashboard:sign_up"), {"organisation": "X", "username": "acme-owner", "email": "a@b.example", "password": PASSWORD, "password_again": PASSWORD}
+    )
     assert "taken" in taken.content.decode()
-    differing = Client().post(reverse("dashboard:sign_up"), {"organisation": "X", "username": "newbie", "email": "a@b.example", "password": PASSWORD, "password_again": PASSWORD + "!"})
+    differing = Client().post(
+        reverse("dashboard:sign_up"),
+        {"organisation": "X", "username": "newbie", "email": "a@b.example", "password": PASSWORD, "password_again": PASSWORD + "!"},
+    )
     assert "The two passwords differ." in differing.content.decode()
     assert Tenant.objects.count() == 1
 

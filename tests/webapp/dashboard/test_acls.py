@@ -14,7 +14,15 @@ pytestmark = pytest.mark.django_db
 
 
 def acl_fields(principal: str, **overrides: str) -> dict[str, str]:
-    return {"principal": principal, "permission": "ALLOW", "operation": "WRITE", "resource_type": "TOPIC", "pattern_type": "LITERAL", "resource_name": "orders", "host": "*"} | overrides
+    return {
+        "principal": principal,
+        "permission": "ALLOW",
+        "operation": "WRITE",
+        "resource_type": "TOPIC",
+        "pattern_type": "LITERAL",
+        "resource_name": "orders",
+        "host": "*",
+    } | overrides
 
 
 def test_admin_creates_and_deletes_an_acl(roles: dict[str, Member]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -20,14 +20,16 @@ from webapp.dashboard.charts import (
     thin,
 )
 
-START = datetime(2025, 3, 1, tzinfo=timezone.utc)
+START = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def at(hours: float) -> datetime:
     return START + timedelta(hours=hours)
 
 
-@pytest.mark.parametrize("highest,step,top", [(0, 1, 4), (7, 2, 8), (50, 20, 60), (100, 25, 100), (101, 50, 150), (0.3, 0.1, 0.30000000000000004), (1234567, 500000, 1500000)])
+@pytest.mark.parametrize(
+    "highest,step,top", [(0, 1, 4), (7, 2, 8), (50, 20, 60), (100, 25, 100), (101, 50, 150), (0.3, 0.1, 0.30000000000000004), (1234567, 500000, 1500000)]
+)
 def test_nice_scale_picks_round_steps_from_zero(highest: float, step: float, top: float) -> None:
     assert nice_scale(highest, 4) == pytest.approx((step, top))
 
@@ -37,10 +39,19 @@ def test_points_map_onto_the_window_and_the_y_axis_starts_at_zero() -> None:
 
     # The point at the window's end is outside [start, end) and left out.
     # 50 on a 0..60 axis (steps of 20) is five sixths of the way up.
-    assert chart.series[0].path == f"M{MARGIN_LEFT:.1f},{chart.bottom:.1f} L{(MARGIN_LEFT + chart.right) / 2:.1f},{chart.bottom - (chart.bottom - chart.top) * 5 / 6:.1f}"
+    assert (
+        chart.series[0].path
+        == f"M{MARGIN_LEFT:.1f},{chart.bottom:.1f} L{(MARGIN_LEFT + chart.right) / 2:.1f},{chart.bottom - (chart.bottom - chart.top) * 5 / 6:.1f}"
+    )
     assert [tick.label for tick in chart.y_ticks] == ["0", "20", "40", "60"]
     assert chart.y_ticks[-1].position == chart.top
-    assert [(tick.label, tick.anchor) for tick in chart.x_ticks] == [("00:00", "start"), ("06:00", "middle"), ("12:00", "middle"), ("18:00", "middle"), ("00:00", "end")]
+    assert [(tick.label, tick.anchor) for tick in chart.x_ticks] == [
+        ("00:00", "start"),
+        ("06:00", "middle"),
+        ("12:00", "middle"),
+        ("18:00", "middle"),
+        ("00:00", "end"),
+    ]
     assert chart.x_ticks[0].position == MARGIN_LEFT and chart.x_ticks[-1].position == WIDTH - 12
     assert chart.series[0].latest == "50" and not chart.empty
 

@@ -19,8 +19,8 @@ from tests.support.fake_group_admin import FakeGroupAdmin, FakeMember
 from tests.support.group_broker import join_and_commit, produce
 from tests.support.processes import free_port
 from tests.webapp.dashboard.conftest import Member
-from tests.webapp.group_broker import control_plane_broker, provision_topic, tenant_client_config
 from tests.webapp.dashboard.test_topics import create_topic
+from tests.webapp.group_broker import control_plane_broker, provision_topic, tenant_client_config
 from webapp import consumer_groups
 from webapp.accounts.models import Role
 from weir import ConsumerGroupState
@@ -52,7 +52,10 @@ def cluster(owner: Member, admins: dict[str, FakeGroupAdmin]) -> FakeGroupAdmin:
     fake.add_group(
         "busy",
         {("orders", 0): 4, ("orders", 1): 20},
-        [FakeMember("member-a", "client-a", [("orders", 0)], instance_id="app-1"), FakeMember("member-b", "client-b", [("orders", 1)], target=[("orders", 1), ("payments", 0)])],
+        [
+            FakeMember("member-a", "client-a", [("orders", 0)], instance_id="app-1"),
+            FakeMember("member-b", "client-b", [("orders", 1)], target=[("orders", 1), ("payments", 0)]),
+        ],
         state=ConsumerGroupState.RECONCILING,  # member-b is still moving
     )
     fake.add_group("idle", {("orders", 0): 7})

@@ -36,12 +36,16 @@ def test_message_browser_shows_a_bad_batch_on_its_row_and_renders_the_rest(make_
             producer.close()
         broker.stop()
         append_to_stopped_log(
-            broker, "orders", 0,
+            broker,
+            "orders",
+            0,
             undecodable_batch_at(3, 2) + batch_at(5, [b"far-future"], timestamp=FAR_FUTURE_MS) + batch_at(6, [b"after"]),
         )
         broker.start()
 
-        page = acme.client.get(reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 0, "limit": 25, "format": "text"})
+        page = acme.client.get(
+            reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 0, "limit": 25, "format": "text"}
+        )
 
         assert page.status_code == 200
         html = page.content.decode()
@@ -53,6 +57,8 @@ def test_message_browser_shows_a_bad_batch_on_its_row_and_renders_the_rest(make_
         assert html.index("second") < html.index("cannot be decoded") < html.index("far-future") < html.index("after")
 
         # Starting inside the bad batch: the error row comes first, at the requested offset.
-        page = acme.client.get(reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 4, "limit": 25, "format": "hex"})
+        page = acme.client.get(
+            reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 4, "limit": 25, "format": "hex"}
+        )
         assert page.status_code == 200
         assert "4–4" in page.content.decode()

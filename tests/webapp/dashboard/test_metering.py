@@ -88,8 +88,24 @@ def test_usage_csv_link_downloads_with_the_session(owner: Member, usage: None) -
 @pytest.fixture
 def runs() -> None:
     now = timezone.now()
-    PipelineRun.objects.create(pipeline="usage", trigger="schedule", status=RunStatus.SUCCEEDED, started_at=now - timedelta(minutes=30), finished_at=now - timedelta(minutes=29), duration=timedelta(seconds=42), rows_written=1234)
-    PipelineRun.objects.create(pipeline="lag", trigger="manual", status=RunStatus.FAILED, started_at=now - timedelta(minutes=1), finished_at=now, duration=timedelta(seconds=3), error="exited with status 1\nSpark said tn-zzz~hidden")
+    PipelineRun.objects.create(
+        pipeline="usage",
+        trigger="schedule",
+        status=RunStatus.SUCCEEDED,
+        started_at=now - timedelta(minutes=30),
+        finished_at=now - timedelta(minutes=29),
+        duration=timedelta(seconds=42),
+        rows_written=1234,
+    )
+    PipelineRun.objects.create(
+        pipeline="lag",
+        trigger="manual",
+        status=RunStatus.FAILED,
+        started_at=now - timedelta(minutes=1),
+        finished_at=now,
+        duration=timedelta(seconds=3),
+        error="exited with status 1\nSpark said tn-zzz~hidden",
+    )
 
 
 def test_pipelines_page_shows_a_member_its_own_evaluation_times_and_no_run_figures(owner: Member, other_owner: Member, runs: None) -> None:

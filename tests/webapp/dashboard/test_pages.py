@@ -12,7 +12,19 @@ from webapp.accounts.models import Role
 from webapp.dashboard.record_rendering import Format, hex_dump, render_bytes
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 
-PAGES = ["overview", "topics", "topic_create", "acls", "acl_create", "service_accounts", "service_account_create", "api_keys", "api_key_create", "members", "jobs"]
+PAGES = [
+    "overview",
+    "topics",
+    "topic_create",
+    "acls",
+    "acl_create",
+    "service_accounts",
+    "service_account_create",
+    "api_keys",
+    "api_key_create",
+    "members",
+    "jobs",
+]
 
 
 @pytest.mark.django_db

@@ -50,7 +50,10 @@ def metadata_names(stub: broker_pb2_grpc.BrokerStub, metadata: Metadata, *topics
 def fetch_values(stub: broker_pb2_grpc.BrokerStub, metadata: Metadata, topic: str) -> tuple[int, list[bytes | None]]:
     """(error code, record values) of a Fetch of partition 0 of ``topic`` from offset 0."""
     request = broker_pb2.FetchRequest(
-        max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        replica_id=-1,
         topics=[broker_pb2.FetchTopic(topic=topic, partitions=[broker_pb2.FetchPartition(partition=0, fetch_offset=0, current_leader_epoch=-1)])],
     )
     [answer] = stub.Fetch(request, metadata=metadata, timeout=10).topics[0].partitions
@@ -66,7 +69,11 @@ def unauthenticated(call: Callable[[], Any]) -> str:
 
 
 def test_the_dashboards_credential_for_one_tenant_opens_nothing_else_and_never_shows_in_an_error_report(
-    make_tenant: Callable[[str], Member], settings, tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture  # type: ignore[no-untyped-def]
+    make_tenant: Callable[[str], Member],
+    settings,
+    tmp_path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
 ) -> None:
     caplog.set_level(logging.DEBUG)
     acme, globex = make_tenant("acme"), make_tenant("globex")
@@ -83,7 +90,9 @@ def test_the_dashboards_credential_for_one_tenant_opens_nothing_else_and_never_s
         handed_out: list[dict[str, Any]] = []
         original_client_config = data_plane.client_config
         monkeypatch.setattr(data_plane, "client_config", lambda tenant: handed_out.append(original_client_config(tenant)) or handed_out[-1])
-        page = acme.client.get(reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 0, "limit": 10, "format": "text"})
+        page = acme.client.get(
+            reverse("dashboard:topic_messages", args=["orders"]), {"partition": 0, "start": "offset", "offset": 0, "limit": 10, "format": "text"}
+        )
         assert page.status_code == 200 and "0-1" in page.content.decode()
         [config_a] = handed_out
         stolen = config_a["weir.tenant.token"]

@@ -22,7 +22,9 @@ def create_topic(member: Member, name: str, partitions: int = 2) -> Topic:
 
 
 def test_create_topic_stores_it_and_shows_its_job_inline(owner: Member) -> None:
-    response = owner.client.post(reverse("dashboard:topic_create"), {"name": "orders", "partitions": 3, "replication_factor": 1, "configs": "retention.ms=60000\n"})
+    response = owner.client.post(
+        reverse("dashboard:topic_create"), {"name": "orders", "partitions": 3, "replication_factor": 1, "configs": "retention.ms=60000\n"}
+    )
     topic = Topic.objects.get(tenant=owner.tenant, name="orders")
     job = ProvisioningJob.objects.get(tenant=owner.tenant, kind=JobKind.CREATE_TOPIC)
     assert response.status_code == 302
@@ -79,7 +81,17 @@ def test_developer_can_create_topics(roles: dict[str, Member]) -> None:
     assert Topic.objects.filter(name="events").exists()
 
 
-@pytest.mark.parametrize("page", ["dashboard:topic", "dashboard:topic_configs", "dashboard:topic_partitions", "dashboard:topic_delete", "dashboard:topic_messages", "dashboard:topic_produce"])
+@pytest.mark.parametrize(
+    "page",
+    [
+        "dashboard:topic",
+        "dashboard:topic_configs",
+        "dashboard:topic_partitions",
+        "dashboard:topic_delete",
+        "dashboard:topic_messages",
+        "dashboard:topic_produce",
+    ],
+)
 def test_another_tenants_topic_is_not_found(owner: Member, other_owner: Member, page: str) -> None:
     create_topic(other_owner, "secret-plans")
     assert owner.client.get(reverse(page, args=["secret-plans"])).status_code == 404
@@ -148,7 +160,10 @@ def test_create_form_limits_the_name_to_what_fits_a_partition_directory(owner: M
     data = {"name": "a" * (TENANT_TOPIC_NAME_MAX_LENGTH + 1), "partitions": 1, "replication_factor": 1, "configs": ""}
     response = owner.client.post(reverse("dashboard:topic_create"), data)
     assert response.status_code == 200
-    assert f"at most {TENANT_TOPIC_NAME_MAX_LENGTH} characters: the tenant prefix and partition number must fit a 255-byte directory name" in response.content.decode()
+    assert (
+        f"at most {TENANT_TOPIC_NAME_MAX_LENGTH} characters: the tenant prefix and partition number must fit a 255-byte directory name"
+        in response.content.decode()
+    )
     assert not Topic.objects.exists()
 
 

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_tenant_token_describes_only_its_tenants_partitions_and_changes_nothing(
-    make_tenant: Callable[[str], Member], settings, tmp_path  # type: ignore[no-untyped-def]
+    make_tenant: Callable[[str], Member],
+    settings,
+    tmp_path,  # type: ignore[no-untyped-def]
 ) -> None:
     acme, globex = make_tenant("acme"), make_tenant("globex")
     with control_plane_broker(tmp_path / "broker", settings, configs={"security.required": "true"}) as broker:

@@ -109,5 +109,8 @@ def test_beat_schedule_follows_the_settings(settings: Any) -> None:
     disabled = RecordingSender()
     celery_module.schedule_pipelines(disabled)  # type: ignore[arg-type]
 
-    assert [(interval, signature[1]["args"], name) for interval, signature, name in configured.added] == [(600, ("usage",), "run the usage pipeline"), (15, ("lag",), "run the lag pipeline")]
+    assert [(interval, signature[1]["args"], name) for interval, signature, name in configured.added] == [
+        (600, ("usage",), "run the usage pipeline"),
+        (15, ("lag",), "run the lag pipeline"),
+    ]
     assert disabled.added == []

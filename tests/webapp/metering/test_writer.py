@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from webapp.metering.models import GroupLag, GroupLagHistory, PartitionLag, Usag
 
 pytestmark = pytest.mark.django_db
 
-HOUR = datetime(2025, 3, 1, 10, tzinfo=timezone.utc)
+HOUR = datetime(2025, 3, 1, 10, tzinfo=UTC)
 
 
 def usage_row(tenant_id: str, topic: str = "orders", bucket_start: datetime = HOUR, **values: Any) -> dict[str, Any]:
@@ -150,10 +150,18 @@ def test_write_usage_takes_numpy_like_integers_and_whole_floats(acme: TenantFixt
 def test_write_lag_replaces_the_groups_current_lag_and_drops_partitions_gone(acme: TenantFixture, globex: TenantFixture) -> None:
     tenant = acme.tenant.public_id
     first = HOUR
-    writer.write_lag(first, [partition_row(tenant, "billing", "orders", 0), partition_row(tenant, "billing", "orders", 1), partition_row(tenant, "audit", "orders", 0)], [group_row(tenant, "billing", partitions=2), group_row(tenant, "audit")])
+    writer.write_lag(
+        first,
+        [partition_row(tenant, "billing", "orders", 0), partition_row(tenant, "billing", "orders", 1), partition_row(tenant, "audit", "orders", 0)],
+        [group_row(tenant, "billing", partitions=2), group_row(tenant, "audit")],
+    )
     writer.write_lag(first, [partition_row(globex.tenant.public_id, "billing", "orders", 0)], [group_row(globex.tenant.public_id, "billing")])
 
-    written = writer.write_lag(first + timedelta(minutes=1), [partition_row(tenant, "billing", "orders", 0, lag=50, status="WARNING")], [group_row(tenant, "billing", status="WARNING", total=50)])
+    written = writer.write_lag(
+        first + timedelta(minutes=1),
+        [partition_row(tenant, "billing", "orders", 0, lag=50, status="WARNING")],
+        [group_row(tenant, "billing", status="WARNING", total=50)],
+    )
 
     assert written == 2
     billing = PartitionLag.objects.filter(tenant=acme.tenant, group="billing")
@@ -162,13 +170,21 @@ def test_write_lag_replaces_the_groups_current_lag_and_drops_partitions_gone(acm
     assert PartitionLag.objects.filter(tenant=acme.tenant, group="audit").count() == 1
     assert PartitionLag.objects.filter(tenant=globex.tenant, group="billing").get().offset_lag == 5
     group = GroupLag.objects.get(tenant=acme.tenant, group="billing")
-    assert (group.status, group.total_lag, group.evaluated_at, group.worst_topic, group.worst_partition) == ("WARNING", 50, first + timedelta(minutes=1), "orders", 0)
+    assert (group.status, group.total_lag, group.evaluated_at, group.worst_topic, group.worst_partition) == (
+        "WARNING",
+        50,
+        first + timedelta(minutes=1),
+        "orders",
+        0,
+    )
 
 
 def test_write_lag_appends_one_history_row_per_group_and_evaluation(acme: TenantFixture) -> None:
     tenant = acme.tenant.public_id
     for minute, total in enumerate([5, 9, 2]):
-        writer.write_lag(HOUR + timedelta(minutes=minute), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", total=total)])
+        writer.write_lag(
+            HOUR + timedelta(minutes=minute), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", total=total)]
+        )
 
     history = GroupLagHistory.objects.filter(tenant=acme.tenant, group="billing").order_by("evaluated_at")
     assert [point.total_lag for point in history] == [5, 9, 2]
@@ -202,7 +218,9 @@ def test_write_lag_refuses_partitions_of_a_group_not_evaluated(acme: TenantFixtu
 
 
 def test_write_lag_skips_unknown_tenants(acme: TenantFixture) -> None:
-    written = writer.write_lag(HOUR, [partition_row("tn-gone000000", "g", "t", 0)], [group_row("tn-gone000000", "g"), group_row(acme.tenant.public_id, "mine", partitions=0)])
+    written = writer.write_lag(
+        HOUR, [partition_row("tn-gone000000", "g", "t", 0)], [group_row("tn-gone000000", "g"), group_row(acme.tenant.public_id, "mine", partitions=0)]
+    )
 
     assert written == 1
     assert list(GroupLag.objects.values_list("group", flat=True)) == ["mine"]

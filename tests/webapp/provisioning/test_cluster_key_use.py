@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,7 +13,7 @@ from webapp.provisioning.reconciler import _record_cluster_key_use
 
 pytestmark = pytest.mark.django_db
 
-USED_AT = datetime(2030, 1, 1, 12, 0, tzinfo=dt_timezone.utc)
+USED_AT = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def milliseconds(moment: datetime) -> int:
@@ -28,7 +27,9 @@ def account() -> ServiceAccount:
 
 
 def key(account: ServiceAccount, key_id: str, kind: str = ApiKeyKind.CLUSTER, last_used_at: datetime | None = None) -> ApiKey:
-    return ApiKey.objects.create(tenant=account.tenant, kind=kind, key_id=key_id, secret_sha256="0" * 64, owner_service_account=account, last_used_at=last_used_at)
+    return ApiKey.objects.create(
+        tenant=account.tenant, kind=kind, key_id=key_id, secret_sha256="0" * 64, owner_service_account=account, last_used_at=last_used_at
+    )
 
 
 def state(*uses: tuple[str, int]) -> admin_pb2.DescribeStateResponse:

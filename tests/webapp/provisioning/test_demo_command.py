@@ -19,8 +19,17 @@ from webapp.provisioning import tasks
 pytestmark = pytest.mark.django_db
 
 EXPECTED_KEYS = {
-    "username", "password", "tenant", "api_url", "dashboard_url", "bootstrap_servers",
-    "cloud_api_key", "cloud_api_secret", "cluster_api_key", "cluster_api_secret", "service_account",
+    "username",
+    "password",
+    "tenant",
+    "api_url",
+    "dashboard_url",
+    "bootstrap_servers",
+    "cloud_api_key",
+    "cloud_api_secret",
+    "cluster_api_key",
+    "cluster_api_secret",
+    "service_account",
 }
 
 
@@ -62,7 +71,13 @@ def test_demo_credentials_are_usable() -> None:
     tenant = Tenant.objects.get(public_id=printed["tenant"])
     assert Topic.objects.get(tenant=tenant, name="demo").partitions.count() == 3
     assert set(AclBinding.objects.filter(tenant=tenant).values_list("resource_type", "operation")) == {
-        ("TOPIC", "READ"), ("TOPIC", "WRITE"), ("TOPIC", "DESCRIBE"), ("TOPIC", "DESCRIBE_CONFIGS"), ("TOPIC", "CREATE"), ("TOPIC", "ALTER_CONFIGS"), ("GROUP", "READ"),
+        ("TOPIC", "READ"),
+        ("TOPIC", "WRITE"),
+        ("TOPIC", "DESCRIBE"),
+        ("TOPIC", "DESCRIBE_CONFIGS"),
+        ("TOPIC", "CREATE"),
+        ("TOPIC", "ALTER_CONFIGS"),
+        ("GROUP", "READ"),
     }
 
 

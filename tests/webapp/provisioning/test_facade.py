@@ -34,9 +34,8 @@ def register(*node_ids: int, rack: str = "", state: str = BrokerState.ONLINE) ->
 
 
 def test_record_change_bumps_partitions_version_for_topic_kinds(tenant: Tenant, queued: list[int], django_capture_on_commit_callbacks) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        with transaction.atomic():
-            job = facade.record_change(tenant, JobKind.CREATE_TOPIC, "orders")
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        job = facade.record_change(tenant, JobKind.CREATE_TOPIC, "orders")
     assert current_versions() == {SnapshotKind.PARTITIONS: 1, SnapshotKind.SECURITY: 0}
     assert job.state == JobState.PENDING
     assert job.public_id.startswith("job-")
@@ -52,11 +51,9 @@ def test_record_change_bumps_security_version_for_security_sync(tenant: Tenant, 
 
 
 def test_record_change_queues_nothing_when_the_transaction_rolls_back(tenant: Tenant, queued: list[int], django_capture_on_commit_callbacks) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        with pytest.raises(RuntimeError):
-            with transaction.atomic():
-                facade.record_change(tenant, JobKind.CREATE_TOPIC, "orders")
-                raise RuntimeError("the action failed after recording")
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+        facade.record_change(tenant, JobKind.CREATE_TOPIC, "orders")
+        raise RuntimeError("the action failed after recording")
     assert queued == []
     assert current_versions()[SnapshotKind.PARTITIONS] == 0
 

@@ -31,7 +31,12 @@ def secret_values() -> list[str]:
 
 def failing_view(request: HttpRequest) -> HttpResponse:
     """Fails the way the message browser did: while a client configuration is a local."""
-    config = {"weir.internal.token": settings.WEIR_INTERNAL_TOKEN, "weir.tenant.token": TENANT_TOKEN, "sasl.password": SASL_PASSWORD, "ssl.key.password": SSL_KEY_PASSWORD}
+    config = {
+        "weir.internal.token": settings.WEIR_INTERNAL_TOKEN,
+        "weir.tenant.token": TENANT_TOKEN,
+        "sasl.password": SASL_PASSWORD,
+        "ssl.key.password": SSL_KEY_PASSWORD,
+    }
     metadata = [("x-weir-internal-token", settings.WEIR_INTERNAL_TOKEN)]
     nested = {"clients": [{"producer": config}], "metadata": metadata}
     credentials = Credentials(key_id="key-1", secret=API_SECRET)

@@ -71,7 +71,9 @@ def test_a_broker_keeps_its_directories_0700_and_files_0600(tmp_path: Path) -> N
 
 def _django_environment(data_dir: Path) -> dict[str, str]:
     environment = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "DJANGO_SECRET_KEY")}
-    environment.update({"WEIR_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "webapp.settings", "DJANGO_DEBUG": "true", "WEIR_QUIET_TRANSPORT_NOTICE": "1"})
+    environment.update(
+        {"WEIR_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "webapp.settings", "DJANGO_DEBUG": "true", "WEIR_QUIET_TRANSPORT_NOTICE": "1"}
+    )
     return environment
 
 
@@ -92,7 +94,9 @@ def test_the_web_process_under_gunicorn_keeps_new_files_private(tmp_path: Path) 
     data_dir = tmp_path / "web"
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "webapp.wsgi"]
-    process = subprocess.Popen(_loose_umask_then(command), cwd=REPOSITORY_ROOT, env=_django_environment(data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        _loose_umask_then(command), cwd=REPOSITORY_ROOT, env=_django_environment(data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + START_SECONDS
         while not (data_dir / "secrets" / "internal-token").exists():

@@ -40,7 +40,7 @@ def test_a_cross_site_form_post_to_sign_up_is_refused_and_signs_nobody_in(conten
         body = "".join(f'--BoUnDaRy\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n' for key, value in FIELDS.items()) + "--BoUnDaRy--\r\n"
     else:
         # <form enctype="text/plain"> with a field named '{"username": ..., "x":"' and value '"}'.
-        body = '{"username": "mallory", "email": "mallory@evil.example", "password": "%s", "tenant_name": "Evil", "x":"="}' % PASSWORD
+        body = f'{{"username": "mallory", "email": "mallory@evil.example", "password": "{PASSWORD}", "tenant_name": "Evil", "x":"="}}'
 
     response = browser.post("/api/v1/sign-up", body, content_type=content_type, HTTP_ORIGIN=ATTACKER_ORIGIN)
 

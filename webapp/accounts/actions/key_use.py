@@ -7,9 +7,8 @@ from the reconciler made accounts and provisioning import each other in a cycle.
 
 from __future__ import annotations
 
-from datetime import datetime
-from datetime import timezone as dt_timezone
-from typing import Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from webapp.accounts.models import ApiKey, ApiKeyKind
 
@@ -20,7 +19,7 @@ def do_record_cluster_key_use(last_used_ms_by_key: Mapping[str, int]) -> int:
     many keys changed."""
     changed = []
     for key in ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, key_id__in=list(last_used_ms_by_key)):
-        used_at = datetime.fromtimestamp(last_used_ms_by_key[key.key_id] / 1000, tz=dt_timezone.utc)
+        used_at = datetime.fromtimestamp(last_used_ms_by_key[key.key_id] / 1000, tz=UTC)
         if key.last_used_at is None or key.last_used_at < used_at:
             key.last_used_at = used_at
             changed.append(key)

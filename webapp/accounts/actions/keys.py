@@ -111,4 +111,3 @@ def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiK
         if locked.kind == ApiKeyKind.CLUSTER:
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, locked.key_id, created_by=actor.user, request_id=request_id)
     return locked, job
-

@@ -120,4 +120,3 @@ def do_remove_member(actor: Actor, membership: Membership, request_id: str = "")
         if had_cluster_keys:
             return record_change(actor.tenant, JobKind.SYNC_SECURITY, public_id, created_by=actor.user, request_id=request_id)
     return None
-

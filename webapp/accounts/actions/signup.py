@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.conf import settings
 from django.contrib.auth.password_validation import get_password_validators, validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email

@@ -89,7 +89,14 @@ class InvitationAcceptSerializer(InputSerializer):
     token = serializers.CharField(max_length=200)
     # Without a signed-in session, the invitee signs up with these.
     username = serializers.RegexField(r"^[\w.@+-]+$", max_length=150, required=False, help_text="Letters, digits and @ . + - _ (Django's user names).")
-    password = serializers.RegexField(r"[^0-9]", min_length=10, max_length=200, required=False, write_only=True, help_text="As for sign-up: at least 10 characters, not all digits, not common.")
+    password = serializers.RegexField(
+        r"[^0-9]",
+        min_length=10,
+        max_length=200,
+        required=False,
+        write_only=True,
+        help_text="As for sign-up: at least 10 characters, not all digits, not common.",
+    )
 
 
 class ServiceAccountSerializer(serializers.ModelSerializer):
@@ -170,7 +177,9 @@ class ApiKeyFilterSerializer(serializers.Serializer):
 
 class ApiKeyCreateSerializer(InputSerializer):
     kind = serializers.ChoiceField(choices=ApiKeyKind.values)
-    owner = serializers.RegexField(r"^(sa|u)-", max_length=64, required=False, help_text="sa-... or u-...; yourself when left out. One that is not in the tenant: 409.")
+    owner = serializers.RegexField(
+        r"^(sa|u)-", max_length=64, required=False, help_text="sa-... or u-...; yourself when left out. One that is not in the tenant: 409."
+    )
     description = serializers.CharField(max_length=256, allow_blank=True, default="")
 
 
@@ -180,12 +189,22 @@ class QuotaSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Quota
-        fields = ["produce_bytes_per_second", "consume_bytes_per_second", "effective_produce_bytes_per_second", "effective_consume_bytes_per_second", "updated_at"]
+        fields = [
+            "produce_bytes_per_second",
+            "consume_bytes_per_second",
+            "effective_produce_bytes_per_second",
+            "effective_consume_bytes_per_second",
+            "updated_at",
+        ]
 
 
 class QuotaUpdateSerializer(InputSerializer):
-    produce_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409.")
-    consume_bytes_per_second = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409.")
+    produce_bytes_per_second = serializers.IntegerField(
+        allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409."
+    )
+    consume_bytes_per_second = serializers.IntegerField(
+        allow_null=True, min_value=1, max_value=MAX_QUOTA_RATE, help_text="Null: the plan's rate. Above the tenant's plan's rate: 409."
+    )
 
 
 class SignUpSerializer(InputSerializer):

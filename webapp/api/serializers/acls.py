@@ -50,7 +50,20 @@ class AclSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AclBinding
-        fields = ["kind", "id", "metadata", "cluster_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission", "created_at"]
+        fields = [
+            "kind",
+            "id",
+            "metadata",
+            "cluster_id",
+            "resource_type",
+            "resource_name",
+            "pattern_type",
+            "principal",
+            "host",
+            "operation",
+            "permission",
+            "created_at",
+        ]
 
     def get_kind(self, binding: AclBinding) -> str:
         return "KafkaAcl"

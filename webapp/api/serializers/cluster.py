@@ -34,8 +34,12 @@ class BrokerSerializer(serializers.ModelSerializer):
 
     kind = serializers.SerializerMethodField()
     broker_id = serializers.IntegerField(source="node_id")
-    leader_partitions_count = serializers.SerializerMethodField(help_text="Partitions of the caller's tenant this broker leads (every tenant's for an operator outside any tenant).")
-    replica_partitions_count = serializers.SerializerMethodField(help_text="Partitions of the caller's tenant this broker holds a replica of, leader or follower.")
+    leader_partitions_count = serializers.SerializerMethodField(
+        help_text="Partitions of the caller's tenant this broker leads (every tenant's for an operator outside any tenant)."
+    )
+    replica_partitions_count = serializers.SerializerMethodField(
+        help_text="Partitions of the caller's tenant this broker holds a replica of, leader or follower."
+    )
 
     class Meta:
         model = BrokerNode

@@ -65,7 +65,10 @@ class ConsumerGroupSerializer(serializers.Serializer):
 
     @extend_schema_field(ResourceMetadataSerializer)
     def get_metadata(self, group: Group) -> dict[str, str]:
-        return {"self": link(self.context["request"], "api:consumer-group-detail", consumer_group_id=group.group_id), "resource_name": _group_resource(self.context, group.group_id)}
+        return {
+            "self": link(self.context["request"], "api:consumer-group-detail", consumer_group_id=group.group_id),
+            "resource_name": _group_resource(self.context, group.group_id),
+        }
 
     def get_cluster_id(self, group: Group) -> str:
         return self.context["tenant_public_id"]
@@ -181,7 +184,10 @@ class LagSummarySerializer(serializers.Serializer):
     @extend_schema_field(ResourceMetadataSerializer)
     def get_metadata(self, lag: GroupLag) -> dict[str, str]:
         group_id = self.context["consumer_group_id"]
-        return {"self": link(self.context["request"], "api:consumer-group-lag-summary", consumer_group_id=group_id), "resource_name": _group_resource(self.context, group_id, "lag-summary")}
+        return {
+            "self": link(self.context["request"], "api:consumer-group-lag-summary", consumer_group_id=group_id),
+            "resource_name": _group_resource(self.context, group_id, "lag-summary"),
+        }
 
     def get_cluster_id(self, lag: GroupLag) -> str:
         return self.context["tenant_public_id"]

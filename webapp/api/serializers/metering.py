@@ -8,7 +8,7 @@ midnight UTC, and a ``+`` that a query string turned into a space is put back.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.utils.dateparse import parse_date, parse_datetime
@@ -18,16 +18,28 @@ from rest_framework import serializers
 
 from webapp.accounts.identity import is_operator
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
-from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.facade import GroupEvaluation, is_stale
-from webapp.metering.models import TOPIC_NAME_MAX_LENGTH, Granularity, GroupLag, GroupLagHistory, GroupStatus, PartitionLag, PartitionStatus, Pipeline, PipelineRun, RunStatus, UsageAggregate
+from webapp.metering.figures import USAGE_FIGURES
+from webapp.metering.models import (
+    TOPIC_NAME_MAX_LENGTH,
+    Granularity,
+    GroupLag,
+    GroupLagHistory,
+    GroupStatus,
+    PartitionLag,
+    PartitionStatus,
+    Pipeline,
+    PipelineRun,
+    RunStatus,
+    UsageAggregate,
+)
 
 # Times are clamped to this range: far enough apart for any real query (no usage or lag is
 # older or newer), near enough that defaults computed from them (a window before ``to``)
 # never leave Python's datetime range. Clamping rather than refusing keeps every time the
 # schema's date-time format allows a valid one.
-EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
-LATEST_TIME = datetime(9000, 1, 1, tzinfo=timezone.utc)
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 # Shown to callers that are not operators in place of a failed run's error: a job's stderr
 # may name other tenants' topics and groups.
 REDACTED_ERROR = "The run failed; operators see the details."
@@ -68,8 +80,8 @@ def _parse_instant(text: str) -> datetime | None:
             if parsed is None:
                 continue
             if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=timezone.utc)
-            return parsed.astimezone(timezone.utc)
+                parsed = parsed.replace(tzinfo=UTC)
+            return parsed.astimezone(UTC)
         except (ValueError, OverflowError):
             continue
     return None
@@ -153,7 +165,18 @@ class PartitionLagStatusSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PartitionLag
-        fields = ["topic_name", "partition_id", "status", "current_offset", "log_end_offset", "log_start_offset", "lag", "time_lag_seconds", "retention_risk", "last_commit_at"]
+        fields = [
+            "topic_name",
+            "partition_id",
+            "status",
+            "current_offset",
+            "log_end_offset",
+            "log_start_offset",
+            "lag",
+            "time_lag_seconds",
+            "retention_risk",
+            "last_commit_at",
+        ]
 
 
 class GroupLagStatusSerializer(serializers.ModelSerializer):
@@ -169,7 +192,20 @@ class GroupLagStatusSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GroupLag
-        fields = ["kind", "consumer_group_id", "status", "evaluated_at", "stale", "total_lag", "max_lag", "max_time_lag_seconds", "partitions_count", "retention_risk", "worst_partition", "lag"]
+        fields = [
+            "kind",
+            "consumer_group_id",
+            "status",
+            "evaluated_at",
+            "stale",
+            "total_lag",
+            "max_lag",
+            "max_time_lag_seconds",
+            "partitions_count",
+            "retention_risk",
+            "worst_partition",
+            "lag",
+        ]
 
     def get_kind(self, group: GroupLag) -> str:
         return "WeirConsumerGroupLagStatus"
@@ -194,14 +230,23 @@ class GroupLagEvaluationSerializer(serializers.Serializer):
     metadata = serializers.SerializerMethodField()
     cluster_id = serializers.SerializerMethodField()
     consumer_group_id = serializers.CharField(source="group.group")
-    status = serializers.ChoiceField(source="group.status", choices=GroupStatus.values, help_text="OK; WARNING when a partition's lag grows; ERROR when a partition is STOP, STALL, REWIND or ERROR.")
+    status = serializers.ChoiceField(
+        source="group.status",
+        choices=GroupStatus.values,
+        help_text="OK; WARNING when a partition's lag grows; ERROR when a partition is STOP, STALL, REWIND or ERROR.",
+    )
     evaluated_at = serializers.DateTimeField(source="group.evaluated_at")
     stale = serializers.BooleanField(help_text="The evaluation is older than three lag pipeline intervals.")
     total_lag = serializers.IntegerField(source="group.total_lag")
     max_lag = serializers.IntegerField(source="group.max_lag")
-    max_time_lag_seconds = serializers.FloatField(source="group.max_time_lag_seconds", allow_null=True, help_text="How far behind in time the most delayed partition is.")
+    max_time_lag_seconds = serializers.FloatField(
+        source="group.max_time_lag_seconds", allow_null=True, help_text="How far behind in time the most delayed partition is."
+    )
     partitions_count = serializers.IntegerField(source="group.partition_count")
-    retention_risk = serializers.BooleanField(source="group.retention_risk", help_text="A partition's committed offset is close to its log start: retention may delete records before they are consumed.")
+    retention_risk = serializers.BooleanField(
+        source="group.retention_risk",
+        help_text="A partition's committed offset is close to its log start: retention may delete records before they are consumed.",
+    )
     worst_partition = serializers.SerializerMethodField()
     partitions = PartitionLagStatusSerializer(many=True)
     history = serializers.SerializerMethodField()

@@ -74,7 +74,9 @@ class TopicSerializer(serializers.Serializer):
     partitions = serializers.SerializerMethodField()
     configs = serializers.SerializerMethodField()
     under_replicated_partitions_count = serializers.SerializerMethodField(help_text="Partitions whose ISR is smaller than their replica list.")
-    under_min_isr_partitions_count = serializers.SerializerMethodField(help_text="Partitions without a leader or whose ISR is smaller than min.insync.replicas: acks=all produce fails there.")
+    under_min_isr_partitions_count = serializers.SerializerMethodField(
+        help_text="Partitions without a leader or whose ISR is smaller than min.insync.replicas: acks=all produce fails there."
+    )
     offline_partitions_count = serializers.SerializerMethodField(help_text="Partitions without a leader: no in-sync replica is alive.")
     created_at = serializers.DateTimeField()
 
@@ -214,8 +216,12 @@ class ReplicaSerializer(serializers.Serializer):
     def get_metadata(self, replica: dict[str, Any]) -> dict[str, str]:
         topic_name, partition_id = self.context["topic_name"], self.context["partition_id"]
         return {
-            "self": link(self.context["request"], "api:topic-partition-replica", topic_name=topic_name, partition_id=partition_id, broker_id=replica["broker_id"]),
-            "resource_name": resource_name(self.context["tenant_public_id"], f"topic={topic_name}", f"partition={partition_id}", f"replica={replica['broker_id']}"),
+            "self": link(
+                self.context["request"], "api:topic-partition-replica", topic_name=topic_name, partition_id=partition_id, broker_id=replica["broker_id"]
+            ),
+            "resource_name": resource_name(
+                self.context["tenant_public_id"], f"topic={topic_name}", f"partition={partition_id}", f"replica={replica['broker_id']}"
+            ),
         }
 
     def get_cluster_id(self, replica: dict[str, Any]) -> str:

@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.accounts.models import Role
+from webapp.api.query import validated_query
 from webapp.api.serializers.acls import AclCreateSerializer, AclDeleteFilterSerializer, AclFilterSerializer, AclSerializer
 from webapp.api.serializers.common import JobSummarySerializer, job_summary
-from webapp.api.query import validated_query
 from webapp.api.views.base import CONFLICT, TenantScopedViewSet
 from webapp.catalog.acl_filters import AclFilter, apply_acl_filter
 from webapp.catalog.actions.acls import check_create_acl, do_create_acl, do_delete_acls
@@ -47,7 +47,10 @@ class AclViewSet(TenantScopedViewSet):
         page = self.paginate_queryset(bindings)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
-    @extend_schema(request=AclCreateSerializer, responses={201: inline_serializer("KafkaAclCreated", {"acl": AclSerializer(), "job": JobSummarySerializer()}), 409: CONFLICT})
+    @extend_schema(
+        request=AclCreateSerializer,
+        responses={201: inline_serializer("KafkaAclCreated", {"acl": AclSerializer(), "job": JobSummarySerializer()}), 409: CONFLICT},
+    )
     def create(self, request: Request) -> Response:
         payload = AclCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

@@ -27,7 +27,6 @@ from webapp.api.permissions import HasRequiredRole, IsTenantMember
 from webapp.api.schema import ERROR_DESCRIPTIONS, WeirAutoSchema
 from weir.request_ids import current_request_id
 
-
 # The answer of an action that can raise Conflict (the schema adds the error body).
 CONFLICT = OpenApiResponse(description=ERROR_DESCRIPTIONS["409"])
 

@@ -34,7 +34,9 @@ from webapp.api.serializers.groups import (
 from webapp.api.views.base import ActionErrorsMixin
 from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group, get_group_lag, list_groups, plan_reset
 
-ConsumerGroupListSerializer = single_object(inline_serializer("KafkaConsumerGroupList", {"kind": serializers.CharField(), "data": ConsumerGroupSerializer(many=True)}))
+ConsumerGroupListSerializer = single_object(
+    inline_serializer("KafkaConsumerGroupList", {"kind": serializers.CharField(), "data": ConsumerGroupSerializer(many=True)})
+)
 ConsumerListSerializer = inline_serializer("KafkaConsumerList", {"kind": serializers.CharField(), "data": ConsumerSerializer(many=True)})
 ConsumerLagListSerializer = inline_serializer("KafkaConsumerLagList", {"kind": serializers.CharField(), "data": ConsumerLagSerializer(many=True)})
 UNAVAILABLE = OpenApiResponse(description=ERROR_DESCRIPTIONS["503"])
@@ -89,7 +91,10 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
     def retrieve(self, request: Request, consumer_group_id: str) -> Response:
         return Response(ConsumerGroupSerializer(get_group(self.tenant_id, consumer_group_id), context=self.context()).data)
 
-    @extend_schema(responses={204: None, 409: OpenApiResponse(description="The group has members."), 503: UNAVAILABLE}, description="Delete a group without members and its committed offsets.")
+    @extend_schema(
+        responses={204: None, 409: OpenApiResponse(description="The group has members."), 503: UNAVAILABLE},
+        description="Delete a group without members and its committed offsets.",
+    )
     def destroy(self, request: Request, consumer_group_id: str) -> Response:
         delete_group(self.tenant_id, consumer_group_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -110,7 +115,10 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
                 return Response(ConsumerSerializer(member, context=self.context(consumer_group_id=group.group_id)).data)
         raise exceptions.NotFound(f"Consumer group '{group.group_id}' has no consumer '{consumer_id}'.")
 
-    @extend_schema(responses={200: ConsumerLagListSerializer, 503: UNAVAILABLE}, description="Committed offset, end offset and lag of every partition the group has committed or is assigned.")
+    @extend_schema(
+        responses={200: ConsumerLagListSerializer, 503: UNAVAILABLE},
+        description="Committed offset, end offset and lag of every partition the group has committed or is assigned.",
+    )
     @action(detail=True, methods=["get"], url_path="lags", url_name="lags")
     def lags(self, request: Request, consumer_group_id: str) -> Response:
         _, lag = get_group_lag(self.tenant_id, consumer_group_id)

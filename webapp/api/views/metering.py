@@ -158,7 +158,11 @@ class UsageView(TenantReadView):
         operation_id="v1_usage_list",
         parameters=[
             OpenApiParameter("granularity", str, enum=["hour", "day"], description="Bucket size (default hour)."),
-            OpenApiParameter("from", OpenApiTypes.DATETIME, description="Buckets starting at or after this time (ISO 8601); default 24 hours (hour) or 30 days (day) before to. A from not before to is an empty window."),
+            OpenApiParameter(
+                "from",
+                OpenApiTypes.DATETIME,
+                description="Buckets starting at or after this time (ISO 8601); default 24 hours (hour) or 30 days (day) before to. A from not before to is an empty window.",
+            ),
             OpenApiParameter("to", OpenApiTypes.DATETIME, description="Buckets starting before this time (ISO 8601); default now."),
             OpenApiParameter("topic", {"type": "string", "minLength": 1, "maxLength": TOPIC_NAME_MAX_LENGTH}, description="Only this topic."),
             OpenApiParameter("format", str, enum=["json", "csv"], description="csv: every row of the window as one CSV file (also with Accept: text/csv)."),
@@ -181,7 +185,14 @@ class UsageView(TenantReadView):
             response = StreamingHttpResponse(csv_lines(tenant.public_id, rows.iterator(chunk_size=2000)), content_type="text/csv; charset=utf-8")
             response["Content-Disposition"] = f'attachment; filename="usage-{tenant.public_id}-{granularity}-{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}.csv"'
             return response
-        body = {"kind": "WeirUsageList", "cluster_id": tenant.public_id, "granularity": granularity, "from": start.isoformat(), "to": end.isoformat(), "topic_name": topic}
+        body = {
+            "kind": "WeirUsageList",
+            "cluster_id": tenant.public_id,
+            "granularity": granularity,
+            "from": start.isoformat(),
+            "to": end.isoformat(),
+            "topic_name": topic,
+        }
         return self.paginated(UsagePagination(), rows, UsageRowSerializer, **body)
 
 

@@ -55,6 +55,11 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
         return jobs
 
     # Inline enums: a serializer here would make a second "kind" enum component.
-    @extend_schema(parameters=[OpenApiParameter("state", str, enum=JobState.values, description="Only jobs in this state."), OpenApiParameter("kind", str, enum=JobKind.values, description="Only jobs of this kind.")])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("state", str, enum=JobState.values, description="Only jobs in this state."),
+            OpenApiParameter("kind", str, enum=JobKind.values, description="Only jobs of this kind."),
+        ]
+    )
     def list(self, request: Request) -> Response:
         return super().list(request)

@@ -153,7 +153,10 @@ class InvitationAcceptView(BaseApiView):
     permission_classes = [AllowAny]
     parser_classes = [JSONParser]
 
-    @extend_schema(request=InvitationAcceptSerializer, responses={201: MemberSerializer, 404: OpenApiResponse(description="No such invitation, or it was used or has expired.")})
+    @extend_schema(
+        request=InvitationAcceptSerializer,
+        responses={201: MemberSerializer, 404: OpenApiResponse(description="No such invitation, or it was used or has expired.")},
+    )
     def post(self, request: Request) -> Response:
         payload = InvitationAcceptSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

@@ -89,7 +89,13 @@ class TopicViewSet(TenantScopedViewSet):
         return Response({"job": job_summary(job, request)}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(methods=["GET"], operation_id="v1_topics_partitions_list", request=None, responses={200: PartitionListSerializer})
-    @extend_schema(methods=["POST"], operation_id="v1_topics_partitions_create", request=PartitionsGrowSerializer, responses={202: TopicWithJobSerializer}, description="Grow the topic to partitions_count partitions (never shrinks).")
+    @extend_schema(
+        methods=["POST"],
+        operation_id="v1_topics_partitions_create",
+        request=PartitionsGrowSerializer,
+        responses={202: TopicWithJobSerializer},
+        description="Grow the topic to partitions_count partitions (never shrinks).",
+    )
     @action(detail=True, methods=["get", "post"], url_path="partitions", url_name="partitions")
     def partitions(self, request: Request, topic_name: str) -> Response:
         topic = self.get_object()
@@ -115,13 +121,23 @@ class TopicViewSet(TenantScopedViewSet):
             raise NotFound(f"Topic '{topic.name}' has no partition {index}.")
         return Response(self._partition_data(topic, descriptions)[0])
 
-    @extend_schema(operation_id="v1_topics_partition_replicas_list", responses={200: ReplicaListSerializer}, description="The partition's replicas, the preferred leader first, as the controller last recorded them.")
+    @extend_schema(
+        operation_id="v1_topics_partition_replicas_list",
+        responses={200: ReplicaListSerializer},
+        description="The partition's replicas, the preferred leader first, as the controller last recorded them.",
+    )
     @action(detail=True, methods=["get"], url_path=r"partitions/(?P<partition_id>[0-9]+)/replicas", url_name="partition-replicas")
     def replicas(self, request: Request, topic_name: str, partition_id: str) -> Response:
         topic, partition = self._partition_row(partition_id)
-        return Response({"kind": "KafkaReplicaList", "data": self._replica_data(topic, partition, replica_states(partition.leader, partition.replicas, partition.isr))})
+        return Response(
+            {"kind": "KafkaReplicaList", "data": self._replica_data(topic, partition, replica_states(partition.leader, partition.replicas, partition.isr))}
+        )
 
-    @extend_schema(operation_id="v1_topics_partition_replica_retrieve", responses={200: ReplicaSerializer}, description="The partition's replica on one broker: whether it leads and whether it is in sync.")
+    @extend_schema(
+        operation_id="v1_topics_partition_replica_retrieve",
+        responses={200: ReplicaSerializer},
+        description="The partition's replica on one broker: whether it leads and whether it is in sync.",
+    )
     @action(detail=True, methods=["get"], url_path=r"partitions/(?P<partition_id>[0-9]+)/replicas/(?P<broker_id>[0-9]+)", url_name="partition-replica")
     def replica(self, request: Request, topic_name: str, partition_id: str, broker_id: str) -> Response:
         topic, partition = self._partition_row(partition_id)

@@ -13,15 +13,25 @@ from webapp.accounts.models import Membership, Role, ServiceAccount
 from webapp.accounts.roles import require_role
 from webapp.catalog.acl_filters import WILDCARD_RESOURCE, AclFilter, apply_acl_filter
 from webapp.catalog.models import CLUSTER_RESOURCE_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
-from weir.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
 from webapp.provisioning.facade import record_change
 from webapp.provisioning.models import JobKind, ProvisioningJob
+from weir.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
 
 # Kafka's operations per resource type (AclEntry.supportedOperations), restricted to the
 # operations Weir's brokers check.
 OPERATIONS_BY_RESOURCE_TYPE: dict[str, frozenset[str]] = {
     ResourceType.TOPIC: frozenset(
-        {Operation.ALL, Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}
+        {
+            Operation.ALL,
+            Operation.READ,
+            Operation.WRITE,
+            Operation.CREATE,
+            Operation.DELETE,
+            Operation.ALTER,
+            Operation.DESCRIBE,
+            Operation.DESCRIBE_CONFIGS,
+            Operation.ALTER_CONFIGS,
+        }
     ),
     ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
     ResourceType.CLUSTER: frozenset(
@@ -106,7 +116,7 @@ def _principal_problem(actor: Actor, principal: str) -> str | None:
         return None
     if not principal.startswith(PRINCIPAL_PREFIX):
         return "A principal is 'User:<service account or member id>' or 'User:*'."
-    identity = principal[len(PRINCIPAL_PREFIX):]
+    identity = principal[len(PRINCIPAL_PREFIX) :]
     exists = (
         ServiceAccount.objects.filter(tenant=actor.tenant, public_id=identity).exists()
         or Membership.objects.filter(tenant=actor.tenant, public_id=identity).exists()

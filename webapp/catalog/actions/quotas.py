@@ -36,10 +36,16 @@ def check_set_quota(actor: Actor, produce_bytes_per_second: int | None, consume_
             errors[field] = [f"Between 1 and {maximum} (the {actor.tenant.plan} plan's rate), or null for the plan's rate."]
             above_plan = above_plan or value > maximum
     if errors:
-        raise StateConflict(errors) if above_plan and all(value is None or value >= 1 for value in (produce_bytes_per_second, consume_bytes_per_second)) else InvalidInput(errors)
+        raise (
+            StateConflict(errors)
+            if above_plan and all(value is None or value >= 1 for value in (produce_bytes_per_second, consume_bytes_per_second))
+            else InvalidInput(errors)
+        )
 
 
-def do_set_quota(actor: Actor, produce_bytes_per_second: int | None, consume_bytes_per_second: int | None, request_id: str = "") -> tuple[Quota, ProvisioningJob]:
+def do_set_quota(
+    actor: Actor, produce_bytes_per_second: int | None, consume_bytes_per_second: int | None, request_id: str = ""
+) -> tuple[Quota, ProvisioningJob]:
     with transaction.atomic():
         quota, _ = Quota.objects.select_for_update().get_or_create(tenant=actor.tenant)
         quota.produce_bytes_per_second = produce_bytes_per_second

@@ -56,9 +56,7 @@ def config_errors(configs: Mapping[str, object]) -> dict[str, list[str]]:
     return errors
 
 
-def check_create_topic(
-    actor: Actor, name: str, partitions_count: int, replication_factor: int | None, configs: Mapping[str, object]
-) -> NewTopic:
+def check_create_topic(actor: Actor, name: str, partitions_count: int, replication_factor: int | None, configs: Mapping[str, object]) -> NewTopic:
     """Validate a creation request (name rules, including the length that fits a partition
     directory with the tenant's prefix; per-topic partition limit; replication factor at least
     one, or None for the default, min(3, brokers); configs against the declared table). The

@@ -5,24 +5,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('catalog', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("catalog", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='topic',
-            name='tenant',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='topics', to='accounts.tenant'),
+            model_name="topic",
+            name="tenant",
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name="topics", to="accounts.tenant"),
         ),
         migrations.AddConstraint(
-            model_name='topic',
-            constraint=models.UniqueConstraint(condition=models.Q(('tenant__isnull', True)), fields=('name',), name='internal_topic_name_unique'),
+            model_name="topic",
+            constraint=models.UniqueConstraint(condition=models.Q(("tenant__isnull", True)), fields=("name",), name="internal_topic_name_unique"),
         ),
         migrations.AddConstraint(
-            model_name='topic',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('tenant__isnull', True), ('name__startswith', '__')), models.Q(('tenant__isnull', False), models.Q(('name__startswith', '__'), _negated=True)), _connector='OR'), name='only_internal_topics_have_no_tenant'),
+            model_name="topic",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("tenant__isnull", True), ("name__startswith", "__")),
+                    models.Q(("tenant__isnull", False), models.Q(("name__startswith", "__"), _negated=True)),
+                    _connector="OR",
+                ),
+                name="only_internal_topics_have_no_tenant",
+            ),
         ),
     ]

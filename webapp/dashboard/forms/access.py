@@ -14,13 +14,17 @@ MYSELF = ""
 class ServiceAccountForm(forms.Form):
     name = forms.CharField(max_length=64, widget=forms.TextInput(attrs={"autofocus": True}))
     description = forms.CharField(max_length=256, required=False)
-    role = forms.ChoiceField(choices=SERVICE_ACCOUNT_ROLES, initial=Role.DEVELOPER, help_text="What its cloud (REST API) keys may do. Data-plane access is decided by ACLs alone.")
+    role = forms.ChoiceField(
+        choices=SERVICE_ACCOUNT_ROLES, initial=Role.DEVELOPER, help_text="What its cloud (REST API) keys may do. Data-plane access is decided by ACLs alone."
+    )
 
     ACTION_FIELDS = {"display_name": "name"}
 
 
 class ApiKeyForm(forms.Form):
-    kind = forms.ChoiceField(choices=ApiKeyKind.choices, initial=ApiKeyKind.CLUSTER, help_text="Cluster keys connect applications (SDK); cloud keys call the REST API.")
+    kind = forms.ChoiceField(
+        choices=ApiKeyKind.choices, initial=ApiKeyKind.CLUSTER, help_text="Cluster keys connect applications (SDK); cloud keys call the REST API."
+    )
     owner = forms.ChoiceField(required=False, help_text="A service account, or yourself.")
     description = forms.CharField(max_length=256, required=False)
 

@@ -14,7 +14,9 @@ class AclCreateForm(forms.Form):
     permission = forms.ChoiceField(choices=Permission.choices, initial=Permission.ALLOW)
     operation = forms.ChoiceField(choices=Operation.choices, initial=Operation.READ)
     resource_type = forms.ChoiceField(choices=ResourceType.choices, initial=ResourceType.TOPIC)
-    pattern_type = forms.ChoiceField(choices=PatternType.choices, initial=PatternType.LITERAL, help_text="LITERAL: exactly the name ('*' for all); PREFIXED: every name starting with it.")
+    pattern_type = forms.ChoiceField(
+        choices=PatternType.choices, initial=PatternType.LITERAL, help_text="LITERAL: exactly the name ('*' for all); PREFIXED: every name starting with it."
+    )
     resource_name = forms.CharField(max_length=255, help_text=f"A topic or group name, or '{CLUSTER_RESOURCE_NAME}' for CLUSTER.")
     host = forms.CharField(max_length=64, initial="*", help_text="'*' or one IP address.")
 

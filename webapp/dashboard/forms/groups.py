@@ -3,7 +3,7 @@ previewed plan, and the typed confirmation of a deletion."""
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import UTC
 
 from django import forms
 
@@ -22,7 +22,12 @@ class ResetOffsetsForm(forms.Form):
 
     topics = forms.MultipleChoiceField(choices=(), widget=forms.CheckboxSelectMultiple, help_text="Every partition of these topics is reset.")
     to = forms.ChoiceField(choices=TARGET_CHOICES, initial="latest", widget=forms.RadioSelect, label="Reset to")
-    timestamp = forms.DateTimeField(required=False, input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"], widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}), help_text="With “a time”, in UTC.")
+    timestamp = forms.DateTimeField(
+        required=False,
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}),
+        help_text="With “a time”, in UTC.",
+    )
     offset = forms.IntegerField(min_value=0, required=False, help_text="With “a given offset”.")
 
     def __init__(self, *args: object, topic_names: list[str], **kwargs: object) -> None:
@@ -42,7 +47,7 @@ class ResetOffsetsForm(forms.Form):
         timestamp_ms = None
         if data["to"] == "timestamp":
             # datetime-local carries no zone: the form says UTC, so read it as UTC.
-            moment = data["timestamp"].replace(tzinfo=timezone.utc) if data["timestamp"].tzinfo is None else data["timestamp"]
+            moment = data["timestamp"].replace(tzinfo=UTC) if data["timestamp"].tzinfo is None else data["timestamp"]
             timestamp_ms = int(moment.timestamp() * 1000)
         return ResetRequest(to=data["to"], topics=list(data["topics"]), timestamp_ms=timestamp_ms, offset=data.get("offset"))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import UTC
 
 from django import forms
 
@@ -19,7 +19,12 @@ class BrowseForm(forms.Form):
     partition = forms.TypedChoiceField(coerce=int, choices=())
     start = forms.ChoiceField(choices=START_CHOICES, initial="latest")
     offset = forms.IntegerField(min_value=0, required=False, help_text="With “From an offset”.")
-    timestamp = forms.DateTimeField(required=False, input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"], widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}), help_text="With “From a time”, in UTC.")
+    timestamp = forms.DateTimeField(
+        required=False,
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}),
+        help_text="With “From a time”, in UTC.",
+    )
     limit = forms.TypedChoiceField(coerce=int, choices=LIMIT_CHOICES, initial=25, label="Records")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial=Format.TEXT.value, label="Show as")
 
@@ -41,7 +46,7 @@ class BrowseForm(forms.Form):
             return StartAt("offset", data["offset"])
         if data["start"] == "timestamp":
             # datetime-local carries no zone: the form says UTC, so read it as UTC.
-            moment = data["timestamp"].replace(tzinfo=timezone.utc) if data["timestamp"].tzinfo is None else data["timestamp"]
+            moment = data["timestamp"].replace(tzinfo=UTC) if data["timestamp"].tzinfo is None else data["timestamp"]
             return StartAt("timestamp", int(moment.timestamp() * 1000))
         return StartAt("latest")
 
@@ -64,7 +69,9 @@ class ProduceForm(forms.Form):
     key = forms.CharField(required=False, strip=False, help_text="Empty: a record without a key.")
     value = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
     null_value = forms.BooleanField(required=False, label="Null value (a tombstone for compacted topics)")
-    headers = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder": "content-type: application/json"}), help_text="One name: value per line.")
+    headers = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder": "content-type: application/json"}), help_text="One name: value per line."
+    )
 
     def __init__(self, *args: object, partition_count: int, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

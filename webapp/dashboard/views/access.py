@@ -9,8 +9,8 @@ from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import add_never_cache_headers
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.actions.keys import check_create_key, do_create_key, do_revoke_key, owns
@@ -48,8 +48,12 @@ def service_account_create(request: HttpRequest) -> HttpResponse:
     form = ServiceAccountForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        if call_action(form, check_service_account_fields, actor, data["name"], data["description"], data["role"], field_map=ServiceAccountForm.ACTION_FIELDS).ok:
-            created = call_action(form, do_create_service_account, actor, data["name"], data["description"], data["role"], field_map=ServiceAccountForm.ACTION_FIELDS)
+        if call_action(
+            form, check_service_account_fields, actor, data["name"], data["description"], data["role"], field_map=ServiceAccountForm.ACTION_FIELDS
+        ).ok:
+            created = call_action(
+                form, do_create_service_account, actor, data["name"], data["description"], data["role"], field_map=ServiceAccountForm.ACTION_FIELDS
+            )
             if created.ok:
                 messages.success(request, f"Service account {created.value.name} created. Give it ACLs and a cluster key to connect.")  # type: ignore[union-attr]
                 return redirect("dashboard:service_account", created.value.public_id)  # type: ignore[union-attr]
@@ -86,7 +90,10 @@ def key_owner_choices(request: HttpRequest) -> list[tuple[str, str]]:
     actor = request.actor  # type: ignore[attr-defined]
     if not role_at_least(actor.role, Role.ADMIN):
         return []
-    choices = [(account.public_id, f"Service account {account.name} ({account.public_id})") for account in ServiceAccount.objects.filter(tenant=actor.tenant).order_by("name")]
+    choices = [
+        (account.public_id, f"Service account {account.name} ({account.public_id})")
+        for account in ServiceAccount.objects.filter(tenant=actor.tenant).order_by("name")
+    ]
     members = Membership.objects.filter(tenant=actor.tenant).exclude(pk=actor.membership.pk).select_related("user").order_by("user__username")
     choices += [(membership.public_id, f"Member {membership.user.get_username()} ({membership.public_id})") for membership in members]
     return choices
@@ -98,7 +105,9 @@ def api_key_list(request: HttpRequest) -> HttpResponse:
     keys = list(tenant_keys(actor.tenant))
     is_admin = role_at_least(actor.role, Role.ADMIN)
     rows = [(key, is_admin or owns(actor, key)) for key in keys]
-    context = page_context(request, "api_keys", rows=rows, can_create=role_at_least(actor.role, Role.DEVELOPER), job=job_in_progress(request, request.GET.get("job")))
+    context = page_context(
+        request, "api_keys", rows=rows, can_create=role_at_least(actor.role, Role.DEVELOPER), job=job_in_progress(request, request.GET.get("job"))
+    )
     return render(request, "dashboard/access/api_keys.html", context)
 
 
@@ -112,7 +121,9 @@ def api_key_create(request: HttpRequest) -> HttpResponse:
         if owner.ok:
             created = call_action(form, do_create_key, actor, data["kind"], owner.value, data["description"])
             if created.ok:
-                response = render(request, "dashboard/access/api_key_created.html", page_context(request, "api_keys", new_key=created.value, job=created.value.job))  # type: ignore[union-attr]
+                response = render(
+                    request, "dashboard/access/api_key_created.html", page_context(request, "api_keys", new_key=created.value, job=created.value.job)
+                )  # type: ignore[union-attr]
                 add_never_cache_headers(response)
                 return response
     return render(request, "dashboard/access/api_key_create.html", page_context(request, "api_keys", form=form))

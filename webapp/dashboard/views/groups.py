@@ -91,7 +91,9 @@ def group_reset_offsets(request: HttpRequest, group_id: str) -> HttpResponse:
         else:
             values["apply_errors"] = [message for messages_of_field in confirm.errors.values() for message in messages_of_field]
         return render(request, "dashboard/groups/reset.html", page_context(request, SECTION, form=ResetOffsetsForm(topic_names=topic_names), **values))
-    form = ResetOffsetsForm(request.POST or None, topic_names=topic_names, initial={"topics": [name for name in request.GET.getlist("topic") if name in topic_names]})
+    form = ResetOffsetsForm(
+        request.POST or None, topic_names=topic_names, initial={"topics": [name for name in request.GET.getlist("topic") if name in topic_names]}
+    )
     if request.method == "POST" and form.is_valid():
         try:
             preview = plan_reset(tenant_id, group_id, form.reset_request())

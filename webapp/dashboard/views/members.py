@@ -22,7 +22,11 @@ from webapp.dashboard.tenancy import page_context, tenant_page
 def members_context(request: HttpRequest, **values: object) -> dict[str, object]:
     actor = request.actor  # type: ignore[attr-defined]
     memberships = Membership.objects.filter(tenant=actor.tenant).select_related("user").order_by("user__username")
-    invitations = Invitation.objects.filter(tenant=actor.tenant, accepted_at__isnull=True, expires_at__gt=timezone.now()).select_related("invited_by").order_by("-created_at")
+    invitations = (
+        Invitation.objects.filter(tenant=actor.tenant, accepted_at__isnull=True, expires_at__gt=timezone.now())
+        .select_related("invited_by")
+        .order_by("-created_at")
+    )
     return page_context(
         request,
         "members",

@@ -41,4 +41,12 @@ def _runs(request: HttpRequest) -> dict[str, object]:
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     intervals = {Pipeline.USAGE: settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS, Pipeline.LAG: settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS}
     summaries = [{"pipeline": name, "interval_seconds": intervals[name], "last_succeeded": facade.last_succeeded_run(name)} for name in Pipeline.values]
-    return {"page": page, "pipeline": pipeline, "pipelines": Pipeline.values, "status": status, "statuses": RunStatus.values, "summaries": summaries, "show_errors": True}
+    return {
+        "page": page,
+        "pipeline": pipeline,
+        "pipelines": Pipeline.values,
+        "status": status,
+        "statuses": RunStatus.values,
+        "summaries": summaries,
+        "show_errors": True,
+    }

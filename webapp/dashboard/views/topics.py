@@ -106,7 +106,16 @@ def topic_create(request: HttpRequest) -> HttpResponse:
     form = TopicCreateForm(request.POST or None, default_replication_factor=default_replication_factor())
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        checked = call_action(form, check_create_topic, actor, data["name"], data["partitions"], data["replication_factor"], data["configs"], field_map=TopicCreateForm.ACTION_FIELDS)
+        checked = call_action(
+            form,
+            check_create_topic,
+            actor,
+            data["name"],
+            data["partitions"],
+            data["replication_factor"],
+            data["configs"],
+            field_map=TopicCreateForm.ACTION_FIELDS,
+        )
         if checked.ok:
             created = call_action(form, do_create_topic, actor, checked.value, field_map=TopicCreateForm.ACTION_FIELDS)
             if created.ok:

@@ -9,8 +9,7 @@ simply absent.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from datetime import timezone as datetime_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -48,7 +47,14 @@ def usage_page(request: HttpRequest) -> HttpResponse:
     charts = [
         line_chart(f"{whole}: bytes", [_series("in", totals, "bytes_in"), _series("out", totals, "bytes_out")], start, end, format_bytes, binary=True),
         line_chart(f"{whole}: records", [_series("in", totals, "records_in"), _series("out", totals, "records_out")], start, end, format_count),
-        line_chart(f"{whole}: storage", [_series("average", totals, "storage_bytes_avg"), _series("peak", totals, "storage_bytes_peak")], start, end, format_bytes, binary=True),
+        line_chart(
+            f"{whole}: storage",
+            [_series("average", totals, "storage_bytes_avg"), _series("peak", totals, "storage_bytes_peak")],
+            start,
+            end,
+            format_bytes,
+            binary=True,
+        ),
     ]
     topic_charts = [] if topic else _topic_charts(tenant, granularity, start, end, [row["topic"] for row in per_topic[:TOPICS_CHARTED]])
     export = {"granularity": granularity, "from": start.isoformat(), "to": end.isoformat(), "format": "csv", **({"topic": topic} if topic else {})}
@@ -74,7 +80,7 @@ def usage_page(request: HttpRequest) -> HttpResponse:
 
 def bucket_floor(when: datetime, granularity: str) -> datetime:
     """The start of the hour or UTC day holding ``when``."""
-    floor = when.astimezone(datetime_timezone.utc).replace(minute=0, second=0, microsecond=0)
+    floor = when.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     return floor.replace(hour=0) if granularity == Granularity.DAY else floor
 
 

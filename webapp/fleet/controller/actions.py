@@ -37,7 +37,6 @@ from weir.topic_names import is_internal_topic_name, qualify, split_qualified_na
 logger = logging.getLogger(__name__)
 
 
-
 def _state(partition: Partition) -> PartitionState:
     return PartitionState(tuple(partition.replicas), tuple(partition.isr), partition.leader, partition.leader_epoch)
 
@@ -71,7 +70,9 @@ def mark_broker_online(node_id: int, host: str, port: int, rack: str, live: Coll
             if state is not None:
                 _store(partition, state)
                 changed += 1
-                logger.info("partition %d of %s: broker %d is back, leader %d at epoch %d", partition.index, partition.topic, node_id, state.leader, state.leader_epoch)
+                logger.info(
+                    "partition %d of %s: broker %d is back, leader %d at epoch %d", partition.index, partition.topic, node_id, state.leader, state.leader_epoch
+                )
         if changed:
             bump_versions([SnapshotKind.PARTITIONS])
     return changed
@@ -96,7 +97,12 @@ def fence_broker(node_id: int, live: Collection[int], *, controller_epoch: int) 
                 changed += 1
                 logger.warning(
                     "partition %d of %s: broker %d fenced, leader %d at epoch %d, ISR %s",
-                    partition.index, partition.topic, node_id, state.leader, state.leader_epoch, list(state.isr),
+                    partition.index,
+                    partition.topic,
+                    node_id,
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
                 )
         if changed:
             bump_versions([SnapshotKind.PARTITIONS])
@@ -206,7 +212,12 @@ def controlled_shutdown(node_id: int, live: Collection[int], *, controller_epoch
                 changed += 1
                 logger.info(
                     "partition %d of %s: broker %d is shutting down, leader %d at epoch %d, ISR %s",
-                    partition.index, partition.topic, node_id, state.leader, state.leader_epoch, list(state.isr),
+                    partition.index,
+                    partition.topic,
+                    node_id,
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
                 )
             if (state or current).leader == node_id:
                 if any(replica != node_id and replica in live for replica in current.replicas):
@@ -259,15 +270,10 @@ def elect_preferred_leaders(
     if topic_filter is None:
         raise UnknownTopicError(f"no topic {topic!r}: expected tenant~name or an internal topic's name")
     with controller_transaction(controller_epoch) if controller_epoch is not None else operator_transaction():
-        partitions = {
-            partition.pk: partition
-            for partition in _locked_partitions_with_topics().filter(topic_filter).order_by("pk")
-        }
+        partitions = {partition.pk: partition for partition in _locked_partitions_with_topics().filter(topic_filter).order_by("pk")}
         if topic is not None and not partitions:
             raise UnknownTopicError(f"no topic {topic!r}")
-        elected = preferred_elections(
-            {pk: _state(partition) for pk, partition in partitions.items()}, live, imbalance_percentage=imbalance_percentage
-        )
+        elected = preferred_elections({pk: _state(partition) for pk, partition in partitions.items()}, live, imbalance_percentage=imbalance_percentage)
         moves = []
         for pk in sorted(elected):
             partition, state = partitions[pk], elected[pk]

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Iterator, Protocol
+from collections.abc import Callable, Iterator
+from typing import Protocol
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -40,7 +41,9 @@ logger = logging.getLogger(__name__)
 disable_created_metrics()
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-REQUESTS = Counter("weir_controller_requests", "Controller service calls by method and the error name (or gRPC status) answered.", ["method", "outcome"], registry=REGISTRY)
+REQUESTS = Counter(
+    "weir_controller_requests", "Controller service calls by method and the error name (or gRPC status) answered.", ["method", "outcome"], registry=REGISTRY
+)
 ALTER_PARTITIONS = Counter("weir_controller_alter_partition", "AlterPartition requests (leaders' ISR changes) by outcome.", ["outcome"], registry=REGISTRY)
 PARTITION_CHANGES = Counter(
     "weir_controller_partition_changes", "Partitions whose leader or ISR the controller changed, by reason.", ["reason"], registry=REGISTRY

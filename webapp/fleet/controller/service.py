@@ -32,10 +32,10 @@ from grpc_protos.weir.v1 import broker_pb2, controller_pb2
 from webapp.fleet import internal_topics
 from webapp.fleet.controller import actions, metrics, topic_requests
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
+from webapp.fleet.controller.pusher import ClusterMapPusher
 from webapp.fleet.controller.sessions import BrokerSessions
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
-from webapp.fleet.controller.pusher import ClusterMapPusher
 from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from weir.errors import ErrorCode
@@ -164,7 +164,9 @@ class ControllerService:
         with self._while_active():
             return self.sessions.heartbeat(node_id, broker_epoch)
 
-    def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int, new_isr: list[int], broker_epoch: int) -> actions.AlterPartitionResult:
+    def alter_partition(
+        self, topic: str, partition: int, leader_id: int, leader_epoch: int, new_isr: list[int], broker_epoch: int
+    ) -> actions.AlterPartitionResult:
         """Store a leader's new ISR (epoch-checked, see ``actions.alter_partition``).
 
         A ``broker_epoch`` of 0 skips the session check (a leader that has not registered yet);
@@ -266,5 +268,3 @@ class ControllerService:
     def alter_configs(self, forwarded: controller_pb2.ForwardedAlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
         """A client's AlterConfigs forwarded by a broker (``topic_requests.alter_configs``)."""
         return self._forwarded(topic_requests.alter_configs, forwarded)
-
-

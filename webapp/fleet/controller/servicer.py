@@ -96,9 +96,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
         finally:
             close_old_connections()
 
-    def ControlledShutdown(
-        self, request: controller_pb2.ControlledShutdownRequest, context: grpc.ServicerContext
-    ) -> controller_pb2.ControlledShutdownResponse:
+    def ControlledShutdown(self, request: controller_pb2.ControlledShutdownRequest, context: grpc.ServicerContext) -> controller_pb2.ControlledShutdownResponse:
         try:
             return self._controlled_shutdown(request, context)
         finally:
@@ -161,15 +159,17 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
     def CreateTopics(self, request: controller_pb2.ForwardedCreateTopicsRequest, context: grpc.ServicerContext) -> broker_pb2.CreateTopicsResponse:
         names = [topic.name for topic in request.request.topics]
-        return self._forwarded(self._service.create_topics, request, context, lambda message: broker_pb2.CreateTopicsResponse(topics=_not_controller(names, message)))
+        return self._forwarded(
+            self._service.create_topics, request, context, lambda message: broker_pb2.CreateTopicsResponse(topics=_not_controller(names, message))
+        )
 
     def DeleteTopics(self, request: controller_pb2.ForwardedDeleteTopicsRequest, context: grpc.ServicerContext) -> broker_pb2.DeleteTopicsResponse:
         names = list(request.request.topics)
-        return self._forwarded(self._service.delete_topics, request, context, lambda message: broker_pb2.DeleteTopicsResponse(topics=_not_controller(names, message)))
+        return self._forwarded(
+            self._service.delete_topics, request, context, lambda message: broker_pb2.DeleteTopicsResponse(topics=_not_controller(names, message))
+        )
 
-    def CreatePartitions(
-        self, request: controller_pb2.ForwardedCreatePartitionsRequest, context: grpc.ServicerContext
-    ) -> broker_pb2.CreatePartitionsResponse:
+    def CreatePartitions(self, request: controller_pb2.ForwardedCreatePartitionsRequest, context: grpc.ServicerContext) -> broker_pb2.CreatePartitionsResponse:
         names = [topic.name for topic in request.request.topics]
         return self._forwarded(
             self._service.create_partitions, request, context, lambda message: broker_pb2.CreatePartitionsResponse(topics=_not_controller(names, message))

@@ -198,7 +198,9 @@ def _duplicates(keys: Sequence[Key]) -> set[Key]:
 
 
 def _topic_result(topic: Topic) -> broker_pb2.TopicResult:
-    return broker_pb2.TopicResult(name=topic.name, topic_id=str(topic.topic_id), num_partitions=topic.partition_count, replication_factor=topic.replication_factor)
+    return broker_pb2.TopicResult(
+        name=topic.name, topic_id=str(topic.topic_id), num_partitions=topic.partition_count, replication_factor=topic.replication_factor
+    )
 
 
 def _for_each_entry(
@@ -301,9 +303,7 @@ def delete_topics(caller: controller_pb2.ForwardedCaller, request: broker_pb2.De
 # ---------------------------------------------------------------------------- CreatePartitions
 
 
-def create_partitions(
-    caller: controller_pb2.ForwardedCaller, request: broker_pb2.CreatePartitionsRequest
-) -> Answered[broker_pb2.CreatePartitionsResponse]:
+def create_partitions(caller: controller_pb2.ForwardedCaller, request: broker_pb2.CreatePartitionsRequest) -> Answered[broker_pb2.CreatePartitionsResponse]:
     """Grow each topic to its new total count as ``POST /topics/{name}/partitions`` would."""
     entries = list(request.topics)
     names = [entry.name for entry in entries]
@@ -387,9 +387,16 @@ def _alter_resource(actor: Actor, resource: broker_pb2.AlterConfigsResource, val
         raise _request_error(error) from error
 
 
-def _log(operation: str, caller: controller_pb2.ForwardedCaller, results: Sequence[broker_pb2.TopicResult | broker_pb2.ConfigResourceResult], validate_only: bool) -> None:
+def _log(
+    operation: str, caller: controller_pb2.ForwardedCaller, results: Sequence[broker_pb2.TopicResult | broker_pb2.ConfigResourceResult], validate_only: bool
+) -> None:
     outcomes = ", ".join(f"{result.name}: {error_name(result.error_code)}" for result in results)
     logger.info(
         "forwarded %s%s from %s of %s (key %s): %s",
-        operation, " (validate only)" if validate_only else "", caller.principal or "-", caller.tenant_id or "-", caller.api_key or "-", outcomes,
+        operation,
+        " (validate only)" if validate_only else "",
+        caller.principal or "-",
+        caller.tenant_id or "-",
+        caller.api_key or "-",
+        outcomes,
     )

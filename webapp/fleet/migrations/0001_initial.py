@@ -4,27 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='BrokerNode',
+            name="BrokerNode",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node_id', models.PositiveIntegerField(unique=True)),
-                ('host', models.CharField(max_length=255)),
-                ('port', models.PositiveIntegerField()),
-                ('rack', models.CharField(blank=True, max_length=64)),
-                ('state', models.CharField(choices=[('ONLINE', 'Online'), ('OFFLINE', 'Offline'), ('UNKNOWN', 'Unknown')], default='UNKNOWN', max_length=10)),
-                ('last_seen_at', models.DateTimeField(blank=True, null=True)),
-                ('registered_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("node_id", models.PositiveIntegerField(unique=True)),
+                ("host", models.CharField(max_length=255)),
+                ("port", models.PositiveIntegerField()),
+                ("rack", models.CharField(blank=True, max_length=64)),
+                ("state", models.CharField(choices=[("ONLINE", "Online"), ("OFFLINE", "Offline"), ("UNKNOWN", "Unknown")], default="UNKNOWN", max_length=10)),
+                ("last_seen_at", models.DateTimeField(blank=True, null=True)),
+                ("registered_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['node_id'],
+                "ordering": ["node_id"],
             },
         ),
     ]

@@ -4,27 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('fleet', '0001_initial'),
+        ("fleet", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='brokernode',
-            name='state',
-            field=models.CharField(choices=[('ONLINE', 'Online'), ('OFFLINE', 'Offline'), ('STOPPED', 'Stopped'), ('UNKNOWN', 'Unknown')], default='UNKNOWN', max_length=10),
+            model_name="brokernode",
+            name="state",
+            field=models.CharField(
+                choices=[("ONLINE", "Online"), ("OFFLINE", "Offline"), ("STOPPED", "Stopped"), ("UNKNOWN", "Unknown")], default="UNKNOWN", max_length=10
+            ),
         ),
         migrations.CreateModel(
-            name='ControllerEpoch',
+            name="ControllerEpoch",
             fields=[
-                ('id', models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
-                ('epoch', models.PositiveBigIntegerField(default=0)),
-                ('holder', models.CharField(blank=True, max_length=255)),
-                ('activated_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
+                ("epoch", models.PositiveBigIntegerField(default=0)),
+                ("holder", models.CharField(blank=True, max_length=255)),
+                ("activated_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('id', 1)), name='controller_epoch_single_row')],
+                "constraints": [models.CheckConstraint(condition=models.Q(("id", 1)), name="controller_epoch_single_row")],
             },
         ),
     ]

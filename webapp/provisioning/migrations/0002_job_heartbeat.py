@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('provisioning', '0001_initial'),
+        ("provisioning", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='provisioningjob',
-            name='heartbeat_at',
+            model_name="provisioningjob",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

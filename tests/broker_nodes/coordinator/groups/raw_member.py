@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from weir.errors import ErrorCode
@@ -24,7 +24,9 @@ def owned_message(owned: set[tuple[str, int]]) -> broker_pb2.OwnedPartitions:
 class RawMember:
     """Joins, heartbeats and leaves; ``owned`` is what it owns, revoking at once what it is no longer assigned."""
 
-    def __init__(self, stub: broker_pb2_grpc.BrokerStub, group: str, topics: Sequence[str] = (), *, regex: str = "", metadata: Metadata = (), **join: object) -> None:
+    def __init__(
+        self, stub: broker_pb2_grpc.BrokerStub, group: str, topics: Sequence[str] = (), *, regex: str = "", metadata: Metadata = (), **join: object
+    ) -> None:
         self.stub = stub
         self.group = group
         self.metadata = metadata
@@ -59,7 +61,9 @@ class RawMember:
         return self._apply(self.call(request))
 
     def leave(self, epoch: int = -1) -> broker_pb2.ConsumerGroupHeartbeatResponse:
-        request = broker_pb2.ConsumerGroupHeartbeatRequest(group_id=self.group, member_id=self.member_id, member_epoch=epoch, instance_id=str(self.join_options.get("instance_id", "")))
+        request = broker_pb2.ConsumerGroupHeartbeatRequest(
+            group_id=self.group, member_id=self.member_id, member_epoch=epoch, instance_id=str(self.join_options.get("instance_id", ""))
+        )
         answer = self.call(request)
         self.owned = set()
         return answer

@@ -128,7 +128,9 @@ def test_names_and_aliases() -> None:
 
 topic_names = st.sampled_from(["t0", "t1", "t2", "t3"])
 members_strategy = st.lists(
-    st.tuples(st.sampled_from("abcdefgh"), st.frozensets(topic_names, min_size=0, max_size=4), st.frozensets(st.tuples(topic_names, st.integers(0, 7)), max_size=6)),
+    st.tuples(
+        st.sampled_from("abcdefgh"), st.frozensets(topic_names, min_size=0, max_size=4), st.frozensets(st.tuples(topic_names, st.integers(0, 7)), max_size=6)
+    ),
     min_size=0,
     max_size=6,
     unique_by=lambda entry: entry[0],

@@ -15,7 +15,12 @@ def config(*settings: str):  # type: ignore[no-untyped-def]
 
 def test_defaults_are_kafkas_with_a_low_minimum_session_timeout() -> None:
     assert group_settings(config()) == GroupSettings(
-        session_timeout_ms=45_000, min_session_timeout_ms=1_000, max_session_timeout_ms=60_000, heartbeat_interval_ms=5_000, max_size=2**31 - 1, assignors=("sticky", "range", "roundrobin")
+        session_timeout_ms=45_000,
+        min_session_timeout_ms=1_000,
+        max_session_timeout_ms=60_000,
+        heartbeat_interval_ms=5_000,
+        max_size=2**31 - 1,
+        assignors=("sticky", "range", "roundrobin"),
     )
 
 
@@ -26,7 +31,9 @@ def test_assignors_are_checked_and_the_first_is_the_default() -> None:
 
 
 def test_default_session_timeout_must_lie_within_the_allowed_range() -> None:
-    with pytest.raises(BrokerConfigError, match="45000 must lie between group.consumer.min.session.timeout.ms=1000 and group.consumer.max.session.timeout.ms=30000"):
+    with pytest.raises(
+        BrokerConfigError, match="45000 must lie between group.consumer.min.session.timeout.ms=1000 and group.consumer.max.session.timeout.ms=30000"
+    ):
         config("group.consumer.max.session.timeout.ms=30000")
 
 

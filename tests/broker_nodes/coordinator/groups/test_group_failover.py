@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -67,7 +67,9 @@ def test_group_moves_to_the_new_leader_of_its_offsets_partition(cluster: Offsets
         group_id=GROUP,
         member_id=owner.member_id,
         generation_id=owner.epoch,
-        topics=[broker_pb2.OffsetCommitTopic(topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=7, committed_leader_epoch=-1)])],
+        topics=[
+            broker_pb2.OffsetCommitTopic(topic=TOPIC, partitions=[broker_pb2.OffsetCommitPartition(partition=0, committed_offset=7, committed_leader_epoch=-1)])
+        ],
     )
     assert cluster.nodes[1].stub.OffsetCommit(commit, metadata=as_tenant(TENANT), timeout=30).topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
     # acks=all: every in-sync replica has the group's records once the answers came.
@@ -82,7 +84,9 @@ def test_group_moves_to_the_new_leader_of_its_offsets_partition(cluster: Offsets
         answer = beat_once_loaded(member)
         assert answer.error_code == ErrorCode.NO_ERROR, answer.error_message
     assert (first.epoch, second.epoch) == epochs
-    [group] = cluster.nodes[2].stub.ConsumerGroupDescribe(broker_pb2.ConsumerGroupDescribeRequest(group_ids=[GROUP]), metadata=as_tenant(TENANT), timeout=10).groups
+    [group] = (
+        cluster.nodes[2].stub.ConsumerGroupDescribe(broker_pb2.ConsumerGroupDescribeRequest(group_ids=[GROUP]), metadata=as_tenant(TENANT), timeout=10).groups
+    )
     assert group.state == "Stable" and {member.member_id for member in group.members} == {first.member_id, second.member_id}
     assert cluster.committed_offset(2, GROUP) == 7
     # The owner goes on committing at the new coordinator with the epoch it had.

@@ -59,7 +59,13 @@ class GroupSafety(RuleBasedStateMachine):
         self.clients[answer.member_id] = Client(answer.member_id, answer.member_epoch, topics, answer.assignment, answer.assignment)
 
     @precondition(lambda self: bool(self.clients))
-    @rule(index=st.integers(0, 20), revoke=st.booleans(), report=st.booleans(), lose_answer=st.booleans(), change_topics=st.sampled_from([None, ("a",), ("a", "b")]))
+    @rule(
+        index=st.integers(0, 20),
+        revoke=st.booleans(),
+        report=st.booleans(),
+        lose_answer=st.booleans(),
+        change_topics=st.sampled_from([None, ("a",), ("a", "b")]),
+    )
     def heartbeat(self, index: int, revoke: bool, report: bool, lose_answer: bool, change_topics: tuple[str, ...] | None) -> None:
         client = self.clients[sorted(self.clients)[index % len(self.clients)]]
         if revoke:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -30,7 +30,9 @@ def broker(tmp_path: Path) -> Iterator[InProcessBroker]:
         running.stop()
 
 
-def commit(stub, group: str, offsets: dict[tuple[str, int], int], *, member: RawMember | None = None, epoch: int | None = None) -> broker_pb2.OffsetCommitResponse:  # type: ignore[no-untyped-def]
+def commit(
+    stub, group: str, offsets: dict[tuple[str, int], int], *, member: RawMember | None = None, epoch: int | None = None
+) -> broker_pb2.OffsetCommitResponse:  # type: ignore[no-untyped-def]
     topics: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(broker_pb2.OffsetCommitPartition(partition=partition, committed_offset=offset, committed_leader_epoch=-1))
@@ -87,14 +89,20 @@ def test_member_commits_with_its_epoch_only_what_it_owns(broker: InProcessBroker
     refused = commit(broker.stub, "billing", {mine: 11, theirs: 99}, member=first)
     codes = {(topic.topic, partition.partition): (partition.error_code, partition.error_message) for topic in refused.topics for partition in topic.partitions}
     assert codes[mine][0] == ErrorCode.NO_ERROR
-    assert codes[theirs] == (ErrorCode.INVALID_REQUEST, f"partition {theirs[1]} of topic 'orders' is not assigned to member {first.member_id!r} of group 'billing'")
+    assert codes[theirs] == (
+        ErrorCode.INVALID_REQUEST,
+        f"partition {theirs[1]} of topic 'orders' is not assigned to member {first.member_id!r} of group 'billing'",
+    )
     assert committed(broker.stub, "billing") == {mine: 11}
     stale = commit(broker.stub, "billing", {mine: 12}, member=first, epoch=first.epoch - 1)
     assert stale.error_code == ErrorCode.STALE_MEMBER_EPOCH and "commit again with the current epoch" in stale.error_message
     unknown = commit(broker.stub, "billing", {mine: 12}, member=RawMember(broker.stub, "billing"))
     assert unknown.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     admin = commit(broker.stub, "billing", {mine: 0})
-    assert (admin.error_code, admin.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID, "group 'billing' has 2 active members: stop them before altering its offsets")
+    assert (admin.error_code, admin.error_message) == (
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        "group 'billing' has 2 active members: stop them before altering its offsets",
+    )
     assert committed(broker.stub, "billing") == {mine: 11}
     first.leave()
     second.leave()
@@ -145,7 +153,9 @@ def test_describe_list_and_delete(broker: InProcessBroker) -> None:
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
     billing, missing = describe(broker.stub, "billing", "missing")
-    assert [(entry.member_id, [(tp.topic, list(tp.partitions)) for tp in entry.assignment]) for entry in billing.members] == [(member.member_id, [("orders", [0, 1, 2, 3])])]
+    assert [(entry.member_id, [(tp.topic, list(tp.partitions)) for tp in entry.assignment]) for entry in billing.members] == [
+        (member.member_id, [("orders", [0, 1, 2, 3])])
+    ]
     assert (missing.error_code, missing.state) == (ErrorCode.GROUP_ID_NOT_FOUND, "Dead")
 
     deleted = broker.stub.DeleteGroups(broker_pb2.DeleteGroupsRequest(group_ids=["billing", "missing", "simple"]), timeout=30).groups

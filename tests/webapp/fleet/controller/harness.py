@@ -25,9 +25,7 @@ class ControllerHarness:
     def __init__(self, *, controller_epoch: int | None = None) -> None:
         self.clock = ManualMonotonic()
         self.pushes = 0
-        self.service = ControllerService(
-            session_timeout_ms=9000, monotonic=self.clock, first_epoch=1, controller_epoch=controller_epoch, push=self._push
-        )
+        self.service = ControllerService(session_timeout_ms=9000, monotonic=self.clock, first_epoch=1, controller_epoch=controller_epoch, push=self._push)
         self.tenant = Tenant.objects.create(name="Acme", slug="acme")
         self.epochs = {node_id: self.service.register(node_id, "127.0.0.1", 9000 + node_id, "").broker_epoch for node_id in (1, 2, 3)}
         self.forget_internal_topics()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from django.conf import settings
 from django.db import connection
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support.real_cluster import REPOSITORY_ROOT, UNREACHABLE_REDIS_URL, ControllerProcess, database_url_for_subprocesses
 from tests.support.processes import LOOPBACK, free_port
+from tests.support.real_cluster import REPOSITORY_ROOT, UNREACHABLE_REDIS_URL, ControllerProcess, database_url_for_subprocesses
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

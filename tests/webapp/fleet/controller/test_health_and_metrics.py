@@ -61,9 +61,8 @@ def test_a_standby_listens_refuses_as_not_controller_and_serves_once_activated()
     finally:
         channel.close()
         running.stop(0)
-    with grpc.insecure_channel(f"127.0.0.1:{running.port}") as closed:
-        with pytest.raises(grpc.RpcError):
-            _health(closed, "")
+    with grpc.insecure_channel(f"127.0.0.1:{running.port}") as closed, pytest.raises(grpc.RpcError):
+        _health(closed, "")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -51,7 +51,10 @@ def test_controller_takes_the_next_epoch_and_steps_down_when_superseded(tmp_path
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "run_controller", "--listen", "127.0.0.1:0"],
-            cwd=REPOSITORY_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPOSITORY_ROOT,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     try:
         _wait_for(lambda: ACTIVE_LINE.search(log_path.read_text()) or process.poll() is not None, 60.0, "controller active")

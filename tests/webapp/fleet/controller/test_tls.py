@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import pytest
@@ -68,21 +68,19 @@ def test_a_broker_trusting_the_ca_registers_over_tls(certificates: TlsFiles, tmp
 
 
 def test_a_plaintext_caller_is_refused_by_a_tls_controller(tls_controller: str) -> None:
-    with grpc.insecure_channel(tls_controller) as channel:
-        with pytest.raises(grpc.RpcError) as raised:
-            controller_pb2_grpc.ControllerStub(channel).BrokerHeartbeat(
-                controller_pb2.BrokerHeartbeatRequest(node_id=1, broker_epoch=1), metadata=METADATA, timeout=3
-            )
+    with grpc.insecure_channel(tls_controller) as channel, pytest.raises(grpc.RpcError) as raised:
+        controller_pb2_grpc.ControllerStub(channel).BrokerHeartbeat(
+            controller_pb2.BrokerHeartbeatRequest(node_id=1, broker_epoch=1), metadata=METADATA, timeout=3
+        )
     assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
 def test_a_caller_trusting_another_ca_is_refused(tls_controller: str, tmp_path: Path) -> None:
     other_ca = ensure_local_certificates(tmp_path / "other-ca", ["127.0.0.1"]).ca_certificate
-    with grpc.secure_channel(tls_controller, grpc.ssl_channel_credentials(other_ca.read_bytes())) as channel:
-        with pytest.raises(grpc.RpcError) as raised:
-            controller_pb2_grpc.ControllerStub(channel).BrokerHeartbeat(
-                controller_pb2.BrokerHeartbeatRequest(node_id=1, broker_epoch=1), metadata=METADATA, timeout=3
-            )
+    with grpc.secure_channel(tls_controller, grpc.ssl_channel_credentials(other_ca.read_bytes())) as channel, pytest.raises(grpc.RpcError) as raised:
+        controller_pb2_grpc.ControllerStub(channel).BrokerHeartbeat(
+            controller_pb2.BrokerHeartbeatRequest(node_id=1, broker_epoch=1), metadata=METADATA, timeout=3
+        )
     assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
 
 

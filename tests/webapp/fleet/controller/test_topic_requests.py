@@ -53,7 +53,9 @@ class Cluster:
         values = {"tenant_id": self.tenant.public_id, "principal": self.account.principal, "api_key": self.key.key_id, **overrides}
         return controller_pb2.ForwardedCaller(**values)
 
-    def create(self, *topics: broker_pb2.CreatableTopic, validate_only: bool = False, caller: controller_pb2.ForwardedCaller | None = None) -> list[broker_pb2.TopicResult]:
+    def create(
+        self, *topics: broker_pb2.CreatableTopic, validate_only: bool = False, caller: controller_pb2.ForwardedCaller | None = None
+    ) -> list[broker_pb2.TopicResult]:
         request = broker_pb2.CreateTopicsRequest(topics=topics, validate_only=validate_only)
         forwarded = controller_pb2.ForwardedCreateTopicsRequest(caller=caller or self.caller(), request=request)
         return list(self.stub.CreateTopics(forwarded, metadata=METADATA, timeout=30).topics)
@@ -68,7 +70,9 @@ class Cluster:
         return self.stub.CreatePartitions(forwarded, metadata=METADATA, timeout=30).topics[0]
 
     def alter(self, *resources: broker_pb2.AlterConfigsResource, validate_only: bool = False) -> list[broker_pb2.ConfigResourceResult]:
-        forwarded = controller_pb2.ForwardedAlterConfigsRequest(caller=self.caller(), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=validate_only))
+        forwarded = controller_pb2.ForwardedAlterConfigsRequest(
+            caller=self.caller(), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=validate_only)
+        )
         return list(self.stub.AlterConfigs(forwarded, metadata=METADATA, timeout=30).resources)
 
     def topic(self, name: str) -> Topic:
@@ -137,7 +141,11 @@ def test_minus_one_counts_take_the_deployment_defaults(cluster: Cluster, setting
     settings.WEIR_DEFAULT_REPLICATION_FACTOR = 2
     settings.WEIR_DEFAULT_NUM_PARTITIONS = 1000  # capped at the plan's per-topic limit
     [configured] = cluster.create(creatable("payments", -1, -1))
-    assert (configured.error_code, configured.num_partitions, configured.replication_factor) == (ErrorCode.NO_ERROR, cluster.tenant.limits.max_partitions_per_topic, 2)
+    assert (configured.error_code, configured.num_partitions, configured.replication_factor) == (
+        ErrorCode.NO_ERROR,
+        cluster.tenant.limits.max_partitions_per_topic,
+        2,
+    )
 
 
 def test_validate_only_answers_like_a_creation_and_writes_nothing(cluster: Cluster) -> None:
@@ -287,7 +295,9 @@ def test_create_partitions_refusals(cluster: Cluster, name: str, count: int, cod
 def test_incremental_and_replacing_config_changes(cluster: Cluster) -> None:
     cluster.create(creatable("orders", retention_ms="60000", cleanup_policy="compact"))
     [incremental] = cluster.alter(
-        broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("segment.ms", "3600000"), config("retention.ms", op=DELETE)])
+        broker_pb2.AlterConfigsResource(
+            type=TOPIC, name="orders", incremental=True, configs=[config("segment.ms", "3600000"), config("retention.ms", op=DELETE)]
+        )
     )
     assert incremental.error_code == ErrorCode.NO_ERROR
     assert cluster.topic("orders").configs == {"cleanup.policy": "compact", "segment.ms": "3600000"}
@@ -300,7 +310,9 @@ def test_incremental_and_replacing_config_changes(cluster: Cluster) -> None:
 
 def test_validate_only_alter_changes_nothing(cluster: Cluster) -> None:
     cluster.create(creatable("orders"))
-    [result] = cluster.alter(broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "1000")]), validate_only=True)
+    [result] = cluster.alter(
+        broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "1000")]), validate_only=True
+    )
     assert result.error_code == ErrorCode.NO_ERROR
     assert cluster.topic("orders").configs == {}
     assert not ProvisioningJob.objects.filter(kind=JobKind.ALTER_TOPIC_CONFIGS).exists()
@@ -310,12 +322,36 @@ def test_validate_only_alter_changes_nothing(cluster: Cluster) -> None:
 @pytest.mark.parametrize(
     ("resource", "code", "message_part"),
     [
-        (broker_pb2.AlterConfigsResource(type=broker_pb2.RESOURCE_TYPE_BROKER, name="1", configs=[config("num.partitions", "3")]), ErrorCode.INVALID_REQUEST, "broker settings"),
-        (broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", configs=[config("retention.ms", op=DELETE)]), ErrorCode.INVALID_REQUEST, "only valid in an incremental"),
-        (broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "1"), config("retention.ms", "2")]), ErrorCode.INVALID_REQUEST, "more than once"),
-        (broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "soon")]), ErrorCode.INVALID_CONFIG, "retention.ms"),
-        (broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("no.such.config", "1")]), ErrorCode.INVALID_CONFIG, "no.such.config"),
-        (broker_pb2.AlterConfigsResource(type=TOPIC, name="missing", incremental=True, configs=[config("retention.ms", "1")]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "'missing'"),
+        (
+            broker_pb2.AlterConfigsResource(type=broker_pb2.RESOURCE_TYPE_BROKER, name="1", configs=[config("num.partitions", "3")]),
+            ErrorCode.INVALID_REQUEST,
+            "broker settings",
+        ),
+        (
+            broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", configs=[config("retention.ms", op=DELETE)]),
+            ErrorCode.INVALID_REQUEST,
+            "only valid in an incremental",
+        ),
+        (
+            broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "1"), config("retention.ms", "2")]),
+            ErrorCode.INVALID_REQUEST,
+            "more than once",
+        ),
+        (
+            broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("retention.ms", "soon")]),
+            ErrorCode.INVALID_CONFIG,
+            "retention.ms",
+        ),
+        (
+            broker_pb2.AlterConfigsResource(type=TOPIC, name="orders", incremental=True, configs=[config("no.such.config", "1")]),
+            ErrorCode.INVALID_CONFIG,
+            "no.such.config",
+        ),
+        (
+            broker_pb2.AlterConfigsResource(type=TOPIC, name="missing", incremental=True, configs=[config("retention.ms", "1")]),
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "'missing'",
+        ),
     ],
 )
 def test_alter_configs_refusals(cluster: Cluster, resource: broker_pb2.AlterConfigsResource, code: int, message_part: str) -> None:

@@ -17,9 +17,7 @@ class Command(BaseCommand):
     help = "Push the restored control-plane state to the brokers, above every version they have seen."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--broker", action="append", default=[], metavar="HOST:PORT", help="a broker to include besides the registered ones (repeatable)"
-        )
+        parser.add_argument("--broker", action="append", default=[], metavar="HOST:PORT", help="a broker to include besides the registered ones (repeatable)")
         parser.add_argument(
             "--delete-unknown-topics", action="store_true", help="push even though brokers host topics the restored catalog lacks (they are deleted)"
         )

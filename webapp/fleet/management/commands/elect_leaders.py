@@ -48,9 +48,7 @@ class Command(BaseCommand):
         except UnknownTopicError as error:
             raise CommandError(str(error)) from None
         for move in moves:
-            self.stdout.write(
-                f"{move.topic} partition {move.partition}: leader {move.previous_leader} -> {move.leader} (leader epoch {move.leader_epoch})"
-            )
+            self.stdout.write(f"{move.topic} partition {move.partition}: leader {move.previous_leader} -> {move.leader} (leader epoch {move.leader_epoch})")
         if not moves:
             self.stdout.write("every partition is led by its preferred replica, or that replica is offline or out of the ISR")
             return

@@ -34,10 +34,10 @@ from django.db import close_old_connections
 
 from webapp.fleet.controller.epoch import ControllerFencedError, become_active
 from webapp.fleet.controller.leadership import ControllerLock
-from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
 from webapp.fleet.controller.metrics import MetricsEndpoint
-from webapp.fleet.controller.servicer import ControllerServer, start_controller_server
+from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
 from webapp.fleet.controller.service import ControllerService, session_timeout_ms
+from webapp.fleet.controller.servicer import ControllerServer, start_controller_server
 from weir.stop_signals import StopSignals
 
 logger = logging.getLogger(__name__)
@@ -112,7 +112,9 @@ class Command(BaseCommand):
             adopted = service.adopt_online_brokers()
             service.ensure_internal_topics()  # before serving: brokers may already be registered
             server.activate(service)
-            logger.info("controller active on port %d at controller epoch %d; %d brokers adopted from the database", server.port, controller_epoch, len(adopted))
+            logger.info(
+                "controller active on port %d at controller epoch %d; %d brokers adopted from the database", server.port, controller_epoch, len(adopted)
+            )
             checker = threading.Thread(target=self._check_periodically, args=(service, rebalance, stopping), name="controller-checks", daemon=True)
             checker.start()
             while not stopping.wait(SESSION_CHECK_INTERVAL_SECONDS) and not service.fenced:

@@ -52,8 +52,7 @@ class Command(BaseCommand):
         if unfinished:
             names = ", ".join(f"{job.public_id} {job.kind} ({job.state})" for job in unfinished)
             raise CommandError(
-                f"demo: provisioning jobs not finished after {wait_seconds:g} s: {names}. "
-                "Is a Celery worker running (python -m celery -A webapp worker)?"
+                f"demo: provisioning jobs not finished after {wait_seconds:g} s: {names}. Is a Celery worker running (python -m celery -A webapp worker)?"
             )
 
     @staticmethod
