@@ -156,6 +156,7 @@ class BrokerEndpoint:
     host: str
     port: int
     rack: str = ""
+    kafka_port: int = 0  # the broker's Kafka-protocol listener (same host); 0 when it has none
 
 
 @dataclass(frozen=True)
@@ -242,13 +243,19 @@ class ClusterSnapshot:
         return {
             "version": self.version,
             "cluster_id": self.cluster_id,
-            "brokers": [{"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": broker.rack} for broker in self.brokers],
+            "brokers": [
+                {"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": broker.rack, "kafka_port": broker.kafka_port}
+                for broker in self.brokers
+            ],
             "topics": [topic.to_json() for _, topic in sorted(self.topics.items())],
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ClusterSnapshot:
-        brokers = tuple(BrokerEndpoint(int(item["node_id"]), str(item["host"]), int(item["port"]), str(item.get("rack", ""))) for item in data["brokers"])  # type: ignore[attr-defined]
+        brokers = tuple(
+            BrokerEndpoint(int(item["node_id"]), str(item["host"]), int(item["port"]), str(item.get("rack", "")), int(item.get("kafka_port", 0)))
+            for item in data["brokers"]
+        )  # type: ignore[attr-defined]
         topics = (ManagedTopic.from_json(item) for item in data["topics"])  # type: ignore[attr-defined]
         return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))  # type: ignore[call-overload]
 
