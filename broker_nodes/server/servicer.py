@@ -30,16 +30,17 @@ from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
 from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
+from broker_nodes.requests import configs as config_requests
+from broker_nodes.requests import topics as topic_requests
 from broker_nodes.security.access import CallContext, CallerKind, client_host_of
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
-from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, ManagedTopicsPolicyError, TopicAuthorizationError
+from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
-from broker_nodes.server import request_parsing, topic_forwarding
+from broker_nodes.server import request_parsing
 from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
-from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
 from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from weir.errors import ErrorCode
@@ -162,150 +163,27 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             ]
         return broker_pb2.TopicMetadata(name=call.plain(topic.name), is_internal=topic.internal, partitions=partitions, topic_id=topic.topic_id)
 
-    def _forwards_topic_admin(self, call: CallContext) -> bool:
-        """A tenant's topic administration goes to the controller when there is one (see topic_forwarding)."""
-        return self.broker.controller is not None and call.has_tenant
-
-    def _check_topic_admin_allowed(self, call: CallContext, name: str) -> None:
-        """Topic administration through the data plane exists only for standalone topics without a tenant."""
-        if self.broker.managed or call.has_tenant:
-            raise ManagedTopicsPolicyError(name)
-
     @_handler
     def CreateTopics(self, request: broker_pb2.CreateTopicsRequest, call: CallContext) -> broker_pb2.CreateTopicsResponse:
-        request_parsing.require_nonempty(request.topics, "topic")
-        request_parsing.require_unique((topic.name for topic in request.topics), "topic")
-        if self._forwards_topic_admin(call):
-            for creatable in request.topics:
-                request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
-            return topic_forwarding.create_topics(self.broker.controller, call, request)  # type: ignore[arg-type]
-        results = []
-        for creatable in request.topics:
-            request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
-            try:
-                self._check_topic_admin_allowed(call, creatable.name)
-                topic = self.broker.topic_admin.create_topic(
-                    creatable.name,
-                    creatable.num_partitions,
-                    creatable.replication_factor,
-                    {entry.name: entry.value for entry in creatable.configs},
-                    validate_only=request.validate_only,
-                )
-                results.append(
-                    broker_pb2.TopicResult(
-                        name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor
-                    )
-                )
-            except Exception as error:
-                results.append(self._topic_error(creatable.name, error))
-        return broker_pb2.CreateTopicsResponse(topics=results)
+        return topic_requests.create_topics(self.broker, call, request)
 
     @_handler
     def DeleteTopics(self, request: broker_pb2.DeleteTopicsRequest, call: CallContext) -> broker_pb2.DeleteTopicsResponse:
-        names_to_delete = request_parsing.topic_names(request.topics, required=True)
-        if self._forwards_topic_admin(call):
-            return topic_forwarding.delete_topics(self.broker.controller, call, list(names_to_delete), request.timeout_ms)  # type: ignore[arg-type]
-        results = []
-        for name in names_to_delete:
-            try:
-                self._check_topic_admin_allowed(call, name)
-                topic = self.broker.topic_admin.delete_topic(name)
-                results.append(
-                    broker_pb2.TopicResult(name=name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor)
-                )
-            except Exception as error:
-                results.append(self._topic_error(name, error))
-        return broker_pb2.DeleteTopicsResponse(topics=results)
+        return topic_requests.delete_topics(self.broker, call, request.topics, request.timeout_ms)
 
     @_handler
     def CreatePartitions(self, request: broker_pb2.CreatePartitionsRequest, call: CallContext) -> broker_pb2.CreatePartitionsResponse:
-        request_parsing.topic_names([topic.name for topic in request.topics], required=True)
-        if self._forwards_topic_admin(call):
-            return topic_forwarding.create_partitions(self.broker.controller, call, request)  # type: ignore[arg-type]
-        results = []
-        for entry in request.topics:
-            try:
-                self._check_topic_admin_allowed(call, entry.name)
-                topic = self.broker.topic_admin.create_partitions(entry.name, entry.count, validate_only=request.validate_only)
-                results.append(
-                    broker_pb2.TopicResult(
-                        name=topic.name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor
-                    )
-                )
-            except Exception as error:
-                results.append(self._topic_error(entry.name, error))
-        return broker_pb2.CreatePartitionsResponse(topics=results)
-
-    @staticmethod
-    def _topic_error(name: str, error: Exception) -> broker_pb2.TopicResult:
-        code, message = error_code_and_message(error)
-        return broker_pb2.TopicResult(name=name, error_code=code, error_message=message)
+        return topic_requests.create_partitions(self.broker, call, request)
 
     # ------------------------------------------------------------------ configs
 
     @_handler
     def DescribeConfigs(self, request: broker_pb2.DescribeConfigsRequest, call: CallContext) -> broker_pb2.DescribeConfigsResponse:
-        request_parsing.config_resources(request.resources)
-        admin = self.broker.topic_admin
-        results = []
-        for resource in request.resources:
-            try:
-                if resource.type == broker_pb2.RESOURCE_TYPE_TOPIC:
-                    if not call.may(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.name):
-                        raise TopicAuthorizationError(resource.name, "describe the configs of")
-                    try:
-                        descriptions = admin.describe_topic_configs(call.qualify(resource.name), list(resource.config_names))
-                    except UnknownTopicOrPartitionError:
-                        raise UnknownTopicOrPartitionError(resource.name) from None
-                elif resource.type == broker_pb2.RESOURCE_TYPE_BROKER:
-                    if not call.may(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
-                        raise ClusterAuthorizationError("describe the broker configs")
-                    descriptions = admin.describe_broker_configs(resource.name, list(resource.config_names))
-                else:
-                    raise InvalidRequestError(f"resource type {resource.type} is not TOPIC (2) or BROKER (4)")
-                entries = [self._config_entry(description, request.include_documentation) for description in descriptions]
-                results.append(broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name, configs=entries))
-            except Exception as error:
-                results.append(self._resource_error(resource.type, resource.name, error))
-        return broker_pb2.DescribeConfigsResponse(resources=results)
-
-    @staticmethod
-    def _config_entry(description: ConfigDescription, include_documentation: bool) -> broker_pb2.ConfigEntryResult:
-        return broker_pb2.ConfigEntryResult(
-            name=description.name,
-            value=description.value,
-            read_only=description.read_only,
-            is_default=description.is_default,
-            is_sensitive=False,
-            source=description.source,  # type: ignore[arg-type]
-            documentation=description.documentation if include_documentation else "",
-            type=description.type,
-        )
+        return config_requests.describe_configs(self.broker, call, request)
 
     @_handler
     def AlterConfigs(self, request: broker_pb2.AlterConfigsRequest, call: CallContext) -> broker_pb2.AlterConfigsResponse:
-        request_parsing.config_resources(request.resources)
-        if self._forwards_topic_admin(call):
-            return topic_forwarding.alter_configs(self.broker.controller, call, request)  # type: ignore[arg-type]
-        results = []
-        for resource in request.resources:
-            try:
-                self._check_topic_admin_allowed(call, resource.name)
-                if resource.type == broker_pb2.RESOURCE_TYPE_BROKER:
-                    raise InvalidRequestError("broker settings cannot be changed at run time; set them with --config or WEIR_BROKER_* and restart")
-                if resource.type != broker_pb2.RESOURCE_TYPE_TOPIC:
-                    raise InvalidRequestError(f"resource type {resource.type} is not TOPIC (2) or BROKER (4)")
-                changes = [ConfigChange(entry.name, entry.value, entry.op == broker_pb2.ALTER_CONFIG_OP_DELETE) for entry in resource.configs]
-                self.broker.topic_admin.alter_topic_configs(resource.name, changes, incremental=resource.incremental, validate_only=request.validate_only)
-                results.append(broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name))
-            except Exception as error:
-                results.append(self._resource_error(resource.type, resource.name, error))
-        return broker_pb2.AlterConfigsResponse(resources=results)
-
-    @staticmethod
-    def _resource_error(resource_type: int, name: str, error: Exception) -> broker_pb2.ConfigResourceResult:
-        code, message = error_code_and_message(error)
-        return broker_pb2.ConfigResourceResult(type=resource_type, name=name, error_code=code, error_message=message)  # type: ignore[arg-type]
+        return config_requests.alter_configs(self.broker, call, request)
 
     # ------------------------------------------------------------------ produce and fetch
 

@@ -1,0 +1,103 @@
+"""CreateTopics, DeleteTopics and CreatePartitions for both front doors (gRPC and Kafka's protocol).
+
+The request and answer shapes are ``broker.proto``'s topic-admin messages: the controller speaks
+them too (a tenant's topic administration is forwarded to it unchanged, see
+``server.topic_forwarding``), so neither door converts twice. Per-topic outcomes are Kafka error
+codes in the answer, in the request's order; a request that is malformed as a whole raises
+:class:`InvalidRequestError` (gRPC answers INVALID_ARGUMENT, Kafka INVALID_REQUEST per topic).
+
+Two paths, decided per call:
+- a tenant's caller on a broker with a controller: authorized here, forwarded to the controller,
+  which changes the control plane's catalog exactly as the REST API would (limits, policies);
+- otherwise the broker's own registry, which only a standalone broker's tenant-less callers
+  may change (everything else is the control plane's: POLICY_VIOLATION).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.errors import ManagedTopicsPolicyError
+from broker_nodes.server import request_parsing, topic_forwarding
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.topic_registry import TopicMetadata
+from grpc_protos.weir.v1 import broker_pb2
+
+
+def forwards_topic_admin(broker: Broker, call: CallContext) -> bool:
+    """Whether the caller's topic administration goes to the controller (a tenant, and a controller to go to)."""
+    return broker.controller is not None and call.has_tenant
+
+
+def check_local_topic_admin_allowed(broker: Broker, call: CallContext, name: str) -> None:
+    """Topic administration through the data plane exists only for standalone topics without a tenant."""
+    if broker.managed or call.has_tenant:
+        raise ManagedTopicsPolicyError(name)
+
+
+def topic_result(topic: TopicMetadata, name: str | None = None) -> broker_pb2.TopicResult:
+    return broker_pb2.TopicResult(
+        name=topic.name if name is None else name, topic_id=topic.topic_id, num_partitions=topic.partitions, replication_factor=topic.replication_factor
+    )
+
+
+def topic_error(name: str, error: Exception) -> broker_pb2.TopicResult:
+    code, message = error_code_and_message(error)
+    return broker_pb2.TopicResult(name=name, error_code=code, error_message=message)
+
+
+def create_topics(broker: Broker, call: CallContext, request: broker_pb2.CreateTopicsRequest) -> broker_pb2.CreateTopicsResponse:
+    """Create each topic (``-1`` partition count or replication factor: the defaults), or say why not."""
+    request_parsing.require_nonempty(request.topics, "topic")
+    request_parsing.require_unique((topic.name for topic in request.topics), "topic")
+    for creatable in request.topics:
+        request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
+    if forwards_topic_admin(broker, call):
+        return topic_forwarding.create_topics(broker.controller, call, request)  # type: ignore[arg-type]
+    results = []
+    for creatable in request.topics:
+        try:
+            check_local_topic_admin_allowed(broker, call, creatable.name)
+            topic = broker.topic_admin.create_topic(
+                creatable.name,
+                creatable.num_partitions,
+                creatable.replication_factor,
+                {entry.name: entry.value for entry in creatable.configs},
+                validate_only=request.validate_only,
+            )
+            results.append(topic_result(topic))
+        except Exception as error:  # this topic's answer
+            results.append(topic_error(creatable.name, error))
+    return broker_pb2.CreateTopicsResponse(topics=results)
+
+
+def delete_topics(broker: Broker, call: CallContext, names: Sequence[str], timeout_ms: int) -> broker_pb2.DeleteTopicsResponse:
+    """Delete each named topic, or say why not."""
+    names_to_delete = request_parsing.topic_names(names, required=True)
+    if forwards_topic_admin(broker, call):
+        return topic_forwarding.delete_topics(broker.controller, call, list(names_to_delete), timeout_ms)  # type: ignore[arg-type]
+    results = []
+    for name in names_to_delete:
+        try:
+            check_local_topic_admin_allowed(broker, call, name)
+            results.append(topic_result(broker.topic_admin.delete_topic(name), name))
+        except Exception as error:  # this topic's answer
+            results.append(topic_error(name, error))
+    return broker_pb2.DeleteTopicsResponse(topics=results)
+
+
+def create_partitions(broker: Broker, call: CallContext, request: broker_pb2.CreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:
+    """Grow each topic to its new total partition count, or say why not."""
+    request_parsing.topic_names([topic.name for topic in request.topics], required=True)
+    if forwards_topic_admin(broker, call):
+        return topic_forwarding.create_partitions(broker.controller, call, request)  # type: ignore[arg-type]
+    results = []
+    for entry in request.topics:
+        try:
+            check_local_topic_admin_allowed(broker, call, entry.name)
+            results.append(topic_result(broker.topic_admin.create_partitions(entry.name, entry.count, validate_only=request.validate_only)))
+        except Exception as error:  # this topic's answer
+            results.append(topic_error(entry.name, error))
+    return broker_pb2.CreatePartitionsResponse(topics=results)
