@@ -7,7 +7,9 @@ arise inside the client carry confluent-kafka's negative local codes (``_MSG_TIM
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +125,119 @@ ERRORS_BY_CODE: dict[int, ErrorSpec] = {spec.code: spec for spec in _BROKER_ERRO
 ERRORS_BY_NAME: dict[str, ErrorSpec] = {spec.name: spec for spec in _BROKER_ERRORS + _LOCAL_ERRORS}
 
 
-class ErrorCode:
+class _CodeNames:
+    """Every name of the two tables above as an ``int`` class attribute of :class:`ErrorCode` and
+    :class:`KafkaError`. The values are set from the tables below; the names are declared here so
+    that the type checker knows them, and a name declared here but missing from the tables fails
+    at import (see ``_set_code_names``)."""
+
+    __slots__ = ()
+
+    UNKNOWN_SERVER_ERROR: ClassVar[int]
+    NO_ERROR: ClassVar[int]
+    OFFSET_OUT_OF_RANGE: ClassVar[int]
+    CORRUPT_MESSAGE: ClassVar[int]
+    UNKNOWN_TOPIC_OR_PARTITION: ClassVar[int]
+    INVALID_FETCH_SIZE: ClassVar[int]
+    LEADER_NOT_AVAILABLE: ClassVar[int]
+    NOT_LEADER_OR_FOLLOWER: ClassVar[int]
+    REQUEST_TIMED_OUT: ClassVar[int]
+    BROKER_NOT_AVAILABLE: ClassVar[int]
+    REPLICA_NOT_AVAILABLE: ClassVar[int]
+    MESSAGE_TOO_LARGE: ClassVar[int]
+    STALE_CONTROLLER_EPOCH: ClassVar[int]
+    OFFSET_METADATA_TOO_LARGE: ClassVar[int]
+    NETWORK_EXCEPTION: ClassVar[int]
+    COORDINATOR_LOAD_IN_PROGRESS: ClassVar[int]
+    COORDINATOR_NOT_AVAILABLE: ClassVar[int]
+    NOT_COORDINATOR: ClassVar[int]
+    INVALID_TOPIC_EXCEPTION: ClassVar[int]
+    RECORD_LIST_TOO_LARGE: ClassVar[int]
+    NOT_ENOUGH_REPLICAS: ClassVar[int]
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND: ClassVar[int]
+    INVALID_REQUIRED_ACKS: ClassVar[int]
+    ILLEGAL_GENERATION: ClassVar[int]
+    INVALID_GROUP_ID: ClassVar[int]
+    UNKNOWN_MEMBER_ID: ClassVar[int]
+    INVALID_SESSION_TIMEOUT: ClassVar[int]
+    REBALANCE_IN_PROGRESS: ClassVar[int]
+    INVALID_COMMIT_OFFSET_SIZE: ClassVar[int]
+    TOPIC_AUTHORIZATION_FAILED: ClassVar[int]
+    GROUP_AUTHORIZATION_FAILED: ClassVar[int]
+    CLUSTER_AUTHORIZATION_FAILED: ClassVar[int]
+    INVALID_TIMESTAMP: ClassVar[int]
+    UNSUPPORTED_VERSION: ClassVar[int]
+    TOPIC_ALREADY_EXISTS: ClassVar[int]
+    INVALID_PARTITIONS: ClassVar[int]
+    INVALID_REPLICATION_FACTOR: ClassVar[int]
+    INVALID_REPLICA_ASSIGNMENT: ClassVar[int]
+    INVALID_CONFIG: ClassVar[int]
+    NOT_CONTROLLER: ClassVar[int]
+    INVALID_REQUEST: ClassVar[int]
+    POLICY_VIOLATION: ClassVar[int]
+    OUT_OF_ORDER_SEQUENCE_NUMBER: ClassVar[int]
+    DUPLICATE_SEQUENCE_NUMBER: ClassVar[int]
+    INVALID_PRODUCER_EPOCH: ClassVar[int]
+    INVALID_TXN_STATE: ClassVar[int]
+    INVALID_PRODUCER_ID_MAPPING: ClassVar[int]
+    OPERATION_NOT_ATTEMPTED: ClassVar[int]
+    KAFKA_STORAGE_ERROR: ClassVar[int]
+    SASL_AUTHENTICATION_FAILED: ClassVar[int]
+    UNKNOWN_PRODUCER_ID: ClassVar[int]
+    NON_EMPTY_GROUP: ClassVar[int]
+    GROUP_ID_NOT_FOUND: ClassVar[int]
+    TOPIC_DELETION_DISABLED: ClassVar[int]
+    FENCED_LEADER_EPOCH: ClassVar[int]
+    UNKNOWN_LEADER_EPOCH: ClassVar[int]
+    UNSUPPORTED_COMPRESSION_TYPE: ClassVar[int]
+    STALE_BROKER_EPOCH: ClassVar[int]
+    OFFSET_NOT_AVAILABLE: ClassVar[int]
+    GROUP_MAX_SIZE_REACHED: ClassVar[int]
+    FENCED_INSTANCE_ID: ClassVar[int]
+    GROUP_SUBSCRIBED_TO_TOPIC: ClassVar[int]
+    INVALID_RECORD: ClassVar[int]
+    THROTTLING_QUOTA_EXCEEDED: ClassVar[int]
+    PRODUCER_FENCED: ClassVar[int]
+    UNKNOWN_TOPIC_ID: ClassVar[int]
+    FENCED_MEMBER_EPOCH: ClassVar[int]
+    UNRELEASED_INSTANCE_ID: ClassVar[int]
+    UNSUPPORTED_ASSIGNOR: ClassVar[int]
+    STALE_MEMBER_EPOCH: ClassVar[int]
+    # confluent-kafka's local codes.
+    _BAD_MSG: ClassVar[int]
+    _DESTROY: ClassVar[int]
+    _FAIL: ClassVar[int]
+    _TRANSPORT: ClassVar[int]
+    _MSG_TIMED_OUT: ClassVar[int]
+    _PARTITION_EOF: ClassVar[int]
+    _UNKNOWN_PARTITION: ClassVar[int]
+    _UNKNOWN_TOPIC: ClassVar[int]
+    _ALL_BROKERS_DOWN: ClassVar[int]
+    _INVALID_ARG: ClassVar[int]
+    _TIMED_OUT: ClassVar[int]
+    _QUEUE_FULL: ClassVar[int]
+    _STATE: ClassVar[int]
+    _NO_OFFSET: ClassVar[int]
+    _AUTHENTICATION: ClassVar[int]
+    _FATAL: ClassVar[int]
+    _MAX_POLL_EXCEEDED: ClassVar[int]
+    _AUTO_OFFSET_RESET: ClassVar[int]
+    _PURGE_QUEUE: ClassVar[int]
+
+
+def _set_code_names(cls: type[_CodeNames]) -> None:
+    for spec in _BROKER_ERRORS + _LOCAL_ERRORS:
+        setattr(cls, spec.name, spec.code)
+    undefined = [name for name in _CodeNames.__annotations__ if name not in ERRORS_BY_NAME]
+    if undefined:
+        raise RuntimeError(f"error code names declared without a code in the tables: {undefined}")
+
+
+class ErrorCode(_CodeNames):
     """Kafka error codes by name: ``ErrorCode.NOT_LEADER_OR_FOLLOWER == 6``."""
 
 
-for _spec in _BROKER_ERRORS + _LOCAL_ERRORS:
-    setattr(ErrorCode, _spec.name, _spec.code)
-del _spec
+_set_code_names(ErrorCode)
 
 
 def error_name(code: int) -> str:
@@ -142,7 +250,7 @@ def is_retriable(code: int) -> bool:
     return spec.retriable if spec else False
 
 
-class KafkaError:
+class KafkaError(_CodeNames):
     """An error as confluent-kafka reports it: ``code()``, ``name()``, ``str()``, ``retriable()``.
 
     Class attributes hold every code by name, with confluent-kafka's older aliases
@@ -150,6 +258,13 @@ class KafkaError:
     """
 
     __slots__ = ("_code", "_reason", "_fatal", "_retriable", "_txn_requires_abort")
+
+    # confluent-kafka's names for codes Kafka has since renamed.
+    NOT_LEADER_FOR_PARTITION: ClassVar[int] = 6
+    MSG_SIZE_TOO_LARGE: ClassVar[int] = 10
+    TOPIC_EXCEPTION: ClassVar[int] = 17
+    INVALID_MSG: ClassVar[int] = 2
+    UNKNOWN: ClassVar[int] = -1
 
     def __init__(
         self,
@@ -184,7 +299,8 @@ class KafkaError:
     def txn_requires_abort(self) -> bool:
         return self._txn_requires_abort
 
-    def __str__(self) -> str:
+    # builtins.str: inside this class body, ``str`` names the method above.
+    def __str__(self) -> builtins.str:
         return f'KafkaError{{code={self.name()},val={self._code},str="{self._reason}"}}'
 
     __repr__ = __str__
@@ -200,15 +316,7 @@ class KafkaError:
         return hash(self._code)
 
 
-for _spec in _BROKER_ERRORS + _LOCAL_ERRORS:
-    setattr(KafkaError, _spec.name, _spec.code)
-del _spec
-# confluent-kafka's names for codes Kafka has since renamed.
-KafkaError.NOT_LEADER_FOR_PARTITION = 6  # type: ignore[attr-defined]
-KafkaError.MSG_SIZE_TOO_LARGE = 10  # type: ignore[attr-defined]
-KafkaError.TOPIC_EXCEPTION = 17  # type: ignore[attr-defined]
-KafkaError.INVALID_MSG = 2  # type: ignore[attr-defined]
-KafkaError.UNKNOWN = -1  # type: ignore[attr-defined]
+_set_code_names(KafkaError)
 
 
 class BadBatchError(KafkaError):
@@ -223,7 +331,7 @@ class BadBatchError(KafkaError):
     __slots__ = ("first_offset", "last_offset")
 
     def __init__(self, reason: str, first_offset: int, last_offset: int) -> None:
-        super().__init__(KafkaError._BAD_MSG, reason)  # type: ignore[attr-defined]
+        super().__init__(KafkaError._BAD_MSG, reason)
         self.first_offset = first_offset
         self.last_offset = last_offset
 
@@ -242,7 +350,8 @@ class KafkaException(Exception):
 
     @property
     def error(self) -> KafkaError:
-        return self.args[0]
+        error: KafkaError = self.args[0]  # always a KafkaError: __init__ wraps a bare code
+        return error
 
     def __str__(self) -> str:
         return str(self.args[0])
