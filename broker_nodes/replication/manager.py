@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -131,6 +131,21 @@ class ReplicationManager:
     def apply(self, snapshot: ClusterSnapshot) -> None:
         """Lead, follow or let go of every replicated partition as ``snapshot`` says."""
         addresses = {broker.node_id: f"{broker.host}:{broker.port}" for broker in snapshot.brokers}
+        lead, follow, single_replica = self._roles(snapshot, addresses)
+        with self._lock:
+            self._stop_following_locked(follow, addresses)
+            self._stop_leading_locked(lead)
+            for key, assignment in lead.items():
+                self._become_leader(key, assignment)
+            for key, assignment in follow.items():
+                self._become_follower(key, assignment, addresses[assignment.leader_id])
+            self._stop_idle_fetchers_locked()
+        self._advance_single_replicas(single_replica)
+
+    def _roles(
+        self, snapshot: ClusterSnapshot, addresses: Mapping[int, str]
+    ) -> tuple[dict[PartitionKey, PartitionAssignment], dict[PartitionKey, PartitionAssignment], list[PartitionKey]]:
+        """This broker's replicas in ``snapshot``: (led, followed from a leader with a known address, single-replica)."""
         lead: dict[PartitionKey, PartitionAssignment] = {}
         follow: dict[PartitionKey, PartitionAssignment] = {}
         single_replica: list[PartitionKey] = []
@@ -145,25 +160,32 @@ class ReplicationManager:
                     lead[key] = assignment
                 elif assignment.leader_id in addresses:
                     follow[key] = assignment
-        with self._lock:
-            for key, (leader_id, address) in list(self._followed.items()):
-                wanted = follow.get(key)
-                if wanted is None or wanted.leader_id != leader_id or addresses[wanted.leader_id] != address:
-                    # Returns only once the fetcher's last write to this log is done.
-                    self._fetchers[(leader_id, address)].remove_partition(*key)
-                    del self._followed[key]
-            for key in [key for key in self._leaders if key not in lead]:
-                del self._leaders[key]
-                self.acks.wake_partition(*key)
-            for key, assignment in lead.items():
-                self._become_leader(key, assignment)
-            for key, assignment in follow.items():
-                self._become_follower(key, assignment, addresses[assignment.leader_id])
-            for fetcher_key, fetcher in list(self._fetchers.items()):
-                if not fetcher.partition_keys:
-                    fetcher.stop()
-                    del self._fetchers[fetcher_key]
-        for key in single_replica:
+        return lead, follow, single_replica
+
+    def _stop_following_locked(self, follow: Mapping[PartitionKey, PartitionAssignment], addresses: Mapping[int, str]) -> None:
+        """Take each followed partition off its fetcher unless ``follow`` keeps it on the same leader at the same address."""
+        for key, (leader_id, address) in list(self._followed.items()):
+            wanted = follow.get(key)
+            if wanted is None or wanted.leader_id != leader_id or addresses[wanted.leader_id] != address:
+                # Returns only once the fetcher's last write to this log is done.
+                self._fetchers[(leader_id, address)].remove_partition(*key)
+                del self._followed[key]
+
+    def _stop_leading_locked(self, lead: Mapping[PartitionKey, PartitionAssignment]) -> None:
+        """Give up the leadership of partitions ``lead`` no longer names; their acks=all waiters wake to answer."""
+        for key in [key for key in self._leaders if key not in lead]:
+            del self._leaders[key]
+            self.acks.wake_partition(*key)
+
+    def _stop_idle_fetchers_locked(self) -> None:
+        for fetcher_key, fetcher in list(self._fetchers.items()):
+            if not fetcher.partition_keys:
+                fetcher.stop()
+                del self._fetchers[fetcher_key]
+
+    def _advance_single_replicas(self, keys: list[PartitionKey]) -> None:
+        """A partition with one replica has no follower to wait for: its high watermark follows its log end."""
+        for key in keys:
             log = self._log(*key)
             if log is not None and not log.auto_advance_high_watermark:
                 log.auto_advance_high_watermark = True

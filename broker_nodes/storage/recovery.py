@@ -25,7 +25,7 @@ from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.file_names import TEMPORARY_SUFFIX
 from broker_nodes.storage.log_config import LogConfig
 from broker_nodes.storage.segment import LogSegment
-from weir.log_files import (
+from log_formats.log_files import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -102,20 +102,7 @@ def load_segments(
     recovery: PartitionRecovery,
 ) -> list[LogSegment]:
     """Steps 2 and 3 above; returns the segments in offset order (at least one)."""
-    names = os.listdir(directory)
-    log_bases: set[int] = set()
-    index_files: list[tuple[int, str]] = []
-    for name in names:
-        parsed = parse_segment_file_name(name)
-        if parsed is None:
-            continue
-        if parsed[1] == LOG_SUFFIX:
-            log_bases.add(parsed[0])
-        else:
-            index_files.append((parsed[0], name))
-    for base_offset, name in index_files:
-        if base_offset not in log_bases:
-            _remove(directory / name)
+    log_bases = _log_bases_without_orphan_indexes(directory)
 
     def open_segment(base_offset: int) -> LogSegment:
         return LogSegment(
@@ -150,6 +137,33 @@ def load_segments(
             segment.rebuild_indexes()
             _note(recovery, f"{directory.name}: rebuilt the indexes of segment {segment.base_offset}: {problem}")
             recovery.rebuilt_indexes += 1
+    kept = _recover_from(directory, segments, first_to_scan, recovery)
+    # The active segment keeps receiving appends; segment.ms counts from its first batch, as
+    # in Kafka, not from this process's start.
+    kept[-1].created_ms = _first_batch_time(kept[-1], now_ms)
+    return kept
+
+
+def _log_bases_without_orphan_indexes(directory: Path) -> set[int]:
+    """The base offsets of the directory's log files; index files without their log are deleted."""
+    log_bases: set[int] = set()
+    index_files: list[tuple[int, str]] = []
+    for name in os.listdir(directory):
+        parsed = parse_segment_file_name(name)
+        if parsed is None:
+            continue
+        if parsed[1] == LOG_SUFFIX:
+            log_bases.add(parsed[0])
+        else:
+            index_files.append((parsed[0], name))
+    for base_offset, name in index_files:
+        if base_offset not in log_bases:
+            _remove(directory / name)
+    return log_bases
+
+
+def _recover_from(directory: Path, segments: list[LogSegment], first_to_scan: int, recovery: PartitionRecovery) -> list[LogSegment]:
+    """Scan ``segments[first_to_scan:]`` batch by batch; the segments kept (those after the first corrupt one are deleted)."""
     kept = segments[:first_to_scan]
     for index in range(first_to_scan, len(segments)):
         segment = segments[index]
@@ -167,20 +181,22 @@ def load_segments(
             recovery,
             f"{directory.name}: dropped {result.truncated_bytes} bytes of {segment.log_path.name} from position {result.valid_bytes}: {result.reason}",
         )
-        for later in segments[index + 1 :]:
-            recovery.truncated_bytes += later.size
-            _note(
-                recovery,
-                f"{directory.name}: dropped {later.size} bytes of {later.log_path.name} from position 0: it follows the corrupt segment {segment.base_offset}",
-            )
-            later.close()
-            for path in later.file_paths():
-                _remove(path)
+        _delete_after_corrupt(directory, segments[index + 1 :], segment.base_offset, recovery)
         break
-    # The active segment keeps receiving appends; segment.ms counts from its first batch, as
-    # in Kafka, not from this process's start.
-    kept[-1].created_ms = _first_batch_time(kept[-1], now_ms)
     return kept
+
+
+def _delete_after_corrupt(directory: Path, later: list[LogSegment], corrupt_base_offset: int, recovery: PartitionRecovery) -> None:
+    """Delete the segments after a truncated one: their offsets no longer follow the log's end."""
+    for segment in later:
+        recovery.truncated_bytes += segment.size
+        _note(
+            recovery,
+            f"{directory.name}: dropped {segment.size} bytes of {segment.log_path.name} from position 0: it follows the corrupt segment {corrupt_base_offset}",
+        )
+        segment.close()
+        for path in segment.file_paths():
+            _remove(path)
 
 
 def _first_batch_time(segment: LogSegment, now_ms: int) -> int:

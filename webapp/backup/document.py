@@ -17,7 +17,7 @@ import gzip
 import json
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -197,53 +197,107 @@ def _check_section(section: Section, rows: Any) -> list[dict[str, Any]]:
 
 
 def _check_value(member: Field, value: Any, location: str, model: Any) -> Any:
+    """The typed value of one field of a row, by the checker of the field's kind (see ``_CHECKERS``)."""
     if value is None:
         if member.nullable:
             return None
         raise BackupFormatError(location, "must not be null")
-    kind = member.kind
-    if kind == REFERENCE and _target_key(member).kind == UUID:
+    checker = _CHECKERS.get(member.kind)
+    if checker is None:
+        raise AssertionError(f"unknown field kind {member.kind!r}")
+    return checker(member, value, location, model)
+
+
+def _check_text(member: Field, value: Any, location: str, model: Any) -> str:
+    """Text within the field's choices and within the length its database column holds."""
+    value = _check_choice(member, value, location)
+    max_length = model._meta.get_field(member.name).max_length
+    if max_length is not None and len(value) > max_length:
+        raise BackupFormatError(location, f"{len(value)} characters, more than the {max_length} the database holds")
+    return value
+
+
+def _check_reference(member: Field, value: Any, location: str, model: Any) -> str:
+    """The natural key of a row of the target section; a UUID key in its canonical form."""
+    if _target_key(member).kind == UUID:
         return _canonical_uuid(value, location)
-    if kind in (TEXT, REFERENCE):
-        if not isinstance(value, str):
-            raise BackupFormatError(location, f"expected text, found {_json_type(value)}")
-        if member.choices and value not in member.choices:
-            raise BackupFormatError(location, f"{value!r} is not one of {', '.join(member.choices)}")
-        if kind == TEXT:
-            max_length = model._meta.get_field(member.name).max_length
-            if max_length is not None and len(value) > max_length:
-                raise BackupFormatError(location, f"{len(value)} characters, more than the {max_length} the database holds")
-        return value
-    if kind == INTEGER:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise BackupFormatError(location, f"expected a whole number, found {_json_type(value)}")
-        return value
-    if kind == BOOLEAN:
-        if not isinstance(value, bool):
-            raise BackupFormatError(location, f"expected true or false, found {_json_type(value)}")
-        return value
-    if kind == DATETIME:
-        return _datetime(value, location)
-    if kind == UUID:
-        return _canonical_uuid(value, location)
-    if kind == STRING_MAP:
-        if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
-            raise BackupFormatError(location, "expected an object whose values are text")
-        return dict(value)
-    if kind == INTEGER_LIST:
-        if not isinstance(value, list) or not all(isinstance(item, int) and not isinstance(item, bool) for item in value):
-            raise BackupFormatError(location, "expected a list of whole numbers")
-        return list(value)
-    if kind in (REFERENCE_LIST, PERMISSION_LIST):
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise BackupFormatError(location, "expected a list of text")
-        if kind == PERMISSION_LIST:
-            for item in value:
-                app_label, dot, codename = item.partition(".")
-                if not dot or not app_label or not codename:
-                    raise BackupFormatError(location, f"{item!r} is not a permission named 'app_label.codename'")
-        return sorted(set(value))
-    raise AssertionError(f"unknown field kind {kind!r}")
+    return _check_choice(member, value, location)
+
+
+def _check_choice(member: Field, value: Any, location: str) -> str:
+    if not isinstance(value, str):
+        raise BackupFormatError(location, f"expected text, found {_json_type(value)}")
+    if member.choices and value not in member.choices:
+        raise BackupFormatError(location, f"{value!r} is not one of {', '.join(member.choices)}")
+    return value
+
+
+def _check_integer(member: Field, value: Any, location: str, model: Any) -> Any:
+    if not _is_integer(value):
+        raise BackupFormatError(location, f"expected a whole number, found {_json_type(value)}")
+    return value
+
+
+def _check_boolean(member: Field, value: Any, location: str, model: Any) -> bool:
+    if not isinstance(value, bool):
+        raise BackupFormatError(location, f"expected true or false, found {_json_type(value)}")
+    return value
+
+
+def _check_datetime(member: Field, value: Any, location: str, model: Any) -> datetime:
+    return _datetime(value, location)
+
+
+def _check_uuid(member: Field, value: Any, location: str, model: Any) -> str:
+    return _canonical_uuid(value, location)
+
+
+def _check_string_map(member: Field, value: Any, location: str, model: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
+        raise BackupFormatError(location, "expected an object whose values are text")
+    return dict(value)
+
+
+def _check_integer_list(member: Field, value: Any, location: str, model: Any) -> list[int]:
+    if not isinstance(value, list) or not all(_is_integer(item) for item in value):
+        raise BackupFormatError(location, "expected a list of whole numbers")
+    return list(value)
+
+
+def _check_text_set(member: Field, value: Any, location: str, model: Any) -> list[str]:
+    """A list of text stored as a set: sorted, without repeats, so that two backups of one state are equal."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BackupFormatError(location, "expected a list of text")
+    return sorted(set(value))
+
+
+def _check_permission_list(member: Field, value: Any, location: str, model: Any) -> list[str]:
+    names = _check_text_set(member, value, location, model)
+    for item in value:
+        app_label, dot, codename = item.partition(".")
+        if not dot or not app_label or not codename:
+            raise BackupFormatError(location, f"{item!r} is not a permission named 'app_label.codename'")
+    return names
+
+
+def _is_integer(value: Any) -> bool:
+    # JSON's true and false arrive as bool, which Python counts as int: they are not numbers here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# The checker of each field kind: (field, non-null value, its place in the document, the section's model) -> typed value.
+_CHECKERS: dict[str, Callable[[Field, Any, str, Any], Any]] = {
+    TEXT: _check_text,
+    REFERENCE: _check_reference,
+    INTEGER: _check_integer,
+    BOOLEAN: _check_boolean,
+    DATETIME: _check_datetime,
+    UUID: _check_uuid,
+    STRING_MAP: _check_string_map,
+    INTEGER_LIST: _check_integer_list,
+    REFERENCE_LIST: _check_text_set,
+    PERMISSION_LIST: _check_permission_list,
+}
 
 
 def _check_references(sections: Mapping[str, list[dict[str, Any]]]) -> None:

@@ -361,64 +361,77 @@ def encode_current_assignment(member: Member, topic_ids: Mapping[str, str]) -> b
     return writer.bytes()
 
 
-def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
-    reader = _Reader(data)
-    version = reader.int16()
-    if version != VALUE_VERSION:
-        raise GroupRecordError(f"unknown value version {version} of a record with key version {int(kind)}")
-    if kind == RecordKind.GROUP_METADATA:
-        epoch = reader.int32()
-        tagged = reader.tags()
-        empty_since = _Reader(tagged[TAG_EMPTY_SINCE]).int64() if TAG_EMPTY_SINCE in tagged else -1
-        return GroupMetadataValue(epoch, empty_since)
-    if kind == RecordKind.PARTITION_METADATA:
-        epoch = reader.int32()
-        topics = {}
+def _decode_group_metadata(reader: _Reader, member_id: str) -> GroupMetadataValue:
+    epoch = reader.int32()
+    tagged = reader.tags()
+    empty_since = _Reader(tagged[TAG_EMPTY_SINCE]).int64() if TAG_EMPTY_SINCE in tagged else -1
+    return GroupMetadataValue(epoch, empty_since)
+
+
+def _decode_partition_metadata(reader: _Reader, member_id: str) -> PartitionMetadataValue:
+    epoch = reader.int32()
+    topics = {}
+    for _ in range(reader.count()):
+        topic_id = reader.uuid()
+        name = reader.string() or ""
+        partitions = reader.int32()
+        _skip_partition_racks(reader)
+        reader.tags()
+        topics[name] = TopicInfo(str(uuid.UUID(bytes=topic_id)) if topic_id != ZERO_UUID else "", partitions)
+    return PartitionMetadataValue(epoch, topics)
+
+
+def _skip_partition_racks(reader: _Reader) -> None:
+    """PartitionRacks ([Partition int32, Racks [string]]): Kafka writes them, this broker's assignors do not read them."""
+    for _ in range(reader.count()):
+        reader.int32()
         for _ in range(reader.count()):
-            topic_id = reader.uuid()
-            name = reader.string() or ""
-            partitions = reader.int32()
-            for _ in range(reader.count()):
-                reader.int32()
-                for _ in range(reader.count()):
-                    reader.string()
-                reader.tags()
-            reader.tags()
-            topics[name] = TopicInfo(str(uuid.UUID(bytes=topic_id)) if topic_id != ZERO_UUID else "", partitions)
-        return PartitionMetadataValue(epoch, topics)
-    if kind == RecordKind.MEMBER_METADATA:
-        instance_id = reader.string() or ""
-        rack_id = reader.string() or ""
-        client_id = reader.string() or ""
-        client_host = reader.string() or ""
-        names = tuple(reader.string() or "" for _ in range(reader.count()))
-        regex = reader.string() or ""
-        rebalance_timeout_ms = reader.int32()
-        assignor = reader.string() or ""
-        tagged = reader.tags()
-        session_timeout_ms = _Reader(tagged[TAG_SESSION_TIMEOUT]).int32() if TAG_SESSION_TIMEOUT in tagged else Member("").session_timeout_ms
-        if TAG_SUBSCRIBED_TOPICS in tagged:
-            tag_reader = _Reader(tagged[TAG_SUBSCRIBED_TOPICS])
-            subscribed = frozenset(tag_reader.string() or "" for _ in range(tag_reader.count()))
-        else:
-            subscribed = frozenset(names)
-        return Member(
-            member_id,
-            instance_id=instance_id,
-            rack_id=rack_id,
-            client_id=client_id,
-            client_host=client_host,
-            subscribed_topic_names=names,
-            subscribed_topic_regex=regex,
-            server_assignor=assignor,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms,
-            subscribed_topics=subscribed,
-        )
-    if kind == RecordKind.TARGET_METADATA:
-        return TargetMetadataValue(reader.int32())
-    if kind == RecordKind.TARGET_MEMBER:
-        return TargetMemberValue(_read_topic_partitions(reader))
+            reader.string()
+        reader.tags()
+
+
+def _decode_member_metadata(reader: _Reader, member_id: str) -> Member:
+    instance_id = reader.string() or ""
+    rack_id = reader.string() or ""
+    client_id = reader.string() or ""
+    client_host = reader.string() or ""
+    names = tuple(reader.string() or "" for _ in range(reader.count()))
+    regex = reader.string() or ""
+    rebalance_timeout_ms = reader.int32()
+    assignor = reader.string() or ""
+    tagged = reader.tags()
+    session_timeout_ms = _Reader(tagged[TAG_SESSION_TIMEOUT]).int32() if TAG_SESSION_TIMEOUT in tagged else Member("").session_timeout_ms
+    # Without the tag (a record written by Kafka), the subscribed names are the resolved topics.
+    subscribed = _read_string_set(tagged[TAG_SUBSCRIBED_TOPICS]) if TAG_SUBSCRIBED_TOPICS in tagged else frozenset(names)
+    return Member(
+        member_id,
+        instance_id=instance_id,
+        rack_id=rack_id,
+        client_id=client_id,
+        client_host=client_host,
+        subscribed_topic_names=names,
+        subscribed_topic_regex=regex,
+        server_assignor=assignor,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=session_timeout_ms,
+        subscribed_topics=subscribed,
+    )
+
+
+def _read_string_set(data: bytes) -> frozenset[str]:
+    reader = _Reader(data)
+    return frozenset(reader.string() or "" for _ in range(reader.count()))
+
+
+def _decode_target_metadata(reader: _Reader, member_id: str) -> TargetMetadataValue:
+    return TargetMetadataValue(reader.int32())
+
+
+def _decode_target_member(reader: _Reader, member_id: str) -> TargetMemberValue:
+    return TargetMemberValue(_read_topic_partitions(reader))
+
+
+def _decode_current_assignment(reader: _Reader, member_id: str) -> CurrentAssignmentValue:
     member_epoch = reader.int32()
     previous = reader.int32()
     state_value = reader.int8()
@@ -429,6 +442,25 @@ def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
     except ValueError:
         raise GroupRecordError(f"unknown member state {state_value}") from None
     return CurrentAssignmentValue(member_epoch, previous, state, assigned, pending)
+
+
+# The value reader of each record kind; each gets the reader past the value version, and the member id of the key.
+_VALUE_DECODERS: dict[RecordKind, Callable[[_Reader, str], object]] = {
+    RecordKind.GROUP_METADATA: _decode_group_metadata,
+    RecordKind.PARTITION_METADATA: _decode_partition_metadata,
+    RecordKind.MEMBER_METADATA: _decode_member_metadata,
+    RecordKind.TARGET_METADATA: _decode_target_metadata,
+    RecordKind.TARGET_MEMBER: _decode_target_member,
+    RecordKind.CURRENT_ASSIGNMENT: _decode_current_assignment,
+}
+
+
+def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
+    reader = _Reader(data)
+    version = reader.int16()
+    if version != VALUE_VERSION:
+        raise GroupRecordError(f"unknown value version {version} of a record with key version {int(kind)}")
+    return _VALUE_DECODERS[kind](reader, member_id)
 
 
 def decode(key: bytes, value: bytes | None) -> GroupRecord:
@@ -461,18 +493,37 @@ def _group_records(before: ConsumerGroup | None, after: ConsumerGroup | None) ->
         if before is not None:
             yield from _tombstones(before)
         return
-    group_id = after.group_id
     topic_ids = {topic: info.topic_id for group in (before, after) if group is not None for topic, info in group.subscription_metadata.items()}
     old_members = before.members if before is not None else {}
-    old_target = before.target if before is not None else {}
+    # Replay order: members and the group's metadata, then the target assignment, then what members own, then departures.
+    yield from _member_metadata_records(after, old_members)
+    yield from _group_metadata_records(before, after)
+    yield from _target_records(before, after, topic_ids)
+    yield from _current_assignment_records(after, old_members, topic_ids)
+    yield from _departed_member_records(after, old_members)
+
+
+def _member_metadata_records(after: ConsumerGroup, old_members: Mapping[str, Member]) -> Iterator[tuple[bytes, bytes | None]]:
+    """MEMBER_METADATA of every member that joined or whose subscription or settings changed."""
     for member_id, member in after.members.items():
         old = old_members.get(member_id)
         if old is None or old.metadata() != member.metadata():
-            yield encode_key(RecordKind.MEMBER_METADATA, group_id, member_id), encode_member_metadata(member)
+            yield encode_key(RecordKind.MEMBER_METADATA, after.group_id, member_id), encode_member_metadata(member)
+
+
+def _group_metadata_records(before: ConsumerGroup | None, after: ConsumerGroup) -> Iterator[tuple[bytes, bytes | None]]:
+    """PARTITION_METADATA and GROUP_METADATA when the subscribed topics, the group epoch or the empty-since time changed."""
+    group_id = after.group_id
     if before is None or before.subscription_metadata != after.subscription_metadata or before.group_epoch != after.group_epoch:
         yield encode_key(RecordKind.PARTITION_METADATA, group_id), encode_partition_metadata(after.group_epoch, after.subscription_metadata)
     if before is None or before.group_epoch != after.group_epoch or before.empty_since_ms != after.empty_since_ms:
         yield encode_key(RecordKind.GROUP_METADATA, group_id), encode_group_metadata(after.group_epoch, after.empty_since_ms)
+
+
+def _target_records(before: ConsumerGroup | None, after: ConsumerGroup, topic_ids: Mapping[str, str]) -> Iterator[tuple[bytes, bytes | None]]:
+    """TARGET_MEMBER of each changed or dropped member target, then TARGET_METADATA when the assignment epoch moved."""
+    group_id = after.group_id
+    old_target = before.target if before is not None else {}
     for member_id, partitions in after.target.items():
         if old_target.get(member_id) != partitions:
             yield encode_key(RecordKind.TARGET_MEMBER, group_id, member_id), encode_target_member(partitions, topic_ids)
@@ -481,14 +532,22 @@ def _group_records(before: ConsumerGroup | None, after: ConsumerGroup | None) ->
             yield encode_key(RecordKind.TARGET_MEMBER, group_id, member_id), None
     if before is None or before.assignment_epoch != after.assignment_epoch:
         yield encode_key(RecordKind.TARGET_METADATA, group_id), encode_target_metadata(after.assignment_epoch)
+
+
+def _current_assignment_records(after: ConsumerGroup, old_members: Mapping[str, Member], topic_ids: Mapping[str, str]) -> Iterator[tuple[bytes, bytes | None]]:
+    """CURRENT_ASSIGNMENT of every member whose epoch, state or owned partitions changed."""
     for member_id, member in after.members.items():
         old = old_members.get(member_id)
         if old is None or old.current_assignment() != member.current_assignment():
-            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, group_id, member_id), encode_current_assignment(member, topic_ids)
+            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, after.group_id, member_id), encode_current_assignment(member, topic_ids)
+
+
+def _departed_member_records(after: ConsumerGroup, old_members: Mapping[str, Member]) -> Iterator[tuple[bytes, bytes | None]]:
+    """Tombstones of the members that left: their assignment, then their metadata."""
     for member_id in old_members:
         if member_id not in after.members:
-            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, group_id, member_id), None
-            yield encode_key(RecordKind.MEMBER_METADATA, group_id, member_id), None
+            yield encode_key(RecordKind.CURRENT_ASSIGNMENT, after.group_id, member_id), None
+            yield encode_key(RecordKind.MEMBER_METADATA, after.group_id, member_id), None
 
 
 def _tombstones(group: ConsumerGroup) -> Iterator[tuple[bytes, bytes | None]]:

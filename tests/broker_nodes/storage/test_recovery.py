@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from log_formats.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from tests.broker_nodes.storage.conftest import make_batch, read_all
-from weir.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 
 SMALL_SEGMENTS = {"segment.bytes": "1024", "index.interval.bytes": "100"}
 
@@ -78,6 +78,18 @@ def test_corrupt_index_is_rebuilt(open_log) -> None:
     recovered = open_log(SMALL_SEGMENTS, clean_shutdown=True)
     assert recovered.recovery.rebuilt_indexes == 1
     assert [offset for offset, _, _ in read_all(recovered)] == list(range(200))
+
+
+def test_index_files_without_their_log_are_deleted(open_log) -> None:
+    log = write_log(open_log)
+    directory = log.segments[-1].log_path.parent
+    next_base = log.log_end_offset + 1000
+    orphans = [directory / f"{next_base:020d}.index", directory / f"{next_base:020d}.timeindex"]
+    for orphan in orphans:
+        orphan.write_bytes(b"")
+    recovered = open_log(SMALL_SEGMENTS, clean_shutdown=True)
+    assert not any(orphan.exists() for orphan in orphans)
+    assert [offset for offset, _, _ in read_all(recovered)] == list(range(40))
 
 
 def test_clean_shutdown_skips_scanning(open_log) -> None:

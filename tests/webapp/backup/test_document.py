@@ -112,6 +112,12 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("sections.partitions.0.leader", True), "sections.partitions[0].leader", "expected a whole number, found a boolean"),
         (_set("sections.partitions.0.topic", "not-a-uuid"), "sections.partitions[0].topic", "'not-a-uuid' is not a UUID"),
         (_set("sections.topics.0.configs", {"retention.ms": 1000}), "sections.topics[0].configs", "expected an object whose values are text"),
+        (_set("sections.topics.0.topic_id", 17), "sections.topics[0].topic_id", "expected a UUID as text, found the number 17"),
+        (_set("sections.topics.0.partition_count", "1"), "sections.topics[0].partition_count", "expected a whole number, found the text '1'"),
+        (_set("sections.tenants.0.name", ["Acme"]), "sections.tenants[0].name", "expected text, found a list"),
+        (_set("sections.memberships.0.tenant", 7), "sections.memberships[0].tenant", "expected text, found the number 7"),
+        (_set("sections.users.0.groups", "admins"), "sections.users[0].groups", "expected a list of text"),
+        (_set("sections.users.0.date_joined", 0), "sections.users[0].date_joined", "expected an ISO 8601 date and time, found the number 0"),
         (_set("sections.controller_epoch", [{"epoch": 1, "holder": "", "activated_at": None}] * 2), "sections.controller_epoch", "at most one row, found 2"),
     ],
 )

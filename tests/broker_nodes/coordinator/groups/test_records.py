@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker_nodes.coordinator.groups.group import ConsumerGroup, Heartbeat
+from broker_nodes.coordinator.groups.group import ConsumerGroup, Heartbeat, TopicInfo
 from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
+from broker_nodes.coordinator.groups.member import Member
 from broker_nodes.coordinator.groups.records import (
     GroupMetadataValue,
     GroupRecordError,
+    PartitionMetadataValue,
     RecordKind,
     decode,
     encode_group_metadata,
@@ -108,3 +110,49 @@ def test_undecodable_records_are_refused_with_what_was_wrong() -> None:
         decode(encode_key(RecordKind.GROUP_METADATA, "g"), b"\x00\x00\x00")
     with pytest.raises(GroupRecordError, match="unknown value version 4"):
         decode(encode_key(RecordKind.TARGET_METADATA, "g"), b"\x00\x04\x00\x00\x00\x01\x00")
+
+
+def test_partition_metadata_written_by_kafka_with_partition_racks_decodes() -> None:
+    topic_id = bytes(range(16))
+    value = (
+        b"\x00\x00"  # value version 0
+        + b"\x00\x00\x00\x05"  # group epoch 5
+        + b"\x02"  # one topic
+        + topic_id
+        + b"\x02t"  # compact string "t"
+        + b"\x00\x00\x00\x02"  # 2 partitions
+        + b"\x02"  # one PartitionRacks entry
+        + b"\x00\x00\x00\x00"  # partition 0
+        + b"\x03\x02r\x02s"  # racks "r", "s"
+        + b"\x00"  # entry's tagged fields
+        + b"\x00"  # topic's tagged fields
+        + b"\x00"  # value's tagged fields
+    )
+    decoded = decode(encode_key(RecordKind.PARTITION_METADATA, "g"), value).value
+    assert decoded == PartitionMetadataValue(5, {"t": TopicInfo("00010203-0405-0607-0809-0a0b0c0d0e0f", 2)})
+
+
+def test_member_metadata_without_weirs_tags_subscribes_the_named_topics() -> None:
+    value = (
+        b"\x00\x00"  # value version 0
+        + b"\x00\x00"  # no instance id, no rack id
+        + b"\x04c-1"  # client id
+        + b"\x06/host"  # client host
+        + b"\x03\x02a\x02b"  # subscribed topic names a, b
+        + b"\x00"  # no regex
+        + b"\x00\x00\x75\x30"  # rebalance timeout 30000 ms
+        + b"\x00"  # no server assignor
+        + b"\x00"  # no tagged fields
+    )
+    member = decode(encode_key(RecordKind.MEMBER_METADATA, "g", "m1"), value).value
+    assert isinstance(member, Member)
+    assert (member.member_id, member.client_id, member.client_host) == ("m1", "c-1", "/host")
+    assert member.subscribed_topic_names == ("a", "b")
+    assert member.subscribed_topics == frozenset({"a", "b"})
+    assert member.session_timeout_ms == Member("").session_timeout_ms
+
+
+def test_current_assignment_with_an_unknown_member_state_is_refused() -> None:
+    value = b"\x00\x00" + b"\x00\x00\x00\x03" + b"\x00\x00\x00\x02" + b"\x7f" + b"\x01" + b"\x01" + b"\x00"
+    with pytest.raises(GroupRecordError, match="unknown member state 127"):
+        decode(encode_key(RecordKind.CURRENT_ASSIGNMENT, "g", "m1"), value)
