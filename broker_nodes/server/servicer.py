@@ -23,25 +23,29 @@ from typing import TypeVar
 
 import grpc
 
-from broker_nodes.cluster_state import BrokerEndpoint, ManagedTopic
+from broker_nodes.cluster_state import BrokerEndpoint
 from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.groups.group import GroupState
 from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
-from broker_nodes.replica_manager import LEADER_EPOCH, FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.requests import configs as config_requests
+from broker_nodes.requests import fetch as fetch_requests
+from broker_nodes.requests import list_offsets as list_offsets_requests
+from broker_nodes.requests import metadata as metadata_requests
+from broker_nodes.requests import produce as produce_requests
+from broker_nodes.requests import producer_ids as producer_id_requests
 from broker_nodes.requests import topics as topic_requests
-from broker_nodes.security.access import CallContext, CallerKind, client_host_of
+from broker_nodes.requests.list_offsets import ListOffsetsPartition
+from broker_nodes.requests.produce import ProducePartition
+from broker_nodes.security.access import CallContext, client_host_of
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
-from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
-from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, TopicAuthorizationError
-from broker_nodes.security.quotas import Direction
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
 from broker_nodes.server import request_parsing
 from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
-from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from weir.errors import ErrorCode
 
@@ -90,7 +94,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         # Delays the responses of tenants over their byte-rate quota (injected so tests need not wait).
         self._sleep = sleep
         config = broker.config
-        self._fetch_max_bytes = int(config["fetch.max.bytes"])  # type: ignore[call-overload]
         self._partition_max_bytes = int(config["max.partition.fetch.bytes"])  # type: ignore[call-overload]
         self._node = broker_pb2.BrokerNode(node_id=config.node_id, host=config.host_for_clients, port=0, rack=config.rack)
 
@@ -110,58 +113,30 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def Metadata(self, request: broker_pb2.MetadataRequest, call: CallContext) -> broker_pb2.MetadataResponse:
-        names = list(dict.fromkeys(request.topics))  # repeated names are answered once, as Kafka does
-        snapshot = self.broker.cluster_state.snapshot
-        managed_topics = snapshot.topics if snapshot is not None else {}
-        topics = []
-        if not names:
-            for topic in self.broker.topic_admin.describe_topics([], allow_auto_create=False):
-                assert isinstance(topic, TopicMetadata)
-                if call.owns(topic.name) and call.may(Operation.DESCRIBE, ResourceType.TOPIC, call.plain(topic.name)):
-                    topics.append(self._topic_metadata(topic, managed_topics.get(topic.name), call))
-        else:
-            # Auto-creation is the control plane's business once topics are managed or tenant-owned.
-            auto_create = request.allow_auto_topic_creation and not self.broker.managed and not call.has_tenant
-            for name in names:
-                if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, name):
-                    code, message = error_code_and_message(TopicAuthorizationError(name, "describe"))
-                    topics.append(broker_pb2.TopicMetadata(error_code=code, error_message=message, name=name))
-                    continue
-                result = self.broker.topic_admin.describe_topics([call.qualify(name)], allow_auto_create=auto_create)[0]
-                if isinstance(result, TopicMetadata) and call.owns(result.name):
-                    topics.append(self._topic_metadata(result, managed_topics.get(result.name), call))
-                else:
-                    error = result if isinstance(result, Exception) else UnknownTopicOrPartitionError(name)
-                    code, message = error_code_and_message(error)
-                    topics.append(broker_pb2.TopicMetadata(error_code=code, error_message=message.replace(call.qualify(name), name), name=name))
-        node_id = self.broker.config.node_id
-        if snapshot is None:
-            return broker_pb2.MetadataResponse(brokers=[self._node], cluster_id=self.broker.cluster_id, controller_id=node_id, topics=topics)
-        brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in snapshot.brokers]
-        if not any(node.node_id == node_id for node in snapshot.brokers):
-            brokers.append(self._node)
-        return broker_pb2.MetadataResponse(brokers=brokers, cluster_id=snapshot.cluster_id or self.broker.cluster_id, controller_id=node_id, topics=topics)
-
-    def _topic_metadata(self, topic: TopicMetadata, managed: ManagedTopic | None, call: CallContext) -> broker_pb2.TopicMetadata:
-        if managed is not None:
-            partitions = [
-                broker_pb2.PartitionMetadata(
-                    partition=assignment.partition,
-                    leader_id=assignment.leader_id,
-                    leader_epoch=assignment.leader_epoch,
-                    replicas=assignment.replicas,
-                    # As leader, the ISR this broker keeps is newer than the map's.
-                    isr=self.broker.replication.isr(topic.name, assignment.partition) or assignment.isr,
-                )
-                for assignment in managed.partitions
-            ]
-        else:
-            node_id = self.broker.config.node_id
-            partitions = [
-                broker_pb2.PartitionMetadata(partition=partition, leader_id=node_id, leader_epoch=LEADER_EPOCH, replicas=[node_id], isr=[node_id])
-                for partition in range(topic.partitions)
-            ]
-        return broker_pb2.TopicMetadata(name=call.plain(topic.name), is_internal=topic.internal, partitions=partitions, topic_id=topic.topic_id)
+        result = metadata_requests.describe(self.broker, call, list(request.topics), allow_auto_topic_creation=request.allow_auto_topic_creation)
+        topics = [
+            broker_pb2.TopicMetadata(
+                name=topic.name,
+                error_code=topic.error_code,
+                error_message=topic.error_message,
+                is_internal=topic.is_internal,
+                topic_id=topic.topic_id,
+                partitions=[
+                    broker_pb2.PartitionMetadata(
+                        partition=item.partition, leader_id=item.leader_id, leader_epoch=item.leader_epoch, replicas=item.replicas, isr=item.isr
+                    )
+                    for item in topic.partitions
+                ],
+            )
+            for topic in result.topics
+        ]
+        snapshot = result.snapshot
+        brokers = [self._node]
+        if snapshot is not None:
+            brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in snapshot.brokers]
+            if not any(node.node_id == self._node.node_id for node in snapshot.brokers):
+                brokers.append(self._node)
+        return broker_pb2.MetadataResponse(brokers=brokers, cluster_id=result.cluster_id, controller_id=result.controller_id, topics=topics)
 
     @_handler
     def CreateTopics(self, request: broker_pb2.CreateTopicsRequest, call: CallContext) -> broker_pb2.CreateTopicsResponse:
@@ -187,134 +162,83 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     # ------------------------------------------------------------------ produce and fetch
 
-    def _throttle(self, call: CallContext, direction: Direction, size_bytes: int) -> int:
-        """Charge ``size_bytes`` to the caller's tenant; delay this response when it is over its quota.
+    def _throttle(self, throttle_ms: int) -> None:
+        """Delay this response for a tenant over its quota (the requests layer computed how long).
 
         The delay holds no lock (only this request's thread waits); it is bounded by the
         quota manager's maximum throttle time.
         """
-        security = self.broker.security.snapshot
-        if security is None or not call.has_tenant or size_bytes <= 0:
-            return 0
-        quota = security.quota_of(call.tenant_id)
-        rate = quota.produce_bytes_per_second if direction is Direction.PRODUCE else quota.consume_bytes_per_second
-        throttle_ms = self.broker.quotas.record(call.tenant_id, direction, size_bytes, rate)
         if throttle_ms > 0:
             self._sleep(throttle_ms / 1000.0)
-        return throttle_ms
 
     @_handler
     def Produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
-        requested = request_parsing.produce_entries(request)
-        authorized = [(topic, partition, records) for topic, partition, records in requested if call.may(Operation.WRITE, ResourceType.TOPIC, topic)]
-        usage = self.broker.metering.produce_tally(call)
-        appended = self.broker.replica_manager.append_records(
-            request.acks,
-            [(call.qualify(topic), partition, records) for topic, partition, records in authorized],
-            transactional_id=request.transactional_id,
-            timeout_ms=request.timeout_ms,
-            trusted=call.kind is CallerKind.INTERNAL,
-            on_append=usage.appended if usage is not None else None,
+        partitions = [ProducePartition(topic, partition, records) for topic, partition, records in request_parsing.produce_entries(request)]
+        result = produce_requests.produce(
+            self.broker, call, partitions, acks=request.acks, timeout_ms=request.timeout_ms, transactional_id=request.transactional_id
         )
-        outcomes_by_partition = {(topic, partition): outcome for (topic, partition, _), outcome in zip(authorized, appended)}
-        entries = requested
-        outcomes = [
-            outcomes_by_partition[(topic, partition)] if (topic, partition) in outcomes_by_partition else TopicAuthorizationError(topic, "write to")
-            for topic, partition, _ in requested
+        self._throttle(result.throttle_ms)
+        responses = [
+            (
+                item.topic,
+                broker_pb2.ProducePartitionResponse(
+                    partition=item.partition,
+                    error_code=item.error_code,
+                    error_message=item.error_message,
+                    base_offset=item.base_offset,
+                    log_append_time_ms=item.log_append_time_ms,
+                    log_start_offset=item.log_start_offset,
+                ),
+            )
+            for item in result.partitions
         ]
-        throttle_ms = self._throttle(call, Direction.PRODUCE, sum(len(records) for _, _, records in authorized))
-        if usage is not None:
-            usage.finish(throttle_ms)
-        responses = []
-        for (topic, partition, _), outcome in zip(entries, outcomes):
-            if isinstance(outcome, Exception):
-                code, message = error_code_and_message(outcome)
-                message = message.replace(call.qualify(topic), topic)
-                response = broker_pb2.ProducePartitionResponse(
-                    partition=partition, error_code=code, error_message=message, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
-                )
-            else:
-                response = broker_pb2.ProducePartitionResponse(
-                    partition=partition,
-                    base_offset=outcome.first_offset,
-                    log_append_time_ms=outcome.log_append_time_ms,
-                    log_start_offset=outcome.log_start_offset,
-                )
-            responses.append((topic, response))
         return broker_pb2.ProduceResponse(
             topics=[broker_pb2.ProduceTopicResponse(topic=topic, partitions=partitions) for topic, partitions in _group_by_topic(responses).items()],
-            throttle_time_ms=throttle_ms,
+            throttle_time_ms=result.throttle_ms,
         )
 
     @_handler
     def Fetch(self, request: broker_pb2.FetchRequest, call: CallContext) -> broker_pb2.FetchResponse:
         partitions = request_parsing.fetch_partitions(request, self._partition_max_bytes)
-        max_bytes = min(request.max_bytes or self._fetch_max_bytes, self._fetch_max_bytes)
-        authorized = [partition for partition in partitions if call.may(Operation.READ, ResourceType.TOPIC, partition.topic)]
-        qualified = [
-            FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch) for item in authorized
+        result = fetch_requests.fetch(self.broker, call, partitions, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=request.max_bytes)
+        self._throttle(result.throttle_ms)
+        responses = [
+            (
+                item.topic,
+                broker_pb2.FetchPartitionResponse(
+                    partition=item.partition,
+                    error_code=item.error_code,
+                    error_message=item.error_message,
+                    high_watermark=item.high_watermark,
+                    last_stable_offset=item.last_stable_offset,
+                    log_start_offset=item.log_start_offset,
+                    records=item.records,
+                ),
+            )
+            for item in result.partitions
         ]
-        if len(authorized) < len(partitions):
-            # A denied partition is answered at once, as an error answers a fetch at once.
-            results = self.broker.replica_manager.fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes)
-        else:
-            results = self.broker.replica_manager.fetch(qualified, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max_bytes)
-        results_by_partition = {(item.topic, item.partition): result for item, result in zip(authorized, results)}
-        responses = []
-        for item in partitions:
-            result = results_by_partition.get((item.topic, item.partition))
-            if result is None:
-                result = FetchPartitionResult(b"", -1, -1, TopicAuthorizationError(item.topic, "read from"))
-            responses.append((item.topic, self._fetch_partition_response(item.partition, result, call.qualify(item.topic), item.topic)))
-        throttle_ms = self._throttle(call, Direction.FETCH, sum(len(result.records) for result in results))
-        self.broker.metering.record_fetch(call, qualified, results, throttle_ms)
         return broker_pb2.FetchResponse(
             topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()],
-            throttle_time_ms=throttle_ms,
-        )
-
-    @staticmethod
-    def _fetch_partition_response(partition: int, result: FetchPartitionResult, qualified: str = "", plain: str = "") -> broker_pb2.FetchPartitionResponse:
-        if result.error is None:
-            return broker_pb2.FetchPartitionResponse(
-                partition=partition,
-                high_watermark=result.high_watermark,
-                last_stable_offset=result.high_watermark,
-                log_start_offset=result.log_start_offset,
-                records=result.records,
-            )
-        code, message = error_code_and_message(result.error)
-        if qualified != plain:
-            message = message.replace(qualified, plain)
-        return broker_pb2.FetchPartitionResponse(
-            partition=partition,
-            error_code=code,
-            error_message=message,
-            high_watermark=result.high_watermark,
-            last_stable_offset=result.high_watermark,
-            log_start_offset=result.log_start_offset,
+            throttle_time_ms=result.throttle_ms,
         )
 
     @_handler
     def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, call: CallContext) -> broker_pb2.ListOffsetsResponse:
-        responses = []
-        for topic, partition, timestamp in request_parsing.list_offsets_partitions(request):
-            try:
-                if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, topic):
-                    raise TopicAuthorizationError(topic, "describe")
-                try:
-                    found = self.broker.replica_manager.list_offset(call.qualify(topic), partition, timestamp)
-                except UnknownTopicOrPartitionError:
-                    raise UnknownTopicOrPartitionError(topic, partition) from None
-                response = broker_pb2.ListOffsetsPartitionResponse(
-                    partition=partition, timestamp=found.timestamp, offset=found.offset, leader_epoch=found.leader_epoch
-                )
-            except Exception as error:
-                code, message = error_code_and_message(error)
-                response = broker_pb2.ListOffsetsPartitionResponse(
-                    partition=partition, error_code=code, error_message=message, timestamp=-1, offset=-1, leader_epoch=-1
-                )
-            responses.append((topic, response))
+        wanted = [ListOffsetsPartition(topic, partition, timestamp) for topic, partition, timestamp in request_parsing.list_offsets_partitions(request)]
+        responses = [
+            (
+                item.topic,
+                broker_pb2.ListOffsetsPartitionResponse(
+                    partition=item.partition,
+                    error_code=item.error_code,
+                    error_message=item.error_message,
+                    timestamp=item.timestamp,
+                    offset=item.offset,
+                    leader_epoch=item.leader_epoch,
+                ),
+            )
+            for item in list_offsets_requests.list_offsets(self.broker, call, wanted)
+        ]
         return broker_pb2.ListOffsetsResponse(
             topics=[broker_pb2.ListOffsetsTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
         )
@@ -323,17 +247,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def InitProducerId(self, request: broker_pb2.InitProducerIdRequest, call: CallContext) -> broker_pb2.InitProducerIdResponse:
-        try:
-            # Kafka: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
-            if not (call.may(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME) or call.may_on_any(Operation.WRITE, ResourceType.TOPIC)):
-                raise ClusterAuthorizationError("initialise an idempotent producer")
-            allocated = self.broker.producer_ids.init_producer_id(
-                transactional_id=request.transactional_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch
-            )
-        except Exception as error:
-            code, message = error_code_and_message(error)
-            return broker_pb2.InitProducerIdResponse(error_code=code, error_message=message, producer_id=-1, producer_epoch=-1)
-        return broker_pb2.InitProducerIdResponse(producer_id=allocated.producer_id, producer_epoch=allocated.epoch)
+        outcome = producer_id_requests.init_producer_id(
+            self.broker, call, transactional_id=request.transactional_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch
+        )
+        return broker_pb2.InitProducerIdResponse(
+            error_code=outcome.error_code, error_message=outcome.error_message, producer_id=outcome.producer_id, producer_epoch=outcome.producer_epoch
+        )
 
     @_handler
     def OffsetCommit(self, request: broker_pb2.OffsetCommitRequest, call: CallContext) -> broker_pb2.OffsetCommitResponse:

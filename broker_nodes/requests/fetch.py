@@ -1,0 +1,88 @@
+"""Fetch for both front doors: authorize, read (long-polling in the fetch purgatory), meter, charge the quota.
+
+Stored batch bytes are returned as they are. A partition the caller may not READ is answered
+TOPIC_AUTHORIZATION_FAILED whether or not it exists; a request with such a partition is
+answered at once (an error answers a fetch at once, as in Kafka). Without transactions the
+last stable offset is the high watermark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker_nodes.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from broker_nodes.requests import throttle
+from broker_nodes.requests.outcomes import NO_ERROR, plain_error
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import TopicAuthorizationError
+from broker_nodes.security.quotas import Direction
+from broker_nodes.server.broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionOutcome:
+    """One partition's answer (plain topic name): records, or an error code and message, with the log bounds."""
+
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    records: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    partitions: list[FetchPartitionOutcome]  # in request order
+    throttle_ms: int
+
+
+def fetch_limit(broker: Broker, requested_max_bytes: int) -> int:
+    """The response size limit: the request's ``max_bytes`` (0: none asked) capped by the broker's fetch.max.bytes."""
+    broker_limit: int = int(broker.config["fetch.max.bytes"])  # type: ignore[call-overload]
+    return min(requested_max_bytes or broker_limit, broker_limit)
+
+
+def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int) -> FetchResult:
+    """Read every partition (``topic`` as the caller names it); one outcome per partition, in order.
+
+    Precondition: no (topic, partition) occurs twice, the numbers are not negative. Blocks up
+    to ``max_wait_ms`` until ``min_bytes`` are available (never when a partition is denied).
+    """
+    limit = fetch_limit(broker, max_bytes)
+    authorized = [item for item in partitions if call.may(Operation.READ, ResourceType.TOPIC, item.topic)]
+    qualified = [
+        FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch) for item in authorized
+    ]
+    if len(authorized) < len(partitions):
+        results = broker.replica_manager.fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=limit)
+    else:
+        results = broker.replica_manager.fetch(qualified, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=limit)
+    by_partition = {(item.topic, item.partition): result for item, result in zip(authorized, results)}
+    outcomes = []
+    for item in partitions:
+        result = by_partition.get((item.topic, item.partition))
+        if result is None:
+            result = FetchPartitionResult(b"", -1, -1, TopicAuthorizationError(item.topic, "read from"))
+        outcomes.append(_partition_outcome(item, result, call))
+    throttle_ms = throttle.charge(broker, call, Direction.FETCH, sum(len(result.records) for result in results))
+    broker.metering.record_fetch(call, qualified, results, throttle_ms)
+    return FetchResult(outcomes, throttle_ms)
+
+
+def _partition_outcome(item: FetchPartitionRequest, result: FetchPartitionResult, call: CallContext) -> FetchPartitionOutcome:
+    code, message = (NO_ERROR, "") if result.error is None else plain_error(result.error, call, item.topic)
+    return FetchPartitionOutcome(
+        item.topic,
+        item.partition,
+        code,
+        message,
+        result.high_watermark,
+        result.high_watermark,  # no transactions yet: the last stable offset is the high watermark
+        result.log_start_offset,
+        result.records,
+    )

@@ -1,0 +1,106 @@
+"""Metadata for both front doors: which topics the caller sees, their partitions, leaders and replicas.
+
+Listing every topic shows only the caller's tenant's topics it may DESCRIBE. Naming topics
+answers each in request order (repeated names once, as Kafka does): a topic the caller may not
+DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists; an unknown one is auto-created
+only for a standalone broker's tenant-less callers when they ask and auto.create.topics.enable
+is on (a managed or tenant-owned topic is the control plane's business).
+
+The broker list is each transport's own (the gRPC and Kafka listeners are different
+endpoints); this module answers the topics, the cluster id and the controller id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from broker_nodes.cluster_state import ClusterSnapshot, ManagedTopic
+from broker_nodes.replica_manager import LEADER_EPOCH
+from broker_nodes.requests.outcomes import NO_ERROR
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import TopicAuthorizationError
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    """One topic of a Metadata answer, by the caller's plain name; ``topic_id`` is a UUID string or ''."""
+
+    name: str
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    is_internal: bool = False
+    topic_id: str = ""
+    partitions: tuple[PartitionDescription, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataResult:
+    topics: list[TopicDescription]
+    cluster_id: str
+    # Weir has no controller among its brokers (the controller is a control-plane process):
+    # the answering broker names itself, which every client accepts.
+    controller_id: int
+    snapshot: ClusterSnapshot | None  # the cluster map the answer was built from (None: standalone)
+
+
+def describe(broker: Broker, call: CallContext, names: Sequence[str] | None, *, allow_auto_topic_creation: bool) -> MetadataResult:
+    """The topics named (None or empty: every topic the caller may describe)."""
+    snapshot = broker.cluster_state.snapshot
+    managed_topics: Mapping[str, ManagedTopic] = snapshot.topics if snapshot is not None else {}
+    topics = []
+    if not names:
+        for topic in broker.topic_admin.describe_topics([], allow_auto_create=False):
+            assert isinstance(topic, TopicMetadata)
+            if call.owns(topic.name) and call.may(Operation.DESCRIBE, ResourceType.TOPIC, call.plain(topic.name)):
+                topics.append(_topic_description(broker, topic, managed_topics.get(topic.name), call))
+    else:
+        auto_create = allow_auto_topic_creation and not broker.managed and not call.has_tenant
+        for name in dict.fromkeys(names):
+            topics.append(_named_topic(broker, call, name, managed_topics, auto_create))
+    cluster_id = (snapshot.cluster_id if snapshot is not None else "") or broker.cluster_id
+    return MetadataResult(topics, cluster_id, broker.config.node_id, snapshot)
+
+
+def _named_topic(broker: Broker, call: CallContext, name: str, managed_topics: Mapping[str, ManagedTopic], auto_create: bool) -> TopicDescription:
+    if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, name):
+        code, message = error_code_and_message(TopicAuthorizationError(name, "describe"))
+        return TopicDescription(name, code, message)
+    result = broker.topic_admin.describe_topics([call.qualify(name)], allow_auto_create=auto_create)[0]
+    if isinstance(result, TopicMetadata) and call.owns(result.name):
+        return _topic_description(broker, result, managed_topics.get(result.name), call)
+    error = result if isinstance(result, Exception) else UnknownTopicOrPartitionError(name)
+    code, message = error_code_and_message(error)
+    return TopicDescription(name, code, message.replace(call.qualify(name), name))
+
+
+def _topic_description(broker: Broker, topic: TopicMetadata, managed: ManagedTopic | None, call: CallContext) -> TopicDescription:
+    if managed is not None:
+        partitions = tuple(
+            PartitionDescription(
+                assignment.partition,
+                assignment.leader_id,
+                assignment.leader_epoch,
+                tuple(assignment.replicas),
+                # As leader, the ISR this broker keeps is newer than the map's.
+                tuple(broker.replication.isr(topic.name, assignment.partition) or assignment.isr),
+            )
+            for assignment in managed.partitions
+        )
+    else:
+        node_id = broker.config.node_id
+        partitions = tuple(PartitionDescription(partition, node_id, LEADER_EPOCH, (node_id,), (node_id,)) for partition in range(topic.partitions))
+    return TopicDescription(call.plain(topic.name), is_internal=topic.internal, topic_id=topic.topic_id, partitions=partitions)
