@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from broker_nodes import names
 from broker_nodes.storage.atomic_files import write_atomically
@@ -103,8 +104,9 @@ class PartitionAssignment:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> PartitionAssignment:
-        return cls(int(data["partition"]), int(data["leader_id"]), int(data["leader_epoch"]), tuple(data["replicas"]), tuple(data["isr"]))  # type: ignore[arg-type, call-overload]
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionAssignment:
+        """From its entry in cluster-state.json as json.load decodes it (values of any JSON type)."""
+        return cls(int(data["partition"]), int(data["leader_id"]), int(data["leader_epoch"]), tuple(data["replicas"]), tuple(data["isr"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +142,14 @@ class ManagedTopic:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> ManagedTopic:
+    def from_json(cls, data: Mapping[str, Any]) -> ManagedTopic:
+        """From its entry in cluster-state.json as json.load decodes it."""
         return cls(
             tenant_id=str(data["tenant_id"]),
             name=str(data["name"]),
             topic_id=str(data["topic_id"]),
-            configs=MappingProxyType({str(key): str(value) for key, value in dict(data["configs"]).items()}),  # type: ignore[call-overload]
-            partitions=tuple(PartitionAssignment.from_json(entry) for entry in data["partitions"]),  # type: ignore[attr-defined]
+            configs=MappingProxyType({str(key): str(value) for key, value in dict(data["configs"]).items()}),
+            partitions=tuple(PartitionAssignment.from_json(entry) for entry in data["partitions"]),
         )
 
 
@@ -251,13 +254,14 @@ class ClusterSnapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> ClusterSnapshot:
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterSnapshot:
+        """From the snapshot in cluster-state.json as json.load decodes it."""
         brokers = tuple(
             BrokerEndpoint(int(item["node_id"]), str(item["host"]), int(item["port"]), str(item.get("rack", "")), int(item.get("kafka_port", 0)))
             for item in data["brokers"]
-        )  # type: ignore[attr-defined]
-        topics = (ManagedTopic.from_json(item) for item in data["topics"])  # type: ignore[attr-defined]
-        return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))  # type: ignore[call-overload]
+        )
+        topics = (ManagedTopic.from_json(item) for item in data["topics"])
+        return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))
 
 
 @dataclass(frozen=True, slots=True)

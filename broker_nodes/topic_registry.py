@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from broker_nodes.storage.atomic_files import write_atomically
 from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
@@ -133,13 +134,14 @@ class TopicMetadata:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> TopicMetadata:
+    def from_json(cls, data: Mapping[str, Any]) -> TopicMetadata:
+        """From one entry of topics.json as json.load decodes it (values of any JSON type)."""
         return cls(
             name=str(data["name"]),
             topic_id=str(data["topic_id"]),
-            partitions=int(data["partitions"]),  # type: ignore[arg-type]
-            replication_factor=int(data["replication_factor"]),  # type: ignore[arg-type]
-            configs=MappingProxyType({str(key): str(value) for key, value in dict(data.get("configs") or {}).items()}),  # type: ignore[call-overload]
+            partitions=int(data["partitions"]),
+            replication_factor=int(data["replication_factor"]),
+            configs=MappingProxyType({str(key): str(value) for key, value in dict(data.get("configs") or {}).items()}),
             internal=bool(data.get("internal", False)),
         )
 

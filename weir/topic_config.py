@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+
+# A parsed config value: INT and LONG parse to int, DOUBLE to float, BOOLEAN to bool, STRING to str, LIST to a tuple of str.
+ConfigValue: TypeAlias = int | float | bool | str | tuple[str, ...]
 
 
 class InvalidConfigError(ValueError):
@@ -39,7 +43,7 @@ class ConfigKey:
     maximum: float | None = None
     choices: tuple[str, ...] = field(default=())
 
-    def parse(self, raw: str) -> object:
+    def parse(self, raw: str) -> ConfigValue:
         """Parse and range-check ``raw``; raise InvalidConfigError naming the problem."""
         if not isinstance(raw, str):
             raw = str(raw)
@@ -48,7 +52,7 @@ class ConfigKey:
             value = _PARSERS[self.type](text)
         except ValueError:
             raise InvalidConfigError(self.name, raw, f"expected a value of type {self.type}") from None
-        if self.type in ("INT", "LONG", "DOUBLE"):
+        if self.type in ("INT", "LONG", "DOUBLE") and isinstance(value, int | float):
             limit_max = INT_MAX if self.type == "INT" else (LONG_MAX if self.type == "LONG" else None)
             maximum = self.maximum if self.maximum is not None else limit_max
             if self.minimum is not None and value < self.minimum:
@@ -56,7 +60,7 @@ class ConfigKey:
             if maximum is not None and value > maximum:
                 raise InvalidConfigError(self.name, raw, f"must be at most {_number(maximum)}")
         if self.choices:
-            members = value if self.type == "LIST" else [value]
+            members = value if isinstance(value, tuple) else (value,)
             if self.type == "LIST" and not members:
                 raise InvalidConfigError(self.name, raw, f"must list at least one of {', '.join(self.choices)}")
             for member in members:
@@ -65,7 +69,7 @@ class ConfigKey:
         return value
 
     @property
-    def default_value(self) -> object:
+    def default_value(self) -> ConfigValue:
         return self.parse(self.default)
 
 
@@ -86,7 +90,7 @@ def _parse_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-_PARSERS: dict[str, Callable[[str], object]] = {
+_PARSERS: dict[str, Callable[[str], ConfigValue]] = {
     "INT": int,
     "LONG": int,
     "DOUBLE": float,
@@ -158,12 +162,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
 }
 
 
-def validate_topic_configs(raw: Mapping[str, str]) -> dict[str, object]:
+def validate_topic_configs(raw: Mapping[str, str]) -> dict[str, ConfigValue]:
     """Parse the given overrides; raise InvalidConfigError for an unknown key or a bad value.
 
     Returns only the keys given, typed. Combine with :func:`effective_topic_configs` for the full set.
     """
-    parsed: dict[str, object] = {}
+    parsed: dict[str, ConfigValue] = {}
     for name, value in raw.items():
         key = TOPIC_CONFIGS.get(name)
         if key is None:
@@ -174,7 +178,7 @@ def validate_topic_configs(raw: Mapping[str, str]) -> dict[str, object]:
     return parsed
 
 
-def effective_topic_configs(overrides: Mapping[str, str]) -> dict[str, object]:
+def effective_topic_configs(overrides: Mapping[str, str]) -> dict[str, ConfigValue]:
     """Every topic config, typed: the defaults with ``overrides`` validated and applied."""
     values = {name: key.default_value for name, key in TOPIC_CONFIGS.items()}
     values.update(validate_topic_configs(overrides))

@@ -37,7 +37,7 @@ from broker_nodes.topic_registry import (
     check_topic_name,
 )
 from grpc_protos.weir.v1 import broker_pb2
-from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError, effective_topic_configs
+from weir.topic_config import TOPIC_CONFIGS, ConfigValue, InvalidConfigError, effective_topic_configs
 
 USE_BROKER_DEFAULT = -1  # num_partitions / replication_factor meaning "the broker's default"
 
@@ -103,7 +103,7 @@ class TopicAdmin:
 
     # ------------------------------------------------------------------ configs of a topic
 
-    def effective_configs(self, topic: TopicMetadata) -> dict[str, object]:
+    def effective_configs(self, topic: TopicMetadata) -> dict[str, ConfigValue]:
         """Every topic config of ``topic``, typed, after overrides and broker defaults."""
         return effective_topic_configs({**self._broker_topic_defaults, **topic.configs})
 

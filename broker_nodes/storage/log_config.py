@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from weir.topic_config import effective_topic_configs
+from weir.topic_config import ConfigValue, effective_topic_configs
 
 CLEANUP_POLICY_DELETE = "delete"
 CLEANUP_POLICY_COMPACT = "compact"
@@ -47,28 +47,28 @@ class LogConfig:
     compression_type: str
 
     @classmethod
-    def from_topic_configs(cls, values: Mapping[str, object]) -> LogConfig:
+    def from_topic_configs(cls, values: Mapping[str, ConfigValue]) -> LogConfig:
         """Build from ``weir.topic_config.effective_topic_configs(...)``: typed values keyed by Kafka names."""
         return cls(
-            segment_bytes=int(values["segment.bytes"]),  # type: ignore[arg-type]
-            segment_ms=int(values["segment.ms"]),  # type: ignore[arg-type]
-            segment_jitter_ms=int(values["segment.jitter.ms"]),  # type: ignore[arg-type]
-            segment_index_bytes=int(values["segment.index.bytes"]),  # type: ignore[arg-type]
-            index_interval_bytes=int(values["index.interval.bytes"]),  # type: ignore[arg-type]
-            retention_ms=int(values["retention.ms"]),  # type: ignore[arg-type]
-            retention_bytes=int(values["retention.bytes"]),  # type: ignore[arg-type]
-            cleanup_policy=frozenset(values["cleanup.policy"]),  # type: ignore[arg-type]
-            delete_retention_ms=int(values["delete.retention.ms"]),  # type: ignore[arg-type]
-            min_compaction_lag_ms=int(values["min.compaction.lag.ms"]),  # type: ignore[arg-type]
-            max_compaction_lag_ms=int(values["max.compaction.lag.ms"]),  # type: ignore[arg-type]
-            min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),  # type: ignore[arg-type]
-            flush_messages=int(values["flush.messages"]),  # type: ignore[arg-type]
-            flush_ms=int(values["flush.ms"]),  # type: ignore[arg-type]
-            max_message_bytes=int(values["max.message.bytes"]),  # type: ignore[arg-type]
+            segment_bytes=int(_scalar(values, "segment.bytes")),
+            segment_ms=int(_scalar(values, "segment.ms")),
+            segment_jitter_ms=int(_scalar(values, "segment.jitter.ms")),
+            segment_index_bytes=int(_scalar(values, "segment.index.bytes")),
+            index_interval_bytes=int(_scalar(values, "index.interval.bytes")),
+            retention_ms=int(_scalar(values, "retention.ms")),
+            retention_bytes=int(_scalar(values, "retention.bytes")),
+            cleanup_policy=frozenset(_list(values, "cleanup.policy")),
+            delete_retention_ms=int(_scalar(values, "delete.retention.ms")),
+            min_compaction_lag_ms=int(_scalar(values, "min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(_scalar(values, "max.compaction.lag.ms")),
+            min_cleanable_dirty_ratio=float(_scalar(values, "min.cleanable.dirty.ratio")),
+            flush_messages=int(_scalar(values, "flush.messages")),
+            flush_ms=int(_scalar(values, "flush.ms")),
+            max_message_bytes=int(_scalar(values, "max.message.bytes")),
             message_timestamp_type=str(values["message.timestamp.type"]),
-            message_timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),  # type: ignore[arg-type]
-            message_timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),  # type: ignore[arg-type]
-            file_delete_delay_ms=int(values["file.delete.delay.ms"]),  # type: ignore[arg-type]
+            message_timestamp_before_max_ms=int(_scalar(values, "message.timestamp.before.max.ms")),
+            message_timestamp_after_max_ms=int(_scalar(values, "message.timestamp.after.max.ms")),
+            file_delete_delay_ms=int(_scalar(values, "file.delete.delay.ms")),
             compression_type=str(values["compression.type"]),
         )
 
@@ -95,3 +95,19 @@ class LogConfig:
     @property
     def uses_log_append_time(self) -> bool:
         return self.message_timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
+
+
+def _scalar(values: Mapping[str, ConfigValue], name: str) -> int | float | str:
+    """The parsed value of a number or string config (weir.topic_config's table declares its type)."""
+    value = values[name]
+    if isinstance(value, tuple):
+        raise TypeError(f"topic config {name!r} is a list, expected a single value")
+    return value
+
+
+def _list(values: Mapping[str, ConfigValue], name: str) -> tuple[str, ...]:
+    """The parsed value of a LIST config."""
+    value = values[name]
+    if not isinstance(value, tuple):
+        raise TypeError(f"topic config {name!r} is {value!r}, expected a list")
+    return value
