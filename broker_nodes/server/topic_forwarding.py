@@ -68,7 +68,7 @@ def _forward(
                 if isinstance(error, ControllerUnavailableError)
                 else ControllerUnavailableError(
                     controller.addresses,
-                    f"{error.code().name}: {error.details()}",  # type: ignore[attr-defined]
+                    f"{error.code().name}: {error.details()}",
                 )
             )
             forwarded_answers = [result(entry, ErrorCode.NOT_CONTROLLER, str(problem)) for entry in forwarded]

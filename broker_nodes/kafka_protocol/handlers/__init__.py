@@ -4,4 +4,10 @@ ApiVersions answers exactly what is registered, so a module not imported here is
 Add one import line per handler module.
 """
 
+from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
+from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
+from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
+from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
+from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
+from broker_nodes.kafka_protocol.handlers import incremental_alter_configs as incremental_alter_configs

@@ -1,0 +1,186 @@
+"""The admin handlers against a real in-process broker: topics and configs through Kafka's messages."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+
+from broker_nodes.security.access import CallContext, CallerKind, anonymous_context
+from tests.kafka_protocol.admin_calls import call_handler, request_module
+from tests.support.in_process_broker import InProcessBroker
+from weir.errors import ErrorCode
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+TOPIC, BROKER = 2, 4
+TIMEOUT = datetime.timedelta(seconds=5)
+ANONYMOUS = anonymous_context("127.0.0.1")
+
+
+@pytest.fixture
+def broker(tmp_path):
+    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "num.partitions": "3"}).start()
+    yield server.broker
+    server.stop()
+
+
+def create(broker, version, *topics, call=ANONYMOUS, validate_only=False):
+    schema = request_module(CREATE_TOPICS, version)
+    creatable = tuple(
+        schema.CreatableTopic(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=1,
+            assignments=(),
+            configs=tuple(schema.CreatableTopicConfig(name=key, value=value) for key, value in configs.items()),
+        )
+        for name, partitions, configs in topics
+    )
+    request = schema.CreateTopicsRequest(topics=creatable, timeout=TIMEOUT, validate_only=validate_only)
+    return call_handler(broker, call, CREATE_TOPICS, version, request).topics
+
+
+def describe_configs(broker, version, resource_type, name, keys=None, call=ANONYMOUS, synonyms=False):
+    schema = request_module(DESCRIBE_CONFIGS, version)
+    fields = {"include_documentation": True} if version >= 3 else {}
+    request = schema.DescribeConfigsRequest(
+        resources=(schema.DescribeConfigsResource(resource_type=resource_type, resource_name=name, configuration_keys=keys),),
+        include_synonyms=synonyms,
+        **fields,
+    )
+    return call_handler(broker, call, DESCRIBE_CONFIGS, version, request).results[0]
+
+
+def incremental(broker, name, *operations, version=1, call=ANONYMOUS):
+    schema = request_module(INCREMENTAL_ALTER_CONFIGS, version)
+    configs = tuple(schema.AlterableConfig(name=key, config_operation=op, value=value) for key, op, value in operations)
+    request = schema.IncrementalAlterConfigsRequest(
+        resources=(schema.AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=configs),), validate_only=False
+    )
+    return call_handler(broker, call, INCREMENTAL_ALTER_CONFIGS, version, request).responses[0]
+
+
+def tenant_client(*acls) -> CallContext:
+    return CallContext("tn-a", "User:sa-1", "127.0.0.1", CallerKind.CLIENT, tuple(acls))
+
+
+@pytest.mark.parametrize("version", [2, 5, 7])
+def test_create_topics_creates_them_and_answers_per_topic(broker, version):
+    created, duplicate = create(broker, version, ("orders", 2, {"retention.ms": "60000"}), ("orders-dup", -1, {}))
+    assert (created.error_code, created.name) == (0, "orders")
+    assert duplicate.error_code == 0  # -1: num.partitions of the broker
+    assert broker.registry.require("orders-dup").partitions == 3
+    if version >= 5:
+        assert created.num_partitions == 2 and created.replication_factor == 1
+        configs = {entry.name: entry for entry in created.configs}
+        assert configs["retention.ms"].value == "60000" and configs["retention.ms"].config_source == 1
+    if version >= 7:
+        assert str(created.topic_id) == broker.registry.require("orders").topic_id
+    again = create(broker, version, ("orders", 2, {}))[0]
+    assert again.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and again.error_message
+
+
+def test_create_topics_validate_only_creates_nothing_and_bad_configs_are_refused(broker):
+    assert create(broker, 7, ("checked", 1, {}), validate_only=True)[0].error_code == 0
+    assert broker.registry.get("checked") is None
+    bad = create(broker, 7, ("bad", 1, {"retention.ms": "soon"}))[0]
+    assert bad.error_code == ErrorCode.INVALID_CONFIG and "retention.ms" in bad.error_message
+
+
+def test_create_topics_with_a_name_twice_answers_invalid_request_for_each(broker):
+    results = create(broker, 5, ("twice", 1, {}), ("twice", 1, {}))
+    assert [result.error_code for result in results] == [ErrorCode.INVALID_REQUEST] * 2
+    assert broker.registry.get("twice") is None
+
+
+def test_a_tenant_without_a_controller_gets_policy_violation(broker):
+    result = create(broker, 7, ("orders", 1, {}), call=tenant_client())[0]
+    assert result.error_code == ErrorCode.POLICY_VIOLATION
+
+
+@pytest.mark.parametrize("version", [1, 4, 6])
+def test_delete_topics_by_name_and_by_id(broker, version):
+    create(broker, 7, ("first", 1, {}), ("second", 1, {}))
+    schema = request_module(DELETE_TOPICS, version)
+    if version >= 6:
+        second_id = uuid.UUID(broker.registry.require("second").topic_id)
+        topics = (schema.DeleteTopicState(name="first", topic_id=uuid.UUID(int=0)), schema.DeleteTopicState(name=None, topic_id=second_id))
+        unknown = (schema.DeleteTopicState(name=None, topic_id=uuid.uuid4()),)
+        request, missing = schema.DeleteTopicsRequest(topics=topics, timeout=TIMEOUT), schema.DeleteTopicsRequest(topics=unknown, timeout=TIMEOUT)
+    else:
+        request = schema.DeleteTopicsRequest(topic_names=("first", "second"), timeout=TIMEOUT)
+        missing = schema.DeleteTopicsRequest(topic_names=("never",), timeout=TIMEOUT)
+    results = call_handler(broker, ANONYMOUS, DELETE_TOPICS, version, request).responses
+    assert [(result.name, result.error_code) for result in results] == [("first", 0), ("second", 0)]
+    assert broker.registry.get("first") is None and broker.registry.get("second") is None
+    gone = call_handler(broker, ANONYMOUS, DELETE_TOPICS, version, missing).responses[0]
+    assert gone.error_code == (ErrorCode.UNKNOWN_TOPIC_ID if version >= 6 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_create_partitions_grows_a_topic_and_refuses_shrinking(broker, version):
+    create(broker, 7, ("orders", 2, {}))
+    schema = request_module(CREATE_PARTITIONS, version)
+
+    def grow(count):
+        topic = schema.CreatePartitionsTopic(name="orders", count=count, assignments=None)
+        request = schema.CreatePartitionsRequest(topics=(topic,), timeout=TIMEOUT, validate_only=False)
+        return call_handler(broker, ANONYMOUS, CREATE_PARTITIONS, version, request).results[0]
+
+    assert grow(4).error_code == 0
+    assert broker.registry.require("orders").partitions == 4
+    assert grow(3).error_code == ErrorCode.INVALID_PARTITIONS
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_describe_configs_of_a_topic_gives_sources_types_and_synonyms(broker, version):
+    create(broker, 7, ("orders", 1, {"cleanup.policy": "compact"}))
+    result = describe_configs(broker, version, TOPIC, "orders", synonyms=True)
+    assert result.error_code == 0
+    entries = {entry.name: entry for entry in result.configs}
+    policy = entries["cleanup.policy"]
+    assert (policy.value, policy.config_source) == ("compact", 1)
+    assert [(synonym.name, synonym.value) for synonym in policy.synonyms] == [("cleanup.policy", "compact")]
+    assert entries["retention.ms"].config_source == 5  # DEFAULT_CONFIG
+    if version >= 3:
+        assert policy.config_type == 7 and policy.documentation  # LIST
+    only = describe_configs(broker, version, TOPIC, "orders", keys=("retention.ms",))
+    assert [entry.name for entry in only.configs] == ["retention.ms"]
+
+
+def test_describe_configs_of_the_broker_and_of_unknown_or_forbidden_resources(broker):
+    node = describe_configs(broker, 4, BROKER, str(broker.config.node_id))
+    assert node.error_code == 0 and node.configs and all(entry.read_only for entry in node.configs)
+    assert describe_configs(broker, 4, TOPIC, "missing").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    forbidden = describe_configs(broker, 4, TOPIC, "orders", call=tenant_client())
+    assert forbidden.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert describe_configs(broker, 4, BROKER, "1", call=tenant_client()).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_alter_configs_replaces_every_override(broker, version):
+    create(broker, 7, ("orders", 1, {"retention.ms": "60000", "cleanup.policy": "compact"}))
+    schema = request_module(ALTER_CONFIGS, version)
+    resource = schema.AlterConfigsResource(resource_type=TOPIC, resource_name="orders", configs=(schema.AlterableConfig(name="retention.ms", value="120000"),))
+    result = call_handler(broker, ANONYMOUS, ALTER_CONFIGS, version, schema.AlterConfigsRequest(resources=(resource,), validate_only=False)).responses[0]
+    assert (result.error_code, result.resource_name) == (0, "orders")
+    assert dict(broker.registry.require("orders").configs) == {"retention.ms": "120000"}
+    broker_resource = schema.AlterConfigsResource(resource_type=BROKER, resource_name="1", configs=(schema.AlterableConfig(name="num.partitions", value="9"),))
+    refused = call_handler(broker, ANONYMOUS, ALTER_CONFIGS, version, schema.AlterConfigsRequest(resources=(broker_resource,), validate_only=False))
+    assert refused.responses[0].error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_incremental_alter_configs_sets_deletes_appends_and_subtracts(broker):
+    create(broker, 7, ("orders", 1, {"retention.ms": "60000"}))
+    assert incremental(broker, "orders", ("segment.ms", 0, "3600000"), ("retention.ms", 1, None)).error_code == 0
+    assert dict(broker.registry.require("orders").configs) == {"segment.ms": "3600000"}
+    assert incremental(broker, "orders", ("cleanup.policy", 2, "compact")).error_code == 0
+    assert broker.registry.require("orders").configs["cleanup.policy"] == "delete,compact"
+    assert incremental(broker, "orders", ("cleanup.policy", 3, "delete"), version=0).error_code == 0
+    assert broker.registry.require("orders").configs["cleanup.policy"] == "compact"
+    not_a_list = incremental(broker, "orders", ("retention.ms", 2, "5"))
+    assert not_a_list.error_code == ErrorCode.INVALID_CONFIG and "LIST" in not_a_list.error_message
+    assert incremental(broker, "orders", ("retention.ms", 9, "5")).error_code == ErrorCode.INVALID_REQUEST
+    assert incremental(broker, "missing", ("cleanup.policy", 2, "compact")).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
