@@ -8,12 +8,14 @@ import uuid
 import pytest
 
 from broker_nodes.security.access import CallContext, CallerKind, anonymous_context
+from tests.broker_nodes.server.helpers import batch
 from tests.kafka_protocol.admin_calls import call_handler, request_module
 from tests.support.in_process_broker import InProcessBroker
 from weir.errors import ErrorCode
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+DELETE_RECORDS, DESCRIBE_CLUSTER = 21, 60
 TOPIC, BROKER = 2, 4
 TIMEOUT = datetime.timedelta(seconds=5)
 ANONYMOUS = anonymous_context("127.0.0.1")
@@ -184,3 +186,47 @@ def test_incremental_alter_configs_sets_deletes_appends_and_subtracts(broker):
     assert not_a_list.error_code == ErrorCode.INVALID_CONFIG and "LIST" in not_a_list.error_message
     assert incremental(broker, "orders", ("retention.ms", 9, "5")).error_code == ErrorCode.INVALID_REQUEST
     assert incremental(broker, "missing", ("cleanup.policy", 2, "compact")).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_cluster_lists_this_broker_and_the_callers_cluster_operations(broker, version):
+    schema = request_module(DESCRIBE_CLUSTER, version)
+    answer = call_handler(broker, ANONYMOUS, DESCRIBE_CLUSTER, version, schema.DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert answer.error_code == 0 and answer.cluster_id == broker.cluster_id
+    assert [(node.broker_id, node.host, node.port) for node in answer.brokers] == [(broker.config.node_id, "127.0.0.1", 9092)]
+    assert answer.cluster_authorized_operations & (1 << 5) and answer.cluster_authorized_operations & (1 << 8)  # CREATE, DESCRIBE
+    not_asked = call_handler(broker, tenant_client(), DESCRIBE_CLUSTER, version, schema.DescribeClusterRequest(include_cluster_authorized_operations=False))
+    assert not_asked.cluster_authorized_operations == -(2**31)
+    denied = call_handler(broker, tenant_client(), DESCRIBE_CLUSTER, version, schema.DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert denied.cluster_authorized_operations == 0
+
+
+def test_describe_cluster_refuses_controller_endpoints(broker):
+    schema = request_module(DESCRIBE_CLUSTER, 1)
+    answer = call_handler(broker, ANONYMOUS, DESCRIBE_CLUSTER, 1, schema.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2))
+    assert answer.error_code == 115 and answer.brokers == ()  # UNSUPPORTED_ENDPOINT_TYPE
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_delete_records_raises_the_log_start_offset(broker, version):
+    create(broker, 7, ("orders", 2, {}))
+    for start in range(3):
+        broker.replica_manager.append_to_partition("orders", 0, batch([b"a", b"b"], timestamp=1_700_000_000_000 + start), acks=1)
+    log = broker.replica_manager.partition_log("orders", 0)
+    assert log.high_watermark == 6
+    schema = request_module(DELETE_RECORDS, version)
+
+    def delete(*offsets, topic="orders", call=ANONYMOUS):
+        partitions = tuple(schema.DeleteRecordsPartition(partition_index=partition, offset=offset) for partition, offset in offsets)
+        request = schema.DeleteRecordsRequest(topics=(schema.DeleteRecordsTopic(name=topic, partitions=partitions),), timeout=TIMEOUT)
+        return call_handler(broker, call, DELETE_RECORDS, version, request).topics[0].partitions
+
+    first = delete((0, 4))
+    assert [(result.partition_index, result.error_code, result.low_watermark) for result in first] == [(0, 0, 4)]
+    assert log.log_start_offset == 4
+    assert delete((0, 2))[0].low_watermark == 4  # below the log start: nothing changes
+    assert delete((0, 7))[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert [(result.error_code, result.low_watermark) for result in delete((0, -1), (1, -1))] == [(0, 6), (0, 0)]
+    assert delete((0, 1), topic="missing")[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert delete((0, 1), call=tenant_client())[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert log.log_start_offset == 6

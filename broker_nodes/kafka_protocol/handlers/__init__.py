@@ -8,6 +8,8 @@ from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
 from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
 from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
+from broker_nodes.kafka_protocol.handlers import delete_records as delete_records
 from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
+from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import incremental_alter_configs as incremental_alter_configs
