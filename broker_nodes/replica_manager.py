@@ -351,6 +351,18 @@ class ReplicaManager:
         if request_epoch > current_epoch:
             raise UnknownLeaderEpochError(request_epoch, current_epoch)
 
+    # ------------------------------------------------------------------ leader epochs
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int]:
+        """(largest epoch <= ``leader_epoch`` in this leader's log, the offset where it ended): a consumer's KIP-320 check.
+
+        ``current_leader_epoch`` (-1: not checked) is fenced or unknown exactly as in Fetch.
+        """
+        current = self.leader_epoch(topic, partition)
+        log = self.partition_log(topic, partition)
+        self._check_leader_epoch(current_leader_epoch, current)
+        return log.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
+
     # ------------------------------------------------------------------ list offsets
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> ListOffsetsResult:

@@ -59,7 +59,11 @@ class KafkaRequestContext:
 
 
 Handler = Callable[[KafkaRequestContext, Any], Any]
-"""kio request object -> kio response object of the same API version."""
+"""kio request object -> kio response object of the same API version, or :data:`NO_RESPONSE`."""
+
+NO_RESPONSE = None
+"""A handler's answer when Kafka sends nothing back (Produce with acks=0): the connection sends no
+frame for that request, keeps the connection open and goes on with the next one."""
 
 
 @dataclass(frozen=True, slots=True)

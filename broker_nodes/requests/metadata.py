@@ -57,6 +57,24 @@ class MetadataResult:
     snapshot: ClusterSnapshot | None  # the cluster map the answer was built from (None: standalone)
 
 
+# The operations Kafka reports in a topic's authorized operations (KIP-430).
+TOPIC_OPERATIONS = (
+    Operation.READ,
+    Operation.WRITE,
+    Operation.CREATE,
+    Operation.DELETE,
+    Operation.ALTER,
+    Operation.DESCRIBE,
+    Operation.DESCRIBE_CONFIGS,
+    Operation.ALTER_CONFIGS,
+)
+
+
+def authorized_topic_operations(call: CallContext, topic: str) -> list[Operation]:
+    """The topic operations the caller's ACLs allow on ``topic`` (plain name), for KIP-430 answers."""
+    return [operation for operation in TOPIC_OPERATIONS if call.may(operation, ResourceType.TOPIC, topic)]
+
+
 def describe(broker: Broker, call: CallContext, names: Sequence[str] | None, *, allow_auto_topic_creation: bool) -> MetadataResult:
     """The topics named (None or empty: every topic the caller may describe)."""
     snapshot = broker.cluster_state.snapshot

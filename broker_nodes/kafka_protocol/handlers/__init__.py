@@ -12,4 +12,10 @@ from broker_nodes.kafka_protocol.handlers import delete_records as delete_record
 from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
+from broker_nodes.kafka_protocol.handlers import fetch as fetch
 from broker_nodes.kafka_protocol.handlers import incremental_alter_configs as incremental_alter_configs
+from broker_nodes.kafka_protocol.handlers import init_producer_id as init_producer_id
+from broker_nodes.kafka_protocol.handlers import list_offsets as list_offsets
+from broker_nodes.kafka_protocol.handlers import metadata as metadata
+from broker_nodes.kafka_protocol.handlers import offset_for_leader_epoch as offset_for_leader_epoch
+from broker_nodes.kafka_protocol.handlers import produce as produce

@@ -1,0 +1,75 @@
+"""Produce (key 0, v3-v11): the RecordBatch v2 bytes as received, through ``requests.produce``.
+
+The batches are not decoded here: the broker's append validates them (CRC, magic, producer
+id/epoch/sequence for idempotent producers) exactly as for the gRPC SDK. acks=0 is answered
+with no response at all (the handler returns None, see ``api``), as Kafka does. A partition
+named twice in one request is refused on its repeats (INVALID_REQUEST), its first occurrence
+is appended.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, timeout_ms
+from broker_nodes.kafka_protocol.handlers.data_common import by_topic, throttle_time
+from broker_nodes.requests import produce as produce_requests
+from broker_nodes.requests.produce import ProducePartition, ProducePartitionOutcome
+
+PRODUCE_KEY = 0
+NO_ACKS = 0
+
+
+@api.handles(PRODUCE_KEY, 3, 11)
+def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
+    partitions: list[ProducePartition] = []
+    repeated: list[ProducePartitionOutcome] = []
+    seen: set[tuple[str, int]] = set()
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            key = (topic.name, data.index)
+            if key in seen:
+                repeated.append(ProducePartitionOutcome(topic.name, data.index, int(ErrorCode.invalid_request), "the partition occurs twice in the request"))
+                continue
+            seen.add(key)
+            partitions.append(ProducePartition(topic.name, data.index, bytes(data.records or b"")))
+    result = produce_requests.produce(
+        context.broker,
+        context.call,
+        partitions,
+        acks=request.acks,
+        timeout_ms=timeout_ms(request.timeout),
+        transactional_id=request.transactional_id or "",
+    )
+    if request.acks == NO_ACKS:
+        return api.NO_RESPONSE  # Kafka sends nothing back for acks=0
+    schema = response_module(context)
+    outcomes = by_topic([*result.partitions, *repeated], lambda outcome: outcome.topic)
+    return build(
+        schema.ProduceResponse,
+        responses=tuple(
+            build(schema.TopicProduceResponse, name=topic, partition_responses=tuple(_partition(schema, outcome) for outcome in items))
+            for topic, items in outcomes.items()
+        ),
+        throttle_time=throttle_time(result.throttle_ms),
+    )
+
+
+def _partition(schema: Any, outcome: ProducePartitionOutcome) -> Any:
+    append_time = None
+    if outcome.log_append_time_ms >= 0:
+        append_time = datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, tz=datetime.UTC)
+    return build(
+        schema.PartitionProduceResponse,
+        index=outcome.partition,
+        error_code=ErrorCode(outcome.error_code),
+        base_offset=outcome.base_offset,
+        log_append_time=append_time,
+        log_start_offset=outcome.log_start_offset,
+        record_errors=(),
+        error_message=outcome.error_message or None,
+    )

@@ -1,0 +1,232 @@
+"""The data handlers against a real in-process broker: Metadata, Produce, Fetch, ListOffsets,
+OffsetForLeaderEpoch and InitProducerId through Kafka's messages, every message round-tripped
+through kio's codecs (see admin_calls)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.handlers.admin_common import build
+from broker_nodes.security.access import CallContext, CallerKind, anonymous_context
+from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
+from grpc_protos.weir.v1 import admin_pb2
+from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, brokers
+from tests.broker_nodes.security.managed_cluster import topic as managed_topic
+from tests.kafka_protocol.admin_calls import call_handler, request_module, round_trip
+from tests.support.in_process_broker import InProcessBroker
+from weir.errors import ErrorCode
+from weir.records import COMPRESSION_GZIP, build_batch, iter_records
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 3, 22, 23
+TIMEOUT = datetime.timedelta(seconds=5)
+FETCH_SESSION_ID_NOT_FOUND = 70  # Kafka's code; weir.errors has no name for it (the SDK keeps no fetch sessions)
+ANONYMOUS = anonymous_context("127.0.0.1")
+TENANT_TOPIC = "tn-a~orders"  # stored name of tenant tn-a's topic "orders"
+OTHER_TENANT_TOPIC = "tn-b~secrets"
+
+
+@pytest.fixture
+def broker(tmp_path):
+    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "num.partitions": "2"}).start()
+    admin = server.broker.topic_admin
+    admin.create_topic("events", 2, 1, {})
+    yield server.broker
+    server.stop()
+
+
+@pytest.fixture
+def managed(tmp_path):
+    """A broker given tenants' topics by the control plane (tn-a's "orders", tn-b's "secrets"), leader epoch 3."""
+    server = SecuredBroker(tmp_path / "managed").start()
+    server.admin.ApplyPartitions(
+        admin_pb2.ApplyPartitionsRequest(
+            version=1,
+            cluster_id="weir-test",
+            brokers=brokers((1, server.port)),
+            topics=[managed_topic("tn-a", "orders", partitions=2), managed_topic("tn-b", "secrets")],
+        ),
+        metadata=INTERNAL,
+    )
+    yield server.broker
+    server.stop()
+
+
+def tenant_client(*operations: Operation, topic: str = "orders") -> CallContext:
+    acls = tuple(AclEntry("User:sa-1", ResourceType.TOPIC, topic, PatternType.LITERAL, operation, Permission.ALLOW) for operation in operations)
+    return CallContext("tn-a", "User:sa-1", "127.0.0.1", CallerKind.CLIENT, acls)
+
+
+def batch(*values: bytes, codec: int = 0) -> bytes:
+    return build_batch([(1_700_000_000_000 + index, b"k%d" % index, value, [("h", b"v")]) for index, value in enumerate(values)], codec)
+
+
+def produce(broker, topic, partition, records, *, version=9, acks=-1, call=ANONYMOUS):
+    schema = request_module(PRODUCE, version)
+    request = schema.ProduceRequest(
+        acks=acks,
+        timeout=TIMEOUT,
+        topic_data=(schema.TopicProduceData(name=topic, partition_data=(schema.PartitionProduceData(index=partition, records=records),)),),
+    )
+    if acks == 0:
+        registration = api.registration(PRODUCE)
+        listener = api.KafkaListener(node_id=broker.config.node_id, host="127.0.0.1", port=9092)
+        context = api.KafkaRequestContext(broker, call, PRODUCE, version, correlation_id=1, client_id="test", listener=listener)
+        return registration.handler(context, round_trip(request))
+    return call_handler(broker, call, PRODUCE, version, request).responses[0].partition_responses[0]
+
+
+def fetch(broker, topic, partition, offset, *, version=12, call=ANONYMOUS, max_wait_ms=0, current_leader_epoch=-1, session_id=0, isolation_level=0):
+    schema = request_module(FETCH, version)
+    fields = {"current_leader_epoch": current_leader_epoch} if version >= 9 else {}
+    request = schema.FetchRequest(
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=isolation_level,
+        session_id=session_id,
+        topics=(
+            schema.FetchTopic(
+                topic=topic, partitions=(schema.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20, **fields),)
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+    return call_handler(broker, call, FETCH, version, request)
+
+
+def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False):
+    schema = request_module(METADATA, version)
+    topics = None if names is None else tuple(build(schema.MetadataRequestTopic, name=name, topic_id=None) for name in names)
+    fields = {"include_topic_authorized_operations": operations} if version >= 8 else {}
+    if 8 <= version <= 10:
+        fields["include_cluster_authorized_operations"] = False
+    request = schema.MetadataRequest(topics=topics, allow_auto_topic_creation=False, **fields) if version >= 4 else schema.MetadataRequest(topics=topics)
+    return call_handler(broker, call, METADATA, version, request)
+
+
+def list_offset(broker, topic, partition, timestamp, *, version=8, call=ANONYMOUS):
+    schema = request_module(LIST_OFFSETS, version)
+    request = build(
+        schema.ListOffsetsRequest,
+        replica_id=-1,
+        isolation_level=0,
+        topics=(schema.ListOffsetsTopic(name=topic, partitions=(schema.ListOffsetsPartition(partition_index=partition, timestamp=timestamp),)),),
+    )
+    return call_handler(broker, call, LIST_OFFSETS, version, request).topics[0].partitions[0]
+
+
+@pytest.mark.parametrize("version", [3, 7, 9, 11])
+def test_produce_then_fetch_returns_the_stored_batch_byte_for_byte(broker, version):
+    records = batch(b"one", b"two", codec=COMPRESSION_GZIP)
+    answer = produce(broker, "events", 1, records, version=version)
+    assert answer.error_code == ErrorCode.NO_ERROR and answer.base_offset == 0
+    fetched = fetch(broker, "events", 1, 0)
+    assert fetched.session_id == 0 and fetched.error_code == ErrorCode.NO_ERROR
+    partition = fetched.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.NO_ERROR and partition.high_watermark == 2 and partition.last_stable_offset == 2
+    stored = bytes(partition.records)
+    assert stored[61:] == records[61:]  # past the header fields the broker sets (base offset, leader epoch) and the CRC-covered part
+    assert [(record.key, record.value) for record in iter_records(stored)] == [(b"k0", b"one"), (b"k1", b"two")]
+
+
+def test_acks_zero_appends_and_sends_no_response(broker):
+    assert produce(broker, "events", 0, batch(b"x"), acks=0) is None
+    assert list_offset(broker, "events", 0, -1).offset == 1
+
+
+def test_a_bad_batch_and_an_unknown_partition_are_answered_per_partition(broker):
+    assert produce(broker, "events", 0, b"\x00" * 70).error_code in (ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)
+    assert produce(broker, "events", 9, batch(b"x")).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert fetch(broker, "events", 0, 5).responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_fetch_checks_the_leader_epoch_and_refuses_unknown_sessions(broker):
+    assert fetch(broker, "events", 0, 0, current_leader_epoch=0).responses[0].partitions[0].error_code == ErrorCode.NO_ERROR
+    assert fetch(broker, "events", 0, 0, current_leader_epoch=5).responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert fetch(broker, "events", 0, 0, session_id=42).error_code == FETCH_SESSION_ID_NOT_FOUND
+    assert fetch(broker, "events", 0, 0, isolation_level=1).responses[0].partitions[0].aborted_transactions == ()
+
+
+def test_fetch_long_polls_until_the_wait_ends(broker):
+    started = datetime.datetime.now()
+    partition = fetch(broker, "events", 0, 0, max_wait_ms=300).responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.NO_ERROR and not partition.records
+    assert datetime.datetime.now() - started >= datetime.timedelta(milliseconds=250)
+
+
+@pytest.mark.parametrize("version", [1, 4, 8, 10, 12])
+def test_metadata_lists_topics_partitions_and_this_broker(broker, version):
+    answer = metadata(broker, ["events"], version=version)
+    assert [(node.node_id, node.host, node.port) for node in answer.brokers] == [(broker.config.node_id, "127.0.0.1", 9092)]
+    assert answer.controller_id == broker.config.node_id
+    topic = answer.topics[0]
+    assert topic.name == "events" and topic.error_code == ErrorCode.NO_ERROR
+    assert [(p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes) for p in topic.partitions] == [
+        (0, broker.config.node_id, (broker.config.node_id,), (broker.config.node_id,)),
+        (1, broker.config.node_id, (broker.config.node_id,), (broker.config.node_id,)),
+    ]
+    if version >= 10:
+        assert str(topic.topic_id) == broker.registry.get("events").topic_id
+    assert metadata(broker, ["missing"], version=version).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert metadata(broker, [], version=version).topics == ()
+
+
+def test_a_tenant_sees_only_its_topics_by_plain_name_and_others_are_forbidden(managed):
+    broker = managed
+    client = tenant_client(Operation.READ, Operation.WRITE)
+    listed = metadata(broker, None, call=client, operations=True)
+    assert [topic.name for topic in listed.topics] == ["orders"]
+    operations = listed.topics[0].topic_authorized_operations
+    assert operations & (1 << 3) and operations & (1 << 4) and operations & (1 << 8) and not operations & (1 << 6)  # READ, WRITE, DESCRIBE; not DELETE
+    for name in ("secrets", "events", "missing"):
+        assert metadata(broker, [name], call=client).topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert produce(broker, "secrets", 0, batch(b"x"), call=client).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    denied = fetch(broker, "secrets", 0, 0, call=client).responses[0].partitions[0]
+    assert denied.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and not denied.records
+    assert list_offset(broker, "secrets", 0, -1, call=client).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert broker.replica_manager.partition_log(OTHER_TENANT_TOPIC, 0).log_end_offset == 0
+    assert produce(broker, "orders", 0, batch(b"mine"), call=client).error_code == ErrorCode.NO_ERROR
+    assert broker.replica_manager.partition_log(TENANT_TOPIC, 0).log_end_offset == 1
+    assert fetch(broker, "orders", 0, 0, call=client, current_leader_epoch=2).responses[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert listed.cluster_id == "weir-test" and [partition.leader_epoch for partition in listed.topics[0].partitions] == [3, 3]
+    unknown = produce(broker, "orders", 3, batch(b"x"), call=client)
+    assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and "tn-a" not in (unknown.error_message or "")
+
+
+def test_list_offsets_earliest_latest_by_time_and_max_timestamp(broker):
+    produce(broker, "events", 0, batch(b"a", b"b", b"c"))
+    assert (list_offset(broker, "events", 0, -2).offset, list_offset(broker, "events", 0, -1).offset) == (0, 3)
+    by_time = list_offset(broker, "events", 0, 1_700_000_000_001)
+    assert (by_time.offset, by_time.timestamp, by_time.leader_epoch) == (1, 1_700_000_000_001, 0)
+    assert list_offset(broker, "events", 0, -3).offset == 2
+    assert list_offset(broker, "events", 0, -1, version=1).offset == 3
+
+
+def test_offset_for_leader_epoch_answers_from_the_epoch_cache(broker):
+    produce(broker, "events", 0, batch(b"a", b"b"))
+    schema = request_module(OFFSET_FOR_LEADER_EPOCH, 4)
+    partitions = (
+        schema.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0),
+        schema.OffsetForLeaderPartition(partition=1, current_leader_epoch=3, leader_epoch=0),
+    )
+    request = schema.OffsetForLeaderEpochRequest(replica_id=-1, topics=(schema.OffsetForLeaderTopic(topic="events", partitions=partitions),))
+    answered = call_handler(broker, ANONYMOUS, OFFSET_FOR_LEADER_EPOCH, 4, request).topics[0].partitions
+    assert (answered[0].error_code, answered[0].leader_epoch, answered[0].end_offset) == (ErrorCode.NO_ERROR, 0, 2)
+    assert answered[1].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+@pytest.mark.parametrize("version", [0, 2, 4])
+def test_init_producer_id_allocates_and_refuses_transactional_ids(broker, version):
+    schema = request_module(INIT_PRODUCER_ID, version)
+    request = schema.InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT)
+    first = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, request)
+    second = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, request)
+    assert first.error_code == ErrorCode.NO_ERROR and first.producer_id >= 0 and first.producer_epoch == 0
+    assert second.producer_id != first.producer_id
+    refused = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, schema.InitProducerIdRequest(transactional_id="tx", transaction_timeout=TIMEOUT))
+    assert refused.error_code != ErrorCode.NO_ERROR and refused.producer_id == -1
+    denied = call_handler(broker, tenant_client(Operation.READ), INIT_PRODUCER_ID, version, request)
+    assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
