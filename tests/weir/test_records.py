@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -150,6 +151,25 @@ def test_decode_rejects_record_length_that_disagrees_with_its_fields():
     header = records.read_batch_header(batch)
     with pytest.raises(RecordFormatError):
         records.decode_records(records.batch_records_bytes(batch, 0, header), header)
+
+
+def test_decode_rejects_a_records_section_that_ends_inside_a_record():
+    batch = build([(0, b"key", b"value", [])])
+    header = records.read_batch_header(batch)
+    data = records.batch_records_bytes(batch, 0, header)
+    # The header announces a second record that the section does not hold.
+    with pytest.raises(RecordFormatError, match="records section ends inside a record"):
+        records.decode_records(data, dataclasses.replace(header, records_count=2))
+
+
+def test_decode_rejects_a_header_key_that_is_not_utf8():
+    batch = build([(0, None, b"value", [("h\u00e9", b"x")])])
+    header = records.read_batch_header(batch)
+    data = bytearray(records.batch_records_bytes(batch, 0, header))
+    position = data.index("h\u00e9".encode())
+    data[position + 1 : position + 3] = b"\xff\xfe"  # same length, not UTF-8
+    with pytest.raises(RecordFormatError, match="a header key is not UTF-8"):
+        records.decode_records(bytes(data), header)
 
 
 def test_snappy_uses_kafka_xerial_framing():
