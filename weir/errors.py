@@ -45,6 +45,7 @@ _BROKER_ERRORS = [
     ErrorSpec(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, "Messages are written to the log, but to fewer in-sync replicas than required."),
     ErrorSpec(21, "INVALID_REQUIRED_ACKS", False, "Produce request specified an invalid value for required acks."),
     ErrorSpec(22, "ILLEGAL_GENERATION", False, "Specified group generation id is not valid."),
+    ErrorSpec(23, "INCONSISTENT_GROUP_PROTOCOL", False, "The group member's supported protocols are incompatible with those of existing members."),
     ErrorSpec(24, "INVALID_GROUP_ID", False, "The configured groupId is invalid."),
     ErrorSpec(25, "UNKNOWN_MEMBER_ID", False, "The coordinator is not aware of this member."),
     ErrorSpec(26, "INVALID_SESSION_TIMEOUT", False, "The session timeout is not within the range allowed by the broker."),
@@ -80,6 +81,7 @@ _BROKER_ERRORS = [
     ErrorSpec(76, "UNSUPPORTED_COMPRESSION_TYPE", False, "The requesting client does not support the compression type of given partition."),
     ErrorSpec(77, "STALE_BROKER_EPOCH", False, "The broker epoch is not the current one of the broker's session."),
     ErrorSpec(78, "OFFSET_NOT_AVAILABLE", True, "The leader high watermark has not caught up from a recent leader election."),
+    ErrorSpec(79, "MEMBER_ID_REQUIRED", False, "The group member needs to have a valid member id before actually entering a consumer group."),
     ErrorSpec(81, "GROUP_MAX_SIZE_REACHED", False, "The consumer group has reached its max size."),
     ErrorSpec(
         82,
@@ -157,6 +159,7 @@ class _CodeNames:
     NOT_ENOUGH_REPLICAS_AFTER_APPEND: ClassVar[int]
     INVALID_REQUIRED_ACKS: ClassVar[int]
     ILLEGAL_GENERATION: ClassVar[int]
+    INCONSISTENT_GROUP_PROTOCOL: ClassVar[int]
     INVALID_GROUP_ID: ClassVar[int]
     UNKNOWN_MEMBER_ID: ClassVar[int]
     INVALID_SESSION_TIMEOUT: ClassVar[int]
@@ -192,6 +195,7 @@ class _CodeNames:
     UNSUPPORTED_COMPRESSION_TYPE: ClassVar[int]
     STALE_BROKER_EPOCH: ClassVar[int]
     OFFSET_NOT_AVAILABLE: ClassVar[int]
+    MEMBER_ID_REQUIRED: ClassVar[int]
     GROUP_MAX_SIZE_REACHED: ClassVar[int]
     FENCED_INSTANCE_ID: ClassVar[int]
     GROUP_SUBSCRIBED_TO_TOPIC: ClassVar[int]

@@ -14,6 +14,7 @@ import grpc
 
 from broker_nodes import cluster_state, producer_ids, replica_manager, topic_registry
 from broker_nodes.coordinator import offset_store
+from broker_nodes.coordinator.groups import classic_errors
 from broker_nodes.coordinator.groups import errors as group_errors
 from broker_nodes.replication import errors as replication_errors
 from broker_nodes.security import errors as security_errors
@@ -88,6 +89,10 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     # An admin commit to an active group: Kafka's answer to AlterConsumerGroupOffsets then.
     group_errors.ActiveGroupError: ErrorCode.UNKNOWN_MEMBER_ID,
     group_errors.PartitionNotAssignedError: ErrorCode.INVALID_REQUEST,
+    classic_errors.RebalanceInProgressError: ErrorCode.REBALANCE_IN_PROGRESS,
+    classic_errors.IllegalGenerationError: ErrorCode.ILLEGAL_GENERATION,
+    classic_errors.MemberIdRequiredError: ErrorCode.MEMBER_ID_REQUIRED,
+    classic_errors.InconsistentGroupProtocolError: ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
     cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
     replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,

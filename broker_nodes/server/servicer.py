@@ -25,12 +25,12 @@ import grpc
 
 from broker_nodes.cluster_state import BrokerEndpoint
 from broker_nodes.coordinator.groups import messages as group_messages
-from broker_nodes.coordinator.groups.group import GroupState
-from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
-from broker_nodes.coordinator.lookup import find_coordinator
-from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
+from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.requests import configs as config_requests
+from broker_nodes.requests import coordinator_lookup as coordinator_lookup_requests
 from broker_nodes.requests import fetch as fetch_requests
+from broker_nodes.requests import group_offsets as group_offset_requests
+from broker_nodes.requests import groups as group_requests
 from broker_nodes.requests import list_offsets as list_offsets_requests
 from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import produce as produce_requests
@@ -40,14 +40,11 @@ from broker_nodes.requests.list_offsets import ListOffsetsPartition
 from broker_nodes.requests.produce import ProducePartition
 from broker_nodes.security.access import CallContext, client_host_of
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
-from broker_nodes.security.authorizer import Operation, ResourceType
-from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
 from broker_nodes.server import request_parsing
 from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
-from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, error_code_and_message, grpc_status
+from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
-from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -256,37 +253,18 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def OffsetCommit(self, request: broker_pb2.OffsetCommitRequest, call: CallContext) -> broker_pb2.OffsetCommitResponse:
-        request_parsing.require_nonempty(request.topics, "topic")
         entries = [
             OffsetCommitEntry(topic.topic, partition.partition, partition.committed_offset, partition.committed_leader_epoch, partition.metadata)
             for topic in request.topics
             for partition in topic.partitions
         ]
-        request_parsing.require_unique(((entry.topic, entry.partition) for entry in entries), "topic-partition")
-        if request.group_id and not call.may(Operation.READ, ResourceType.GROUP, request.group_id):
-            code, message = error_code_and_message(GroupAuthorizationError(request.group_id, "commit offsets of"))
-            return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
-        authorized = [entry for entry in entries if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
-        qualified = [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized]
-        try:
-            committed = self.broker.offset_store.commit(
-                call.qualify(request.group_id) if request.group_id else "", request.member_id, qualified, member_epoch=request.generation_id
-            )
-        except Exception as error:
-            code, message = error_code_and_message(error)
-            return broker_pb2.OffsetCommitResponse(error_code=code, error_message=message)
-        committed_by_partition = {(entry.topic, entry.partition): outcome for entry, outcome in zip(authorized, committed)}
-        outcomes = [
-            committed_by_partition[(entry.topic, entry.partition)]
-            if (entry.topic, entry.partition) in committed_by_partition
-            else TopicAuthorizationError(entry.topic, "commit offsets of")
-            for entry in entries
+        outcome = group_offset_requests.commit_offsets(self.broker, call, request.group_id, request.member_id, request.generation_id, entries)
+        if outcome.error_code != NO_ERROR:
+            return broker_pb2.OffsetCommitResponse(error_code=outcome.error_code, error_message=outcome.error_message)
+        responses = [
+            (item.topic, broker_pb2.OffsetCommitPartitionResponse(partition=item.partition, error_code=item.error_code, error_message=item.error_message))
+            for item in outcome.partitions
         ]
-        responses = []
-        for entry, outcome in zip(entries, outcomes):
-            code, message = (NO_ERROR, "") if outcome is None else error_code_and_message(outcome)
-            message = message.replace(call.qualify(entry.topic), entry.topic)
-            responses.append((entry.topic, broker_pb2.OffsetCommitPartitionResponse(partition=entry.partition, error_code=code, error_message=message)))
         return broker_pb2.OffsetCommitResponse(
             topics=[broker_pb2.OffsetCommitTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
         )
@@ -294,132 +272,86 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
     @_handler
     def OffsetFetch(self, request: broker_pb2.OffsetFetchRequest, call: CallContext) -> broker_pb2.OffsetFetchResponse:
         wanted = [(topic.topic, partition) for topic in request.topics for partition in topic.partitions] if request.topics else None
-        if wanted is not None:
-            request_parsing.require_unique(wanted, "topic-partition")
-        if request.group_id and not call.may(Operation.READ, ResourceType.GROUP, request.group_id):
-            code, message = error_code_and_message(GroupAuthorizationError(request.group_id, "fetch offsets of"))
-            return broker_pb2.OffsetFetchResponse(error_code=code, error_message=message)
-        try:
-            committed = self.broker.offset_store.fetch(
-                call.qualify(request.group_id) if request.group_id else "",
-                None if wanted is None else [(call.qualify(topic), partition) for topic, partition in wanted],
+        outcome = group_offset_requests.fetch_offsets(self.broker, call, request.group_id, wanted)
+        if outcome.error_code != NO_ERROR:
+            return broker_pb2.OffsetFetchResponse(error_code=outcome.error_code, error_message=outcome.error_message)
+        responses = [
+            (
+                item.topic,
+                broker_pb2.OffsetFetchPartitionResponse(
+                    partition=item.partition,
+                    committed_offset=item.offset,
+                    committed_leader_epoch=item.leader_epoch,
+                    metadata=item.metadata,
+                    error_code=item.error_code,
+                    error_message=item.error_message,
+                ),
             )
-        except Exception as error:
-            code, message = error_code_and_message(error)
-            return broker_pb2.OffsetFetchResponse(error_code=code, error_message=message)
-        responses = []
-        for qualified_topic, partition, value in committed:
-            if not call.owns(qualified_topic):
-                continue
-            topic = call.plain(qualified_topic)
-            if not call.may(Operation.READ, ResourceType.TOPIC, topic):
-                if wanted is None:
-                    continue  # listing every commit of the group shows only the topics the caller may read
-                code, message = error_code_and_message(TopicAuthorizationError(topic, "fetch offsets of"))
-                response = broker_pb2.OffsetFetchPartitionResponse(
-                    partition=partition, committed_offset=-1, committed_leader_epoch=-1, error_code=code, error_message=message
-                )
-            elif value is None:
-                response = broker_pb2.OffsetFetchPartitionResponse(partition=partition, committed_offset=-1, committed_leader_epoch=-1)
-            else:
-                response = broker_pb2.OffsetFetchPartitionResponse(
-                    partition=partition, committed_offset=value.offset, committed_leader_epoch=value.leader_epoch, metadata=value.metadata
-                )
-            responses.append((topic, response))
+            for item in outcome.partitions
+        ]
         return broker_pb2.OffsetFetchResponse(
             topics=[broker_pb2.OffsetFetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()]
         )
 
     @_handler
     def FindCoordinator(self, request: broker_pb2.FindCoordinatorRequest, call: CallContext) -> broker_pb2.FindCoordinatorResponse:
-        """Each group's coordinator, in request order; Kafka asks for DESCRIBE on the group."""
+        """Each group's coordinator, in request order, at its gRPC address."""
         request_parsing.require_nonempty(request.group_ids, "group id")
-        snapshot = self.broker.cluster_state.snapshot
         this_broker = BrokerEndpoint(self._node.node_id, self._node.host, self._node.port, self._node.rack)
         coordinators = []
-        for group_id in request.group_ids:
-            try:
-                if not group_id:
-                    raise InvalidRequestError("a group id must not be empty")
-                if not call.may(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-                    raise GroupAuthorizationError(group_id, "describe")
-                node = find_coordinator(snapshot, call.qualify(group_id), this_broker)
-                coordinators.append(broker_pb2.Coordinator(group_id=group_id, node_id=node.node_id, host=node.host, port=node.port))
-            except Exception as error:
-                code, message = error_code_and_message(error)
+        for outcome in coordinator_lookup_requests.find_group_coordinators(self.broker, call, list(request.group_ids), this_broker):
+            if outcome.node is None:
                 # Kafka's Node.noNode(): id -1, no host, port -1.
-                coordinators.append(broker_pb2.Coordinator(group_id=group_id, node_id=-1, host="", port=-1, error_code=code, error_message=message))
+                coordinators.append(
+                    broker_pb2.Coordinator(
+                        group_id=outcome.group_id, node_id=-1, host="", port=-1, error_code=outcome.error_code, error_message=outcome.error_message
+                    )
+                )
+            else:
+                node = outcome.node
+                coordinators.append(broker_pb2.Coordinator(group_id=outcome.group_id, node_id=node.node_id, host=node.host, port=node.port))
         return broker_pb2.FindCoordinatorResponse(coordinators=coordinators)
 
     # ------------------------------------------------------------------ consumer groups (KIP-848)
 
-    @staticmethod
-    def _check_group(group_id: str, call: CallContext, operation: Operation, verb: str) -> None:
-        if not group_id:
-            raise InvalidGroupIdError(group_id)
-        if not call.may(operation, ResourceType.GROUP, group_id):
-            raise GroupAuthorizationError(group_id, verb)
-
     @_handler
     def ConsumerGroupHeartbeat(self, request: broker_pb2.ConsumerGroupHeartbeatRequest, call: CallContext) -> broker_pb2.ConsumerGroupHeartbeatResponse:
         """Join, heartbeat or leave (READ on the group; READ on each subscribed topic)."""
-        try:
-            self._check_group(request.group_id, call, Operation.READ, "join")
-            answer = self.broker.group_coordinator.heartbeat(
-                call.qualify(request.group_id), group_messages.heartbeat_request(request, call), TenantSubscriptions(self.broker.registry, call)
-            )
-        except Exception as error:
-            code, message = error_code_and_message(error)
+        outcome = group_requests.consumer_group_heartbeat(self.broker, call, request.group_id, lambda: group_messages.heartbeat_request(request, call))
+        if outcome.answer is None:
             return broker_pb2.ConsumerGroupHeartbeatResponse(
-                error_code=code, error_message=message, member_id=request.member_id, member_epoch=request.member_epoch
+                error_code=outcome.error_code, error_message=outcome.error_message, member_id=request.member_id, member_epoch=request.member_epoch
             )
-        return group_messages.heartbeat_response(answer, call)
+        return group_messages.heartbeat_response(outcome.answer, call)
 
     @_handler
     def ConsumerGroupDescribe(self, request: broker_pb2.ConsumerGroupDescribeRequest, call: CallContext) -> broker_pb2.ConsumerGroupDescribeResponse:
-        """Each group's state, members and assignments, in request order (DESCRIBE on the group)."""
-        request_parsing.require_nonempty(request.group_ids, "group id")
+        """Each group's state, members and assignments, in request order (DESCRIBE on the group); classic groups too."""
         groups = []
-        for group_id in request.group_ids:
-            try:
-                self._check_group(group_id, call, Operation.DESCRIBE, "describe")
-                groups.append(group_messages.group_description(self.broker.group_coordinator.describe(call.qualify(group_id)), call))
-            except Exception as error:
-                code, message = error_code_and_message(error)
-                state = GroupState.DEAD.value if code == ErrorCode.GROUP_ID_NOT_FOUND else ""
-                groups.append(broker_pb2.GroupDescription(group_id=group_id, error_code=code, error_message=message, state=state))
+        for outcome in group_requests.describe_groups(self.broker, call, list(request.group_ids)):
+            if outcome.snapshot is not None:
+                groups.append(group_messages.group_description(outcome.snapshot, call))
+            else:
+                state = group_requests.dead_state(outcome.error_code)
+                groups.append(
+                    broker_pb2.GroupDescription(group_id=outcome.group_id, error_code=outcome.error_code, error_message=outcome.error_message, state=state)
+                )
         return broker_pb2.ConsumerGroupDescribeResponse(groups=groups)
 
     @_handler
     def ListGroups(self, request: broker_pb2.ListGroupsRequest, call: CallContext) -> broker_pb2.ListGroupsResponse:
         """The groups this broker coordinates that the caller may describe, optionally only those in the given states."""
-        known = {state.value.lower(): state for state in GroupState}
-        wanted = set()
-        for name in request.states_filter:
-            if name.lower() not in known:
-                raise InvalidRequestError(f"group state {name!r} does not exist: use one of {', '.join(state.value for state in GroupState)}")
-            wanted.add(known[name.lower()])
         groups = [
-            group_messages.listed_group(group, call)
-            for group in self.broker.group_coordinator.list_groups()
-            if call.owns(group.group_id)
-            and (not wanted or group.state in wanted)
-            and call.may(Operation.DESCRIBE, ResourceType.GROUP, call.plain(group.group_id))
+            broker_pb2.ListedGroup(group_id=group.group_id, state=group.state.value, protocol_type=group.protocol_type)
+            for group in group_requests.list_groups(self.broker, call, list(request.states_filter))
         ]
         return broker_pb2.ListGroupsResponse(groups=groups)
 
     @_handler
     def DeleteGroups(self, request: broker_pb2.DeleteGroupsRequest, call: CallContext) -> broker_pb2.DeleteGroupsResponse:
         """Delete groups without members, with their committed offsets (DELETE on the group)."""
-        request_parsing.require_nonempty(request.group_ids, "group id")
-        request_parsing.require_unique(request.group_ids, "group id")
-        results = []
-        for group_id in request.group_ids:
-            try:
-                self._check_group(group_id, call, Operation.DELETE, "delete")
-                self.broker.group_coordinator.delete_group(call.qualify(group_id))
-                results.append(broker_pb2.DeletedGroup(group_id=group_id))
-            except Exception as error:
-                code, message = error_code_and_message(error)
-                results.append(broker_pb2.DeletedGroup(group_id=group_id, error_code=code, error_message=message))
+        results = [
+            broker_pb2.DeletedGroup(group_id=result.group_id, error_code=result.error_code, error_message=result.error_message)
+            for result in group_requests.delete_groups(self.broker, call, list(request.group_ids))
+        ]
         return broker_pb2.DeleteGroupsResponse(groups=results)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from broker_nodes.clock import Clock
+from broker_nodes.coordinator.groups.classic import ClassicSettings, ClassicState
+from broker_nodes.coordinator.groups.classic_groups import ClassicGroups
 from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError, NonEmptyGroupError, UnknownMemberIdError
 from broker_nodes.coordinator.groups.group import (
     ConsumerGroup,
@@ -41,7 +43,7 @@ from broker_nodes.coordinator.groups.group import (
 from broker_nodes.coordinator.groups.member import JOIN_EPOCH, Member, TopicPartition
 from broker_nodes.coordinator.groups.records import group_records
 from broker_nodes.coordinator.groups.subscriptions import registry_topics
-from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
+from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, InvalidGroupIdError, NotCoordinatorError, OffsetCommitEntry, OffsetStore
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
 from broker_nodes.topic_registry import TopicRegistry
 from weir.offset_commit_records import OffsetCommitKey, encode_offset_commit_key
@@ -50,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 TIMER_INTERVAL_SECONDS = 0.1  # how often session and rebalance timeouts are checked
 CONSUMER_PROTOCOL = "consumer"  # ListGroups' protocol type of a group with members' state
+CLASSIC_GROUP_TYPE = "classic"  # ListGroups v5's group type of a JoinGroup/SyncGroup group (KIP-848 ones are "consumer")
 SIMPLE_PROTOCOL = ""  # ... of a group that only has committed offsets (assign()-style consumers)
 
 Result = TypeVar("Result")
@@ -60,25 +63,32 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
+def new_classic_member_id(client_id: str) -> str:
+    """A classic member id as Kafka makes them: the client id, a dash and a random UUID."""
+    return f"{client_id}-{uuid.uuid4()}"
+
+
 @dataclass(frozen=True, slots=True)
 class GroupSnapshot:
     """One group as ConsumerGroupDescribe shows it."""
 
     group_id: str
-    state: GroupState
-    group_epoch: int
+    state: GroupState | ClassicState
+    group_epoch: int  # a classic group's generation
     assignment_epoch: int
-    assignor_name: str
+    assignor_name: str  # a classic group's protocol (the client-side assignor)
     members: tuple[Member, ...]  # by member id
     target: dict[str, frozenset[TopicPartition]]
     protocol_type: str
+    group_type: str = CONSUMER_PROTOCOL
 
 
 @dataclass(frozen=True, slots=True)
 class ListedGroup:
     group_id: str
-    state: GroupState
+    state: GroupState | ClassicState
     protocol_type: str
+    group_type: str = CONSUMER_PROTOCOL
 
 
 class GroupCoordinator:
@@ -92,21 +102,31 @@ class GroupCoordinator:
         settings: GroupSettings,
         *,
         member_ids: Callable[[], str] = new_member_id,
+        classic_settings: ClassicSettings | None = None,
+        classic_member_ids: Callable[[str], str] = new_classic_member_id,
     ) -> None:
         self._offsets = offset_store
         self._topics = registry_topics(registry)
         self._clock = clock
         self.settings = settings
         self._member_ids = member_ids
+        # Classic (JoinGroup/SyncGroup) groups, in memory, under the same per-group locks.
+        self.classic = ClassicGroups(offset_store, clock, classic_settings or ClassicSettings(), classic_member_ids, self._drop_empty_consumer_group)
 
     # ------------------------------------------------------------------ the protocol
 
     def heartbeat(self, group_id: str, request: Heartbeat, resolve: SubscriptionResolver) -> HeartbeatAnswer:
         """One ConsumerGroupHeartbeat of the (qualified) group; the group errors, or the coordinator errors, otherwise."""
         now = self._clock.milliseconds()
+        partition = self._offsets.coordinating(group_id)
+
+        def change(group: ConsumerGroup) -> HeartbeatAnswer:
+            self.classic.refuse_consumer_protocol(partition, group_id)  # under the group's lock, like every classic change
+            return group.heartbeat(request, now, self.settings, resolve, self._topics, self._member_ids)
+
         return self._change(
             group_id,
-            lambda group: group.heartbeat(request, now, self.settings, resolve, self._topics, self._member_ids),
+            change,
             create=request.member_epoch == JOIN_EPOCH,
             missing=lambda: UnknownMemberIdError(group_id, request.member_id),
         )
@@ -116,6 +136,22 @@ class GroupCoordinator:
         partition = self._offsets.coordinating(group_id)
         group = partition.groups.get(group_id)
         if group is None:
+            classic = self.classic.describe(group_id)
+            if classic is not None:
+                members = tuple(
+                    Member(member.member_id, member.instance_id, client_id=member.client_id, client_host=member.client_host) for member in classic.members
+                )
+                return GroupSnapshot(
+                    group_id,
+                    classic.state,
+                    classic.generation,
+                    classic.generation,
+                    classic.protocol_name,
+                    members,
+                    {},
+                    classic.protocol_type,
+                    CLASSIC_GROUP_TYPE,
+                )
             if not partition.committed(group_id):
                 raise GroupIdNotFoundError(group_id)
             return GroupSnapshot(group_id, GroupState.EMPTY, 0, 0, "", (), {}, SIMPLE_PROTOCOL)
@@ -128,10 +164,13 @@ class GroupCoordinator:
         """Every group of the offsets partitions this broker leads and has loaded, by group id."""
         listed = []
         for partition in self._offsets.led_partitions():
-            group_ids = set(partition.groups.group_ids()) | set(partition.groups_with_commits())
+            classic = {group.group_id: group for group in self.classic.listed(partition)}
+            group_ids = set(partition.groups.group_ids()) | set(partition.groups_with_commits()) | set(classic)
             for group_id in group_ids:
                 group = partition.groups.get(group_id)
-                if group is None:
+                if group is None and group_id in classic:
+                    listed.append(ListedGroup(group_id, classic[group_id].state, classic[group_id].protocol_type, CLASSIC_GROUP_TYPE))
+                elif group is None:
                     listed.append(ListedGroup(group_id, GroupState.EMPTY, SIMPLE_PROTOCOL))
                 else:
                     listed.append(ListedGroup(group_id, group.state, CONSUMER_PROTOCOL))
@@ -151,8 +190,34 @@ class GroupCoordinator:
                 raise GroupIdNotFoundError(group_id)
             if group is not None and group.members:
                 raise NonEmptyGroupError(group_id, len(group.members))
+            classic_members = self.classic.member_count(partition, group_id)
+            if classic_members:
+                raise NonEmptyGroupError(group_id, classic_members)
             self._delete_locked(partition, group_id, group, commits)
         logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
+
+    def _drop_empty_consumer_group(self, partition: OffsetsPartition, group_id: str) -> None:
+        """A classic join converts an empty KIP-848 group: its records go, its offsets stay (the caller holds the group's lock)."""
+        self._delete_locked(partition, group_id, partition.groups.get(group_id), [])
+
+    def commit_offsets(
+        self, group_id: str, member_id: str, generation: int, entries: list[OffsetCommitEntry], *, instance_id: str = ""
+    ) -> list[Exception | None]:
+        """Store offsets of the (qualified) group, checked against its members as its kind of group requires (see ``OffsetStore.commit``).
+
+        A classic group's member commits with its generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+        REBALANCE_IN_PROGRESS otherwise); ``generation`` is a KIP-848 member's member epoch.
+        The classic check and the append are not one atomic step (the offset store takes the
+        group's lock itself): a rebalance completing in between lets a commit of the previous
+        generation through, as if it had arrived a moment earlier.
+        """
+        if not group_id:
+            raise InvalidGroupIdError(group_id)
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            if self.classic.check_commit(partition, group_id, member_id, instance_id, generation):
+                member_id, generation = "", -1  # checked here; the offset store sees a commit from outside any member
+        return self._offsets.commit(group_id, member_id, entries, member_epoch=generation)
 
     def _delete_locked(self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition]) -> None:
         records = group_records(group, None)
@@ -189,7 +254,7 @@ class GroupCoordinator:
                 for removal in removals:
                     logger.info("group %s: member %s removed: %s", group_id, removal.member_id, removal.reason)
                 removed += len(removals)
-        return removed
+        return removed + self.classic.expire()
 
     def expire_offsets(self, retention_ms: int) -> int:
         """Expire committed offsets, then delete groups empty for ``retention_ms`` that have no offsets left; returns offsets expired."""

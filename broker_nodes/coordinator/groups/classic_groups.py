@@ -1,0 +1,220 @@
+"""Every classic group this broker coordinates, in memory, following the leadership of ``__consumer_offsets``.
+
+A classic group lives under the leadership of its offsets partition (the ``OffsetsPartition``
+object of that leadership is its ``home``): when the leadership ends or begins again, the
+group is dropped on its next use or timer check, its waiting JoinGroup/SyncGroup requests are
+answered NOT_COORDINATOR, and its members rejoin at the new coordinator (classic membership is
+not written to the log; see ``classic``). A group that becomes Empty is forgotten at once, so
+memory holds only groups with members; its committed offsets stay in the offsets partition.
+
+A group id is one kind of group at a time: every call here runs under the same per-group lock
+as the KIP-848 group of that id (``LoadedGroups.lock``), so a classic join and a consumer-group
+heartbeat can never both create the group. A classic JoinGroup to an empty KIP-848 group
+converts it (its records are deleted; offsets stay), as Kafka 4 does; to one with members it is
+refused with INCONSISTENT_GROUP_PROTOCOL.
+
+Thread-safe: the dict of groups is changed under each group's lock and read without one (a
+dict operation is atomic); a group itself is only touched under its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from broker_nodes.clock import Clock
+from broker_nodes.coordinator.groups.classic import (
+    ClassicDescription,
+    ClassicGroup,
+    ClassicSettings,
+    ClassicState,
+    Completion,
+    JoinRequest,
+)
+from broker_nodes.coordinator.groups.classic_errors import InconsistentGroupProtocolError, NotConsumerGroupError
+from broker_nodes.coordinator.groups.errors import UnknownMemberIdError
+from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
+from broker_nodes.coordinator.offsets_partition import OffsetsPartition
+
+logger = logging.getLogger(__name__)
+
+# (offsets partition, group id) -> None: delete the empty KIP-848 group of that id (its records; the caller holds the group's lock)
+ConsumerGroupDropper = Callable[[OffsetsPartition, str], None]
+
+
+class ClassicGroups:
+    """See the module docstring."""
+
+    def __init__(
+        self, offsets: OffsetStore, clock: Clock, settings: ClassicSettings, member_ids: Callable[[str], str], drop_consumer_group: ConsumerGroupDropper
+    ) -> None:
+        self._offsets = offsets
+        self._clock = clock
+        self.settings = settings
+        self._member_ids = member_ids
+        self._drop_consumer_group = drop_consumer_group
+        self._groups: dict[str, ClassicGroup] = {}
+
+    # ------------------------------------------------------------------ the protocol
+
+    def join(self, group_id: str, request: JoinRequest) -> Completion:
+        """One JoinGroup of the (qualified) group; the completion carries the answer (see ``ClassicGroup.join``)."""
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            consumer = partition.groups.get(group_id)
+            if consumer is not None:
+                if consumer.members:
+                    raise InconsistentGroupProtocolError(
+                        group_id, f"it is a consumer group (group.protocol=consumer) with {len(consumer.members)} members; join it with that protocol"
+                    )
+                self._drop_consumer_group(partition, group_id)
+                logger.info("group %s: the empty consumer group becomes a classic group", group_id)
+            group = self._current(partition, group_id) or ClassicGroup(group_id, home=partition)
+            try:
+                return group.join(request, self._clock.milliseconds(), self.settings, self._member_ids)
+            finally:
+                self._keep(group)
+
+    def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+    ) -> Completion:
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            group = self._require(partition, group_id, member_id)
+            try:
+                return group.sync(member_id, instance_id, generation, protocol_type, protocol_name, assignments, self._clock.milliseconds())
+            finally:
+                self._keep(group)
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str, generation: int) -> None:
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            self._require(partition, group_id, member_id).heartbeat(member_id, instance_id, generation, self._clock.milliseconds())
+
+    def leave(self, group_id: str, members: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """Members leaving (member id, instance id); one outcome each. UNKNOWN_MEMBER_ID for each when the group has no members."""
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            group = self._current(partition, group_id)
+            if group is None:
+                return [UnknownMemberIdError(group_id, member_id) for member_id, _ in members]
+            try:
+                return group.leave(members, self._clock.milliseconds(), self.settings)
+            finally:
+                self._keep(group)
+
+    def check_commit(self, partition: OffsetsPartition, group_id: str, member_id: str, instance_id: str, generation: int) -> bool:
+        """Under the group's lock: whether ``group_id`` is a classic group, raising when this member may not commit now."""
+        group = self._current(partition, group_id)
+        if group is None:
+            return False
+        group.check_commit(member_id, instance_id, generation)
+        return True
+
+    def refuse_consumer_protocol(self, partition: OffsetsPartition, group_id: str) -> None:
+        """Under the group's lock: GROUP_ID_NOT_FOUND for a KIP-848 heartbeat to a classic group with members."""
+        if self._current(partition, group_id) is not None:
+            raise NotConsumerGroupError(group_id)
+
+    # ------------------------------------------------------------------ views
+
+    def describe(self, group_id: str) -> ClassicDescription | None:
+        """The classic group of that id, None when there is none with members."""
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            group = self._current(partition, group_id)
+            return group.describe() if group is not None else None
+
+    def listed(self, partition: OffsetsPartition) -> list[ClassicDescription]:
+        """The classic groups of one led offsets partition (summaries without members)."""
+        found = []
+        for group_id, group in list(self._groups.items()):
+            if group.home is partition:
+                found.append(ClassicDescription(group_id, group.state, group.protocol_type, group.protocol_name, group.generation, group.leader))
+        return found
+
+    def member_count(self, partition: OffsetsPartition, group_id: str) -> int:
+        """Under the group's lock: how many members the classic group has (0 when there is none)."""
+        group = self._current(partition, group_id)
+        return len(group.members) + len(group.pending) if group is not None else 0
+
+    # ------------------------------------------------------------------ timers
+
+    def expire(self) -> int:
+        """Apply the timers of every group, drop groups whose leadership ended; returns how many members were removed."""
+        led = {id(partition) for partition in self._offsets.led_partitions()}
+        now = self._clock.milliseconds()
+        removed = 0
+        for group_id, group in list(self._groups.items()):
+            if id(group.home) not in led:
+                self._drop_if_stale(group_id)
+                continue
+            deadline = group.next_deadline()
+            if deadline is None or deadline > now:
+                continue
+            try:
+                partition = self._offsets.coordinating(group_id)
+            except (NotCoordinatorError, CoordinatorLoadingError):
+                self._drop_if_stale(group_id)
+                continue
+            with partition.groups.lock(group_id):
+                current = self._current(partition, group_id)
+                if current is None:
+                    continue
+                try:
+                    removals = current.expire(self._clock.milliseconds(), self.settings)
+                finally:
+                    self._keep(current)
+            for removal in removals:
+                logger.info("classic group %s: member %s removed: %s", group_id, removal.member_id, removal.reason)
+            removed += len(removals)
+        return removed
+
+    # ------------------------------------------------------------------ keeping the dict
+
+    def _current(self, partition: OffsetsPartition, group_id: str) -> ClassicGroup | None:
+        """The group if it lives under this leadership; one of an earlier leadership is dropped (its waiters told NOT_COORDINATOR)."""
+        group = self._groups.get(group_id)
+        if group is None or group.home is partition:
+            return group
+        self._abandon(group)
+        return None
+
+    def _require(self, partition: OffsetsPartition, group_id: str, member_id: str) -> ClassicGroup:
+        group = self._current(partition, group_id)
+        if group is None:
+            raise UnknownMemberIdError(group_id, member_id)
+        return group
+
+    def _keep(self, group: ClassicGroup) -> None:
+        if group.is_empty and group.state == ClassicState.EMPTY:
+            if self._groups.get(group.group_id) is group:
+                del self._groups[group.group_id]
+        else:
+            self._groups[group.group_id] = group
+
+    def _drop_if_stale(self, group_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None:
+            return
+        led = {id(partition) for partition in self._offsets.led_partitions()}
+        if id(group.home) not in led:
+            self._abandon(group)
+
+    def _abandon(self, group: ClassicGroup) -> None:
+        if self._groups.get(group.group_id) is group:
+            del self._groups[group.group_id]
+        home = group.home
+        error = NotCoordinatorError(group.group_id, home.partition if isinstance(home, OffsetsPartition) else -1)
+        for member in group.members.values():
+            for waiter in (member.awaiting_join, member.awaiting_sync):
+                if waiter is not None:
+                    waiter.complete(error)
+        logger.info("classic group %s dropped: this broker no longer coordinates it under that leadership; its members rejoin", group.group_id)

@@ -1,0 +1,131 @@
+"""OffsetCommit and OffsetFetch for both front doors: a group's committed offsets, in the caller's names.
+
+Authorization as in Kafka: READ on the group for both; READ on each topic committed or
+fetched (a denied topic's partition answers TOPIC_AUTHORIZATION_FAILED and is not stored;
+listing every commit of a group leaves denied topics out). Group and topic names are
+qualified with the caller's tenant on the way in and made plain on the way out, error
+messages included, so a tenant never sees another tenant's names.
+
+A commit is checked against its group by the coordinator: a KIP-848 member commits with its
+member epoch (``OffsetStore.commit``), a classic member with its generation
+(``GroupCoordinator.classic_commit``); a commit without a member id only to a group without
+members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from broker_nodes.coordinator.offset_store import OffsetCommitEntry
+from broker_nodes.requests.outcomes import NO_ERROR, plain_error
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
+from broker_nodes.server import request_parsing
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import error_code_and_message
+
+NO_OFFSET = -1  # Kafka's "no committed offset" (and no leader epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """One partition's outcome of a commit."""
+
+    topic: str  # plain
+    partition: int
+    error_code: int = NO_ERROR
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutcome:
+    """A commit's answer: a whole-request error, or one result per entry in request order."""
+
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    partitions: list[PartitionResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """One partition's committed offset (-1 when none), or its error."""
+
+    topic: str  # plain
+    partition: int
+    offset: int = NO_OFFSET
+    leader_epoch: int = NO_OFFSET
+    metadata: str = ""
+    error_code: int = NO_ERROR
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchOutcome:
+    """A fetch's answer: a whole-request error, or the committed offsets (request order, or by topic and partition)."""
+
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    partitions: list[CommittedOffset] = field(default_factory=list)
+
+
+def commit_offsets(broker: Broker, call: CallContext, group_id: str, member_id: str, generation: int, entries: Sequence[OffsetCommitEntry]) -> CommitOutcome:
+    """Store ``entries`` (plain topic names) for the caller's group.
+
+    ``member_id`` / ``generation`` name the committing member and its member epoch (KIP-848)
+    or generation (classic); "" / -1 for a commit without a member. InvalidRequestError
+    (the request as a whole is malformed) for no entries or a partition named twice.
+    """
+    request_parsing.require_nonempty(entries, "topic")
+    request_parsing.require_unique(((entry.topic, entry.partition) for entry in entries), "topic-partition")
+    if group_id and not call.may(Operation.READ, ResourceType.GROUP, group_id):
+        code, message = error_code_and_message(GroupAuthorizationError(group_id, "commit offsets of"))
+        return CommitOutcome(code, message)
+    authorized = [entry for entry in entries if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
+    qualified = [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized]
+    try:
+        committed = broker.group_coordinator.commit_offsets(call.qualify(group_id) if group_id else "", member_id, generation, qualified)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return CommitOutcome(code, message)
+    by_partition: dict[tuple[str, int], Exception | None] = {(entry.topic, entry.partition): outcome for entry, outcome in zip(authorized, committed)}
+    results = []
+    for entry in entries:
+        key = (entry.topic, entry.partition)
+        outcome = by_partition[key] if key in by_partition else TopicAuthorizationError(entry.topic, "commit offsets of")
+        code, message = (NO_ERROR, "") if outcome is None else plain_error(outcome, call, entry.topic)
+        results.append(PartitionResult(entry.topic, entry.partition, code, message))
+    return CommitOutcome(partitions=results)
+
+
+def fetch_offsets(broker: Broker, call: CallContext, group_id: str, wanted: Sequence[tuple[str, int]] | None) -> FetchOutcome:
+    """The caller's group's committed offsets of ``wanted`` (plain topic, partition), or of every partition it committed (None)."""
+    if wanted is not None:
+        request_parsing.require_unique(wanted, "topic-partition")
+    if group_id and not call.may(Operation.READ, ResourceType.GROUP, group_id):
+        code, message = error_code_and_message(GroupAuthorizationError(group_id, "fetch offsets of"))
+        return FetchOutcome(code, message)
+    try:
+        committed = broker.offset_store.fetch(
+            call.qualify(group_id) if group_id else "",
+            None if wanted is None else [(call.qualify(topic), partition) for topic, partition in wanted],
+        )
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return FetchOutcome(code, message)
+    results = []
+    for qualified_topic, partition, value in committed:
+        if not call.owns(qualified_topic):
+            continue
+        topic = call.plain(qualified_topic)
+        if not call.may(Operation.READ, ResourceType.TOPIC, topic):
+            if wanted is None:
+                continue  # listing every commit of the group shows only the topics the caller may read
+            code, message = error_code_and_message(TopicAuthorizationError(topic, "fetch offsets of"))
+            results.append(CommittedOffset(topic, partition, error_code=code, error_message=message))
+        elif value is None:
+            results.append(CommittedOffset(topic, partition))
+        else:
+            results.append(CommittedOffset(topic, partition, value.offset, value.leader_epoch, value.metadata))
+    return FetchOutcome(partitions=results)

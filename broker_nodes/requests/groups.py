@@ -1,0 +1,245 @@
+"""Consumer groups for both front doors: KIP-848 heartbeats, the classic protocol, describe, list and delete.
+
+Authorization as in Kafka: READ on the group to join, heartbeat, sync or leave (and READ on
+each subscribed topic, checked by the subscription resolver); DESCRIBE to describe or list;
+DELETE to delete. Group ids are qualified with the caller's tenant on the way in and made
+plain on the way out, so a tenant only ever sees its own groups. Errors become Kafka's codes
+and messages here (``server.errors``), never in a transport.
+
+Classic JoinGroup and SyncGroup may have to wait for other members: the coordinator hands back
+a completion, and this layer waits on it for at most the member's rebalance timeout (plus a
+margin for the coordinator's timer), so no handler thread waits without bound. A wait that
+runs out answers REBALANCE_IN_PROGRESS and the member joins again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from broker_nodes.coordinator.groups.classic import ClassicState, Completion, JoinAnswer, JoinRequest, SyncAnswer
+from broker_nodes.coordinator.groups.classic_errors import MemberIdRequiredError, RebalanceInProgressError
+from broker_nodes.coordinator.groups.coordinator import GroupSnapshot, ListedGroup
+from broker_nodes.coordinator.groups.group import GroupState, Heartbeat, HeartbeatAnswer
+from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
+from broker_nodes.coordinator.offset_store import InvalidGroupIdError
+from broker_nodes.requests.outcomes import NO_ERROR
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import GroupAuthorizationError
+from broker_nodes.server import request_parsing
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
+from weir.errors import ErrorCode
+
+WAIT_MARGIN_S = 5.0  # beyond the rebalance timeout, for the coordinator's timer to end the phase and answer
+STATES = {state.value.lower(): state.value for state in (*GroupState, *ClassicState)}  # ListGroups' filter, case-insensitive as in Kafka
+
+
+def _check_group(call: CallContext, group_id: str, operation: Operation, verb: str) -> None:
+    if not group_id:
+        raise InvalidGroupIdError(group_id)
+    if not call.may(operation, ResourceType.GROUP, group_id):
+        raise GroupAuthorizationError(group_id, verb)
+
+
+# ---------------------------------------------------------------------- KIP-848
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatOutcome:
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    answer: HeartbeatAnswer | None = None  # qualified topic names; the transport makes them plain
+
+
+def consumer_group_heartbeat(broker: Broker, call: CallContext, group_id: str, parse: Callable[[], Heartbeat]) -> HeartbeatOutcome:
+    """Join, heartbeat or leave a KIP-848 group (READ on the group). ``parse`` builds the request's values and may raise its errors."""
+    try:
+        _check_group(call, group_id, Operation.READ, "join")
+        answer = broker.group_coordinator.heartbeat(call.qualify(group_id), parse(), TenantSubscriptions(broker.registry, call))
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return HeartbeatOutcome(code, message)
+    return HeartbeatOutcome(answer=answer)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeOutcome:
+    group_id: str  # as the caller sent it
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    snapshot: GroupSnapshot | None = None  # qualified names inside
+
+
+def describe_groups(broker: Broker, call: CallContext, group_ids: Sequence[str]) -> list[DescribeOutcome]:
+    """Each group's state and members, in request order (DESCRIBE on the group); classic groups too (``snapshot.group_type``)."""
+    request_parsing.require_nonempty(group_ids, "group id")
+    outcomes = []
+    for group_id in group_ids:
+        try:
+            _check_group(call, group_id, Operation.DESCRIBE, "describe")
+            outcomes.append(DescribeOutcome(group_id, snapshot=broker.group_coordinator.describe(call.qualify(group_id))))
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            outcomes.append(DescribeOutcome(group_id, code, message))
+    return outcomes
+
+
+def list_groups(broker: Broker, call: CallContext, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[ListedGroup]:
+    """The groups this broker coordinates that the caller may describe (plain ids), optionally only in ``states`` / of ``types``."""
+    wanted = set()
+    for name in states:
+        if name.lower() not in STATES:
+            raise InvalidRequestError(f"group state {name!r} does not exist: use one of {', '.join(sorted(STATES.values()))}")
+        wanted.add(name.lower())
+    wanted_types = {name.lower() for name in types}
+    listed = []
+    for group in broker.group_coordinator.list_groups():
+        if not call.owns(group.group_id) or (wanted and group.state.value.lower() not in wanted) or (wanted_types and group.group_type not in wanted_types):
+            continue
+        plain = call.plain(group.group_id)
+        if call.may(Operation.DESCRIBE, ResourceType.GROUP, plain):
+            listed.append(ListedGroup(plain, group.state, group.protocol_type, group.group_type))
+    return listed
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    group_id: str
+    error_code: int = NO_ERROR
+    error_message: str = ""
+
+
+def delete_groups(broker: Broker, call: CallContext, group_ids: Sequence[str]) -> list[GroupResult]:
+    """Delete groups without members, with their committed offsets (DELETE on the group), in request order."""
+    request_parsing.require_nonempty(group_ids, "group id")
+    request_parsing.require_unique(group_ids, "group id")
+    results = []
+    for group_id in group_ids:
+        try:
+            _check_group(call, group_id, Operation.DELETE, "delete")
+            broker.group_coordinator.delete_group(call.qualify(group_id))
+            results.append(GroupResult(group_id))
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            results.append(GroupResult(group_id, code, message))
+    return results
+
+
+# ---------------------------------------------------------------------- classic
+
+
+@dataclass(frozen=True, slots=True)
+class JoinOutcome:
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    member_id: str = ""  # the new id with MEMBER_ID_REQUIRED
+    answer: JoinAnswer | None = None
+
+
+def _wait(completion: Completion, timeout_ms: int) -> object | None:
+    return completion.wait(max(0, timeout_ms) / 1000.0 + WAIT_MARGIN_S)
+
+
+def join_group(broker: Broker, call: CallContext, group_id: str, request: JoinRequest) -> JoinOutcome:
+    """One classic JoinGroup (READ on the group); waits for the rebalance to complete, bounded by the rebalance timeout."""
+    try:
+        _check_group(call, group_id, Operation.READ, "join")
+        completion = broker.group_coordinator.classic.join(call.qualify(group_id), request)
+        result = _wait(completion, request.rebalance_timeout_ms)
+        if result is None:
+            raise RebalanceInProgressError(call.qualify(group_id))
+        if isinstance(result, Exception):
+            raise result
+        assert isinstance(result, JoinAnswer)
+    except MemberIdRequiredError as error:
+        code, message = error_code_and_message(error)
+        return JoinOutcome(code, message, member_id=error.member_id)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return JoinOutcome(code, message, member_id=request.member_id)
+    return JoinOutcome(member_id=result.member_id, answer=result)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    answer: SyncAnswer | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    member_id: str
+    generation: int
+    instance_id: str = ""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: Mapping[str, bytes] = field(default_factory=dict)  # the leader's, member id -> assignment
+    rebalance_timeout_ms: int = 300_000  # how long to wait for the leader (the member's, unknown to SyncGroup: Kafka's default)
+
+
+def sync_group(broker: Broker, call: CallContext, group_id: str, request: SyncRequest) -> SyncOutcome:
+    """One classic SyncGroup (READ on the group); waits for the leader's assignment, bounded by the sync deadline."""
+    try:
+        _check_group(call, group_id, Operation.READ, "sync with")
+        completion = broker.group_coordinator.classic.sync(
+            call.qualify(group_id),
+            request.member_id,
+            request.instance_id,
+            request.generation,
+            request.protocol_type,
+            request.protocol_name,
+            request.assignments,
+        )
+        result = _wait(completion, request.rebalance_timeout_ms)
+        if result is None:
+            raise RebalanceInProgressError(call.qualify(group_id))
+        if isinstance(result, Exception):
+            raise result
+        assert isinstance(result, SyncAnswer)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return SyncOutcome(code, message)
+    return SyncOutcome(answer=result)
+
+
+def classic_heartbeat(broker: Broker, call: CallContext, group_id: str, member_id: str, instance_id: str, generation: int) -> tuple[int, str]:
+    """One classic Heartbeat (READ on the group): (error code, message)."""
+    try:
+        _check_group(call, group_id, Operation.READ, "heartbeat to")
+        broker.group_coordinator.classic.heartbeat(call.qualify(group_id), member_id, instance_id, generation)
+    except Exception as error:
+        return error_code_and_message(error)
+    return NO_ERROR, ""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveOutcome:
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    members: list[tuple[str, str, int, str]] = field(default_factory=list)  # (member id, instance id, error code, message)
+
+
+def leave_group(broker: Broker, call: CallContext, group_id: str, members: Sequence[tuple[str, str]]) -> LeaveOutcome:
+    """Members leaving a classic group (READ on the group); one result per (member id, instance id)."""
+    try:
+        _check_group(call, group_id, Operation.READ, "leave")
+        if not members:
+            raise InvalidRequestError("LeaveGroup must name at least one member")
+        outcomes = broker.group_coordinator.classic.leave(call.qualify(group_id), members)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return LeaveOutcome(code, message)
+    results = []
+    for (member_id, instance_id), outcome in zip(members, outcomes):
+        code, message = (NO_ERROR, "") if outcome is None else error_code_and_message(outcome)
+        results.append((member_id, instance_id, code, message))
+    first_error = next(((code, message) for _, _, code, message in results if code != NO_ERROR), (NO_ERROR, ""))
+    return LeaveOutcome(first_error[0] if len(results) == 1 else NO_ERROR, first_error[1] if len(results) == 1 else "", results)
+
+
+def dead_state(error_code: int) -> str:
+    """The state a describe reports for a group it cannot show: Dead when it does not exist, as Kafka."""
+    return GroupState.DEAD.value if error_code in (ErrorCode.GROUP_ID_NOT_FOUND, NO_ERROR) else ""
