@@ -94,7 +94,8 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 "socket.request.max.bytes",
                 "INT",
                 str(100 * _MIB),
-                "Largest gRPC message the broker sends (Fetch and ReplicaFetch answers), and receives on its own channels to other brokers and the controller.",
+                "Largest gRPC message the broker sends (Fetch and ReplicaFetch answers), and receives on its own channels to other brokers and the controller; "
+                "largest Kafka-protocol request frame the Kafka listener accepts (its size prefix is checked before anything is allocated).",
                 minimum=1024,
             ),
             ConfigKey(
@@ -248,6 +249,49 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 maximum=65535,
             ),
             ConfigKey(
+                "kafka.listen",
+                "STRING",
+                "",
+                "HOST:PORT of the Kafka-protocol listener (--kafka-listen; port 0: any free port); empty: the broker speaks gRPC only.",
+            ),
+            ConfigKey(
+                "kafka.advertised.port",
+                "INT",
+                "0",
+                "Port Kafka clients are told to connect to (Metadata); 0: the port kafka.listen bound.",
+                minimum=0,
+                maximum=65535,
+            ),
+            ConfigKey(
+                "kafka.handler.threads",
+                "INT",
+                "32",
+                "Threads that run Kafka-protocol request handlers (long-poll fetches and acks=all produces hold one while they wait).",
+                minimum=1,
+            ),
+            ConfigKey(
+                "max.connections",
+                "INT",
+                "10000",
+                "Kafka-protocol connections the broker keeps open at most; one beyond is closed as it is accepted.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "connections.max.idle.ms",
+                "LONG",
+                "600000",
+                "A Kafka-protocol connection that sends no request for this long is closed.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "kafka.request.read.timeout.ms",
+                "INT",
+                "30000",
+                "Longest the Kafka listener waits for the rest of a request once its first bytes came (and for a client to take a "
+                "response, and for a TLS handshake); a client that stalls mid-request is disconnected.",
+                minimum=1,
+            ),
+            ConfigKey(
                 "security.required",
                 "BOOLEAN",
                 "false",
@@ -284,11 +328,11 @@ class ListenAddress:
     port: int  # 0 asks the operating system for a free port
 
     @classmethod
-    def parse(cls, text: str) -> ListenAddress:
-        """Parse ``HOST:PORT`` (``[::1]:9092`` for IPv6); raise BrokerConfigError naming the problem."""
+    def parse(cls, text: str, source: str = "--listen") -> ListenAddress:
+        """Parse ``HOST:PORT`` (``[::1]:9092`` for IPv6); raise BrokerConfigError naming the problem (and ``source``)."""
         host, separator, port_text = text.rpartition(":")
         if not separator or not host or not port_text.isdigit() or int(port_text) > 65535:
-            raise BrokerConfigError("--listen", f"expected HOST:PORT with a port from 0 to 65535, not {text!r}")
+            raise BrokerConfigError(source, f"expected HOST:PORT with a port from 0 to 65535, not {text!r}")
         return cls(host.strip("[]"), int(port_text))
 
 
@@ -327,6 +371,12 @@ class BrokerConfig:
         if self.listen.host in ("0.0.0.0", "::"):
             return "localhost"
         return self.listen.host
+
+    @property
+    def kafka_listen(self) -> ListenAddress | None:
+        """Where the Kafka-protocol listener binds (``kafka.listen``), or None when the broker has none."""
+        text = str(self.values["kafka.listen"]).strip()
+        return ListenAddress.parse(text, "kafka.listen (--kafka-listen)") if text else None
 
     def topic_config_defaults(self) -> dict[str, str]:
         """Topic config name -> the broker-wide default set for it explicitly (as text).
@@ -440,6 +490,9 @@ def load_broker_config(
             raise BrokerConfigError("--internal-token-file", f"{internal_token_file} is empty")
     values, explicit = parse_settings(list(configs or []), environment)
     _check_session_timeouts(values)
+    kafka_listen = str(values["kafka.listen"]).strip()
+    if kafka_listen:
+        ListenAddress.parse(kafka_listen, "kafka.listen (--kafka-listen)")
     return BrokerConfig(
         node_id=node_id,
         listen=ListenAddress.parse(listen),

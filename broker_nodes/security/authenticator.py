@@ -57,6 +57,11 @@ class CredentialsUnavailableError(Exception):
         super().__init__("waiting for credentials from the control plane")
 
 
+def secret_digest(secret: str) -> str:
+    """The hex SHA-256 of a cluster key's secret: what security snapshots hold instead of the secret."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
 def internal_token_matches(presented: str, expected: str) -> bool:
     """Constant-time comparison; an empty expected token (none configured) matches nothing."""
     return bool(expected) and hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))
@@ -117,10 +122,25 @@ class Authenticator:
         secret = headers.get(API_SECRET_HEADER)
         if not api_key or secret is None:
             raise AuthenticationError("this broker requires a cluster API key: set sasl.username to the key and sasl.password to the secret")
+        return self.authenticate_api_key(api_key, secret_digest(secret), client_host)
+
+    def authenticate_api_key(self, api_key: str, secret_sha256: str, client_host: str) -> CallContext:
+        """The caller holding cluster key ``api_key`` whose secret has the SHA-256 ``secret_sha256`` (hex, :func:`secret_digest`).
+
+        The one check of a cluster key, for gRPC metadata and Kafka SASL/PLAIN alike; the Kafka
+        listener calls it again before every request of a connection (with the digest it kept,
+        never the secret), so a revoked key or changed ACLs apply at once. Without
+        ``security.required`` every caller is anonymous, as on the gRPC side. Raises
+        :class:`AuthenticationError` or :class:`CredentialsUnavailableError`.
+        """
+        if not self._security_required:
+            return anonymous_context(client_host)
+        snapshot = self._store.snapshot
+        if snapshot is None:
+            raise CredentialsUnavailableError()
         credential = snapshot.credentials.get(api_key)
-        digest = hashlib.sha256(secret.encode("utf-8")).hexdigest()
         expected = credential.secret_sha256 if credential is not None else _UNKNOWN_KEY_DIGEST
-        if not hmac.compare_digest(digest, expected) or credential is None:
+        if not hmac.compare_digest(secret_sha256, expected) or credential is None:
             raise AuthenticationError("invalid API key or secret (unknown, revoked, or not a cluster key)")
         self._last_used[api_key] = self._clock.milliseconds()
         return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))

@@ -27,7 +27,9 @@ from grpc_reflection.v1alpha import reflection
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.config import BrokerConfig, largest_request_bytes
+from broker_nodes.kafka_protocol.server import KafkaServer
 from broker_nodes.metrics.endpoint import BrokerMetrics
+from broker_nodes.metrics.kafka import KafkaMetrics
 from broker_nodes.metrics.request_budget import RequestBudgetCollector
 from broker_nodes.security.tls import server_credentials
 from broker_nodes.server.admin_servicer import AdminServicer
@@ -69,6 +71,12 @@ class BrokerServer:
         self.broker = broker
         self.readiness = readiness
         self.metrics = metrics
+        self.kafka: KafkaServer | None = None  # the Kafka-protocol listener, with kafka.listen set
+
+    @property
+    def kafka_port(self) -> int:
+        """The bound port of the Kafka-protocol listener; 0 without one."""
+        return self.kafka.port if self.kafka is not None else 0
 
     def stop(self, grace_seconds: float = 5.0) -> None:
         """Graceful stop: hand leaderships to other replicas (controlled shutdown, while still
@@ -79,9 +87,13 @@ class BrokerServer:
         self.broker.metering.flush()
         self.broker.controlled_shutdown()
         stopped = self.server.stop(grace_seconds)
+        if self.kafka is not None:
+            self.kafka.close_listener()
         # Parked long polls answer at once instead of holding the shutdown for max_wait_ms.
         self.broker.purgatory.close()
         stopped.wait(grace_seconds + 1.0)
+        if self.kafka is not None:
+            self.kafka.stop(grace_seconds)
         self.broker.shutdown()
         self.metrics.close()
 
@@ -151,8 +163,15 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
     running = BrokerServer(server, port, broker, readiness, metrics)
     try:
         broker.start()
+        kafka_listen = config.kafka_listen
+        if kafka_listen is not None:
+            # The same request budget as the gRPC port: together they hold queued.max.request.bytes at most.
+            running.kafka = KafkaServer(broker, kafka_listen, budget=budget, metrics=KafkaMetrics(metrics.registry))
+            running.kafka.start()
     except BaseException:
         server.stop(0)
+        if running.kafka is not None:
+            running.kafka.stop(0)
         broker.shutdown()
         metrics.close()
         raise

@@ -100,6 +100,19 @@ class RequestBudget:
             finally:
                 self._waiting -= 1
 
+    def try_acquire(self, size: int) -> int | None:
+        """Take ``size`` bytes (at most the whole budget) if they are free now, else None; never waits.
+
+        For the Kafka listener's event loop, which must not block: it stops reading the
+        connection (TCP backpressure) and tries again shortly instead of holding a thread.
+        """
+        needed = min(max(size, 0), self._limit)
+        with self._condition:
+            if self._in_use + needed > self._limit:
+                return None
+            self._in_use += needed
+            return needed
+
     def release(self, taken: int) -> None:
         """Give back what :meth:`acquire` returned, and wake the requests waiting for room."""
         with self._condition:

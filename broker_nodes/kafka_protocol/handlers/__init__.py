@@ -6,6 +6,7 @@ Add one import line per handler module.
 
 from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
+from broker_nodes.kafka_protocol.handlers import sasl as sasl
 from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
 from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
 from broker_nodes.kafka_protocol.handlers import delete_records as delete_records

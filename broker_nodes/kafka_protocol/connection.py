@@ -1,0 +1,271 @@
+"""One Kafka-protocol client connection: read a frame, answer it on a worker thread, write the response, repeat.
+
+Like Kafka's own broker, a connection has one request in progress at a time: the next frame
+is read only after the previous response was written. Responses therefore go out in request
+order, as Kafka requires, and clients may still pipeline (what they send meanwhile waits in
+the socket's buffers, which TCP bounds). Thousands of idle connections cost one small
+coroutine each and no thread: only a request being handled holds a worker thread.
+
+Per frame, on the event loop: wait for its first byte up to ``connections.max.idle.ms``
+(idle connections are closed), then the rest of the 4-byte size within the request read
+timeout; refuse a size above the limit before allocating anything (before authentication the
+limit is :data:`UNAUTHENTICATED_MAX_FRAME_BYTES`, Kafka's ``sasl.server.max.receive.size``);
+take the size from the broker's request budget (``queued.max.request.bytes``; without room,
+stop reading this socket and try again shortly, until the read timeout); read the body within
+the timeout. Then, on a worker thread (:meth:`KafkaConnection.answer`): the SASL steps, the
+checks (unknown API key, version outside the registered range, a request before
+authentication: close, except ApiVersions' v0 fallback), the caller re-resolved against the
+current security snapshot, the handler, the response encoded. After a response whose
+``throttle_time`` is above zero the connection is muted (nothing read) for that long (KIP-219).
+
+A connection that misbehaves is closed with one log line naming why; nothing it sent reaches
+a handler, and no other connection notices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.index import api_key_map
+from kio.schema.errors import ErrorCode
+
+from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.framing import (
+    SIZE_PREFIX_BYTES,
+    FrameError,
+    FrameSizeError,
+    decode_request,
+    encode_raw,
+    encode_response,
+    frame_size,
+    peek_request,
+)
+from broker_nodes.kafka_protocol.handlers.api_versions import API_VERSIONS_KEY, api_versions_response
+from broker_nodes.kafka_protocol.handlers.sasl import answer_sasl_step
+from broker_nodes.kafka_protocol.sasl import SaslSession, SaslState
+from broker_nodes.metrics.kafka import KafkaMetrics
+from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
+from broker_nodes.server.request_budget import RequestBudget
+
+if TYPE_CHECKING:
+    from broker_nodes.server.broker import Broker
+
+logger = logging.getLogger(__name__)
+
+UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
+BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one connection may do (seconds and bytes), from the broker's config."""
+
+    max_frame_bytes: int  # socket.request.max.bytes
+    idle_timeout: float  # connections.max.idle.ms
+    read_timeout: float  # kafka.request.read.timeout.ms: the rest of a started request, a response's send
+
+
+@dataclass(frozen=True)
+class ConnectionServices:
+    """What every connection of a listener shares."""
+
+    broker: Broker
+    listener: api.KafkaListener
+    executor: Executor
+    budget: RequestBudget | None
+    metrics: KafkaMetrics
+
+
+class ConnectionClosed(Exception):
+    """The connection ends; ``reason`` is a metrics label, ``detail`` the log line's explanation."""
+
+    def __init__(self, reason: str, detail: str, *, level: int = logging.INFO) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.level = level
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the worker thread hands back: the frame to send (None: nothing), then whether to close, and the mute."""
+
+    frame: bytes | None
+    close: ConnectionClosed | None = None
+    throttle_seconds: float = 0.0
+
+
+def _api_name(api_key: int) -> str:
+    return str(api_key_map.get(api_key, "unknown"))
+
+
+class KafkaConnection:
+    """One client connection; :meth:`serve` runs it on the listener's event loop until it closes."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        services: ConnectionServices,
+        limits: ConnectionLimits,
+        peer: str,
+        client_host: str,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._services = services
+        self._limits = limits
+        self.peer = peer
+        self._session = SaslSession(services.broker.authenticator, client_host)
+        self._clock = clock
+        self.busy = False  # a request is being read or answered (shutdown lets it finish)
+        self.stopping = False
+
+    async def serve(self) -> None:
+        """Answer requests until the client leaves, a limit or bad input closes the connection, or the listener stops."""
+        metrics = self._services.metrics
+        metrics.connections.inc()
+        reason, detail, level = "client", "the client closed it", logging.DEBUG
+        try:
+            while not self.stopping:
+                frame, taken = await self._read_frame()
+                try:
+                    reply = await asyncio.get_running_loop().run_in_executor(self._services.executor, self.answer, frame)
+                finally:
+                    if taken and self._services.budget is not None:
+                        self._services.budget.release(taken)
+                    del frame
+                if reply.frame is not None:
+                    self._writer.write(reply.frame)
+                    async with asyncio.timeout(self._limits.read_timeout):
+                        await self._writer.drain()
+                self.busy = False
+                if reply.close is not None:
+                    raise reply.close
+                if reply.throttle_seconds > 0:
+                    await asyncio.sleep(reply.throttle_seconds)  # muted: KIP-219
+            reason, detail = "shutdown", "the listener is stopping"
+        except ConnectionClosed as closed:
+            reason, detail, level = closed.reason, closed.detail, closed.level
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except TimeoutError:
+            reason, detail = "stalled", "the client took longer than the request read timeout to send a request or take a response"
+        except asyncio.CancelledError:
+            reason, detail = "shutdown", "the listener is stopping"
+        finally:
+            metrics.connections.dec()
+            metrics.closed.labels(reason).inc()
+            logger.log(level, "Kafka connection from %s closed: %s", self.peer, detail)
+            self._writer.close()
+
+    async def _read_frame(self) -> tuple[bytes, int]:
+        """The next request frame and the budget bytes taken for it (give them back when answered)."""
+        try:
+            async with asyncio.timeout(self._limits.idle_timeout):
+                first = await self._reader.readexactly(1)
+        except TimeoutError:
+            raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
+        self.busy = True
+        limit = self._limits.max_frame_bytes if self._session.authenticated else min(self._limits.max_frame_bytes, UNAUTHENTICATED_MAX_FRAME_BYTES)
+        async with asyncio.timeout(self._limits.read_timeout):
+            prefix = first + await self._reader.readexactly(SIZE_PREFIX_BYTES - 1)
+            try:
+                size = frame_size(prefix, limit)
+            except FrameSizeError as error:
+                stage = "" if self._session.authenticated else " before authentication"
+                raise ConnectionClosed("too_large", f"{error}{stage}") from None
+            taken = await self._take_budget(size)
+            try:
+                return await self._reader.readexactly(size), taken
+            except BaseException:
+                if taken and self._services.budget is not None:
+                    self._services.budget.release(taken)
+                raise
+
+    async def _take_budget(self, size: int) -> int:
+        """Take ``size`` bytes of the request budget, pausing this connection (not the loop) until there is room."""
+        budget = self._services.budget
+        if budget is None:
+            return 0
+        attempt = 0
+        while (taken := budget.try_acquire(size)) is None:
+            await asyncio.sleep(BUDGET_RETRY_SECONDS[min(attempt, len(BUDGET_RETRY_SECONDS) - 1)])
+            attempt += 1
+        return taken
+
+    def answer(self, frame: bytes) -> Reply:
+        """Answer one request frame (on a worker thread): the response frame, and whether the connection closes after it."""
+        if self._session.state == SaslState.RAW_TOKEN:
+            outcome = self._session.authenticate(frame)
+            if outcome.succeeded:
+                return Reply(encode_raw(b""))
+            return Reply(None, ConnectionClosed("authentication", outcome.message or "SASL/PLAIN authentication failed"))
+        try:
+            keys = peek_request(frame)
+        except FrameError as error:
+            return Reply(None, ConnectionClosed("malformed", str(error)))
+        name = _api_name(keys.api_key)
+        started = self._clock()
+        try:
+            reply = self._answer_request(frame, keys)
+        except ConnectionClosed as closed:
+            reply = Reply(None, closed)
+        except FrameError as error:
+            reply = Reply(None, ConnectionClosed("malformed", str(error)))
+        except Exception:
+            logger.exception("Kafka handler of %s v%d failed (connection from %s)", name, keys.api_version, self.peer)
+            reply = Reply(None, ConnectionClosed("handler_error", f"the {name} v{keys.api_version} handler failed (logged above)"))
+        metrics = self._services.metrics
+        metrics.requests.labels(name, "ok" if reply.close is None else "closed").inc()
+        metrics.duration.labels(name).observe(self._clock() - started)
+        return reply
+
+    def _answer_request(self, frame: bytes, keys: Any) -> Reply:
+        registration = api.registration(keys.api_key)
+        if registration is None:
+            raise ConnectionClosed("unknown_api", f"api key {keys.api_key} is not served here")
+        name = _api_name(keys.api_key)
+        if not self._session.allows(keys.api_key):
+            raise ConnectionClosed("sasl_state", f"{name} before SASL authentication completed (ILLEGAL_SASL_STATE)")
+        if not registration.supports(keys.api_version):
+            if keys.api_key == API_VERSIONS_KEY:
+                # Kafka's fallback: v0 names the versions this broker has, the client retries with one.
+                return Reply(encode_response(keys.correlation_id, api_versions_response(0, ErrorCode.unsupported_version)))
+            raise ConnectionClosed(
+                "unsupported_version", f"{name} v{keys.api_version} is not supported (v{registration.min_version}-v{registration.max_version} are)"
+            )
+        request = decode_request(frame, keys)
+        if self._session.takes(keys.api_key):
+            answer = answer_sasl_step(self._session, keys.api_key, keys.api_version, request.body)
+            closed = ConnectionClosed("authentication", f"SASL step {name} refused: {answer.response.error_code.name}") if answer.close else None
+            return Reply(encode_response(keys.correlation_id, answer.response), closed)
+        try:
+            call = self._session.call_context()
+        except (AuthenticationError, CredentialsUnavailableError) as error:
+            raise ConnectionClosed("revoked", f"the connection's credentials no longer authenticate: {error}") from None
+        context = api.KafkaRequestContext(
+            broker=self._services.broker,
+            call=call,
+            api_key=keys.api_key,
+            api_version=keys.api_version,
+            correlation_id=keys.correlation_id,
+            client_id=request.client_id,
+            listener=self._services.listener,
+        )
+        response = registration.handler(context, request.body)
+        if response is None:
+            return Reply(None)  # api.NO_RESPONSE: Produce with acks=0 is answered with nothing, as Kafka does
+        if type(response).__api_key__ != keys.api_key or type(response).__version__ != keys.api_version:
+            raise TypeError(f"the {name} v{keys.api_version} handler answered {type(response).__module__}.{type(response).__qualname__}")
+        throttle = getattr(response, "throttle_time", None)
+        throttle_seconds = throttle.total_seconds() if throttle is not None else 0.0
+        return Reply(encode_response(keys.correlation_id, response), throttle_seconds=throttle_seconds)
