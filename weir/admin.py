@@ -277,18 +277,23 @@ class ListOffsetsResultInfo:
         return f"ListOffsetsResultInfo(offset={self.offset}, timestamp={self.timestamp}, leader_epoch={self.leader_epoch})"
 
 
+def _is_non_empty_list_of(value: object, kind: type) -> bool:
+    """The check of a list argument at run time: callers of the public API need not be type-checked."""
+    return isinstance(value, list) and bool(value) and all(isinstance(item, kind) for item in value)
+
+
 _PROTO_RESOURCE_TYPES = {ResourceType.TOPIC: broker_pb2.RESOURCE_TYPE_TOPIC, ResourceType.BROKER: broker_pb2.RESOURCE_TYPE_BROKER}
 # Per-topic answers of topic administration that are sent again (within the call's timeout).
-_TOPIC_ITEM_RETRIES = frozenset({ErrorCode.NOT_CONTROLLER})  # type: ignore[attr-defined]
+_TOPIC_ITEM_RETRIES = frozenset({ErrorCode.NOT_CONTROLLER})
 # Per-partition ListOffsets answers after which the leader is looked up again and asked again.
 _LEADER_MOVED = frozenset(
     {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.FENCED_LEADER_EPOCH,  # type: ignore[attr-defined]
+        ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.OFFSET_NOT_AVAILABLE,
-        ErrorCode.REPLICA_NOT_AVAILABLE,  # type: ignore[attr-defined]
+        ErrorCode.REPLICA_NOT_AVAILABLE,
     }
 )
 
@@ -309,7 +314,7 @@ def _answer_for(group_id: str, answers: Iterable[Any]) -> Any:
             if error is not None:
                 raise error
             return answer
-    raise KafkaException(KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the coordinator did not answer for group {group_id!r}"))  # type: ignore[attr-defined]
+    raise KafkaException(KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the coordinator did not answer for group {group_id!r}"))
 
 
 def _groups_coordinator_error(response: Any) -> tuple[int, str]:
@@ -386,14 +391,14 @@ class AdminClient:
                     future.set_exception(error)
                 return
             except Exception as error:
-                wrapped = KafkaException(KafkaError(KafkaError._FAIL, f"{type(error).__name__}: {error}"))  # type: ignore[attr-defined]
+                wrapped = KafkaException(KafkaError(KafkaError._FAIL, f"{type(error).__name__}: {error}"))
                 for future in futures.values():
                     future.set_exception(wrapped)
                 return
             for key, future in futures.items():
-                error, result = outcomes.get(key, (KafkaException(KafkaError(KafkaError._FAIL, f"the broker's answer has no result for {key}")), None))  # type: ignore[attr-defined]
-                if error is not None:
-                    future.set_exception(error)
+                failure, result = outcomes.get(key, (KafkaException(KafkaError(KafkaError._FAIL, f"the broker's answer has no result for {key}")), None))
+                if failure is not None:
+                    future.set_exception(failure)
                 else:
                     future.set_result(result)
 
@@ -433,7 +438,7 @@ class AdminClient:
         self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False
     ) -> dict[str, Future]:
         """Create topics -> {topic: Future[None]}."""
-        if not isinstance(new_topics, list) or not new_topics or not all(isinstance(topic, NewTopic) for topic in new_topics):
+        if not _is_non_empty_list_of(new_topics, NewTopic):
             raise TypeError("Expected non-empty list of NewTopic objects")
         timeout = self._timeout(request_timeout)
         creatable = {
@@ -456,7 +461,7 @@ class AdminClient:
 
     def delete_topics(self, topics: list[str], operation_timeout: float = 0, request_timeout: float | None = None) -> dict[str, Future]:
         """Delete topics -> {topic: Future[None]}."""
-        if not isinstance(topics, list) or not topics:
+        if not topics or not isinstance(topics, list):
             raise TypeError("Expected non-empty list of topic strings")
         timeout = self._timeout(request_timeout)
 
@@ -469,7 +474,7 @@ class AdminClient:
         self, new_partitions: list[NewPartitions], operation_timeout: float = 0, request_timeout: float | None = None, validate_only: bool = False
     ) -> dict[str, Future]:
         """Grow partition counts -> {topic: Future[None]}."""
-        if not isinstance(new_partitions, list) or not new_partitions or not all(isinstance(item, NewPartitions) for item in new_partitions):
+        if not _is_non_empty_list_of(new_partitions, NewPartitions):
             raise TypeError("Expected non-empty list of NewPartitions objects")
         timeout = self._timeout(request_timeout)
         counts = {item.topic: item.new_total_count for item in new_partitions}
@@ -487,7 +492,7 @@ class AdminClient:
     # ------------------------------------------------------------------ configs
 
     @staticmethod
-    def _resource_ref(resource: ConfigResource) -> tuple[int, str]:
+    def _resource_ref(resource: ConfigResource) -> tuple[broker_pb2.ResourceType, str]:
         proto_type = _PROTO_RESOURCE_TYPES.get(resource.restype)
         if proto_type is None:
             raise ValueError(f"configs of {resource.restype.name} resources are not supported; use TOPIC or BROKER")
@@ -495,7 +500,7 @@ class AdminClient:
 
     def describe_configs(self, resources: list[ConfigResource], request_timeout: float | None = None) -> dict[ConfigResource, Future]:
         """Describe configs -> {ConfigResource: Future[{name: ConfigEntry}]}."""
-        if not isinstance(resources, list) or not resources:
+        if not resources or not isinstance(resources, list):
             raise TypeError("Expected non-empty list of ConfigResource objects")
         timeout = self._timeout(request_timeout)
         request = broker_pb2.DescribeConfigsRequest(
@@ -599,7 +604,7 @@ class AdminClient:
         return self._run([tp for tp, _ in partitions], call)
 
     def _list_offsets(
-        self, pending: dict[TopicPartition, OffsetSpec], isolation: int, deadline: float
+        self, pending: dict[TopicPartition, OffsetSpec], isolation: broker_pb2.IsolationLevel, deadline: float
     ) -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
         """Ask each partition's leader; partitions whose leader moved or is unknown are asked again until ``deadline``."""
         outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
@@ -609,13 +614,13 @@ class AdminClient:
             for tp, spec in pending.items():
                 info = self._cluster.topic(tp.topic, timeout=max(deadline - time.monotonic(), 0.001))
                 if info.error_code or tp.partition >= info.partition_count:
-                    code = info.error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+                    code = info.error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     outcomes[tp] = (KafkaException(KafkaError(code, f"{tp.topic} [{tp.partition}]: {info.error_message or 'no such partition'}")), None)
                     continue
                 address = self._cluster.leader_address(tp.topic, tp.partition)
                 if address is None:
                     self._cluster.mark_stale(tp.topic)
-                    retry[tp] = (spec, KafkaException(KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp.topic} [{tp.partition}]: no leader")))  # type: ignore[attr-defined]
+                    retry[tp] = (spec, KafkaException(KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp.topic} [{tp.partition}]: no leader")))
                     continue
                 by_leader.setdefault(address, {}).setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(partition=tp.partition, timestamp=spec.value))
             for address, topics in by_leader.items():

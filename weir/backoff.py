@@ -14,4 +14,4 @@ MAX_DOUBLINGS = 30  # 2**30 times any positive first delay is past every cap in 
 def exponential_backoff(first: float, attempt: int, longest: float) -> float:
     """Seconds (or whatever unit ``first`` is in) to wait before retry number ``attempt``
     (0 = the first retry): ``first * 2**attempt``, at most ``longest``; a negative attempt counts as 0."""
-    return min(first * 2 ** min(max(attempt, 0), MAX_DOUBLINGS), longest)
+    return min(first * (1 << min(max(attempt, 0), MAX_DOUBLINGS)), longest)

@@ -71,7 +71,7 @@ MAX_MESSAGE_BYTES = 104857600 + 1024 * 1024
 # alone means a message over the size limit (MESSAGE_TOO_LARGE, not retriable).
 ERROR_CODE_TRAILER = "x-weir-error-code"
 # Errors after which a call for any broker tries the next one.
-_UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})  # type: ignore[attr-defined]
+_UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 
 
 # ---------------------------------------------------------------------- result classes
@@ -170,29 +170,31 @@ def error_from_rpc(error: grpc.RpcError, what: str) -> KafkaError:
     code = error.code() if hasattr(error, "code") else None
     details = error.details() if hasattr(error, "details") else str(error)
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.ABORTED):
-        return KafkaError(KafkaError._TRANSPORT, f"{what}: broker transport failure: {details}")  # type: ignore[attr-defined]
+        return KafkaError(KafkaError._TRANSPORT, f"{what}: broker transport failure: {details}")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return KafkaError(KafkaError._TIMED_OUT, f"{what}: timed out: {details}")  # type: ignore[attr-defined]
+        return KafkaError(KafkaError._TIMED_OUT, f"{what}: timed out: {details}")
     if code == grpc.StatusCode.UNAUTHENTICATED:
-        return KafkaError(KafkaError._AUTHENTICATION, f"{what}: {details}")  # type: ignore[attr-defined]
+        return KafkaError(KafkaError._AUTHENTICATION, f"{what}: {details}")
     if code == grpc.StatusCode.PERMISSION_DENIED:
-        return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{what}: {details}")  # type: ignore[attr-defined]
+        return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{what}: {details}")
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         carried = _trailer_error_code(error)
         if carried is not None:
             return KafkaError(carried, f"{what}: {details}")
-        return KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"{what}: the request is larger than the broker accepts (its max.request.size): {details}")  # type: ignore[attr-defined]
+        return KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"{what}: the request is larger than the broker accepts (its max.request.size): {details}")
     if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return KafkaError(KafkaError._INVALID_ARG, f"{what}: {details}")  # type: ignore[attr-defined]
+        return KafkaError(KafkaError._INVALID_ARG, f"{what}: {details}")
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"{what}: the broker does not implement this call (an older broker): {details}")  # type: ignore[attr-defined]
-    return KafkaError(KafkaError._FAIL, f"{what}: {code}: {details}")  # type: ignore[attr-defined]
+        return KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"{what}: the broker does not implement this call (an older broker): {details}")
+    return KafkaError(KafkaError._FAIL, f"{what}: {code}: {details}")
 
 
 def _trailer_error_code(error: grpc.RpcError) -> int | None:
     """The Kafka error code a broker put in the call's trailing metadata (ERROR_CODE_TRAILER), None without one."""
+    trailers: Iterable[tuple[str, str | bytes]] | None
     try:
-        trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[attr-defined]
+        # grpc-stubs types the entries as a plain class; grpc's _Metadatum is a (key, value) namedtuple.
+        trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[assignment]
     except Exception:  # a call that failed before reaching a broker may have none to give
         return None
     for key, value in trailers or ():
@@ -246,7 +248,7 @@ class Cluster:
         if entry is None:
             with self._lock:
                 if self._closed:
-                    raise KafkaException(KafkaError(KafkaError._DESTROY, "the client is closed"))  # type: ignore[attr-defined]
+                    raise KafkaException(KafkaError(KafkaError._DESTROY, "the client is closed"))
                 entry = self._channels.get(address)
                 if entry is None:
                     if self._channel_credentials is None:
@@ -377,9 +379,9 @@ class Cluster:
     @staticmethod
     def _none_answered(method: str, timeout: float, tried: list[str], last_error: KafkaError | None) -> KafkaError:
         if not tried:
-            return KafkaError(KafkaError._TIMED_OUT, f"{method}: no broker could be tried within {timeout:.3f}s")  # type: ignore[attr-defined]
+            return KafkaError(KafkaError._TIMED_OUT, f"{method}: no broker could be tried within {timeout:.3f}s")
         last = f": last error: {last_error.str()}" if last_error is not None else ""
-        return KafkaError(KafkaError._TRANSPORT, f"{method}: none of the brokers answered within {timeout:.1f}s (tried {', '.join(tried)}){last}")  # type: ignore[attr-defined]
+        return KafkaError(KafkaError._TRANSPORT, f"{method}: none of the brokers answered within {timeout:.1f}s (tried {', '.join(tried)}){last}")
 
     # ------------------------------------------------------------------ metadata
 
@@ -391,6 +393,7 @@ class Cluster:
         """
         names = list(topics) if topics is not None else []
         request = broker_pb2.MetadataRequest(topics=names)
+        response: broker_pb2.MetadataResponse
         if retry:
             response = self.call_any("Metadata", request, timeout=timeout)
         else:
@@ -475,8 +478,8 @@ class Cluster:
     def is_stale(self, topic: str) -> bool:
         return topic in self._stale
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
-        """confluent-kafka's ``list_topics``: every topic, or just ``topic``. ``timeout`` -1: socket.timeout.ms."""
+    def list_topics(self, topic: str | None = None, timeout: float | None = -1) -> ClusterMetadata:
+        """confluent-kafka's ``list_topics``: every topic, or just ``topic``. ``timeout`` -1 or None: socket.timeout.ms."""
         response = self.refresh([topic] if topic is not None else None, timeout=None if timeout is None or timeout < 0 else timeout)
         result = ClusterMetadata()
         result.cluster_id = response.cluster_id or None

@@ -69,7 +69,7 @@ class ConfigProperty:
 
 def invalid_argument(message: str) -> KafkaException:
     """The exception every configuration error raises."""
-    return KafkaException(KafkaError(KafkaError._INVALID_ARG, message))  # type: ignore[attr-defined]
+    return KafkaException(KafkaError(KafkaError._INVALID_ARG, message))
 
 
 def _parse_string(prop: ConfigProperty, given_name: str, raw: Any) -> str | None:
@@ -110,10 +110,10 @@ def _parse_enum(prop: ConfigProperty, given_name: str, raw: Any) -> Any:
     return prop.choices[key]
 
 
-def _parse_callable(prop: ConfigProperty, given_name: str, raw: Any) -> Callable[..., Any] | None:
-    if raw is not None and not callable(raw):
-        raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a callable')
-    return raw
+def _parse_callable(prop: ConfigProperty, given_name: str, raw: object) -> Callable[..., Any] | None:
+    if raw is None or callable(raw):
+        return raw
+    raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a callable')
 
 
 # partition.assignment.strategy: the assignor the coordinator runs for the group (KIP-848:

@@ -36,9 +36,9 @@ from weir.cluster import Cluster
 from weir.errors import ErrorCode, KafkaError, KafkaException
 
 # Answers saying the cached coordinator is not (or no longer) the group's coordinator.
-COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})  # type: ignore[attr-defined]
+COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 # Answers saying the coordinator is right but not ready yet.
-COORDINATOR_LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})  # type: ignore[attr-defined]
+COORDINATOR_LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 
 
 def coordinator_error(response: Any) -> tuple[int, str]:
@@ -90,7 +90,7 @@ class GroupCoordinators:
         for attempt in range(1_000_000):  # ends at the deadline long before
             response = self._cluster.call_any("FindCoordinator", request, timeout=max(deadline - time.monotonic(), 0.001))
             if not response.coordinators:
-                raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"FindCoordinator for group {group_id!r}: the broker's answer names no coordinator"))  # type: ignore[attr-defined]
+                raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"FindCoordinator for group {group_id!r}: the broker's answer names no coordinator"))
             found = response.coordinators[0]
             if not found.error_code and found.node_id >= 0:
                 address = f"{found.host}:{found.port}"
@@ -98,7 +98,7 @@ class GroupCoordinators:
                     self._addresses[group_id] = address
                     self._node_ids[address] = found.node_id
                 return address
-            code = found.error_code or ErrorCode.COORDINATOR_NOT_AVAILABLE  # type: ignore[attr-defined]
+            code = found.error_code or ErrorCode.COORDINATOR_NOT_AVAILABLE
             error = KafkaError(code, f"FindCoordinator for group {group_id!r}: {found.error_message or KafkaError(code).str()}")
             if not error.retriable():
                 raise KafkaException(error)

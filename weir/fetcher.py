@@ -140,7 +140,7 @@ class Fetcher:
         self._isolation = broker_pb2.READ_COMMITTED if config["isolation.level"] == "read_committed" else broker_pb2.READ_UNCOMMITTED
         self._prefetch_limit = config["queued.max.messages.kbytes"] * 1024
         self._request_timeout = config["request.timeout.ms"] / 1000.0
-        self._backoff = config["retry.backoff.ms"] / 1000.0
+        self._backoff: float = config["retry.backoff.ms"] / 1000.0
         self.lock = threading.Lock()
         # The application waits on ``data_ready``; the fetcher thread on ``work``.
         self.data_ready = threading.Condition(self.lock)
@@ -209,7 +209,7 @@ class Fetcher:
                 wait = self._run_once()
             except Exception as error:  # the fetcher must outlive any bug in one round
                 logger.exception("consumer fetcher round failed")
-                self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))  # type: ignore[attr-defined]
+                self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))
                 wait = self._backoff
             with self.lock:
                 if not self._inbox and not self._stopping:
@@ -298,7 +298,7 @@ class Fetcher:
         state.reset_to = None
         state.fetch_position = None
         state.generation += 1
-        error = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"Local: no offset to start from: {reason}")  # type: ignore[attr-defined]
+        error = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"Local: no offset to start from: {reason}")
         self.chunks.append(FetchedChunk(state, state.generation, b"", -1, -1, error))
         self.data_ready.notify_all()
 
@@ -312,7 +312,7 @@ class Fetcher:
             self._cluster.topic(topic, timeout=timeout)
             address = self._cluster.leader_address(topic, partition)
             if address is None:
-                results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no leader known for {topic}-{partition}", -1, -1)  # type: ignore[attr-defined]
+                results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no leader known for {topic}-{partition}", -1, -1)
                 continue
             by_leader.setdefault(address, {}).setdefault(topic, []).append(broker_pb2.ListOffsetsPartition(partition=partition, timestamp=timestamp))
         for address, topics in by_leader.items():
@@ -330,7 +330,7 @@ class Fetcher:
                         partition_response.timestamp,
                     )
         for topic, partition, _ in requests:
-            results.setdefault((topic, partition), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the broker did not answer for this partition", -1, -1))  # type: ignore[attr-defined]
+            results.setdefault((topic, partition), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the broker did not answer for this partition", -1, -1))
         return results
 
     def fetch_committed(self, partitions: list[tuple[str, int]], timeout: float) -> dict[tuple[str, int], int]:
@@ -453,7 +453,7 @@ class Fetcher:
     def _apply(self, state: PartitionState, generation: int, fetch_offset: int, answer: broker_pb2.FetchPartitionResponse) -> None:
         """One partition's answer (lock held)."""
         code = answer.error_code
-        if code == ErrorCode.OFFSET_OUT_OF_RANGE:  # type: ignore[attr-defined]
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             policy = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(self._reset_policy)
             if policy is None:
                 self._reset_failed(
@@ -487,7 +487,7 @@ class Fetcher:
             state.eof_offset = fetch_offset
             error = KafkaError(
                 KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}"
-            )  # type: ignore[attr-defined]
+            )
             self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
 
     def refetch_locked(self, state: PartitionState, offset: int) -> None:

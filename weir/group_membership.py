@@ -117,7 +117,7 @@ def split_subscription(topics: Iterable[str]) -> tuple[list[str], str]:
     names: list[str] = []
     patterns: list[str] = []
     for topic in topics:
-        if not isinstance(topic, str) or not topic:
+        if not topic or not isinstance(topic, str):
             raise invalid_argument(f"subscribe(): topics must be non-empty strings, got {topic!r}")
         if topic.startswith("^"):
             try:
@@ -308,7 +308,7 @@ class GroupMembership:
                 try:
                     hooks.revoke(_topic_partitions(revoked))
                 finally:
-                    self._set_owned(lambda owned, revoked=revoked: owned - revoked)
+                    self._set_owned(removed=revoked)
             with self._lock:
                 if self._target is not None:
                     continue  # a newer assignment came meanwhile: reconcile that one instead
@@ -319,14 +319,14 @@ class GroupMembership:
                 try:
                     hooks.assign(_topic_partitions(added))
                 finally:
-                    self._set_owned(lambda owned, added=added: owned | added)
+                    self._set_owned(added=added)
         with self._lock:
             if self._target is not None:
                 self._need_service_locked()
 
-    def _set_owned(self, change: Callable[[frozenset[Partition]], frozenset[Partition]]) -> None:
+    def _set_owned(self, *, added: frozenset[Partition] = frozenset(), removed: frozenset[Partition] = frozenset()) -> None:
         with self._lock:
-            self._owned = change(self._owned)
+            self._owned = (self._owned - removed) | added
             self._send_owned = True
             self._send_now = True
             self._changed.notify_all()
@@ -345,7 +345,7 @@ class GroupMembership:
             else:
                 hooks.revoke(_topic_partitions(owned))
         finally:
-            self._set_owned(lambda current: current - owned)
+            self._set_owned(removed=owned)
 
     def leave(self, timeout: float) -> None:
         """Leave the group (epoch -1, or -2 for a static member), waiting up to ``timeout`` s for the answer.
@@ -427,7 +427,7 @@ class GroupMembership:
         if self._phase not in (Phase.JOINING, Phase.MEMBER) or now - self._last_poll <= self._max_poll_interval:
             return
         error = KafkaError(
-            KafkaError._MAX_POLL_EXCEEDED,  # type: ignore[attr-defined]
+            KafkaError._MAX_POLL_EXCEEDED,
             f"Application maximum poll interval ({self._rebalance_timeout_ms}ms) exceeded by {int((now - self._last_poll - self._max_poll_interval) * 1000)}ms: "
             f"member {self._member_id or '(not joined yet)'} leaves group {self._group_id} and its partitions are lost",
         )
@@ -464,7 +464,7 @@ class GroupMembership:
             except Exception as error:  # the heartbeat must outlive any bug in one round
                 logger.exception("group %s: heartbeat round failed", self._group_id)
                 with self._lock:
-                    self._retry_later_locked(KafkaError(KafkaError._FAIL, f"heartbeat: {error!r}"), forget=None)  # type: ignore[attr-defined]
+                    self._retry_later_locked(KafkaError(KafkaError._FAIL, f"heartbeat: {error!r}"), forget=None)
             finally:
                 with self._lock:
                     self._in_flight = False
@@ -583,10 +583,10 @@ class GroupMembership:
             self._retry_later_locked(error, forget=None)
         elif code in COORDINATOR_MOVED or error.retriable():
             self._retry_later_locked(error, forget=address)
-        elif code == ErrorCode.FENCED_MEMBER_EPOCH:  # type: ignore[attr-defined]
+        elif code == ErrorCode.FENCED_MEMBER_EPOCH:
             logger.warning("group %s: member %s was fenced (%s): its partitions are lost; joining again", self._group_id, self._member_id, error.str())
             self._lose_locked(rejoin_fresh=False)
-        elif code == ErrorCode.UNKNOWN_MEMBER_ID:  # type: ignore[attr-defined]
+        elif code == ErrorCode.UNKNOWN_MEMBER_ID:
             logger.warning(
                 "group %s: the coordinator does not know member %s (%s): its partitions are lost; joining again", self._group_id, self._member_id, error.str()
             )

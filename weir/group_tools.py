@@ -69,7 +69,7 @@ class _Deadline:
         try:
             return future.result(timeout=self.remaining())
         except TimeoutError:
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "the brokers did not answer in time")) from None  # type: ignore[attr-defined]
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "the brokers did not answer in time")) from None
 
 
 def _committed(admin: AdminClient, group_id: str, partitions: list[TopicPartition] | None, deadline: _Deadline) -> dict[tuple[str, int], int]:
@@ -114,7 +114,7 @@ def consumer_group_lag(admin: AdminClient, group_id: str, *, timeout: float) -> 
     try:
         description = deadline.result(admin.describe_consumer_groups([group_id], request_timeout=deadline.remaining())[group_id])
     except KafkaException as failure:
-        if failure.error.code() != ErrorCode.GROUP_ID_NOT_FOUND or not committed:  # type: ignore[attr-defined]
+        if failure.error.code() != ErrorCode.GROUP_ID_NOT_FOUND or not committed:
             raise
     else:
         for member in description.members:
@@ -130,6 +130,11 @@ def consumer_group_lag(admin: AdminClient, group_id: str, *, timeout: float) -> 
         lag = max(end - offset, 0) if offset >= 0 and end >= 0 else None
         lags.append(PartitionLag(topic, partition, offset, end, lag))
     return lags
+
+
+def _is_list_of_names(value: object) -> bool:
+    """The check of the topics argument at run time: callers of the public API need not be type-checked."""
+    return isinstance(value, list) and all(isinstance(item, str) and item for item in value)
 
 
 def _check_target(to: Any) -> None:
@@ -156,7 +161,7 @@ def _topic_partitions(admin: AdminClient, topics: list[str], deadline: _Deadline
     for topic in topics:
         metadata = admin.list_topics(topic, timeout=deadline.remaining()).topics.get(topic)
         if metadata is None or metadata.error is not None:
-            code = metadata.error.code() if metadata is not None and metadata.error is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+            code = metadata.error.code() if metadata is not None and metadata.error is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             raise KafkaException(
                 KafkaError(code, f"topic {topic!r}: {metadata.error.str() if metadata is not None and metadata.error is not None else 'does not exist'}")
             )
@@ -174,7 +179,7 @@ def plan_offset_reset(admin: AdminClient, group_id: str, *, topics: list[str], t
     among ``topics`` when ``topics`` is not empty). Nothing is written.
     """
     _check_target(to)
-    if not isinstance(topics, list) or not all(isinstance(topic, str) and topic for topic in topics):
+    if not _is_list_of_names(topics):
         raise ValueError("topics must be a list of topic names")
     if not topics and not isinstance(to, Mapping):
         raise ValueError("name at least one topic to reset")
@@ -188,7 +193,7 @@ def plan_offset_reset(admin: AdminClient, group_id: str, *, topics: list[str], t
         if missing:
             raise KafkaException(
                 KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no such partition: {', '.join(f'{topic} [{partition}]' for topic, partition in missing)}")
-            )  # type: ignore[attr-defined]
+            )
         partitions = sorted(to)
     else:
         partitions = _topic_partitions(admin, topics, deadline)
@@ -201,10 +206,12 @@ def plan_offset_reset(admin: AdminClient, group_id: str, *, topics: list[str], t
         at_time = _offsets(admin, partitions, OffsetSpec.for_timestamp(to[1]), deadline, strict=True)
         latest = _offsets(admin, [key for key, offset in at_time.items() if offset < 0], OffsetSpec.latest(), deadline, strict=True)
         new = {key: offset if offset >= 0 else latest[key] for key, offset in at_time.items()}
-    else:
+    elif isinstance(to, Mapping):
         earliest = _offsets(admin, partitions, OffsetSpec.earliest(), deadline, strict=True)
         latest = _offsets(admin, partitions, OffsetSpec.latest(), deadline, strict=True)
         new = {key: min(max(to[key], earliest[key]), latest[key]) for key in partitions}
+    else:  # _check_target above lets no other target through
+        raise ValueError(f"unknown reset target {to!r}")
     return [OffsetChange(topic, partition, current.get((topic, partition), -1), new[(topic, partition)]) for topic, partition in partitions]
 
 

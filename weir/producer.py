@@ -131,7 +131,7 @@ class Producer:
         if size > self._message_max_bytes:
             raise KafkaException(
                 KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})")
-            )  # type: ignore[attr-defined]
+            )
         info = self._cluster.topics.get(topic)
         if info is None or info.error_code:
             info = self._topic_info(topic, info)
@@ -147,7 +147,7 @@ class Producer:
         elif partition >= partition_count:
             raise KafkaException(
                 KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}")
-            )  # type: ignore[attr-defined]
+            )
         self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
 
     def _topic_info(self, topic: str, cached: TopicInfo | None) -> TopicInfo:
@@ -167,7 +167,7 @@ class Producer:
             raise
         info = self._cluster.topics.get(topic)
         if info is None:
-            raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))  # type: ignore[attr-defined]
+            raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))
         return info
 
     def _fail_now(
@@ -182,8 +182,8 @@ class Producer:
         timestamp: int,
     ) -> None:
         """Report a record that cannot enter a batch (its topic is unknown) through its callback."""
-        if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # type: ignore[attr-defined]
-            error = KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")  # type: ignore[attr-defined]
+        if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            error = KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")
         else:
             error = KafkaError(info.error_code, info.error_message or None)
         if delivery is None:
@@ -242,7 +242,7 @@ class Producer:
 
     def _serve(self, report: _Report) -> int:
         topic, partition, deliveries, record_count, error, base_offset, log_append_time = report
-        if log_append_time is not None and log_append_time >= 0:
+        if log_append_time >= 0:
             timestamp_type = TIMESTAMP_LOG_APPEND_TIME
         else:
             timestamp_type = TIMESTAMP_CREATE_TIME
@@ -292,7 +292,7 @@ class Producer:
         """
         if not in_queue:
             return
-        error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")  # type: ignore[attr-defined]
+        error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")
         for batch in self._accumulator.abort_unsent():
             self._batch_done(batch, error, -1, -1)
         self._sender.request_purge()

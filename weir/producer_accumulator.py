@@ -87,6 +87,13 @@ class ProducerBatch:
     def record_count(self) -> int:
         return self.builder.record_count
 
+    @property
+    def encoded(self) -> bytes:
+        """``payload`` once the sender has set it; every batch in a sender's queue has one."""
+        if self.payload is None:
+            raise RuntimeError(f"{self!r} is not encoded yet: the sender sets its payload before queueing it")
+        return self.payload
+
     def __repr__(self) -> str:
         return f"ProducerBatch({self.topic}-{self.partition}, records={self.record_count}, sequence={self.base_sequence})"
 

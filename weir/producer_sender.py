@@ -66,11 +66,11 @@ _METADATA_ERRORS = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,  # type: ignore[attr-defined]
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         KafkaError._TRANSPORT,
-        KafkaError._TIMED_OUT,  # type: ignore[attr-defined]
+        KafkaError._TIMED_OUT,
     }
 )
 # Failures that leave open whether the batch was appended (librdkafka's "possibly persisted").
@@ -79,9 +79,9 @@ _MAYBE_APPENDED = frozenset(
         KafkaError._TRANSPORT,
         KafkaError._TIMED_OUT,
         KafkaError._BAD_MSG,
-        ErrorCode.REQUEST_TIMED_OUT,  # type: ignore[attr-defined]
+        ErrorCode.REQUEST_TIMED_OUT,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.NETWORK_EXCEPTION,  # type: ignore[attr-defined]
+        ErrorCode.NETWORK_EXCEPTION,
     }
 )
 # The longest the sender sleeps without a reason, so that a lost wake-up costs little.
@@ -146,7 +146,7 @@ class Sender:
                 wait = self._run_once()
             except Exception as error:  # the sender must outlive any bug in one round
                 logger.exception("producer sender round failed")
-                self._report_error(KafkaError(KafkaError._FAIL, f"producer sender: {error!r}"))  # type: ignore[attr-defined]
+                self._report_error(KafkaError(KafkaError._FAIL, f"producer sender: {error!r}"))
                 wait = self._backoff
             if self._stopping and self._finished():
                 return
@@ -204,12 +204,12 @@ class Sender:
                 reason = f"Local: Message timed out: not delivered within delivery.timeout.ms ({self._delivery_timeout * 1000:.0f} ms)"
                 if batch.last_error is not None:
                     reason += f"; last error: {batch.last_error.str()}"
-                self._fail(batch, KafkaError(KafkaError._MSG_TIMED_OUT, reason), queue)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._MSG_TIMED_OUT, reason), queue)
 
     def _purge(self) -> None:
         for queue in self._queues.values():
             for batch in queue.drain_all():
-                self._fail(batch, KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"), queue)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"), queue)
 
     def _abandon_when_unreachable(self) -> bool:
         """While stopping, nothing waits for a retry: fail queued batches that are not in flight."""
@@ -218,7 +218,7 @@ class Sender:
             if queue.retries:
                 for batch in queue.drain_all():
                     abandoned = True
-                    error = batch.last_error or KafkaError(KafkaError._DESTROY, "the producer was closed")  # type: ignore[attr-defined]
+                    error = batch.last_error or KafkaError(KafkaError._DESTROY, "the producer was closed")
                     self._fail(batch, error, queue)
         return abandoned
 
@@ -252,14 +252,14 @@ class Sender:
             return False
         if now < self._next_producer_id_attempt:
             return False
-        response, error = self._init_producer_id(self._producer_id, self._producer_epoch)
-        if error is not None and known and not error.retriable():
+        response = self._init_producer_id(self._producer_id, self._producer_epoch)
+        if isinstance(response, KafkaError) and known and not response.retriable():
             # A broker that did not hand out this id cannot bump its epoch
             # (INVALID_PRODUCER_ID_MAPPING); a new id serves the same purpose.
-            response, error = self._init_producer_id(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        if error is not None:
+            response = self._init_producer_id(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        if isinstance(response, KafkaError):
             self._next_producer_id_attempt = now + self._backoff_max
-            self._report_error(error)
+            self._report_error(response)
             return False
         renumber = self._needs_new_epoch
         self._producer_id, self._producer_epoch = response.producer_id, response.producer_epoch
@@ -271,19 +271,19 @@ class Sender:
                 if renumber:
                     batch.base_sequence = queue.next_sequence
                     queue.next_sequence = (queue.next_sequence + batch.record_count) % 2**31
-                batch.payload = stamp_producer_state(batch.payload, self._producer_id, self._producer_epoch, batch.base_sequence)
+                batch.payload = stamp_producer_state(batch.encoded, self._producer_id, self._producer_epoch, batch.base_sequence)
         return True
 
-    def _init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[broker_pb2.InitProducerIdResponse | None, KafkaError | None]:
-        """InitProducerId at any broker: a new id (``producer_id`` -1) or the next epoch of ``producer_id``."""
+    def _init_producer_id(self, producer_id: int, producer_epoch: int) -> broker_pb2.InitProducerIdResponse | KafkaError:
+        """InitProducerId at any broker: a new id (``producer_id`` -1) or the next epoch of ``producer_id``; the error if it failed."""
         request = broker_pb2.InitProducerIdRequest(producer_id=producer_id, producer_epoch=producer_epoch)
         try:
-            response = self._cluster.call("InitProducerId", request, timeout=self._request_timeout)
+            response: broker_pb2.InitProducerIdResponse = self._cluster.call("InitProducerId", request, timeout=self._request_timeout)
         except KafkaException as error:
-            return None, error.error
+            return error.error
         if response.error_code:
-            return None, KafkaError(response.error_code, f"InitProducerId: {response.error_message or KafkaError(response.error_code).str()}")
-        return response, None
+            return KafkaError(response.error_code, f"InitProducerId: {response.error_message or KafkaError(response.error_code).str()}")
+        return response
 
     # ------------------------------------------------------------------ sending
 
@@ -307,10 +307,10 @@ class Sender:
                     continue
                 if address not in requests and self._in_flight.get(address, 0) >= self._max_in_flight:
                     continue
-                if address in requests and request_bytes[address] + len(batch.payload) > self._max_request_bytes:
+                if address in requests and request_bytes[address] + len(batch.encoded) > self._max_request_bytes:
                     continue  # the request is full: the batch goes in the next one (next pass of this loop)
                 requests.setdefault(address, []).append(batch)
-                request_bytes[address] = request_bytes.get(address, 0) + len(batch.payload)
+                request_bytes[address] = request_bytes.get(address, 0) + len(batch.encoded)
                 queue.mark_sent(batch)
             if not requests:
                 break
@@ -359,7 +359,7 @@ class Sender:
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.answered()
-                self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue)  # type: ignore[attr-defined]
+                self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue)
             return
         for batch in batches:
             batch.attempts += 1
@@ -417,11 +417,11 @@ class Sender:
                 continue
             result = results.get((batch.topic, batch.partition))
             if result is None:
-                self._handle_error(batch, KafkaError(KafkaError._BAD_MSG, f"the broker's answer has no result for {batch.topic}-{batch.partition}"), queue)  # type: ignore[attr-defined]
+                self._handle_error(batch, KafkaError(KafkaError._BAD_MSG, f"the broker's answer has no result for {batch.topic}-{batch.partition}"), queue)
             elif result.error_code == 0:
                 queue.finish(batch)
                 self._succeed(batch, result.base_offset, result.log_append_time_ms)
-            elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # type: ignore[attr-defined]
+            elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
                 # Appended by an earlier send whose answer was lost; where is not known.
                 queue.finish(batch)
                 self._succeed(batch, -1, -1)
@@ -436,7 +436,7 @@ class Sender:
         if code in _MAYBE_APPENDED:
             batch.maybe_persisted = True
         batch.last_error = error
-        if self._idempotent and code == ErrorCode.UNKNOWN_PRODUCER_ID and not batch.maybe_persisted and not queue.has_earlier_unacknowledged(batch):  # type: ignore[attr-defined]
+        if self._idempotent and code == ErrorCode.UNKNOWN_PRODUCER_ID and not batch.maybe_persisted and not queue.has_earlier_unacknowledged(batch):
             # The leader lost this producer's state and nothing of the batch was appended:
             # renumber under a new epoch and send again (librdkafka does the same).
             self._needs_new_epoch = True
@@ -445,13 +445,13 @@ class Sender:
                 return
         # A later batch refused as out of order because an earlier one is being retried is
         # not at fault: it goes back in line behind the earlier one.
-        out_of_order_behind_retry = code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and queue.has_earlier_unacknowledged(batch)  # type: ignore[attr-defined]
+        out_of_order_behind_retry = code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and queue.has_earlier_unacknowledged(batch)
         retriable = error.retriable() or out_of_order_behind_retry
         if retriable and batch.attempts <= self._retries and now < batch.deadline:
             queue.retry(batch, now + self._cluster.backoff(batch.attempts - 1))
             return
         if retriable and now >= batch.deadline:
-            error = KafkaError(KafkaError._MSG_TIMED_OUT, f"Local: Message timed out after retrying: {error.str()}")  # type: ignore[attr-defined]
+            error = KafkaError(KafkaError._MSG_TIMED_OUT, f"Local: Message timed out after retrying: {error.str()}")
         self._fail(batch, error, queue)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:

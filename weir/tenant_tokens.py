@@ -135,7 +135,7 @@ def verify(key: bytes, token: str, *, now_ms: int, purpose: str = DATA_PLANE_PUR
 
 def _fields(token: str) -> list[str]:
     """The five fields of a well-shaped token; TenantTokenError when its shape is wrong."""
-    if not isinstance(token, str) or not token:
+    if not token or not isinstance(token, str):
         raise TenantTokenError("the tenant token is empty")
     if len(token) > MAX_TOKEN_LENGTH:
         raise TenantTokenError(f"the tenant token is malformed: longer than {MAX_TOKEN_LENGTH} characters")

@@ -56,7 +56,8 @@ def main(
         except SystemExit as exit_request:
             return exit_request.code if isinstance(exit_request.code, int) else EXIT_USAGE
     try:
-        return args.run(args, streams, environ)
+        exit_code: int = args.run(args, streams, environ)
+        return exit_code
     except CommandError as error:
         streams.print_error(str(error))
         return EXIT_FAILURE

@@ -11,7 +11,7 @@ from weir.cli.connection import add_connection_options
 
 def add_command(commands: Any, name: str, help_text: str, run: Callable[..., int], *, connects: bool = True) -> argparse.ArgumentParser:
     """A leaf command whose ``run(args, streams, environ)`` returns the exit code."""
-    command = commands.add_parser(name, help=help_text, description=help_text)
+    command: argparse.ArgumentParser = commands.add_parser(name, help=help_text, description=help_text)
     if connects:
         add_connection_options(command, top_level=False)
     command.set_defaults(run=run, command_parser=command)

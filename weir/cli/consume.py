@@ -65,7 +65,7 @@ class RecordPrinter:
 
     def __init__(self, args: argparse.Namespace, stdout: TextIO) -> None:
         self._args = args
-        self._separator = args.key_separator.encode("utf-8")
+        self._separator: bytes = args.key_separator.encode("utf-8")
         self._text = stdout
         self._binary = getattr(stdout, "buffer", None)
 
@@ -132,7 +132,8 @@ def _start_position(args: argparse.Namespace) -> int:
     if args.offset == "latest":
         return OFFSET_END
     if args.offset is not None:
-        return args.offset
+        offset: int = args.offset  # a number: argparse's type for --offset turned anything else away
+        return offset
     if args.group:
         # The group's committed offset; auto.offset.reset applies where there is none.
         return OFFSET_STORED

@@ -268,7 +268,7 @@ def run_lag(args: argparse.Namespace, streams: Streams, environ: Mapping[str, st
     uncommitted = sum(1 for lag in lags if lag.committed_offset < 0)
     unknown_end = sum(1 for lag in lags if lag.end_offset < 0)
     if args.output == "json":
-        rows = []
+        rows: list[dict[str, object]] = []
         for lag in lags:
             owner = owners.get((lag.topic, lag.partition))
             rows.append(
@@ -284,10 +284,10 @@ def run_lag(args: argparse.Namespace, streams: Streams, environ: Mapping[str, st
             )
         streams.print_json({"group_id": args.group, "partitions": rows, "total_lag": total})
         return EXIT_OK
-    rows = []
+    table: list[tuple[object, ...]] = []
     for lag in lags:
         owner = owners.get((lag.topic, lag.partition))
-        rows.append(
+        table.append(
             (
                 lag.topic,
                 lag.partition,
@@ -298,7 +298,7 @@ def run_lag(args: argparse.Namespace, streams: Streams, environ: Mapping[str, st
                 owner.client_id if owner else NONE_MARK,
             )
         )
-    streams.print_table(None, ["Topic", "Partition", "Committed offset", "End offset", "Lag", "Member id", "Client id"], rows)
+    streams.print_table(None, ["Topic", "Partition", "Committed offset", "End offset", "Lag", "Member id", "Client id"], table)
     notes = [f"{uncommitted} without a committed offset"] if uncommitted else []
     notes += [f"{unknown_end} whose end offset is unknown: no leader answered"] if unknown_end else []
     summary = f"Total lag: {total} over {len(lags)} partition{'s' if len(lags) != 1 else ''}"

@@ -186,8 +186,8 @@ def run_alter(args: argparse.Namespace, streams: Streams, environ: Mapping[str, 
             entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in additions.items()]
             entries += [ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE) for name in deletions]
             resource = ConfigResource(ConfigResource.Type.TOPIC, args.name, incremental_configs=entries)
-            futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
-            connection.result(next(iter(futures.values())), args)
+            config_futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
+            connection.result(next(iter(config_futures.values())), args)
     if additions or deletions:
         changes += [f"set {name}={value}" for name, value in additions.items()]
         changes += [f"reset {name} to its default" for name in deletions]
