@@ -12,7 +12,7 @@ down until the controller has fenced it and a while longer, so that the dashboar
 offline and its partitions' new leaders before it comes back and registers again. Every
 child's process id is in <WEIR_DATA_DIR>/run/<name>.pid. Ctrl-C or SIGTERM stops everything
 cleanly (a second one stops faster, never hangs); no child outlives `make up`, not even a
-``kill -9`` of it (weir.lifeline).
+``kill -9`` of it (server_runtime.lifeline).
 
 Configuration (environment, twelve-factor):
 
@@ -79,10 +79,10 @@ from deploy.processes import (
     stop_all,
 )
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
-from weir.lifeline import signal_group, spawn
-from weir.logging_setup import LogFormatError, configure_logging
-from weir.private_files import make_new_files_private, restrict_directory
-from weir.stop_signals import StopSignals
+from server_runtime.lifeline import signal_group, spawn
+from server_runtime.logging_setup import LogFormatError, configure_logging
+from server_runtime.private_files import make_new_files_private, restrict_directory
+from server_runtime.stop_signals import StopSignals
 
 # Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
 WEB_THREADS = 8
@@ -91,7 +91,7 @@ DEMO_WAIT_SECONDS = 90
 # One active controller and one standby that takes over when the active one dies.
 CONTROLLER_COUNT = 2
 # broker.session.timeout.ms of the controllers unless WEIR_BROKER_SESSION_TIMEOUT_MS says otherwise
-# (the same default as webapp.fleet.controller.service, which `make up` cannot import without Django).
+# (the same default as webapp.controller.service, which `make up` cannot import without Django).
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 # A broker that died is restarted this long after the controller fenced it, so that the
 # failover (the broker offline, its partitions led by other replicas) can be watched.
@@ -626,7 +626,7 @@ class Shutdown:
     """What stop signals do to a running ``make up``: the first sets ``requested`` and stops every
     start and restart at once; each later one hurries the stop (every child gets
     HURRIED_STOP_TIMEOUT_SECONDS before SIGKILL). Called from the stop-signal thread, never from
-    a handler (see weir.stop_signals)."""
+    a handler (see server_runtime.stop_signals)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
@@ -720,7 +720,7 @@ def main() -> int:
         raise SystemExit(f"weir: {error}") from None
     settings = StackSettings.from_environment(dict(os.environ))
     shutdown = Shutdown()
-    # Ctrl-C and SIGTERM, once or many times: see weir.stop_signals for why no handler sets
+    # Ctrl-C and SIGTERM, once or many times: see server_runtime.stop_signals for why no handler sets
     # an Event itself.
     StopSignals(on_first=shutdown.begin, on_again=shutdown.hurry).install()
     return run(settings, shutdown.requested, shutdown)

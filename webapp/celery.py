@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging.config
 import os
 
-from webapp.observability.multiprocess_dir import prepare_worker_metrics_directory
+from webapp.observability.facade import prepare_worker_metrics_directory
 
 # A worker serving metrics (WEIR_WORKER_METRICS_PORT) needs prometheus_client's multiprocess
 # directory chosen before anything imports prometheus_client: first thing, here.
@@ -18,10 +18,10 @@ prepare_worker_metrics_directory()
 
 from celery import Celery, signals  # noqa: E402
 
-from webapp.observability.task_metrics import connect_task_signals  # noqa: E402
+from server_runtime.logging_setup import JSON, log_format  # noqa: E402
+from server_runtime.private_files import make_new_files_private  # noqa: E402
+from webapp.observability.facade import connect_task_signals  # noqa: E402
 from webapp.request_ids import connect_celery_signals  # noqa: E402
-from weir.logging_setup import JSON, log_format  # noqa: E402
-from weir.private_files import make_new_files_private  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -35,7 +35,7 @@ connect_task_signals()
 
 
 def keep_weir_logging(loglevel: object = None, **_: object) -> None:
-    """Worker and beat with WEIR_LOG_FORMAT=json: Django's LOGGING (JSON lines, weir.logging_setup)
+    """Worker and beat with WEIR_LOG_FORMAT=json: Django's LOGGING (JSON lines, server_runtime.logging_setup)
     instead of Celery's own text format, at the ``--loglevel`` given."""
     from django.conf import settings
 
@@ -46,7 +46,7 @@ def keep_weir_logging(loglevel: object = None, **_: object) -> None:
 
 def keep_new_files_private(**_: object) -> None:
     """A worker's or beat's files (queue messages, beat's schedule) are their owner's only
-    (weir.private_files). On these signals rather than at import, which tests and the web
+    (server_runtime.private_files). On these signals rather than at import, which tests and the web
     process do too."""
     make_new_files_private()
 

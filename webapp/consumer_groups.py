@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from webapp.accounts.errors import Conflict, InvalidInput, NotFound
+from webapp.accounts.facade import Conflict, InvalidInput, NotFound
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, BrokersUnreachable, admin_client
 from weir import ConsumerGroupState
 from weir.errors import ErrorCode, KafkaError, KafkaException

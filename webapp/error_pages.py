@@ -13,8 +13,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseServerError, Json
 from django.template import loader
 from django.views.decorators.csrf import requires_csrf_token
 
-from webapp.api.errors import server_error_body
-from weir.request_ids import current_request_id
+from server_runtime.request_ids import current_request_id
+from webapp.api.facade import server_error_body
 
 # Paths answered with the API's JSON error body rather than the HTML page.
 API_PATH_PREFIX = "/api/"

@@ -100,14 +100,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from server_runtime.logging_setup import logging_config
+from server_runtime.private_files import restrict_directory
 from webapp.runtime import celery_broker_url, persistent_secret, stack_web_url, stored_secret
 from weir import tenant_tokens
-from weir.logging_setup import logging_config
-from weir.private_files import restrict_directory
 
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
 # A data directory left readable by others (an older version, a loose umask) is closed here;
-# the entry points' umask keeps what is created in it private (weir.private_files).
+# the entry points' umask keeps what is created in it private (server_runtime.private_files).
 restrict_directory(DATA_DIR)
 
 # Debug pages show local variables and settings: only a developer who asks for them gets them.
@@ -151,7 +151,7 @@ WEIR_BROKER_TLS_CA = os.environ.get("WEIR_BROKER_TLS_CA") or None
 # WEIR_PUBLIC_API_URL, else the URL `make up` recorded for this data directory, else WEIR_HTTP_PORT's.
 WEIR_PUBLIC_API_URL = stack_web_url(DATA_DIR, os.environ)
 # Topic defaults of the data plane's CreateTopics (-1 counts), and the internal topics'
-# partition counts (webapp.fleet.internal_topics). None: min(3, brokers not offline).
+# partition counts (webapp.controller.internal_topics). None: min(3, brokers not offline).
 WEIR_DEFAULT_NUM_PARTITIONS = int(os.environ.get("WEIR_DEFAULT_NUM_PARTITIONS", "1"))
 WEIR_DEFAULT_REPLICATION_FACTOR = int(os.environ["WEIR_DEFAULT_REPLICATION_FACTOR"]) if os.environ.get("WEIR_DEFAULT_REPLICATION_FACTOR") else None
 WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_OFFSETS_TOPIC_NUM_PARTITIONS", "50"))
@@ -176,6 +176,7 @@ INSTALLED_APPS = [
     "webapp.catalog",
     "webapp.fleet",
     "webapp.provisioning",
+    "webapp.controller",
     "webapp.metering",
     "webapp.backup",
     "webapp.dashboard",
@@ -310,7 +311,7 @@ WEIR_LAG_PIPELINE_INTERVAL_SECONDS = float(os.environ.get("WEIR_LAG_PIPELINE_INT
 WEIR_PIPELINE_TIMEOUT_SECONDS = float(os.environ.get("WEIR_PIPELINE_TIMEOUT_SECONDS", "900"))
 WEIR_METERING_HISTORY_DAYS = float(os.environ.get("WEIR_METERING_HISTORY_DAYS", "7"))
 
-# Text lines in this format, or JSON lines with WEIR_LOG_FORMAT=json (weir.logging_setup).
+# Text lines in this format, or JSON lines with WEIR_LOG_FORMAT=json (server_runtime.logging_setup).
 LOGGING = logging_config(text_format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=os.environ.get("WEIR_LOG_LEVEL", "INFO"))
 
 SESSION_COOKIE_HTTPONLY = True

@@ -34,7 +34,7 @@ from tests.deploy.manifest_checks import (
     systemd_unit,
     unknown_variables,
 )
-from webapp.fleet.controller.servicer import CONTROLLER_SERVICE_NAME
+from webapp.controller.servicer import CONTROLLER_SERVICE_NAME
 
 README = (DEPLOY / "README.md").read_text()
 # The Secret's keys, as deploy/README.md creates them (kubectl create secret ... --from-literal=KEY=...).

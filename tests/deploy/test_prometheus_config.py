@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deploy.local import StackSettings, child_environment, startup_stages
 from tests.support.processes import BrokerProcess, free_port
-from webapp.fleet.controller import metrics as controller_metrics
+from webapp.controller import metrics as controller_metrics
 
 PROMETHEUS_DIRECTORY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 CONFIG = PROMETHEUS_DIRECTORY / "prometheus.yml"

@@ -16,8 +16,8 @@ from tests.support.group_broker import GROUP_BROKER_CONFIGS
 from tests.support.processes import BrokerProcess
 from webapp.accounts.identity import Actor
 from webapp.catalog.actions.topics import check_create_topic, do_create_topic
-from webapp.fleet.controller.epoch import become_active
-from webapp.fleet.internal_topics import ensure_internal_topics
+from webapp.controller.epoch import become_active
+from webapp.controller.internal_topics import ensure_internal_topics
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning import jobs
 from webapp.provisioning.models import JobState

@@ -12,8 +12,7 @@ from typing import Any
 from rest_framework import permissions
 from rest_framework.request import Request
 
-from webapp.accounts.identity import Actor, is_operator
-from webapp.accounts.roles import role_at_least
+from webapp.accounts.facade import Actor, is_operator, role_at_least
 
 
 class IsTenantMember(permissions.BasePermission):

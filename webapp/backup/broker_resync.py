@@ -5,7 +5,7 @@
    everything the brokers have seen, leader epochs taken from the brokers.
 3. Refuse when the brokers host topics the restored catalog lacks, unless the operator agreed
    that the push deletes them (``delete_unknown_topics``): nothing has changed yet.
-4. Write the plan in one transaction (lock order of ``webapp.fleet.controller.epoch``: the
+4. Write the plan in one transaction (lock order of ``webapp.controller.epoch``: the
    controller epoch row, then partition rows, then snapshot versions).
 5. Push both snapshots to every broker that answered, then ask each again and check that it
    applied exactly these versions.
@@ -24,13 +24,18 @@ from django.db import transaction
 
 from webapp.backup.errors import ResyncRefusedError
 from webapp.backup.resync_plan import PARTITIONS, SECURITY, BrokerReport, CatalogState, PartitionLeadership, ResyncPlan, plan_resync
-from webapp.catalog.models import Partition, Topic
-from webapp.fleet.models import CONTROLLER_EPOCH_ROW, BrokerNode, ControllerEpoch
-from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
-from webapp.provisioning.models import SnapshotVersion
-from webapp.provisioning.push import push_snapshots
-from webapp.provisioning.snapshots import build_snapshots
-from webapp.provisioning.versions import current_versions, locked_versions
+from webapp.catalog.facade import Partition, Topic
+from webapp.fleet.facade import CONTROLLER_EPOCH_ROW, BrokerNode, ControllerEpoch
+from webapp.provisioning.facade import (
+    BrokerAddress,
+    BrokerAdminClient,
+    BrokerCallError,
+    SnapshotVersion,
+    build_snapshots,
+    current_versions,
+    locked_versions,
+    push_snapshots,
+)
 
 PROBE_TIMEOUT_SECONDS = 5.0  # a broker slower than this to describe itself counts as unreachable
 MAX_PARALLEL_PROBES = 16

@@ -1,12 +1,14 @@
-"""Plan limits on a tenant's topics and partitions, checked under the tenant's row lock."""
+"""Plan limits on a tenant's topics, partitions and quotas, checked under the tenant's row lock.
+
+``create_quota_row`` and ``plan_fit_problems`` are registered with ``webapp.accounts.tenant_hooks``
+(``CatalogConfig.ready``): signing up and changing plan, accounts actions, run them."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Sum
 
-from webapp.accounts.errors import InvalidInput
-from webapp.accounts.models import PlanLimits, Tenant
-from webapp.catalog.models import Topic
+from webapp.accounts.facade import InvalidInput, PlanLimits, Tenant
+from webapp.catalog.models import Quota, Topic
 
 
 def tenant_usage(tenant: Tenant) -> tuple[int, int]:
@@ -42,3 +44,26 @@ def holdings_exceeding(tenant: Tenant, limits: PlanLimits) -> dict[str, list[str
     if Topic.objects.filter(tenant=tenant, partition_count__gt=limits.max_partitions_per_topic).exists():
         problems.setdefault("partitions_count", []).append(f"A topic has more than {limits.max_partitions_per_topic} partitions.")
     return problems
+
+
+def quota_exceeding(tenant: Tenant, plan: str, limits: PlanLimits) -> dict[str, list[str]]:
+    """A field error when the tenant's quota row sets rates above ``limits`` (a plan change)."""
+    quota = Quota.objects.filter(tenant=tenant).first()
+    if quota is None:
+        return {}
+    if (quota.produce_bytes_per_second or 0) > limits.produce_bytes_per_second or (quota.consume_bytes_per_second or 0) > limits.consume_bytes_per_second:
+        return {"quota": [f"The tenant's quotas are above the {plan} plan's rates."]}
+    return {}
+
+
+def plan_fit_problems(tenant: Tenant, plan: str, limits: PlanLimits) -> dict[str, list[str]]:
+    """What a move of ``tenant`` to ``plan`` must not break: its topics and partitions, then its
+    quotas. Precondition: the tenant row is locked in the current transaction."""
+    problems = holdings_exceeding(tenant, limits)
+    problems.update(quota_exceeding(tenant, plan, limits))
+    return problems
+
+
+def create_quota_row(tenant: Tenant) -> None:
+    """Every signed-up tenant has a quota row (null rates: the plan's defaults)."""
+    Quota.objects.create(tenant=tenant)

@@ -11,21 +11,20 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from webapp.accounts.models import Tenant
+from log_formats.topic_names import INTERNAL_TOPIC_PREFIX
 from webapp.public_ids import new_acl_id
-from weir.topic_names import INTERNAL_TOPIC_PREFIX
 
 
 class Topic(models.Model):
     """A tenant's topic, or an internal topic of the cluster (``__consumer_offsets``,
     ``__usage``: no tenant, a name starting with ``__``, managed by the controller through
-    ``webapp.fleet.internal_topics``). ``configs`` holds only overrides (Kafka names -> string
+    ``webapp.controller.internal_topics``). ``configs`` holds only overrides (Kafka names -> string
     values), validated against ``weir.topic_config.TOPIC_CONFIGS``.
 
     Every tenant-facing query filters on a tenant, which never matches an internal row.
     """
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="topics")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, null=True, blank=True, related_name="topics")
     name = models.CharField(max_length=249)
     topic_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     partition_count = models.PositiveIntegerField()
@@ -107,7 +106,7 @@ class AclBinding(models.Model):
     """Kafka's ACL binding within one tenant: resource names are the tenant's plain names."""
 
     public_id = models.CharField(max_length=32, unique=True, default=new_acl_id, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="acl_bindings")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="acl_bindings")
     principal = models.CharField(max_length=128)  # "User:sa-..." or "User:*"
     resource_type = models.CharField(max_length=10, choices=ResourceType.choices)
     resource_name = models.CharField(max_length=255)
@@ -130,7 +129,7 @@ class AclBinding(models.Model):
 class Quota(models.Model):
     """Per-tenant byte-rate quotas; null means the plan's default."""
 
-    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="quota")
+    tenant = models.OneToOneField("accounts.Tenant", on_delete=models.CASCADE, related_name="quota")
     produce_bytes_per_second = models.BigIntegerField(null=True, blank=True)
     consume_bytes_per_second = models.BigIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from webapp.accounts.models import Tenant
+from webapp.accounts.facade import Tenant
 from webapp.catalog.models import Partition, Topic
 from weir.topic_config import TOPIC_CONFIGS
 

@@ -16,7 +16,7 @@ from django import forms
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from webapp.accounts.facade import Conflict, InvalidInput, NotAllowed, NotFound
 
 Result = TypeVar("Result")
 

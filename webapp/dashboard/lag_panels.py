@@ -12,10 +12,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from webapp.accounts.models import Tenant
+from webapp.accounts.facade import Tenant
 from webapp.dashboard.charts import Series, format_count, line_chart, status_bands
 from webapp.metering import facade
-from webapp.metering.models import GroupLag
+from webapp.metering.facade import GroupLag
 
 # The windows of the lag-over-time chart (``?lag_window=``) and the default.
 LAG_WINDOWS = {"1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7)}

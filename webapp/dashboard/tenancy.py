@@ -22,9 +22,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from webapp.accounts.identity import SESSION_TENANT_KEY, Actor, is_operator
-from webapp.accounts.models import Membership, Role
-from webapp.accounts.roles import role_at_least
+from webapp.accounts.facade import SESSION_TENANT_KEY, Actor, Membership, Role, is_operator, role_at_least
 
 View = Callable[..., HttpResponse]
 

@@ -1,7 +1,9 @@
-"""What other apps may read of the fleet: the registered brokers.
+"""What other apps may read of the fleet: the registered brokers, and the placement rules
+that spread replicas over them.
 
-Placement (which brokers hold which partitions) belongs to provisioning; this module only
-answers questions about the brokers themselves.
+The Partition rows a placement produces belong to catalog (``webapp.catalog.placement_rows``);
+this module answers questions about the brokers themselves and hands out the pure placement
+algorithm (``webapp.fleet.placement``) and its errors.
 """
 
 from __future__ import annotations
@@ -9,8 +11,40 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
-from webapp.fleet.internal_topics import REPLICATION_TARGET
-from webapp.fleet.models import DOWN_STATES, BrokerNode
+from webapp.fleet.models import CONTROLLER_EPOCH_ROW, DOWN_STATES, BrokerNode, BrokerState, ControllerEpoch
+from webapp.fleet.placement import (
+    InvalidReplicationFactorError,
+    PlacementBroker,
+    PlacementError,
+    ReplicationFactorTooLargeError,
+    assign_replicas,
+    placement_order,
+)
+
+__all__ = [
+    "BrokerNode",
+    "BrokerState",
+    "CONTROLLER_EPOCH_ROW",
+    "ControllerEpoch",
+    "DOWN_STATES",
+    "InvalidReplicationFactorError",
+    "PlacementBroker",
+    "PlacementError",
+    "REPLICATION_TARGET",
+    "ReplicationFactorTooLargeError",
+    "assign_replicas",
+    "bootstrap_servers",
+    "broker_state_counts",
+    "brokers",
+    "default_replication_factor",
+    "placement_candidates",
+    "placement_order",
+    "registered_broker_count",
+]
+
+# Replicas the cluster aims for when the creator names none: Kafka's
+# offsets.topic.replication.factor default, also used for the internal topics.
+REPLICATION_TARGET = 3
 
 
 def brokers() -> QuerySet[BrokerNode]:
@@ -30,6 +64,16 @@ def broker_state_counts() -> dict[str, int]:
     """How many registered brokers are in each state, by state name (one query)."""
     rows = BrokerNode.objects.order_by("state").values("state").annotate(count=Count("pk"))
     return {row["state"]: row["count"] for row in rows}
+
+
+def placement_candidates() -> list[PlacementBroker]:
+    """Brokers new replicas may go to: every registered broker not known to be offline.
+
+    A broker that was never probed (UNKNOWN) counts: ``make up`` registers brokers before the
+    reconciler's first probe, and a topic created then must still spread over all of them.
+    """
+    rows = BrokerNode.objects.exclude(state__in=DOWN_STATES).values_list("node_id", "rack")
+    return [PlacementBroker(node_id=node_id, rack=rack) for node_id, rack in rows]
 
 
 def registered_broker_count() -> int:

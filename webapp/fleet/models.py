@@ -45,7 +45,7 @@ CONTROLLER_EPOCH_ROW = 1  # the primary key of the one ControllerEpoch row
 class ControllerEpoch(models.Model):
     """The epoch of the active controller (Kafka's controller epoch): one row, increased by
     each controller when it becomes active. A controller whose epoch is no longer the row's
-    has been replaced and must not change anything (``webapp.fleet.controller.epoch``)."""
+    has been replaced and must not change anything (``webapp.controller.epoch``)."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=CONTROLLER_EPOCH_ROW)
     epoch = models.PositiveBigIntegerField(default=0)

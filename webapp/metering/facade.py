@@ -16,19 +16,61 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import Count, Max, QuerySet, Sum
 
-from webapp.accounts.models import Tenant
+from webapp.accounts.facade import Tenant
+from webapp.metering.figures import USAGE_FIGURES
 from webapp.metering.models import (
     GROUP_ID_MAX_LENGTH,
+    TOPIC_NAME_MAX_LENGTH,
     Granularity,
     GroupLag,
     GroupLagHistory,
     GroupStatus,
     PartitionLag,
+    PartitionStatus,
     Pipeline,
     PipelineRun,
     RunStatus,
     UsageAggregate,
 )
+from webapp.metering.usage_export import USAGE_CSV_COLUMNS, csv_lines
+
+__all__ = [
+    "DEFAULT_LAG_HISTORY_WINDOW",
+    "DEFAULT_USAGE_WINDOW",
+    "Granularity",
+    "GroupEvaluation",
+    "GroupLag",
+    "GroupLagHistory",
+    "GroupStatus",
+    "PartitionLag",
+    "PartitionStatus",
+    "Pipeline",
+    "PipelineRun",
+    "RunStatus",
+    "STALE_AFTER_INTERVALS",
+    "TOPIC_NAME_MAX_LENGTH",
+    "TenantPipelineStatus",
+    "USAGE_CSV_COLUMNS",
+    "USAGE_FIGURES",
+    "USAGE_SUM_FIELDS",
+    "UsageAggregate",
+    "csv_lines",
+    "default_usage_window",
+    "group_evaluation",
+    "group_status_counts",
+    "group_statuses",
+    "is_stale",
+    "lag_history",
+    "lag_interval_seconds",
+    "last_succeeded_run",
+    "not_evaluated_message",
+    "pipeline_runs",
+    "tenant_pipeline_statuses",
+    "usage",
+    "usage_topics",
+    "usage_totals_by_bucket",
+    "usage_totals_by_topic",
+]
 
 # The window a usage query covers when it names no ``from``.
 DEFAULT_USAGE_WINDOW = {Granularity.HOUR: timedelta(hours=24), Granularity.DAY: timedelta(days=30)}

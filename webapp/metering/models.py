@@ -19,7 +19,6 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from webapp.accounts.models import Tenant
 from webapp.public_ids import new_public_id
 
 # Kafka topic names are at most 249 characters; group ids have no limit in Kafka, this is ours.
@@ -84,7 +83,7 @@ class UsageAggregate(models.Model):
     ``partition_hours`` counts partitions times the hours they existed in it.
     """
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_aggregates")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="usage_aggregates")
     topic = models.CharField(max_length=TOPIC_NAME_MAX_LENGTH)
     granularity = models.CharField(max_length=4, choices=Granularity.choices)
     bucket_start = models.DateTimeField()
@@ -113,7 +112,7 @@ class PartitionLag(models.Model):
     """The latest evaluation of one partition of a group; ``end_offset`` and
     ``log_start_offset`` are null when the partition's log could not be read."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="+")
     group = models.CharField(max_length=GROUP_ID_MAX_LENGTH)
     topic = models.CharField(max_length=TOPIC_NAME_MAX_LENGTH)
     partition = models.PositiveIntegerField()
@@ -140,7 +139,7 @@ class GroupLag(models.Model):
     """The latest evaluation of a group; ``worst_*`` name its worst partition (blank/null
     when the job named none)."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="+")
     group = models.CharField(max_length=GROUP_ID_MAX_LENGTH)
     status = models.CharField(max_length=8, choices=GroupStatus.choices)
     max_lag = models.BigIntegerField()
@@ -164,7 +163,7 @@ class GroupLag(models.Model):
 class GroupLagHistory(models.Model):
     """One evaluation of a group, kept for the lag-over-time chart."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="+")
     group = models.CharField(max_length=GROUP_ID_MAX_LENGTH)
     evaluated_at = models.DateTimeField()
     status = models.CharField(max_length=8, choices=GroupStatus.choices)

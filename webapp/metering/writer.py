@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from log_formats.lag_statuses import GROUP_STATUSES, PARTITION_STATUSES
 from webapp.metering.figures import USAGE_COUNTERS
-from weir.lag_statuses import GROUP_STATUSES, PARTITION_STATUSES
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def history_days() -> float:
 
 
 def _tenant_pks(public_ids: Iterable[Any]) -> dict[str, int]:
-    from webapp.accounts.models import Tenant
+    from webapp.accounts.facade import Tenant
 
     wanted = {public_id for public_id in public_ids if isinstance(public_id, str) and public_id}
     if not wanted:

@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from webapp.observability.database_metrics import PipelineCollector
 from webapp.observability.readiness import failed_checks
-from webapp.provisioning.metrics import JobTableCollector
+from webapp.provisioning.facade import JobTableCollector
 
 
 class _ProcessMetrics(Collector):

@@ -21,18 +21,25 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils.text import slugify
 
-from webapp.accounts.actions.keys import check_create_key, do_create_key, do_revoke_key
-from webapp.accounts.actions.service_accounts import check_service_account_fields, do_create_service_account
-from webapp.accounts.actions.signup import check_sign_up, do_sign_up
-from webapp.accounts.errors import Conflict
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ServiceAccount
-from webapp.catalog.actions.acls import check_create_acl, do_create_acl
-from webapp.catalog.actions.topics import check_create_topic, do_create_topic
-from webapp.catalog.models import Operation, PatternType, Permission, ResourceType, Topic
-from webapp.fleet.models import BrokerNode
+from webapp.accounts.facade import (
+    Actor,
+    ApiKey,
+    ApiKeyKind,
+    Conflict,
+    Membership,
+    Role,
+    ServiceAccount,
+    check_create_key,
+    check_service_account_fields,
+    check_sign_up,
+    do_create_key,
+    do_create_service_account,
+    do_revoke_key,
+    do_sign_up,
+)
+from webapp.catalog.facade import Operation, PatternType, Permission, ResourceType, Topic, check_create_acl, check_create_topic, do_create_acl, do_create_topic
+from webapp.fleet.facade import BrokerNode, placement_candidates
 from webapp.provisioning.models import JobState, ProvisioningJob
-from webapp.provisioning.placement_rows import placement_candidates
 
 DEMO_SERVICE_ACCOUNT = "demo-app"
 DEMO_TOPIC = "demo"

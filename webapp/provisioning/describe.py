@@ -9,8 +9,8 @@ from django.views.decorators.debug import sensitive_variables
 
 from grpc_protos.weir.v1 import admin_pb2
 from webapp import tenant_clients
-from webapp.catalog.models import Partition, Topic
-from webapp.fleet.models import BrokerNode
+from webapp.catalog.facade import Partition, Topic
+from webapp.fleet.facade import BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
 
 # A page showing partitions must not hang on a dead broker: describe calls get a short deadline.

@@ -1,13 +1,18 @@
-"""What other apps may use of provisioning: record a change, place partitions, describe them.
+"""What other apps may use of provisioning: record a change, describe partitions, push snapshots.
 
 * ``record_change`` is the ONE way a change to topics, ACLs, keys or quotas reaches the
   brokers: call it inside the action's transaction; it bumps the snapshot version the change
   belongs to, creates the PENDING job, and queues the task when the transaction commits.
-* ``place_partitions`` creates the Partition rows of new partitions (Kafka's rack-aware round
-  robin over the registered brokers); ``PlacementError`` (``ReplicationFactorTooLargeError``)
-  means the request must change (the API answers 400).
+  Accounts and catalog, below provisioning, reach it through ``webapp.common.changes``, where
+  ``ProvisioningConfig.ready`` installs it.
+* ``place_partitions`` (catalog's, handed on here) creates the Partition rows of new partitions
+  (Kafka's rack-aware round robin over the registered brokers); ``PlacementError``
+  (``ReplicationFactorTooLargeError``) means the request must change (the API answers 400).
 * ``describe_partitions`` joins the placement with what the brokers report (offsets, sizes),
   marking partitions whose brokers do not answer as unavailable.
+* The controller and backup's broker resync build and push snapshots (``build_snapshots``,
+  ``push_snapshots``, ``push_to_broker``) under the snapshot versions (``locked_versions``,
+  ``bump_versions``), over the brokers' Admin client (``BrokerAdminClient``).
 """
 
 from __future__ import annotations
@@ -15,25 +20,47 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from webapp.accounts.models import Tenant
-from webapp.fleet.placement import (
+from server_runtime.request_ids import current_request_id
+from webapp.accounts.facade import Tenant
+from webapp.catalog.facade import place_partitions
+from webapp.fleet.facade import (
     InvalidReplicationFactorError,
     PlacementError,
     ReplicationFactorTooLargeError,
 )
+from webapp.provisioning.broker_client import INTERNAL_TOKEN_METADATA, BrokerAddress, BrokerAdminClient, BrokerCallError
 from webapp.provisioning.describe import PartitionDescription, describe_partitions
-from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
-from webapp.provisioning.placement_rows import place_partitions
-from webapp.provisioning.versions import bump_versions, snapshot_kinds_for
-from weir.request_ids import current_request_id
+from webapp.provisioning.metrics import JobTableCollector
+from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind, SnapshotVersion
+from webapp.provisioning.push import push_snapshots, push_targets, push_to_broker
+from webapp.provisioning.snapshots import Snapshots, build_snapshots
+from webapp.provisioning.versions import bump_versions, current_versions, locked_versions, snapshot_kinds_for
 
 __all__ = [
+    "BrokerAddress",
+    "BrokerAdminClient",
+    "BrokerCallError",
+    "INTERNAL_TOKEN_METADATA",
     "InvalidReplicationFactorError",
+    "JobKind",
+    "JobState",
+    "JobTableCollector",
     "PartitionDescription",
     "PlacementError",
+    "ProvisioningJob",
     "ReplicationFactorTooLargeError",
+    "SnapshotKind",
+    "SnapshotVersion",
+    "Snapshots",
+    "build_snapshots",
+    "bump_versions",
+    "current_versions",
     "describe_partitions",
+    "locked_versions",
     "place_partitions",
+    "push_snapshots",
+    "push_targets",
+    "push_to_broker",
     "record_change",
 ]
 
@@ -52,7 +79,7 @@ def record_change(
     and the task, queued on commit, sees both. ``kind`` is a ``JobKind``; topic kinds bump
     the partitions snapshot, ``SYNC_SECURITY`` the security snapshot, ``RECONCILE`` both.
     ``created_by`` is a Django user (``None`` for service-account keys and the system).
-    ``request_id`` defaults to the id current in this thread (``weir.request_ids``: the HTTP
+    ``request_id`` defaults to the id current in this thread (``server_runtime.request_ids``: the HTTP
     request's, or the forwarded call's in the controller); the task runs with it.
     """
     kind = JobKind(kind)

@@ -5,17 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from webapp.accounts.models import Tenant
+from webapp.common.changes import JobKind
 from webapp.public_ids import new_job_id
 
-
-class JobKind(models.TextChoices):
-    CREATE_TOPIC = "CREATE_TOPIC"
-    DELETE_TOPIC = "DELETE_TOPIC"
-    ALTER_TOPIC_CONFIGS = "ALTER_TOPIC_CONFIGS"
-    CREATE_PARTITIONS = "CREATE_PARTITIONS"
-    SYNC_SECURITY = "SYNC_SECURITY"  # ACL, API key or quota changes
-    RECONCILE = "RECONCILE"
+# JobKind is defined beside record_change in webapp.common.changes (the lower apps name the
+# kinds they record); it is re-exported here for the job's field and provisioning's modules.
+__all__ = ["JobKind", "JobState", "ProvisioningJob", "SnapshotKind", "SnapshotVersion"]
 
 
 class JobState(models.TextChoices):
@@ -30,7 +25,7 @@ class ProvisioningJob(models.Model):
     an ACL id, a key id) as text, so the job outlives a deleted target."""
 
     public_id = models.CharField(max_length=32, unique=True, default=new_job_id, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs")
+    tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, null=True, blank=True, related_name="jobs")
     kind = models.CharField(max_length=24, choices=JobKind.choices)
     target = models.CharField(max_length=255, blank=True)
     state = models.CharField(max_length=10, choices=JobState.choices, default=JobState.PENDING)

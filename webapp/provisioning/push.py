@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from grpc_protos.weir.v1 import admin_pb2
-from webapp.fleet.models import DOWN_STATES, BrokerNode
+from server_runtime.request_ids import carrying_request_id
+from webapp.fleet.facade import DOWN_STATES, BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError, StaleSnapshotError
 from webapp.provisioning.snapshots import Snapshots
 from weir.errors import error_name
-from weir.request_ids import carrying_request_id
 
 # Brokers are pushed to in parallel, at most this many at once.
 MAX_PARALLEL_PUSHES = 16

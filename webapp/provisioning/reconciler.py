@@ -29,9 +29,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from grpc_protos.weir.v1 import admin_pb2
-from webapp.accounts.actions.key_use import do_record_cluster_key_use
-from webapp.catalog.models import Partition
-from webapp.fleet.models import BrokerNode, BrokerState
+from webapp.accounts.facade import do_record_cluster_key_use
+from webapp.catalog.facade import Partition
+from webapp.fleet.facade import BrokerNode, BrokerState
 from webapp.provisioning import metrics
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
 from webapp.provisioning.jobs import recover_lost_jobs

@@ -21,9 +21,9 @@ from django.conf import settings
 from django.db import transaction
 
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from webapp.accounts.models import ApiKey, ApiKeyKind, Tenant
-from webapp.catalog.models import AclBinding, Partition, Topic
-from webapp.fleet.models import BrokerNode
+from webapp.accounts.facade import ApiKey, ApiKeyKind, Tenant
+from webapp.catalog.facade import AclBinding, Partition, Topic
+from webapp.fleet.facade import BrokerNode
 from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.versions import locked_versions
 

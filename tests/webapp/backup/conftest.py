@@ -22,8 +22,8 @@ from webapp.accounts.models import Membership, Role, ServiceAccount
 from webapp.catalog.actions.acls import check_create_acl, do_create_acl
 from webapp.catalog.actions.quotas import do_set_quota
 from webapp.catalog.actions.topics import check_create_topic, do_create_topic
-from webapp.fleet.controller.epoch import become_active
-from webapp.fleet.internal_topics import ensure_internal_topics
+from webapp.controller.epoch import become_active
+from webapp.controller.internal_topics import ensure_internal_topics
 from webapp.fleet.models import BrokerNode, BrokerState
 
 PASSWORD = "a-long-enough-password-1"

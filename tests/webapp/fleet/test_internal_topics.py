@@ -17,15 +17,15 @@ from webapp.accounts.actions.signup import do_sign_up
 from webapp.accounts.identity import Actor
 from webapp.catalog.limits import tenant_usage
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.epoch import ControllerFencedError, become_active
-from webapp.fleet.controller.service import ControllerService
-from webapp.fleet.internal_topics import (
+from webapp.controller.epoch import ControllerFencedError, become_active
+from webapp.controller.internal_topics import (
     OFFSETS_TOPIC,
     USAGE_TOPIC,
     ensure_internal_topics,
     grown_replicas,
     internal_topics,
 )
+from webapp.controller.service import ControllerService
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.fleet.placement import PlacementBroker
 from webapp.provisioning.models import SnapshotKind

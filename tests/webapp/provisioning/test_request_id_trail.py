@@ -26,7 +26,7 @@ from webapp.accounts.actions.keys import KeyOwner, do_create_key
 from webapp.accounts.actions.signup import do_sign_up
 from webapp.accounts.identity import Actor
 from webapp.celery import app
-from webapp.fleet.registration import register_broker
+from webapp.controller.registration import register_broker
 from webapp.provisioning.models import JobState, ProvisioningJob
 from webapp.runtime import redis_answers
 

@@ -27,8 +27,8 @@ from webapp.accounts.models import ApiKeyKind, Role
 from webapp.catalog.actions.topics import check_create_topic, do_create_topic
 from webapp.catalog.models import Topic
 from webapp.celery import app
+from webapp.controller.registration import register_broker
 from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.fleet.registration import register_broker
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 from webapp.provisioning.reconciler import reconcile

@@ -17,8 +17,7 @@ from webapp.accounts.errors import InvalidInput, NotAllowed, NotFound, StateConf
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_DESCRIPTION_LENGTH = 256
 
@@ -33,7 +32,7 @@ class KeyOwner:
 class NewApiKey:
     key: ApiKey
     secret: str  # shown once; only its hash is stored
-    job: ProvisioningJob | None
+    job: RecordedChange | None
 
 
 def owns(actor: Actor, key: ApiKey) -> bool:
@@ -94,7 +93,7 @@ def do_create_key(actor: Actor, kind: str, owner: KeyOwner, description: str, re
     return NewApiKey(key, secret, job)
 
 
-def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiKey, ProvisioningJob | None]:
+def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiKey, RecordedChange | None]:
     """Revoke (idempotently); a cluster key's revocation reaches brokers with SYNC_SECURITY."""
     require_role(actor, Role.DEVELOPER, "revoke API keys")
     if not owns(actor, key) and not role_at_least(actor.role, Role.ADMIN):

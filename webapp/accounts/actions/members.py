@@ -19,8 +19,7 @@ from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed, NotFound,
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Invitation, Membership, Role, Tenant
 from webapp.accounts.roles import require_role
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 INVITATION_LIFETIME = timedelta(days=7)
 
@@ -105,7 +104,7 @@ def do_change_role(actor: Actor, membership: Membership, role: str) -> Membershi
     return locked
 
 
-def do_remove_member(actor: Actor, membership: Membership, request_id: str = "") -> ProvisioningJob | None:
+def do_remove_member(actor: Actor, membership: Membership, request_id: str = "") -> RecordedChange | None:
     """Remove the member and its keys; records SYNC_SECURITY when it held cluster keys, so
     that brokers forget them. Owners only (a member may not remove itself this way either)."""
     require_role(actor, Role.OWNER, "remove members")

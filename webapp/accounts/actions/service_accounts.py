@@ -8,8 +8,7 @@ from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Role, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 256
@@ -62,7 +61,7 @@ def do_update_service_account(actor: Actor, account: ServiceAccount, name: str |
         raise Conflict(f"A service account named '{name}' exists.") from error
 
 
-def do_delete_service_account(actor: Actor, account: ServiceAccount, request_id: str = "") -> ProvisioningJob | None:
+def do_delete_service_account(actor: Actor, account: ServiceAccount, request_id: str = "") -> RecordedChange | None:
     """Delete the account and its keys; SYNC_SECURITY when brokers knew one of its keys."""
     require_role(actor, Role.ADMIN, "manage service accounts")
     with transaction.atomic():

@@ -15,7 +15,7 @@ from django.utils.text import slugify
 
 from webapp.accounts.errors import Conflict, InvalidInput
 from webapp.accounts.models import Membership, Plan, Role, Tenant
-from webapp.catalog.models import Quota
+from webapp.accounts.tenant_hooks import run_sign_up_hooks
 
 MAX_TENANT_NAME_LENGTH = 100
 MAX_USERNAME_LENGTH = 150
@@ -94,5 +94,6 @@ def do_sign_up(username: str, email: str, password: str, tenant_name: str, plan:
         tenant.slug = f"{slugify(tenant_name)[:36] or 'tenant'}-{tenant.public_id.split('-', 1)[1]}"
         tenant.save()
         membership = Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
-        Quota.objects.create(tenant=tenant)
+        # Catalog's hook creates the quota row (webapp.catalog.limits.create_quota_row).
+        run_sign_up_hooks(tenant)
     return SignUp(user=user, tenant=tenant, membership=membership)

@@ -8,10 +8,8 @@ from webapp.accounts.errors import InvalidInput, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import PLAN_LIMITS, Plan, Role, Tenant
 from webapp.accounts.roles import require_role
-from webapp.catalog.limits import holdings_exceeding
-from webapp.catalog.models import Quota
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
+from webapp.accounts.tenant_hooks import plan_fit_problems
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_NAME_LENGTH = 100
 
@@ -27,7 +25,7 @@ def check_update_tenant(actor: Actor, name: str | None, plan: str | None) -> Non
         raise InvalidInput(errors)
 
 
-def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_id: str = "") -> tuple[Tenant, ProvisioningJob | None]:
+def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_id: str = "") -> tuple[Tenant, RecordedChange | None]:
     """Apply the changes; a plan change must fit what the tenant holds (a downgrade with too
     many topics or partitions, or quotas above the new plan, is refused) and records
     SYNC_SECURITY because the default quotas change with it."""
@@ -38,9 +36,8 @@ def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_i
             tenant.name = name.strip()
         if plan is not None and plan != tenant.plan:
             limits = PLAN_LIMITS[plan]
-            problems = holdings_exceeding(tenant, limits)
-            if _quota_exceeds(tenant, limits.produce_bytes_per_second, limits.consume_bytes_per_second):
-                problems["quota"] = [f"The tenant's quotas are above the {plan} plan's rates."]
+            # Catalog's checks (webapp.catalog.limits.plan_fit_problems): topics, partitions, quotas.
+            problems = plan_fit_problems(tenant, plan, limits)
             if problems:
                 reasons = " ".join(message for messages in problems.values() for message in messages)
                 raise StateConflict.for_field("plan", f"The tenant holds more than the {plan} plan allows: {reasons}")
@@ -48,10 +45,3 @@ def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_i
             job = record_change(tenant, JobKind.SYNC_SECURITY, "plan", created_by=actor.user, request_id=request_id)
         tenant.save(update_fields=["name", "plan"])
     return tenant, job
-
-
-def _quota_exceeds(tenant: Tenant, produce_limit: int, consume_limit: int) -> bool:
-    quota = Quota.objects.filter(tenant=tenant).first()
-    if quota is None:
-        return False
-    return (quota.produce_bytes_per_second or 0) > produce_limit or (quota.consume_bytes_per_second or 0) > consume_limit

@@ -7,9 +7,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.accounts.models import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, Role, ServiceAccount, Tenant
+from webapp.accounts.facade import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, Role, ServiceAccount, Tenant
 from webapp.api.serializers.strict import InputSerializer
-from webapp.catalog.models import Quota
+from webapp.catalog.facade import Quota
 
 
 class PlanLimitsSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from webapp.api.serializers.common import ResourceMetadataSerializer, resource_name
 from webapp.api.serializers.strict import InputSerializer
-from webapp.catalog.models import AclBinding, Operation, PatternType, Permission, ResourceType
+from webapp.catalog.facade import AclBinding, Operation, PatternType, Permission, ResourceType
 
 ANY_CHOICE = ["ANY"]
 

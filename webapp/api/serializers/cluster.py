@@ -6,8 +6,8 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer
-from webapp.catalog.partition_health import BrokerPartitionCounts
-from webapp.fleet.models import BrokerNode
+from webapp.catalog.facade import BrokerPartitionCounts
+from webapp.fleet.facade import BrokerNode
 
 
 class ClusterSerializer(serializers.Serializer):

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.reverse import reverse
 
-from webapp.provisioning.models import ProvisioningJob
+from webapp.provisioning.facade import ProvisioningJob
 
 
 class ResourceMetadataSerializer(serializers.Serializer):

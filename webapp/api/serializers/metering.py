@@ -16,13 +16,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.accounts.identity import is_operator
+from webapp.accounts.facade import is_operator
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
-from webapp.metering.facade import GroupEvaluation, is_stale
-from webapp.metering.figures import USAGE_FIGURES
-from webapp.metering.models import (
+from webapp.metering.facade import (
     TOPIC_NAME_MAX_LENGTH,
+    USAGE_FIGURES,
     Granularity,
+    GroupEvaluation,
     GroupLag,
     GroupLagHistory,
     GroupStatus,
@@ -32,6 +32,7 @@ from webapp.metering.models import (
     PipelineRun,
     RunStatus,
     UsageAggregate,
+    is_stale,
 )
 
 # Times are clamped to this range: far enough apart for any real query (no usage or lag is

@@ -10,10 +10,16 @@ from rest_framework import serializers
 
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
 from webapp.api.serializers.strict import InputSerializer
-from webapp.catalog.models import Topic
-from webapp.catalog.partition_health import HealthCounts, PartitionHealth, partition_health, topic_health_counts
-from webapp.catalog.topic_configs import TopicConfigEntry
-from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help
+from webapp.catalog.facade import (
+    TENANT_TOPIC_NAME_MAX_LENGTH,
+    HealthCounts,
+    PartitionHealth,
+    Topic,
+    TopicConfigEntry,
+    partition_health,
+    topic_health_counts,
+    topic_name_length_help,
+)
 from webapp.provisioning.facade import PartitionDescription
 
 

@@ -10,14 +10,12 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.models import Role
+from webapp.accounts.facade import Role
 from webapp.api.query import validated_query
 from webapp.api.serializers.acls import AclCreateSerializer, AclDeleteFilterSerializer, AclFilterSerializer, AclSerializer
 from webapp.api.serializers.common import JobSummarySerializer, job_summary
 from webapp.api.views.base import CONFLICT, TenantScopedViewSet
-from webapp.catalog.acl_filters import AclFilter, apply_acl_filter
-from webapp.catalog.actions.acls import check_create_acl, do_create_acl, do_delete_acls
-from webapp.catalog.models import AclBinding
+from webapp.catalog.facade import AclBinding, AclFilter, apply_acl_filter, check_create_acl, do_create_acl, do_delete_acls
 
 AclDeleteResponseSerializer = inline_serializer(
     "KafkaAclDeleteResult", {"kind": serializers.CharField(), "data": AclSerializer(many=True), "job": JobSummarySerializer(allow_null=True)}

@@ -19,13 +19,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.accounts.authentication import CloudApiKeyAuthentication, SessionActorAuthentication
-from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Role
+from server_runtime.request_ids import current_request_id
+from webapp.accounts.facade import (
+    ActionError,
+    Actor,
+    CloudApiKeyAuthentication,
+    Conflict,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+    Role,
+    SessionActorAuthentication,
+    StateConflict,
+)
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
 from webapp.api.schema import ERROR_DESCRIPTIONS, WeirAutoSchema
-from weir.request_ids import current_request_id
 
 # The answer of an action that can raise Conflict (the schema adds the error body).
 CONFLICT = OpenApiResponse(description=ERROR_DESCRIPTIONS["409"])

@@ -12,18 +12,15 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Tenant
+from webapp.accounts.facade import Actor, Tenant
 from webapp.api.permissions import IsTenantMemberOrOperator
 from webapp.api.schema import single_object
 from webapp.api.serializers.cluster import BrokerSerializer, ClusterSerializer
 from webapp.api.serializers.common import link, resource_name
 from webapp.api.views.base import ActionErrorsMixin
 from webapp.api.views.tenants import TenantRoleView
-from webapp.catalog.models import Topic
-from webapp.catalog.partition_health import broker_partition_counts, tenant_health_counts
-from webapp.fleet.facade import broker_state_counts, brokers
-from webapp.fleet.models import BrokerNode
+from webapp.catalog.facade import Topic, broker_partition_counts, tenant_health_counts
+from webapp.fleet.facade import BrokerNode, broker_state_counts, brokers
 
 BrokerListSerializer = single_object(inline_serializer("KafkaBrokerList", {"kind": serializers.CharField(), "data": BrokerSerializer(many=True)}))
 

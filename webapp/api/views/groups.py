@@ -17,8 +17,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Role
+from webapp.accounts.facade import Actor, Role
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
 from webapp.api.schema import ERROR_DESCRIPTIONS, single_object
 from webapp.api.serializers.groups import (

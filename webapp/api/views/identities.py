@@ -8,14 +8,18 @@ from rest_framework import mixins, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.actions.keys import check_create_key, do_create_key, do_revoke_key
-from webapp.accounts.actions.service_accounts import (
+from webapp.accounts.facade import (
+    ApiKey,
+    Role,
+    ServiceAccount,
+    check_create_key,
     check_service_account_fields,
+    do_create_key,
     do_create_service_account,
     do_delete_service_account,
+    do_revoke_key,
     do_update_service_account,
 )
-from webapp.accounts.models import ApiKey, Role, ServiceAccount
 from webapp.api.query import validated_query
 from webapp.api.serializers.accounts import (
     ApiKeyCreateSerializer,

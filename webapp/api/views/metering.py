@@ -36,8 +36,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Role
+from webapp.accounts.facade import Actor, Role
 from webapp.api.pagination import CursorPagination
 from webapp.api.permissions import HasRequiredRole, IsOperator, IsTenantMember
 from webapp.api.query import validated_query
@@ -57,8 +56,7 @@ from webapp.api.serializers.metering import (
 )
 from webapp.api.views.base import ActionErrorsMixin, BaseApiView
 from webapp.metering import facade
-from webapp.metering.models import TOPIC_NAME_MAX_LENGTH, GroupStatus, PipelineRun
-from webapp.metering.usage_export import USAGE_CSV_COLUMNS, csv_lines
+from webapp.metering.facade import TOPIC_NAME_MAX_LENGTH, USAGE_CSV_COLUMNS, GroupStatus, PipelineRun, csv_lines
 
 GROUP_ID = OpenApiParameter("consumer_group_id", str, OpenApiParameter.PATH)
 WINDOW = [

@@ -8,11 +8,11 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.identity import Actor, is_operator
+from webapp.accounts.facade import Actor, is_operator
 from webapp.api.permissions import IsTenantMemberOrOperator
 from webapp.api.query import validated_query
 from webapp.api.views.base import ActionErrorsMixin
-from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
+from webapp.provisioning.facade import JobKind, JobState, ProvisioningJob
 
 
 class JobSerializer(serializers.ModelSerializer):

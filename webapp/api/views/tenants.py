@@ -11,20 +11,26 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.actions.members import (
+from webapp.accounts.facade import (
+    Actor,
+    InvalidInput,
+    Invitation,
+    Membership,
+    Role,
     check_accept_invitation,
     check_change_role,
     check_invite,
+    check_new_user,
+    check_sign_up,
+    check_update_tenant,
+    create_user,
     do_accept_invitation,
     do_change_role,
     do_invite,
     do_remove_member,
+    do_sign_up,
+    do_update_tenant,
 )
-from webapp.accounts.actions.signup import check_new_user, check_sign_up, create_user, do_sign_up
-from webapp.accounts.actions.tenant import check_update_tenant, do_update_tenant
-from webapp.accounts.errors import InvalidInput
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Invitation, Membership, Role
 from webapp.api.permissions import HasRequiredRole, IsTenantMember
 from webapp.api.serializers.accounts import (
     InvitationAcceptSerializer,
@@ -42,7 +48,7 @@ from webapp.api.serializers.accounts import (
 )
 from webapp.api.serializers.common import JobResponseSerializer, job_summary
 from webapp.api.views.base import BaseApiView, TenantScopedViewSet
-from webapp.catalog.actions.quotas import check_set_quota, do_set_quota, tenant_quota
+from webapp.catalog.facade import check_set_quota, do_set_quota, tenant_quota
 
 
 class TenantRoleView(BaseApiView):

@@ -26,18 +26,20 @@ from webapp.api.serializers.topics import (
     TopicWithJobSerializer,
 )
 from webapp.api.views.base import CONFLICT, TenantScopedViewSet
-from webapp.catalog.actions.topics import (
+from webapp.catalog.facade import (
+    Partition,
+    Topic,
     check_alter_topic_configs,
     check_create_partitions,
     check_create_topic,
+    describe_topic_configs,
     do_alter_topic_configs,
     do_create_partitions,
     do_create_topic,
     do_delete_topic,
+    min_insync_replicas,
+    replica_states,
 )
-from webapp.catalog.models import Partition, Topic
-from webapp.catalog.partition_health import min_insync_replicas, replica_states
-from webapp.catalog.topic_configs import describe_topic_configs
 from webapp.provisioning.facade import describe_partitions
 
 PartitionListSerializer = inline_serializer("KafkaPartitionList", {"kind": serializers.CharField(), "data": PartitionSerializer(many=True)})

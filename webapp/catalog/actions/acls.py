@@ -7,15 +7,11 @@ from dataclasses import asdict, dataclass
 
 from django.db import IntegrityError, transaction
 
-from webapp.accounts.errors import Conflict, InvalidInput
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Membership, Role, ServiceAccount
-from webapp.accounts.roles import require_role
+from log_formats.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
+from webapp.accounts.facade import Actor, Conflict, InvalidInput, Membership, Role, ServiceAccount, require_role
 from webapp.catalog.acl_filters import WILDCARD_RESOURCE, AclFilter, apply_acl_filter
 from webapp.catalog.models import CLUSTER_RESOURCE_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
-from weir.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 # Kafka's operations per resource type (AclEntry.supportedOperations), restricted to the
 # operations Weir's brokers check.
@@ -126,7 +122,7 @@ def _principal_problem(actor: Actor, principal: str) -> str | None:
     return None
 
 
-def do_create_acl(actor: Actor, binding: NewAclBinding, request_id: str = "") -> tuple[AclBinding, ProvisioningJob]:
+def do_create_acl(actor: Actor, binding: NewAclBinding, request_id: str = "") -> tuple[AclBinding, RecordedChange]:
     """Store the binding and record SYNC_SECURITY; an identical binding is a Conflict."""
     fields = asdict(binding)  # the binding's fields are the model's, name for name
     try:
@@ -140,7 +136,7 @@ def do_create_acl(actor: Actor, binding: NewAclBinding, request_id: str = "") ->
     return created, job
 
 
-def do_delete_acls(actor: Actor, acl_filter: AclFilter, request_id: str = "") -> tuple[list[AclBinding], ProvisioningJob | None]:
+def do_delete_acls(actor: Actor, acl_filter: AclFilter, request_id: str = "") -> tuple[list[AclBinding], RecordedChange | None]:
     """Delete the tenant's bindings that ``acl_filter`` matches; returns them (as they were)
     and the SYNC_SECURITY job, or no job when nothing matched."""
     require_role(actor, Role.ADMIN, "manage ACLs")

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from webapp.accounts.errors import InvalidInput, StateConflict
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Role
-from webapp.accounts.roles import require_role
+from webapp.accounts.facade import Actor, InvalidInput, Role, StateConflict, require_role
 from webapp.catalog.models import Quota
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
+from webapp.common.changes import JobKind, RecordedChange, record_change
 
 QUOTA_TARGET = "quota"  # the job target of quota changes
 
@@ -45,7 +41,7 @@ def check_set_quota(actor: Actor, produce_bytes_per_second: int | None, consume_
 
 def do_set_quota(
     actor: Actor, produce_bytes_per_second: int | None, consume_bytes_per_second: int | None, request_id: str = ""
-) -> tuple[Quota, ProvisioningJob]:
+) -> tuple[Quota, RecordedChange]:
     with transaction.atomic():
         quota, _ = Quota.objects.select_for_update().get_or_create(tenant=actor.tenant)
         quota.produce_bytes_per_second = produce_bytes_per_second

@@ -7,16 +7,13 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from webapp.accounts.errors import Conflict, InvalidInput
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import Role, Tenant
-from webapp.accounts.roles import require_role
+from webapp.accounts.facade import Actor, Conflict, InvalidInput, Role, Tenant, require_role
 from webapp.catalog.limits import check_growth_fits_plan
 from webapp.catalog.models import Topic
+from webapp.catalog.placement_rows import PlacementError, place_partitions
 from webapp.catalog.topic_names import topic_name_problem
+from webapp.common.changes import JobKind, RecordedChange, record_change
 from webapp.fleet.facade import default_replication_factor
-from webapp.provisioning.facade import PlacementError, place_partitions, record_change
-from webapp.provisioning.models import JobKind, ProvisioningJob
 from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
 
 
@@ -42,7 +39,7 @@ class TopicChange:
     """What a topic action did: the topic as it is now and the job that pushes it."""
 
     topic: Topic
-    job: ProvisioningJob
+    job: RecordedChange
 
 
 def config_errors(configs: Mapping[str, object]) -> dict[str, list[str]]:
@@ -104,7 +101,7 @@ def do_create_topic(actor: Actor, new_topic: NewTopic, request_id: str = "") -> 
     return TopicChange(topic, job)
 
 
-def do_delete_topic(actor: Actor, topic: Topic, request_id: str = "") -> ProvisioningJob:
+def do_delete_topic(actor: Actor, topic: Topic, request_id: str = "") -> RecordedChange:
     """Delete the topic's desired state (its partitions go with it) and record DELETE_TOPIC.
     ACL bindings naming the topic stay, as in Kafka: they apply again to a topic of that name."""
     require_role(actor, Role.DEVELOPER, "delete topics")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.accounts.models import ApiKeyKind, Role
+from webapp.accounts.facade import ApiKeyKind, Role
 
 # A service account acts with one of these roles on the REST API; never owner.
 SERVICE_ACCOUNT_ROLES = [(Role.ADMIN, "Admin"), (Role.DEVELOPER, "Developer"), (Role.VIEWER, "Viewer")]

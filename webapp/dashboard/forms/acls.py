@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.catalog.models import CLUSTER_RESOURCE_NAME, Operation, PatternType, Permission, ResourceType
+from webapp.catalog.facade import CLUSTER_RESOURCE_NAME, Operation, PatternType, Permission, ResourceType
 
 WILDCARD_PRINCIPAL = "User:*"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.accounts.models import Role
+from webapp.accounts.facade import Role
 
 
 class InviteForm(forms.Form):

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from django import forms
 
-from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help
+from webapp.catalog.facade import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help
 from weir.topic_config import TOPIC_CONFIGS
 
 CONFIG_HELP = "One key=value per line, e.g. retention.ms=86400000. Known keys: " + ", ".join(sorted(TOPIC_CONFIGS))

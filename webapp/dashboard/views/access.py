@@ -13,10 +13,20 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.actions.keys import check_create_key, do_create_key, do_revoke_key, owns
-from webapp.accounts.actions.service_accounts import check_service_account_fields, do_create_service_account, do_delete_service_account
-from webapp.accounts.models import ApiKey, Membership, Role, ServiceAccount
-from webapp.accounts.roles import role_at_least
+from webapp.accounts.facade import (
+    ApiKey,
+    Membership,
+    Role,
+    ServiceAccount,
+    check_create_key,
+    check_service_account_fields,
+    do_create_key,
+    do_create_service_account,
+    do_delete_service_account,
+    do_revoke_key,
+    owns,
+    role_at_least,
+)
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.access import ApiKeyForm, ServiceAccountForm
 from webapp.dashboard.tenancy import page_context, tenant_page

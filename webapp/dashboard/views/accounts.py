@@ -9,9 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.actions.members import check_accept_invitation, do_accept_invitation
-from webapp.accounts.actions.signup import check_new_user, check_sign_up, create_user, do_sign_up
-from webapp.accounts.errors import NotFound
+from webapp.accounts.facade import NotFound, check_accept_invitation, check_new_user, check_sign_up, create_user, do_accept_invitation, do_sign_up
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.accounts import NewUserForm, SignUpForm
 from webapp.dashboard.tenancy import remember_tenant, user_memberships

@@ -9,11 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.models import Membership, Role, ServiceAccount
-from webapp.accounts.roles import role_at_least
-from webapp.catalog.acl_filters import AclFilter
-from webapp.catalog.actions.acls import check_create_acl, do_create_acl, do_delete_acls
-from webapp.catalog.models import AclBinding, ResourceType
+from webapp.accounts.facade import Membership, Role, ServiceAccount, role_at_least
+from webapp.catalog.facade import AclBinding, AclFilter, ResourceType, check_create_acl, do_create_acl, do_delete_acls
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.acls import AclCreateForm
 from webapp.dashboard.tenancy import page_context, tenant_page

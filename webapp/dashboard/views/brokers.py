@@ -15,10 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from webapp.catalog.partition_health import BrokerPartitionCounts, broker_partition_counts
+from webapp.catalog.facade import BrokerPartitionCounts, broker_partition_counts
 from webapp.dashboard.tenancy import member_or_operator_page, page_context
-from webapp.fleet.facade import brokers
-from webapp.fleet.models import BrokerNode
+from webapp.fleet.facade import BrokerNode, brokers
 
 
 @dataclass(frozen=True)

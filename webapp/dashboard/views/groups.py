@@ -18,10 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from webapp.accounts.errors import Conflict, InvalidInput, NotFound
-from webapp.accounts.models import Role
-from webapp.accounts.roles import role_at_least
-from webapp.catalog.models import Topic
+from webapp.accounts.facade import Conflict, InvalidInput, NotFound, Role, role_at_least
+from webapp.catalog.facade import Topic
 from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group_lag, list_groups, plan_reset
 from webapp.dashboard.action_calls import add_field_errors
 from webapp.dashboard.forms.confirmation import TypedConfirmationForm

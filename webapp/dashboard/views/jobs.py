@@ -6,9 +6,9 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from webapp.accounts.identity import is_operator
+from webapp.accounts.facade import is_operator
 from webapp.dashboard.tenancy import page_context, tenant_page
-from webapp.provisioning.models import JobState, ProvisioningJob
+from webapp.provisioning.facade import JobState, ProvisioningJob
 
 JOBS_PER_PAGE = 50
 # Seconds between reloads of an unfinished job's page (a meta refresh: works without JS).

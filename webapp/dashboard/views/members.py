@@ -11,9 +11,7 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.actions.members import check_change_role, check_invite, do_change_role, do_invite, do_remove_member
-from webapp.accounts.models import Invitation, Membership, Role
-from webapp.accounts.roles import role_at_least
+from webapp.accounts.facade import Invitation, Membership, Role, check_change_role, check_invite, do_change_role, do_invite, do_remove_member, role_at_least
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.members import InviteForm, RoleForm
 from webapp.dashboard.tenancy import page_context, tenant_page

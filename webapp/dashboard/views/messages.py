@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from webapp.accounts.models import Role
+from webapp.accounts.facade import Role
 from webapp.dashboard.data_plane import BrowsedRecord, DataPlaneError, produce_record, read_records
 from webapp.dashboard.forms.messages import BrowseForm, ProduceForm
 from webapp.dashboard.record_rendering import Format, RenderedBytes, render_bytes

@@ -7,12 +7,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from webapp.accounts.models import ApiKey
-from webapp.catalog.models import AclBinding, Topic
-from webapp.catalog.partition_health import tenant_health_counts
+from webapp.accounts.facade import ApiKey
+from webapp.catalog.facade import AclBinding, Topic, tenant_health_counts
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.fleet.facade import broker_state_counts
-from webapp.provisioning.models import ProvisioningJob
+from webapp.provisioning.facade import ProvisioningJob
 
 RECENT_JOBS = 8
 

@@ -13,10 +13,10 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from webapp.accounts.identity import Actor, is_operator
+from webapp.accounts.facade import Actor, is_operator
 from webapp.dashboard.tenancy import member_or_operator_page, page_context
 from webapp.metering import facade
-from webapp.metering.models import Pipeline, RunStatus
+from webapp.metering.facade import Pipeline, RunStatus
 
 RUNS_PER_PAGE = 50
 

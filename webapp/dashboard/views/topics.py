@@ -14,9 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
-from webapp.accounts.models import Role
-from webapp.accounts.roles import role_at_least
-from webapp.catalog.actions.topics import (
+from webapp.accounts.facade import Role, role_at_least
+from webapp.catalog.facade import (
+    HealthCounts,
+    PartitionHealth,
+    Topic,
     check_alter_topic_configs,
     check_create_partitions,
     check_create_topic,
@@ -24,17 +26,18 @@ from webapp.catalog.actions.topics import (
     do_create_partitions,
     do_create_topic,
     do_delete_topic,
+    min_insync_replicas,
+    replica_states,
+    topic_health_counts,
+    topic_partition_health,
 )
-from webapp.catalog.models import Topic
-from webapp.catalog.partition_health import HealthCounts, PartitionHealth, min_insync_replicas, replica_states, topic_health_counts, topic_partition_health
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.forms.confirmation import TypedConfirmationForm
 from webapp.dashboard.forms.topics import AddPartitionsForm, TopicConfigsForm, TopicCreateForm
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.dashboard.views.jobs import job_in_progress
 from webapp.fleet.facade import default_replication_factor
-from webapp.provisioning.facade import describe_partitions
-from webapp.provisioning.models import ProvisioningJob
+from webapp.provisioning.facade import ProvisioningJob, describe_partitions
 from weir.topic_config import TOPIC_CONFIGS
 
 

@@ -21,7 +21,7 @@ from django.utils.http import urlencode
 from webapp.dashboard.charts import LineChart, Series, format_bytes, format_count, line_chart
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.metering import facade
-from webapp.metering.models import Granularity, Pipeline
+from webapp.metering.facade import Granularity, Pipeline
 
 SECTION = "usage"
 # The windows a page may show, and each granularity's default.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.service import ControllerService
+from webapp.controller.service import ControllerService
 
 
 class ManualMonotonic:

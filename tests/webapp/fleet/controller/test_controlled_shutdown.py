@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.fleet.controller.harness import ControllerHarness, placement
-from webapp.fleet.controller.actions import PartitionRef
-from webapp.fleet.controller.service import STALE_BROKER_EPOCH
-from webapp.fleet.facade import registered_broker_count
+from webapp.controller.actions import PartitionRef
+from webapp.controller.service import STALE_BROKER_EPOCH
+from webapp.fleet.facade import placement_candidates, registered_broker_count
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.placement_rows import placement_candidates
 from webapp.provisioning.push import push_targets
 from webapp.provisioning.versions import current_versions
 from weir.errors import ErrorCode

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.fleet.controller.election import (
+from webapp.controller.election import (
     NO_LEADER,
     PartitionState,
     after_broker_failure,

@@ -11,10 +11,10 @@ import pytest
 from tests.webapp.fleet.controller.harness import ControllerHarness, placement
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller import actions
-from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
-from webapp.fleet.controller.pusher import ClusterMapPusher
-from webapp.fleet.controller.service import ControllerService
+from webapp.controller import actions
+from webapp.controller.epoch import ControllerFencedError, become_active, current_epoch
+from webapp.controller.pusher import ClusterMapPusher
+from webapp.controller.service import ControllerService
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.broker_client import BrokerAddress
 from webapp.provisioning.models import SnapshotKind

@@ -11,9 +11,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
-from webapp.fleet.controller import metrics
-from webapp.fleet.controller.service import ControllerService
-from webapp.fleet.controller.servicer import start_controller_server
+from webapp.controller import metrics
+from webapp.controller.service import ControllerService
+from webapp.controller.servicer import start_controller_server
 from weir.errors import ErrorCode
 
 TOKEN = "controller-test-token"

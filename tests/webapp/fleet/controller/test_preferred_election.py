@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from tests.webapp.fleet.controller.harness import ControllerHarness, placement
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.actions import UnknownTopicError
+from webapp.controller.actions import UnknownTopicError
 from webapp.fleet.management.commands import elect_leaders
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.fleet.controller.harness import ManualMonotonic
-from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
+from webapp.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
 
 NAMES = ("WEIR_AUTO_LEADER_REBALANCE_ENABLE", "WEIR_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", "WEIR_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE")
 

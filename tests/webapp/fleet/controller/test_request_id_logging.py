@@ -8,10 +8,10 @@ import grpc
 import pytest
 
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
-from webapp.fleet.controller.service import ControllerService
-from webapp.fleet.controller.servicer import create_controller_server
-from weir.logging_setup import RequestIdFilter
-from weir.request_ids import REQUEST_ID_METADATA
+from server_runtime.logging_setup import RequestIdFilter
+from server_runtime.request_ids import REQUEST_ID_METADATA
+from webapp.controller.service import ControllerService
+from webapp.controller.servicer import create_controller_server
 
 TOKEN = "controller-request-id-token"
 
@@ -31,7 +31,7 @@ def test_registration_lines_carry_the_calls_request_id() -> None:
     service = ControllerService(session_timeout_ms=9000, first_epoch=10, push=lambda: None)
     server, port = create_controller_server(service, "127.0.0.1:0", internal_token=TOKEN)
     recorder = Recorder()
-    service_logger = logging.getLogger("webapp.fleet.controller.service")
+    service_logger = logging.getLogger("webapp.controller.service")
     service_logger.addHandler(recorder)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from webapp.fleet.controller.epoch import become_active, current_epoch
-from webapp.fleet.controller.leadership import ControllerLock
+from webapp.controller.epoch import become_active, current_epoch
+from webapp.controller.leadership import ControllerLock
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[4]
 ACTIVE_LINE = re.compile(r"controller active on port \d+ at controller epoch (\d+)")

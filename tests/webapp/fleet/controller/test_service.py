@@ -6,7 +6,7 @@ import pytest
 
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerService
+from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.versions import current_versions

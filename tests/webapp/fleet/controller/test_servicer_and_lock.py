@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
-from webapp.fleet.controller.leadership import ControllerLock
-from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerService
-from webapp.fleet.controller.servicer import create_controller_server
+from webapp.controller.leadership import ControllerLock
+from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
+from webapp.controller.servicer import create_controller_server
 from weir.errors import ErrorCode
 
 TOKEN = "controller-test-token"

@@ -9,9 +9,9 @@ import pytest
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.epoch import become_active
-from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerService
-from webapp.fleet.controller.servicer import create_controller_server
+from webapp.controller.epoch import become_active
+from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
+from webapp.controller.servicer import create_controller_server
 from webapp.fleet.models import BrokerNode, BrokerState
 from weir.errors import ErrorCode
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webapp.fleet.controller.sessions import BrokerSessions
+from webapp.controller.sessions import BrokerSessions
 
 
 class ManualMonotonic:

@@ -14,8 +14,8 @@ from broker_nodes.config import load_broker_config
 from broker_nodes.server.channels import open_internal_channel
 from deploy.tls import TlsFiles, ensure_local_certificates
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
-from webapp.fleet.controller.service import ControllerService
-from webapp.fleet.controller.servicer import ControllerTlsError, create_controller_server
+from webapp.controller.service import ControllerService
+from webapp.controller.servicer import ControllerTlsError, create_controller_server
 from weir.errors import ErrorCode
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the test CA is made with the openssl command")

@@ -17,11 +17,11 @@ from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, Membership, Role, ServiceAccount, Tenant
 from webapp.catalog.models import Partition, Topic
 from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH
-from webapp.fleet.controller import topic_requests
-from webapp.fleet.controller.epoch import ControllerFencedError, become_active
-from webapp.fleet.controller.service import ControllerService
-from webapp.fleet.controller.servicer import create_controller_server
-from webapp.fleet.internal_topics import OFFSETS_TOPIC, ensure_internal_topics
+from webapp.controller import topic_requests
+from webapp.controller.epoch import ControllerFencedError, become_active
+from webapp.controller.internal_topics import OFFSETS_TOPIC, ensure_internal_topics
+from webapp.controller.service import ControllerService
+from webapp.controller.servicer import create_controller_server
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning import tasks
 from webapp.provisioning.models import JobKind, ProvisioningJob, SnapshotKind

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.accounts.errors import ActionError
+from webapp.accounts.facade import ActionError
 from webapp.provisioning.demo import DemoError, DemoSetup, set_up_demo, wait_for_jobs
 from webapp.provisioning.models import JobState
 

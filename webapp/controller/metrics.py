@@ -69,7 +69,7 @@ class ActiveController(Protocol):
 
 def offline_partition_count() -> int:
     """Partitions of the catalog without a leader (every replica down, or none eligible)."""
-    from webapp.catalog.models import Partition
+    from webapp.catalog.facade import Partition
 
     try:
         return Partition.objects.filter(leader=-1).count()

@@ -25,19 +25,15 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.epoch import controller_transaction
-from webapp.fleet.placement import PlacementBroker, placement_order
-from webapp.provisioning.facade import place_partitions
-from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.placement_rows import placement_candidates
-from webapp.provisioning.versions import bump_versions
+from webapp.catalog.facade import Partition, Topic
+from webapp.controller.epoch import controller_transaction
+from webapp.fleet.facade import REPLICATION_TARGET, PlacementBroker, placement_candidates, placement_order
+from webapp.provisioning.facade import SnapshotKind, bump_versions, place_partitions
 
 logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # committed offsets (broker_nodes.coordinator)
 USAGE_TOPIC = "__usage"  # usage records of the metering pipeline
-REPLICATION_TARGET = 3  # Kafka's offsets.topic.replication.factor default
 OFFSETS_SEGMENT_BYTES = 104857600  # Kafka's offsets.topic.segment.bytes
 USAGE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000  # a week of usage records
 

@@ -22,12 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from webapp.fleet.controller import metrics
-from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.provisioning.broker_client import BrokerAddress, BrokerCallError
-from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.push import push_to_broker
-from webapp.provisioning.snapshots import Snapshots, build_snapshots
+from webapp.controller import metrics
+from webapp.fleet.facade import BrokerNode, BrokerState
+from webapp.provisioning.facade import BrokerAddress, BrokerCallError, SnapshotKind, Snapshots, build_snapshots, push_to_broker
 
 logger = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
 """``python manage.py run_controller --listen HOST:PORT``: the gRPC Controller service.
 
-Waits as a standby until it holds the controller lock (``webapp.fleet.controller.leadership``),
-takes the next controller epoch (``webapp.fleet.controller.epoch``), then serves brokers'
+Waits as a standby until it holds the controller lock (``webapp.controller.leadership``),
+takes the next controller epoch (``webapp.controller.epoch``), then serves brokers'
 registrations, heartbeats, ISR changes and controlled shutdowns. Every second it checks broker
 sessions and that its epoch is still the current one; every
 WEIR_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS it runs the preferred-leader election
-(``webapp.fleet.controller.rebalance``). SIGTERM or SIGINT stops it and releases the lock.
+(``webapp.controller.rebalance``). SIGTERM or SIGINT stops it and releases the lock.
 
 When a newer controller epoch exists (this controller lost its lock without noticing, e.g.
 with its database connection), it steps down: it stops serving, releases the lock and exits
@@ -18,7 +18,7 @@ The port listens from the start, standby included: gRPC health says SERVING for 
 process runs and SERVING for "weir.v1.Controller" only while it is the active controller; a
 standby answers Controller calls with NOT_CONTROLLER, so brokers move on to the next address.
 ``--metrics-port`` (default: environment WEIR_CONTROLLER_METRICS_PORT, 0 = off) serves
-Prometheus metrics (``webapp.fleet.controller.metrics``) on the listen host.
+Prometheus metrics (``webapp.controller.metrics``) on the listen host.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from webapp.fleet.controller.epoch import ControllerFencedError, become_active
-from webapp.fleet.controller.leadership import ControllerLock
-from webapp.fleet.controller.metrics import MetricsEndpoint
-from webapp.fleet.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
-from webapp.fleet.controller.service import ControllerService, session_timeout_ms
-from webapp.fleet.controller.servicer import ControllerServer, start_controller_server
-from weir.stop_signals import StopSignals
+from server_runtime.stop_signals import StopSignals
+from webapp.controller.epoch import ControllerFencedError, become_active
+from webapp.controller.leadership import ControllerLock
+from webapp.controller.metrics import MetricsEndpoint
+from webapp.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
+from webapp.controller.service import ControllerService, session_timeout_ms
+from webapp.controller.servicer import ControllerServer, start_controller_server
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class Command(BaseCommand):
         listen = str(options["listen"])
         metrics_port = self._metrics_port(options.get("metrics_port"))
         stopping = threading.Event()
-        # Not stopping.set() in the handler itself: see weir.stop_signals.
+        # Not stopping.set() in the handler itself: see server_runtime.stop_signals.
         StopSignals(on_first=lambda _number: stopping.set(), on_again=lambda _number: None).install()
         try:
             endpoint = MetricsEndpoint(listen.rpartition(":")[0].strip("[]"), metrics_port) if metrics_port else None

@@ -17,22 +17,21 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from webapp.catalog.models import Partition, Topic
-from webapp.fleet.controller.election import (
+from log_formats.topic_names import is_internal_topic_name, qualify, split_qualified_name  # brokers name a tenant's topic ``<tenant>~<name>``
+from webapp.catalog.facade import Partition, Topic
+from webapp.controller.election import (
     PartitionState,
     after_broker_failure,
     after_broker_return,
     after_controlled_shutdown,
     preferred_elections,
 )
-from webapp.fleet.controller.epoch import controller_transaction, operator_transaction
-from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.fleet.registration import register_broker
-from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.versions import bump_versions
+from webapp.controller.epoch import controller_transaction, operator_transaction
+from webapp.controller.registration import register_broker
+from webapp.fleet.facade import BrokerNode, BrokerState
+from webapp.provisioning.facade import SnapshotKind, bump_versions
 from weir.errors import ErrorCode
 from weir.topic_config import effective_topic_configs
-from weir.topic_names import is_internal_topic_name, qualify, split_qualified_name  # brokers name a tenant's topic ``<tenant>~<name>``
 
 logger = logging.getLogger(__name__)
 

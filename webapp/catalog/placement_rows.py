@@ -1,20 +1,12 @@
-"""Partition rows of a topic, placed over the registered brokers by ``webapp.fleet.placement``."""
+"""Partition rows of a topic, placed over the registered brokers by the fleet's placement rules
+(``webapp.fleet.placement``, through the fleet's facade)."""
 
 from __future__ import annotations
 
 from webapp.catalog.models import Partition, Topic
-from webapp.fleet.models import DOWN_STATES, BrokerNode
-from webapp.fleet.placement import PlacementBroker, assign_replicas, placement_order
+from webapp.fleet.facade import PlacementError, assign_replicas, placement_candidates, placement_order
 
-
-def placement_candidates() -> list[PlacementBroker]:
-    """Brokers new replicas may go to: every registered broker not known to be offline.
-
-    A broker that was never probed (UNKNOWN) counts: ``make up`` registers brokers before the
-    reconciler's first probe, and a topic created then must still spread over all of them.
-    """
-    rows = BrokerNode.objects.exclude(state__in=DOWN_STATES).values_list("node_id", "rack")
-    return [PlacementBroker(node_id=node_id, rack=rack) for node_id, rack in rows]
+__all__ = ["PlacementError", "place_partitions"]
 
 
 def place_partitions(topic: Topic, start_index: int, count: int) -> list[Partition]:

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.provisioning.facade import record_change
-from webapp.provisioning.models import JobKind
+from webapp.fleet.facade import BrokerNode, BrokerState
+from webapp.provisioning.facade import JobKind, record_change
 
 
 class BrokerRegistrationError(ValueError):

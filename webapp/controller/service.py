@@ -29,15 +29,12 @@ from typing import Any
 from django.conf import settings
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
-from webapp.fleet import internal_topics
-from webapp.fleet.controller import actions, metrics, topic_requests
-from webapp.fleet.controller.epoch import ControllerFencedError, become_active, current_epoch
-from webapp.fleet.controller.pusher import ClusterMapPusher
-from webapp.fleet.controller.sessions import BrokerSessions
-from webapp.fleet.models import BrokerNode, BrokerState
-from webapp.provisioning.models import SnapshotKind
-from webapp.provisioning.push import push_snapshots, push_targets
-from webapp.provisioning.snapshots import build_snapshots
+from webapp.controller import actions, internal_topics, metrics, topic_requests
+from webapp.controller.epoch import ControllerFencedError, become_active, current_epoch
+from webapp.controller.pusher import ClusterMapPusher
+from webapp.controller.sessions import BrokerSessions
+from webapp.fleet.facade import BrokerNode, BrokerState
+from webapp.provisioning.facade import SnapshotKind, build_snapshots, push_snapshots, push_targets
 from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -236,7 +233,7 @@ class ControllerService:
 
     def ensure_internal_topics(self) -> internal_topics.InternalTopicsChange:
         """Create missing internal topics and give their partitions the replicas the available
-        brokers allow (``webapp.fleet.internal_topics``); run when this controller becomes
+        brokers allow (``webapp.controller.internal_topics``); run when this controller becomes
         active (registrations do it too). Pushes the cluster map when something changed."""
         with self._lock, self._while_active():
             change = internal_topics.ensure_internal_topics(controller_epoch=self.controller_epoch)

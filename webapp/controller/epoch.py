@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.fleet.models import CONTROLLER_EPOCH_ROW, ControllerEpoch
+from webapp.fleet.facade import CONTROLLER_EPOCH_ROW, ControllerEpoch
 
 
 class ControllerFencedError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.fleet.registration import BrokerRegistrationError, register_broker
+from webapp.controller.registration import BrokerRegistrationError, register_broker
 
 
 class Command(BaseCommand):

@@ -25,14 +25,14 @@ from django.db import close_old_connections
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
-from webapp.fleet.controller import metrics
-from webapp.fleet.controller.epoch import ControllerFencedError
-from webapp.fleet.controller.service import STALE_BROKER_EPOCH, ControllerService
-from webapp.fleet.registration import BrokerRegistrationError
-from webapp.provisioning.broker_client import INTERNAL_TOKEN_METADATA
+from server_runtime.pem import PemFileError, read_pem
+from server_runtime.request_ids import RequestIdServerInterceptor
+from webapp.controller import metrics
+from webapp.controller.epoch import ControllerFencedError
+from webapp.controller.registration import BrokerRegistrationError
+from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
+from webapp.provisioning.facade import INTERNAL_TOKEN_METADATA
 from weir.errors import ErrorCode, error_name
-from weir.pem import PemFileError, read_pem
-from weir.request_ids import RequestIdServerInterceptor
 
 # Handler threads: brokers call rarely (a heartbeat every two seconds each).
 SERVER_THREADS = 8
@@ -244,7 +244,7 @@ def start_controller_server(listen: str, *, internal_token: str | None = None, t
     if tls is not None:
         certificate_chain, private_key = (Path(path) for path in tls)
         credentials = grpc.ssl_server_credentials([(read_pem(private_key, what="controller TLS"), read_pem(certificate_chain, what="controller TLS"))])
-    # Calls carrying x-weir-request-id (forwarded topic admin) log it with every line (weir.request_ids);
+    # Calls carrying x-weir-request-id (forwarded topic admin) log it with every line (server_runtime.request_ids);
     # every Controller call is counted by method and outcome (metrics).
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=SERVER_THREADS, thread_name_prefix="controller"),

@@ -33,11 +33,23 @@ from django.conf import settings
 from django.db import transaction
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
-from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound
-from webapp.accounts.identity import Actor
-from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ServiceAccount, Tenant
-from webapp.catalog.actions.topics import (
+from webapp.accounts.facade import (
+    ActionError,
+    Actor,
+    ApiKey,
+    ApiKeyKind,
+    Conflict,
+    InvalidInput,
+    Membership,
+    NotAllowed,
+    NotFound,
+    Role,
+    ServiceAccount,
+    Tenant,
+)
+from webapp.catalog.facade import (
     ConfigOperation,
+    Topic,
     check_alter_topic_configs,
     check_create_partitions,
     check_create_topic,
@@ -45,9 +57,8 @@ from webapp.catalog.actions.topics import (
     do_create_partitions,
     do_create_topic,
     do_delete_topic,
+    topic_name_problem,
 )
-from webapp.catalog.models import Topic
-from webapp.catalog.topic_names import topic_name_problem
 from webapp.fleet.facade import default_replication_factor
 from weir.errors import ErrorCode, error_name, is_retriable
 

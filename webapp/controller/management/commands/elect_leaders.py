@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.fleet.controller.actions import UnknownTopicError, elect_preferred_leaders
-from webapp.fleet.controller.service import push_partitions
-from webapp.fleet.models import BrokerNode, BrokerState
-from weir.topic_names import is_internal_topic_name, qualify
+from log_formats.topic_names import is_internal_topic_name, qualify
+from webapp.controller.actions import UnknownTopicError, elect_preferred_leaders
+from webapp.controller.service import push_partitions
+from webapp.fleet.facade import BrokerNode, BrokerState
 
 # The map this command pushes is not a controller's: brokers treat epoch 0 like a provisioning push.
 NOT_A_CONTROLLER_EPOCH = 0
