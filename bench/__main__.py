@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
@@ -30,6 +32,8 @@ LAG_LATENCY = "lag-latency"
 USAGE_JOB = "usage-job"
 FLOOD = "flood"
 STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD)
+
+_Value = TypeVar("_Value", int, float)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -165,61 +169,95 @@ def settings_from(arguments: argparse.Namespace) -> BenchSettings:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; exit status 1 when Weir was unavailable or any run failed."""
     arguments = build_parser().parse_args(argv)
-    if arguments.scenario == CONTROL_PLANE:
-        from bench import control_plane
+    run_stack_scenario = STACK_RUNNERS.get(arguments.scenario)
+    if run_stack_scenario is not None:
+        return run_stack_scenario(arguments, _console())
+    return _run_peer_comparison(arguments)
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else 3)
-        return control_plane.main(runs=runs, topics=arguments.topics, rate=arguments.rate, seconds=arguments.seconds, console=console)
-    if arguments.scenario == FAILOVER:
-        from bench import failover
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else 5)
-        return failover.main(runs=runs, configuration_names=arguments.failover_config, console=console)
-    if arguments.scenario == REPLICATION_THROUGHPUT:
-        from bench import replication_throughput
+def _console() -> Console:
+    # Piped output (CI logs) gets wide lines instead of the 80 columns rich assumes without a terminal.
+    return Console(width=200) if not sys.stdout.isatty() else Console()
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else replication_throughput.DEFAULT_RUNS)
-        records = (
-            arguments.records
-            if arguments.records is not None
-            else (replication_throughput.QUICK_RECORDS if arguments.quick else replication_throughput.DEFAULT_RECORDS)
-        )
-        return replication_throughput.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
-    if arguments.scenario == USAGE_JOB:
-        from bench import usage_job
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else usage_job.DEFAULT_RUNS)
-        rows = arguments.rows if arguments.rows is not None else (usage_job.QUICK_ROWS if arguments.quick else usage_job.DEFAULT_ROWS)
-        read_rows = arguments.read_rows if arguments.read_rows is not None else (usage_job.QUICK_READ_ROWS if arguments.quick else usage_job.DEFAULT_READ_ROWS)
-        return usage_job.main(rows=rows, read_rows=read_rows, runs=runs, console=console)
-    if arguments.scenario == LAG_LATENCY:
-        from bench import lag_latency
+def _chosen(arguments: argparse.Namespace, given: _Value | None, quick_value: _Value, default: _Value) -> _Value:
+    """An option as given, else its --quick value, else its default."""
+    if given is not None:
+        return given
+    return quick_value if arguments.quick else default
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else lag_latency.DEFAULT_RUNS)
-        return lag_latency.main(runs=runs, console=console)
-    if arguments.scenario == FLOOD:
-        from bench import flood
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else flood.DEFAULT_RUNS)
-        seconds = arguments.flood_seconds if arguments.flood_seconds is not None else (flood.QUICK_SECONDS if arguments.quick else flood.DEFAULT_SECONDS)
-        return flood.main(runs=runs, seconds=seconds, threads=arguments.flood_threads, broker_configs=dict(arguments.broker_config), console=console)
-    if arguments.scenario == GROUPS:
-        from bench import groups
+def _run_control_plane(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import control_plane
 
-        console = Console(width=200) if not sys.stdout.isatty() else Console()
-        runs = arguments.runs if arguments.runs is not None else (1 if arguments.quick else groups.DEFAULT_RUNS)
-        records = arguments.records if arguments.records is not None else (groups.QUICK_RECORDS if arguments.quick else groups.DEFAULT_RECORDS)
-        return groups.main(runs=runs, records=records, record_bytes=arguments.record_bytes, console=console)
+    runs = _chosen(arguments, arguments.runs, 1, 3)
+    return control_plane.main(runs=runs, topics=arguments.topics, rate=arguments.rate, seconds=arguments.seconds, console=console)
+
+
+def _run_failover(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import failover
+
+    runs = _chosen(arguments, arguments.runs, 1, 5)
+    return failover.main(runs=runs, configuration_names=arguments.failover_config, console=console)
+
+
+def _run_replication_throughput(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import replication_throughput as scenario
+
+    runs = _chosen(arguments, arguments.runs, 1, scenario.DEFAULT_RUNS)
+    records = _chosen(arguments, arguments.records, scenario.QUICK_RECORDS, scenario.DEFAULT_RECORDS)
+    return scenario.main(runs=runs, records=records, record_bytes=arguments.record_bytes, delivery=arguments.delivery, console=console)
+
+
+def _run_usage_job(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import usage_job
+
+    runs = _chosen(arguments, arguments.runs, 1, usage_job.DEFAULT_RUNS)
+    rows = _chosen(arguments, arguments.rows, usage_job.QUICK_ROWS, usage_job.DEFAULT_ROWS)
+    read_rows = _chosen(arguments, arguments.read_rows, usage_job.QUICK_READ_ROWS, usage_job.DEFAULT_READ_ROWS)
+    return usage_job.main(rows=rows, read_rows=read_rows, runs=runs, console=console)
+
+
+def _run_lag_latency(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import lag_latency
+
+    return lag_latency.main(runs=_chosen(arguments, arguments.runs, 1, lag_latency.DEFAULT_RUNS), console=console)
+
+
+def _run_flood(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import flood
+
+    runs = _chosen(arguments, arguments.runs, 1, flood.DEFAULT_RUNS)
+    seconds = _chosen(arguments, arguments.flood_seconds, flood.QUICK_SECONDS, flood.DEFAULT_SECONDS)
+    return flood.main(runs=runs, seconds=seconds, threads=arguments.flood_threads, broker_configs=dict(arguments.broker_config), console=console)
+
+
+def _run_groups(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import groups
+
+    runs = _chosen(arguments, arguments.runs, 1, groups.DEFAULT_RUNS)
+    records = _chosen(arguments, arguments.records, groups.QUICK_RECORDS, groups.DEFAULT_RECORDS)
+    return groups.main(runs=runs, records=records, record_bytes=arguments.record_bytes, console=console)
+
+
+# The scenarios that start a stack of their own, each with its own options (imported only when run: some need Django or Spark).
+STACK_RUNNERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
+    CONTROL_PLANE: _run_control_plane,
+    FAILOVER: _run_failover,
+    REPLICATION_THROUGHPUT: _run_replication_throughput,
+    USAGE_JOB: _run_usage_job,
+    LAG_LATENCY: _run_lag_latency,
+    FLOOD: _run_flood,
+    GROUPS: _run_groups,
+}
+
+
+def _run_peer_comparison(arguments: argparse.Namespace) -> int:
+    """produce / consume / e2e / all: Weir beside its peers, one report."""
     settings = settings_from(arguments)
     # Before any large allocation: later-started processes inherit the environment variables.
     malloc_tuned = tune_this_process()
-    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    console = _console()
 
     from bench.report import print_report
     from bench.runner import open_systems, run_scenario
