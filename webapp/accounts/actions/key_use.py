@@ -1,8 +1,8 @@
 """Recording when brokers last saw each cluster key used.
 
-The provisioning reconciler calls this with what brokers report. It is its own module, not in
-``keys``, because ``keys`` records SYNC_SECURITY jobs through provisioning: importing ``keys``
-from the reconciler made accounts and provisioning import each other in a cycle.
+The provisioning reconciler calls this (through accounts' facade) with what brokers report. It
+was split from ``keys`` when ``keys`` imported provisioning; since accounts records jobs through
+``webapp.common.changes`` it imports no app above it, and this stays a module of one concern.
 """
 
 from __future__ import annotations
