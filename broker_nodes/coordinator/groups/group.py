@@ -201,52 +201,22 @@ class ConsumerGroup:
     ) -> HeartbeatAnswer:
         """Apply one heartbeat (join, steady, or leave); raises the group errors without a partial change to rely on.
 
-        The caller works on a copy and drops it when this raises.
+        The caller works on a copy and drops it when this raises. The steps are KIP-848's:
+        validate the member and its epoch, update its subscription (bumping the group epoch
+        when that changes the group), compute a new target assignment when the group epoch
+        is ahead of it, and reconcile the member towards its target.
         """
         if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(request, now_ms, settings, topics)
-        if request.member_epoch < JOIN_EPOCH:
-            raise InvalidGroupRequestError(
-                f"member epoch {request.member_epoch} is invalid: use 0 to join, -1 to leave, -2 to leave as a static member, else the epoch last given"
-            )
-        joining = request.member_epoch == JOIN_EPOCH
-        self._check_request(request, joining, settings)
+        joining = self._validate(request, settings)
         member, replaced = self._member_for(request, joining, settings, new_member_id)
         known = self.members.get(member.member_id)
-        subscription = request.subscription or Subscription(member.subscribed_topic_names, member.subscribed_topic_regex)
-        updated = replace(
-            member,
-            instance_id=request.instance_id or member.instance_id,
-            rack_id=request.rack_id or member.rack_id,
-            client_id=request.client_id or member.client_id,
-            client_host=request.client_host or member.client_host,
-            subscribed_topic_names=tuple(sorted(set(subscription.topic_names))),
-            subscribed_topic_regex=subscription.topic_regex,
-            server_assignor=canonical_assignor_name(request.server_assignor) if request.server_assignor else member.server_assignor,
-            rebalance_timeout_ms=request.rebalance_timeout_ms or (member.rebalance_timeout_ms if known or replaced else settings.rebalance_timeout_ms),
-            session_timeout_ms=request.session_timeout_ms or (member.session_timeout_ms if known or replaced else settings.session_timeout_ms),
-            subscribed_topics=resolve(subscription.topic_names, subscription.topic_regex),
-        )
-        bump = (known is None and not replaced) or updated.subscribed_topics != member.subscribed_topics or updated.server_assignor != member.server_assignor
-        self.members[updated.member_id] = updated
-        self.empty_since_ms = NO_TIMESTAMP
-        metadata = self._subscription_metadata(topics)
-        if metadata != self.subscription_metadata:
-            self.subscription_metadata = metadata
-            bump = True
-        if bump:
-            self.group_epoch += 1
+        new_member = known is None and not replaced
+        updated = self._update_subscription(request, member, settings, resolve, keep_timeouts=not new_member)
+        self._update_group_epoch(updated, member, new_member, topics)
         if self.group_epoch > self.assignment_epoch:
             self._compute_target(settings)
-        reconciled = reconcile(
-            updated,
-            self.assignment_epoch,
-            self.target.get(updated.member_id, frozenset()),
-            request.owned,
-            self._owned_by_others(updated.member_id),
-        )
-        self.members[reconciled.member_id] = reconciled
-        self._schedule(reconciled, now_ms)
+        reconciled = self._reconcile(updated, request, now_ms)
         changed = reconciled.assigned != (known.assigned if known is not None else frozenset())
         send_assignment = joining or request.owned is not None or changed
         return HeartbeatAnswer(
@@ -255,6 +225,64 @@ class ConsumerGroup:
             settings.heartbeat_interval_for(reconciled.session_timeout_ms),
             reconciled.assigned if send_assignment else None,
         )
+
+    def _validate(self, request: Heartbeat, settings: GroupSettings) -> bool:
+        """Step 1a: refuse a malformed heartbeat; True when it joins (member epoch 0)."""
+        if request.member_epoch < JOIN_EPOCH:
+            raise InvalidGroupRequestError(
+                f"member epoch {request.member_epoch} is invalid: use 0 to join, -1 to leave, -2 to leave as a static member, else the epoch last given"
+            )
+        joining = request.member_epoch == JOIN_EPOCH
+        self._check_request(request, joining, settings)
+        return joining
+
+    def _update_subscription(
+        self, request: Heartbeat, member: Member, settings: GroupSettings, resolve: SubscriptionResolver, *, keep_timeouts: bool
+    ) -> Member:
+        """Step 2: the member with what the heartbeat sent; a field left out keeps its value.
+
+        Timeouts not sent keep the member's own (``keep_timeouts``: a known or replaced
+        member) or take the broker's defaults (a new member).
+        """
+        subscription = request.subscription or Subscription(member.subscribed_topic_names, member.subscribed_topic_regex)
+        return replace(
+            member,
+            instance_id=request.instance_id or member.instance_id,
+            rack_id=request.rack_id or member.rack_id,
+            client_id=request.client_id or member.client_id,
+            client_host=request.client_host or member.client_host,
+            subscribed_topic_names=tuple(sorted(set(subscription.topic_names))),
+            subscribed_topic_regex=subscription.topic_regex,
+            server_assignor=canonical_assignor_name(request.server_assignor) if request.server_assignor else member.server_assignor,
+            rebalance_timeout_ms=request.rebalance_timeout_ms or (member.rebalance_timeout_ms if keep_timeouts else settings.rebalance_timeout_ms),
+            session_timeout_ms=request.session_timeout_ms or (member.session_timeout_ms if keep_timeouts else settings.session_timeout_ms),
+            subscribed_topics=resolve(subscription.topic_names, subscription.topic_regex),
+        )
+
+    def _update_group_epoch(self, updated: Member, before: Member, new_member: bool, topics: TopicLookup) -> None:
+        """Step 2b: store the member; a new member, a changed subscription or assignor, or changed partitions bump the group epoch."""
+        bump = new_member or updated.subscribed_topics != before.subscribed_topics or updated.server_assignor != before.server_assignor
+        self.members[updated.member_id] = updated
+        self.empty_since_ms = NO_TIMESTAMP
+        metadata = self._subscription_metadata(topics)
+        if metadata != self.subscription_metadata:
+            self.subscription_metadata = metadata
+            bump = True
+        if bump:
+            self.group_epoch += 1
+
+    def _reconcile(self, member: Member, request: Heartbeat, now_ms: int) -> Member:
+        """Step 4: move the member towards its target (revoke first), store it and restart its timers."""
+        reconciled = reconcile(
+            member,
+            self.assignment_epoch,
+            self.target.get(member.member_id, frozenset()),
+            request.owned,
+            self._owned_by_others(member.member_id),
+        )
+        self.members[reconciled.member_id] = reconciled
+        self._schedule(reconciled, now_ms)
+        return reconciled
 
     def _check_request(self, request: Heartbeat, joining: bool, settings: GroupSettings) -> None:
         if len(request.member_id) > MAX_MEMBER_ID_LENGTH:
@@ -276,30 +304,9 @@ class ConsumerGroup:
                 raise UnsupportedAssignorError(request.server_assignor, settings.assignors)
 
     def _member_for(self, request: Heartbeat, joining: bool, settings: GroupSettings, new_member_id: Callable[[], str]) -> tuple[Member, bool]:
-        """The member the heartbeat is from (new, rejoining, replacing a static member, or known); True when it replaces one."""
+        """Step 1b: the member the heartbeat is from (new, rejoining, replacing a static member, or known); True when it replaces one."""
         if request.instance_id:
-            holder = self.static_member(request.instance_id)
-            if not joining:
-                if holder is None:
-                    raise UnknownMemberIdError(self.group_id, request.member_id)
-                if holder.member_id != request.member_id:
-                    raise FencedInstanceIdError(self.group_id, request.instance_id, request.member_id, holder.member_id)
-                self._check_epoch(holder, request)
-                return holder, False
-            if holder is None:
-                return self._joining_member(request.member_id, settings, new_member_id), False
-            if holder.member_id == request.member_id:
-                return self._restarted(holder), False
-            if holder.member_epoch != STATIC_LEAVE_EPOCH:
-                raise UnreleasedInstanceIdError(self.group_id, request.instance_id, holder.member_id)
-            member_id = request.member_id or new_member_id()
-            if member_id in self.members:
-                raise InvalidGroupRequestError(f"member id {member_id!r} is another member's; join with an empty member id")
-            # The new incarnation takes over what the old one owned and its target: no rebalance.
-            replacement = replace(holder, member_id=member_id, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH)
-            self._forget(holder.member_id)
-            self.target[member_id] = self.target.pop(holder.member_id, frozenset())
-            return replacement, True
+            return self._static_member_for(request, joining, settings, new_member_id)
         if joining:
             return self._joining_member(request.member_id, settings, new_member_id), False
         member = self.members.get(request.member_id)
@@ -307,6 +314,34 @@ class ConsumerGroup:
             raise UnknownMemberIdError(self.group_id, request.member_id)
         self._check_epoch(member, request)
         return member, False
+
+    def _static_member_for(self, request: Heartbeat, joining: bool, settings: GroupSettings, new_member_id: Callable[[], str]) -> tuple[Member, bool]:
+        """_member_for() of a member with a group.instance.id: the instance id, not the member id, names it."""
+        holder = self.static_member(request.instance_id)
+        if not joining:
+            if holder is None:
+                raise UnknownMemberIdError(self.group_id, request.member_id)
+            if holder.member_id != request.member_id:
+                raise FencedInstanceIdError(self.group_id, request.instance_id, request.member_id, holder.member_id)
+            self._check_epoch(holder, request)
+            return holder, False
+        if holder is None:
+            return self._joining_member(request.member_id, settings, new_member_id), False
+        if holder.member_id == request.member_id:
+            return self._restarted(holder), False
+        return self._replace_static_member(holder, request, new_member_id), True
+
+    def _replace_static_member(self, holder: Member, request: Heartbeat, new_member_id: Callable[[], str]) -> Member:
+        """A new incarnation of a static member that left with epoch -2: it takes over what the old one owned and its target, with no rebalance."""
+        if holder.member_epoch != STATIC_LEAVE_EPOCH:
+            raise UnreleasedInstanceIdError(self.group_id, request.instance_id, holder.member_id)
+        member_id = request.member_id or new_member_id()
+        if member_id in self.members:
+            raise InvalidGroupRequestError(f"member id {member_id!r} is another member's; join with an empty member id")
+        replacement = replace(holder, member_id=member_id, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH)
+        self._forget(holder.member_id)
+        self.target[member_id] = self.target.pop(holder.member_id, frozenset())
+        return replacement
 
     def _joining_member(self, member_id: str, settings: GroupSettings, new_member_id: Callable[[], str]) -> Member:
         """A member joining with epoch 0: a known member id starts over, any other is a new member."""

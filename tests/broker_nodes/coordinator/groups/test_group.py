@@ -242,6 +242,24 @@ def test_old_incarnation_of_a_replaced_static_member_is_fenced(harness: GroupHar
         harness.heartbeat(Heartbeat(old.member_id, old.member_epoch, instance_id="host-1"))
 
 
+def test_new_incarnation_of_a_static_member_cannot_take_another_members_id(harness: GroupHarness) -> None:
+    static = harness.join("t", instance_id="host-1")
+    other = harness.join("t")
+    harness.heartbeat(Heartbeat(static.member_id, -2, instance_id="host-1"))
+    with pytest.raises(InvalidGroupRequestError, match="is another member's"):
+        harness.join("t", instance_id="host-1", member_id=other.member_id)
+    # Refused without a change: the old incarnation still holds the instance id.
+    holder = harness.group.static_member("host-1")
+    assert holder is not None and holder.member_id == static.member_id
+
+
+def test_static_member_rejoining_with_its_own_member_id_starts_over(harness: GroupHarness) -> None:
+    static = harness.join("t", instance_id="host-1")
+    again = harness.join("t", instance_id="host-1", member_id=static.member_id)
+    assert again.member_id == static.member_id
+    assert again.assignment == partitions("t", 0, 1, 2, 3)
+
+
 def test_static_member_gone_for_its_session_timeout_is_removed_and_its_partitions_move(harness: GroupHarness) -> None:
     static = harness.join("t", instance_id="host-1", session_timeout_ms=5_000)
     other = harness.join("t")
