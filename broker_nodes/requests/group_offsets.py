@@ -70,11 +70,13 @@ class FetchOutcome:
     partitions: list[CommittedOffset] = field(default_factory=list)
 
 
-def commit_offsets(broker: Broker, call: CallContext, group_id: str, member_id: str, generation: int, entries: Sequence[OffsetCommitEntry]) -> CommitOutcome:
+def commit_offsets(
+    broker: Broker, call: CallContext, group_id: str, member_id: str, generation: int, entries: Sequence[OffsetCommitEntry], *, instance_id: str = ""
+) -> CommitOutcome:
     """Store ``entries`` (plain topic names) for the caller's group.
 
     ``member_id`` / ``generation`` name the committing member and its member epoch (KIP-848)
-    or generation (classic); "" / -1 for a commit without a member. InvalidRequestError
+    or generation (classic, with its ``instance_id`` when static); "" / -1 for a commit without a member. InvalidRequestError
     (the request as a whole is malformed) for no entries or a partition named twice.
     """
     request_parsing.require_nonempty(entries, "topic")
@@ -85,7 +87,9 @@ def commit_offsets(broker: Broker, call: CallContext, group_id: str, member_id: 
     authorized = [entry for entry in entries if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
     qualified = [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized]
     try:
-        committed = broker.group_coordinator.commit_offsets(call.qualify(group_id) if group_id else "", member_id, generation, qualified)
+        committed = broker.group_coordinator.commit_offsets(
+            call.qualify(group_id) if group_id else "", member_id, generation, qualified, instance_id=instance_id
+        )
     except Exception as error:
         code, message = error_code_and_message(error)
         return CommitOutcome(code, message)

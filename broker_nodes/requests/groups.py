@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from broker_nodes.coordinator.groups.classic import ClassicState, Completion, JoinAnswer, JoinRequest, SyncAnswer
+from broker_nodes.coordinator.groups.classic import ClassicMemberDescription, ClassicState, Completion, JoinAnswer, JoinRequest, SyncAnswer
 from broker_nodes.coordinator.groups.classic_errors import MemberIdRequiredError, RebalanceInProgressError
 from broker_nodes.coordinator.groups.coordinator import GroupSnapshot, ListedGroup
+from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError
 from broker_nodes.coordinator.groups.group import GroupState, Heartbeat, HeartbeatAnswer
 from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError
@@ -102,6 +103,50 @@ def list_groups(broker: Broker, call: CallContext, states: Sequence[str] = (), t
         if call.may(Operation.DESCRIBE, ResourceType.GROUP, plain):
             listed.append(ListedGroup(plain, group.state, group.protocol_type, group.group_type))
     return listed
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicDescribeOutcome:
+    """A group as DescribeGroups shows it; a KIP-848 group too (members without metadata or assignment bytes)."""
+
+    group_id: str  # as the caller sent it
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    state: str = GroupState.DEAD.value
+    protocol_type: str = ""
+    protocol_name: str = ""
+    members: tuple[ClassicMemberDescription, ...] = ()
+
+
+def describe_classic_groups(broker: Broker, call: CallContext, group_ids: Sequence[str]) -> list[ClassicDescribeOutcome]:
+    """Each group for DescribeGroups, in request order (DESCRIBE on the group); a group that does not exist is Dead, as in Kafka."""
+    outcomes = []
+    for group_id in group_ids:
+        try:
+            _check_group(call, group_id, Operation.DESCRIBE, "describe")
+            outcomes.append(_describe_classic(broker, group_id, call.qualify(group_id)))
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            outcomes.append(ClassicDescribeOutcome(group_id, code, message))
+    return outcomes
+
+
+def _describe_classic(broker: Broker, group_id: str, qualified: str) -> ClassicDescribeOutcome:
+    classic = broker.group_coordinator.classic.describe(qualified)
+    if classic is not None:
+        return ClassicDescribeOutcome(
+            group_id, state=classic.state.value, protocol_type=classic.protocol_type, protocol_name=classic.protocol_name, members=classic.members
+        )
+    try:
+        snapshot = broker.group_coordinator.describe(qualified)
+    except GroupIdNotFoundError:
+        return ClassicDescribeOutcome(group_id)
+    members = tuple(
+        ClassicMemberDescription(member.member_id, member.instance_id, member.client_id, member.client_host, b"", b"") for member in snapshot.members
+    )
+    return ClassicDescribeOutcome(
+        group_id, state=snapshot.state.value, protocol_type=snapshot.protocol_type, protocol_name=snapshot.assignor_name, members=members
+    )
 
 
 @dataclass(frozen=True, slots=True)

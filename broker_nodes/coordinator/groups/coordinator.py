@@ -171,7 +171,7 @@ class GroupCoordinator:
                 if group is None and group_id in classic:
                     listed.append(ListedGroup(group_id, classic[group_id].state, classic[group_id].protocol_type, CLASSIC_GROUP_TYPE))
                 elif group is None:
-                    listed.append(ListedGroup(group_id, GroupState.EMPTY, SIMPLE_PROTOCOL))
+                    listed.append(ListedGroup(group_id, GroupState.EMPTY, SIMPLE_PROTOCOL, CLASSIC_GROUP_TYPE))  # Kafka's type of an offsets-only group
                 else:
                     listed.append(ListedGroup(group_id, group.state, CONSUMER_PROTOCOL))
         return sorted(listed, key=lambda entry: entry.group_id)

@@ -6,7 +6,7 @@ Add one import line per handler module.
 
 from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
-from broker_nodes.kafka_protocol.handlers import sasl as sasl
+from broker_nodes.kafka_protocol.handlers import classic_groups as classic_groups
 from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
 from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
 from broker_nodes.kafka_protocol.handlers import delete_records as delete_records
@@ -14,9 +14,14 @@ from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import fetch as fetch
+from broker_nodes.kafka_protocol.handlers import find_coordinator as find_coordinator
+from broker_nodes.kafka_protocol.handlers import group_admin as group_admin
 from broker_nodes.kafka_protocol.handlers import incremental_alter_configs as incremental_alter_configs
 from broker_nodes.kafka_protocol.handlers import init_producer_id as init_producer_id
 from broker_nodes.kafka_protocol.handlers import list_offsets as list_offsets
 from broker_nodes.kafka_protocol.handlers import metadata as metadata
+from broker_nodes.kafka_protocol.handlers import offset_commit as offset_commit
+from broker_nodes.kafka_protocol.handlers import offset_fetch as offset_fetch
 from broker_nodes.kafka_protocol.handlers import offset_for_leader_epoch as offset_for_leader_epoch
 from broker_nodes.kafka_protocol.handlers import produce as produce
+from broker_nodes.kafka_protocol.handlers import sasl as sasl
