@@ -248,6 +248,8 @@ class KafkaConnection:
             answer = answer_sasl_step(self._session, keys.api_key, keys.api_version, request.body)
             closed = ConnectionClosed("authentication", f"SASL step {name} refused: {answer.response.error_code.name}") if answer.close else None
             return Reply(encode_response(keys.correlation_id, answer.response), closed)
+        if not self._session.authenticated:  # ApiVersions, the one other request allowed before SASL: no caller to resolve yet
+            return Reply(encode_response(keys.correlation_id, api_versions_response(keys.api_version)))
         try:
             call = self._session.call_context()
         except (AuthenticationError, CredentialsUnavailableError) as error:

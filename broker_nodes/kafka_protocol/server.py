@@ -194,6 +194,7 @@ class KafkaServer:
         loop.call_soon_threadsafe(loop.stop)
         self._thread.join(grace_seconds + 5.0)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        logger.info("Kafka listener stopped (port %d)", self.port)
 
     async def _drain(self, grace_seconds: float) -> None:
         if self._server is not None:

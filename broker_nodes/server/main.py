@@ -54,6 +54,9 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
     parser.add_argument(
         "--controller", default=None, metavar="HOST:PORT[,HOST:PORT]", help="the controllers to register with (sets controller.quorum.bootstrap.servers)"
     )
+    parser.add_argument(
+        "--kafka-listen", default=None, metavar="HOST:PORT", help="also serve Kafka's wire protocol on HOST:PORT (sets kafka.listen; port 0: any free port)"
+    )
     parser.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus /metrics on this port (sets metrics.port; 0: off)")
     parser.add_argument("--internal-token-file", default=None, help="file holding the internal token (default: environment WEIR_INTERNAL_TOKEN)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS only (needs --tls-key)")
@@ -72,6 +75,7 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
             *options.config,
             *([f"controller.quorum.bootstrap.servers={options.controller}"] if options.controller is not None else []),
             *([f"metrics.port={options.metrics_port}"] if options.metrics_port is not None else []),
+            *([f"kafka.listen={options.kafka_listen}"] if options.kafka_listen is not None else []),
         ],
         environment=environment,
         internal_token_file=options.internal_token_file,
@@ -115,6 +119,8 @@ def main(arguments: Sequence[str] | None = None) -> int:
         logger.exception("broker %d could not start", config.node_id)
         return EXIT_START_FAILED
     logger.info("broker %d serving on %s:%d (data in %s)", config.node_id, config.listen.host, running.port, config.data_dir)
+    if running.kafka is not None and config.kafka_listen is not None:
+        logger.info("broker %d serving Kafka clients on %s:%d", config.node_id, config.kafka_listen.host, running.kafka_port)
     # Waiting in short steps keeps the main thread responsive to signals on every platform.
     while not stop_requested.wait(1.0):
         pass

@@ -50,11 +50,19 @@ class BrokerProcess:
     """One broker subprocess. ``configs`` become ``--config key=value`` arguments."""
 
     def __init__(
-        self, data_dir: Path, *, node_id: int = 1, port: int | None = None, configs: dict[str, str] | None = None, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        *,
+        node_id: int = 1,
+        port: int | None = None,
+        configs: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        kafka_port: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.node_id = node_id
         self.port = port or free_port()
+        self.kafka_port = kafka_port or free_port()  # every test broker also speaks Kafka's protocol (--kafka-listen)
         # A port this object chose may be taken before the broker binds it: the first start then
         # moves to another (a restart keeps its port, since other brokers and clients know it).
         self._port_moves_left = 0 if port else PORT_MOVES
@@ -67,8 +75,13 @@ class BrokerProcess:
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
+    @property
+    def kafka_address(self) -> str:
+        return f"{LOOPBACK}:{self.kafka_port}"
+
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "broker_nodes", "--node-id", str(self.node_id), "--listen", self.address, "--data-dir", str(self.data_dir)]
+        command += ["--kafka-listen", self.kafka_address]
         for key, value in self.configs.items():
             command += ["--config", f"{key}={value}"]
         return command
@@ -86,6 +99,7 @@ class BrokerProcess:
             if self._port_moves_left > 0 and self._port_was_taken():
                 self._port_moves_left -= 1
                 self.port = free_port()
+                self.kafka_port = free_port()
                 self.log_path = self.data_dir.parent / f"broker-{self.node_id}-{self.port}.log"
                 return self.start(timeout)
             raise RuntimeError(f"broker {self.node_id} did not start ({error}); its log:\n{self.read_log()[-4000:]}") from None
@@ -95,7 +109,11 @@ class BrokerProcess:
     def _port_was_taken(self) -> bool:
         """Whether the broker's log says it could not bind its port (gRPC's words, or the broker's)."""
         log = self.read_log()
-        return f"Failed to bind to address {self.address}" in log or f"cannot listen on {self.address}" in log
+        return (
+            f"Failed to bind to address {self.address}" in log
+            or f"cannot listen on {self.address}" in log
+            or f"cannot listen for Kafka clients on {self.kafka_address}" in log
+        )
 
     def read_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
