@@ -31,7 +31,7 @@ from broker_nodes.storage.errors import (
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
 from broker_nodes.storage.log_config import COMPRESSION_TYPE_PRODUCER, COMPRESSION_TYPE_UNCOMPRESSED, LogConfig
-from broker_nodes.storage.producer_state import ProducerEntry, ProducerStateManager
+from broker_nodes.storage.producer_state import ActiveProducer, ProducerEntry, ProducerStateManager
 from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
 from broker_nodes.storage.retention import count_below_log_start, select_segments_to_delete
 from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
@@ -267,6 +267,11 @@ class PartitionLog:
         """The remembered state of ``producer_id`` (epoch and last batches), None if unknown."""
         with self._lock:
             return self._producer_state.entry(producer_id)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer id this partition remembers (DescribeProducers), read under the log's lock."""
+        with self._lock:
+            return self._producer_state.active_producers()
 
     # -------------------------------------------------------------- appending
 

@@ -71,6 +71,16 @@ class ProducerEntry:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers reports of one producer id of a partition."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int  # -1 when no batch of it is remembered
+    last_timestamp: int  # the max timestamp of its last remembered batch, -1 when none
+
+
 class ProducerStateManager:
     """Producer id -> ``ProducerEntry`` for one partition, plus its ``<offset>.snapshot`` files.
 
@@ -89,6 +99,13 @@ class ProducerStateManager:
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every remembered producer id, in id order, with its epoch and last batch."""
+        return [
+            ActiveProducer(producer_id, entry.epoch, entry.last_sequence, entry.batches[-1].max_timestamp if entry.batches else -1)
+            for producer_id, entry in sorted(self._producers.items())
+        ]
 
     def check_append(self, headers: Iterable[BatchHeader]) -> list[BatchMetadata | None]:
         """Validate the idempotence rules for the batches of one append, in order.

@@ -20,7 +20,7 @@ from tests.support.in_process_broker import InProcessBroker
 from weir.errors import ErrorCode
 from weir.records import COMPRESSION_GZIP, build_batch, iter_records
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 3, 22, 23
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_PRODUCERS = 0, 1, 2, 3, 22, 23, 61
 TIMEOUT = datetime.timedelta(seconds=5)
 FETCH_SESSION_ID_NOT_FOUND = 70  # Kafka's code; weir.errors has no name for it (the SDK keeps no fetch sessions)
 ANONYMOUS = anonymous_context("127.0.0.1")
@@ -230,3 +230,29 @@ def test_init_producer_id_allocates_and_refuses_transactional_ids(broker, versio
     assert refused.error_code != ErrorCode.NO_ERROR and refused.producer_id == -1
     denied = call_handler(broker, tenant_client(Operation.READ), INIT_PRODUCER_ID, version, request)
     assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_describe_producers_reports_each_idempotent_producer_of_a_partition(broker):
+    schema = request_module(INIT_PRODUCER_ID, 4)
+    allocated = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, 4, schema.InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT))
+    records = build_batch(
+        [(1_700_000_000_000, None, b"a", None), (1_700_000_000_005, None, b"b", None)],
+        producer_id=allocated.producer_id,
+        producer_epoch=allocated.producer_epoch,
+        base_sequence=0,
+    )
+    assert produce(broker, "events", 0, records).error_code == ErrorCode.NO_ERROR
+    request_schema = request_module(DESCRIBE_PRODUCERS, 0)
+    request = request_schema.DescribeProducersRequest(topics=(request_schema.TopicRequest(name="events", partition_indexes=(0, 1, 7)),))
+    partitions = call_handler(broker, ANONYMOUS, DESCRIBE_PRODUCERS, 0, request).topics[0].partitions
+    (producer,) = partitions[0].active_producers
+    assert (producer.producer_id, producer.producer_epoch, producer.last_sequence, producer.last_timestamp) == (
+        allocated.producer_id,
+        allocated.producer_epoch,
+        1,
+        1_700_000_000_005,
+    )
+    assert partitions[1].error_code == ErrorCode.NO_ERROR and partitions[1].active_producers == ()
+    assert partitions[2].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    denied = call_handler(broker, tenant_client(Operation.DESCRIBE), DESCRIBE_PRODUCERS, 0, request).topics[0].partitions[0]
+    assert denied.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -13,6 +13,7 @@ from broker_nodes.kafka_protocol.handlers import delete_records as delete_record
 from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
+from broker_nodes.kafka_protocol.handlers import describe_producers as describe_producers
 from broker_nodes.kafka_protocol.handlers import fetch as fetch
 from broker_nodes.kafka_protocol.handlers import find_coordinator as find_coordinator
 from broker_nodes.kafka_protocol.handlers import group_admin as group_admin
