@@ -186,13 +186,13 @@ class GroupCoordinator:
         with partition.groups.lock(group_id):
             group = partition.groups.get(group_id)
             commits = sorted(partition.committed(group_id))
+            classic_members = self.classic.member_count(partition, group_id)
+            if classic_members:
+                raise NonEmptyGroupError(group_id, classic_members)
             if group is None and not commits:
                 raise GroupIdNotFoundError(group_id)
             if group is not None and group.members:
                 raise NonEmptyGroupError(group_id, len(group.members))
-            classic_members = self.classic.member_count(partition, group_id)
-            if classic_members:
-                raise NonEmptyGroupError(group_id, classic_members)
             self._delete_locked(partition, group_id, group, commits)
         logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
 
