@@ -50,7 +50,7 @@ def managed(tmp_path):
         ),
         metadata=INTERNAL,
     )
-    yield server.broker
+    yield server
     server.stop()
 
 
@@ -175,7 +175,7 @@ def test_metadata_lists_topics_partitions_and_this_broker(broker, version):
 
 
 def test_a_tenant_sees_only_its_topics_by_plain_name_and_others_are_forbidden(managed):
-    broker = managed
+    broker = managed.broker
     client = tenant_client(Operation.READ, Operation.WRITE)
     listed = metadata(broker, None, call=client, operations=True)
     assert [topic.name for topic in listed.topics] == ["orders"]
@@ -256,3 +256,23 @@ def test_describe_producers_reports_each_idempotent_producer_of_a_partition(brok
     assert partitions[2].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     denied = call_handler(broker, tenant_client(Operation.DESCRIBE), DESCRIBE_PRODUCERS, 0, request).topics[0].partitions[0]
     assert denied.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_tenant_over_its_quota_gets_throttle_time_and_the_handler_never_sleeps(managed):
+    managed.admin.ApplySecurity(
+        admin_pb2.ApplySecurityRequest(version=1, quotas=[admin_pb2.TenantQuota(tenant_id="tn-a", produce_bytes_per_second=100, consume_bytes_per_second=100)]),
+        metadata=INTERNAL,
+    )
+    client = tenant_client(Operation.READ, Operation.WRITE)
+    schema = request_module(PRODUCE, 9)
+    request = schema.ProduceRequest(
+        acks=1,
+        timeout=TIMEOUT,
+        topic_data=(schema.TopicProduceData(name="orders", partition_data=(schema.PartitionProduceData(index=0, records=batch(b"x" * 500)),)),),
+    )
+    produced = call_handler(managed.broker, client, PRODUCE, 9, request)
+    assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NO_ERROR
+    assert produced.throttle_time > datetime.timedelta(0)
+    fetched = fetch(managed.broker, "orders", 0, 0, call=client)
+    assert fetched.responses[0].partitions[0].records and fetched.throttle_time > datetime.timedelta(0)
+    assert managed.throttle_delays == []  # the Kafka connection mutes itself; only the gRPC servicer sleeps
