@@ -4,10 +4,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Every dependency, pinned with its hashes; `make lock` regenerates it from pyproject.toml.
+# Two distributions: the SDK `weir` (sdk/pyproject.toml, installs alone) and the server side `weir-server`
+# (pyproject.toml, which requires the SDK).
+PYPROJECTS := sdk/pyproject.toml pyproject.toml
+# Every dependency of both, pinned with its hashes; `make lock` regenerates it from their pyproject.toml.
 LOCK := requirements.lock
-# Re-installs only when the dependency list or the lock changes (or the venv is missing).
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
+# Re-installs only when a dependency list or the lock changes (or the venv is missing).
+STAMP := $(VENV)/.installed-$(shell cat $(PYPROJECTS) $(LOCK) | cksum | cut -d' ' -f1)
 
 # gRPC moves large messages 2-4x faster when glibc keeps freed memory instead of
 # returning it to the OS after every large allocation.
@@ -18,20 +21,28 @@ export MALLOC_TRIM_THRESHOLD_ ?= 1073741824
 
 install: $(STAMP)
 
-# The exact versions of the lock (hashes checked), then Weir itself, editable, adding nothing.
-$(STAMP): pyproject.toml $(LOCK)
+# The exact versions of the lock (hashes checked), then Weir itself, editable, adding nothing: the SDK
+# first, so that the server side's `weir==` requirement is met by this repository's SDK (never PyPI's).
+$(STAMP): $(PYPROJECTS) $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK)
-	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e ./sdk -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-# After changing pyproject.toml's dependencies: resolve them (with the dev extra) again, keeping the pins
-# still allowed; `make lock LOCK_ARGS=--upgrade` moves every pin to the newest allowed release.
+# After changing a pyproject.toml's dependencies: resolve both lists (and the dev extra) again, keeping the
+# pins still allowed; `make lock LOCK_ARGS=--upgrade` moves every pin to the newest allowed release.
+# They are compiled as one requirement list, not as the two projects: the server side's `weir==` requirement
+# is the SDK of this repository (installed editable), and the index's `weir` is another project.
+LOCK_INPUT := $(VENV)/lock-input.txt
 lock: install
-	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --allow-unsafe --strip-extras \
+	$(PY) -c 'import sys, tomllib; from packaging.requirements import Requirement; \
+		projects = [tomllib.load(open(path, "rb"))["project"] for path in sys.argv[1:]]; \
+		lines = [line for project in projects for line in project["dependencies"] + project.get("optional-dependencies", {}).get("dev", [])]; \
+		print("\n".join(line for line in lines if Requirement(line).name != "weir"))' $(PYPROJECTS) > $(LOCK_INPUT)
+	$(PY) -m piptools compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 		--no-emit-index-url --no-emit-find-links --no-emit-trusted-host $(LOCK_ARGS) \
-		--output-file $(LOCK) pyproject.toml
+		--output-file $(LOCK) $(LOCK_INPUT)
 
 # The browser tests need Chromium: installed here when possible (as in CI), else one line says why they skip.
 # In parallel with pytest-xdist (pyproject's addopts); `make test PYTEST_ARGS="-n 0"` runs serially.

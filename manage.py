@@ -20,8 +20,8 @@ def use_the_virtualenv() -> None:
 
 def main() -> None:
     use_the_virtualenv()
-    # The control plane's files (database, queue, secrets) are its owner's only (weir.private_files).
-    from weir.private_files import make_new_files_private
+    # The control plane's files (database, queue, secrets) are its owner's only (server_runtime.private_files).
+    from server_runtime.private_files import make_new_files_private
 
     make_new_files_private()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")

@@ -21,7 +21,7 @@ from rich.console import Console
 from bench import settings as defaults
 from bench.failover import CONFIGURATIONS as FAILOVER_CONFIGURATIONS
 from bench.settings import BenchSettings
-from weir.malloc_tuning import tune_this_process
+from server_runtime.malloc_tuning import tune_this_process
 
 # Not peer comparisons: each starts the whole stack and has its own options.
 CONTROL_PLANE = "control-plane"

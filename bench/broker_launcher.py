@@ -2,7 +2,7 @@
 
 The broker runs as ``python -m broker_nodes --node-id 1 --listen 127.0.0.1:PORT --data-dir DIR``
 in its own process (so that it has its own interpreter lock, as in production), with the
-allocator settings of ``weir.malloc_tuning`` in its environment, and is ready once its gRPC health
+allocator settings of ``server_runtime.malloc_tuning`` in its environment, and is ready once its gRPC health
 service answers SERVING.
 """
 
@@ -21,8 +21,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.stack import free_port_block
-from weir.lifeline import spawn
-from weir.malloc_tuning import tuned_environment
+from server_runtime.lifeline import spawn
+from server_runtime.malloc_tuning import tuned_environment
 
 LOOPBACK = "127.0.0.1"
 # Characters of the broker's log shown when it fails to start.

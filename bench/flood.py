@@ -41,9 +41,9 @@ from bench.broker_launcher import BrokerStartError, LocalBroker
 from bench.measurements import BYTES_PER_MEBIBYTE, LatencySummary
 from bench.report import machine_description
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
+from server_runtime.lifeline import spawn
 from weir import Producer
 from weir.errors import KafkaException
-from weir.lifeline import spawn
 
 INTERNAL_TOKEN = "bench-flood-internal-token"
 FLOODER = ("tn-benchflood", "User:sa-flood", "BENCHFLOODKEY", "bench-flood-secret")  # tenant, principal, key, secret

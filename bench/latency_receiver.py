@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
-from weir.malloc_tuning import tune_this_process
+from server_runtime.malloc_tuning import tune_this_process
 
 NANOSECONDS_PER_SECOND = 1_000_000_000
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from rich.console import Console
 
-from weir.lifeline import spawn
+from server_runtime.lifeline import spawn
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 LOOPBACK = "127.0.0.1"

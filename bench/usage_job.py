@@ -14,7 +14,7 @@ Two figures, each the median over runs:
    partition and one-minute window, as many windows as N needs, and 1 % of the rows re-sent
    duplicates of earlier ones. Each run writes to a fresh directory.
 2. **The DataSource's read of usage records** from one real broker (``spark.read.format("weir")``
-   over a 3-partition topic holding M records encoded with ``weir.usage_records``, default
+   over a 3-partition topic holding M records encoded with ``log_formats.usage_records``, default
    500,000): rows per second from planning to the last row, every value materialised.
 
 The job's time for N rows read from the brokers is about (1) plus N divided by (2); the
@@ -160,9 +160,9 @@ def time_job(spark, records_path: Path, output_dir: Path) -> JobRun:  # type: ig
 
 def fill_broker(address: str, rows: int) -> None:
     """``rows`` usage records (the brokers' codec) in a 3-partition topic of a standalone broker."""
+    from log_formats.usage_records import PartitionRow, TrafficRow, encode
     from weir import Producer
     from weir.admin import AdminClient, NewTopic
-    from weir.usage_records import PartitionRow, TrafficRow, encode
 
     admin = AdminClient({"bootstrap.servers": address})
     admin.create_topics([NewTopic(READ_TOPIC, num_partitions=READ_PARTITIONS, replication_factor=1)])[READ_TOPIC].result(timeout=ADMIN_TIMEOUT_SECONDS)

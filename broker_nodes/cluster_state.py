@@ -42,8 +42,8 @@ from broker_nodes import names
 from broker_nodes.storage.atomic_files import write_atomically
 from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name
 from grpc_protos.weir.v1 import admin_pb2
+from log_formats.topic_names import INTERNAL_TOPIC_PREFIX
 from weir.topic_config import InvalidConfigError, validate_topic_configs
-from weir.topic_names import INTERNAL_TOPIC_PREFIX
 
 CLUSTER_STATE_FILE_NAME = "cluster-state.json"  # in the data directory, next to topics.json
 CLUSTER_STATE_FORMAT = 1  # the "format" field of cluster-state.json

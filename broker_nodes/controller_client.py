@@ -31,8 +31,8 @@ from typing import TypeVar
 import grpc
 
 from grpc_protos.weir.v1 import controller_pb2, controller_pb2_grpc
+from server_runtime.request_ids import with_request_id
 from weir.errors import ErrorCode
-from weir.request_ids import with_request_id
 
 logger = logging.getLogger(__name__)
 

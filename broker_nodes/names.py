@@ -9,9 +9,9 @@ a tenant (standalone topics and the broker's internal topics) keep their plain f
 
 from __future__ import annotations
 
-# The rule itself lives in weir.topic_names, shared with the SDK, the control plane and the pipelines.
-from weir.topic_names import TENANT_SEPARATOR, qualify
-from weir.topic_names import split_qualified_name as split
+# The rule itself lives in log_formats.topic_names, shared with the SDK, the control plane and the pipelines.
+from log_formats.topic_names import TENANT_SEPARATOR, qualify
+from log_formats.topic_names import split_qualified_name as split
 
 __all__ = ["TENANT_SEPARATOR", "belongs_to", "plain", "qualify", "split"]
 

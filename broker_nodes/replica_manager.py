@@ -30,7 +30,7 @@ from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
-from weir.usage_records import USAGE_TOPIC
+from log_formats.usage_records import USAGE_TOPIC
 
 if TYPE_CHECKING:
     from broker_nodes.replication.manager import ReplicationManager

@@ -18,12 +18,12 @@ from types import MappingProxyType
 from typing import Any
 
 from broker_nodes.storage.atomic_files import write_atomically
-from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
-from weir.topic_config import validate_topic_configs
+from log_formats.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
 
 # MAX_PARTITIONS_PER_TOPIC guards the broker against one request creating millions of logs; it
 # lives with the name rules because its widest partition number bounds tenants' topic names.
-from weir.topic_names import INTERNAL_TOPIC_PREFIX, MAX_PARTITIONS_PER_TOPIC, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
+from log_formats.topic_names import INTERNAL_TOPIC_PREFIX, MAX_PARTITIONS_PER_TOPIC, InvalidTopicNameError, is_internal_topic_name, validate_topic_name
+from weir.topic_config import validate_topic_configs
 
 TOPICS_FILE_NAME = "topics.json"  # in the data directory; never a partition directory name
 TOPICS_FILE_VERSION = 1  # the "version" field of topics.json

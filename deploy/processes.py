@@ -6,7 +6,7 @@ the failover). A child that exits while supervised is restarted after its restar
 doubles (up to a maximum) while it keeps failing and resets once it has started successfully;
 the other children keep running. Its death and its return are announced in one line each.
 
-Every child is started with :func:`weir.lifeline.spawn`: in a session of its own, signalled by
+Every child is started with :func:`server_runtime.lifeline.spawn`: in a session of its own, signalled by
 the kernel when the supervisor dies, and ended with its whole process group by the supervisor's
 guardian, so that even ``kill -9`` of ``make up`` leaves no broker, gunicorn worker, Celery pool
 child or Spark JVM behind. Stopping signals the child's process group for the same reason.
@@ -29,8 +29,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from server_runtime.lifeline import signal_group, spawn
 from weir.backoff import exponential_backoff
-from weir.lifeline import signal_group, spawn
 
 # A child that keeps dying is restarted no faster than this, doubling up to the maximum.
 RESTART_BACKOFF_SECONDS = 1.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from log_formats.topic_names import is_internal_topic_name, split_qualified_name
 from spark_pipelines.source_errors import (
     AuthenticationFailedError,
     AuthorizationFailedError,
@@ -35,7 +36,6 @@ from spark_pipelines.source_planning import OffsetRange
 from weir.admin import AdminClient, IsolationLevel, OffsetSpec
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import TopicPartition
-from weir.topic_names import is_internal_topic_name, split_qualified_name
 
 # Default deadline of each planning call (metadata, list offsets); a wrong bootstrap address fails after it.
 LOOKUP_TIMEOUT_SECONDS = 30.0

@@ -35,9 +35,13 @@ def locked_pins(text: str) -> dict[str, Version]:
 
 
 def declared_requirements() -> list[Requirement]:
-    """pyproject.toml's dependencies and its dev extra (what the lock is compiled from)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(line) for line in project["dependencies"] + project["optional-dependencies"]["dev"]]
+    """The SDK's and the server side's dependencies and the dev extra (what `make lock` compiles), less
+    the server side's requirement of the SDK itself, which is this repository's, installed editable."""
+    requirements = []
+    for path in (ROOT / "sdk" / "pyproject.toml", ROOT / "pyproject.toml"):
+        project = tomllib.loads(path.read_text())["project"]
+        requirements += [Requirement(line) for line in project["dependencies"] + project.get("optional-dependencies", {}).get("dev", [])]
+    return [requirement for requirement in requirements if canonicalize_name(requirement.name) != "weir"]
 
 
 def vulnerability_lines(report: dict) -> list[str]:

@@ -5,7 +5,7 @@
   supervisor waits before SIGKILL (``deploy.processes.STOP_TIMEOUT_SECONDS``; Kubernetes'
   default grace period is 30 s), so that a stop is always the graceful one.
 * With ``WEIR_LOG_FORMAT=json`` gunicorn's own loggers (``gunicorn.error``, ``gunicorn.access``)
-  write JSON lines like the rest of the process (``weir.logging_setup``), and the access line
+  write JSON lines like the rest of the process (``server_runtime.logging_setup``), and the access line
   ends with the response's request id (``X-Request-ID``: the request's log lines carry the
   same one). In the text format gunicorn keeps its own lines.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from weir.logging_setup import JSON, log_format, logging_config
+from server_runtime.logging_setup import JSON, log_format, logging_config
 
 graceful_timeout = 15
 

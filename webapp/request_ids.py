@@ -1,7 +1,7 @@
 """Request ids in the control plane: from the HTTP request to the Celery tasks it queues.
 
 * :class:`RequestIdMiddleware` (first in ``MIDDLEWARE``) takes the ``X-Request-ID`` header
-  when it is an acceptable id (``weir.request_ids.accepted_request_id``), else makes a new
+  when it is an acceptable id (``server_runtime.request_ids.accepted_request_id``), else makes a new
   uuid4 hex; it is current while the request is handled (every log line carries it, the
   provisioning job stores it, gRPC calls send it) and returned in the response header.
 * :func:`connect_celery_signals` makes a task carry the id of the code that queued it:
@@ -10,7 +10,7 @@
   and ``task_postrun`` restores what was current before. A task queued without an id runs
   with the id current where it runs (an eager task: its caller's).
 
-From there ``weir.request_ids`` carries the id in gRPC metadata to brokers and the controller.
+From there ``server_runtime.request_ids`` carries the id in gRPC metadata to brokers and the controller.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from celery import signals
 from django.http import HttpRequest, HttpResponse
 
-from weir.request_ids import accepted_request_id, current_request_id, new_request_id, request_id_scope, reset_request_id, set_request_id
+from server_runtime.request_ids import accepted_request_id, current_request_id, new_request_id, request_id_scope, reset_request_id, set_request_id
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # The Celery message header that carries the id from the code that queues a task to the task.

@@ -4,9 +4,9 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from weir.private_files import make_new_files_private
+from server_runtime.private_files import make_new_files_private
 
-# Files the web process creates are its owner's only (weir.private_files).
+# Files the web process creates are its owner's only (server_runtime.private_files).
 make_new_files_private()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 # The web process holds no internal token (webapp.settings): only tenant tokens reach brokers from it.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from broker_nodes.cluster_state import NO_LEADER, BrokerEndpoint, ClusterSnapshot
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, CoordinatorNotAvailableError
-from weir.offset_commit_records import partition_for_group
+from log_formats.offset_commit_records import partition_for_group
 
 
 def find_coordinator(snapshot: ClusterSnapshot | None, group_id: str, this_broker: BrokerEndpoint) -> BrokerEndpoint:

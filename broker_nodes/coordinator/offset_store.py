@@ -1,7 +1,7 @@
 """Committed consumer offsets, stored as records of the compacted internal topic ``__consumer_offsets``.
 
 A group's commits go to partition ``Utils.abs(groupId.hashCode()) % N`` of the topic, one
-record per committed partition with Kafka's key and value schemas (see ``weir.offset_commit_records``),
+record per committed partition with Kafka's key and value schemas (see ``log_formats.offset_commit_records``),
 so the topic is the durable truth and compaction keeps only the latest commit per key.
 
 The coordinator of a group is the leader of the group's partition, as in Kafka. This broker
@@ -43,7 +43,7 @@ from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
 from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log import AppendInfo
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
-from weir.offset_commit_records import (
+from log_formats.offset_commit_records import (
     OffsetAndMetadata,
     OffsetCommitKey,
     OffsetSchemaError,

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
-from weir.offset_commit_records import OffsetAndMetadata
+from log_formats.offset_commit_records import OffsetAndMetadata
 
 TopicPartition = tuple[str, int]
 CommitKey = tuple[str, TopicPartition]  # (group, (topic, partition))

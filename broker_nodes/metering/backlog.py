@@ -32,7 +32,7 @@ from pathlib import Path
 
 from broker_nodes.storage.atomic_files import fsync_directory, write_atomically
 from broker_nodes.storage.file_names import TEMPORARY_SUFFIX
-from weir.usage_records import UsageRecordError, decode
+from log_formats.usage_records import UsageRecordError, decode
 
 logger = logging.getLogger(__name__)
 

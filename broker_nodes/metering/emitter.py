@@ -39,7 +39,7 @@ from broker_nodes.metering.partition_stats import PartitionStats
 from broker_nodes.metering.rows import window_rows
 from broker_nodes.metering.sink import SinkFailure, UsageSink
 from broker_nodes.metering.windows import Window, WindowSchedule
-from weir.usage_records import USAGE_TOPIC, encode
+from log_formats.usage_records import USAGE_TOPIC, encode
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.storage.log import PartitionLog
-from weir.topic_names import is_internal_topic_name
+from log_formats.topic_names import is_internal_topic_name
 
 
 @dataclass(frozen=True, slots=True)

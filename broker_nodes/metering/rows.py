@@ -1,4 +1,4 @@
-"""One closed window -> its ``__usage`` rows (schema ``weir.usage/1``, see ``weir.usage_records``).
+"""One closed window -> its ``__usage`` rows (schema ``weir.usage/1``, see ``log_formats.usage_records``).
 
 Brokers keep a tenant's topic under its qualified name (``tn-…~orders``); rows carry the
 tenant id and the plain name separately, ``""`` as tenant for topics without one. Rows come
@@ -15,7 +15,7 @@ from broker_nodes import names
 from broker_nodes.metering.counters import PartitionKey, PartitionTraffic
 from broker_nodes.metering.partition_stats import PartitionStats
 from broker_nodes.metering.windows import Window
-from weir.usage_records import PartitionRow, TrafficRow, UsageRow
+from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow
 
 
 def window_rows(

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker_nodes.config import BrokerConfig
+from log_formats.usage_records import USAGE_TOPIC
 from weir.errors import ErrorCode, KafkaError
 from weir.producer import Producer
-from weir.usage_records import USAGE_TOPIC
 
 DELIVERY_TIMEOUT_MS = 120_000  # a row not acknowledged by then is reported failed and sent again
 REQUEST_TIMEOUT_MS = 10_000  # one Produce call

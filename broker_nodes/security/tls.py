@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grpc
 
-from weir.pem import PemFileError, read_pem
+from server_runtime.pem import PemFileError, read_pem
 
 # The certificate, key or CA cannot be read (the broker does not start).
 TlsConfigurationError = PemFileError

@@ -40,7 +40,7 @@ from broker_nodes.server.replication_servicer import ReplicationServicer
 from broker_nodes.server.request_budget import RequestBudget
 from broker_nodes.server.servicer import BrokerServicer
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc, replication_pb2, replication_pb2_grpc
-from weir.request_ids import RequestIdServerInterceptor
+from server_runtime.request_ids import RequestIdServerInterceptor
 
 BROKER_SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["Broker"].full_name  # "weir.v1.Broker"
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name  # "weir.v1.Admin"
@@ -136,7 +136,7 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
         # Outermost first. The budget wraps the others, so that the metrics and request id
         # interceptors see parsed requests; authentication is innermost, so that refusals are
         # counted by the metrics and never read the message (see server.admission). The request
-        # id interceptor (x-weir-request-id -> weir.request_ids) makes the call's log lines carry it.
+        # id interceptor (x-weir-request-id -> server_runtime.request_ids) makes the call's log lines carry it.
         interceptors=[RequestBudgetInterceptor(budget), metrics.interceptor, RequestIdServerInterceptor(), AuthenticationInterceptor(broker.authenticator)],
     )
     servicer = BrokerServicer(broker, sleep=sleep)

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
-from weir.logging_setup import LogFormatError, configure_logging
-from weir.malloc_tuning import tune_this_process
-from weir.private_files import make_new_files_private, restrict_directory
-from weir.stop_signals import StopSignals
+from server_runtime.logging_setup import LogFormatError, configure_logging
+from server_runtime.malloc_tuning import tune_this_process
+from server_runtime.private_files import make_new_files_private, restrict_directory
+from server_runtime.stop_signals import StopSignals
 
 logger = logging.getLogger("broker_nodes")
 
@@ -86,11 +86,11 @@ def parse_arguments(arguments: Sequence[str], environment: Mapping[str, str]) ->
 
 
 def main(arguments: Sequence[str] | None = None) -> int:
-    # Partition logs hold every tenant's records: files 0600, directories 0700 (weir.private_files).
+    # Partition logs hold every tenant's records: files 0600, directories 0700 (server_runtime.private_files).
     make_new_files_private()
     environment = dict(os.environ)
     try:
-        # Text lines of LOG_FORMAT, or JSON lines with WEIR_LOG_FORMAT=json (weir.logging_setup).
+        # Text lines of LOG_FORMAT, or JSON lines with WEIR_LOG_FORMAT=json (server_runtime.logging_setup).
         configure_logging(text_format=LOG_FORMAT, environment=environment)
     except LogFormatError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -110,7 +110,7 @@ def main(arguments: Sequence[str] | None = None) -> int:
         logger.info("received %s: shutting down", signal.Signals(signal_number).name)
         stop_requested.set()
 
-    # The handler only writes to a pipe; a thread logs and sets the event (weir.stop_signals:
+    # The handler only writes to a pipe; a thread logs and sets the event (server_runtime.stop_signals:
     # a handler that takes a lock can deadlock against the main thread on a second signal).
     StopSignals(on_first=request_stop, on_again=lambda _number: None).install()
     try:

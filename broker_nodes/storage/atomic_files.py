@@ -24,7 +24,7 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
 
     The file has ``mode`` from its first byte: the owner's only by default, like every file of
-    a data directory (weir.private_files).
+    a data directory (server_runtime.private_files).
     """
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)

@@ -42,7 +42,7 @@ from broker_nodes.storage.errors import CorruptCheckpointError
 from broker_nodes.storage.log import PartitionLog
 from broker_nodes.storage.retention import segment_age_reference_ms
 from broker_nodes.storage.segment import LogSegment
-from weir.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
+from log_formats.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from weir.records import (
     NO_PRODUCER_ID,
     BatchHeader,

@@ -1,7 +1,7 @@
 """Names of the storage engine's own files, defined once.
 
 Segment file names (``.log``, ``.index``, ``.timeindex`` and their ``.cleaned`` / ``.swap`` /
-``.deleted`` variants) come from ``weir.log_files``; this module adds the checkpoints,
+``.deleted`` variants) come from ``log_formats.log_files``; this module adds the checkpoints,
 snapshots and markers that only the broker writes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from weir.log_files import MAX_DIRECTORY_NAME_BYTES, SEGMENT_NAME_DIGITS
+from log_formats.log_files import MAX_DIRECTORY_NAME_BYTES, SEGMENT_NAME_DIGITS
 
 # In the data directory: present only between a clean shutdown and the next startup.
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"

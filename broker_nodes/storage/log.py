@@ -35,7 +35,7 @@ from broker_nodes.storage.producer_state import ActiveProducer, ProducerEntry, P
 from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
 from broker_nodes.storage.retention import count_below_log_start, select_segments_to_delete
 from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
-from weir.log_files import parse_partition_directory_name
+from log_formats.log_files import parse_partition_directory_name
 from weir.records import (
     NO_PRODUCER_ID,
     NO_TIMESTAMP,

@@ -27,7 +27,7 @@ from broker_nodes.storage.file_names import (
 )
 from broker_nodes.storage.log import PartitionLog
 from broker_nodes.storage.log_config import LogConfig
-from weir.log_files import parse_partition_directory_name, partition_directory_name
+from log_formats.log_files import parse_partition_directory_name, partition_directory_name
 
 logger = logging.getLogger(__name__)
 

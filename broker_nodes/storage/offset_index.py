@@ -7,7 +7,7 @@ from pathlib import Path
 from broker_nodes.storage.errors import CorruptIndexError
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.index_file import SegmentIndex
-from weir.log_files import OFFSET_INDEX_ENTRY
+from log_formats.log_files import OFFSET_INDEX_ENTRY
 
 _RELATIVE_OFFSET = 0
 _POSITION = 1

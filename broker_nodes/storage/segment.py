@@ -12,7 +12,7 @@ from pathlib import Path
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.offset_index import OffsetIndex
 from broker_nodes.storage.time_index import TimeIndex
-from weir.log_files import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
+from log_formats.log_files import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from weir.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,

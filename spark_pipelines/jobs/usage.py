@@ -62,6 +62,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from log_formats.usage_records import USAGE_TOPIC
 from spark_pipelines.jobs.entrypoint import run_job
 from spark_pipelines.parquet_store import append_new_rows, in_values, overwrite_partitions, read_partitions
 from spark_pipelines.read_range import Offsets, nothing_to_read, pending_range
@@ -81,7 +82,6 @@ from spark_pipelines.transforms.usage import (
     window_usage,
 )
 from webapp.metering import writer
-from weir.usage_records import USAGE_TOPIC
 
 PIPELINE = "usage"
 STATE_VERSION = 1  # the shape of the saved state: {"version": 1, "offsets": {"__usage": {"0": 42}}}

@@ -7,7 +7,7 @@ record) and the state it kept from its previous run (each partition's window of 
 each partition's recent end offsets). The functions, in the order the job chains them:
 
 1. :func:`decode_offset_records` decodes every record with Kafka's schemas
-   (``weir.offset_commit_records``): ``kind`` is ``commit``, ``tombstone`` (a deleted commit),
+   (``log_formats.offset_commit_records``): ``kind`` is ``commit``, ``tombstone`` (a deleted commit),
    ``group_record`` (group metadata, key versions 2-8: skipped) or ``undecodable``;
    :func:`commit_events` keeps the commits and tombstones of tenants' groups, split into
    tenant id and plain names by the brokers' ``tenant~name`` rule.
@@ -48,6 +48,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from log_formats.offset_commit_records import (
+    OFFSET_COMMIT_KEY_VERSIONS,
+    OffsetSchemaError,
+    decode_key,
+    decode_offset_commit_value,
+    key_version,
+)
+from log_formats.topic_names import split_qualified_name
 from spark_pipelines.transforms.lag_rules import (
     DEFAULT_MIN_DISTANCE_MS,
     DEFAULT_MINIMUM_COMPLETE,
@@ -62,14 +70,6 @@ from spark_pipelines.transforms.lag_rules import (
     lag_at,
     store_commit,
 )
-from weir.offset_commit_records import (
-    OFFSET_COMMIT_KEY_VERSIONS,
-    OffsetSchemaError,
-    decode_key,
-    decode_offset_commit_value,
-    key_version,
-)
-from weir.topic_names import split_qualified_name
 
 KIND_COMMIT = "commit"
 KIND_TOMBSTONE = "tombstone"

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 # The status names and their order are shared with the control plane's writer and gauges.
-from weir.lag_statuses import (  # noqa: F401  (re-exported: the lag transform imports them from here)
+from log_formats.lag_statuses import (  # noqa: F401  (re-exported: the lag transform imports them from here)
     ERROR,
     GROUP_STATUSES,
     OK,

@@ -2,7 +2,7 @@
 
 The input is what ``spark.read.format("weir")`` returns for the internal topic ``__usage``
 (Kafka's columns: ``value`` binary, ``partition``, ``offset``...). Each record value is one
-JSON row of the schema "weir.usage/1" (``weir/usage_records.py``, shared with the brokers
+JSON row of the schema "weir.usage/1" (``log_formats/usage_records.py``, shared with the brokers
 that write it). The functions, chained in this order:
 
 1. :func:`parse_usage_records` decodes every value with ``from_json`` and the shared Spark
@@ -47,7 +47,7 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from weir.usage_records import FIELD_TYPES, KIND_PARTITION, KIND_TRAFFIC, SCHEMA_V1, SPARK_SCHEMA_DDL
+from log_formats.usage_records import FIELD_TYPES, KIND_PARTITION, KIND_TRAFFIC, SCHEMA_V1, SPARK_SCHEMA_DDL
 
 KINDS = (KIND_TRAFFIC, KIND_PARTITION)
 

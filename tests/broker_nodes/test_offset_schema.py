@@ -2,7 +2,7 @@ import struct
 
 import pytest
 
-from weir.offset_commit_records import (
+from log_formats.offset_commit_records import (
     OFFSET_COMMIT_KEY_VERSIONS,
     OffsetAndMetadata,
     OffsetCommitKey,
@@ -15,7 +15,7 @@ from weir.offset_commit_records import (
     key_version,
     partition_for_group,
 )
-from weir.topic_names import qualify, split_qualified_name
+from log_formats.topic_names import qualify, split_qualified_name
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from grpc_protos.weir.v1 import admin_pb2
+from log_formats.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
+from log_formats.topic_names import max_topic_name_length
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, brokers, topic
 from weir.errors import ErrorCode
-from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
-from weir.topic_names import max_topic_name_length
 
 TENANT = "tn-k7q2m9x4hz"
 OTHER_TENANT = "tn-p3x8w2n6qa"

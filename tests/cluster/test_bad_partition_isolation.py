@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from log_formats.log_files import partition_directory_name
 from tests.cluster.workload import produce_and_wait, read_everything
 from tests.support.real_cluster import ClusterTimings, RealCluster
 from webapp.provisioning import jobs
@@ -20,7 +21,6 @@ from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
 from webapp.provisioning.reconciler import reconcile
 from weir.admin import AdminClient, NewTopic
 from weir.errors import ErrorCode
-from weir.log_files import partition_directory_name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 
 import pytest
 
+from log_formats.log_files import LOG_SUFFIX, partition_directory_name
 from tests.cluster.workload import produce_and_wait
 from tests.support.real_cluster import ClusterTimings, RealCluster, TenantAccess
 from tests.support.usage_topic import UsageReader
 from webapp.catalog.models import Partition
 from weir import Consumer, TopicPartition
-from weir.log_files import LOG_SUFFIX, partition_directory_name
 from weir.records import iter_batch_positions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(150)]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from log_formats.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file_name
 from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
 from tests.support.waiting import wait_until
 from weir import records
-from weir.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file_name
 
 # Small segments so that a few hundred batches span several files.
 SMALL_SEGMENTS = {"segment.bytes": "65536", "index.interval.bytes": "1024"}

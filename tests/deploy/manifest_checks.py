@@ -34,7 +34,7 @@ from deploy.broker_entrypoint import broker_command
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEPLOY = REPOSITORY / "deploy"
-SOURCE_PACKAGES = ("webapp", "broker_nodes", "weir", "spark_pipelines", "deploy", "grpc_protos")
+SOURCE_PACKAGES = ("webapp", "broker_nodes", "weir", "log_formats", "server_runtime", "spark_pipelines", "deploy", "grpc_protos")
 # Variables read by something other than Weir's code: Python itself and the database image.
 THIRD_PARTY_VARIABLES = frozenset({"PYTHONUNBUFFERED", "POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD"})
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")

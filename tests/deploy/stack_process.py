@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bench.stack import free_port_block
-from weir.lifeline import spawn
+from server_runtime.lifeline import spawn
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"

@@ -475,7 +475,19 @@ def test_dockerfile_copies_every_package_the_manifests_run_and_runs_unprivileged
             for source in sources:
                 assert (REPOSITORY / source).exists(), f"COPY {source}: not in the repository"
                 copied.add(source.rstrip("/"))
-    assert {"manage.py", "deploy", "webapp", "broker_nodes", "weir", "grpc_protos", "spark_pipelines", "pyproject.toml"} <= copied
+    assert {
+        "manage.py",
+        "deploy",
+        "webapp",
+        "broker_nodes",
+        "weir",
+        "grpc_protos",
+        "log_formats",
+        "server_runtime",
+        "spark_pipelines",
+        "pyproject.toml",
+        "sdk/pyproject.toml",
+    } <= copied
     ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
     assert not copied & set(ignored), "the build context must hold what the Dockerfile copies"
     (user,) = [arguments for word, arguments in instructions if word == "USER"]

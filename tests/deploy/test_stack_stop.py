@@ -21,7 +21,7 @@ STACK_START_SECONDS = 300.0
 # What the issue asks of a stop by signal.
 STOP_SECONDS = 30.0
 # A kill -9 of the supervisor: the kernel's parent-death signal, then the guardian's SIGTERM,
-# SIGKILL after its 5 s grace (weir.lifeline.GUARDIAN_GRACE_SECONDS), and a poll.
+# SIGKILL after its 5 s grace (server_runtime.lifeline.GUARDIAN_GRACE_SECONDS), and a poll.
 ORPHAN_SECONDS = 10.0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import threading, time
-from weir.stop_signals import StopSignals
+from server_runtime.stop_signals import StopSignals
 stop = threading.Event()
 calls = []
 StopSignals(on_first=lambda number: (calls.append("first"), stop.set()), on_again=lambda number: calls.append("again")).install()

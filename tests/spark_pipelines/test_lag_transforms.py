@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Row
 
+from log_formats.offset_commit_records import OffsetAndMetadata, OffsetCommitKey, encode_offset_commit_key, encode_offset_commit_value
 from spark_pipelines.transforms import lag
 from spark_pipelines.transforms.lag_rules import (
     ERROR,
@@ -20,7 +21,6 @@ from spark_pipelines.transforms.lag_rules import (
     group_status,
     store_commit,
 )
-from weir.offset_commit_records import OffsetAndMetadata, OffsetCommitKey, encode_offset_commit_key, encode_offset_commit_value
 
 TENANT = "tn-a1"
 NOW_MS = 10_000_000

@@ -26,6 +26,7 @@ import pyarrow.dataset
 import pytest
 from pyspark.sql import SparkSession
 
+from log_formats.log_files import LOG_SUFFIX, partition_directory_name
 from spark_pipelines.jobs import lag as lag_job
 from spark_pipelines.jobs import usage as usage_job
 from spark_pipelines.settings import PipelineSettings
@@ -34,7 +35,6 @@ from tests.support.usage_topic import UsageReader
 from webapp.catalog.models import Partition
 from webapp.metering.models import GroupLag, PartitionLag, UsageAggregate
 from weir import Consumer, Producer, TopicPartition
-from weir.log_files import LOG_SUFFIX, partition_directory_name
 from weir.records import iter_batch_positions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(240)]

@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
+from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 from spark_pipelines.jobs import usage as usage_job
 from spark_pipelines.jobs.entrypoint import RESULT_PREFIX, run_job
 from spark_pipelines.jobs.usage import InvalidUsageStateError, UsagePaths, cursor_offsets
@@ -27,7 +28,6 @@ from webapp.accounts.models import Tenant
 from webapp.metering import writer
 from webapp.metering.models import UsageAggregate
 from weir import Producer
-from weir.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 
 pytestmark = [pytest.mark.django_db]
 

@@ -1,7 +1,7 @@
 """The usage transforms on small inline DataFrames: parsing, duplicates, every aggregate,
 windows on both sides of hour and day boundaries, tenants and topics kept apart.
 
-Record values are written with the brokers' own codec (``weir.usage_records.encode``), so a
+Record values are written with the brokers' own codec (``log_formats.usage_records.encode``), so a
 change of the format on one side shows here.
 """
 
@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 from spark_pipelines.transforms.usage import (
     AGGREGATE_COLUMNS,
     RAW_COLUMNS,
@@ -28,7 +29,6 @@ from spark_pipelines.transforms.usage import (
     valid_usage_rows,
     window_usage,
 )
-from weir.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 
 RECORDS_DDL = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 INTERVAL_MS = 60_000

@@ -11,9 +11,9 @@ import struct
 import time
 from pathlib import Path
 
+from log_formats.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
 from tests.support.processes import BrokerProcess
 from weir import records
-from weir.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
 
 
 def batch_at(base_offset: int, values: list[bytes], *, timestamp: int | None = None, codec: int = records.COMPRESSION_NONE) -> bytes:

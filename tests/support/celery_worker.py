@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from weir.lifeline import spawn
+from server_runtime.lifeline import spawn
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60.0

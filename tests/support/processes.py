@@ -16,9 +16,10 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from server_runtime.lifeline import spawn
+
 # free_port is imported from here by many tests; tests/support/ports.py says why it is safe under xdist.
 from tests.support.ports import free_port
-from weir.lifeline import spawn
 
 LOOPBACK = "127.0.0.1"
 PORT_MOVES = 3  # new ports a first start tries when another program took the chosen one

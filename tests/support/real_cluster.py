@@ -36,6 +36,8 @@ from django.db import connection
 
 from deploy.processes import grpc_health_serving
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2_grpc
+from log_formats.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
+from server_runtime.lifeline import spawn
 from tests.support.processes import LOOPBACK, BrokerProcess, free_port
 from webapp.accounts.actions.keys import check_create_key, do_create_key
 from webapp.accounts.actions.service_accounts import do_create_service_account
@@ -50,8 +52,6 @@ from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.push import push_snapshots, push_targets
 from webapp.provisioning.snapshots import build_snapshots
 from weir.admin import AdminClient, NewTopic
-from weir.lifeline import spawn
-from weir.log_files import LOG_SUFFIX, parse_segment_file_name, partition_directory_name
 from weir.records import iter_records
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]

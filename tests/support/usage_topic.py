@@ -12,8 +12,8 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
+from log_formats.usage_records import USAGE_TOPIC, Identity, PartitionRow, TrafficRow, UsageRow, decode, identity
 from weir import OFFSET_BEGINNING, Consumer, TopicPartition
-from weir.usage_records import USAGE_TOPIC, Identity, PartitionRow, TrafficRow, UsageRow, decode, identity
 
 TRAFFIC_FIELDS = ("bytes_in", "records_in", "bytes_out", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms")
 TrafficKey = tuple[str, str, int]  # (tenant id, topic, partition)

@@ -1,4 +1,4 @@
-"""The `weir` CLI where no broker is needed: dump-log, option handling, early validation."""
+"""The `weir` CLI where no broker is needed: option handling, early validation."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from weir.cli import build_parser, client_config, main
-from weir.log_files import segment_file_name
-from weir.records import CRC_OFFSET, RecordBatchBuilder
 
 # Nothing listens on port 1 of the loopback: a command that contacted it would fail slowly
 # with a connection error, so the tests below also prove that validation happens first.
@@ -20,64 +18,6 @@ def run(argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, st
     stdout, stderr = io.StringIO(), io.StringIO()
     code = main(argv, stdin=io.BytesIO(b""), stdout=stdout, stderr=stderr, environ=environ or {})
     return code, stdout.getvalue(), stderr.getvalue()
-
-
-def write_log(directory: Path, batch_count: int) -> Path:
-    batches = []
-    for number in range(batch_count):
-        builder = RecordBatchBuilder(base_offset=number * 2)
-        builder.append(1_700_000_000_000, b"key", f"value-{number}-a".encode())
-        builder.append(1_700_000_000_001, None, f"value-{number}-b".encode())
-        batches.append(builder.build())
-    path = directory / segment_file_name(0, ".log")
-    path.write_bytes(b"".join(batches))
-    return path
-
-
-# ------------------------------------------------------------------ dump-log
-
-
-def test_dump_log_prints_batches_and_records_and_exits_zero(tmp_path: Path) -> None:
-    log = write_log(tmp_path, 2)
-
-    code, out, err = run(["dump-log", str(log), "--print-data-log"])
-
-    assert (code, err) == (0, "")
-    assert out.count("baseOffset:") == 2
-    assert "| offset: 3 CreateTime: 1700000000001 keySize: -1 valueSize: 9" in out
-    assert "payload: value-1-b" in out
-
-
-def test_dump_log_of_corrupt_log_exits_one_with_one_line_error(tmp_path: Path) -> None:
-    log = write_log(tmp_path, 2)
-    data = bytearray(log.read_bytes())
-    data[CRC_OFFSET] ^= 0x01
-    log.write_bytes(bytes(data))
-
-    code, out, err = run(["dump-log", str(tmp_path)])
-
-    assert code == 1
-    assert "PROBLEM:" in out
-    assert err.count("\n") == 1
-    assert err.startswith("weir: error: 1 problem(s) found; the first:") and "CRC mismatch" in err
-
-
-def test_dump_log_of_missing_path_exits_one(tmp_path: Path) -> None:
-    code, out, err = run(["dump-log", str(tmp_path / "nothing.log")])
-
-    assert (code, out) == (1, "")
-    assert err == f"weir: error: {tmp_path / 'nothing.log'}: no such file or directory\n"
-
-
-def test_dump_log_with_progress_keeps_bar_off_stdout(tmp_path: Path) -> None:
-    log = write_log(tmp_path, 3)
-    plain_code, plain_out, _ = run(["dump-log", str(log)])
-
-    code, out, err = run(["dump-log", str(log), "--progress"])
-
-    assert code == plain_code == 0
-    assert out == plain_out
-    assert "reading log files" in err
 
 
 # ------------------------------------------------------------------ options

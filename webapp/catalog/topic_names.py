@@ -1,17 +1,16 @@
 """Which names a tenant may give its topics, with the messages the API and dashboard show.
 
-Kafka's rules themselves live in ``weir.topic_names`` (shared with the brokers and the SDK);
+Kafka's rules themselves live in ``log_formats.topic_names`` (shared with the brokers and the SDK);
 this module adds the control plane's policy: internal names (``__`` prefix) are the brokers'
 and a tenant can never create or name one, and a tenant's name must fit a partition directory
-together with the tenant's prefix (``weir.topic_names.max_topic_name_length``). The REST
+together with the tenant's prefix (``log_formats.topic_names.max_topic_name_length``). The REST
 serializer, the dashboard form and the topic actions (the REST API's, the dashboard's and the
 one the controller runs for the SDK and CLI) all take the limit and its wording from here.
 """
 
 from __future__ import annotations
 
-from webapp.public_ids import new_tenant_id
-from weir.topic_names import (
+from log_formats.topic_names import (
     INTERNAL_TOPIC_PREFIX,
     InvalidTopicNameError,
     is_internal_topic_name,
@@ -19,6 +18,7 @@ from weir.topic_names import (
     topic_name_length_reason,
     validate_topic_name,
 )
+from webapp.public_ids import new_tenant_id
 
 # Every tenant id has the length of a new one (``tn-`` and ten characters), so one limit holds
 # for every tenant; it is what the API schema and the form state as their maximum length.

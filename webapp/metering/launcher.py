@@ -11,7 +11,7 @@ valid result line: ``rows_written`` and ``result`` come from it) or FAILED (non-
 no or an invalid result line, timeout, or the process could not start: ``error`` says
 which, followed by the tail of the job's stderr).
 
-The job never outlives its launcher: it is started with :func:`weir.lifeline.spawn` (the kernel
+The job never outlives its launcher: it is started with :func:`server_runtime.lifeline.spawn` (the kernel
 signals it when the launcher dies, and the launcher's guardian ends its process group, Spark's
 JVM included, even after a ``kill -9``), and a SIGTERM to the launcher while the job runs (a
 Celery worker stopping) stops the job's group and records the run FAILED before going on.
@@ -46,10 +46,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from server_runtime.lifeline import signal_group, spawn
 from webapp.fleet import facade as fleet_facade
 from webapp.metering.models import Pipeline, PipelineRun, RunStatus, RunTrigger
 from webapp.metering.writer import history_days
-from weir.lifeline import signal_group, spawn
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from weir.lag_statuses import GROUP_STATUSES
+from log_formats.lag_statuses import GROUP_STATUSES
 
 logger = logging.getLogger(__name__)
 

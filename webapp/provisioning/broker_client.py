@@ -1,7 +1,7 @@
 """The control plane's client of one broker's ``Admin`` gRPC service.
 
 Every call carries the internal credential (metadata ``x-weir-internal-token``), the current
-request id when there is one (``x-weir-request-id``, see ``weir.request_ids``) and a
+request id when there is one (``x-weir-request-id``, see ``server_runtime.request_ids``) and a
 deadline; gRPC failures become typed errors naming the broker, the call and the status, so a
 job's error says which broker failed and why. Not thread-safe per instance (one channel per
 client); create one per job or probe.
@@ -15,7 +15,7 @@ import grpc
 from django.conf import settings
 
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
-from weir.request_ids import with_request_id
+from server_runtime.request_ids import with_request_id
 from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 INTERNAL_TOKEN_METADATA = "x-weir-internal-token"

@@ -29,6 +29,7 @@ from django.db.models import Case, F, PositiveIntegerField, When
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from server_runtime.request_ids import current_request_id, request_id_scope
 from webapp.provisioning import metrics
 from webapp.provisioning.broker_client import BrokerCallError
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
@@ -36,7 +37,6 @@ from webapp.provisioning.push import BrokerPush, PartitionNotApplied, push_targe
 from webapp.provisioning.snapshots import build_snapshots
 from webapp.provisioning.versions import snapshot_kinds_for
 from weir.backoff import exponential_backoff
-from weir.request_ids import current_request_id, request_id_scope
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def run_attempt(job_id: int) -> AttemptOutcome:
         state = ProvisioningJob.objects.filter(pk=job_id).values_list("state", flat=True).first()
         return AttemptOutcome(state=state or "")
     # The id of the request that made the job, also when the reconciler re-queued it: the
-    # attempt's log lines and its calls to the brokers carry it (weir.request_ids).
+    # attempt's log lines and its calls to the brokers carry it (server_runtime.request_ids).
     with request_id_scope(job.request_id or current_request_id()):
         return _push(job)
 

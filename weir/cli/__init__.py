@@ -1,8 +1,9 @@
-"""The ``weir`` command line: topics, groups, produce, consume and dump-log.
+"""The ``weir`` command line: topics, groups, produce and consume.
 
 Commands reach brokers only through the SDK (``weir.Producer``, ``weir.Consumer``,
 ``weir.admin.AdminClient``), exactly as an application would, so the CLI is also a working
-example of the SDK. ``dump-log`` reads segment files directly and needs no broker.
+example of the SDK. Reading a broker's segment files is a server-side tool, ``weir-dump-log``
+(``log_formats.dump_log_command``), installed with the brokers, not with the SDK.
 
 Conventions, for people and for scripts:
 
@@ -17,7 +18,7 @@ Conventions, for people and for scripts:
 Modules: ``app`` (entry point, exit codes), ``connection`` (options -> SDK config, shared
 broker calls), ``output`` (streams, tables, progress bars), ``arguments`` and ``values``
 (parser building blocks), one module per command (``topics``, ``groups``, ``produce``,
-``consume``, ``dump_log``).
+``consume``).
 """
 
 from weir.cli.app import build_parser, main

@@ -46,7 +46,7 @@ from broker_nodes.coordinator.groups.subscriptions import registry_topics
 from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, InvalidGroupIdError, NotCoordinatorError, OffsetCommitEntry, OffsetStore
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
 from broker_nodes.topic_registry import TopicRegistry
-from weir.offset_commit_records import OffsetCommitKey, encode_offset_commit_key
+from log_formats.offset_commit_records import OffsetCommitKey, encode_offset_commit_key
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.coordinator.lookup import find_coordinator
 from broker_nodes.coordinator.offset_store import CoordinatorNotAvailableError
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from weir.offset_commit_records import partition_for_group
+from log_formats.offset_commit_records import partition_for_group
 
 THIS_BROKER = BrokerEndpoint(1, "127.0.0.1", 9001)
 

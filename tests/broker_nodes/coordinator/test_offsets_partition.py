@@ -1,7 +1,7 @@
 """The per-leadership cache of one offsets partition: log order wins, pending commits never expire."""
 
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
-from weir.offset_commit_records import OffsetAndMetadata
+from log_formats.offset_commit_records import OffsetAndMetadata
 
 ORDERS_0 = ("tn-a~orders", 0)
 

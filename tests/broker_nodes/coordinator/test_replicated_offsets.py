@@ -10,11 +10,11 @@ import pytest
 from broker_nodes import names
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC
 from grpc_protos.weir.v1 import broker_pb2
+from log_formats.offset_commit_records import OffsetCommitKey, decode_key, partition_for_group
 from tests.broker_nodes.coordinator.offsets_cluster import NODES, TENANT, TOPIC, OffsetsCluster
 from tests.broker_nodes.replication.cluster import wait_until
 from tests.broker_nodes.security.managed_cluster import INTERNAL, as_tenant
 from weir.errors import ErrorCode
-from weir.offset_commit_records import OffsetCommitKey, decode_key, partition_for_group
 from weir.records import iter_records
 
 GROUP = "billing"

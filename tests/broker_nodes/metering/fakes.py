@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker_nodes.metering.sink import Acknowledgement, SinkFailure
-from weir.usage_records import UsageRow, decode
+from log_formats.usage_records import UsageRow, decode
 
 
 class FakeSink:

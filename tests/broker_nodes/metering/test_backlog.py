@@ -3,7 +3,7 @@ import logging
 import pytest
 
 from broker_nodes.metering.backlog import PendingWindow, UsageBacklog, window_file_name
-from weir.usage_records import TrafficRow, encode
+from log_formats.usage_records import TrafficRow, encode
 
 
 def window(sequence: int, rows: int = 2, incarnation: str = "aa11") -> PendingWindow:

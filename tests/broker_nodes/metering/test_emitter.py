@@ -8,8 +8,8 @@ from broker_nodes.metering.counters import TrafficCounters
 from broker_nodes.metering.emitter import UsageEmitter
 from broker_nodes.metering.partition_stats import PartitionStats
 from broker_nodes.metering.sink import SinkFailure
+from log_formats.usage_records import PartitionRow, TrafficRow, decode, identity
 from tests.broker_nodes.metering.fakes import FakeSink
-from weir.usage_records import PartitionRow, TrafficRow, decode, identity
 
 INTERVAL = 1_000
 START = 1_700_000_000_000 + 250  # a quarter into a window

@@ -1,7 +1,7 @@
 from grpc_protos.weir.v1 import broker_pb2
+from log_formats.offset_commit_records import OffsetCommitKey, decode_key, partition_for_group
 from tests.broker_nodes.server.helpers import create_topic, fetch
 from weir.errors import ErrorCode
-from weir.offset_commit_records import OffsetCommitKey, decode_key, partition_for_group
 from weir.records import iter_records
 
 

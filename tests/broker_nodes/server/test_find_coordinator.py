@@ -11,9 +11,9 @@ import pytest
 
 from broker_nodes import names
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
+from log_formats.offset_commit_records import partition_for_group
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, brokers, credential, topic
 from weir.errors import ErrorCode
-from weir.offset_commit_records import partition_for_group
 
 TENANT_A = "tn-aaaaaaaaaa"
 # With two offsets partitions, Java's string hash puts ``A~g`` and ``B~g`` on different

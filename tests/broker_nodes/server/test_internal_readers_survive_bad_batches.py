@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from grpc_protos.weir.v1 import broker_pb2
+from log_formats.offset_commit_records import OffsetAndMetadata, OffsetCommitKey, encode_offset_commit_key, encode_offset_commit_value
 from tests.support.bad_batches import append_to_stopped_log, undecodable_batch_at
 from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
 from weir import records
-from weir.offset_commit_records import OffsetAndMetadata, OffsetCommitKey, encode_offset_commit_key, encode_offset_commit_value
 
 WAIT_SECONDS = 30.0
 T = TypeVar("T")

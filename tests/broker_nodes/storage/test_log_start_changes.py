@@ -16,8 +16,8 @@ from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
 from broker_nodes.storage.log import PartitionLog
 from broker_nodes.storage.segment import LogSegment
+from log_formats.log_files import DELETED_SUFFIX, LOG_SUFFIX
 from tests.broker_nodes.storage.conftest import make_batch, read_all
-from weir.log_files import DELETED_SUFFIX, LOG_SUFFIX
 from weir.records import assign_offsets, read_batch_header
 
 SMALL_SEGMENTS = {"segment.bytes": "1024", "index.interval.bytes": "100"}

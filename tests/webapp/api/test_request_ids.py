@@ -9,13 +9,13 @@ from types import SimpleNamespace
 from django.test import Client
 from django.urls import reverse
 
+from server_runtime.request_ids import current_request_id, request_id_scope
 from tests.webapp.api.conftest import TenantFixture
 from webapp.accounts.models import Role
 from webapp.fleet.models import BrokerNode
 from webapp.gunicorn_config import json_logconfig
 from webapp.provisioning.models import ProvisioningJob
 from webapp.request_ids import CELERY_HEADER, add_request_id_header, enter_task, leave_task
-from weir.request_ids import current_request_id, request_id_scope
 
 TOPICS = "/api/v1/topics"
 
@@ -81,7 +81,7 @@ def test_a_task_runs_with_its_header_id_and_restores_the_previous_one_after() ->
 def test_gunicorn_json_logging_sends_its_loggers_to_the_json_root_handler(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("WEIR_LOG_FORMAT", "json")
     config = json_logconfig()
-    assert config["formatters"]["plain"] == {"()": "weir.logging_setup.JsonLogFormatter"}
+    assert config["formatters"]["plain"] == {"()": "server_runtime.logging_setup.JsonLogFormatter"}
     assert config["root"]["handlers"] == ["console"]
     assert config["loggers"]["gunicorn.access"] == {"level": "INFO", "handlers": [], "propagate": True}
     assert config["loggers"]["gunicorn.error"]["propagate"] is True

@@ -1,7 +1,7 @@
-"""The lag status names the database stores are the ones the lag job writes (weir.lag_statuses)."""
+"""The lag status names the database stores are the ones the lag job writes (log_formats.lag_statuses)."""
 
+from log_formats.lag_statuses import GROUP_STATUSES, PARTITION_STATUSES
 from webapp.metering.models import GroupStatus, PartitionStatus
-from weir.lag_statuses import GROUP_STATUSES, PARTITION_STATUSES
 
 
 def test_the_stored_status_choices_are_the_lag_jobs_status_names() -> None:

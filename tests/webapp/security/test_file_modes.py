@@ -112,7 +112,7 @@ def test_the_web_process_under_gunicorn_keeps_new_files_private(tmp_path: Path) 
 
 @pytest.mark.parametrize("mode", [0o755, 0o777])
 def test_restrict_directory_closes_a_directory_and_its_files(tmp_path: Path, mode: int) -> None:
-    from weir.private_files import restrict_directory
+    from server_runtime.private_files import restrict_directory
 
     directory = tmp_path / "data"
     directory.mkdir()

@@ -10,12 +10,12 @@ import pytest
 from broker_nodes import names
 from broker_nodes.coordinator.groups.records import GROUP_RECORD_KEY_VERSIONS, key_version
 from grpc_protos.weir.v1 import broker_pb2
+from log_formats.offset_commit_records import partition_for_group
 from tests.broker_nodes.coordinator.groups.raw_member import RawMember, settle
 from tests.broker_nodes.coordinator.offsets_cluster import TENANT, TOPIC, OffsetsCluster
 from tests.broker_nodes.replication.cluster import wait_until
 from tests.broker_nodes.security.managed_cluster import as_tenant
 from weir.errors import ErrorCode
-from weir.offset_commit_records import partition_for_group
 from weir.records import iter_records
 
 GROUP = "billing"

@@ -9,7 +9,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from weir.request_ids import (
+from server_runtime.request_ids import (
     REQUEST_ID_METADATA,
     RequestIdServerInterceptor,
     accepted_request_id,

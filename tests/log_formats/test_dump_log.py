@@ -1,4 +1,4 @@
-"""weir.dump_log against segment files built by hand in tmp_path (no broker)."""
+"""log_formats.dump_log against segment files built by hand in tmp_path (no broker)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from weir.dump_log import DumpLogError, dump, files_to_dump
-from weir.log_files import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, segment_file_name
+from log_formats.dump_log import DumpLogError, dump, files_to_dump
+from log_formats.log_files import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, segment_file_name
 from weir.records import COMPRESSION_GZIP, COMPRESSION_NONE, CRC_OFFSET, RecordBatchBuilder
 
 BASE_TIMESTAMP = 1_700_000_000_000

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from weir.malloc_tuning import MALLOC_ENVIRONMENT, tune_this_process, tuned_environment
+from server_runtime.malloc_tuning import MALLOC_ENVIRONMENT, tune_this_process, tuned_environment
 
 
 def test_tuned_environment_adds_both_thresholds_and_keeps_the_operators_values():

@@ -2,7 +2,7 @@
 
 ``WEIR_LOG_FORMAT=json`` turns every record into one line of JSON on stderr with the keys
 ``ts`` (ISO 8601, UTC, milliseconds), ``level``, ``logger``, ``message``, ``process``,
-``thread`` (the thread's name), ``request_id`` when one is known (``weir.request_ids``), the
+``thread`` (the thread's name), ``request_id`` when one is known (``server_runtime.request_ids``), the
 ``extra`` fields the call passed, and ``exc_info`` with the traceback of an exception.
 ``WEIR_LOG_FORMAT=text`` (or unset) keeps each process's own text line, unchanged: tests and
 people read those.
@@ -24,7 +24,7 @@ from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
 
-from weir.request_ids import current_request_id
+from server_runtime.request_ids import current_request_id
 
 LOG_FORMAT_VARIABLE = "WEIR_LOG_FORMAT"
 TEXT = "text"

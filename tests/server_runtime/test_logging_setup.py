@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from weir.logging_setup import JsonLogFormatter, LogFormatError, RequestIdFilter, log_format, logging_config
-from weir.request_ids import request_id_scope
+from server_runtime.logging_setup import JsonLogFormatter, LogFormatError, RequestIdFilter, log_format, logging_config
+from server_runtime.request_ids import request_id_scope
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -82,7 +82,7 @@ def test_text_format_is_the_callers_format_unchanged() -> None:
 
 def test_json_format_is_chosen_by_the_environment() -> None:
     config = logging_config(text_format=TEXT_FORMAT, level="DEBUG", environment={"WEIR_LOG_FORMAT": " JSON "})
-    assert config["formatters"]["plain"] == {"()": "weir.logging_setup.JsonLogFormatter"}
+    assert config["formatters"]["plain"] == {"()": "server_runtime.logging_setup.JsonLogFormatter"}
     assert config["handlers"]["console"]["filters"] == ["request_id"]
     assert config["root"]["level"] == "DEBUG"
 

@@ -90,7 +90,7 @@ def _exec_with_parent_death_signal(death_signal: int, parent_pid: int, command: 
     try:
         os.execvp(command[0], command)
     except OSError as error:
-        print(f"weir.lifeline: cannot run {command[0]}: {error}", file=sys.stderr)
+        print(f"server_runtime.lifeline: cannot run {command[0]}: {error}", file=sys.stderr)
         os._exit(127)
 
 
@@ -155,7 +155,7 @@ class _SpawnerThread:
     def __init__(self) -> None:
         self.owner_pid = os.getpid()
         self.requests: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen[Any]], Future[subprocess.Popen[Any]]]] = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="weir.lifeline spawner", daemon=True).start()
+        threading.Thread(target=self._serve, name="server_runtime.lifeline spawner", daemon=True).start()
 
     def _serve(self) -> None:
         while True:

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from weir.usage_records import (
+from log_formats.usage_records import (
     SPARK_SCHEMA_DDL,
     InvalidUsageFieldError,
     MalformedUsageRecordError,
@@ -127,6 +127,6 @@ def test_the_spark_schema_names_every_field_of_both_kinds_once():
 
 
 def test_the_codec_imports_neither_brokers_nor_spark():
-    code = "import sys, weir.usage_records; print(sorted(m for m in sys.modules if m.split('.')[0] in ('broker_nodes', 'pyspark', 'webapp')))"
+    code = "import sys, log_formats.usage_records; print(sorted(m for m in sys.modules if m.split('.')[0] in ('broker_nodes', 'pyspark', 'webapp')))"
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert completed.stdout.strip() == "[]"

@@ -10,7 +10,7 @@ process sets it where work enters and clears it when the work is done:
   (:class:`RequestIdServerInterceptor`), for the thread that serves the call.
 
 Clients that call on behalf of such work add the metadata with :func:`with_request_id`.
-Log formatters read the id with :func:`current_request_id` (``weir.logging_setup``).
+Log formatters read the id with :func:`current_request_id` (``server_runtime.logging_setup``).
 
 This module lives in the SDK because it is the one package the brokers (which never import
 Django), the control plane and the controller all may import; it needs only the standard

@@ -1,4 +1,4 @@
-"""weir.lifeline: a child started with spawn() ends with the process that started it, however that
+"""server_runtime.lifeline: a child started with spawn() ends with the process that started it, however that
 process ends, and so does what the child started (in its group, or through spawn() again); a
 child started from a thread that has ended lives on while its parent does."""
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from weir.lifeline import spawn
+from server_runtime.lifeline import spawn
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 SLEEPER = "import time; time.sleep(600)"
 # The parent under test: spawns children as the test asks, writes their ids, then waits.
 PARENT = """
 import subprocess, sys, threading, time
-from weir.lifeline import spawn
+from server_runtime.lifeline import spawn
 kind, pids_file = sys.argv[1], sys.argv[2]
 sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
 pids = []
@@ -36,7 +36,7 @@ elif kind == "thread":
     pids = [started[0].pid]
 elif kind == "nested":
     # The child spawns a grandchild of its own (a new session, out of the child's group).
-    code = "import subprocess, sys, time; from weir.lifeline import spawn; print(spawn(sys.argv[1:]).pid, flush=True); time.sleep(600)"
+    code = "import subprocess, sys, time; from server_runtime.lifeline import spawn; print(spawn(sys.argv[1:]).pid, flush=True); time.sleep(600)"
     child = spawn([sys.executable, "-c", code, *sleeper], stdout=subprocess.PIPE, text=True)
     pids = [child.pid, int(child.stdout.readline())]
 open(pids_file, "w").write(" ".join(map(str, pids)))

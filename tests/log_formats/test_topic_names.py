@@ -1,4 +1,4 @@
-"""Kafka's topic name rules (weir.topic_names), shared by the SDK, brokers and control plane."""
+"""Kafka's topic name rules (log_formats.topic_names), shared by the SDK, brokers and control plane."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weir.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
-from weir.topic_names import (
+from log_formats.log_files import MAX_DIRECTORY_NAME_BYTES, partition_directory_name
+from log_formats.topic_names import (
     MAX_PARTITIONS_PER_TOPIC,
     MAX_TOPIC_NAME_LENGTH,
     TENANT_SEPARATOR,

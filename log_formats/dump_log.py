@@ -3,7 +3,7 @@
 ``weir dump-log PATH`` reads segment files directly, with no broker: a ``.log`` file (every
 batch header, and with ``print_data`` every record), an ``.index`` or ``.timeindex`` file
 (every entry, each checked against the sibling ``.log``), or a partition directory (every
-segment in base-offset order). Byte layouts come from ``weir.records`` and ``weir.log_files``,
+segment in base-offset order). Byte layouts come from ``weir.records`` and ``log_formats.log_files``,
 the same definitions the broker's storage engine writes with.
 
 What is checked:
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from weir.log_files import (
+from log_formats.log_files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     OFFSET_INDEX_ENTRY,

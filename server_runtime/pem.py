@@ -1,8 +1,8 @@
 """Reading PEM files (certificates, keys, CA bundles) with one clear error, for every process.
 
-The SDK reads its CA (``ssl.ca.location``), brokers their certificate, key and CA, the
-controller its certificate and key; all of them refuse a missing or non-PEM file at startup
-with :class:`PemFileError` naming the file and the reason.
+Brokers read their certificate, key and CA, the controller its certificate and key; both
+refuse a missing or non-PEM file at startup with :class:`PemFileError` naming the file and the
+reason. (The SDK reads its CA itself, in ``weir.config``, and reports it as a configuration error.)
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ caller's policy, so :func:`validate_topic_name` accepts them and
 
 A tenant's topic is stored under a longer name than the one the tenant chose: brokers keep it
 as ``<tenant id>~<name>`` and each partition in a directory ``<tenant id>~<name>-<partition>``,
-which must fit one directory entry (``weir.log_files.MAX_DIRECTORY_NAME_BYTES``). Kafka's 249
+which must fit one directory entry (``log_formats.log_files.MAX_DIRECTORY_NAME_BYTES``). Kafka's 249
 leaves room only for the partition number, so a tenant's names are shorter:
 :func:`max_topic_name_length` says by how much, from the tenant id, the separator and the
 widest partition number a broker allows. Names are ASCII, so characters and bytes agree.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from weir.log_files import MAX_DIRECTORY_NAME_BYTES, PARTITION_DIRECTORY_SEPARATOR
+from log_formats.log_files import MAX_DIRECTORY_NAME_BYTES, PARTITION_DIRECTORY_SEPARATOR
 
 MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, so that partition directory names stay below 255 bytes
 INTERNAL_TOPIC_PREFIX = "__"  # the prefix of the topics brokers keep for themselves
