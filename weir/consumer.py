@@ -10,7 +10,9 @@ Two ways to get partitions, as in confluent-kafka:
 - ``assign()`` / ``incremental_assign()``: the application names them; commits for
   ``group.id`` carry no member (Kafka's "simple" consumer group);
 - ``subscribe(topics, on_assign=, on_revoke=, on_lost=)``: the consumer joins ``group.id``
-  and the group's coordinator assigns partitions (:mod:`weir.group_membership`, KIP-848).
+  and the group's coordinator assigns partitions (KIP-848). Everything about the group (the
+  subscription, heartbeats, rebalance callbacks, committing revoked partitions) is its
+  :class:`~weir.group_membership.GroupMembership`'s; the consumer fetches what it is told to.
   Changes are incremental (cooperative): ``on_assign`` gets the added partitions,
   ``on_revoke`` the removed ones, ``on_lost`` those taken away without a chance to commit
   (fenced, session or poll interval expired; ``on_revoke`` when ``on_lost`` is unset). The
@@ -58,7 +60,7 @@ from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import FetchedChunk, Fetcher, PartitionState
-from weir.group_membership import GroupMembership, split_subscription
+from weir.group_membership import GroupMembership, Partition, parse_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
 from weir.records import (
     CONTROL_FLAG_MASK,
@@ -120,13 +122,6 @@ class Consumer:
         self._closed = False
         # Group membership, from the first subscribe() on.
         self._membership: GroupMembership | None = None
-        self._on_assign: Callback | None = None
-        self._on_revoke: Callback | None = None
-        self._on_lost: Callback | None = None
-        # Set while a rebalance callback runs; stored offsets of partitions it unassigned.
-        self._in_rebalance = False
-        self._rebalance_dropped: dict[tuple[str, int], int] = {}
-        self._rebalance = _RebalanceHooks(self)
         self._fetcher.start()
 
     # ------------------------------------------------------------------ assignment
@@ -169,9 +164,8 @@ class Consumer:
             if missing:
                 raise invalid_argument(f"incremental_unassign(): {', '.join(f'{tp.topic} [{tp.partition}]' for tp in missing)} not assigned")
         dropped = self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])
-        if self._in_rebalance:
-            # on_revoke gave these up itself: their offsets are still committed before the member reports them revoked.
-            self._rebalance_dropped.update(dropped)
+        if self._membership is not None:
+            self._membership.unassigned(dropped)
 
     def _add_locked(self, topic_partition: TopicPartition) -> None:
         offset = topic_partition.offset
@@ -219,33 +213,24 @@ class Consumer:
         self._check_open()
         if not self._group_id:
             raise invalid_argument('subscribe() needs "group.id" to be configured')
-        if not isinstance(topics, (list, tuple)):
-            raise TypeError("subscribe() expects a list of topic names")
-        for name, callback in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
-            if callback is not None and not callable(callback):
-                raise TypeError(f"subscribe(): {name} must be callable")
-        names, regex = split_subscription(topics)
+        subscription = parse_subscription(topics, on_assign, on_revoke, on_lost)
         subscribed = self._membership is not None and self._membership.active
         if not subscribed:
             with self._fetcher.lock:
                 manual = bool(self._fetcher.states)
             if manual:
                 raise KafkaException(KafkaError(KafkaError._STATE, "Local: Erroneous state: subscribe() after assign(): call unassign() first"))  # type: ignore[attr-defined]
-        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         if self._membership is None:
-            self._membership = GroupMembership(self._cluster, self._coordinators, self._config, wake_application=self._wake_application)
-        self._membership.subscribe(names, regex)
+            self._membership = GroupMembership(
+                self._cluster, self._coordinators, self._config, owner=_ConsumerPartitions(self), application=self, wake_application=self._wake_application
+            )
+        self._membership.subscribe(subscription)
 
     def unsubscribe(self) -> None:
         """Revoke every partition (on_revoke, commit with enable.auto.commit) and leave the group."""
         self._check_open()
-        membership = self._membership
-        if membership is None or not membership.active:
-            return
-        try:
-            membership.release(self._rebalance)
-        finally:
-            membership.leave(min(self._request_timeout, _LEAVE_TIMEOUT))
+        if self._membership is not None:
+            self._membership.unsubscribe(min(self._request_timeout, _LEAVE_TIMEOUT))
 
     def memberid(self) -> str | None:
         """This consumer's member id in its group (None before it joined), as confluent-kafka's memberid()."""
@@ -262,57 +247,8 @@ class Consumer:
         membership = self._membership
         if membership is None:
             return []
-        errors = membership.serve(self._rebalance)
+        errors = membership.serve()
         return [Message(None, None, error=error) for error in errors]
-
-    def _run_callback(self, callback: Callback | None, partitions: list[TopicPartition]) -> None:
-        if callback is None:
-            return
-        self._in_rebalance = True
-        try:
-            callback(self, [TopicPartition(tp.topic, tp.partition) for tp in partitions])
-        finally:
-            self._in_rebalance = False
-
-    def _group_revoke(self, partitions: list[TopicPartition]) -> None:
-        self._rebalance_dropped = {}
-        try:
-            self._run_callback(self._on_revoke, partitions)
-        finally:
-            stored = {**self._rebalance_dropped, **self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])}
-            self._rebalance_dropped = {}
-            if self._auto_commit and stored:
-                self._commit_before_revoke(stored)
-
-    def _commit_before_revoke(self, stored: dict[tuple[str, int], int]) -> None:
-        """The automatic commit of revoked partitions; reported like the periodic ones (on_commit, else error_cb)."""
-        offsets = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(stored.items())]
-        error: KafkaError | None = None
-        try:
-            self._commit(offsets, asynchronous=False)
-        except KafkaException as failure:
-            error = failure.error
-        if self._commit_callback is not None:
-            self._commit_callback(error, offsets)
-        elif self._error_callback is not None:
-            for failed in [error] if error is not None else [tp.error for tp in offsets if tp.error is not None]:
-                self._error_callback(failed)
-
-    def _group_lose(self, partitions: list[TopicPartition]) -> None:
-        try:
-            self._run_callback(self._on_lost if self._on_lost is not None else self._on_revoke, partitions)
-        finally:
-            self._drop_partitions([(tp.topic, tp.partition) for tp in partitions])
-
-    def _group_assign(self, partitions: list[TopicPartition]) -> None:
-        try:
-            self._run_callback(self._on_assign, partitions)
-        finally:
-            with self._fetcher.lock:
-                for tp in partitions:
-                    if (tp.topic, tp.partition) not in self._fetcher.states:
-                        self._add_locked(tp)
-                self._fetcher.wake_locked()
 
     def assignment(self) -> list[TopicPartition]:
         with self._fetcher.lock:
@@ -708,14 +644,8 @@ class Consumer:
         if self._closed:
             return
         try:
-            membership = self._membership
-            if membership is not None:
-                try:
-                    if membership.active:
-                        membership.release(self._rebalance)
-                finally:
-                    membership.leave(min(self._request_timeout, _LEAVE_TIMEOUT))
-                    membership.close(timeout=1.0)
+            if self._membership is not None:
+                self._membership.shutdown(leave_timeout=min(self._request_timeout, _LEAVE_TIMEOUT), thread_timeout=1.0)
             if self._auto_commit:
                 try:
                     self._commit_stored(asynchronous=False, only_changed=True)
@@ -734,17 +664,22 @@ class Consumer:
         self.close()
 
 
-class _RebalanceHooks:
-    """The consumer's side of a rebalance, for :class:`~weir.group_membership.GroupMembership`."""
+class _ConsumerPartitions:
+    """The consumer's fetching and commits, as its :class:`~weir.group_membership.GroupMembership` asks for them (a PartitionOwner)."""
 
     def __init__(self, consumer: Consumer) -> None:
         self._consumer = consumer
 
-    def revoke(self, partitions: list[TopicPartition]) -> None:
-        self._consumer._group_revoke(partitions)
+    def start_fetching(self, partitions: list[TopicPartition]) -> None:
+        consumer = self._consumer
+        with consumer._fetcher.lock:
+            for tp in partitions:
+                if (tp.topic, tp.partition) not in consumer._fetcher.states:
+                    consumer._add_locked(tp)
+            consumer._fetcher.wake_locked()
 
-    def lose(self, partitions: list[TopicPartition]) -> None:
-        self._consumer._group_lose(partitions)
+    def stop_fetching(self, partitions: list[TopicPartition]) -> dict[Partition, int]:
+        return self._consumer._drop_partitions([(tp.topic, tp.partition) for tp in partitions])
 
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        self._consumer._group_assign(partitions)
+    def commit_offsets(self, offsets: list[TopicPartition]) -> None:
+        self._consumer._commit(offsets, asynchronous=False)

@@ -1,6 +1,10 @@
 """A consumer's membership in its group: the member's side of KIP-848's heartbeat protocol.
 
-A :class:`GroupMembership` belongs to one subscribed :class:`~weir.consumer.Consumer`. Its
+A :class:`GroupMembership` belongs to one subscribed :class:`~weir.consumer.Consumer` and
+holds everything about the group that the consumer's confluent-kafka API needs: the
+subscription, the application's rebalance callbacks, the member's state, and the commit of
+revoked partitions. The consumer keeps fetching, decoding and committing; the membership asks
+it to start and stop fetching partitions and to commit through a :class:`PartitionOwner`. Its
 heartbeat thread sends ``ConsumerGroupHeartbeat`` to the group's coordinator (found with
 FindCoordinator, :mod:`weir.coordinator`) every ``heartbeat_interval_ms`` the coordinator
 names, carrying the subscription and the partitions the member owns; the answers carry the
@@ -9,11 +13,13 @@ own now (its assignment).
 
 Reconciliation happens on the application's thread, inside poll() / consume() / close(),
 because that is where confluent-kafka runs rebalance callbacks (:meth:`GroupMembership.serve`):
-partitions owned but no longer assigned are revoked first (the consumer runs ``on_revoke``,
-commits their offsets with enable.auto.commit, and stops fetching them), then the member
+partitions owned but no longer assigned are revoked first (``on_revoke`` runs, their offsets
+are committed with enable.auto.commit, and the consumer stops fetching them), then the member
 reports them gone (``owned`` in the next heartbeat, sent at once); only then are new
-partitions added (``on_assign``). The coordinator hands a partition to its next owner only
-after its previous owner reported it revoked, so no partition is ever owned by two members.
+partitions added (``on_assign``, then the consumer fetches them). The coordinator hands a
+partition to its next owner only after its previous owner reported it revoked, so no
+partition is ever owned by two members. Callbacks are called as ``callback(consumer,
+partitions)``; partitions the application unassigns inside ``on_revoke`` are committed too.
 
 Leaving the group and losing partitions:
 
@@ -37,9 +43,10 @@ deadline) make the member look the coordinator up again and retry after retry.ba
 partitions: a new coordinator knows the member from the group's records.
 
 Thread-safety: the state is guarded by one lock; :meth:`serve`, :meth:`release`,
-:meth:`leave`, :meth:`subscribe` and :meth:`close` are for the application's thread; the
-other methods may be called from any thread. Hooks (the consumer's callbacks) run without
-the lock held, so they may call back into the consumer.
+:meth:`leave`, :meth:`subscribe`, :meth:`unsubscribe`, :meth:`shutdown`, :meth:`unassigned`
+and :meth:`close` are for the application's thread; the other methods may be called from any
+thread. Callbacks and the :class:`PartitionOwner` run without the lock held, so they may call
+back into the consumer.
 """
 
 from __future__ import annotations
@@ -49,8 +56,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster
@@ -62,6 +70,8 @@ from weir.message import TopicPartition
 logger = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
+# on_assign / on_revoke / on_lost: called as callback(consumer, partitions).
+RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
 
 # Member epochs of KIP-848's heartbeat: join, leave, and a static member's temporary leave.
 JOIN_EPOCH = 0
@@ -90,20 +100,45 @@ class Phase(enum.Enum):
     LEFT = "left"
 
 
-class RebalanceHooks(Protocol):
-    """What the consumer does when its partitions change; called on the application's thread.
+class PartitionOwner(Protocol):
+    """The consumer's side of a rebalance: its fetching and its commits; called on the application's thread."""
 
-    Each receives the partitions sorted by topic and partition. ``revoke`` runs on_revoke,
-    commits the partitions' offsets (with enable.auto.commit) and stops fetching them;
-    ``lose`` runs on_lost (on_revoke when unset) and stops fetching without committing;
-    ``assign`` runs on_assign and starts fetching the partitions.
-    """
+    def start_fetching(self, partitions: list[TopicPartition]) -> None:
+        """Fetch those of ``partitions`` not fetched yet (an on_assign callback may have assigned some with offsets)."""
 
-    def revoke(self, partitions: list[TopicPartition]) -> None: ...
+    def stop_fetching(self, partitions: list[TopicPartition]) -> dict[Partition, int]:
+        """Stop fetching ``partitions`` and drop what was prefetched; the stored offsets of those that had one."""
 
-    def lose(self, partitions: list[TopicPartition]) -> None: ...
+    def commit_offsets(self, offsets: list[TopicPartition]) -> None:
+        """Commit ``offsets`` synchronously as this member; KafkaException when the request fails, ``error`` set on failed partitions."""
 
-    def assign(self, partitions: list[TopicPartition]) -> None: ...
+
+@dataclass(frozen=True)
+class Subscription:
+    """What subscribe() was given, checked: topic names, one regular expression (or ""), and the rebalance callbacks."""
+
+    topic_names: tuple[str, ...]
+    topic_regex: str
+    on_assign: RebalanceCallback | None = None
+    on_revoke: RebalanceCallback | None = None
+    on_lost: RebalanceCallback | None = None
+
+
+def parse_subscription(
+    topics: Sequence[str],
+    on_assign: RebalanceCallback | None = None,
+    on_revoke: RebalanceCallback | None = None,
+    on_lost: RebalanceCallback | None = None,
+) -> Subscription:
+    """confluent-kafka's subscribe() arguments, checked: TypeError for a topic list that is not a
+    list or a callback that is not callable, KafkaException _INVALID_ARG for a bad topic list."""
+    if not isinstance(topics, (list, tuple)):
+        raise TypeError("subscribe() expects a list of topic names")
+    for name, callback in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
+        if callback is not None and not callable(callback):
+            raise TypeError(f"subscribe(): {name} must be callable")
+    names, regex = split_subscription(topics)
+    return Subscription(tuple(names), regex, on_assign, on_revoke, on_lost)
 
 
 def split_subscription(topics: Iterable[str]) -> tuple[list[str], str]:
@@ -157,11 +192,24 @@ class GroupMembership:
         coordinators: GroupCoordinators,
         config: ClientConfig,
         *,
+        owner: PartitionOwner,
+        application: object,
         wake_application: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``application`` is what the rebalance callbacks get as their first argument (the Consumer)."""
         self._cluster = cluster
         self._coordinators = coordinators
+        self._owner = owner
+        self._application = application
+        # Revoked partitions are committed first (enable.auto.commit), reported like other commits.
+        self._auto_commit: bool = config["enable.auto.commit"]
+        self._commit_callback: Callable[..., Any] | None = config["on_commit"]
+        self._error_callback: Callable[[KafkaError], Any] | None = config["error_cb"]
+        self._subscription = Subscription((), "")
+        # Set while a rebalance callback runs; stored offsets of the partitions it unassigned.
+        self._in_callback = False
+        self._unassigned_in_callback: dict[Partition, int] = {}
         self._group_id: str = config["group.id"]
         self._instance_id: str = config["group.instance.id"] or ""
         self._client_id: str = config["client.id"]
@@ -180,8 +228,6 @@ class GroupMembership:
         self._phase = Phase.LEFT
         self._member_id = ""
         self._member_epoch = JOIN_EPOCH
-        self._topic_names: list[str] = []
-        self._topic_regex = ""
         self._owned: frozenset[Partition] = frozenset()
         self._target: frozenset[Partition] | None = None
         self._errors: list[KafkaError] = []
@@ -252,11 +298,10 @@ class GroupMembership:
 
     # ------------------------------------------------------------------ application thread
 
-    def subscribe(self, topic_names: list[str], topic_regex: str) -> None:
-        """Join with this subscription, or change the subscription of the member."""
+    def subscribe(self, subscription: Subscription) -> None:
+        """Join with this subscription, or change the subscription (and the callbacks) of the member."""
         with self._lock:
-            self._topic_names = list(topic_names)
-            self._topic_regex = topic_regex
+            self._subscription = subscription
             self._send_subscription = True
             self._send_now = True
             if self._phase in (Phase.LEFT, Phase.FATAL, Phase.LEAVING):
@@ -266,11 +311,11 @@ class GroupMembership:
                 self._thread = threading.Thread(target=self._run, name="weir-consumer-heartbeat", daemon=True)
                 self._thread.start()
 
-    def serve(self, hooks: RebalanceHooks) -> list[KafkaError]:
+    def serve(self) -> list[KafkaError]:
         """Called by every poll(): note the poll, then give up lost partitions and reconcile.
 
-        Returns the errors to hand to the application as error events. Hooks may raise; the
-        member's state stays consistent (what a hook was called for counts as done).
+        Returns the errors to hand to the application as error events. Callbacks may raise; the
+        member's state stays consistent (what a callback was called for counts as done).
         """
         now = self._clock()
         self._last_poll = now
@@ -288,16 +333,16 @@ class GroupMembership:
                 self._target = None
         try:
             if lost:
-                hooks.lose(_topic_partitions(lost))
+                self._lose(_topic_partitions(lost))
         finally:
             with self._lock:
                 if self._phase == Phase.LOST:
                     self._start_join_locked(fresh=self._rejoin_fresh)
                     self._changed.notify_all()
-        self._reconcile(hooks)
+        self._reconcile()
         return errors
 
-    def _reconcile(self, hooks: RebalanceHooks) -> None:
+    def _reconcile(self) -> None:
         for _ in range(_MAX_RECONCILE_ROUNDS):
             with self._lock:
                 target, self._target = self._target, None
@@ -306,7 +351,7 @@ class GroupMembership:
                 revoked = self._owned - target
             if revoked:
                 try:
-                    hooks.revoke(_topic_partitions(revoked))
+                    self._revoke(_topic_partitions(revoked))
                 finally:
                     self._set_owned(removed=revoked)
             with self._lock:
@@ -317,7 +362,7 @@ class GroupMembership:
                 added = target - self._owned
             if added:
                 try:
-                    hooks.assign(_topic_partitions(added))
+                    self._assign(_topic_partitions(added))
                 finally:
                     self._set_owned(added=added)
         with self._lock:
@@ -331,8 +376,8 @@ class GroupMembership:
             self._send_now = True
             self._changed.notify_all()
 
-    def release(self, hooks: RebalanceHooks) -> None:
-        """Revoke every owned partition (before leaving): on_revoke and commit through ``hooks``."""
+    def release(self) -> None:
+        """Revoke every owned partition (before leaving): on_revoke and commit, or on_lost when they are lost already."""
         with self._lock:
             owned = self._owned
             lost = self._phase in (Phase.LOST, Phase.FATAL)
@@ -341,9 +386,9 @@ class GroupMembership:
             return
         try:
             if lost:
-                hooks.lose(_topic_partitions(owned))
+                self._lose(_topic_partitions(owned))
             else:
-                hooks.revoke(_topic_partitions(owned))
+                self._revoke(_topic_partitions(owned))
         finally:
             self._set_owned(removed=owned)
 
@@ -370,6 +415,33 @@ class GroupMembership:
                     break
                 self._changed.wait(remaining)
 
+    def unsubscribe(self, leave_timeout: float) -> None:
+        """Revoke every partition (on_revoke, commit with enable.auto.commit) and leave the group; nothing when not subscribed."""
+        if not self.active:
+            return
+        try:
+            self.release()
+        finally:
+            self.leave(leave_timeout)
+
+    def shutdown(self, leave_timeout: float, thread_timeout: float) -> None:
+        """For the consumer's close(): revoke and leave when subscribed, then stop the heartbeat thread."""
+        try:
+            if self.active:
+                self.release()
+        finally:
+            self.leave(leave_timeout)
+            self.close(timeout=thread_timeout)
+
+    def unassigned(self, stored: dict[Partition, int]) -> None:
+        """The application unassigned partitions (incremental_unassign) with these stored offsets.
+
+        Inside on_revoke they are given up by the callback itself: their offsets are still
+        committed before the member reports them revoked.
+        """
+        if self._in_callback:
+            self._unassigned_in_callback.update(stored)
+
     def close(self, timeout: float) -> None:
         """Stop the heartbeat thread (after :meth:`leave`)."""
         with self._lock:
@@ -377,6 +449,57 @@ class GroupMembership:
             self._changed.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=timeout)
+
+    # ------------------------------------------------------------------ rebalance callbacks (application thread, no lock)
+
+    def _revoke(self, partitions: list[TopicPartition]) -> None:
+        """on_revoke, then stop fetching; with enable.auto.commit the offsets are committed before the member reports them gone."""
+        self._unassigned_in_callback = {}
+        try:
+            self._run_callback(self._subscription.on_revoke, partitions)
+        finally:
+            stored = {**self._unassigned_in_callback, **self._owner.stop_fetching(partitions)}
+            self._unassigned_in_callback = {}
+            if self._auto_commit and stored:
+                self._commit_revoked(stored)
+
+    def _lose(self, partitions: list[TopicPartition]) -> None:
+        """on_lost (on_revoke when unset), then stop fetching: no commit, other members may own them already."""
+        try:
+            self._run_callback(self._subscription.on_lost if self._subscription.on_lost is not None else self._subscription.on_revoke, partitions)
+        finally:
+            self._owner.stop_fetching(partitions)
+
+    def _assign(self, partitions: list[TopicPartition]) -> None:
+        """on_assign, then fetch the partitions it did not assign itself."""
+        try:
+            self._run_callback(self._subscription.on_assign, partitions)
+        finally:
+            self._owner.start_fetching(partitions)
+
+    def _run_callback(self, callback: RebalanceCallback | None, partitions: list[TopicPartition]) -> None:
+        if callback is None:
+            return
+        self._in_callback = True
+        try:
+            # Fresh objects: the application may keep or change them.
+            callback(self._application, [TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        finally:
+            self._in_callback = False
+
+    def _commit_revoked(self, stored: dict[Partition, int]) -> None:
+        """The automatic commit of revoked partitions; reported like the periodic ones (on_commit, else error_cb)."""
+        offsets = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(stored.items())]
+        error: KafkaError | None = None
+        try:
+            self._owner.commit_offsets(offsets)
+        except KafkaException as failure:
+            error = failure.error
+        if self._commit_callback is not None:
+            self._commit_callback(error, offsets)
+        elif self._error_callback is not None:
+            for failed in [error] if error is not None else [tp.error for tp in offsets if tp.error is not None]:
+                self._error_callback(failed)
 
     # ------------------------------------------------------------------ state changes (lock held)
 
@@ -492,8 +615,8 @@ class GroupMembership:
         full = self._send_full or self._member_epoch == JOIN_EPOCH
         request = self._request(self._member_id, self._member_epoch, full=full)
         if full or self._send_subscription:
-            request.subscription.topic_names.extend(self._topic_names)
-            request.subscription.topic_regex = self._topic_regex
+            request.subscription.topic_names.extend(self._subscription.topic_names)
+            request.subscription.topic_regex = self._subscription.topic_regex
             request.subscription.SetInParent()
         if full or self._send_owned:
             request.owned.CopyFrom(_partitions_message(self._owned))

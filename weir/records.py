@@ -816,7 +816,7 @@ def _decode_records_section(  # noqa: C901 - the consumer's per-record loop, kep
     log_append = header.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
     base_timestamp = header.base_timestamp
     max_timestamp = header.max_timestamp
-    out = []
+    out: list[tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]] = []
     append = out.append
     position = 0
     end = len(data)
