@@ -31,7 +31,8 @@ Result = TypeVar("Result")
 FORWARD_TIMEOUT_SECONDS = 30.0  # the controller writes the catalog and pushes the map before it answers
 
 
-def _caller(call: CallContext) -> controller_pb2.ForwardedCaller:
+def forwarded_caller(call: CallContext) -> controller_pb2.ForwardedCaller:
+    """The caller as the controller is told it (the broker authenticated it and checked its ACLs)."""
     return controller_pb2.ForwardedCaller(tenant_id=call.tenant_id, principal=call.principal)
 
 
@@ -91,7 +92,8 @@ def create_topics(controller: ControllerClient, call: CallContext, request: brok
         result=lambda topic, code, message: _topic_result(topic.name, code, message),
         method="CreateTopics",
         forwarded_request=lambda topics: controller_pb2.ForwardedCreateTopicsRequest(
-            caller=_caller(call), request=broker_pb2.CreateTopicsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
+            caller=forwarded_caller(call),
+            request=broker_pb2.CreateTopicsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms),
         ),
         answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
@@ -108,7 +110,7 @@ def delete_topics(controller: ControllerClient, call: CallContext, names: Sequen
         result=_topic_result,
         method="DeleteTopics",
         forwarded_request=lambda topics: controller_pb2.ForwardedDeleteTopicsRequest(
-            caller=_caller(call), request=broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=timeout_ms)
+            caller=forwarded_caller(call), request=broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=timeout_ms)
         ),
         answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
@@ -125,7 +127,8 @@ def create_partitions(controller: ControllerClient, call: CallContext, request: 
         result=lambda entry, code, message: _topic_result(entry.name, code, message),
         method="CreatePartitions",
         forwarded_request=lambda topics: controller_pb2.ForwardedCreatePartitionsRequest(
-            caller=_caller(call), request=broker_pb2.CreatePartitionsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms)
+            caller=forwarded_caller(call),
+            request=broker_pb2.CreatePartitionsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms),
         ),
         answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
     )
@@ -143,7 +146,7 @@ def alter_configs(controller: ControllerClient, call: CallContext, request: brok
         result=lambda resource, code, message: broker_pb2.ConfigResourceResult(type=resource.type, name=resource.name, error_code=code, error_message=message),
         method="AlterConfigs",
         forwarded_request=lambda resources: controller_pb2.ForwardedAlterConfigsRequest(
-            caller=_caller(call), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=request.validate_only)
+            caller=forwarded_caller(call), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=request.validate_only)
         ),
         answers=lambda response: list(response.resources),  # type: ignore[attr-defined]
     )

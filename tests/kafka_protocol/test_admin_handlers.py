@@ -8,6 +8,8 @@ import uuid
 import pytest
 
 from broker_nodes.security.access import CallContext, CallerKind, anonymous_context
+from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
+from grpc_protos.weir.v1 import controller_pb2
 from tests.broker_nodes.server.helpers import batch
 from tests.kafka_protocol.admin_calls import call_handler, request_module
 from tests.support.in_process_broker import InProcessBroker
@@ -16,6 +18,7 @@ from weir.errors import ErrorCode
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 DELETE_RECORDS, DESCRIBE_CLUSTER = 21, 60
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 TOPIC, BROKER = 2, 4
 TIMEOUT = datetime.timedelta(seconds=5)
 ANONYMOUS = anonymous_context("127.0.0.1")
@@ -230,3 +233,97 @@ def test_delete_records_raises_the_log_start_offset(broker, version):
     assert delete((0, 1), topic="missing")[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert delete((0, 1), call=tenant_client())[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert log.log_start_offset == 6
+
+
+class RecordingController:
+    """Stands in for the broker's ControllerClient: records forwarded ACL requests, answers from ``answers``."""
+
+    addresses = ("127.0.0.1:1",)
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def call(self, method, request, *, timeout):
+        self.calls.append((method, request))
+        return self.answers[method]
+
+
+def acl_creation(schema, **overrides):
+    values = dict(resource_type=2, resource_name="orders", resource_pattern_type=3, principal="User:sa-1", host="*", operation=3, permission_type=3)
+    return schema.AclCreation(**{**values, **overrides})
+
+
+def test_acl_requests_without_a_controller_answer_security_disabled(broker):
+    schema = request_module(CREATE_ACLS, 3)
+    created = call_handler(broker, tenant_client(), CREATE_ACLS, 3, schema.CreateAclsRequest(creations=(acl_creation(schema),)))
+    assert [result.error_code for result in created.results] == [54]  # SECURITY_DISABLED
+
+
+def test_acl_requests_are_authorized_on_the_cluster_and_forwarded_in_the_catalogs_names(broker, monkeypatch):
+    forwarded_binding = controller_pb2.ForwardedAclBinding(
+        resource_type="TOPIC", resource_name="orders", pattern_type="PREFIXED", principal="User:sa-1", host="*", operation="WRITE", permission="DENY"
+    )
+    controller = RecordingController(
+        {
+            "CreateAcls": controller_pb2.CreateAclsResponse(
+                results=[controller_pb2.AclCreationResult(), controller_pb2.AclCreationResult(error_code=42, error_message="bad")]
+            ),
+            "DescribeAcls": controller_pb2.DescribeAclsResponse(bindings=[forwarded_binding]),
+            "DeleteAcls": controller_pb2.DeleteAclsResponse(results=[controller_pb2.DeleteAclsFilterResult(deleted=[forwarded_binding])]),
+        }
+    )
+    # Restored before the broker fixture stops the broker (which asks its controller for a controlled shutdown).
+    with monkeypatch.context() as patched:
+        patched.setattr(broker, "controller", controller)
+        admin = tenant_client(AclEntry("User:sa-1", ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, Operation.ALTER, Permission.ALLOW, "*"))
+        reader = tenant_client(AclEntry("User:sa-1", ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, Operation.DESCRIBE, Permission.ALLOW, "*"))
+
+        create_schema = request_module(CREATE_ACLS, 2)
+        creations = (acl_creation(create_schema), acl_creation(create_schema, resource_type=5, resource_pattern_type=4, operation=9, permission_type=2))
+        denied = call_handler(broker, reader, CREATE_ACLS, 2, create_schema.CreateAclsRequest(creations=creations))
+        assert [result.error_code for result in denied.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED] * 2 and not controller.calls
+        created = call_handler(broker, admin, CREATE_ACLS, 2, create_schema.CreateAclsRequest(creations=creations))
+        assert [(result.error_code, result.error_message) for result in created.results] == [(0, None), (42, "bad")]
+        method, request = controller.calls[-1]
+        assert method == "CreateAcls" and request.caller.tenant_id == "tn-a" and request.caller.principal == "User:sa-1"
+        assert [(b.resource_type, b.pattern_type, b.operation, b.permission) for b in request.creations] == [
+            ("TOPIC", "LITERAL", "READ", "ALLOW"),
+            ("TRANSACTIONAL_ID", "PREFIXED", "CLUSTER_ACTION", "DENY"),
+        ]
+
+        describe_schema = request_module(DESCRIBE_ACLS, 1)
+        describe_request = describe_schema.DescribeAclsRequest(
+            resource_type_filter=2,
+            resource_name_filter="orders",
+            pattern_type_filter=2,
+            principal_filter=None,
+            host_filter=None,
+            operation=1,
+            permission_type=1,
+        )
+        described = call_handler(broker, reader, DESCRIBE_ACLS, 1, describe_request)
+        assert described.error_code == 0
+        [resource] = described.resources
+        assert (resource.resource_type, resource.resource_name, resource.pattern_type) == (2, "orders", 4)
+        assert [(acl.principal, acl.operation, acl.permission_type) for acl in resource.acls] == [("User:sa-1", 4, 2)]
+        sent_filter = controller.calls[-1][1].filter
+        assert (sent_filter.resource_type, sent_filter.resource_name, sent_filter.pattern_type) == ("TOPIC", "orders", "MATCH")
+        assert not sent_filter.HasField("operation") and not sent_filter.HasField("principal")
+
+        delete_schema = request_module(DELETE_ACLS, 3)
+        delete_filter = delete_schema.DeleteAclsFilter(
+            resource_type_filter=1,
+            resource_name_filter=None,
+            pattern_type_filter=1,
+            principal_filter="User:sa-1",
+            host_filter=None,
+            operation=1,
+            permission_type=1,
+        )
+        refused = call_handler(broker, reader, DELETE_ACLS, 3, delete_schema.DeleteAclsRequest(filters=(delete_filter,)))
+        assert refused.filter_results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        deleted = call_handler(broker, admin, DELETE_ACLS, 3, delete_schema.DeleteAclsRequest(filters=(delete_filter,)))
+        [matching] = deleted.filter_results[0].matching_acls
+        assert (matching.resource_name, matching.pattern_type, matching.operation, matching.permission_type) == ("orders", 4, 4, 2)
+        assert controller.calls[-1][1].filters[0].principal == "User:sa-1"

@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
-from webapp.controller import actions, internal_topics, metrics, topic_requests
+from webapp.controller import acl_requests, actions, internal_topics, metrics, topic_requests
 from webapp.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.controller.pusher import ClusterMapPusher
 from webapp.controller.sessions import BrokerSessions
@@ -57,6 +57,14 @@ def push_partitions(controller_epoch: int) -> None:
     snapshots = build_snapshots([SnapshotKind.PARTITIONS], controller_epoch=controller_epoch)
     for failure in push_snapshots(snapshots, push_targets()):
         logger.warning("cluster map version %d not pushed: %s", snapshots.partitions.version if snapshots.partitions else -1, failure)
+
+
+def push_security() -> None:
+    """Push the current SECURITY snapshot (ACLs, keys, quotas) to the brokers not known to be down:
+    a forwarded ACL change applies without waiting for a Celery worker."""
+    snapshots = build_snapshots([SnapshotKind.SECURITY])
+    for failure in push_snapshots(snapshots, push_targets()):
+        logger.warning("security snapshot not pushed: %s", failure)
 
 
 @dataclass(frozen=True)
@@ -265,3 +273,22 @@ class ControllerService:
     def alter_configs(self, forwarded: controller_pb2.ForwardedAlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
         """A client's AlterConfigs forwarded by a broker (``topic_requests.alter_configs``)."""
         return self._forwarded(topic_requests.alter_configs, forwarded)
+
+    def _forwarded_acls(self, handle: Callable[[Any, Any], topic_requests.Answered[Any]], caller: Any, entries: Any) -> Any:
+        with self._while_active():
+            answered = handle(caller, entries)
+        if answered.changed:
+            push_security()
+        return answered.response
+
+    def create_acls(self, forwarded: controller_pb2.ForwardedCreateAclsRequest) -> controller_pb2.CreateAclsResponse:
+        """A client's CreateAcls forwarded by a broker (``acl_requests.create_acls``)."""
+        return self._forwarded_acls(acl_requests.create_acls, forwarded.caller, list(forwarded.creations))
+
+    def describe_acls(self, forwarded: controller_pb2.ForwardedDescribeAclsRequest) -> controller_pb2.DescribeAclsResponse:
+        """A client's DescribeAcls forwarded by a broker (``acl_requests.describe_acls``)."""
+        return self._forwarded_acls(acl_requests.describe_acls, forwarded.caller, forwarded.filter)
+
+    def delete_acls(self, forwarded: controller_pb2.ForwardedDeleteAclsRequest) -> controller_pb2.DeleteAclsResponse:
+        """A client's DeleteAcls forwarded by a broker (``acl_requests.delete_acls``)."""
+        return self._forwarded_acls(acl_requests.delete_acls, forwarded.caller, list(forwarded.filters))

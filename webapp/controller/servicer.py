@@ -186,6 +186,28 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
         return self._forwarded(self._service.alter_configs, request, context, not_controller)
 
+    def CreateAcls(self, request: controller_pb2.ForwardedCreateAclsRequest, context: grpc.ServicerContext) -> controller_pb2.CreateAclsResponse:
+        def not_controller(message: str) -> controller_pb2.CreateAclsResponse:
+            failed = controller_pb2.AclCreationResult(error_code=ErrorCode.NOT_CONTROLLER, error_message=message)
+            return controller_pb2.CreateAclsResponse(results=[failed for _ in request.creations])
+
+        return self._forwarded(self._service.create_acls, request, context, not_controller)
+
+    def DescribeAcls(self, request: controller_pb2.ForwardedDescribeAclsRequest, context: grpc.ServicerContext) -> controller_pb2.DescribeAclsResponse:
+        return self._forwarded(
+            self._service.describe_acls,
+            request,
+            context,
+            lambda message: controller_pb2.DescribeAclsResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=message),
+        )
+
+    def DeleteAcls(self, request: controller_pb2.ForwardedDeleteAclsRequest, context: grpc.ServicerContext) -> controller_pb2.DeleteAclsResponse:
+        def not_controller(message: str) -> controller_pb2.DeleteAclsResponse:
+            failed = controller_pb2.DeleteAclsFilterResult(error_code=ErrorCode.NOT_CONTROLLER, error_message=message)
+            return controller_pb2.DeleteAclsResponse(results=[failed for _ in request.filters])
+
+        return self._forwarded(self._service.delete_acls, request, context, not_controller)
+
     def _forwarded(self, handle: Callable[[Any], Any], request: Any, context: grpc.ServicerContext, not_controller: Callable[[str], Any]) -> Any:
         """Run a forwarded topic request; a superseded controller answers NOT_CONTROLLER for every entry."""
         try:

@@ -7,10 +7,13 @@ Add one import line per handler module.
 from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
 from broker_nodes.kafka_protocol.handlers import classic_groups as classic_groups
+from broker_nodes.kafka_protocol.handlers import create_acls as create_acls
 from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
 from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
+from broker_nodes.kafka_protocol.handlers import delete_acls as delete_acls
 from broker_nodes.kafka_protocol.handlers import delete_records as delete_records
 from broker_nodes.kafka_protocol.handlers import delete_topics as delete_topics
+from broker_nodes.kafka_protocol.handlers import describe_acls as describe_acls
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import describe_producers as describe_producers

@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.handlers import acl_codes
 from broker_nodes.kafka_protocol.handlers.admin_common import NO_THROTTLE, build, response_module
 from broker_nodes.requests import cluster as cluster_requests
 from broker_nodes.security.authorizer import Operation
@@ -19,20 +20,6 @@ from broker_nodes.security.authorizer import Operation
 DESCRIBE_CLUSTER_KEY = 60
 BROKERS_ENDPOINT_TYPE = 1
 OPERATIONS_NOT_REQUESTED = -(2**31)  # Kafka's "authorized operations were not asked for"
-
-# Kafka's AclOperation codes of Weir's operations.
-KAFKA_OPERATION_CODES = {
-    Operation.ALL: 2,
-    Operation.READ: 3,
-    Operation.WRITE: 4,
-    Operation.CREATE: 5,
-    Operation.DELETE: 6,
-    Operation.ALTER: 7,
-    Operation.DESCRIBE: 8,
-    Operation.DESCRIBE_CONFIGS: 10,
-    Operation.ALTER_CONFIGS: 11,
-    Operation.IDEMPOTENT_WRITE: 12,
-}
 
 
 @api.handles(DESCRIBE_CLUSTER_KEY, 0, 1)
@@ -69,4 +56,4 @@ def operation_bits(operations: frozenset[Operation] | None) -> int:
     """Kafka's authorized-operations bit field (the "not requested" value for None)."""
     if operations is None:
         return OPERATIONS_NOT_REQUESTED
-    return sum(1 << KAFKA_OPERATION_CODES[operation] for operation in operations)
+    return sum(1 << acl_codes.OPERATION_CODES[operation] for operation in operations)

@@ -75,6 +75,21 @@ class ControllerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/weir.v1.Controller/CreateAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/weir.v1.Controller/DescribeAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDescribeAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/weir.v1.Controller/DeleteAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -142,6 +157,28 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """ACL administration a client sent to a broker (Kafka's CreateAcls, DescribeAcls, DeleteAcls),
+        forwarded like topic administration: the broker checked ALTER (create, delete) or DESCRIBE
+        on the tenant's CLUSTER resource; the controller applies it to the catalog's ACL bindings
+        as the REST API does, and the brokers get the new security snapshot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -184,6 +221,21 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AlterConfigs,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDescribeAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -402,6 +454,87 @@ class Controller:
             '/weir.v1.Controller/AlterConfigs',
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterConfigsRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/CreateAcls',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedCreateAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/DescribeAcls',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDescribeAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/DeleteAcls',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
             options,
             channel_credentials,
             insecure,
