@@ -12,7 +12,7 @@ endpoints); this module answers the topics, the cluster id and the controller id
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from broker_nodes.cluster_state import ClusterSnapshot, ManagedTopic
@@ -122,3 +122,19 @@ def _topic_description(broker: Broker, topic: TopicMetadata, managed: ManagedTop
         node_id = broker.config.node_id
         partitions = tuple(PartitionDescription(partition, node_id, LEADER_EPOCH, (node_id,), (node_id,)) for partition in range(topic.partitions))
     return TopicDescription(call.plain(topic.name), is_internal=topic.internal, topic_id=topic.topic_id, partitions=partitions)
+
+
+def names_of_topic_ids(broker: Broker, call: CallContext, topic_ids: Iterable[str]) -> dict[str, str]:
+    """topic id -> the caller's plain name, for the ids of the caller's tenant's topics it may DESCRIBE.
+
+    Another tenant's id is missing from the answer exactly like an id that does not exist
+    (UNKNOWN_TOPIC_ID), so ids reveal nothing across tenants.
+    """
+    wanted = set(topic_ids)
+    found = {}
+    for topic in broker.registry.topics():
+        if topic.topic_id in wanted and call.owns(topic.name):
+            plain = call.plain(topic.name)
+            if call.may(Operation.DESCRIBE, ResourceType.TOPIC, plain):
+                found[topic.topic_id] = plain
+    return found

@@ -5,6 +5,7 @@ through kio's codecs (see admin_calls)."""
 from __future__ import annotations
 
 import datetime
+import uuid
 
 import pytest
 
@@ -22,6 +23,7 @@ from weir.records import COMPRESSION_GZIP, build_batch, iter_records
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_PRODUCERS = 0, 1, 2, 3, 22, 23, 61
 TIMEOUT = datetime.timedelta(seconds=5)
+UNKNOWN_TOPIC_ID = 100  # Kafka's code for a topic id the broker does not know
 FETCH_SESSION_ID_NOT_FOUND = 70  # Kafka's code; weir.errors has no name for it (the SDK keeps no fetch sessions)
 ANONYMOUS = anonymous_context("127.0.0.1")
 TENANT_TOPIC = "tn-a~orders"  # stored name of tenant tn-a's topic "orders"
@@ -78,7 +80,9 @@ def produce(broker, topic, partition, records, *, version=9, acks=-1, call=ANONY
     return call_handler(broker, call, PRODUCE, version, request).responses[0].partition_responses[0]
 
 
-def fetch(broker, topic, partition, offset, *, version=12, call=ANONYMOUS, max_wait_ms=0, current_leader_epoch=-1, session_id=0, isolation_level=0):
+def fetch(
+    broker, topic, partition, offset, *, version=12, call=ANONYMOUS, max_wait_ms=0, current_leader_epoch=-1, session_id=0, isolation_level=0, topic_id=None
+):
     schema = request_module(FETCH, version)
     fields = {"current_leader_epoch": current_leader_epoch} if version >= 9 else {}
     request = schema.FetchRequest(
@@ -88,8 +92,11 @@ def fetch(broker, topic, partition, offset, *, version=12, call=ANONYMOUS, max_w
         isolation_level=isolation_level,
         session_id=session_id,
         topics=(
-            schema.FetchTopic(
-                topic=topic, partitions=(schema.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20, **fields),)
+            build(
+                schema.FetchTopic,
+                topic=topic,
+                topic_id=topic_id,
+                partitions=(schema.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20, **fields),),
             ),
         ),
         forgotten_topics_data=(),
@@ -276,3 +283,17 @@ def test_a_tenant_over_its_quota_gets_throttle_time_and_the_handler_never_sleeps
     fetched = fetch(managed.broker, "orders", 0, 0, call=client)
     assert fetched.responses[0].partitions[0].records and fetched.throttle_time > datetime.timedelta(0)
     assert managed.throttle_delays == []  # the Kafka connection mutes itself; only the gRPC servicer sleeps
+
+
+@pytest.mark.parametrize("version", [13, 16])
+def test_fetch_by_topic_id_reads_the_callers_topic_and_treats_other_ids_as_unknown(managed, version):
+    broker = managed.broker
+    client = tenant_client(Operation.READ, Operation.WRITE)
+    assert produce(broker, "orders", 0, batch(b"by-id"), call=client).error_code == ErrorCode.NO_ERROR
+    orders_id = uuid.UUID(broker.registry.get(TENANT_TOPIC).topic_id)
+    answer = fetch(broker, None, 0, 0, version=version, call=client, topic_id=orders_id)
+    assert answer.responses[0].topic_id == orders_id
+    assert [record.value for record in iter_records(bytes(answer.responses[0].partitions[0].records))] == [b"by-id"]
+    for unknown in (uuid.UUID(broker.registry.get(OTHER_TENANT_TOPIC).topic_id), uuid.uuid4()):
+        refused = fetch(broker, None, 0, 0, version=version, call=client, topic_id=unknown).responses[0]
+        assert refused.topic_id == unknown and refused.partitions[0].error_code == UNKNOWN_TOPIC_ID

@@ -1,4 +1,4 @@
-"""Fetch (key 1, v4-v12): stored batches as they are, through ``requests.fetch`` (long poll included).
+"""Fetch (key 1, v4-v16): stored batches as they are, through ``requests.fetch`` (long poll included).
 
 - Fetch sessions (KIP-227) are not kept: every request is a full fetch and the answer's
   ``session_id`` is 0, which clients take as "no session" and keep sending full fetches. A
@@ -9,11 +9,13 @@
 - ``current_leader_epoch`` (v9+) is fenced / unknown as the gRPC side does; ``diverging_epoch``
   (v12) is not computed (clients then validate with OffsetForLeaderEpoch); no preferred read
   replica (-1).
-- v13+ name topics by id only; they are not offered until topics are looked up by id.
+- v13+ name topics by id: ids are looked up among the caller's own topics (``requests.metadata``),
+  so an unknown id and another tenant's id both answer UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,30 +25,23 @@ from broker_nodes.kafka_protocol.handlers.admin_common import build, response_mo
 from broker_nodes.kafka_protocol.handlers.data_common import by_topic, throttle_time
 from broker_nodes.replica_manager import FetchPartitionRequest
 from broker_nodes.requests import fetch as fetch_requests
+from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests.fetch import FetchPartitionOutcome
 
 FETCH_KEY = 1
 NO_SESSION = 0
 READ_COMMITTED = 1
+TOPIC_IDS_FROM = 13  # the version from which topics are named by id only
 
 
-@api.handles(FETCH_KEY, 4, 12)
+@api.handles(FETCH_KEY, 4, 16)
 def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
     schema = response_module(context)
     if getattr(request, "session_id", NO_SESSION) != NO_SESSION:
         return build(schema.FetchResponse, throttle_time=throttle_time(0), error_code=ErrorCode.fetch_session_id_not_found, session_id=NO_SESSION, responses=())
-    wanted: list[FetchPartitionRequest] = []
-    repeated: list[FetchPartitionOutcome] = []
-    seen: set[tuple[str, int]] = set()
-    for topic in request.topics:
-        for partition in topic.partitions:
-            key = (topic.topic, partition.partition)
-            if key in seen:
-                repeated.append(FetchPartitionOutcome(topic.topic, partition.partition, int(ErrorCode.invalid_request), "", -1, -1, -1, b""))
-                continue
-            seen.add(key)
-            current_epoch = getattr(partition, "current_leader_epoch", -1)
-            wanted.append(FetchPartitionRequest(topic.topic, partition.partition, partition.fetch_offset, max(partition.partition_max_bytes, 0), current_epoch))
+    wanted, refused, ids = _wanted_partitions(context, request)
+    throttle_ms = 0
+    outcomes = refused
     if wanted:
         result = fetch_requests.fetch(
             context.broker,
@@ -56,9 +51,7 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
             min_bytes=max(request.min_bytes, 0),
             max_bytes=max(request.max_bytes, 0),
         )
-        outcomes, throttle_ms = [*result.partitions, *repeated], result.throttle_ms
-    else:
-        outcomes, throttle_ms = repeated, 0
+        outcomes, throttle_ms = [*result.partitions, *refused], result.throttle_ms
     aborted = () if request.isolation_level == READ_COMMITTED else None
     return build(
         schema.FetchResponse,
@@ -66,10 +59,43 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
         error_code=ErrorCode.none,
         session_id=NO_SESSION,
         responses=tuple(
-            build(schema.FetchableTopicResponse, topic=topic, partitions=tuple(_partition(schema, outcome, aborted) for outcome in items))
+            build(
+                schema.FetchableTopicResponse,
+                topic=topic,
+                topic_id=ids.get(topic),
+                partitions=tuple(_partition(schema, outcome, aborted) for outcome in items),
+            )
             for topic, items in by_topic(outcomes, lambda outcome: outcome.topic).items()
         ),
     )
+
+
+def _wanted_partitions(context: api.KafkaRequestContext, request: Any) -> tuple[list[FetchPartitionRequest], list[FetchPartitionOutcome], dict[str, uuid.UUID]]:
+    """(partitions to read by plain name, partitions refused at once, plain name or unknown id -> topic id for v13+ answers)."""
+    by_id = context.api_version >= TOPIC_IDS_FROM
+    names = metadata_requests.names_of_topic_ids(context.broker, context.call, (str(topic.topic_id) for topic in request.topics)) if by_id else {}
+    ids: dict[str, uuid.UUID] = {}
+    wanted: list[FetchPartitionRequest] = []
+    refused: list[FetchPartitionOutcome] = []
+    seen: set[tuple[str, int]] = set()
+    for topic in request.topics:
+        name = names.get(str(topic.topic_id)) if by_id else topic.topic
+        if by_id:
+            ids[name if name is not None else str(topic.topic_id)] = topic.topic_id
+        for partition in topic.partitions:
+            if name is None:  # an id unknown to this caller: answered under the id it was asked by
+                refused.append(_refused(str(topic.topic_id), partition.partition, ErrorCode.unknown_topic_id))
+            elif (name, partition.partition) in seen:
+                refused.append(_refused(name, partition.partition, ErrorCode.invalid_request))
+            else:
+                seen.add((name, partition.partition))
+                current_epoch = getattr(partition, "current_leader_epoch", -1)
+                wanted.append(FetchPartitionRequest(name, partition.partition, partition.fetch_offset, max(partition.partition_max_bytes, 0), current_epoch))
+    return wanted, refused, ids
+
+
+def _refused(topic: str, partition: int, code: ErrorCode) -> FetchPartitionOutcome:
+    return FetchPartitionOutcome(topic, partition, int(code), "", -1, -1, -1, b"")
 
 
 def _partition(schema: Any, outcome: FetchPartitionOutcome, aborted: tuple[()] | None) -> Any:
