@@ -363,6 +363,17 @@ class BrokerConfig:
     def __getitem__(self, setting: str) -> object:
         return self.values[setting]
 
+    def integer(self, setting: str) -> int:
+        """The value of an INT or LONG setting, typed."""
+        return _integer(self.values, setting)
+
+    def strings(self, setting: str) -> tuple[str, ...]:
+        """The value of a LIST setting, typed."""
+        value = self.values[setting]
+        if not isinstance(value, tuple | list | frozenset | set):
+            raise TypeError(f"broker setting {setting!r} is {value!r}, not a list")
+        return tuple(value)
+
     @property
     def host_for_clients(self) -> str:
         """The host clients are told to connect to (Metadata)."""
@@ -391,7 +402,14 @@ class BrokerConfig:
 
 def largest_request_bytes(config: BrokerConfig) -> int:
     """The largest gRPC message the broker's server receives: max.request.size plus framing."""
-    return int(config["max.request.size"]) + REQUEST_FRAMING_BYTES  # type: ignore[call-overload]
+    return config.integer("max.request.size") + REQUEST_FRAMING_BYTES
+
+
+def _integer(values: Mapping[str, object], setting: str) -> int:
+    value = values[setting]
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"broker setting {setting!r} is {value!r}, not a number")
+    return int(value)
 
 
 def _default_values() -> dict[str, object]:
@@ -441,10 +459,10 @@ def parse_settings(command_line: list[str], environment: Mapping[str, str]) -> t
 
 def _check_session_timeouts(values: Mapping[str, object]) -> None:
     """The default session timeout of group members must lie within the range members may ask for."""
-    minimum = values["group.consumer.min.session.timeout.ms"]
-    default = values["group.consumer.session.timeout.ms"]
-    maximum = values["group.consumer.max.session.timeout.ms"]
-    if not minimum <= default <= maximum:  # type: ignore[operator]
+    minimum = _integer(values, "group.consumer.min.session.timeout.ms")
+    default = _integer(values, "group.consumer.session.timeout.ms")
+    maximum = _integer(values, "group.consumer.max.session.timeout.ms")
+    if not minimum <= default <= maximum:
         raise BrokerConfigError(
             "group.consumer.session.timeout.ms",
             f"{default} must lie between group.consumer.min.session.timeout.ms={minimum} and group.consumer.max.session.timeout.ms={maximum}",

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any
 
 import grpc
 
@@ -42,7 +42,6 @@ REGISTRATION_RETRY_SECONDS = 1.0  # pause between rounds of registration attempt
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 
 ChannelFactory = Callable[[str], grpc.Channel]
-Response = TypeVar("Response")
 
 
 class ControllerUnavailableError(Exception):
@@ -168,7 +167,7 @@ class ControllerClient:
 
     def _register(self) -> None:
         request = controller_pb2.RegisterBrokerRequest(node_id=self.node_id, host=self._host, port=self._port, rack=self.rack)
-        response = self.call("RegisterBroker", request)
+        response: controller_pb2.RegisterBrokerResponse = self.call("RegisterBroker", request)
         if response.error_code != ErrorCode.NO_ERROR:
             raise ControllerUnavailableError(self.addresses, f"registration refused with error {response.error_code}")
         with self._lock:
@@ -187,17 +186,20 @@ class ControllerClient:
 
     def _heartbeat(self) -> None:
         epoch = self._broker_epoch
-        response = self.call("BrokerHeartbeat", controller_pb2.BrokerHeartbeatRequest(node_id=self.node_id, broker_epoch=epoch))
+        response: controller_pb2.BrokerHeartbeatResponse = self.call(
+            "BrokerHeartbeat", controller_pb2.BrokerHeartbeatRequest(node_id=self.node_id, broker_epoch=epoch)
+        )
         if response.controller_epoch:
             self.observe_controller_epoch(response.controller_epoch)
-        if response.fenced or response.error_code == ErrorCode.STALE_BROKER_EPOCH:  # type: ignore[attr-defined]
+        if response.fenced or response.error_code == ErrorCode.STALE_BROKER_EPOCH:
             logger.warning("the controller fenced broker epoch %d (the session expired); registering again", epoch)
             self.session_lost(epoch)
 
     # ------------------------------------------------------------------ calls
 
-    def call(self, method: str, request: object, *, timeout: float = CALL_TIMEOUT_SECONDS) -> Response:  # type: ignore[type-var]
-        """Call ``method`` on the active controller, trying each address once from the last good one.
+    def call(self, method: str, request: object, *, timeout: float = CALL_TIMEOUT_SECONDS) -> Any:
+        """Call ``method`` on the active controller, trying each address once from the last good one;
+        its answer is the ``<method>Response`` message of controller.proto (callers annotate it).
 
         Raises ControllerUnavailableError when none answers as the active controller; a
         response whose ``error_code`` is NOT_CONTROLLER counts as no answer.
@@ -213,7 +215,7 @@ class ControllerClient:
                 # A call made while serving a client's call (forwarded topic admin) carries its request id.
                 response = getattr(stub, method)(request, metadata=with_request_id(self._metadata), timeout=timeout)
             except grpc.RpcError as error:
-                code = error.code()  # type: ignore[attr-defined]
+                code = error.code()
                 if code not in _UNREACHABLE:
                     raise
                 last_problem = f"{address}: {code.name}"
@@ -225,7 +227,7 @@ class ControllerClient:
                 if index != self._current:
                     logger.info("the active controller is now %s", address)
                 self._current = index
-            return response  # type: ignore[no-any-return]
+            return response
         raise ControllerUnavailableError(self.addresses, last_problem)
 
     def _channel(self, address: str) -> grpc.Channel:
@@ -252,7 +254,7 @@ class ControllerClient:
                 return False
             remaining_seconds = deadline - self._monotonic()
             try:
-                response = self.call(
+                response: controller_pb2.ControlledShutdownResponse = self.call(
                     "ControlledShutdown",
                     controller_pb2.ControlledShutdownRequest(node_id=self.node_id, broker_epoch=epoch),
                     timeout=max(0.1, min(CALL_TIMEOUT_SECONDS, remaining_seconds)),
@@ -264,7 +266,7 @@ class ControllerClient:
                     logger.info("controlled shutdown: the controller moved every leadership away")
                     self._stopping.set()  # no more heartbeats: the session ended with the shutdown
                     return True
-                if response.error_code == ErrorCode.STALE_BROKER_EPOCH:  # type: ignore[attr-defined]
+                if response.error_code == ErrorCode.STALE_BROKER_EPOCH:
                     logger.warning("controlled shutdown: the session had already ended")
                     return False
                 if response.error_code != ErrorCode.NO_ERROR:

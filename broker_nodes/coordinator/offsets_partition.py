@@ -119,7 +119,7 @@ class OffsetsPartition:
         commits) from their commit.
         """
         cutoff_ms = now_ms - retention_ms
-        expired = []
+        expired: list[CommitKey] = []
         for group, commits in self._commits.items():
             loaded = self.groups.get(group)
             empty_since = -1

@@ -88,14 +88,14 @@ class Metering:
             return
         config = self._config
         directory = config.data_dir / BACKLOG_DIRECTORY_NAME
-        backlog = UsageBacklog(directory, int(config["metering.backlog.max.rows"]))  # type: ignore[call-overload]
+        backlog = UsageBacklog(directory, config.integer("metering.backlog.max.rows"))
         earlier = backlog.load()
         if earlier:
             logger.info("found %d usage rows of earlier runs not acknowledged by __usage in %s: sending them again", earlier, directory)
         self._emitter = UsageEmitter(
             node_id=config.node_id,
             incarnation=self.incarnation,
-            interval_ms=int(config["metering.interval.ms"]),  # type: ignore[call-overload]
+            interval_ms=config.integer("metering.interval.ms"),
             clock=self._clock,
             counters=self._counters,
             partition_stats=self._partition_stats,

@@ -53,7 +53,7 @@ class UsageSink(Protocol):
         """Stop; rows still unacknowledged get no answer (they stay in the backlog)."""
 
 
-_UNKNOWN_TOPIC_CODES = frozenset({KafkaError._UNKNOWN_TOPIC, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})  # type: ignore[attr-defined]
+_UNKNOWN_TOPIC_CODES = frozenset({KafkaError._UNKNOWN_TOPIC, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 def producer_config(config: BrokerConfig, port: int) -> dict[str, Any]:

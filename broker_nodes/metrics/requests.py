@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +91,13 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self._meters: dict[str, _MethodMeter] = {}
         self._lock = threading.Lock()
 
-    def intercept_service(self, continuation, handler_call_details):  # type: ignore[no-untyped-def]
+    def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None], handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
         handler = continuation(handler_call_details)
         if handler is not None and handler.unary_unary is None and handler.stream_unary is not None:
             # A call refused before its message was read (server.admission) is still counted.
-            return self._counted_refusal(handler, self._meter(handler_call_details.method))
+            return self._counted_refusal(handler, handler.stream_unary, self._meter(handler_call_details.method))
         if handler is None or handler.unary_unary is None:
             return handler
         meter = self._meter(handler_call_details.method)
@@ -120,10 +122,13 @@ class MetricsInterceptor(grpc.ServerInterceptor):
 
         return grpc.unary_unary_rpc_method_handler(measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
 
-    def _counted_refusal(self, handler: grpc.RpcMethodHandler, meter: _MethodMeter) -> grpc.RpcMethodHandler:
-        inner, metrics = handler.stream_unary, self._metrics
+    def _counted_refusal(
+        self, handler: grpc.RpcMethodHandler, inner: Callable[[Iterator[Any], grpc.ServicerContext], object], meter: _MethodMeter
+    ) -> grpc.RpcMethodHandler:
+        """``handler`` with its stream-unary behaviour ``inner`` wrapped to count the call."""
+        metrics = self._metrics
 
-        def counted(requests: object, context: grpc.ServicerContext) -> object:
+        def counted(requests: Iterator[Any], context: grpc.ServicerContext) -> object:
             try:
                 return inner(requests, context)
             finally:

@@ -99,14 +99,14 @@ class AlterPartitionSender:
             topic=topic, partition=partition, leader_id=self._client.node_id, leader_epoch=epoch, new_isr=list(isr), broker_epoch=broker_epoch
         )
         try:
-            response = self._client.call("AlterPartition", request)
+            response: controller_pb2.AlterPartitionResponse = self._client.call("AlterPartition", request)
         except (ControllerUnavailableError, grpc.RpcError) as error:
             logger.warning("partition %d of %s: ISR change %s not sent yet: %s", partition, topic, list(isr), error)
             return False
         if response.error_code == ErrorCode.NO_ERROR:
             self._answered(topic, partition, epoch, isr, tuple(response.isr))
             return True
-        if response.error_code == ErrorCode.STALE_BROKER_EPOCH:  # type: ignore[attr-defined]
+        if response.error_code == ErrorCode.STALE_BROKER_EPOCH:
             self._client.session_lost(broker_epoch)
             return False
         if response.error_code in _REFUSED:

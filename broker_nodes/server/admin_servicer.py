@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -28,7 +28,7 @@ from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 logger = logging.getLogger(__name__)
 
-Request = TypeVar("Request")
+Request = Any  # the admin.proto request message of the wrapped method
 Response = TypeVar("Response")
 
 

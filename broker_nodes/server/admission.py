@@ -86,8 +86,8 @@ class AuthenticationInterceptor(grpc.ServerInterceptor):
         self._authenticator = authenticator
 
     def intercept_service(self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
-        metadata = handler_call_details.invocation_metadata or ()  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
+        metadata = handler_call_details.invocation_metadata or ()
         if method.startswith(BROKER_METHOD_PREFIX):
             try:
                 _current_call.set(self._authenticator.authenticate(metadata, ""))
@@ -120,7 +120,7 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
 
     def intercept_service(self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = continuation(handler_call_details)
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
         if handler is None or handler.unary_unary is None or not method.startswith(BROKER_METHOD_PREFIX):
             return handler  # refusals (stream handlers) and other services pass unchanged
         return grpc.unary_unary_rpc_method_handler(

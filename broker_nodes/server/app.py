@@ -127,7 +127,7 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
             # The internal services' requests are small (a follower's ReplicaFetch) or fit
             # easily (the control plane's cluster maps); their large answers are sends.
             ("grpc.max_receive_message_length", largest_request_bytes(config)),
-            ("grpc.max_send_message_length", int(config["socket.request.max.bytes"])),  # type: ignore[call-overload]
+            ("grpc.max_send_message_length", config.integer("socket.request.max.bytes")),
             ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS_PER_CONNECTION),
             ("grpc.http2.bdp_probe", 0),
             ("grpc.http2.lookahead_bytes", LOOKAHEAD_BYTES),
@@ -156,7 +156,7 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     servicer.set_port(port)
-    metrics_port = int(config["metrics.port"])  # type: ignore[call-overload]
+    metrics_port = config.integer("metrics.port")
     if metrics_port:
         metrics.serve(host, metrics_port)
     server.start()
@@ -190,9 +190,9 @@ def request_budget(config: BrokerConfig) -> RequestBudget:
     At most half of ``num.io.threads`` requests wait for room at once: a waiting request holds
     a request thread, and the other half stay free for requests that fit.
     """
-    io_threads = int(config["num.io.threads"])  # type: ignore[call-overload]
+    io_threads = config.integer("num.io.threads")
     return RequestBudget(
-        int(config["queued.max.request.bytes"]),  # type: ignore[call-overload]
-        max_wait_seconds=int(config["queued.max.request.wait.ms"]) / 1000.0,  # type: ignore[call-overload]
+        config.integer("queued.max.request.bytes"),
+        max_wait_seconds=config.integer("queued.max.request.wait.ms") / 1000.0,
         max_waiters=max(io_threads // 2, 1),
     )

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TypedDict
 
 import grpc
 
@@ -29,6 +30,7 @@ from broker_nodes.producer_ids import ProducerIdManager
 from broker_nodes.replica_manager import ReplicaManager
 from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replication.follower import FetcherSettings
+from broker_nodes.replication.isr import IsrChangeCallback
 from broker_nodes.replication.manager import ReplicationManager, ReplicationSettings
 from broker_nodes.security.authenticator import Authenticator
 from broker_nodes.security.quotas import QuotaManager
@@ -47,6 +49,13 @@ REPLICATION_WAITERS_PER_IO_THREAD = 4
 LEADERSHIP_HANDOVER_MAX_SECONDS = 5.0  # the longest a broker in controlled shutdown waits for that map
 LEADERSHIP_HANDOVER_POLL_SECONDS = 0.05  # how often a broker in controlled shutdown checks for the map that moved its leaderships
 META_PROPERTIES_FILE_NAME = "meta.properties"  # in the data directory: cluster id and node id, as Kafka keeps them
+
+
+class _IsrChangeOptions(TypedDict, total=False):
+    """ReplicationManager's ISR-change arguments, given only when a controller confirms ISR changes."""
+
+    on_isr_change: IsrChangeCallback
+    confirm_isr_changes: bool
 
 
 class DataDirectoryMismatchError(RuntimeError):
@@ -113,11 +122,11 @@ class Broker:
         self.log_manager = LogManager(
             config.data_dir,
             clock=clock,
-            max_open_files=int(config["log.max.open.files"]),  # type: ignore[call-overload]
-            retention_check_interval_ms=int(config["log.retention.check.interval.ms"]),  # type: ignore[call-overload]
-            flush_check_interval_ms=int(config["log.flush.scheduler.interval.ms"]),  # type: ignore[call-overload]
+            max_open_files=config.integer("log.max.open.files"),
+            retention_check_interval_ms=config.integer("log.retention.check.interval.ms"),
+            flush_check_interval_ms=config.integer("log.flush.scheduler.interval.ms"),
             cleaner_enabled=bool(config["log.cleaner.enable"]),
-            cleaner_backoff_ms=int(config["log.cleaner.backoff.ms"]),  # type: ignore[call-overload]
+            cleaner_backoff_ms=config.integer("log.cleaner.backoff.ms"),
         )
         self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config))
         self.replica_manager = ReplicaManager(
@@ -125,14 +134,14 @@ class Broker:
             self.log_manager,
             self.purgatory,
             clock,
-            max_request_size=int(config["max.request.size"]),  # type: ignore[call-overload]
+            max_request_size=config.integer("max.request.size"),
             cluster_state=self.cluster_state,
         )
         self.topic_admin = TopicAdmin(config, self.registry, self.log_manager, self.replica_manager, hosted=self.cluster_state.hosts)
         # With a controller the broker registers and heartbeats, and ISR changes are proposals
         # the controller must store (AlterPartition) before they count; without one (maps pushed
         # by the control plane only) the broker keeps its ISRs itself.
-        controller_addresses = tuple(config["controller.quorum.bootstrap.servers"])  # type: ignore[call-overload]
+        controller_addresses = config.strings("controller.quorum.bootstrap.servers")
         self.controller: ControllerClient | None = None
         self._alter_partition: AlterPartitionSender | None = None
         if controller_addresses:
@@ -141,7 +150,7 @@ class Broker:
                 node_id=config.node_id,
                 rack=config.rack,
                 internal_token=config.internal_token,
-                heartbeat_interval_ms=int(config["broker.heartbeat.interval.ms"]),  # type: ignore[call-overload]
+                heartbeat_interval_ms=config.integer("broker.heartbeat.interval.ms"),
                 channel_factory=self._internal_channel,
             )
             self._alter_partition = AlterPartitionSender(
@@ -149,6 +158,10 @@ class Broker:
                 answered=lambda *answer: self.replication.isr_change_answered(*answer),
                 pending=lambda topic, partition, epoch: self.replication.pending_isr_change(topic, partition, epoch),
             )
+        # With a controller, ISR changes are proposals it must store (AlterPartition) before they count.
+        isr_changes: _IsrChangeOptions = (
+            {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True} if self._alter_partition is not None else {}
+        )
         self.replication = ReplicationManager(
             config.node_id,
             log_manager=self.log_manager,
@@ -156,24 +169,24 @@ class Broker:
             clock=clock,
             internal_token=config.internal_token,
             settings=ReplicationSettings(
-                replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),  # type: ignore[call-overload]
+                replica_lag_time_max_ms=config.integer("replica.lag.time.max.ms"),
                 fetcher=FetcherSettings(
-                    max_wait_ms=int(config["replica.fetch.wait.max.ms"]),  # type: ignore[call-overload]
-                    max_bytes=int(config["replica.fetch.max.bytes"]),  # type: ignore[call-overload]
-                    backoff_ms=int(config["replica.fetch.backoff.ms"]),  # type: ignore[call-overload]
+                    max_wait_ms=config.integer("replica.fetch.wait.max.ms"),
+                    max_bytes=config.integer("replica.fetch.max.bytes"),
+                    backoff_ms=config.integer("replica.fetch.backoff.ms"),
                     channel_factory=self._internal_channel,
                 ),
             ),
             min_insync_replicas=self._min_insync_replicas,
             max_waiters=max_replication_waiters(config),
-            **({"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True} if self._alter_partition is not None else {}),
+            **isr_changes,
         )
         self.replica_manager.replication = self.replication
-        self.replica_manager.default_request_timeout_ms = int(config["request.timeout.ms"])  # type: ignore[call-overload]
+        self.replica_manager.default_request_timeout_ms = config.integer("request.timeout.ms")
         # Followers are checked for lag twice per replica.lag.time.max.ms, as Kafka does.
         self._isr_expiry = PeriodicTask(
             "isr-expiry",
-            int(config["replica.lag.time.max.ms"]) / 2000.0,  # type: ignore[call-overload]
+            config.integer("replica.lag.time.max.ms") / 2000.0,
             self.replication.shrink_isrs,
         )
         self.producer_ids = ProducerIdManager(config.data_dir, node_id=config.node_id)
@@ -181,14 +194,14 @@ class Broker:
             self.replica_manager,
             self.registry,
             clock,
-            metadata_max_bytes=int(config["offset.metadata.max.bytes"]),  # type: ignore[call-overload]
-            commit_timeout_ms=int(config["request.timeout.ms"]),  # type: ignore[call-overload]
+            metadata_max_bytes=config.integer("offset.metadata.max.bytes"),
+            commit_timeout_ms=config.integer("request.timeout.ms"),
         )
         self.group_coordinator = GroupCoordinator(self.offset_store, self.registry, clock, group_settings(config))
         self._offset_expiry = PeriodicTask(
             "offset-expiry",
-            int(config["offsets.retention.check.interval.ms"]) / 1000.0,  # type: ignore[call-overload]
-            lambda: self.group_coordinator.expire_offsets(int(config["offsets.retention.minutes"]) * 60_000),  # type: ignore[call-overload]
+            config.integer("offsets.retention.check.interval.ms") / 1000.0,
+            lambda: self.group_coordinator.expire_offsets(config.integer("offsets.retention.minutes") * 60_000),
         )
         self._group_timers = PeriodicTask("group-timers", TIMER_INTERVAL_SECONDS, self.group_coordinator.expire_members)
         # Usage of clients' calls -> __usage (started by the server once it knows its port).
@@ -235,7 +248,7 @@ class Broker:
             if self.registry.get(OFFSETS_TOPIC) is None:
                 self.topic_admin.create_topic(
                     OFFSETS_TOPIC,
-                    int(self.config["offsets.topic.num.partitions"]),  # type: ignore[call-overload]
+                    self.config.integer("offsets.topic.num.partitions"),
                     1,
                     {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
                     internal=True,
@@ -272,7 +285,7 @@ class Broker:
         """
         if self.controller is None or not self.config["controlled.shutdown.enable"]:
             return False
-        timeout_seconds = int(self.config["controlled.shutdown.timeout.ms"]) / 1000.0  # type: ignore[call-overload]
+        timeout_seconds = self.config.integer("controlled.shutdown.timeout.ms") / 1000.0
         deadline = time.monotonic() + timeout_seconds
         if not self.controller.controlled_shutdown(timeout_seconds):
             return False
@@ -302,7 +315,10 @@ class Broker:
         metadata = self.registry.get(topic)
         if metadata is None:
             return 1
-        return int(self.topic_admin.effective_configs(metadata)["min.insync.replicas"])  # type: ignore[call-overload]
+        value = self.topic_admin.effective_configs(metadata)["min.insync.replicas"]
+        if not isinstance(value, int):
+            raise TypeError(f"min.insync.replicas of {topic!r} is {value!r}, not an integer")
+        return value
 
     @property
     def managed(self) -> bool:
@@ -366,18 +382,18 @@ class Broker:
 def group_settings(config: BrokerConfig) -> GroupSettings:
     """The group coordinator's settings (group.consumer.*)."""
     return GroupSettings(
-        session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),  # type: ignore[call-overload]
-        min_session_timeout_ms=int(config["group.consumer.min.session.timeout.ms"]),  # type: ignore[call-overload]
-        max_session_timeout_ms=int(config["group.consumer.max.session.timeout.ms"]),  # type: ignore[call-overload]
-        heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),  # type: ignore[call-overload]
-        max_size=int(config["group.consumer.max.size"]),  # type: ignore[call-overload]
-        assignors=tuple(config["group.consumer.assignors"]),  # type: ignore[call-overload]
+        session_timeout_ms=config.integer("group.consumer.session.timeout.ms"),
+        min_session_timeout_ms=config.integer("group.consumer.min.session.timeout.ms"),
+        max_session_timeout_ms=config.integer("group.consumer.max.session.timeout.ms"),
+        heartbeat_interval_ms=config.integer("group.consumer.heartbeat.interval.ms"),
+        max_size=config.integer("group.consumer.max.size"),
+        assignors=config.strings("group.consumer.assignors"),
     )
 
 
 def max_parked_fetches(config: BrokerConfig) -> int:
     """How many long-polling fetches may wait at once: as many as there are request threads."""
-    return int(config["num.io.threads"])  # type: ignore[call-overload]
+    return config.integer("num.io.threads")
 
 
 def max_replication_waiters(config: BrokerConfig) -> int:
@@ -387,7 +403,7 @@ def max_replication_waiters(config: BrokerConfig) -> int:
     flight per partition, so many partitions mean many concurrent waits; beyond the limit an
     acks=all request is refused before appending (REQUEST_TIMED_OUT, retried by the client).
     """
-    return REPLICATION_WAITERS_PER_IO_THREAD * int(config["num.io.threads"])  # type: ignore[call-overload]
+    return REPLICATION_WAITERS_PER_IO_THREAD * config.integer("num.io.threads")
 
 
 def request_thread_count(config: BrokerConfig) -> int:
@@ -399,4 +415,4 @@ def request_thread_count(config: BrokerConfig) -> int:
     ``ReplicaFetch`` answers that acks=all waits for among them (without them the waiters could
     take every thread and starve the fetches they wait on).
     """
-    return int(config["num.io.threads"]) + max_parked_fetches(config) + max_replication_waiters(config)  # type: ignore[call-overload]
+    return config.integer("num.io.threads") + max_parked_fetches(config) + max_replication_waiters(config)

@@ -32,7 +32,7 @@ MAX_RECONNECT_BACKOFF_MS = 2_000
 
 def internal_channel_options(config: BrokerConfig) -> list[tuple[str, int]]:
     """The gRPC channel arguments of every internal channel (see the module docstring)."""
-    max_message_bytes = int(config["socket.request.max.bytes"])  # type: ignore[call-overload]
+    max_message_bytes = config.integer("socket.request.max.bytes")
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),

@@ -124,9 +124,9 @@ class TopicAdmin:
     ) -> TopicMetadata:
         """Create a topic and its logs (``-1`` counts take the broker defaults)."""
         if num_partitions == USE_BROKER_DEFAULT:
-            num_partitions = int(self._config["num.partitions"])  # type: ignore[call-overload]
+            num_partitions = self._config.integer("num.partitions")
         if replication_factor == USE_BROKER_DEFAULT:
-            replication_factor = int(self._config["default.replication.factor"])  # type: ignore[call-overload]
+            replication_factor = self._config.integer("default.replication.factor")
         with self._lock:
             topic = self._registry.create_topic(name, num_partitions, replication_factor, configs, internal=internal, validate_only=validate_only)
             if not validate_only:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,7 +256,7 @@ def _swap_name(cleaned_path: Path) -> Path:
 # ------------------------------------------------------------------ record selection
 
 
-def _iter_stored_batches(segment: LogSegment):
+def _iter_stored_batches(segment: LogSegment) -> Iterator[tuple[BatchHeader, bytes]]:
     for position, header in segment.iter_headers(0):
         yield header, segment.pread(header.size, position)
 

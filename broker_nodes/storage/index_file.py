@@ -79,7 +79,8 @@ class IndexFile:
             unpack = self._entry.unpack
 
             def key_at(index: int) -> int:
-                return unpack(os.pread(descriptor, size, index * size))[key_field]
+                key: int = unpack(os.pread(descriptor, size, index * size))[key_field]  # every field of an entry is an integer
+                return key
 
             found = search_greatest_at_most(key_at, count, target)
             if found < 0:

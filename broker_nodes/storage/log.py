@@ -798,7 +798,7 @@ def _validate_batches(buffer: bytes | bytearray, config: LogConfig, partition: i
     found, naming the partition and the batch's index in the request."""
     if not buffer:
         raise InvalidRecordError(f"the request holds no record batches for partition {partition}")
-    batches = []
+    batches: list[_ValidatedBatch] = []
     position = 0
     end = len(buffer)
     while position < end:

@@ -404,7 +404,7 @@ class LogSegment:
         size = self._stat_size()
         self.size = size
         for position, header, problem in self._scan_for_recovery(size, validate):
-            if problem is None and validate:
+            if problem is None and validate and header is not None:  # a header comes with every batch without a problem
                 if header.base_offset < expected:
                     problem = f"batch base offset {header.base_offset} is below the expected {expected}"
                 elif header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET:

@@ -22,6 +22,7 @@ Thread-safe: calls for different groups run in parallel; calls for one group in 
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -244,7 +245,7 @@ class GroupCoordinator:
                         group_id,
                         lambda working: working.expire(now, self._topics),
                         create=False,
-                        missing=lambda group_id=group_id: GroupIdNotFoundError(group_id),
+                        missing=functools.partial(GroupIdNotFoundError, group_id),
                     )
                 except (NotCoordinatorError, CoordinatorLoadingError, GroupIdNotFoundError):
                     continue  # the leadership moved on (the new coordinator times its members out) or the group went
