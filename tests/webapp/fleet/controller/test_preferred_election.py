@@ -13,7 +13,7 @@ from tests.webapp.fleet.controller.harness import ControllerHarness, placement
 from webapp.accounts.models import Tenant
 from webapp.catalog.models import Partition, Topic
 from webapp.controller.actions import UnknownTopicError
-from webapp.fleet.management.commands import elect_leaders
+from webapp.controller.management.commands import elect_leaders
 from webapp.fleet.models import BrokerNode, BrokerState
 from webapp.provisioning.models import SnapshotKind
 from webapp.provisioning.versions import current_versions
