@@ -64,6 +64,7 @@ class LocalBroker:
     def __init__(self, start_timeout: float = 30.0) -> None:
         self.start_timeout = start_timeout
         self.port = free_loopback_port()
+        self.kafka_port = free_loopback_port()  # its Kafka-protocol listener, measured beside the SDK
         self.directory = Path(tempfile.mkdtemp(prefix="weir-bench-"))
         self.data_directory = self.directory / "data"
         self.log_path = self.directory / "broker.log"
@@ -72,6 +73,10 @@ class LocalBroker:
     @property
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def kafka_address(self) -> str:
+        return f"{LOOPBACK}:{self.kafka_port}"
 
     def command(self) -> list[str]:
         return [
@@ -82,6 +87,8 @@ class LocalBroker:
             "1",
             "--listen",
             self.address,
+            "--kafka-listen",
+            self.kafka_address,
             "--data-dir",
             str(self.data_directory),
         ]

@@ -105,20 +105,26 @@ def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]
     with contextlib.ExitStack() as stack:
         bootstrap = settings.bootstrap
         try:
-            from bench.systems.weir_system import WeirOptions, WeirSystem
+            from bench.systems.weir_system import LIBRDKAFKA, WeirOptions, WeirSystem
         except ImportError as error:
             # A source checkout whose SDK is broken still benchmarks the peers, and says why Weir is missing.
             systems.unavailable.append(f"Weir unavailable: the SDK cannot be imported ({error})")
             bootstrap = None
+        kafka_bootstrap = None  # the started broker's Kafka listener (an external broker's is not known)
         if bootstrap is None and not systems.unavailable:
             try:
                 console.print("[dim]starting a Weir broker (python -m broker_nodes) ...[/dim]")
-                bootstrap = stack.enter_context(LocalBroker()).address
+                local = stack.enter_context(LocalBroker())
+                bootstrap, kafka_bootstrap = local.address, local.kafka_address
             except BrokerStartError as error:
                 systems.unavailable.append(f"Weir unavailable: {error}")
         if bootstrap is not None:
             options = WeirOptions(bootstrap=bootstrap, compression=settings.compression, delivery=settings.delivery)
             _connect(systems, stack, lambda: WeirSystem(options, settings.profile_directory))
+        if kafka_bootstrap is not None:
+            # The same broker through its second front door, with the same client settings.
+            kafka_options = WeirOptions(bootstrap=kafka_bootstrap, compression=settings.compression, delivery=settings.delivery, library=LIBRDKAFKA)
+            _connect(systems, stack, lambda: WeirSystem(kafka_options, settings.profile_directory))
         peer_factories: dict[str, Callable[[], BenchmarkedSystem]] = {
             "redis": lambda: RedisStreamsSystem(settings.redis_url),
             "nats": lambda: NatsJetStreamSystem(settings.nats_url),

@@ -7,25 +7,29 @@ assigns the partition from the beginning and reads with ``consume(num_messages=1
 ``produce_to`` measures the same producer against a topic made by the caller, with the acks,
 idempotence and client settings (credentials) of its options: ``bench.replication_throughput``
 compares replicated and unreplicated topics with it.
+
+The same runs measure Weir's Kafka-protocol listener with librdkafka (``LIBRDKAFKA``): the SDK
+has confluent-kafka's API, so only the client library and the bootstrap address change, and the
+two rows of a report compare the two front doors of one broker with identical settings.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 import uuid
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
-import weir
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.measurements import LatencySample, LatencySummary, ThroughputSample
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value
 from bench.profiling import ClientProfiler
 from bench.systems.base import LATENCY_SAMPLE_INTERVAL, BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
-from weir.admin import AdminClient, NewTopic
 
 NAME = "Weir"
 # Messages asked for per consume() call.
@@ -38,6 +42,25 @@ ADMIN_TIMEOUT = 30.0
 # Delivery reporting modes of the produce scenario (see ``WeirOptions.delivery``).
 DELIVERY_SAMPLED = "sampled"
 DELIVERY_EVERY_RECORD = "every"
+
+
+@dataclass(frozen=True)
+class ClientLibrary:
+    """The client of a Weir run: a module with confluent-kafka's API (Producer, Consumer, TopicPartition, ...) and its admin module."""
+
+    system_name: str  # the row's name in the report
+    module: str
+    admin_module: str
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def load_admin(self) -> ModuleType:
+        return importlib.import_module(self.admin_module)
+
+
+SDK = ClientLibrary(NAME, "weir", "weir.admin")  # over gRPC
+LIBRDKAFKA = ClientLibrary(f"{NAME} (Kafka protocol, librdkafka)", "confluent_kafka", "confluent_kafka.admin")  # over the Kafka listener
 
 
 @dataclass(frozen=True)
@@ -60,6 +83,7 @@ class WeirOptions:
     acks: str = "1"
     idempotence: bool = False
     client_settings: Mapping[str, Any] = field(default_factory=dict)
+    library: ClientLibrary = SDK
 
     def admin_config(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, **self.client_settings}
@@ -111,23 +135,25 @@ class DeliveryCounter:
 
 
 class WeirSystem:
-    """A Weir broker at ``options.bootstrap``; used from one thread."""
-
-    name = NAME
+    """A Weir broker at ``options.bootstrap`` reached with ``options.library``; used from one thread."""
 
     def __init__(self, options: WeirOptions, profile_directory: Any = None) -> None:
         self.options = options
+        self.name = options.library.system_name
         self.profile_directory = profile_directory
         self.profile_summaries: list[str] = []
-        self._admin = AdminClient(options.admin_config())
+        self._client = options.library.load()
+        admin = options.library.load_admin()
+        self._new_topic = admin.NewTopic
+        self._admin = admin.AdminClient(options.admin_config())
         try:
             self._admin.list_topics(timeout=5)
-        except weir.KafkaException as error:
-            raise SystemUnavailable(NAME, f"{options.bootstrap}: {error}") from None
+        except self._client.KafkaException as error:
+            raise SystemUnavailable(self.name, f"{options.bootstrap}: {error}") from None
 
     def describe_settings(self) -> str:
         return (
-            f"Weir at {self.options.bootstrap}: acks={self.options.acks}, enable.idempotence={str(self.options.idempotence).lower()}, compression.type={self.options.compression}, "
+            f"{self.name} at {self.options.bootstrap}: acks={self.options.acks}, enable.idempotence={str(self.options.idempotence).lower()}, compression.type={self.options.compression}, "
             f"batch.size={self.options.batch_bytes:,}, linger.ms={self.options.linger_ms}, delivery reports: {self.options.delivery}; "
             f"consume(num_messages={CONSUME_BATCH:,}); e2e linger.ms=0"
         )
@@ -136,7 +162,7 @@ class WeirSystem:
 
     def _create_topic(self) -> str:
         topic = f"weir-bench-{uuid.uuid4().hex}"
-        futures = self._admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        futures = self._admin.create_topics([self._new_topic(topic, num_partitions=1, replication_factor=1)])
         futures[topic].result(timeout=ADMIN_TIMEOUT)
         return topic
 
@@ -145,9 +171,9 @@ class WeirSystem:
         futures[topic].result(timeout=ADMIN_TIMEOUT)
 
     def _end_offset(self, topic: str) -> int:
-        consumer = weir.Consumer(self.options.consumer_config())
+        consumer = self._client.Consumer(self.options.consumer_config())
         try:
-            _low, high = consumer.get_watermark_offsets(weir.TopicPartition(topic, 0), timeout=ADMIN_TIMEOUT)
+            _low, high = consumer.get_watermark_offsets(self._client.TopicPartition(topic, 0), timeout=ADMIN_TIMEOUT)
         finally:
             consumer.close()
         return high
@@ -175,7 +201,7 @@ class WeirSystem:
     def _load(self, topic: str, records: int, values: list[bytes], profiler_name: str | None) -> tuple[float, DeliveryCounter]:
         counter = DeliveryCounter()
         with ClientProfiler(self.profile_directory if profiler_name else None, profiler_name or "") as profiler:
-            producer = weir.Producer(self.options.producer_config())
+            producer = self._client.Producer(self.options.producer_config())
             started = time.perf_counter()
             self._send(producer, topic, records, values, counter)
             remaining = producer.flush(FLUSH_TIMEOUT)
@@ -184,12 +210,12 @@ class WeirSystem:
         if profiler.summary:
             self.profile_summaries.append(profiler.summary)
         if remaining:
-            raise BenchmarkIntegrityError(NAME, f"{remaining} records still undelivered after flush({FLUSH_TIMEOUT})")
+            raise BenchmarkIntegrityError(self.name, f"{remaining} records still undelivered after flush({FLUSH_TIMEOUT})")
         if counter.first_error is not None:
-            raise BenchmarkIntegrityError(NAME, f"delivery failed: {counter.first_error}")
+            raise BenchmarkIntegrityError(self.name, f"delivery failed: {counter.first_error}")
         end_offset = self._end_offset(topic)
         if end_offset != records:
-            raise BenchmarkIntegrityError(NAME, f"partition end offset is {end_offset} after producing {records} records")
+            raise BenchmarkIntegrityError(self.name, f"partition end offset is {end_offset} after producing {records} records")
         return seconds, counter
 
     def produce(self, records: int, values: list[bytes]) -> ThroughputSample:
@@ -220,9 +246,9 @@ class WeirSystem:
         return ThroughputSample(received, len(values[0]), seconds)
 
     def _read_all(self, topic: str, records: int) -> tuple[int, float]:
-        consumer = weir.Consumer(self.options.consumer_config())
+        consumer = self._client.Consumer(self.options.consumer_config())
         try:
-            consumer.assign([weir.TopicPartition(topic, 0, weir.OFFSET_BEGINNING)])
+            consumer.assign([self._client.TopicPartition(topic, 0, self._client.OFFSET_BEGINNING)])
             consume = consumer.consume
             received = 0
             started = time.perf_counter()
@@ -230,28 +256,30 @@ class WeirSystem:
             while received < records:
                 messages = consume(num_messages=CONSUME_BATCH, timeout=CONSUME_TIMEOUT)
                 if not messages:
-                    raise BenchmarkIntegrityError(NAME, f"no record within {CONSUME_TIMEOUT}s after {received} of {records}")
+                    raise BenchmarkIntegrityError(self.name, f"no record within {CONSUME_TIMEOUT}s after {received} of {records}")
                 for message in messages:
                     if message.error() is not None:
-                        raise BenchmarkIntegrityError(NAME, f"consume error: {message.error()}")
+                        raise BenchmarkIntegrityError(self.name, f"consume error: {message.error()}")
                     message.value()
                 received += len(messages)
             seconds = time.perf_counter() - started
         finally:
             consumer.close()
         if received != records:
-            raise BenchmarkIntegrityError(NAME, f"read {received} records, expected {records}")
+            raise BenchmarkIntegrityError(self.name, f"read {received} records, expected {records}")
         return received, seconds
 
     # ------------------------------------------------------------------ end to end
 
     def end_to_end(self, plan: EndToEndPlan, values: list[bytes]) -> LatencySample:
         topic = self._create_topic()
-        spec = ReceiverSpec(__name__, "receive_stamped", {"consumer_config": self.options.consumer_config(), "topic": topic})
+        spec = ReceiverSpec(
+            __name__, "receive_stamped", {"consumer_config": self.options.consumer_config(), "topic": topic, "client_module": self.options.library.module}
+        )
         try:
             with LatencyReceiver(spec, plan.records, seconds_limit=plan.records / plan.rate_per_second + plan.drain_seconds) as receiver:
                 counter = DeliveryCounter()
-                producer = weir.Producer(self.options.producer_config(linger_ms=0))
+                producer = self._client.Producer(self.options.producer_config(linger_ms=0))
                 produce, poll = producer.produce, producer.poll
                 pacer = RatePacer(plan.rate_per_second)
                 pool_size = len(values)
@@ -268,21 +296,24 @@ class WeirSystem:
         finally:
             self._delete_topic(topic)
         if remaining or counter.first_error is not None:
-            raise BenchmarkIntegrityError(NAME, f"{remaining} undelivered, first error: {counter.first_error}")
+            raise BenchmarkIntegrityError(self.name, f"{remaining} undelivered, first error: {counter.first_error}")
         if len(latencies) != plan.records:
-            raise BenchmarkIntegrityError(NAME, f"received {len(latencies)} of {plan.records} records")
+            raise BenchmarkIntegrityError(self.name, f"received {len(latencies)} of {plan.records} records")
         return LatencySample(len(values[0]), plan.rate_per_second, seconds, latencies)
 
     def close(self) -> None:
         """The admin client holds no resources that need closing."""
 
 
-def receive_stamped(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str) -> array:
+def receive_stamped(
+    *, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str, client_module: str = SDK.module
+) -> array:
     """End-to-end receiver (runs in a child process): consume until ``expected`` records arrived."""
-    consumer = weir.Consumer(consumer_config)
+    client = importlib.import_module(client_module)
+    consumer = client.Consumer(consumer_config)
     latencies = array("q")
     try:
-        consumer.assign([weir.TopicPartition(topic, 0, weir.OFFSET_BEGINNING)])
+        consumer.assign([client.TopicPartition(topic, 0, client.OFFSET_BEGINNING)])
         # One empty round trip first, so that connecting is not charged to the first record.
         consumer.consume(num_messages=1, timeout=0.1)
         on_ready()
