@@ -160,3 +160,37 @@ def test_admin_lists_and_describes_the_group_and_deletes_it_once_empty(broker: I
         consumer.close()
     admin.delete_consumer_groups(["reports"], request_timeout=CLIENT_SECONDS)["reports"].result(timeout=CLIENT_SECONDS)
     assert broker.broker.offset_store.fetch("reports", None) == []
+
+
+def test_librdkafka_group_protocol_consumer_shares_partitions_commits_and_takes_over_when_a_member_leaves(broker: InProcessBroker) -> None:
+    def consumer() -> KafkaConsumer:
+        return KafkaConsumer({"bootstrap.servers": bootstrap(broker), "group.id": "kip848", "group.protocol": "consumer", "enable.auto.commit": False})
+
+    first, second = consumer(), consumer()
+    try:
+        for member in (first, second):
+            member.subscribe([TOPIC])
+
+        def assignments() -> list[list[int]]:
+            for member in (first, second):
+                member.poll(0.1)
+            return [sorted(item.partition for item in member.assignment()) for member in (first, second)]
+
+        wait_until(
+            lambda: all(assignments()) and sorted(sum(assignments(), [])) == list(range(PARTITIONS)),
+            "both members to share the partitions",
+            timeout=CLIENT_SECONDS,
+        )
+        owned = first.assignment()[0].partition
+        first.commit(offsets=[KafkaTopicPartition(TOPIC, owned, 21)], asynchronous=False)
+        assert [item.offset for item in first.committed([KafkaTopicPartition(TOPIC, owned)], timeout=CLIENT_SECONDS)] == [21]
+        described = broker.broker.group_coordinator.describe("kip848")
+        assert (described.group_type, described.state.value, len(described.members)) == ("consumer", "Stable", 2)
+    finally:
+        first.close()
+    try:
+        wait_until(
+            lambda: (second.poll(0.1), len(second.assignment()) == PARTITIONS)[1], "the remaining member to take every partition", timeout=CLIENT_SECONDS
+        )
+    finally:
+        second.close()

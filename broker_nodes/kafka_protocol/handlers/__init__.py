@@ -7,6 +7,7 @@ Add one import line per handler module.
 from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
 from broker_nodes.kafka_protocol.handlers import classic_groups as classic_groups
+from broker_nodes.kafka_protocol.handlers import consumer_groups as consumer_groups
 from broker_nodes.kafka_protocol.handlers import create_acls as create_acls
 from broker_nodes.kafka_protocol.handlers import create_partitions as create_partitions
 from broker_nodes.kafka_protocol.handlers import create_topics as create_topics
