@@ -642,9 +642,9 @@ class AdminClient:
                     for answer in topic_response.partitions:
                         key = TopicPartition(topic_response.topic, answer.partition)
                         error = _item_error(answer.error_code, answer.error_message)
-                        if answer.error_code in _LEADER_MOVED and key in pending:
+                        if answer.error_code in _LEADER_MOVED and key in pending and error is not None:  # a code in _LEADER_MOVED is an error
                             self._cluster.mark_stale(key.topic)
-                            retry[key] = (pending[key], error)  # type: ignore[assignment]
+                            retry[key] = (pending[key], error)
                             continue
                         outcomes[key] = (
                             error,

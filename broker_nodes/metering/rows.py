@@ -10,12 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
+from typing import TypedDict
 
 from broker_nodes import names
 from broker_nodes.metering.counters import PartitionKey, PartitionTraffic
 from broker_nodes.metering.partition_stats import PartitionStats
 from broker_nodes.metering.windows import Window
 from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow
+
+
+class _WindowFields(TypedDict):
+    """The fields every row of one window shares."""
+
+    node_id: int
+    incarnation: str
+    sequence: int
+    window_start_ms: int
+    window_end_ms: int
 
 
 def window_rows(
@@ -28,13 +39,19 @@ def window_rows(
     partitions: Iterable[PartitionStats],
 ) -> list[UsageRow]:
     """The traffic rows of every partition with client traffic and the partition rows of every led partition."""
-    common = {"node_id": node_id, "incarnation": incarnation, "sequence": sequence, "window_start_ms": window.start_ms, "window_end_ms": window.end_ms}
+    common: _WindowFields = {
+        "node_id": node_id,
+        "incarnation": incarnation,
+        "sequence": sequence,
+        "window_start_ms": window.start_ms,
+        "window_end_ms": window.end_ms,
+    }
     rows: list[UsageRow] = []
     for (topic, partition), counted in sorted(traffic.items()):
         tenant_id, plain = names.split(topic)
         rows.append(
             TrafficRow(
-                **common,  # type: ignore[arg-type]
+                **common,
                 tenant_id=tenant_id,
                 topic=plain,
                 partition=partition,
@@ -45,7 +62,7 @@ def window_rows(
         tenant_id, plain = names.split(stats.topic)
         rows.append(
             PartitionRow(
-                **common,  # type: ignore[arg-type]
+                **common,
                 tenant_id=tenant_id,
                 topic=plain,
                 partition=stats.partition,

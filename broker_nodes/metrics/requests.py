@@ -149,7 +149,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
 
 
 def _code_name(context: grpc.ServicerContext) -> str | None:
-    code = context.code()  # type: ignore[attr-defined]
+    code = context.code()  # type: ignore[attr-defined]  # grpc-stubs lacks ServicerContext.code(), which grpcio has had since 1.38
     if code is None:
         return None
     return code.name if isinstance(code, grpc.StatusCode) else str(code)

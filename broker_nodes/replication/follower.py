@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import grpc
 
@@ -32,6 +33,9 @@ from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
 from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
+
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
 PartitionKey = tuple[str, int]
 LogLookup = Callable[[str, int], "PartitionLog | None"]
@@ -163,7 +167,7 @@ class ReplicaFetcher:
             return False
         return self._fetch(to_fetch)
 
-    def _call(self, method, request):  # type: ignore[no-untyped-def]
+    def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
         future = method.future(request, timeout=self._settings.max_wait_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS, metadata=self._metadata)
         self._in_flight = future
         try:

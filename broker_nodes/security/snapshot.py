@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from broker_nodes import names
 from broker_nodes.cluster_state import InvalidSnapshotError, StaleSnapshotError
@@ -123,17 +124,18 @@ class SecuritySnapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> SecuritySnapshot:
-        credentials = {str(item["api_key"]): Credential(**item) for item in data["credentials"]}  # type: ignore[attr-defined]
+    def from_json(cls, data: Mapping[str, Any]) -> SecuritySnapshot:
+        """From the snapshot file as json.load decodes it (values of any JSON type)."""
+        credentials = {str(item["api_key"]): Credential(**item) for item in data["credentials"]}
         acls = {
             tenant: tuple(
                 AclEntry(principal, ResourceType(kind), name, PatternType(pattern), Operation(operation), Permission(permission), host)
                 for principal, kind, name, pattern, operation, permission, host in entries
             )
-            for tenant, entries in dict(data["acls"]).items()  # type: ignore[call-overload]
+            for tenant, entries in dict(data["acls"]).items()
         }
-        quotas = {tenant: TenantQuota(int(produce), int(consume)) for tenant, (produce, consume) in dict(data["quotas"]).items()}  # type: ignore[call-overload]
-        return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas))  # type: ignore[call-overload]
+        quotas = {tenant: TenantQuota(int(produce), int(consume)) for tenant, (produce, consume) in dict(data["quotas"]).items()}
+        return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas))
 
 
 class SecurityStore:

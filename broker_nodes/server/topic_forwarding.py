@@ -13,7 +13,7 @@ are never forwarded. When no controller answers, every forwarded entry gets NOT_
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -46,7 +46,7 @@ def _forward(
     result: Callable[[Entry, int, str], Result],
     method: str,
     forwarded_request: Callable[[list[Entry]], object],
-    answers: Callable[[object], Sequence[Result]],
+    answers: Callable[[Any], Sequence[Result]],  # the controller's answer: the Forwarded<method>Response of controller.proto
 ) -> list[Result]:
     """The answer per entry, in order: unauthorized entries refused here (never forwarded), the
     rest forwarded to the controller as one ``method`` call (NOT_CONTROLLER for each when no
@@ -95,7 +95,7 @@ def create_topics(controller: ControllerClient, call: CallContext, request: brok
             caller=forwarded_caller(call),
             request=broker_pb2.CreateTopicsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms),
         ),
-        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
+        answers=lambda response: list(response.topics),
     )
     return broker_pb2.CreateTopicsResponse(topics=results)
 
@@ -112,7 +112,7 @@ def delete_topics(controller: ControllerClient, call: CallContext, names: Sequen
         forwarded_request=lambda topics: controller_pb2.ForwardedDeleteTopicsRequest(
             caller=forwarded_caller(call), request=broker_pb2.DeleteTopicsRequest(topics=topics, timeout_ms=timeout_ms)
         ),
-        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
+        answers=lambda response: list(response.topics),
     )
     return broker_pb2.DeleteTopicsResponse(topics=results)
 
@@ -130,7 +130,7 @@ def create_partitions(controller: ControllerClient, call: CallContext, request: 
             caller=forwarded_caller(call),
             request=broker_pb2.CreatePartitionsRequest(topics=topics, validate_only=request.validate_only, timeout_ms=request.timeout_ms),
         ),
-        answers=lambda response: list(response.topics),  # type: ignore[attr-defined]
+        answers=lambda response: list(response.topics),
     )
     return broker_pb2.CreatePartitionsResponse(topics=results)
 
@@ -148,6 +148,6 @@ def alter_configs(controller: ControllerClient, call: CallContext, request: brok
         forwarded_request=lambda resources: controller_pb2.ForwardedAlterConfigsRequest(
             caller=forwarded_caller(call), request=broker_pb2.AlterConfigsRequest(resources=resources, validate_only=request.validate_only)
         ),
-        answers=lambda response: list(response.resources),  # type: ignore[attr-defined]
+        answers=lambda response: list(response.resources),
     )
     return broker_pb2.AlterConfigsResponse(resources=results)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from broker_nodes.clock import Clock
 from broker_nodes.storage.atomic_files import fsync_directory, write_atomically
@@ -30,6 +32,8 @@ from broker_nodes.storage.log_config import LogConfig
 from log_formats.log_files import parse_partition_directory_name, partition_directory_name
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 TopicPartition = tuple[str, int]
 
@@ -242,7 +246,7 @@ class LogManager:
     def _apply_retention(self, now_ms: int) -> None:
         for log in self.logs():
             if not log.closed:
-                self._guarded(log, lambda log=log: log.apply_retention(now_ms))
+                self._guarded(log, functools.partial(log.apply_retention, now_ms))
 
     def _clean_logs(self, now_ms: int) -> None:
         if self._cleaner is None:
@@ -252,12 +256,12 @@ class LogManager:
             key = (log.topic, log.partition)
             if log.closed or not log.config.compacts or now_ms < self._next_cleaning_ms.get(key, 0):
                 continue
-            result = self._guarded(log, lambda log=log: cleaner.clean(log, now_ms))
+            result = self._guarded(log, functools.partial(cleaner.clean, log, now_ms))
             if result is None:
                 # Nothing was due: check again after the backoff rather than on every pass.
                 self._next_cleaning_ms[key] = now_ms + self._cleaner_backoff_ms
 
-    def _guarded(self, log: PartitionLog, task):  # type: ignore[no-untyped-def]
+    def _guarded(self, log: PartitionLog, task: Callable[[], _T]) -> _T | None:
         # One failing partition must not stop maintenance of the others.
         try:
             return task()

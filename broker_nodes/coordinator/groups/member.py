@@ -81,10 +81,10 @@ class Member:
         """The fields of the current assignment record (a change writes one)."""
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned, self.pending_revocation)
 
-    def with_epoch(self, epoch: int, **changes: object) -> Member:
-        """This member at ``epoch``, remembering the epoch it had (a member may retry with it after a lost answer)."""
+    def with_epoch(self, epoch: int, *, state: MemberState, assigned: frozenset[TopicPartition], pending_revocation: frozenset[TopicPartition]) -> Member:
+        """This member at ``epoch`` with its new assignment, remembering the epoch it had (a member may retry with it after a lost answer)."""
         previous = self.member_epoch if epoch != self.member_epoch else self.previous_member_epoch
-        return replace(self, member_epoch=epoch, previous_member_epoch=previous, **changes)  # type: ignore[arg-type]
+        return replace(self, member_epoch=epoch, previous_member_epoch=previous, state=state, assigned=assigned, pending_revocation=pending_revocation)
 
 
 def _still_owns(revoking: Collection[TopicPartition], owned: frozenset[TopicPartition] | None) -> bool:
