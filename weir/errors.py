@@ -129,9 +129,9 @@ ERRORS_BY_NAME: dict[str, ErrorSpec] = {spec.name: spec for spec in _BROKER_ERRO
 
 class _CodeNames:
     """Every name of the two tables above as an ``int`` class attribute of :class:`ErrorCode` and
-    :class:`KafkaError`. The values are set from the tables below; the names are declared here so
-    that the type checker knows them, and a name declared here but missing from the tables fails
-    at import (see ``_set_code_names``)."""
+    :class:`KafkaError`. ``_set_code_names`` sets the values from the tables; the names are
+    declared here as well so that the type checker knows them, and import fails when a name is
+    in one place and not the other."""
 
     __slots__ = ()
 
@@ -235,6 +235,9 @@ def _set_code_names(cls: type[_CodeNames]) -> None:
     undefined = [name for name in _CodeNames.__annotations__ if name not in ERRORS_BY_NAME]
     if undefined:
         raise RuntimeError(f"error code names declared without a code in the tables: {undefined}")
+    undeclared = [name for name in ERRORS_BY_NAME if name not in _CodeNames.__annotations__]
+    if undeclared:
+        raise RuntimeError(f"error codes in the tables without a declaration in _CodeNames: {undeclared}")
 
 
 class ErrorCode(_CodeNames):
