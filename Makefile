@@ -48,6 +48,7 @@ lock: install
 # In parallel with pytest-xdist (pyproject's addopts); `make test PYTEST_ARGS="-n 0"` runs serially.
 test: install
 	@sh .ci/install-browser
+	@sh .ci/install-kafka-tools
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 up: install
