@@ -1,6 +1,6 @@
 """Print and verify a partition's files on disk, like Kafka's ``DumpLogSegments`` tool.
 
-``weir dump-log PATH`` reads segment files directly, with no broker: a ``.log`` file (every
+``weir-dump-log PATH`` reads segment files directly, with no broker: a ``.log`` file (every
 batch header, and with ``print_data`` every record), an ``.index`` or ``.timeindex`` file
 (every entry, each checked against the sibling ``.log``), or a partition directory (every
 segment in base-offset order). Byte layouts come from ``weir.records`` and ``log_formats.log_files``,

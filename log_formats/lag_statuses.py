@@ -2,8 +2,8 @@
 
 The lag job (spark_pipelines.transforms.lag_rules) evaluates partitions and groups into these
 names, the control plane's writer (webapp.metering.writer) refuses rows with any other, and the
-web app's gauges export one series per group status. They live here, beside the SDK, because
-those three may not import one another; every one of them may import ``weir``.
+web app's gauges export one series per group status. They live here, in ``log_formats``, because
+those three may not import one another; every one of them may import this package.
 """
 
 from __future__ import annotations

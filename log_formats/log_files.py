@@ -1,6 +1,6 @@
 """Names and byte layouts of a partition's files on disk, as Kafka lays them out.
 
-The broker's storage engine writes these files; ``weir dump-log`` reads them. Both take the
+The broker's storage engine writes these files; ``weir-dump-log`` reads them. Both take the
 layouts from here, so the format is defined once.
 
 A partition is a directory ``<topic>-<partition>/`` holding segments named by the 20-digit,

@@ -1,4 +1,4 @@
-"""Kafka's topic name rules, stated once for the SDK, the brokers and the control plane.
+"""Kafka's topic name rules, stated once for the brokers, the control plane and the pipelines.
 
 The rules follow Apache Kafka's ``Topic.validate``: a name is 1 to 249 characters drawn from
 ASCII letters, digits, ``.``, ``_`` and ``-``, and is neither ``.`` nor ``..`` (both would

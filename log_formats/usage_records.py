@@ -19,7 +19,7 @@ repeated rows by identity (a broker re-sends a window it has no acknowledgement 
 the problem: bytes that are not a JSON object, another schema version, a missing field or a
 field of the wrong type. Fields it does not know are ignored (a later version may add some).
 :data:`SPARK_SCHEMA_DDL` describes every field for Spark's ``from_json`` (no Spark import here:
-the SDK stays installable alone).
+brokers never import Spark).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ So a ``kill -9`` of ``make up``'s supervisor, of a Celery worker running a pipel
 pytest ends the whole tree within ``GUARDIAN_GRACE_SECONDS`` plus a poll. Off Linux the
 parent-death signal is skipped and the guardian alone does the job.
 
-This module imports only the standard library: the SDK, the control plane, ``make up``, the
+This module imports only the standard library: the brokers, the control plane, ``make up``, the
 benchmarks and the test fixtures all use it, and the guardian runs it with ``python -I -S``.
 """
 

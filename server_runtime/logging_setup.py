@@ -9,7 +9,7 @@ people read those.
 
 One implementation for every process: the broker (``broker_nodes.server.main``) and ``make up``
 apply :func:`configure_logging`; Django's ``LOGGING`` setting is :func:`logging_config` (web,
-controller, Celery worker and beat, management commands). It lives in the SDK, the one
+controller, Celery worker and beat, management commands). It lives in ``server_runtime``, a
 package all of them may import, and needs only the standard library and python-json-logger.
 """
 

@@ -12,7 +12,7 @@ process sets it where work enters and clears it when the work is done:
 Clients that call on behalf of such work add the metadata with :func:`with_request_id`.
 Log formatters read the id with :func:`current_request_id` (``server_runtime.logging_setup``).
 
-This module lives in the SDK because it is the one package the brokers (which never import
+This module lives in ``server_runtime`` because it is a package the brokers (which never import
 Django), the control plane and the controller all may import; it needs only the standard
 library and grpc.
 
