@@ -176,7 +176,7 @@ class ClusterSnapshot:
         """Parse and check a request; InvalidSnapshotError names the first contradiction."""
         if request.version < 1:
             raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
-        brokers = tuple(BrokerEndpoint(node.node_id, node.host, node.port, node.rack) for node in request.brokers)
+        brokers = tuple(BrokerEndpoint(node.node_id, node.host, node.port, node.rack, node.kafka_port) for node in request.brokers)
         if len({broker.node_id for broker in brokers}) != len(brokers):
             raise InvalidSnapshotError("a broker node id occurs more than once")
         topics: dict[str, ManagedTopic] = {}

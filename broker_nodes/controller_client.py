@@ -83,6 +83,7 @@ class ControllerClient:
         self._current = 0  # index of the address that answered last
         self._host = ""
         self._port = 0
+        self._kafka_port = 0
         self._broker_epoch = 0
         self._controller_epoch = 0
         self._stopping = threading.Event()
@@ -125,9 +126,9 @@ class ControllerClient:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, host: str, port: int) -> None:
-        """Register as ``host:port`` (in the background) and keep the session alive."""
-        self._host, self._port = host, port
+    def start(self, host: str, port: int, kafka_port: int = 0) -> None:
+        """Register as ``host:port`` (and the Kafka listener's ``kafka_port``, 0: none) in the background and keep the session alive."""
+        self._host, self._port, self._kafka_port = host, port, kafka_port
         self._thread = threading.Thread(target=self._run, name="controller-session", daemon=True)
         self._thread.start()
 
@@ -166,7 +167,7 @@ class ControllerClient:
             self._reregister.clear()
 
     def _register(self) -> None:
-        request = controller_pb2.RegisterBrokerRequest(node_id=self.node_id, host=self._host, port=self._port, rack=self.rack)
+        request = controller_pb2.RegisterBrokerRequest(node_id=self.node_id, host=self._host, port=self._port, rack=self.rack, kafka_port=self._kafka_port)
         response: controller_pb2.RegisterBrokerResponse = self.call("RegisterBroker", request)
         if response.error_code != ErrorCode.NO_ERROR:
             raise ControllerUnavailableError(self.addresses, f"registration refused with error {response.error_code}")

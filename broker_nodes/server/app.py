@@ -175,7 +175,7 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
         broker.shutdown()
         metrics.close()
         raise
-    broker.connect_controller(port)
+    broker.connect_controller(port, running.kafka.listener.port if running.kafka is not None and running.kafka.listener is not None else 0)
     broker.metering.start(port)
     if broker.controller is None:
         readiness.serve()

@@ -269,12 +269,13 @@ class Broker:
         """A channel to another broker or the controller (TLS when the broker has --tls-ca)."""
         return open_internal_channel(address, self.config)
 
-    def connect_controller(self, port: int) -> None:
-        """Register with the controller as this broker listening on ``port`` and keep the session (no-op without one)."""
+    def connect_controller(self, port: int, kafka_port: int = 0) -> None:
+        """Register with the controller as this broker listening on ``port`` (and Kafka clients on ``kafka_port``, 0: no listener)
+        and keep the session (no-op without one)."""
         if self.controller is None or self._alter_partition is None:
             return
         self._alter_partition.start()
-        self.controller.start(self.config.host_for_clients, port)
+        self.controller.start(self.config.host_for_clients, port, kafka_port)
 
     def controlled_shutdown(self) -> bool:
         """Before stopping: have the controller move this broker's leaderships away (SIGTERM).

@@ -259,7 +259,7 @@ SECTIONS: tuple[Section, ...] = (
             Field("last_seen_at", DATETIME, nullable=True),
             Field("registered_at", DATETIME),
         ),
-        MappingProxyType(_PRIMARY_KEY),
+        MappingProxyType({**_PRIMARY_KEY, "kafka_port": "each broker registers its Kafka listener again when it starts"}),
     ),
     Section(
         "controller_epoch",

@@ -51,7 +51,7 @@ def _store(partition: Partition, state: PartitionState) -> None:
     partition.save(update_fields=["isr", "leader", "leader_epoch"])
 
 
-def mark_broker_online(node_id: int, host: str, port: int, rack: str, live: Collection[int], *, controller_epoch: int) -> int:
+def mark_broker_online(node_id: int, host: str, port: int, rack: str, live: Collection[int], *, controller_epoch: int, kafka_port: int = 0) -> int:
     """Record broker ``node_id`` as registered and online; elect leaders of the offline
     partitions it can lead again. Returns how many partitions changed.
 
@@ -60,7 +60,7 @@ def mark_broker_online(node_id: int, host: str, port: int, rack: str, live: Coll
     includes ``node_id``.
     """
     with controller_transaction(controller_epoch):
-        register_broker(node_id, host, port, rack)
+        register_broker(node_id, host, port, rack, kafka_port)
         BrokerNode.objects.filter(node_id=node_id).update(state=BrokerState.ONLINE, last_seen_at=timezone.now())
         changed = 0
         offline = Partition.objects.select_for_update().select_related("topic").filter(leader=-1).order_by("pk")

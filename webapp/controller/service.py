@@ -145,14 +145,16 @@ class ControllerService:
             self.sessions.adopt(node_id)
         return node_ids
 
-    def register(self, node_id: int, host: str, port: int, rack: str) -> Registered:
+    def register(self, node_id: int, host: str, port: int, rack: str, kafka_port: int = 0) -> Registered:
         """New session for the broker; offline partitions it can lead get it as leader.
 
         Raises ``BrokerRegistrationError`` for an invalid address.
         """
         with self._lock, self._while_active():
             epoch = self.sessions.register(node_id)
-            changed = actions.mark_broker_online(node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch)
+            changed = actions.mark_broker_online(
+                node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch, kafka_port=kafka_port
+            )
             # A new broker may complete the internal topics or raise their replication factor.
             internal_topics.ensure_internal_topics(controller_epoch=self.controller_epoch)
         metrics.REGISTRATIONS.inc()

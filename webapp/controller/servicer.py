@@ -105,7 +105,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def _register(self, request: controller_pb2.RegisterBrokerRequest, context: grpc.ServicerContext) -> controller_pb2.RegisterBrokerResponse:
         self._authenticate(context)
         try:
-            registered = self._service.register(request.node_id, request.host, request.port, request.rack)
+            registered = self._service.register(request.node_id, request.host, request.port, request.rack, request.kafka_port)
         except BrokerRegistrationError as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except ControllerFencedError:

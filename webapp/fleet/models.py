@@ -23,6 +23,7 @@ class BrokerNode(models.Model):
     node_id = models.PositiveIntegerField(unique=True)
     host = models.CharField(max_length=255)
     port = models.PositiveIntegerField()
+    kafka_port = models.PositiveIntegerField(default=0)  # the Kafka-protocol listener on the same host; 0: none
     rack = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=10, choices=BrokerState.choices, default=BrokerState.UNKNOWN)
     last_seen_at = models.DateTimeField(null=True, blank=True)

@@ -66,7 +66,10 @@ def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int
 
 
 def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.ApplyPartitionsRequest:
-    brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in BrokerNode.objects.order_by("node_id")]
+    brokers = [
+        broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack, kafka_port=node.kafka_port)
+        for node in BrokerNode.objects.order_by("node_id")
+    ]
     partitions_of_topic: dict[int, list[admin_pb2.PartitionAssignment]] = defaultdict(list)
     for topic_pk, index, leader, leader_epoch, replicas, isr in Partition.objects.order_by("topic_id", "index").values_list(
         "topic_id", "index", "leader", "leader_epoch", "replicas", "isr"
