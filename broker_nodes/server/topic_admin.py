@@ -51,7 +51,7 @@ class ConfigDescription:
     name: str
     value: str
     is_default: bool
-    source: int  # a ConfigSource of broker.proto
+    source: broker_pb2.ConfigSource
     type: str
     documentation: str
     read_only: bool
