@@ -57,3 +57,12 @@ def operation_bits(operations: frozenset[Operation] | None) -> int:
     if operations is None:
         return OPERATIONS_NOT_REQUESTED
     return sum(1 << acl_codes.OPERATION_CODES[operation] for operation in operations)
+
+
+def cluster_operations(context: api.KafkaRequestContext, requested: bool) -> int:
+    """The caller's authorized operations on the cluster as Kafka's bit field, or "not requested"
+    (Metadata v8-v10 carries them too: librdkafka's and kafka-python's describe_cluster ask there)."""
+    if not requested:
+        return OPERATIONS_NOT_REQUESTED
+    description = cluster_requests.describe_cluster(context.broker, context.call, include_authorized_operations=True)
+    return operation_bits(description.authorized_operations)
