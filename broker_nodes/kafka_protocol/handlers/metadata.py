@@ -1,8 +1,8 @@
 """Metadata (key 3, v1-v12): ``requests.metadata.describe`` answered with every broker's Kafka endpoint.
 
 - Topics: a null list asks for every topic the caller may describe, an empty list for none
-  (v1+). A topic named only by id (v10+) is answered UNKNOWN_TOPIC_ID: Weir's clients name
-  topics. Topic ids (v10+) are the topic's UUID, the zero UUID when it has none.
+  (v1+). A topic named only by id (v10+; KIP-848 consumers look up their assigned topics so) is
+  found among the caller's own topics, else answered UNKNOWN_TOPIC_ID. Topic ids (v10+) are the topic's UUID, the zero UUID when it has none.
 - Brokers: ``api.kafka_endpoints`` (brokers without a Kafka listener are left out, and a
   partition led by one is answered LEADER_NOT_AVAILABLE so the client asks again later).
 - Controller: Weir's controller is a control-plane process, not a broker; the answering broker
@@ -49,10 +49,11 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
     names: list[str] = []
     if request.topics is not None:
         for topic in request.topics:
-            if topic.name is None:
+            name = topic.name if topic.name is not None else _name_of_topic_id(context, topic.topic_id)
+            if name is None:
                 answers.append(_unknown_topic_id(schema, topic.topic_id))
             else:
-                names.append(topic.name)
+                names.append(name)
     auto_create = request.allow_auto_topic_creation if context.api_version >= AUTO_CREATE_FROM else True
     if request.topics is None or names:
         result = metadata_requests.describe(context.broker, context.call, names or None, allow_auto_topic_creation=auto_create)
@@ -75,6 +76,13 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
         topics=tuple(answers),
         cluster_authorized_operations=cluster_operations(context, getattr(request, "include_cluster_authorized_operations", False)),
     )
+
+
+def _name_of_topic_id(context: api.KafkaRequestContext, topic_id: object) -> str | None:
+    """The caller's plain name of the topic with this id; None when no topic of the caller's has it (another tenant's ids stay unknown)."""
+    wanted = str(topic_id)
+    call = context.call
+    return next((call.plain(topic.name) for topic in context.broker.registry.topics() if topic.topic_id == wanted and call.owns(topic.name)), None)
 
 
 def _topic(context: api.KafkaRequestContext, schema: Any, topic: TopicDescription, reachable: set[int], include_operations: bool) -> Any:
