@@ -1,4 +1,4 @@
-"""OffsetCommit and OffsetFetch for both front doors: a group's committed offsets, in the caller's names.
+"""OffsetCommit, OffsetFetch and OffsetDelete for both front doors: a group's committed offsets, in the caller's names.
 
 Authorization as in Kafka: READ on the group for both; READ on each topic committed or
 fetched (a denied topic's partition answers TOPIC_AUTHORIZATION_FAILED and is not stored;
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from broker_nodes.coordinator.offset_store import OffsetCommitEntry
+from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
 from broker_nodes.requests.outcomes import NO_ERROR, plain_error
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -25,6 +25,7 @@ from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthoriza
 from broker_nodes.server import request_parsing
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.topic_registry import UnknownTopicOrPartitionError
 
 NO_OFFSET = -1  # Kafka's "no committed offset" (and no leader epoch)
 
@@ -133,3 +134,40 @@ def fetch_offsets(broker: Broker, call: CallContext, group_id: str, wanted: Sequ
         else:
             results.append(CommittedOffset(topic, partition, value.offset, value.leader_epoch, value.metadata))
     return FetchOutcome(partitions=results)
+
+
+def delete_offsets(broker: Broker, call: CallContext, group_id: str, partitions: Sequence[tuple[str, int]]) -> CommitOutcome:
+    """OffsetDelete: remove the caller's group's committed offsets of ``partitions`` (plain topic, partition), as Kafka does.
+
+    DELETE on the group; READ on each topic (TOPIC_AUTHORIZATION_FAILED otherwise, whether or not it
+    exists); a topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION; a topic the group's
+    members subscribe to answers GROUP_SUBSCRIBED_TO_TOPIC. One result per partition, in request order.
+    """
+    request_parsing.require_unique(partitions, "topic-partition")
+    try:
+        if not group_id:
+            raise InvalidGroupIdError(group_id)
+        if not call.may(Operation.DELETE, ResourceType.GROUP, group_id):
+            raise GroupAuthorizationError(group_id, "delete offsets of")
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return CommitOutcome(code, message)
+    refusals: dict[tuple[str, int], Exception] = {}
+    for topic, partition in partitions:
+        if not call.may(Operation.READ, ResourceType.TOPIC, topic):
+            refusals[(topic, partition)] = TopicAuthorizationError(topic, "delete offsets of")
+        elif broker.registry.get(call.qualify(topic)) is None:
+            refusals[(topic, partition)] = UnknownTopicOrPartitionError(topic, partition)
+    allowed = [item for item in partitions if item not in refusals]
+    try:
+        deleted = broker.group_coordinator.delete_offsets(call.qualify(group_id), [(call.qualify(topic), partition) for topic, partition in allowed])
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return CommitOutcome(code, message)
+    outcomes: dict[tuple[str, int], Exception | None] = {**dict(zip(allowed, deleted)), **refusals}
+    results = []
+    for topic, partition in partitions:
+        outcome = outcomes[(topic, partition)]
+        code, message = (NO_ERROR, "") if outcome is None else plain_error(outcome, call, topic)
+        results.append(PartitionResult(topic, partition, code, message))
+    return CommitOutcome(partitions=results)

@@ -93,6 +93,7 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     classic_errors.IllegalGenerationError: ErrorCode.ILLEGAL_GENERATION,
     classic_errors.MemberIdRequiredError: ErrorCode.MEMBER_ID_REQUIRED,
     classic_errors.InconsistentGroupProtocolError: ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    classic_errors.GroupSubscribedToTopicError: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
     InvalidRequestError: ErrorCode.INVALID_REQUEST,
     cluster_state.NotLeaderOrFollowerError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
     replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,

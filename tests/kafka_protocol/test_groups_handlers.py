@@ -9,11 +9,15 @@ generation.
 from __future__ import annotations
 
 import datetime
+import io
+import struct
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
+from kio.serial import entity_writer
 
 from broker_nodes.security.access import CallContext
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
@@ -31,7 +35,7 @@ BOB_KEY = as_key("KEYBOB", "bob-secret")
 GROUP = admin_pb2.ACL_RESOURCE_TYPE_GROUP
 PREFIXED = admin_pb2.ACL_PATTERN_TYPE_PREFIXED
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 10, 8, 9, 11, 12, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 SESSION = datetime.timedelta(seconds=10)
 
 
@@ -219,3 +223,39 @@ def test_a_group_id_is_classic_or_consumer_never_both(node: SecuredBroker) -> No
     schema = request_module(DELETE_GROUPS, 2)
     deleted = call_handler(node.broker, bob, DELETE_GROUPS, 2, schema.DeleteGroupsRequest(groups_names=("classic-one",)))
     assert deleted.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+
+
+def subscription(*topics: str) -> bytes:
+    """A consumer's JoinGroup metadata (ConsumerProtocolSubscription v0) as stock clients send it."""
+    buffer = io.BytesIO()
+    entity_writer(ConsumerProtocolSubscription)(buffer, ConsumerProtocolSubscription(topics=topics, user_data=None))
+    return struct.pack(">h", 0) + buffer.getvalue()
+
+
+def delete_offsets(node: SecuredBroker, call: CallContext, group: str, *partitions: tuple[str, int]):
+    schema = request_module(OFFSET_DELETE, 0)
+    topics = {}
+    for topic_name, partition in partitions:
+        topics.setdefault(topic_name, []).append(schema.OffsetDeleteRequestPartition(partition_index=partition))
+    request = schema.OffsetDeleteRequest(
+        group_id=group, topics=tuple(schema.OffsetDeleteRequestTopic(name=name, partitions=tuple(items)) for name, items in topics.items())
+    )
+    response = call_handler(node.broker, call, OFFSET_DELETE, 0, request)
+    return response.error_code, [(topic.name, partition.partition_index, partition.error_code) for topic in response.topics for partition in topic.partitions]
+
+
+def test_offset_delete_removes_offsets_except_of_topics_the_members_subscribe_to(node: SecuredBroker) -> None:
+    bob, alice = caller(node, BOB_KEY), caller(node, ALICE_KEY)
+    assert commit(node, bob, "gone", "", -1, offset=3) == ErrorCode.NO_ERROR
+    assert delete_offsets(node, bob, "gone", ("orders", 0), ("nowhere", 0)) == (
+        ErrorCode.NO_ERROR,
+        [("orders", 0, ErrorCode.NO_ERROR), ("nowhere", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
+    )
+    assert node.broker.offset_store.fetch(f"{TENANT_B}~gone", None) == []
+    assert delete_offsets(node, bob, "never-was", ("orders", 0))[0] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert delete_offsets(node, alice, "app-x", ("orders", 0))[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+    required = join(node, bob, "live", protocols=(("range", subscription("orders")),))
+    joined = join(node, bob, "live", member_id=required.member_id, protocols=(("range", subscription("orders")),))
+    assert joined.error_code == ErrorCode.NO_ERROR
+    assert delete_offsets(node, bob, "live", ("orders", 1)) == (ErrorCode.NO_ERROR, [("orders", 1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)])

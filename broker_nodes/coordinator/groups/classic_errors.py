@@ -55,3 +55,14 @@ class NotConsumerGroupError(GroupIdNotFoundError):
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
         self.args = (f"group {names.plain(group_id)!r} is a classic group (JoinGroup/SyncGroup) with members, not a consumer group",)
+
+
+class GroupSubscribedToTopicError(GroupError):
+    """OffsetDelete of a partition whose topic the group's members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC); nothing is deleted for it."""
+
+    def __init__(self, group_id: str, topic: str) -> None:
+        super().__init__(
+            f"group {names.plain(group_id)!r} is subscribed to topic {names.plain(topic)!r}: its offsets can only be deleted once no member subscribes to it"
+        )
+        self.group_id = group_id
+        self.topic = topic

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+from broker_nodes import names
 from broker_nodes.clock import Clock
 from broker_nodes.coordinator.groups.classic import (
     ClassicDescription,
@@ -32,7 +33,8 @@ from broker_nodes.coordinator.groups.classic import (
     JoinRequest,
 )
 from broker_nodes.coordinator.groups.classic_errors import InconsistentGroupProtocolError, NotConsumerGroupError
-from broker_nodes.coordinator.groups.errors import UnknownMemberIdError
+from broker_nodes.coordinator.groups.classic_subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from broker_nodes.coordinator.groups.errors import NonEmptyGroupError, UnknownMemberIdError
 from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
 
@@ -139,6 +141,27 @@ class ClassicGroups:
             if group.home is partition:
                 found.append(ClassicDescription(group_id, group.state, group.protocol_type, group.protocol_name, group.generation, group.leader))
         return found
+
+    def subscribed_topics(self, partition: OffsetsPartition, group_id: str) -> frozenset[str] | None:
+        """Under the group's lock: the (qualified) topics its members subscribe to; None when there is no classic group.
+
+        NonEmptyGroupError when it has members of another protocol type than ``consumer``, whose
+        subscriptions Kafka cannot read either.
+        """
+        group = self._current(partition, group_id)
+        if group is None or not group.members:
+            return None
+        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            raise NonEmptyGroupError(group_id, len(group.members))
+        tenant = names.split(group_id)[0]
+        topics: set[str] = set()
+        for member in group.members.values():
+            protocol = group.protocol_name or member.protocols[0][0]
+            subscribed = subscribed_topics(member.metadata(protocol))
+            if subscribed is None:
+                raise NonEmptyGroupError(group_id, len(group.members))  # unreadable: every topic may be subscribed
+            topics.update(names.qualify(tenant, topic) for topic in subscribed)
+        return frozenset(topics)
 
     def member_count(self, partition: OffsetsPartition, group_id: str) -> int:
         """Under the group's lock: how many members the classic group has (0 when there is none)."""

@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from broker_nodes.clock import Clock
 from broker_nodes.coordinator.groups.classic import ClassicSettings, ClassicState
+from broker_nodes.coordinator.groups.classic_errors import GroupSubscribedToTopicError
 from broker_nodes.coordinator.groups.classic_groups import ClassicGroups
 from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError, NonEmptyGroupError, UnknownMemberIdError
 from broker_nodes.coordinator.groups.group import (
@@ -196,6 +197,36 @@ class GroupCoordinator:
                 raise NonEmptyGroupError(group_id, len(group.members))
             self._delete_locked(partition, group_id, group, commits)
         logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
+
+    def delete_offsets(self, group_id: str, topic_partitions: list[TopicPartition]) -> list[Exception | None]:
+        """OffsetDelete: remove committed offsets of the (qualified) group with tombstones; one outcome per partition.
+
+        A partition of a topic the group's members subscribe to is refused (GROUP_SUBSCRIBED_TO_TOPIC);
+        GroupIdNotFoundError when the group has neither members nor offsets. Under the group's
+        lock, so no commit of the group runs in between.
+        """
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            group = partition.groups.get(group_id)
+            committed = partition.committed(group_id)
+            subscribed = self.classic.subscribed_topics(partition, group_id)
+            if group is not None and group.members:
+                subscribed = frozenset(topic for member in group.members.values() for topic in member.subscribed_topics)
+            if subscribed is None and group is None and not committed:
+                raise GroupIdNotFoundError(group_id)
+            outcomes: list[Exception | None] = [
+                GroupSubscribedToTopicError(group_id, topic) if subscribed and topic in subscribed else None for topic, _ in topic_partitions
+            ]
+            deleting = sorted({item for item, outcome in zip(topic_partitions, outcomes) if outcome is None and item in committed})
+            if deleting:
+                self._offsets.write_records(
+                    partition, group_id, [(encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in deleting]
+                )
+                with partition.lock:
+                    partition.remove((group_id, item) for item in deleting)
+        if deleting:
+            logger.info("group %s: %d committed offsets deleted", group_id, len(deleting))
+        return outcomes
 
     def _drop_empty_consumer_group(self, partition: OffsetsPartition, group_id: str) -> None:
         """A classic join converts an empty KIP-848 group: its records go, its offsets stay (the caller holds the group's lock)."""

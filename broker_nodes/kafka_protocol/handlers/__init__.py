@@ -26,6 +26,7 @@ from broker_nodes.kafka_protocol.handlers import init_producer_id as init_produc
 from broker_nodes.kafka_protocol.handlers import list_offsets as list_offsets
 from broker_nodes.kafka_protocol.handlers import metadata as metadata
 from broker_nodes.kafka_protocol.handlers import offset_commit as offset_commit
+from broker_nodes.kafka_protocol.handlers import offset_delete as offset_delete
 from broker_nodes.kafka_protocol.handlers import offset_fetch as offset_fetch
 from broker_nodes.kafka_protocol.handlers import offset_for_leader_epoch as offset_for_leader_epoch
 from broker_nodes.kafka_protocol.handlers import produce as produce
