@@ -807,11 +807,15 @@ def decode_records(data: bytes, header: BatchHeader, min_offset: int = 0) -> lis
         raise RecordFormatError("a header key is not UTF-8", 0) from None
 
 
-def _decode_records_section(  # noqa: C901 - the consumer's per-record loop, kept inline: key/value in a helper cost 12-16% (1000-record batches)
+def _decode_records_section(  # noqa: C901 - the consumer's per-record loop, kept inline: key/value in a helper cost 11-17% (1000-record batches)
     data: bytes, header: BatchHeader, min_offset: int
 ) -> list[tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]]:
     """decode_records() without its error translation: IndexError when the data ends inside a
-    record, UnicodeDecodeError for a header key that is not UTF-8."""
+    record, UnicodeDecodeError for a header key that is not UTF-8.
+
+    One function on purpose: decoding key and value through a helper function took 11-17%
+    more CPU time in a micro-benchmark of 200- and 1000-record batches.
+    """
     base_offset = header.base_offset
     log_append = header.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
     base_timestamp = header.base_timestamp

@@ -153,12 +153,14 @@ def validate_batch_records(
     _check_timestamps(data, header, config, now_ms, min_delta, max_delta, partition=partition, batch_index=batch_index)
 
 
-def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tuple[int, int]:  # noqa: C901 - per-record steps as functions cost 25-38%
+def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tuple[int, int]:  # noqa: C901 - per-record steps as functions cost 14-20%
     """Walk the decompressed records section once; return (smallest, largest) timestamp delta.
 
     Raises _RecordsProblem for the first record that does not parse or breaks a rule. Varints
     of one and two bytes (every length and delta of typical records) are decoded inline: this
-    loop is the produce path's per-record cost.
+    loop is the produce path's per-record cost. It stays one function: with each record's
+    header and body walked by a function of its own, a micro-benchmark of 200- and
+    1000-record batches took 14-20% more CPU time (4% with headers on every record).
     """
     end = len(data)
     position = 0
