@@ -23,6 +23,8 @@ WEIR_DATA_DIR               ./.weir-data                 all state: database, br
 WEIR_HOST                   127.0.0.1                    interface every process listens on
 WEIR_BROKERS                3                            number of brokers
 WEIR_BROKER_BASE_PORT       9092                         broker N listens on base + N - 1
+WEIR_KAFKA_BASE_PORT        29092                        broker N serves Kafka's protocol (stock
+                                                         Kafka clients) on base + N - 1
 WEIR_CONTROLLER_BASE_PORT   9190                         controller N (1: first active,
                                                          2: standby) listens on base + N - 1
 WEIR_BROKER_SESSION_TIMEOUT_MS  9000                     the controllers fence a broker
@@ -156,6 +158,8 @@ class StackSettings:
     web_private_key: Path | None = None
     # WEIR_METRICS_BASE_PORT: the ports of every process's /metrics but the web's (see the table); 0: none.
     metrics_base_port: int = 9300
+    # WEIR_KAFKA_BASE_PORT: broker N's Kafka-protocol listener is on base + N - 1.
+    kafka_base_port: int = 29092
 
     @classmethod
     def from_environment(cls, environment: dict[str, str]) -> StackSettings:
@@ -171,6 +175,9 @@ class StackSettings:
         base_port = _port(environment, "WEIR_BROKER_BASE_PORT", 9092)
         if base_port + int(raw_count) - 1 > 65535:
             raise SystemExit(f"WEIR_BROKER_BASE_PORT {base_port} leaves no room for {raw_count} brokers")
+        kafka_base_port = _port(environment, "WEIR_KAFKA_BASE_PORT", 29092)
+        if kafka_base_port + int(raw_count) - 1 > 65535:
+            raise SystemExit(f"WEIR_KAFKA_BASE_PORT {kafka_base_port} leaves no room for {raw_count} brokers")
         controller_base_port = _port(environment, "WEIR_CONTROLLER_BASE_PORT", 9190)
         if controller_base_port + CONTROLLER_COUNT - 1 > 65535:
             raise SystemExit(f"WEIR_CONTROLLER_BASE_PORT {controller_base_port} leaves no room for {CONTROLLER_COUNT} controllers")
@@ -182,6 +189,7 @@ class StackSettings:
         _refuse_shared_ports(
             {
                 "WEIR_BROKER_BASE_PORT": range(base_port, base_port + int(raw_count)),
+                "WEIR_KAFKA_BASE_PORT": range(kafka_base_port, kafka_base_port + int(raw_count)),
                 "WEIR_CONTROLLER_BASE_PORT": range(controller_base_port, controller_base_port + CONTROLLER_COUNT),
                 "WEIR_HTTP_PORT": range(http_port, http_port + 1),
                 "WEIR_METRICS_BASE_PORT": metrics_ports,
@@ -200,6 +208,7 @@ class StackSettings:
             web_certificate=Path(web_certificate).resolve() if web_certificate else None,
             web_private_key=Path(web_private_key).resolve() if web_private_key else None,
             metrics_base_port=metrics_base_port,
+            kafka_base_port=kafka_base_port,
         )
 
     def broker_port(self, node_id: int) -> int:
@@ -207,6 +216,14 @@ class StackSettings:
 
     def broker_address(self, node_id: int) -> str:
         return f"{self.host}:{self.broker_port(node_id)}"
+
+    def kafka_address(self, node_id: int) -> str:
+        """Where broker ``node_id`` serves Kafka's wire protocol (``--kafka-listen``)."""
+        return f"{self.host}:{self.kafka_base_port + node_id - 1}"
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        return ",".join(self.kafka_address(node_id) for node_id in self.node_ids)
 
     @property
     def node_ids(self) -> list[int]:
@@ -449,6 +466,8 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
             str(node_id),
             "--listen",
             settings.broker_address(node_id),
+            "--kafka-listen",
+            settings.kafka_address(node_id),
             "--data-dir",
             str(data_dir),
             "--config",
@@ -554,7 +573,7 @@ def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:
     if tls is not None:
         lines += [
             "TLS:         every broker, both controllers and the web process serve TLS with a certificate of the local CA",
-            "  security.protocol=SASL_SSL",
+            "  security.protocol=SASL_SSL (the SDK and stock Kafka clients alike)",
             f"  ssl.ca.location={tls.ca_certificate}",
             f"  curl --cacert {tls.ca_certificate} -u KEY:SECRET {settings.web_url}/api/v1/topics",
         ]
@@ -617,7 +636,11 @@ def startup_stages(settings: StackSettings, environment: dict[str, str], tls: Tl
     brokers = broker_processes(settings, environment, tls)
     return [
         Stage(controller_processes(settings, environment, tls), f"controller active at {active}{protocol}, its standby at {standby}"),
-        Stage(brokers, f"{len(brokers)} broker(s) serving{protocol} at {settings.bootstrap_servers}, registered with the controller"),
+        Stage(
+            brokers,
+            f"{len(brokers)} broker(s) serving{protocol} at {settings.bootstrap_servers} (Kafka clients: {settings.kafka_bootstrap_servers}), "
+            "registered with the controller",
+        ),
         Stage(control_plane_processes(settings, environment, tls), f"web at {settings.web_url}, Celery worker and beat running; setting up the demo ..."),
     ]
 

@@ -88,8 +88,9 @@ class StackProcess:
     def __init__(self, data_dir: Path, broker_count: int = 1) -> None:
         self.data_dir = data_dir
         self.broker_count = broker_count
-        self.http_port = free_port_block(1 + CONTROLLER_COUNT + broker_count)
-        self.ports = list(range(self.http_port, self.http_port + 1 + CONTROLLER_COUNT + broker_count))
+        # The web, the controllers, the brokers' gRPC ports, then their Kafka listeners.
+        self.http_port = free_port_block(1 + CONTROLLER_COUNT + 2 * broker_count)
+        self.ports = list(range(self.http_port, self.http_port + 1 + CONTROLLER_COUNT + 2 * broker_count))
         self.lines: list[str] = []
         self._new_line = threading.Condition()
         self.process: subprocess.Popen[str] | None = None
@@ -105,6 +106,7 @@ class StackProcess:
             WEIR_HTTP_PORT=str(self.http_port),
             WEIR_CONTROLLER_BASE_PORT=str(self.http_port + 1),
             WEIR_BROKER_BASE_PORT=str(self.http_port + 1 + CONTROLLER_COUNT),
+            WEIR_KAFKA_BASE_PORT=str(self.http_port + 1 + CONTROLLER_COUNT + self.broker_count),
             WEIR_METRICS_BASE_PORT="0",
             WEIR_BROKERS=str(self.broker_count),
             REDIS_URL=UNREACHABLE_REDIS_URL,

@@ -10,6 +10,7 @@ from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.config import BrokerConfigError
 from broker_nodes.kafka_protocol import api
 from broker_nodes.server.main import parse_arguments
+from deploy.local import StackSettings, child_environment, startup_stages
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from tests.support.in_process_broker import InProcessBroker
 from webapp.controller.registration import BrokerRegistrationError, register_broker
@@ -70,3 +71,14 @@ def test_kafka_listen_comes_from_the_command_line_and_is_checked(tmp_path: Path)
     with pytest.raises(BrokerConfigError, match="kafka.listen"):
         parse_arguments(["--node-id", "1", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path), "--kafka-listen", "nohost"], {})
     assert parse_arguments(["--node-id", "1", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path)], {}).kafka_listen is None
+
+
+def test_make_up_gives_every_broker_a_kafka_listener_and_names_them_all(tmp_path: Path) -> None:
+    settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "3"})
+    assert settings.kafka_bootstrap_servers == "127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094"
+    _controllers, brokers, _control_plane = (stage.children for stage in startup_stages(settings, child_environment(settings, {})))
+    assert [broker.command[broker.command.index("--kafka-listen") + 1] for broker in brokers] == settings.kafka_bootstrap_servers.split(",")
+    moved = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_KAFKA_BASE_PORT": "39092", "WEIR_BROKERS": "2"})
+    assert moved.kafka_bootstrap_servers == "127.0.0.1:39092,127.0.0.1:39093"
+    with pytest.raises(SystemExit, match="WEIR_BROKER_BASE_PORT and WEIR_KAFKA_BASE_PORT both give port 9093"):
+        StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_KAFKA_BASE_PORT": "9093"})

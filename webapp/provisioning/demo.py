@@ -82,6 +82,7 @@ class DemoCredentials:
     api_url: str
     dashboard_url: str
     bootstrap_servers: str
+    kafka_bootstrap_servers: str  # the brokers' Kafka-protocol listeners, for stock Kafka clients ("" when none has one)
     cloud_api_key: str
     cloud_api_secret: str
     cluster_api_key: str
@@ -178,6 +179,11 @@ def bootstrap_servers() -> str:
     return ",".join(addresses) or settings.WEIR_BOOTSTRAP_SERVERS
 
 
+def kafka_bootstrap_servers() -> str:
+    """The registered brokers' Kafka-protocol listeners (``host:kafka_port``), for stock Kafka clients; "" when none has one."""
+    return ",".join(f"{node.host}:{node.kafka_port}" for node in BrokerNode.objects.order_by("node_id") if node.kafka_port)
+
+
 def set_up_demo(tenant_name: str = "demo") -> DemoSetup:
     """Create or reuse the demo tenant named ``tenant_name`` (see the module docstring).
 
@@ -198,6 +204,7 @@ def set_up_demo(tenant_name: str = "demo") -> DemoSetup:
         api_url=f"{public_url}/api/v1",
         dashboard_url=f"{public_url}/",
         bootstrap_servers=bootstrap_servers(),
+        kafka_bootstrap_servers=kafka_bootstrap_servers(),
         cloud_api_key=keys[ApiKeyKind.CLOUD][0],
         cloud_api_secret=keys[ApiKeyKind.CLOUD][1],
         cluster_api_key=keys[ApiKeyKind.CLUSTER][0],

@@ -25,6 +25,7 @@ EXPECTED_KEYS = {
     "api_url",
     "dashboard_url",
     "bootstrap_servers",
+    "kafka_bootstrap_servers",
     "cloud_api_key",
     "cloud_api_secret",
     "cluster_api_key",
@@ -41,7 +42,7 @@ def no_celery(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def one_broker() -> None:
-    BrokerNode.objects.create(node_id=1, host="127.0.0.1", port=19092, state=BrokerState.ONLINE)
+    BrokerNode.objects.create(node_id=1, host="127.0.0.1", port=19092, kafka_port=29092, state=BrokerState.ONLINE)
 
 
 def run_demo(*arguments: str) -> dict[str, str]:
@@ -58,6 +59,7 @@ def test_demo_json_prints_exactly_the_documented_keys() -> None:
     assert printed["cloud_api_secret"].startswith("weir_cloud_")
     assert printed["cluster_api_secret"].startswith("weir_cluster_")
     assert printed["bootstrap_servers"] == "127.0.0.1:19092"
+    assert printed["kafka_bootstrap_servers"] == "127.0.0.1:29092"
     assert printed["service_account"].startswith("sa-")
     assert printed["api_url"].endswith("/api/v1")
 

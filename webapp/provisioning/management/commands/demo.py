@@ -8,7 +8,7 @@ from dataclasses import asdict
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.accounts.facade import ActionError
-from webapp.provisioning.demo import DemoError, DemoSetup, set_up_demo, wait_for_jobs
+from webapp.provisioning.demo import DemoCredentials, DemoError, DemoSetup, set_up_demo, wait_for_jobs
 from webapp.provisioning.models import JobState
 
 # How long the command waits for the demo's provisioning jobs by default.
@@ -56,6 +56,18 @@ class Command(BaseCommand):
             )
 
     @staticmethod
+    def _describe_kafka(credentials: DemoCredentials) -> list[str]:
+        """How a stock Kafka client (librdkafka, kafka-python, KafkaJS, kcat) connects: the brokers' Kafka listeners."""
+        if not credentials.kafka_bootstrap_servers:
+            return []
+        return [
+            f"Kafka clients: bootstrap.servers={credentials.kafka_bootstrap_servers}",
+            "  security.protocol=SASL_PLAINTEXT (SASL_SSL when the brokers serve TLS), sasl.mechanism=PLAIN,",
+            "  sasl.username and sasl.password as above (the cluster API key and its secret)",
+            "",
+        ]
+
+    @staticmethod
     def _describe(setup: DemoSetup) -> str:
         credentials = setup.credentials
         return "\n".join(
@@ -75,6 +87,7 @@ class Command(BaseCommand):
                 f"  sasl.username={credentials.cluster_api_key}",
                 f"  sasl.password={credentials.cluster_api_secret}",
                 "",
+                *Command._describe_kafka(credentials),
                 "Secrets are shown once; run `python manage.py demo` again for new ones (the old demo keys are revoked).",
             ]
         )
