@@ -16,8 +16,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.support.real_cluster import ReplicaLog
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -86,12 +87,23 @@ class ProducerLedger:
 class ProducerWorkload:
     """One idempotent acks=all producer producing in its own thread until :meth:`stop`."""
 
-    def __init__(self, config: Mapping[str, object], topic: str, partitions: int, name: str, *, interval_seconds: float = PRODUCE_INTERVAL_SECONDS) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        topic: str,
+        partitions: int,
+        name: str,
+        *,
+        interval_seconds: float = PRODUCE_INTERVAL_SECONDS,
+        producer_class: Callable[[dict[str, object]], Any] = Producer,
+    ) -> None:
+        """``producer_class`` is the weir SDK's Producer, or confluent-kafka's (librdkafka over the
+        brokers' Kafka listeners): both have confluent-kafka's API."""
         self.topic = topic
         self.partitions = partitions
         self.ledger = ProducerLedger(name)
         self.interval_seconds = interval_seconds
-        self.producer = Producer(
+        self.producer = producer_class(
             {
                 "acks": "all",
                 "enable.idempotence": True,
