@@ -35,6 +35,7 @@ __all__ = [
     "assign_replicas",
     "bootstrap_servers",
     "broker_state_counts",
+    "kafka_bootstrap_servers",
     "brokers",
     "default_replication_factor",
     "placement_candidates",
@@ -58,6 +59,13 @@ def bootstrap_servers() -> str:
     from when WEIR_BOOTSTRAP_SERVERS is not set, rather than a default port where no broker may be."""
     nodes = sorted(BrokerNode.objects.order_by("node_id"), key=lambda node: node.state in DOWN_STATES)
     return ",".join(f"{node.host}:{node.port}" for node in nodes)
+
+
+def kafka_bootstrap_servers() -> str:
+    """``host:kafka_port,...`` of the registered brokers' Kafka-protocol listeners (for stock Kafka
+    clients), those not known to be down first; "" when no registered broker has one."""
+    nodes = sorted(BrokerNode.objects.order_by("node_id"), key=lambda node: node.state in DOWN_STATES)
+    return ",".join(f"{node.host}:{node.kafka_port}" for node in nodes if node.kafka_port)
 
 
 def broker_state_counts() -> dict[str, int]:

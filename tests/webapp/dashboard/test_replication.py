@@ -185,3 +185,17 @@ def test_operator_member_counts_the_current_tenant(owner: Member, other_owner: M
     rows = broker_rows(owner.client.get(reverse("dashboard:brokers")).content.decode())
 
     assert [rows[node][6] for node in (1, 2, 3)] == ["4", "4", "4"]
+
+
+def test_overview_shows_both_doors_with_the_brokers_kafka_listeners(owner: Member) -> None:
+    content = owner.client.get(reverse("dashboard:overview")).content.decode()
+    assert "No registered broker has a Kafka listener yet." in content
+
+    BrokerNode.objects.filter(node_id=2).update(kafka_port=19092)
+    BrokerNode.objects.filter(node_id=3).update(kafka_port=19093, state=BrokerState.OFFLINE)
+    content = owner.client.get(reverse("dashboard:overview")).content.decode()
+
+    assert "from weir import Producer" in content
+    # Live brokers first, then those known to be down.
+    assert "bootstrap.servers=127.0.0.1:19092,127.0.0.1:19093" in content
+    assert "sasl.mechanism=PLAIN" in content and "security.protocol=SASL_PLAINTEXT" in content

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from webapp.accounts.facade import ApiKey
 from webapp.catalog.facade import AclBinding, Topic, tenant_health_counts
 from webapp.dashboard.tenancy import page_context, tenant_page
-from webapp.fleet.facade import broker_state_counts
+from webapp.fleet.facade import broker_state_counts, kafka_bootstrap_servers
 from webapp.provisioning.facade import ProvisioningJob
 
 RECENT_JOBS = 8
@@ -32,5 +32,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         broker_count=sum(broker_states.values()),
         limits=tenant.limits,
         bootstrap_servers=settings.WEIR_BOOTSTRAP_SERVERS,
+        kafka_bootstrap_servers=kafka_bootstrap_servers(),
     )
     return render(request, "dashboard/overview.html", context)
