@@ -48,6 +48,12 @@ def topic_error(name: str, error: Exception) -> broker_pb2.TopicResult:
     return broker_pb2.TopicResult(name=name, error_code=code, error_message=message)
 
 
+def plain_name_of_topic_id(broker: Broker, call: CallContext, topic_id: str) -> str | None:
+    """The caller's plain name of the topic with ``topic_id``; None when none of the caller's topics
+    has it (another tenant's id is as unknown as a made-up one)."""
+    return next((call.plain(topic.name) for topic in broker.registry.topics() if topic.topic_id == topic_id and call.owns(topic.name)), None)
+
+
 def create_topics(broker: Broker, call: CallContext, request: broker_pb2.CreateTopicsRequest) -> broker_pb2.CreateTopicsResponse:
     """Create each topic (``-1`` partition count or replication factor: the defaults), or say why not."""
     request_parsing.require_nonempty(request.topics, "topic")

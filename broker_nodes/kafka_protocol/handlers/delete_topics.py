@@ -13,7 +13,6 @@ from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import NO_THROTTLE, build, error_fields, response_module, timeout_ms, topic_uuid
 from broker_nodes.requests import topics as topic_requests
 from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
-from broker_nodes.topic_registry import TopicMetadata
 from grpc_protos.weir.v1 import broker_pb2
 from weir.errors import ErrorCode
 
@@ -34,7 +33,7 @@ def handle_delete_topics(context: api.KafkaRequestContext, request: Any) -> Any:
     by_name: list[tuple[int, str, uuid.UUID | None]] = []
     for position, (name, topic_id) in enumerate(entries):
         if name is None and topic_id is not None:
-            name = _name_of_topic_id(context, topic_id)
+            name = topic_requests.plain_name_of_topic_id(context.broker, context.call, str(topic_id))
         if name is None:
             message = f"no topic with id {topic_id} exists" if topic_id is not None else "the entry names neither a topic nor a topic id"
             code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.INVALID_REQUEST
@@ -51,12 +50,3 @@ def handle_delete_topics(context: api.KafkaRequestContext, request: Any) -> Any:
             answered_id = topic_id or (topic_uuid(result.topic_id) or ZERO_UUID)
             answers[position] = build(schema.DeletableTopicResult, name=name, topic_id=answered_id, **error_fields(result.error_code, result.error_message))
     return schema.DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(answers[position] for position in range(len(entries))))
-
-
-def _name_of_topic_id(context: api.KafkaRequestContext, topic_id: uuid.UUID) -> str | None:
-    """The caller's plain name of the topic with ``topic_id``, or None when the caller has no such topic."""
-    call = context.call
-    for topic in context.broker.topic_admin.describe_topics([], allow_auto_create=False):
-        if isinstance(topic, TopicMetadata) and topic.topic_id == str(topic_id) and call.owns(topic.name):
-            return call.plain(topic.name)
-    return None
