@@ -365,11 +365,15 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ list offsets
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> ListOffsetsResult:
+    def list_offset(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1) -> ListOffsetsResult:
         """The offset for a ListOffsets timestamp: -2 earliest, -1 latest (the high watermark),
-        -3 the record with the largest timestamp, else the first offset with a timestamp >= it."""
+        -3 the record with the largest timestamp, else the first offset with a timestamp >= it.
+
+        ``current_leader_epoch`` (-1: not checked) is fenced or unknown exactly as in Fetch (KIP-320).
+        """
         leader_epoch = self.leader_epoch(topic, partition)
         log = self.partition_log(topic, partition)
+        self._check_leader_epoch(current_leader_epoch, leader_epoch)
         if timestamp == LATEST_TIMESTAMP:
             return ListOffsetsResult(log.high_watermark, -1, leader_epoch)
         if timestamp == EARLIEST_TIMESTAMP:

@@ -21,6 +21,7 @@ class ListOffsetsPartition:
     topic: str  # the caller's plain name
     partition: int
     timestamp: int  # -2 earliest, -1 latest, -3 max timestamp, else a time in ms
+    current_leader_epoch: int = -1  # -1: not checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ def list_offsets(broker: Broker, call: CallContext, partitions: Sequence[ListOff
         try:
             if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, item.topic):
                 raise TopicAuthorizationError(item.topic, "describe")
-            found = broker.replica_manager.list_offset(call.qualify(item.topic), item.partition, item.timestamp)
+            found = broker.replica_manager.list_offset(call.qualify(item.topic), item.partition, item.timestamp, item.current_leader_epoch)
         except Exception as error:  # this partition's answer
             code, message = plain_error(error, call, item.topic)
             outcomes.append(ListOffsetsOutcome(item.topic, item.partition, code, message))

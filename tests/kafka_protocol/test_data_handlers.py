@@ -104,9 +104,10 @@ def fetch(
     return call_handler(broker, call, FETCH, version, request)
 
 
-def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False):
+def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False, ids=()):
     schema = request_module(METADATA, version)
     topics = None if names is None else tuple(build(schema.MetadataRequestTopic, name=name, topic_id=None) for name in names)
+    topics = topics if not ids else (*(topics or ()), *(build(schema.MetadataRequestTopic, name=None, topic_id=topic_id) for topic_id in ids))
     fields = {"include_topic_authorized_operations": operations} if version >= 8 else {}
     if 8 <= version <= 10:
         fields["include_cluster_authorized_operations"] = False
@@ -114,13 +115,18 @@ def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False):
     return call_handler(broker, call, METADATA, version, request)
 
 
-def list_offset(broker, topic, partition, timestamp, *, version=8, call=ANONYMOUS):
+def list_offset(broker, topic, partition, timestamp, *, version=8, call=ANONYMOUS, current_leader_epoch=-1):
     schema = request_module(LIST_OFFSETS, version)
     request = build(
         schema.ListOffsetsRequest,
         replica_id=-1,
         isolation_level=0,
-        topics=(schema.ListOffsetsTopic(name=topic, partitions=(schema.ListOffsetsPartition(partition_index=partition, timestamp=timestamp),)),),
+        topics=(
+            schema.ListOffsetsTopic(
+                name=topic,
+                partitions=(build(schema.ListOffsetsPartition, partition_index=partition, timestamp=timestamp, current_leader_epoch=current_leader_epoch),),
+            ),
+        ),
     )
     return call_handler(broker, call, LIST_OFFSETS, version, request).topics[0].partitions[0]
 
@@ -210,6 +216,8 @@ def test_list_offsets_earliest_latest_by_time_and_max_timestamp(broker):
     assert (by_time.offset, by_time.timestamp, by_time.leader_epoch) == (1, 1_700_000_000_001, 0)
     assert list_offset(broker, "events", 0, -3).offset == 2
     assert list_offset(broker, "events", 0, -1, version=1).offset == 3
+    assert list_offset(broker, "events", 0, -1, current_leader_epoch=0).offset == 3
+    assert list_offset(broker, "events", 0, -1, current_leader_epoch=1).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def test_offset_for_leader_epoch_answers_from_the_epoch_cache(broker):
@@ -297,3 +305,14 @@ def test_fetch_by_topic_id_reads_the_callers_topic_and_treats_other_ids_as_unkno
     for unknown in (uuid.UUID(broker.registry.get(OTHER_TENANT_TOPIC).topic_id), uuid.uuid4()):
         refused = fetch(broker, None, 0, 0, version=version, call=client, topic_id=unknown).responses[0]
         assert refused.topic_id == unknown and refused.partitions[0].error_code == UNKNOWN_TOPIC_ID
+
+
+def test_metadata_by_topic_id_answers_the_callers_topics_only(managed):
+    broker = managed.broker
+    client = tenant_client(Operation.READ)
+    own, other = (uuid.UUID(broker.registry.get(name).topic_id) for name in (TENANT_TOPIC, OTHER_TENANT_TOPIC))
+    topics = metadata(broker, [], call=client, ids=(own, other)).topics
+    assert [(topic.name, topic.topic_id, topic.error_code) for topic in topics] == [
+        ("orders", own, ErrorCode.NO_ERROR),
+        (None, other, UNKNOWN_TOPIC_ID),
+    ]

@@ -1,7 +1,8 @@
 """ListOffsets (key 2, v1-v8): earliest (-2), latest (-1), max timestamp (-3, v7+) or by time, via ``requests.list_offsets``.
 
 Latest is the high watermark for both isolation levels (no transactions yet: the last stable
-offset is the high watermark). The answer carries the partition's leader epoch (v4+).
+offset is the high watermark). The answer carries the partition's leader epoch (v4+), and a
+``current_leader_epoch`` (v4+) is fenced or unknown as in Fetch (KIP-320).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ LIST_OFFSETS_KEY = 2
 @api.handles(LIST_OFFSETS_KEY, 1, 8)
 def handle_list_offsets(context: api.KafkaRequestContext, request: Any) -> Any:
     schema = response_module(context)
-    wanted = [ListOffsetsPartition(topic.name, partition.partition_index, partition.timestamp) for topic in request.topics for partition in topic.partitions]
+    wanted = [
+        ListOffsetsPartition(topic.name, partition.partition_index, partition.timestamp, getattr(partition, "current_leader_epoch", -1))
+        for topic in request.topics
+        for partition in topic.partitions
+    ]
     outcomes = list_offsets_requests.list_offsets(context.broker, context.call, wanted)
     return build(
         schema.ListOffsetsResponse,
