@@ -21,6 +21,7 @@ from broker_nodes.kafka_protocol.handlers.admin_common import build, response_mo
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
 from broker_nodes.kafka_protocol.handlers.describe_cluster import cluster_operations
 from broker_nodes.requests import metadata as metadata_requests
+from broker_nodes.requests import topics as topic_requests
 from broker_nodes.requests.metadata import PartitionDescription, TopicDescription
 from broker_nodes.security.authorizer import Operation
 
@@ -49,7 +50,7 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
     names: list[str] = []
     if request.topics is not None:
         for topic in request.topics:
-            name = topic.name if topic.name is not None else _name_of_topic_id(context, topic.topic_id)
+            name = topic.name if topic.name is not None else topic_requests.plain_name_of_topic_id(context.broker, context.call, str(topic.topic_id))
             if name is None:
                 answers.append(_unknown_topic_id(schema, topic.topic_id))
             else:
@@ -76,13 +77,6 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
         topics=tuple(answers),
         cluster_authorized_operations=cluster_operations(context, getattr(request, "include_cluster_authorized_operations", False)),
     )
-
-
-def _name_of_topic_id(context: api.KafkaRequestContext, topic_id: object) -> str | None:
-    """The caller's plain name of the topic with this id; None when no topic of the caller's has it (another tenant's ids stay unknown)."""
-    wanted = str(topic_id)
-    call = context.call
-    return next((call.plain(topic.name) for topic in context.broker.registry.topics() if topic.topic_id == wanted and call.owns(topic.name)), None)
 
 
 def _topic(context: api.KafkaRequestContext, schema: Any, topic: TopicDescription, reachable: set[int], include_operations: bool) -> Any:
