@@ -19,28 +19,13 @@ from kio.schema.errors import ErrorCode
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, topic_uuid
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
-from broker_nodes.kafka_protocol.handlers.describe_cluster import cluster_operations
+from broker_nodes.kafka_protocol.handlers.describe_cluster import cluster_operations, operation_bits
 from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import topics as topic_requests
 from broker_nodes.requests.metadata import PartitionDescription, TopicDescription
-from broker_nodes.security.authorizer import Operation
 
 METADATA_KEY = 3
 AUTO_CREATE_FROM = 4  # the version from which the request says whether to auto-create
-NOT_REQUESTED = -(2**31)  # Kafka's authorized-operations value when the client did not ask
-# Kafka's AclOperation codes (the bit positions of authorized-operations bitfields).
-ACL_OPERATION_CODES = {
-    Operation.ALL: 2,
-    Operation.READ: 3,
-    Operation.WRITE: 4,
-    Operation.CREATE: 5,
-    Operation.DELETE: 6,
-    Operation.ALTER: 7,
-    Operation.DESCRIBE: 8,
-    Operation.DESCRIBE_CONFIGS: 10,
-    Operation.ALTER_CONFIGS: 11,
-    Operation.IDEMPOTENT_WRITE: 12,
-}
 
 
 @api.handles(METADATA_KEY, 1, 12)
@@ -80,11 +65,8 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
 
 
 def _topic(context: api.KafkaRequestContext, schema: Any, topic: TopicDescription, reachable: set[int], include_operations: bool) -> Any:
-    operations = NOT_REQUESTED
-    if include_operations and not topic.error_code:
-        operations = 0
-        for operation in metadata_requests.authorized_topic_operations(context.call, topic.name):
-            operations |= 1 << ACL_OPERATION_CODES[operation]
+    wanted = include_operations and not topic.error_code
+    operations = operation_bits(frozenset(metadata_requests.authorized_topic_operations(context.call, topic.name)) if wanted else None)
     return build(
         schema.MetadataResponseTopic,
         error_code=ErrorCode(topic.error_code),
