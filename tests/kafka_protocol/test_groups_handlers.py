@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import io
 import struct
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from tests.broker_nodes.coordinator.groups.raw_member import RawMember
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, brokers, credential, topic
 from tests.kafka_protocol.admin_calls import call_handler, request_module
+from tests.support.waiting import wait_until
 from weir.errors import ErrorCode
 
 TENANT_A = "tn-aaaaaaaaaa"
@@ -37,18 +39,13 @@ PREFIXED = admin_pb2.ACL_PATTERN_TYPE_PREFIXED
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 10, 8, 9, 11, 12, 14
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 SESSION = datetime.timedelta(seconds=10)
+OFFSETS_TOPIC_ID = str(uuid.uuid4())
 
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[SecuredBroker]:
     broker = SecuredBroker(tmp_path / "node-1").start()
-    offsets = admin_pb2.TopicAssignment(
-        tenant_id="",
-        name="__consumer_offsets",
-        topic_id=str(uuid.uuid4()),
-        configs=[broker_pb2.TopicConfigEntry(name="cleanup.policy", value="compact")],
-        partitions=[admin_pb2.PartitionAssignment(partition=index, leader_id=1, leader_epoch=1, replicas=[1], isr=[1]) for index in range(2)],
-    )
+    offsets = offsets_led_by(1, 1)
     broker.admin.ApplyPartitions(
         admin_pb2.ApplyPartitionsRequest(
             version=1,
@@ -259,3 +256,41 @@ def test_offset_delete_removes_offsets_except_of_topics_the_members_subscribe_to
     joined = join(node, bob, "live", member_id=required.member_id, protocols=(("range", subscription("orders")),))
     assert joined.error_code == ErrorCode.NO_ERROR
     assert delete_offsets(node, bob, "live", ("orders", 1)) == (ErrorCode.NO_ERROR, [("orders", 1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)])
+
+
+def offsets_led_by(leader: int, epoch: int) -> admin_pb2.TopicAssignment:
+    return admin_pb2.TopicAssignment(
+        tenant_id="",
+        name="__consumer_offsets",
+        topic_id=OFFSETS_TOPIC_ID,
+        configs=[broker_pb2.TopicConfigEntry(name="cleanup.policy", value="compact")],
+        partitions=[
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=epoch, replicas=[leader], isr=[leader]) for index in range(2)
+        ],
+    )
+
+
+def test_a_waiting_join_is_answered_not_coordinator_when_the_coordinator_moves_away(node: SecuredBroker) -> None:
+    bob = caller(node, BOB_KEY)
+    first = join_as_leader(node, bob, "moving")
+    second: list[object] = []
+    waiting = threading.Thread(target=lambda: second.append(join(node, bob, "moving", version=3)))
+    waiting.start()
+    wait_until(lambda: node.broker.group_coordinator.classic.describe(f"{TENANT_B}~moving").state.value == "PreparingRebalance", "the rebalance to begin")
+    node.admin.ApplyPartitions(
+        admin_pb2.ApplyPartitionsRequest(
+            version=2,
+            cluster_id="weir-test",
+            brokers=brokers((1, node.port), (2, node.port + 1)),
+            topics=[topic(TENANT_A, "orders", partitions=2), topic(TENANT_A, "secret"), topic(TENANT_B, "orders", partitions=3), offsets_led_by(2, 2)],
+        ),
+        metadata=INTERNAL,
+    )
+    waiting.join(timeout=15)
+    assert not waiting.is_alive(), "the waiting JoinGroup was answered"
+    assert second[0].error_code == ErrorCode.NOT_COORDINATOR
+    schema = request_module(HEARTBEAT, 4)
+    beat = call_handler(
+        node.broker, bob, HEARTBEAT, 4, schema.HeartbeatRequest(group_id="moving", generation_id=first.generation_id, member_id=first.member_id)
+    )
+    assert beat.error_code == ErrorCode.NOT_COORDINATOR
