@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from broker_nodes.config import TOPIC_DEFAULT_SETTINGS
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
 from broker_nodes.security.errors import ClusterAuthorizationError, TopicAuthorizationError
 from broker_nodes.server import request_parsing, topic_forwarding
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
-from broker_nodes.server.topic_admin import ConfigChange, ConfigDescription
+from broker_nodes.server.topic_admin import SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG, ConfigChange, ConfigDescription
 from broker_nodes.topic_registry import UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2
 from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError
@@ -89,6 +90,33 @@ def config_entry(description: ConfigDescription, include_documentation: bool) ->
         documentation=description.documentation if include_documentation else "",
         type=description.type,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    name: str
+    value: str
+    source: int  # a ConfigSource of broker.proto
+
+
+# Topic config -> the broker setting that sets its default for every topic (Kafka's synonyms).
+_BROKER_SETTING_OF_TOPIC_CONFIG = {topic_config: setting for setting, topic_config in TOPIC_DEFAULT_SETTINGS.items()}
+
+
+def topic_config_synonyms(broker: Broker, entry: broker_pb2.ConfigEntryResult) -> list[ConfigSynonym]:
+    """Where a topic config's value could come from, in precedence order, as Kafka's DescribeConfigs
+    synonyms list them: the topic's override (when it has one), the broker-wide default set for this
+    broker under the broker setting's name (when set), and the built-in default."""
+    synonyms = []
+    if entry.source == SOURCE_DYNAMIC_TOPIC_CONFIG:
+        synonyms.append(ConfigSynonym(entry.name, entry.value, SOURCE_DYNAMIC_TOPIC_CONFIG))
+    setting = _BROKER_SETTING_OF_TOPIC_CONFIG.get(entry.name)
+    if setting is not None and setting in broker.config.explicit:
+        synonyms.append(ConfigSynonym(setting, broker.config.describe_value(setting), SOURCE_STATIC_BROKER_CONFIG))
+    key = TOPIC_CONFIGS.get(entry.name)
+    if key is not None:
+        synonyms.append(ConfigSynonym(setting or entry.name, key.default, SOURCE_DEFAULT_CONFIG))
+    return synonyms
 
 
 def resource_error(resource_type: int, name: str, error: Exception) -> broker_pb2.ConfigResourceResult:

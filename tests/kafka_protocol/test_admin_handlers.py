@@ -14,6 +14,7 @@ from tests.broker_nodes.server.helpers import batch
 from tests.kafka_protocol.admin_calls import call_handler, request_module
 from tests.support.in_process_broker import InProcessBroker
 from weir.errors import ErrorCode
+from weir.topic_config import TOPIC_CONFIGS
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
@@ -147,7 +148,10 @@ def test_describe_configs_of_a_topic_gives_sources_types_and_synonyms(broker, ve
     entries = {entry.name: entry for entry in result.configs}
     policy = entries["cleanup.policy"]
     assert (policy.value, policy.config_source) == ("compact", 1)
-    assert [(synonym.name, synonym.value) for synonym in policy.synonyms] == [("cleanup.policy", "compact")]
+    assert [(synonym.name, synonym.value, synonym.source) for synonym in policy.synonyms] == [
+        ("cleanup.policy", "compact", 1),
+        ("log.cleanup.policy", "delete", 5),
+    ]
     assert entries["retention.ms"].config_source == 5  # DEFAULT_CONFIG
     if version >= 3:
         assert policy.config_type == 7 and policy.documentation  # LIST
@@ -327,3 +331,20 @@ def test_acl_requests_are_authorized_on_the_cluster_and_forwarded_in_the_catalog
         [matching] = deleted.filter_results[0].matching_acls
         assert (matching.resource_name, matching.pattern_type, matching.operation, matching.permission_type) == ("orders", 4, 4, 2)
         assert controller.calls[-1][1].filters[0].principal == "User:sa-1"
+
+
+def test_describe_configs_synonyms_name_the_broker_setting_that_sets_a_default(tmp_path):
+    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "log.retention.ms": "7200000"}).start()
+    try:
+        create(server.broker, 7, ("orders", 1, {}))
+        result = describe_configs(server.broker, 4, TOPIC, "orders", keys=("retention.ms",), synonyms=True)
+        [retention] = result.configs
+        assert (retention.value, retention.config_source) == ("7200000", 4)  # STATIC_BROKER_CONFIG
+        assert [(synonym.name, synonym.value, synonym.source) for synonym in retention.synonyms] == [
+            ("log.retention.ms", "7200000", 4),
+            ("log.retention.ms", TOPIC_CONFIGS["retention.ms"].default, 5),
+        ]
+        without = describe_configs(server.broker, 4, TOPIC, "orders", keys=("retention.ms",))
+        assert without.configs[0].synonyms == ()
+    finally:
+        server.stop()

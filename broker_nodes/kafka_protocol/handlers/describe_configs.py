@@ -1,9 +1,10 @@
 """DescribeConfigs (key 32, v1-v4): Kafka's request converted to ``requests.configs.describe_configs``.
 
 TOPIC (2) and BROKER (4) resources; each entry carries its source (DYNAMIC_TOPIC_CONFIG,
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and, v3+, its type and (when asked) documentation. Weir
-keeps one value per config (no dynamic broker layers), so ``include_synonyms`` answers the one
-synonym that is in effect: the entry itself with its source.
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and, v3+, its type and (when asked) documentation.
+``include_synonyms`` lists, for a topic config, the topic's override, the broker setting that sets
+its default here (``log.retention.ms``...) and the built-in default (``requests.configs``); a broker
+setting, fixed for the life of the process, is its own only synonym.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def handle_describe_configs(context: api.KafkaRequestContext, request: Any) -> A
         ]
     answers = []
     for resource, result in zip(request.resources, results, strict=True):
-        configs = tuple(_entry(schema, entry, request.include_synonyms, include_documentation) for entry in result.configs)
+        configs = tuple(_entry(context, schema, resource.resource_type, entry, request.include_synonyms, include_documentation) for entry in result.configs)
         answers.append(
             build(
                 schema.DescribeConfigsResult,
@@ -55,8 +56,15 @@ def handle_describe_configs(context: api.KafkaRequestContext, request: Any) -> A
     return schema.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(answers))
 
 
-def _entry(schema: Any, entry: broker_pb2.ConfigEntryResult, include_synonyms: bool, include_documentation: bool) -> Any:
-    synonyms = (build(schema.DescribeConfigsSynonym, name=entry.name, value=entry.value, source=int(entry.source)),) if include_synonyms else ()
+def _entry(
+    context: api.KafkaRequestContext, schema: Any, resource_type: int, entry: broker_pb2.ConfigEntryResult, include_synonyms: bool, include_documentation: bool
+) -> Any:
+    synonyms: tuple[Any, ...] = ()
+    if include_synonyms and resource_type == broker_pb2.RESOURCE_TYPE_TOPIC:
+        found = config_requests.topic_config_synonyms(context.broker, entry)
+        synonyms = tuple(build(schema.DescribeConfigsSynonym, name=synonym.name, value=synonym.value, source=synonym.source) for synonym in found)
+    elif include_synonyms:
+        synonyms = (build(schema.DescribeConfigsSynonym, name=entry.name, value=entry.value, source=int(entry.source)),)
     return build(
         schema.DescribeConfigsResourceResult,
         name=entry.name,
