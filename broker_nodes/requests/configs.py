@@ -86,7 +86,7 @@ def config_entry(description: ConfigDescription, include_documentation: bool) ->
         read_only=description.read_only,
         is_default=description.is_default,
         is_sensitive=False,
-        source=description.source,  # type: ignore[arg-type]
+        source=description.source,
         documentation=description.documentation if include_documentation else "",
         type=description.type,
     )
