@@ -266,7 +266,17 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 "kafka.handler.threads",
                 "INT",
                 "32",
-                "Threads that run Kafka-protocol request handlers (long-poll fetches and acks=all produces hold one while they wait).",
+                "Threads that run the Kafka-protocol requests that answer at once (ApiVersions, Heartbeat, OffsetFetch, ListOffsets, describes); "
+                "requests that may wait never take them, so heartbeats are not queued behind long polls.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "kafka.waiting.handler.threads",
+                "INT",
+                "256",
+                "Threads that run the Kafka-protocol requests that may wait (long-poll Fetch, acks=all Produce, JoinGroup and SyncGroup "
+                "until the rebalance, offset commits, administration forwarded to the controller); each holds one while it waits, "
+                "and a connection has at most one request in progress.",
                 minimum=1,
             ),
             ConfigKey(

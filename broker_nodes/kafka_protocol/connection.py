@@ -58,6 +58,28 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Requests whose handlers answer at once, without waiting for anything (no long poll, replication,
+# rebalance or controller): they run on their own threads, so that a heartbeat or an ApiVersions is
+# never queued behind long polls and rebalances. Every other API key may wait (and so does one
+# added later until it is listed here).
+QUICK_API_KEYS = frozenset(
+    {
+        2,  # ListOffsets
+        9,  # OffsetFetch
+        10,  # FindCoordinator
+        12,  # Heartbeat (classic groups)
+        15,  # DescribeGroups
+        16,  # ListGroups
+        17,  # SaslHandshake
+        18,  # ApiVersions
+        23,  # OffsetForLeaderEpoch
+        32,  # DescribeConfigs
+        36,  # SaslAuthenticate
+        60,  # DescribeCluster
+        61,  # DescribeProducers
+        69,  # ConsumerGroupDescribe
+    }
+)
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
 
@@ -77,7 +99,8 @@ class ConnectionServices:
 
     broker: Broker
     listener: api.KafkaListener
-    executor: Executor
+    executor: Executor  # requests that answer at once (QUICK_API_KEYS)
+    waiting_executor: Executor  # requests that may wait (long polls, acks=all, rebalances, the controller)
     budget: RequestBudget | None
     metrics: KafkaMetrics
 
@@ -138,7 +161,7 @@ class KafkaConnection:
             while not self.stopping:
                 frame, taken = await self._read_frame()
                 try:
-                    reply = await asyncio.get_running_loop().run_in_executor(self._services.executor, self.answer, frame)
+                    reply = await asyncio.get_running_loop().run_in_executor(self._executor_for(frame), self.answer, frame)
                 finally:
                     if taken and self._services.budget is not None:
                         self._services.budget.release(taken)
@@ -166,6 +189,12 @@ class KafkaConnection:
             metrics.closed.labels(reason).inc()
             logger.log(level, "Kafka connection from %s closed: %s", self.peer, detail)
             self._writer.close()
+
+    def _executor_for(self, frame: bytes) -> Executor:
+        """The quick pool for a request that answers at once (and for SASL's raw tokens and bad frames), else the waiting pool."""
+        if self._session.state == SaslState.RAW_TOKEN or len(frame) < 2 or int.from_bytes(frame[:2], "big", signed=True) in QUICK_API_KEYS:
+            return self._services.executor
+        return self._services.waiting_executor
 
     async def _read_frame(self) -> tuple[bytes, int]:
         """The next request frame and the budget bytes taken for it (give them back when answered)."""

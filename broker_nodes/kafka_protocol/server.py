@@ -1,9 +1,11 @@
 """The Kafka-protocol listener of one broker: an asyncio server on its own thread, handlers on a bounded pool.
 
 One event loop thread owns every socket (accepting, TLS, reading frames, writing responses,
-timeouts); handlers run on a ``ThreadPoolExecutor`` of ``kafka.handler.threads`` workers, so a
-blocking handler (a long-poll fetch, an acks=all produce) holds a worker, never the loop, and a
-slow client holds nothing but its own coroutine. Limits: ``max.connections`` open connections
+timeouts); handlers run on thread pools, so a blocking handler (a long-poll fetch, an acks=all
+produce, a JoinGroup waiting for its rebalance) holds a worker, never the loop, and a slow client
+holds nothing but its own coroutine. Requests that answer at once (``connection.QUICK_API_KEYS``)
+have ``kafka.handler.threads`` workers of their own, the others ``kafka.waiting.handler.threads``,
+so heartbeats and ApiVersions are never queued behind long polls and rebalances. Limits: ``max.connections`` open connections
 (one beyond is closed as it is accepted), ``socket.request.max.bytes`` per frame,
 ``queued.max.request.bytes`` of request bytes in flight (shared with the gRPC port),
 ``connections.max.idle.ms`` and ``kafka.request.read.timeout.ms``; see ``connection``.
@@ -52,9 +54,9 @@ def server_ssl_context(certificate_chain: Path, private_key: Path) -> ssl.SSLCon
 
 def limits_from_config(config: BrokerConfig) -> ConnectionLimits:
     return ConnectionLimits(
-        max_frame_bytes=int(config["socket.request.max.bytes"]),  # type: ignore[call-overload]
-        idle_timeout=int(config["connections.max.idle.ms"]) / 1000.0,  # type: ignore[call-overload]
-        read_timeout=int(config["kafka.request.read.timeout.ms"]) / 1000.0,  # type: ignore[call-overload]
+        max_frame_bytes=config.integer("socket.request.max.bytes"),
+        idle_timeout=config.integer("connections.max.idle.ms") / 1000.0,
+        read_timeout=config.integer("kafka.request.read.timeout.ms") / 1000.0,
     )
 
 
@@ -87,10 +89,11 @@ class KafkaServer:
         self._budget = budget
         self.metrics = metrics if metrics is not None else KafkaMetrics()
         self._limits = limits if limits is not None else limits_from_config(config)
-        self._max_connections = int(config["max.connections"])  # type: ignore[call-overload]
-        self._advertised_port = int(config["kafka.advertised.port"])  # type: ignore[call-overload]
+        self._max_connections = config.integer("max.connections")
+        self._advertised_port = config.integer("kafka.advertised.port")
         self._ssl = server_ssl_context(config.tls_cert, config.tls_key) if config.tls_cert is not None and config.tls_key is not None else None
-        self._executor = ThreadPoolExecutor(max_workers=int(config["kafka.handler.threads"]), thread_name_prefix="kafka-handler")  # type: ignore[call-overload]
+        self._executor = ThreadPoolExecutor(max_workers=config.integer("kafka.handler.threads"), thread_name_prefix="kafka-handler")
+        self._waiting_executor = ThreadPoolExecutor(max_workers=config.integer("kafka.waiting.handler.threads"), thread_name_prefix="kafka-waiting")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -130,6 +133,7 @@ class KafkaServer:
         if failure:
             self._thread.join(START_TIMEOUT_SECONDS)
             self._executor.shutdown(wait=False)
+            self._waiting_executor.shutdown(wait=False)
             raise OSError(f"cannot listen for Kafka clients on {self._address.host}:{self._address.port} (kafka.listen): {failure[0]}") from failure[0]
         config = self._broker.config
         self.listener = api.KafkaListener(config.node_id, config.host_for_clients, self._advertised_port or self.port, config.rack)
@@ -159,7 +163,7 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        services = ConnectionServices(self._broker, self._current_listener(), self._executor, self._budget, self.metrics)
+        services = ConnectionServices(self._broker, self._current_listener(), self._executor, self._waiting_executor, self._budget, self.metrics)
         connection = KafkaConnection(reader, writer, services, self._limits, described, _client_host(peer))
         task = asyncio.current_task()
         assert task is not None
@@ -194,6 +198,7 @@ class KafkaServer:
         loop.call_soon_threadsafe(loop.stop)
         self._thread.join(grace_seconds + 5.0)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._waiting_executor.shutdown(wait=False, cancel_futures=True)
         logger.info("Kafka listener stopped (port %d)", self.port)
 
     async def _drain(self, grace_seconds: float) -> None:

@@ -6,6 +6,7 @@ import datetime
 import shutil
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,38 @@ def test_a_tls_broker_speaks_tls_on_its_kafka_listener(tls_broker: tuple[BrokerS
     )
     metadata = admin.list_topics(timeout=15)
     assert [node.port for node in metadata.brokers.values()] == [running.kafka_port]
+
+
+def test_requests_that_may_wait_never_hold_the_threads_of_those_that_answer_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    released = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def parked_describe_cluster(context: api.KafkaRequestContext, request: Any) -> Any:
+        entered.release()
+        released.wait(20)
+        return throttled_describe_cluster(context, request)
+
+    # DescribeCluster answers at once in real life; here it parks, standing in for a long poll on the waiting pool.
+    monkeypatch.setattr("broker_nodes.kafka_protocol.connection.QUICK_API_KEYS", frozenset({17, 18, 36}))
+    replace_handler(monkeypatch, DESCRIBE_CLUSTER, parked_describe_cluster)
+    broker = InProcessBroker(
+        tmp_path / "data", {"offsets.topic.num.partitions": "1", "kafka.listen": "127.0.0.1:0", "kafka.waiting.handler.threads": "1"}
+    ).start()
+    try:
+        assert broker.running is not None
+        port = broker.running.kafka_port
+        request = encode_request(1, DescribeClusterRequest(include_cluster_authorized_operations=False))
+        with connect(port) as first, connect(port) as second, connect(port) as quick:
+            first.sendall(request)
+            assert entered.acquire(timeout=10)  # the one waiting thread is taken
+            second.sendall(request)  # queued behind it
+            started = time.monotonic()
+            assert call(quick, ApiVersionsRequest(client_software_name="x", client_software_version="1")).error_code == ErrorCode.none
+            assert time.monotonic() - started < 5.0
+            assert not entered.acquire(timeout=0.2)  # the second waits for a thread
+            released.set()
+            assert decode_response(read_frame(first), load_response_schema(DESCRIBE_CLUSTER, 0))[0] == 1
+            assert decode_response(read_frame(second), load_response_schema(DESCRIBE_CLUSTER, 0))[0] == 1
+    finally:
+        released.set()
+        broker.stop()
