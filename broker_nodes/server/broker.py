@@ -21,6 +21,7 @@ from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.cluster_state import ClusterSnapshot, ClusterState, StaleSnapshotError
 from broker_nodes.config import BrokerConfig
 from broker_nodes.controller_client import ControllerClient
+from broker_nodes.coordinator.groups.classic import ClassicSettings
 from broker_nodes.coordinator.groups.coordinator import TIMER_INTERVAL_SECONDS, GroupCoordinator
 from broker_nodes.coordinator.groups.group import GroupSettings
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
@@ -197,7 +198,9 @@ class Broker:
             metadata_max_bytes=config.integer("offset.metadata.max.bytes"),
             commit_timeout_ms=config.integer("request.timeout.ms"),
         )
-        self.group_coordinator = GroupCoordinator(self.offset_store, self.registry, clock, group_settings(config))
+        self.group_coordinator = GroupCoordinator(
+            self.offset_store, self.registry, clock, group_settings(config), classic_settings=classic_group_settings(config)
+        )
         self._offset_expiry = PeriodicTask(
             "offset-expiry",
             config.integer("offsets.retention.check.interval.ms") / 1000.0,
@@ -389,6 +392,16 @@ def group_settings(config: BrokerConfig) -> GroupSettings:
         heartbeat_interval_ms=config.integer("group.consumer.heartbeat.interval.ms"),
         max_size=config.integer("group.consumer.max.size"),
         assignors=config.strings("group.consumer.assignors"),
+    )
+
+
+def classic_group_settings(config: BrokerConfig) -> ClassicSettings:
+    """The settings of classic (JoinGroup/SyncGroup) groups: Kafka's group.* keys."""
+    return ClassicSettings(
+        min_session_timeout_ms=config.integer("group.min.session.timeout.ms"),
+        max_session_timeout_ms=config.integer("group.max.session.timeout.ms"),
+        max_size=config.integer("group.max.size"),
+        initial_rebalance_delay_ms=config.integer("group.initial.rebalance.delay.ms"),
     )
 
 

@@ -20,6 +20,7 @@ import pytest
 from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
+from broker_nodes.coordinator.groups.classic import ClassicSettings
 from broker_nodes.security.access import CallContext
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from tests.broker_nodes.coordinator.groups.raw_member import RawMember
@@ -69,6 +70,8 @@ def node(tmp_path: Path) -> Iterator[SecuredBroker]:
         ),
         metadata=INTERNAL,
     )
+    # Joins answer at once here; the initial rebalance delay is covered by the unit tests and the stock clients.
+    broker.broker.group_coordinator.classic.settings = ClassicSettings(initial_rebalance_delay_ms=0)
     yield broker
     broker.stop()
 

@@ -70,7 +70,7 @@ class ClassicSettings:
     min_session_timeout_ms: int = 6_000
     max_session_timeout_ms: int = 1_800_000
     max_size: int = 2**31 - 1
-    initial_rebalance_delay_ms: int = 0  # group.initial.rebalance.delay.ms: how long a group from Empty waits for more members
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms: how long a group leaving Empty waits for more members
 
 
 class Completion:
@@ -221,6 +221,8 @@ class ClassicGroup:
         deadlines.extend(self.pending.values())
         if self.join_deadline_ms is not None and self.state == ClassicState.PREPARING_REBALANCE:
             deadlines.append(self.join_deadline_ms)
+            if not self.pending and all(member.awaiting_join is not None for member in self.members.values()):
+                deadlines.append(self.earliest_join_ms)  # only the initial delay holds the join back
         if self.sync_deadline_ms is not None and self.state == ClassicState.COMPLETING_REBALANCE:
             deadlines.append(self.sync_deadline_ms)
         return min(deadlines) if deadlines else None

@@ -15,7 +15,7 @@ from broker_nodes.coordinator.groups.classic_errors import (
 )
 from broker_nodes.coordinator.groups.errors import FencedInstanceIdError, InvalidSessionTimeoutError, UnknownMemberIdError
 
-SETTINGS = ClassicSettings()
+SETTINGS = ClassicSettings(initial_rebalance_delay_ms=0)
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
 
@@ -195,3 +195,16 @@ def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout_and_th
     group.expire(20 + REBALANCE_MS, SETTINGS)
     assert leader.member_id not in group.members
     assert isinstance(result(pending_sync), RebalanceInProgressError)
+
+
+def test_a_group_leaving_empty_waits_the_initial_delay_so_members_starting_together_rebalance_once():
+    settings, group, new_ids = ClassicSettings(initial_rebalance_delay_ms=3_000), ClassicGroup("t~g"), ids()
+    first = group.join(join_request(), 0, settings, new_ids)
+    second = group.join(join_request(), 1_000, settings, new_ids)
+    assert not first.done and not second.done
+    assert group.next_deadline() == 3_000
+    group.expire(2_999, settings)
+    assert not first.done
+    group.expire(3_000, settings)
+    answers = [result(first), result(second)]
+    assert {answer.generation for answer in answers} == {1} and len(answers[0].members) == 2
