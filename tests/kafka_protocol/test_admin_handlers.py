@@ -348,3 +348,21 @@ def test_describe_configs_synonyms_name_the_broker_setting_that_sets_a_default(t
         assert without.configs[0].synonyms == ()
     finally:
         server.stop()
+
+
+def test_deleted_records_stay_deleted_after_a_restart(tmp_path):
+    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "log.segment.bytes": "1024"}).start()
+    try:
+        create(server.broker, 7, ("orders", 1, {}))
+        for index in range(20):  # several segments: the closed ones below the new start are deleted
+            server.broker.replica_manager.append_to_partition("orders", 0, batch([b"x" * 100], timestamp=1_700_000_000_000 + index), acks=1)
+        schema = request_module(DELETE_RECORDS, 2)
+        partitions = (schema.DeleteRecordsPartition(partition_index=0, offset=13),)  # within a segment: only the checkpoint keeps it
+        request = schema.DeleteRecordsRequest(topics=(schema.DeleteRecordsTopic(name="orders", partitions=partitions),), timeout=TIMEOUT)
+        assert call_handler(server.broker, ANONYMOUS, DELETE_RECORDS, 2, request).topics[0].partitions[0].low_watermark == 13
+        server.restart()
+        log = server.broker.replica_manager.partition_log("orders", 0)
+        assert (log.log_start_offset, log.log_end_offset) == (13, 20)
+        assert min(int(path.stem) for path in log.directory.glob("*.log")) < 13  # a segment starts below it: the checkpoint kept the start
+    finally:
+        server.stop()
