@@ -38,7 +38,7 @@ BOB_KEY = as_key("KEYBOB", "bob-secret")
 GROUP = admin_pb2.ACL_RESOURCE_TYPE_GROUP
 PREFIXED = admin_pb2.ACL_PATTERN_TYPE_PREFIXED
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 10, 8, 9, 11, 12, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE, CONSUMER_GROUP_DESCRIBE = 15, 16, 42, 47, 69
 SESSION = datetime.timedelta(seconds=10)
 OFFSETS_TOPIC_ID = str(uuid.uuid4())
 
@@ -223,6 +223,22 @@ def test_a_group_id_is_classic_or_consumer_never_both(node: SecuredBroker) -> No
     schema = request_module(DELETE_GROUPS, 2)
     deleted = call_handler(node.broker, bob, DELETE_GROUPS, 2, schema.DeleteGroupsRequest(groups_names=("classic-one",)))
     assert deleted.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    # The SDK's door shows both kinds too: the classic group with its Kafka state names and protocol.
+    described = node.stub.ConsumerGroupDescribe(broker_pb2.ConsumerGroupDescribeRequest(group_ids=["classic-one"]), metadata=BOB_KEY, timeout=10).groups[0]
+    assert (described.error_code, described.state, described.assignor_name, len(described.members)) == (ErrorCode.NO_ERROR, "Stable", "range", 1)
+    schema = request_module(CONSUMER_GROUP_DESCRIBE, 1)
+    kafka_described = call_handler(
+        node.broker,
+        bob,
+        CONSUMER_GROUP_DESCRIBE,
+        1,
+        schema.ConsumerGroupDescribeRequest(group_ids=("classic-one", "new-one"), include_authorized_operations=False),
+    )
+    assert [(group.group_id, group.error_code, len(group.members)) for group in kafka_described.groups] == [
+        ("classic-one", ErrorCode.GROUP_ID_NOT_FOUND, 0),
+        ("new-one", ErrorCode.NO_ERROR, 1),
+    ]
+    assert [topic.topic_name for topic in kafka_described.groups[1].members[0].assignment.topic_partitions] == ["orders"]
 
 
 def subscription(*topics: str) -> bytes:
