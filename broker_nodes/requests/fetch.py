@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from broker_nodes.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.requests import throttle
-from broker_nodes.requests.outcomes import NO_ERROR, plain_error
+from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, leader_hint, plain_error
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
@@ -33,6 +33,7 @@ class FetchPartitionOutcome:
     last_stable_offset: int
     log_start_offset: int
     records: bytes
+    current_leader: LeaderHint | None = None  # with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, when known
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +69,15 @@ def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartition
         result = by_partition.get((item.topic, item.partition))
         if result is None:
             result = FetchPartitionResult(b"", -1, -1, TopicAuthorizationError(item.topic, "read from"))
-        outcomes.append(_partition_outcome(item, result, call))
+        outcomes.append(_partition_outcome(broker, item, result, call))
     throttle_ms = throttle.charge(broker, call, Direction.FETCH, sum(len(result.records) for result in results))
     broker.metering.record_fetch(call, qualified, results, throttle_ms)
     return FetchResult(outcomes, throttle_ms)
 
 
-def _partition_outcome(item: FetchPartitionRequest, result: FetchPartitionResult, call: CallContext) -> FetchPartitionOutcome:
+def _partition_outcome(broker: Broker, item: FetchPartitionRequest, result: FetchPartitionResult, call: CallContext) -> FetchPartitionOutcome:
     code, message = (NO_ERROR, "") if result.error is None else plain_error(result.error, call, item.topic)
+    hint = None if result.error is None else leader_hint(broker, result.error, call.qualify(item.topic), item.partition)
     return FetchPartitionOutcome(
         item.topic,
         item.partition,
@@ -85,4 +87,5 @@ def _partition_outcome(item: FetchPartitionRequest, result: FetchPartitionResult
         result.high_watermark,  # no transactions yet: the last stable offset is the high watermark
         result.log_start_offset,
         result.records,
+        hint,
     )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker_nodes.requests import throttle
-from broker_nodes.requests.outcomes import NO_ERROR, plain_error
+from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, leader_hint, plain_error
 from broker_nodes.security.access import CallContext, CallerKind
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
@@ -43,6 +43,7 @@ class ProducePartitionOutcome:
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
+    current_leader: LeaderHint | None = None  # with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, when known
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +79,15 @@ def produce(
         outcome = by_partition.get((item.topic, item.partition))
         if outcome is None:
             outcome = TopicAuthorizationError(item.topic, "write to")
-        outcomes.append(_partition_outcome(item, outcome, call))
+        outcomes.append(_partition_outcome(broker, item, outcome, call))
     return ProduceResult(outcomes, throttle_ms)
 
 
-def _partition_outcome(item: ProducePartition, outcome: AppendInfo | Exception, call: CallContext) -> ProducePartitionOutcome:
+def _partition_outcome(broker: Broker, item: ProducePartition, outcome: AppendInfo | Exception, call: CallContext) -> ProducePartitionOutcome:
     if isinstance(outcome, Exception):
         code, message = plain_error(outcome, call, item.topic)
-        return ProducePartitionOutcome(item.topic, item.partition, code, message)
+        hint = leader_hint(broker, outcome, call.qualify(item.topic), item.partition)
+        return ProducePartitionOutcome(item.topic, item.partition, code, message, current_leader=hint)
     return ProducePartitionOutcome(
         item.topic,
         item.partition,

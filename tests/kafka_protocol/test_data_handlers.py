@@ -13,7 +13,7 @@ from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build
 from broker_nodes.security.access import CallContext, CallerKind, anonymous_context
 from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
-from grpc_protos.weir.v1 import admin_pb2
+from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, brokers
 from tests.broker_nodes.security.managed_cluster import topic as managed_topic
 from tests.kafka_protocol.admin_calls import call_handler, request_module, round_trip
@@ -28,6 +28,7 @@ FETCH_SESSION_ID_NOT_FOUND = 70  # Kafka's code; weir.errors has no name for it 
 ANONYMOUS = anonymous_context("127.0.0.1")
 TENANT_TOPIC = "tn-a~orders"  # stored name of tenant tn-a's topic "orders"
 OTHER_TENANT_TOPIC = "tn-b~secrets"
+OTHER_BROKER_KAFKA_PORT = 19092
 
 
 @pytest.fixture
@@ -41,14 +42,14 @@ def broker(tmp_path):
 
 @pytest.fixture
 def managed(tmp_path):
-    """A broker given tenants' topics by the control plane (tn-a's "orders", tn-b's "secrets"), leader epoch 3."""
+    """A broker given tenants' topics by the control plane (tn-a's "orders", tn-b's "secrets"; tn-a's "elsewhere" led by broker 2), leader epoch 3."""
     server = SecuredBroker(tmp_path / "managed").start()
     server.admin.ApplyPartitions(
         admin_pb2.ApplyPartitionsRequest(
             version=1,
             cluster_id="weir-test",
-            brokers=brokers((1, server.port)),
-            topics=[managed_topic("tn-a", "orders", partitions=2), managed_topic("tn-b", "secrets")],
+            brokers=[*brokers((1, server.port)), broker_pb2.BrokerNode(node_id=2, host="127.0.0.2", port=1, kafka_port=OTHER_BROKER_KAFKA_PORT)],
+            topics=[managed_topic("tn-a", "orders", partitions=2), managed_topic("tn-b", "secrets"), managed_topic("tn-a", "elsewhere", leaders=[2])],
         ),
         metadata=INTERNAL,
     )
@@ -316,3 +317,29 @@ def test_metadata_by_topic_id_answers_the_callers_topics_only(managed):
         ("orders", own, ErrorCode.NO_ERROR),
         (None, other, UNKNOWN_TOPIC_ID),
     ]
+
+
+@pytest.mark.parametrize(("produce_version", "fetch_version"), [(9, 11), (11, 12), (11, 16)])
+def test_a_partition_led_elsewhere_names_its_leader_and_endpoint(managed, produce_version, fetch_version):
+    client = tenant_client(Operation.READ, Operation.WRITE, topic="elsewhere")
+    schema = request_module(PRODUCE, produce_version)
+    request = schema.ProduceRequest(
+        acks=-1,
+        timeout=TIMEOUT,
+        topic_data=(schema.TopicProduceData(name="elsewhere", partition_data=(schema.PartitionProduceData(index=0, records=batch(b"x")),)),),
+    )
+    produced = call_handler(managed.broker, client, PRODUCE, produce_version, request)
+    answer = produced.responses[0].partition_responses[0]
+    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if produce_version >= 10:
+        assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (2, 3)
+        assert [(node.node_id, node.host, node.port) for node in produced.node_endpoints] == [(2, "127.0.0.2", OTHER_BROKER_KAFKA_PORT)]
+    fetched = fetch(
+        managed.broker, "elsewhere", 0, 0, version=fetch_version, call=client, topic_id=uuid.UUID(managed.broker.registry.get("tn-a~elsewhere").topic_id)
+    )
+    partition = fetched.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if fetch_version >= 12:
+        assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (2, 3)
+    if fetch_version >= 16:
+        assert [node.node_id for node in fetched.node_endpoints] == [2]

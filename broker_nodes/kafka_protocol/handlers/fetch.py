@@ -6,6 +6,8 @@
   FETCH_SESSION_ID_NOT_FOUND, as from a broker that forgot it.
 - Isolation: without transactions the last stable offset is the high watermark, so
   read_committed and read_uncommitted read the same; aborted transactions are empty.
+- A partition this broker does not (or no longer) lead names its current leader (v12+) and,
+  v16+, that leader's endpoint (KIP-951).
 - ``current_leader_epoch`` (v9+) is fenced / unknown as the gRPC side does; ``diverging_epoch``
   (v12) is not computed (clients then validate with OffsetForLeaderEpoch); no preferred read
   replica (-1).
@@ -22,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module
-from broker_nodes.kafka_protocol.handlers.data_common import by_topic, throttle_time
+from broker_nodes.kafka_protocol.handlers.data_common import by_topic, current_leader, leader_endpoints, throttle_time
 from broker_nodes.replica_manager import FetchPartitionRequest
 from broker_nodes.requests import fetch as fetch_requests
 from broker_nodes.requests import metadata as metadata_requests
@@ -58,6 +60,7 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
         throttle_time=throttle_time(throttle_ms),
         error_code=ErrorCode.none,
         session_id=NO_SESSION,
+        node_endpoints=leader_endpoints(context, schema, (outcome.current_leader for outcome in outcomes)) if hasattr(schema, "NodeEndpoint") else (),
         responses=tuple(
             build(
                 schema.FetchableTopicResponse,
@@ -109,4 +112,5 @@ def _partition(schema: Any, outcome: FetchPartitionOutcome, aborted: tuple[()] |
         aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=outcome.records,
+        current_leader=current_leader(schema, outcome.current_leader) if hasattr(schema, "LeaderIdAndEpoch") else None,
     )

@@ -3,6 +3,8 @@
 The batches are not decoded here: the broker's append validates them (CRC, magic, producer
 id/epoch/sequence for idempotent producers) exactly as for the gRPC SDK. acks=0 is answered
 with no response at all (the handler returns None, see ``api``), as Kafka does. A partition
+this broker does not (or no longer) lead names its current leader and that leader's endpoint
+(v10+, KIP-951), so the client moves without a Metadata round trip. A partition
 named twice in one request is refused on its repeats (INVALID_REQUEST), its first occurrence
 is appended.
 """
@@ -16,7 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, timeout_ms
-from broker_nodes.kafka_protocol.handlers.data_common import by_topic, throttle_time
+from broker_nodes.kafka_protocol.handlers.data_common import by_topic, current_leader, leader_endpoints, throttle_time
 from broker_nodes.requests import produce as produce_requests
 from broker_nodes.requests.produce import ProducePartition, ProducePartitionOutcome
 
@@ -49,6 +51,7 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
         return api.NO_RESPONSE  # Kafka sends nothing back for acks=0
     schema = response_module(context)
     outcomes = by_topic([*result.partitions, *repeated], lambda outcome: outcome.topic)
+    hints = [outcome.current_leader for outcome in result.partitions]
     return build(
         schema.ProduceResponse,
         responses=tuple(
@@ -56,6 +59,7 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
             for topic, items in outcomes.items()
         ),
         throttle_time=throttle_time(result.throttle_ms),
+        node_endpoints=leader_endpoints(context, schema, hints) if hasattr(schema, "NodeEndpoint") else (),
     )
 
 
@@ -72,4 +76,5 @@ def _partition(schema: Any, outcome: ProducePartitionOutcome) -> Any:
         log_start_offset=outcome.log_start_offset,
         record_errors=(),
         error_message=outcome.error_message or None,
+        current_leader=current_leader(schema, outcome.current_leader) if hasattr(schema, "LeaderIdAndEpoch") else None,
     )
