@@ -33,7 +33,7 @@ OTHER_BROKER_KAFKA_PORT = 19092
 
 @pytest.fixture
 def broker(tmp_path):
-    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "num.partitions": "2"}).start()
+    server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1", "num.partitions": "2", "auto.create.topics.enable": "true"}).start()
     admin = server.broker.topic_admin
     admin.create_topic("events", 2, 1, {})
     yield server.broker
@@ -105,14 +105,14 @@ def fetch(
     return call_handler(broker, call, FETCH, version, request)
 
 
-def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False, ids=()):
+def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False, ids=(), auto_create=False):
     schema = request_module(METADATA, version)
     topics = None if names is None else tuple(build(schema.MetadataRequestTopic, name=name, topic_id=None) for name in names)
     topics = topics if not ids else (*(topics or ()), *(build(schema.MetadataRequestTopic, name=None, topic_id=topic_id) for topic_id in ids))
     fields = {"include_topic_authorized_operations": operations} if version >= 8 else {}
     if 8 <= version <= 10:
         fields["include_cluster_authorized_operations"] = False
-    request = schema.MetadataRequest(topics=topics, allow_auto_topic_creation=False, **fields) if version >= 4 else schema.MetadataRequest(topics=topics)
+    request = schema.MetadataRequest(topics=topics, allow_auto_topic_creation=auto_create, **fields) if version >= 4 else schema.MetadataRequest(topics=topics)
     return call_handler(broker, call, METADATA, version, request)
 
 
@@ -184,7 +184,9 @@ def test_metadata_lists_topics_partitions_and_this_broker(broker, version):
     ]
     if version >= 10:
         assert str(topic.topic_id) == broker.registry.get("events").topic_id
-    assert metadata(broker, ["missing"], version=version).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    # Before v4 a request cannot say "do not create": the broker's auto.create.topics.enable decides, as in Kafka.
+    expected = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if version >= 4 else ErrorCode.NO_ERROR
+    assert metadata(broker, ["missing"], version=version).topics[0].error_code == expected
     assert metadata(broker, [], version=version).topics == ()
 
 
@@ -343,3 +345,11 @@ def test_a_partition_led_elsewhere_names_its_leader_and_endpoint(managed, produc
         assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (2, 3)
     if fetch_version >= 16:
         assert [node.node_id for node in fetched.node_endpoints] == [2]
+
+
+def test_metadata_auto_creates_only_for_a_standalone_brokers_tenantless_callers(broker, managed):
+    created = metadata(broker, ["fresh"], auto_create=True).topics[0]
+    assert created.error_code == ErrorCode.NO_ERROR and len(created.partitions) == 2  # num.partitions
+    assert metadata(broker, ["not-asked"], auto_create=False).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    tenant = metadata(managed.broker, ["fresh"], call=tenant_client(Operation.ALL, topic="fresh"), auto_create=True).topics[0]
+    assert tenant.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # a tenant's topics come from the control plane
