@@ -25,6 +25,7 @@ from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, error_fields, response_module, timeout_ms
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
 from broker_nodes.requests import groups as group_requests
+from broker_nodes.requests.topics import plain_name_of_topic_id
 from broker_nodes.security.access import CallContext
 from broker_nodes.server.broker import Broker
 
@@ -34,21 +35,15 @@ CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1's member_type: a member spe
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def _topic_ids(broker: Broker, call: CallContext) -> dict[str, str]:
-    """The caller's topics: id (text) -> qualified name."""
-    return {topic.topic_id: topic.name for topic in broker.registry.topics() if call.owns(topic.name) and not topic.internal}
-
-
 def _owned(broker: Broker, call: CallContext, entries: Iterable[Any]) -> frozenset[TopicPartition]:
-    names = _topic_ids(broker, call)
     owned = set()
     for entry in entries:
-        name = names.get(str(entry.topic_id))
+        plain = plain_name_of_topic_id(broker, call, str(entry.topic_id))
         for partition in entry.partitions:
             if partition < 0:
                 raise InvalidGroupRequestError(f"partition {partition} of topic id {entry.topic_id} in the owned partitions is negative")
-            if name is not None:
-                owned.add((name, int(partition)))
+            if plain is not None:
+                owned.add((call.qualify(plain), int(partition)))
     return frozenset(owned)
 
 
