@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.config import BrokerConfigError
@@ -82,3 +85,11 @@ def test_make_up_gives_every_broker_a_kafka_listener_and_names_them_all(tmp_path
     assert moved.kafka_bootstrap_servers == "127.0.0.1:39092,127.0.0.1:39093"
     with pytest.raises(SystemExit, match="WEIR_BROKER_BASE_PORT and WEIR_KAFKA_BASE_PORT both give port 9093"):
         StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_KAFKA_BASE_PORT": "9093"})
+
+
+@pytest.mark.django_db
+def test_register_broker_command_takes_the_kafka_port() -> None:
+    call_command("register_broker", "--node-id", "4", "--host", "h4", "--port", "9004", "--kafka-port", "19004", stdout=io.StringIO())
+    assert BrokerNode.objects.get(node_id=4).kafka_port == 19004
+    with pytest.raises(CommandError, match="Kafka port"):
+        call_command("register_broker", "--node-id", "4", "--host", "h4", "--port", "9004", "--kafka-port", "-1", stdout=io.StringIO())

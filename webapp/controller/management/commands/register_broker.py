@@ -1,4 +1,4 @@
-"""``manage.py register_broker --node-id N --host H --port P [--rack R]`` (idempotent)."""
+"""``manage.py register_broker --node-id N --host H --port P [--rack R] [--kafka-port K]`` (idempotent)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ class Command(BaseCommand):
         parser.add_argument("--host", required=True)
         parser.add_argument("--port", type=int, required=True)
         parser.add_argument("--rack", default="")
+        parser.add_argument("--kafka-port", type=int, default=0, help="the broker's Kafka-protocol listener on the same host (0: none)")
 
     def handle(self, *args: object, **options: object) -> None:
         try:
-            registration = register_broker(options["node_id"], options["host"], options["port"], options["rack"])  # type: ignore[arg-type]
+            registration = register_broker(options["node_id"], options["host"], options["port"], options["rack"], options["kafka_port"])  # type: ignore[arg-type]
         except BrokerRegistrationError as error:
             raise CommandError(str(error)) from None
         verb = "registered" if registration.created else ("updated" if registration.changed else "unchanged:")
