@@ -17,7 +17,8 @@ leaving, timing out or changing its protocols moves the group back to PreparingR
 Member ids: a first JoinGroup of v4+ without a member id is answered MEMBER_ID_REQUIRED with a
 new id, which the member must join with within its session timeout (KIP-394). Static members
 (``group.instance.id``, KIP-345) keep their place across restarts: a join with a known
-instance id replaces the previous member id (which is fenced) instead of adding a member.
+instance id replaces the previous member id (which is fenced) instead of adding a member; a
+follower back in a Stable group with the same protocols keeps its assignment without a rebalance.
 
 Waiting: a JoinGroup or SyncGroup that cannot be answered yet gets a :class:`Completion`,
 completed later (by another member's request or a timer) under the group's lock; the handler
@@ -299,6 +300,13 @@ class ClassicGroup:
         if holder is not None:
             # A restarted static member takes the place of its previous incarnation, which is fenced.
             self._remove(holder.member_id, FencedInstanceIdError(self.group_id, request.instance_id, holder.member_id, member_id))
+            if self.state == ClassicState.STABLE and holder.protocols == request.protocols and holder.member_id != self.leader:
+                # KIP-345: a follower back with the same protocols keeps its assignment, without a rebalance.
+                member = self._new_member(request, member_id)
+                member.assignment = holder.assignment
+                member.session_deadline_ms = now_ms + member.session_timeout_ms
+                self.members[member_id] = member
+                return _immediate(self._answer(member))
             if self.leader == holder.member_id:
                 self.leader = member_id
             return self._add_and_rebalance(request, member_id, now_ms, settings)
@@ -331,7 +339,15 @@ class ClassicGroup:
     def _add_and_rebalance(self, request: JoinRequest, member_id: str, now_ms: int, settings: ClassicSettings) -> Completion:
         if not self.members:
             self.protocol_type = request.protocol_type
-        member = ClassicMember(
+        member = self._new_member(request, member_id)
+        self.members[member_id] = member
+        if self.state != ClassicState.PREPARING_REBALANCE:
+            self._prepare_rebalance(now_ms, settings)
+        return self._await_join(member, now_ms, settings)
+
+    @staticmethod
+    def _new_member(request: JoinRequest, member_id: str) -> ClassicMember:
+        return ClassicMember(
             member_id,
             request.instance_id,
             request.client_id,
@@ -341,10 +357,6 @@ class ClassicGroup:
             request.protocol_type,
             request.protocols,
         )
-        self.members[member_id] = member
-        if self.state != ClassicState.PREPARING_REBALANCE:
-            self._prepare_rebalance(now_ms, settings)
-        return self._await_join(member, now_ms, settings)
 
     def _await_join(self, member: ClassicMember, now_ms: int, settings: ClassicSettings) -> Completion:
         if member.awaiting_join is not None:

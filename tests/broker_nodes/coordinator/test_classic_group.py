@@ -208,3 +208,17 @@ def test_a_group_leaving_empty_waits_the_initial_delay_so_members_starting_toget
     group.expire(3_000, settings)
     answers = [result(first), result(second)]
     assert {answer.generation for answer in answers} == {1} and len(answers[0].members) == 2
+
+
+def test_a_restarted_static_follower_keeps_its_assignment_without_a_rebalance():
+    group, new_ids = ClassicGroup("t~g"), ids()
+    leader = joined(group, 0, new_ids, instance_id="pod-0")
+    waiting = group.join(join_request(instance_id="pod-1"), 10, SETTINGS, new_ids)
+    result(group.join(join_request(member_id=leader.member_id, instance_id="pod-0"), 20, SETTINGS, new_ids))
+    follower = result(waiting)
+    group.sync(leader.member_id, "pod-0", 2, None, None, {leader.member_id: b"a", follower.member_id: b"b"}, 30)
+    back = joined(group, 1_000, new_ids, instance_id="pod-1")
+    assert (back.generation, back.leader, group.state) == (2, leader.member_id, ClassicState.STABLE)
+    assert result(group.sync(back.member_id, "pod-1", 2, None, None, {}, 1_010)).assignment == b"b"
+    with pytest.raises(FencedInstanceIdError):
+        group.heartbeat(follower.member_id, "pod-1", 2, 1_020)
