@@ -7,8 +7,9 @@ plain on the way out, so a tenant only ever sees its own groups. Errors become K
 and messages here (``server.errors``), never in a transport.
 
 Classic JoinGroup and SyncGroup may have to wait for other members: the coordinator hands back
-a completion, and this layer waits on it for at most the member's rebalance timeout (plus a
-margin for the coordinator's timer), so no handler thread waits without bound. A wait that
+a completion, and this layer waits on it for at most as long as the group's join or sync phase
+may last (its rebalance timeout, plus a margin for the coordinator's timer), so no handler thread
+waits without bound. A wait that
 runs out answers REBALANCE_IN_PROGRESS and the member joins again.
 """
 
@@ -183,8 +184,9 @@ class JoinOutcome:
     answer: JoinAnswer | None = None
 
 
-def _wait(completion: Completion, timeout_ms: int) -> object | None:
-    return completion.wait(max(0, timeout_ms) / 1000.0 + WAIT_MARGIN_S)
+def _wait(completion: Completion) -> object | None:
+    """The completion's result, waiting at most as long as the group's phase may last (plus the timer's margin)."""
+    return completion.wait(completion.wait_ms / 1000.0 + WAIT_MARGIN_S)
 
 
 def join_group(broker: Broker, call: CallContext, group_id: str, request: JoinRequest) -> JoinOutcome:
@@ -192,7 +194,7 @@ def join_group(broker: Broker, call: CallContext, group_id: str, request: JoinRe
     try:
         _check_group(call, group_id, Operation.READ, "join")
         completion = broker.group_coordinator.classic.join(call.qualify(group_id), request)
-        result = _wait(completion, request.rebalance_timeout_ms)
+        result = _wait(completion)
         if result is None:
             raise RebalanceInProgressError(call.qualify(group_id))
         if isinstance(result, Exception):
@@ -222,7 +224,6 @@ class SyncRequest:
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignments: Mapping[str, bytes] = field(default_factory=dict)  # the leader's, member id -> assignment
-    rebalance_timeout_ms: int = 300_000  # how long to wait for the leader (the member's, unknown to SyncGroup: Kafka's default)
 
 
 def sync_group(broker: Broker, call: CallContext, group_id: str, request: SyncRequest) -> SyncOutcome:
@@ -238,7 +239,7 @@ def sync_group(broker: Broker, call: CallContext, group_id: str, request: SyncRe
             request.protocol_name,
             request.assignments,
         )
-        result = _wait(completion, request.rebalance_timeout_ms)
+        result = _wait(completion)
         if result is None:
             raise RebalanceInProgressError(call.qualify(group_id))
         if isinstance(result, Exception):

@@ -75,11 +75,16 @@ class ClassicSettings:
 
 
 class Completion:
-    """A result delivered once to a waiting handler; thread-safe."""
+    """A result delivered once to a waiting handler; thread-safe.
 
-    def __init__(self) -> None:
+    ``wait_ms`` is how long the phase it waits for may last (the group's join or sync deadline
+    from now), so the handler knows how long to wait at most; 0 for a result already there.
+    """
+
+    def __init__(self, wait_ms: int = 0) -> None:
         self._done = threading.Event()
         self._result: object = None
+        self.wait_ms = wait_ms
 
     def complete(self, result: object) -> None:
         if not self._done.is_set():
@@ -361,10 +366,10 @@ class ClassicGroup:
     def _await_join(self, member: ClassicMember, now_ms: int, settings: ClassicSettings) -> Completion:
         if member.awaiting_join is not None:
             member.awaiting_join.complete(RebalanceInProgressError(self.group_id))  # an earlier join of the same member, replaced
-        completion = Completion()
-        member.awaiting_join = completion
         if self.join_deadline_ms is None:
             self.join_deadline_ms = now_ms + member.rebalance_timeout_ms
+        completion = Completion(max(self.join_deadline_ms - now_ms, 0))
+        member.awaiting_join = completion
         self._try_complete_join(now_ms, settings)
         return completion
 
@@ -465,7 +470,7 @@ class ClassicGroup:
         member.synced = True
         if member.awaiting_sync is not None:
             member.awaiting_sync.complete(RebalanceInProgressError(self.group_id))
-        completion = Completion()
+        completion = Completion(max((self.sync_deadline_ms or now_ms) - now_ms, 0))
         member.awaiting_sync = completion
         if member_id == self.leader:
             for other in self.members.values():
