@@ -212,6 +212,7 @@ class ClassicGroup:
     join_deadline_ms: int | None = None
     earliest_join_ms: int = 0  # a group leaving Empty waits group.initial.rebalance.delay.ms for more members
     sync_deadline_ms: int | None = None
+    commits_in_flight: int = 0  # checked offset commits not yet stored: the next generation waits for them
 
     # ------------------------------------------------------------------ views
 
@@ -388,7 +389,7 @@ class ClassicGroup:
         self.earliest_join_ms = now_ms + delay
 
     def _try_complete_join(self, now_ms: int, settings: ClassicSettings) -> None:
-        if self.state != ClassicState.PREPARING_REBALANCE or self.pending:
+        if self.state != ClassicState.PREPARING_REBALANCE or self.pending or self.commits_in_flight:
             return
         if now_ms < self.earliest_join_ms:
             return
@@ -585,3 +586,13 @@ class ClassicGroup:
             raise RebalanceInProgressError(self.group_id)
         if generation != self.generation:
             raise IllegalGenerationError(self.group_id, member.member_id, generation, self.generation)
+
+    def begin_commit(self, member_id: str, instance_id: str, generation: int) -> None:
+        """:meth:`check_commit`, then hold the generation until :meth:`end_commit`: a commit checked at generation N is
+        stored before generation N+1 begins (the join phase waits for it, at most until its deadline)."""
+        self.check_commit(member_id, instance_id, generation)
+        self.commits_in_flight += 1
+
+    def end_commit(self, now_ms: int, settings: ClassicSettings) -> None:
+        self.commits_in_flight = max(self.commits_in_flight - 1, 0)
+        self._try_complete_join(now_ms, settings)

@@ -112,13 +112,21 @@ class ClassicGroups:
             finally:
                 self._keep(group)
 
-    def check_commit(self, partition: OffsetsPartition, group_id: str, member_id: str, instance_id: str, generation: int) -> bool:
-        """Under the group's lock: whether ``group_id`` is a classic group, raising when this member may not commit now."""
+    def begin_commit(self, partition: OffsetsPartition, group_id: str, member_id: str, instance_id: str, generation: int) -> ClassicGroup | None:
+        """Under the group's lock: the classic group of ``group_id`` (None when there is none), its generation held for
+        this commit (see ``ClassicGroup.begin_commit``); raises when this member may not commit now."""
         group = self._current(partition, group_id)
         if group is None:
-            return False
-        group.check_commit(member_id, instance_id, generation)
-        return True
+            return None
+        group.begin_commit(member_id, instance_id, generation)
+        return group
+
+    def end_commit(self, partition: OffsetsPartition, group: ClassicGroup) -> None:
+        """The commit :meth:`begin_commit` allowed is stored (or failed): the group may move to its next generation."""
+        with partition.groups.lock(group.group_id):
+            group.end_commit(self._clock.milliseconds(), self.settings)
+            if self._groups.get(group.group_id) is group:
+                self._keep(group)
 
     def refuse_consumer_protocol(self, partition: OffsetsPartition, group_id: str) -> None:
         """Under the group's lock: GROUP_ID_NOT_FOUND for a KIP-848 heartbeat to a classic group with members."""

@@ -238,18 +238,22 @@ class GroupCoordinator:
         """Store offsets of the (qualified) group, checked against its members as its kind of group requires (see ``OffsetStore.commit``).
 
         A classic group's member commits with its generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-        REBALANCE_IN_PROGRESS otherwise); ``generation`` is a KIP-848 member's member epoch.
-        The classic check and the append are not one atomic step (the offset store takes the
-        group's lock itself): a rebalance completing in between lets a commit of the previous
-        generation through, as if it had arrived a moment earlier.
+        REBALANCE_IN_PROGRESS otherwise); ``generation`` is a KIP-848 member's member epoch. The
+        classic check and the append are two steps (the offset store takes the group's lock
+        itself), so the checked generation is held until the commit is stored: the group's next
+        generation waits for it.
         """
         if not group_id:
             raise InvalidGroupIdError(group_id)
         partition = self._offsets.coordinating(group_id)
         with partition.groups.lock(group_id):
-            if self.classic.check_commit(partition, group_id, member_id, instance_id, generation):
-                member_id, generation = "", -1  # checked here; the offset store sees a commit from outside any member
-        return self._offsets.commit(group_id, member_id, entries, member_epoch=generation)
+            classic = self.classic.begin_commit(partition, group_id, member_id, instance_id, generation)
+        if classic is None:
+            return self._offsets.commit(group_id, member_id, entries, member_epoch=generation)
+        try:
+            return self._offsets.commit(group_id, "", entries)  # checked above; the offset store sees a commit from outside any member
+        finally:
+            self.classic.end_commit(partition, classic)
 
     def _delete_locked(self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition]) -> None:
         records = group_records(group, None)

@@ -222,3 +222,15 @@ def test_a_restarted_static_follower_keeps_its_assignment_without_a_rebalance():
     assert result(group.sync(back.member_id, "pod-1", 2, None, None, {}, 1_010)).assignment == b"b"
     with pytest.raises(FencedInstanceIdError):
         group.heartbeat(follower.member_id, "pod-1", 2, 1_020)
+
+
+def test_the_next_generation_waits_for_a_commit_checked_at_the_current_one():
+    group, new_ids = ClassicGroup("t~g"), ids()
+    first = joined(group, 0, new_ids)
+    group.sync(first.member_id, "", 1, None, None, {}, 0)
+    group.begin_commit(first.member_id, "", 1)
+    waiting = group.join(join_request(), 10, SETTINGS, new_ids)
+    rejoined = group.join(join_request(member_id=first.member_id), 20, SETTINGS, new_ids)
+    assert not waiting.done and not rejoined.done and group.generation == 1, "the commit of generation 1 is still being stored"
+    group.end_commit(30, SETTINGS)
+    assert result(waiting).generation == result(rejoined).generation == 2
