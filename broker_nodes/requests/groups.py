@@ -16,13 +16,24 @@ runs out answers REBALANCE_IN_PROGRESS and the member joins again.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from broker_nodes.coordinator.groups.classic import ClassicMemberDescription, ClassicState, Completion, JoinAnswer, JoinRequest, SyncAnswer
+from broker_nodes.coordinator.groups.classic import (
+    ClassicDescription,
+    ClassicMemberDescription,
+    ClassicState,
+    Completion,
+    JoinAnswer,
+    JoinRequest,
+    SyncAnswer,
+)
+from broker_nodes.coordinator.groups.classic_assignment import assigned_partitions
 from broker_nodes.coordinator.groups.classic_errors import MemberIdRequiredError, RebalanceInProgressError
-from broker_nodes.coordinator.groups.coordinator import GroupSnapshot, ListedGroup
+from broker_nodes.coordinator.groups.classic_subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from broker_nodes.coordinator.groups.coordinator import CLASSIC_GROUP_TYPE, CONSUMER_PROTOCOL, GroupSnapshot, ListedGroup
 from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError
 from broker_nodes.coordinator.groups.group import GroupState, Heartbeat, HeartbeatAnswer
+from broker_nodes.coordinator.groups.member import Member, TopicPartition
 from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError
 from broker_nodes.requests.outcomes import NO_ERROR
@@ -36,6 +47,7 @@ from weir.errors import ErrorCode
 
 WAIT_MARGIN_S = 5.0  # beyond the rebalance timeout, for the coordinator's timer to end the phase and answer
 STATES = {state.value.lower(): state.value for state in (*GroupState, *ClassicState)}  # ListGroups' filter, case-insensitive as in Kafka
+GROUP_TYPES = (CLASSIC_GROUP_TYPE, CONSUMER_PROTOCOL)  # ListGroups v5's group types, the types filter's names (case-insensitive)
 
 
 def _check_group(call: CallContext, group_id: str, operation: Operation, verb: str) -> None:
@@ -75,17 +87,60 @@ class DescribeOutcome:
 
 
 def describe_groups(broker: Broker, call: CallContext, group_ids: Sequence[str]) -> list[DescribeOutcome]:
-    """Each group's state and members, in request order (DESCRIBE on the group); classic groups too (``snapshot.group_type``)."""
+    """Each group's state and members, in request order (DESCRIBE on the group); classic groups too (``snapshot.group_type``).
+
+    A classic group's members carry what its consumer protocol says (subscribed topics and
+    assigned partitions, qualified like a KIP-848 member's), read from the metadata and
+    assignment bytes while the group is Stable; a member of another protocol type shows none.
+    """
     request_parsing.require_nonempty(group_ids, "group id")
     outcomes = []
     for group_id in group_ids:
         try:
             _check_group(call, group_id, Operation.DESCRIBE, "describe")
-            outcomes.append(DescribeOutcome(group_id, snapshot=broker.group_coordinator.describe(call.qualify(group_id))))
+            snapshot = broker.group_coordinator.describe(call.qualify(group_id))
+            if snapshot.group_type == CLASSIC_GROUP_TYPE:
+                snapshot = _classic_snapshot(broker, call, snapshot)
+            outcomes.append(DescribeOutcome(group_id, snapshot=snapshot))
         except Exception as error:
             code, message = error_code_and_message(error)
             outcomes.append(DescribeOutcome(group_id, code, message))
     return outcomes
+
+
+def _classic_snapshot(broker: Broker, call: CallContext, snapshot: GroupSnapshot) -> GroupSnapshot:
+    """The classic group's snapshot with its members' consumer-protocol subscriptions and assignments (one read of the group)."""
+    classic = broker.group_coordinator.classic.describe(snapshot.group_id)
+    if classic is None:  # offsets only, or its last member left since
+        return replace(snapshot, state=ClassicState.EMPTY if snapshot.state != ClassicState.DEAD else snapshot.state, members=(), target={})
+    members = tuple(_classic_member(classic, member, call) for member in classic.members)
+    return replace(
+        snapshot,
+        state=classic.state,
+        group_epoch=classic.generation,
+        assignment_epoch=classic.generation,
+        assignor_name=classic.protocol_name,
+        members=members,
+        target={member.member_id: member.assigned for member in members},
+        protocol_type=classic.protocol_type,
+    )
+
+
+def _classic_member(group: ClassicDescription, member: ClassicMemberDescription, call: CallContext) -> Member:
+    topics: tuple[str, ...] = ()
+    assigned: frozenset[TopicPartition] = frozenset()
+    if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+        topics = tuple(sorted(set(subscribed_topics(member.metadata) or ()))) if member.metadata else ()
+        assigned = frozenset((call.qualify(topic), partition) for topic, partition in assigned_partitions(member.assignment) or ())
+    return Member(
+        member.member_id,
+        member.instance_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=topics,
+        member_epoch=group.generation,
+        assigned=assigned,
+    )
 
 
 def list_groups(broker: Broker, call: CallContext, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[ListedGroup]:
@@ -95,7 +150,11 @@ def list_groups(broker: Broker, call: CallContext, states: Sequence[str] = (), t
         if name.lower() not in STATES:
             raise InvalidRequestError(f"group state {name!r} does not exist: use one of {', '.join(sorted(STATES.values()))}")
         wanted.add(name.lower())
-    wanted_types = {name.lower() for name in types}
+    wanted_types = set()
+    for name in types:
+        if name.lower() not in GROUP_TYPES:
+            raise InvalidRequestError(f"group type {name!r} does not exist: use one of {', '.join(GROUP_TYPES)}")
+        wanted_types.add(name.lower())
     listed = []
     for group in broker.group_coordinator.list_groups():
         if not call.owns(group.group_id) or (wanted and group.state.value.lower() not in wanted) or (wanted_types and group.group_type not in wanted_types):

@@ -340,10 +340,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def ListGroups(self, request: broker_pb2.ListGroupsRequest, call: CallContext) -> broker_pb2.ListGroupsResponse:
-        """The groups this broker coordinates that the caller may describe, optionally only those in the given states."""
+        """The groups this broker coordinates that the caller may describe, optionally only those in the given states and of the given types."""
         groups = [
-            broker_pb2.ListedGroup(group_id=group.group_id, state=group.state.value, protocol_type=group.protocol_type)
-            for group in group_requests.list_groups(self.broker, call, list(request.states_filter))
+            broker_pb2.ListedGroup(group_id=group.group_id, state=group.state.value, protocol_type=group.protocol_type, group_type=group.group_type)
+            for group in group_requests.list_groups(self.broker, call, list(request.states_filter), list(request.types_filter))
         ]
         return broker_pb2.ListGroupsResponse(groups=groups)
 

@@ -92,8 +92,10 @@ def group_description(snapshot: GroupSnapshot, call: CallContext) -> broker_pb2.
         assignment_epoch=snapshot.assignment_epoch,
         assignor_name=snapshot.assignor_name,
         members=members,
+        group_type=snapshot.group_type,
+        protocol_type=snapshot.protocol_type,
     )
 
 
 def listed_group(group: ListedGroup, call: CallContext) -> broker_pb2.ListedGroup:
-    return broker_pb2.ListedGroup(group_id=call.plain(group.group_id), state=group.state.value, protocol_type=group.protocol_type)
+    return broker_pb2.ListedGroup(group_id=call.plain(group.group_id), state=group.state.value, protocol_type=group.protocol_type, group_type=group.group_type)

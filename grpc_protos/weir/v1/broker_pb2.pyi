@@ -738,7 +738,7 @@ class GroupMemberDescription(_message.Message):
     def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., target_assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
 
 class GroupDescription(_message.Message):
-    __slots__ = ("group_id", "error_code", "error_message", "state", "group_epoch", "assignment_epoch", "assignor_name", "members")
+    __slots__ = ("group_id", "error_code", "error_message", "state", "group_epoch", "assignment_epoch", "assignor_name", "members", "group_type", "protocol_type")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -747,6 +747,8 @@ class GroupDescription(_message.Message):
     ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
     ASSIGNOR_NAME_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     error_code: int
     error_message: str
@@ -755,7 +757,9 @@ class GroupDescription(_message.Message):
     assignment_epoch: int
     assignor_name: str
     members: _containers.RepeatedCompositeFieldContainer[GroupMemberDescription]
-    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberDescription, _Mapping]]] = ...) -> None: ...
+    group_type: str
+    protocol_type: str
+    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberDescription, _Mapping]]] = ..., group_type: _Optional[str] = ..., protocol_type: _Optional[str] = ...) -> None: ...
 
 class ConsumerGroupDescribeResponse(_message.Message):
     __slots__ = ("groups",)
@@ -764,20 +768,24 @@ class ConsumerGroupDescribeResponse(_message.Message):
     def __init__(self, groups: _Optional[_Iterable[_Union[GroupDescription, _Mapping]]] = ...) -> None: ...
 
 class ListGroupsRequest(_message.Message):
-    __slots__ = ("states_filter",)
+    __slots__ = ("states_filter", "types_filter")
     STATES_FILTER_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FILTER_FIELD_NUMBER: _ClassVar[int]
     states_filter: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, states_filter: _Optional[_Iterable[str]] = ...) -> None: ...
+    types_filter: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, states_filter: _Optional[_Iterable[str]] = ..., types_filter: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListedGroup(_message.Message):
-    __slots__ = ("group_id", "state", "protocol_type")
+    __slots__ = ("group_id", "state", "protocol_type", "group_type")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     state: str
     protocol_type: str
-    def __init__(self, group_id: _Optional[str] = ..., state: _Optional[str] = ..., protocol_type: _Optional[str] = ...) -> None: ...
+    group_type: str
+    def __init__(self, group_id: _Optional[str] = ..., state: _Optional[str] = ..., protocol_type: _Optional[str] = ..., group_type: _Optional[str] = ...) -> None: ...
 
 class ListGroupsResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "groups")
