@@ -6,7 +6,7 @@ ports by changing its imports. Configuration keys are listed in ``weir.config``.
 """
 
 from weir.consumer import Consumer
-from weir.consumer_groups import ConsumerGroupState, ConsumerGroupTopicPartitions, Node
+from weir.consumer_groups import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, Node
 from weir.errors import KafkaError, KafkaException
 from weir.message import (
     OFFSET_BEGINNING,
@@ -25,6 +25,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroupState",
     "ConsumerGroupTopicPartitions",
+    "ConsumerGroupType",
     "KafkaError",
     "KafkaException",
     "Message",

@@ -40,6 +40,7 @@ from weir.consumer_groups import (
     ConsumerGroupListing,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
     ListConsumerGroupsResult,
     MemberAssignment,
     MemberDescription,
@@ -66,6 +67,7 @@ __all__ = [
     "TopicMetadata",
     "PartitionMetadata",
     "ConsumerGroupState",
+    "ConsumerGroupType",
     "ConsumerGroupTopicPartitions",
     "ConsumerGroupListing",
     "ListConsumerGroupsResult",
@@ -666,19 +668,33 @@ class AdminClient:
 
     # ------------------------------------------------------------------ consumer groups
 
-    def list_consumer_groups(self, request_timeout: float | None = None, states: Iterable[ConsumerGroupState] | None = None) -> Future:
+    def list_consumer_groups(
+        self,
+        request_timeout: float | None = None,
+        states: Iterable[ConsumerGroupState] | None = None,
+        types: Iterable[ConsumerGroupType] | None = None,
+    ) -> Future:
         """Every group of the cluster the caller may describe -> Future[ListConsumerGroupsResult].
 
         Each broker lists the groups it coordinates; a broker that cannot be asked adds its
         error to ``errors`` and the others' groups are still ``valid``. ``states``: only
-        groups in one of these states.
+        groups in one of these states; ``types``: only groups of these types (CONSUMER,
+        CLASSIC; UNKNOWN matches nothing a broker lists, as in confluent-kafka it is no type).
         """
         wanted = set(states or [])
         for state in wanted:
             if not isinstance(state, ConsumerGroupState):
                 raise TypeError(f"states must be ConsumerGroupState values, got {state!r}")
+        wanted_types = set(types or [])
+        for group_type in wanted_types:
+            if not isinstance(group_type, ConsumerGroupType):
+                raise TypeError(f"types must be ConsumerGroupType values, got {group_type!r}")
+        if ConsumerGroupType.UNKNOWN in wanted_types:
+            raise ValueError("types cannot include ConsumerGroupType.UNKNOWN: list CONSUMER and/or CLASSIC groups")
         timeout = self._timeout(request_timeout)
-        request = broker_pb2.ListGroupsRequest(states_filter=sorted(state.state_name for state in wanted))
+        request = broker_pb2.ListGroupsRequest(
+            states_filter=sorted(state.state_name for state in wanted), types_filter=sorted(group_type.type_name for group_type in wanted_types)
+        )
 
         def call() -> dict[str, tuple[KafkaException | None, Any]]:
             deadline = time.monotonic() + timeout
@@ -702,11 +718,11 @@ class AdminClient:
                     continue
                 for group in response.groups:
                     state = ConsumerGroupState.parse(group.state)
-                    if wanted and state not in wanted:
+                    group_type = ConsumerGroupType.parse(group.group_type)
+                    if (wanted and state not in wanted) or (wanted_types and group_type not in wanted_types):
                         continue
-                    listings.setdefault(
-                        group.group_id, ConsumerGroupListing(group.group_id, group.protocol_type != "consumer", state, group.protocol_type or None)
-                    )
+                    # Kafka's "simple" group: no members' protocol, only committed offsets (an empty protocol type).
+                    listings.setdefault(group.group_id, ConsumerGroupListing(group.group_id, not group.protocol_type, state, group_type))
             result = ListConsumerGroupsResult(sorted(listings.values(), key=lambda listing: listing.group_id), errors)
             return {"groups": (None, result)}
 
@@ -752,14 +768,15 @@ class AdminClient:
         ]
         return ConsumerGroupDescription(
             group.group_id,
-            # A group that never had a member (epoch 0) only holds offsets committed without one.
-            is_simple_consumer_group=group.group_epoch == 0 and not group.members,
+            # Kafka's "simple" group: no members' protocol (an empty protocol type), only offsets committed without one.
+            is_simple_consumer_group=not group.protocol_type and not group.members,
             members=members,
             partition_assignor=group.assignor_name,
             state=ConsumerGroupState.parse(group.state),
             coordinator=Node(self._coordinators.node_id(coordinator_address), host, int(port)),
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
+            type=ConsumerGroupType.parse(group.group_type),
         )
 
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:

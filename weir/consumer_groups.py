@@ -1,7 +1,8 @@
 """The values of the consumer-group admin API, as confluent-kafka's ``confluent_kafka`` and ``confluent_kafka.admin`` name them.
 
 ``ConsumerGroupState`` (with the states of Kafka's new protocol, KIP-848, beside the classic
-ones), ``ConsumerGroupTopicPartitions`` (argument and result of the group offset calls),
+ones), ``ConsumerGroupType`` (a KIP-848 group or a classic one, formed by stock Kafka clients
+over the Kafka listener), ``ConsumerGroupTopicPartitions`` (argument and result of the group offset calls),
 ``Node`` (a group's coordinator), and the results of listing and describing groups. Code
 written for confluent-kafka ports by changing its imports.
 """
@@ -15,6 +16,7 @@ from weir.message import TopicPartition
 
 __all__ = [
     "ConsumerGroupState",
+    "ConsumerGroupType",
     "ConsumerGroupTopicPartitions",
     "Node",
     "ConsumerGroupListing",
@@ -74,6 +76,34 @@ _NAMES_BY_STATE = {
 _STATES_BY_NAME = {name.lower(): state for state, name in _NAMES_BY_STATE.items()}
 
 
+class ConsumerGroupType(enum.Enum):
+    """A group's protocol, as confluent-kafka's ``ConsumerGroupType``: CONSUMER (KIP-848) or CLASSIC (JoinGroup/SyncGroup).
+
+    The broker names it as Kafka's ListGroups v5 does (``"consumer"``, ``"classic"``;
+    ``type_name`` / :meth:`parse`). A group that only holds committed offsets is CLASSIC, as
+    in Kafka.
+    """
+
+    UNKNOWN = 0
+    CONSUMER = 1
+    CLASSIC = 2
+
+    @classmethod
+    def parse(cls, name: str) -> ConsumerGroupType:
+        """The type a broker names (``"consumer"``, ``"classic"``, any case); UNKNOWN for any other name."""
+        return {"consumer": cls.CONSUMER, "classic": cls.CLASSIC}.get(name.lower(), cls.UNKNOWN)
+
+    @property
+    def type_name(self) -> str:
+        """The broker's name of this type (``"classic"``), as ListGroups' types filter takes it; ``"unknown"`` for UNKNOWN."""
+        return self.name.lower()
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerGroupType):
+            return NotImplemented
+        return self.value < other.value
+
+
 class Node:
     """A broker: ``id``, ``id_string``, ``host``, ``port``, ``rack``."""
 
@@ -107,16 +137,22 @@ class ConsumerGroupTopicPartitions:
 
 
 class ConsumerGroupListing:
-    """One group of list_consumer_groups(): ``group_id``, ``is_simple_consumer_group``, ``state``."""
+    """One group of list_consumer_groups(): ``group_id``, ``is_simple_consumer_group``, ``state``, ``type`` (a ConsumerGroupType)."""
 
-    def __init__(self, group_id: str, is_simple_consumer_group: bool, state: ConsumerGroupState | None = None, type: str | None = None) -> None:  # noqa: A002
+    def __init__(
+        self,
+        group_id: str,
+        is_simple_consumer_group: bool,
+        state: ConsumerGroupState | None = None,
+        type: ConsumerGroupType | None = None,  # noqa: A002 - confluent-kafka's name
+    ) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
         self.state = state
         self.type = type
 
     def __repr__(self) -> str:
-        return f"ConsumerGroupListing({self.group_id}, {self.state.name if self.state else None})"
+        return f"ConsumerGroupListing({self.group_id}, {self.state.name if self.state else None}, {self.type.name if self.type else None})"
 
 
 class ListConsumerGroupsResult:
@@ -172,7 +208,12 @@ class MemberDescription:
 
 
 class ConsumerGroupDescription:
-    """A described group: members, assignor, state and coordinator (plus Weir's epochs)."""
+    """A described group: members, assignor, state, coordinator and ``type`` (plus Weir's epochs).
+
+    A CLASSIC group's ``partition_assignor`` is its protocol (the client-side assignor its
+    members chose), its epochs its generation, and its members' assignments what the leader
+    gave them (decoded from Kafka's consumer protocol while the group is Stable).
+    """
 
     def __init__(
         self,
@@ -184,6 +225,7 @@ class ConsumerGroupDescription:
         coordinator: Node | None,
         group_epoch: int = -1,
         assignment_epoch: int = -1,
+        type: ConsumerGroupType = ConsumerGroupType.UNKNOWN,  # noqa: A002 - confluent-kafka's name
     ) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
@@ -193,6 +235,7 @@ class ConsumerGroupDescription:
         self.coordinator = coordinator
         self.group_epoch = group_epoch
         self.assignment_epoch = assignment_epoch
+        self.type = type
 
     def __repr__(self) -> str:
-        return f"ConsumerGroupDescription({self.group_id}, {self.state.name}, {len(self.members)} members)"
+        return f"ConsumerGroupDescription({self.group_id}, {self.type.name}, {self.state.name}, {len(self.members)} members)"

@@ -30,7 +30,7 @@ from broker_nodes.coordinator.groups.classic import (
 from broker_nodes.coordinator.groups.classic_assignment import assigned_partitions
 from broker_nodes.coordinator.groups.classic_errors import MemberIdRequiredError, RebalanceInProgressError
 from broker_nodes.coordinator.groups.classic_subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
-from broker_nodes.coordinator.groups.coordinator import CLASSIC_GROUP_TYPE, CONSUMER_PROTOCOL, GroupSnapshot, ListedGroup
+from broker_nodes.coordinator.groups.coordinator import CLASSIC_GROUP_TYPE, CONSUMER_PROTOCOL, SIMPLE_PROTOCOL, GroupSnapshot, ListedGroup
 from broker_nodes.coordinator.groups.errors import GroupIdNotFoundError
 from broker_nodes.coordinator.groups.group import GroupState, Heartbeat, HeartbeatAnswer
 from broker_nodes.coordinator.groups.member import Member, TopicPartition
@@ -101,6 +101,8 @@ def describe_groups(broker: Broker, call: CallContext, group_ids: Sequence[str])
             snapshot = broker.group_coordinator.describe(call.qualify(group_id))
             if snapshot.group_type == CLASSIC_GROUP_TYPE:
                 snapshot = _classic_snapshot(broker, call, snapshot)
+            elif snapshot.protocol_type == SIMPLE_PROTOCOL:
+                snapshot = replace(snapshot, group_type=CLASSIC_GROUP_TYPE)  # offsets only: a classic group in Kafka, as ListGroups says
             outcomes.append(DescribeOutcome(group_id, snapshot=snapshot))
         except Exception as error:
             code, message = error_code_and_message(error)
@@ -111,8 +113,8 @@ def describe_groups(broker: Broker, call: CallContext, group_ids: Sequence[str])
 def _classic_snapshot(broker: Broker, call: CallContext, snapshot: GroupSnapshot) -> GroupSnapshot:
     """The classic group's snapshot with its members' consumer-protocol subscriptions and assignments (one read of the group)."""
     classic = broker.group_coordinator.classic.describe(snapshot.group_id)
-    if classic is None:  # offsets only, or its last member left since
-        return replace(snapshot, state=ClassicState.EMPTY if snapshot.state != ClassicState.DEAD else snapshot.state, members=(), target={})
+    if classic is None:  # its last member left since the first read
+        return replace(snapshot, state=ClassicState.EMPTY, members=(), target={})
     members = tuple(_classic_member(classic, member, call) for member in classic.members)
     return replace(
         snapshot,
