@@ -155,10 +155,11 @@ class LocalStack:
         environment["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
         environment.pop("WEIR_INTERNAL_TOKEN", None)
         # One block for every listener, so that no two of them can be given the same port:
-        # the web process, then the controllers, then the brokers.
-        http_port = free_port_block(1 + CONTROLLER_COUNT + self._broker_count)
+        # the web process, then the controllers, then the brokers, then their Kafka listeners.
+        http_port = free_port_block(1 + CONTROLLER_COUNT + 2 * self._broker_count)
         controller_base_port = http_port + 1
         broker_base_port = controller_base_port + CONTROLLER_COUNT
+        kafka_base_port = broker_base_port + self._broker_count
         # The metrics endpoints (deploy.local: base + 1.. for controllers, + 9 worker, + 10 + N brokers).
         metrics_base_port = free_port_block(METRICS_PORTS_BEYOND_BROKERS + self._broker_count)
         environment.update(
@@ -166,6 +167,7 @@ class LocalStack:
             WEIR_HTTP_PORT=str(http_port),
             WEIR_CONTROLLER_BASE_PORT=str(controller_base_port),
             WEIR_BROKER_BASE_PORT=str(broker_base_port),
+            WEIR_KAFKA_BASE_PORT=str(kafka_base_port),
             WEIR_METRICS_BASE_PORT=str(metrics_base_port),
             WEIR_BROKERS=str(self._broker_count),
             WEIR_DEMO_TENANT=DEMO_TENANT,

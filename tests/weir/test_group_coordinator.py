@@ -151,7 +151,9 @@ def test_a_coordinator_that_keeps_moving_fails_the_commit_after_its_timeout(brok
             _commit(consumer, 1)
         elapsed = time.monotonic() - started
 
-    assert raised.value.error.code() == ErrorCode.NOT_COORDINATOR  # type: ignore[attr-defined]
+    # The commit fails with the last answer (NOT_COORDINATOR) or, when the timeout ran out while an
+    # attempt was on the wire (a loaded machine), as timed out: either way it gave up, bounded.
+    assert raised.value.error.code() in (ErrorCode.NOT_COORDINATOR, KafkaError._TIMED_OUT)  # type: ignore[attr-defined]
     assert "gave up" in raised.value.error.str()
     assert elapsed < 10  # bounded by request.timeout.ms, with a wide margin for a loaded machine
     assert len(coordinator.called("OffsetCommit")) >= 2
