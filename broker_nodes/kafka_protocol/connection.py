@@ -236,8 +236,8 @@ class KafkaConnection:
         if self._session.state == SaslState.RAW_TOKEN:
             outcome = self._session.authenticate(frame)
             if outcome.succeeded:
-                return Reply(encode_raw(b""))
-            return Reply(None, ConnectionClosed("authentication", outcome.message or "SASL/PLAIN authentication failed"))
+                return Reply(encode_raw(outcome.auth_bytes))  # PLAIN's empty answer, or SCRAM's server-first / server-final
+            return Reply(None, ConnectionClosed("authentication", outcome.message or "SASL authentication failed"))
         try:
             keys = peek_request(frame)
         except FrameError as error:

@@ -1,4 +1,4 @@
-"""SASL on a Kafka-protocol connection: the PLAIN mechanism and one connection's authentication state.
+"""SASL on a Kafka-protocol connection: PLAIN, SCRAM-SHA-256/512, and one connection's authentication state.
 
 Kafka clients authenticate right after connecting (KIP-43, KIP-152): optionally ApiVersions,
 then SaslHandshake naming a mechanism, then the mechanism's tokens in SaslAuthenticate
@@ -13,9 +13,15 @@ metadata. The connection keeps the key and the secret's SHA-256 (never the secre
 re-resolves its caller before every request (:meth:`SaslSession.call_context`), so a revoked
 key or changed ACLs apply to open connections at once.
 
-SCRAM is not offered: brokers hold only the SHA-256 of secrets, and SCRAM needs salted
-credentials stored when a key is created. A client asking for it gets UNSUPPORTED_SASL_MECHANISM
-with the enabled list.
+SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677, as Kafka's ``ScramSaslServer``): two
+tokens each way, client-first -> server-first, client-final -> server-final, carried in
+SaslAuthenticate's ``auth_bytes`` (or raw frames after a SaslHandshake v0). The messages and
+the proof are checked by :class:`~broker_nodes.security.scram.ScramExchange` against the key's
+credential from the :class:`~broker_nodes.security.authenticator.Authenticator`; keys created
+before SCRAM support have none and are told to use PLAIN or a new key. A failed step answers
+SASL_AUTHENTICATION_FAILED with the reason and closes, as PLAIN does. The connection then keeps
+the key and its StoredKey and re-checks them before every request, as it does PLAIN's digest.
+Any other mechanism gets UNSUPPORTED_SASL_MECHANISM with the enabled list.
 
 A broker without ``security.required`` serves unauthenticated connections as the anonymous
 caller (as its gRPC port does) and still accepts PLAIN with any credentials.
@@ -28,17 +34,19 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
 from broker_nodes.security.access import CallContext, anonymous_context
 from broker_nodes.security.authenticator import AuthenticationError, Authenticator, CredentialsUnavailableError, secret_digest
+from broker_nodes.security.scram import SCRAM_MECHANISMS, ScramError, ScramExchange
 
 logger = logging.getLogger(__name__)
 
 PLAIN = "PLAIN"
-ENABLED_MECHANISMS = (PLAIN,)
+ENABLED_MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)  # what SaslHandshake lists: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 API_VERSIONS_KEY = 18
@@ -80,17 +88,18 @@ class SaslState(enum.Enum):
     OPEN = "open"  # no SASL yet on a broker without security: served anonymously, a handshake may start
     HANDSHAKE = "handshake"  # security required: only ApiVersions or SaslHandshake may come
     AUTHENTICATE = "authenticate"  # after SaslHandshake v1: only SaslAuthenticate may come
-    RAW_TOKEN = "raw_token"  # after SaslHandshake v0: the next frame is a bare PLAIN token
+    RAW_TOKEN = "raw_token"  # after SaslHandshake v0: the next frames are bare tokens of the mechanism
     AUTHENTICATED = "authenticated"
     FAILED = "failed"  # the connection is closed after the answer that says why
 
 
 @dataclass(frozen=True)
 class AuthenticationOutcome:
-    """What one SaslAuthenticate (or raw token) achieved: NONE, or the error code and a message for the client."""
+    """What one SaslAuthenticate (or raw token) achieved: NONE and the server's token (SCRAM's), or the error code and a message for the client."""
 
     error_code: ErrorCode
     message: str | None = None
+    auth_bytes: bytes = b""
 
     @property
     def succeeded(self) -> bool:
@@ -104,8 +113,9 @@ class SaslSession:
         self._authenticator = authenticator
         self._client_host = client_host
         self.state = SaslState.HANDSHAKE if authenticator.security_required else SaslState.OPEN
-        self._api_key: str | None = None
-        self._secret_sha256 = ""
+        self._scram: ScramExchange | None = None  # after a handshake naming SCRAM-SHA-*
+        # After authentication: resolves the caller again against the current snapshot (None: anonymous).
+        self._recheck: Callable[[], CallContext] | None = None
 
     @property
     def authenticated(self) -> bool:
@@ -127,21 +137,25 @@ class SaslSession:
         return False
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
-        """SaslHandshake: NONE and the next state for PLAIN; UNSUPPORTED_SASL_MECHANISM (then close) otherwise."""
+        """SaslHandshake: NONE and the next state for an enabled mechanism; UNSUPPORTED_SASL_MECHANISM (then close) otherwise."""
         if self.state not in (SaslState.OPEN, SaslState.HANDSHAKE):
             self.state = SaslState.FAILED
             return ErrorCode.illegal_sasl_state
-        if mechanism != PLAIN:
+        if mechanism not in ENABLED_MECHANISMS:
             self.state = SaslState.FAILED
             return ErrorCode.unsupported_sasl_mechanism
+        if mechanism != PLAIN:
+            self._scram = ScramExchange(mechanism, self._authenticator.scram_credential)
         self.state = SaslState.RAW_TOKEN if version == 0 else SaslState.AUTHENTICATE
         return ErrorCode.none
 
     def authenticate(self, token: bytes) -> AuthenticationOutcome:
-        """Check a PLAIN token; on success the session is authenticated, otherwise it has FAILED."""
+        """Take the mechanism's next token: authenticated after PLAIN's or SCRAM's last, FAILED after a wrong one."""
         if self.state not in (SaslState.AUTHENTICATE, SaslState.RAW_TOKEN):
             self.state = SaslState.FAILED
-            return AuthenticationOutcome(ErrorCode.illegal_sasl_state, "SaslAuthenticate must follow a SaslHandshake naming PLAIN")
+            return AuthenticationOutcome(ErrorCode.illegal_sasl_state, "SaslAuthenticate must follow a SaslHandshake naming a mechanism")
+        if self._scram is not None:
+            return self._scram_step(self._scram, token)
         self.state = SaslState.FAILED
         try:
             credentials = parse_plain(token)
@@ -152,10 +166,30 @@ class SaslSession:
         except (SaslPlainError, AuthenticationError, CredentialsUnavailableError) as error:
             logger.info("Kafka SASL/PLAIN authentication from %s failed: %s", self._client_host, error)
             return AuthenticationOutcome(ErrorCode.sasl_authentication_failed, f"Authentication failed: {error}")
-        self._api_key, self._secret_sha256 = credentials.username, digest
+        api_key, host = credentials.username, self._client_host
+        self._recheck = lambda: self._authenticator.authenticate_api_key(api_key, digest, host)
         self.state = SaslState.AUTHENTICATED
         logger.debug("Kafka SASL/PLAIN authentication from %s succeeded", self._client_host)
         return AuthenticationOutcome(ErrorCode.none)
+
+    def _scram_step(self, exchange: ScramExchange, token: bytes) -> AuthenticationOutcome:
+        """One SCRAM token: the server-first answer (still authenticating), or the server-final one (authenticated)."""
+        waiting_state, self.state = self.state, SaslState.FAILED
+        try:
+            reply = exchange.respond(token)
+            if not exchange.complete:
+                self.state = waiting_state
+                return AuthenticationOutcome(ErrorCode.none, auth_bytes=reply)
+            api_key, mechanism, stored_key, host = exchange.username, exchange.mechanism, exchange.credential.stored_key, self._client_host
+            self._authenticator.authenticate_scram_key(api_key, mechanism, stored_key, host)
+        except (ScramError, AuthenticationError, CredentialsUnavailableError) as error:
+            logger.info("Kafka SASL/%s authentication from %s failed: %s", exchange.mechanism, self._client_host, error)
+            return AuthenticationOutcome(ErrorCode.sasl_authentication_failed, f"Authentication failed: {error}")
+        self._recheck = lambda: self._authenticator.authenticate_scram_key(api_key, mechanism, stored_key, host)
+        self._scram = None
+        self.state = SaslState.AUTHENTICATED
+        logger.debug("Kafka SASL/%s authentication from %s succeeded", mechanism, self._client_host)
+        return AuthenticationOutcome(ErrorCode.none, auth_bytes=reply)
 
     def call_context(self) -> CallContext:
         """The caller of the next request, resolved against the current security snapshot.
@@ -163,8 +197,8 @@ class SaslSession:
         Raises AuthenticationError (or CredentialsUnavailableError) when the key was revoked
         since the connection authenticated: the connection is then closed.
         """
-        if self._api_key is None:
+        if self._recheck is None:
             if self.state != SaslState.OPEN:
                 raise AuthenticationError("this connection has not authenticated")
             return anonymous_context(self._client_host)
-        return self._authenticator.authenticate_api_key(self._api_key, self._secret_sha256, self._client_host)
+        return self._recheck()

@@ -17,7 +17,9 @@ refused with any credential, so a tenant token for one tenant cannot be pointed 
 
 A key is looked up by its public id in the current security snapshot and its secret's
 SHA-256 compared in constant time; a key absent from the snapshot (revoked, or never pushed)
-is refused. With ``security.required=false`` a call without the internal token is anonymous
+is refused. Kafka's SASL/SCRAM looks a key's SCRAM credential up here
+(:meth:`Authenticator.scram_credential`; the proof is checked in ``broker_nodes.security.scram``)
+and re-checks its StoredKey before each request as PLAIN re-checks the digest. With ``security.required=false`` a call without the internal token is anonymous
 and unrestricted (the standalone mode of issue 2). Thread-safe (reads immutable snapshots).
 """
 
@@ -30,7 +32,8 @@ from collections.abc import Iterable
 from broker_nodes import names
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
-from broker_nodes.security.snapshot import SecurityStore
+from broker_nodes.security.scram import ScramCredential
+from broker_nodes.security.snapshot import Credential, SecuritySnapshot, SecurityStore
 from weir import tenant_tokens
 from weir.tenant_tokens import TENANT_TOKEN_HEADER, TenantTokenError
 
@@ -40,6 +43,7 @@ INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
 TENANT_HEADER = "x-weir-tenant"  # no longer accepted: refused with a message naming the tenant token instead
 # Compared against when a key is unknown, so that an unknown key costs the same as a wrong secret.
 _UNKNOWN_KEY_DIGEST = "0" * 64
+_INVALID_KEY_MESSAGE = "invalid API key or secret (unknown, revoked, or not a cluster key)"
 
 
 class AuthenticationError(Exception):
@@ -141,8 +145,55 @@ class Authenticator:
         credential = snapshot.credentials.get(api_key)
         expected = credential.secret_sha256 if credential is not None else _UNKNOWN_KEY_DIGEST
         if not hmac.compare_digest(secret_sha256, expected) or credential is None:
-            raise AuthenticationError("invalid API key or secret (unknown, revoked, or not a cluster key)")
-        self._last_used[api_key] = self._clock.milliseconds()
+            raise AuthenticationError(_INVALID_KEY_MESSAGE)
+        return self._client_context(credential, snapshot, client_host)
+
+    def scram_credential(self, api_key: str, mechanism: str) -> ScramCredential:
+        """Cluster key ``api_key``'s credential for SCRAM ``mechanism``, for the exchange to check a proof against.
+
+        Refused (AuthenticationError) for an unknown or revoked key and for a key created before
+        SCRAM support, which has no SCRAM credential (its secret was never kept, so none can be
+        made): the message tells the user to create a new key or use PLAIN. Also used without
+        ``security.required`` (a SCRAM server cannot answer without a credential), when a
+        snapshot is there.
+        """
+        snapshot = self._store.snapshot
+        if snapshot is None:
+            if not self._security_required:
+                raise AuthenticationError("this broker runs without security and holds no SCRAM credentials: connect without SASL or with PLAIN")
+            raise CredentialsUnavailableError()
+        credential = snapshot.credentials.get(api_key)
+        if credential is None:
+            raise AuthenticationError(_INVALID_KEY_MESSAGE)
+        scram = credential.scram.get(mechanism)
+        if scram is None:
+            raise AuthenticationError(
+                f"API key {api_key} has no {mechanism} credentials (keys created before SCRAM support have none): "
+                "create a new cluster API key, or use sasl.mechanism=PLAIN with this one"
+            )
+        return scram
+
+    def authenticate_scram_key(self, api_key: str, mechanism: str, stored_key: bytes, client_host: str) -> CallContext:
+        """The caller of a connection that completed SCRAM ``mechanism`` as ``api_key`` with StoredKey ``stored_key``.
+
+        SCRAM's counterpart of :meth:`authenticate_api_key`, called before every request of the
+        connection: the key must still be in the current snapshot with the same credential,
+        so a revoked key closes the connection at its next request.
+        """
+        if not self._security_required:
+            return anonymous_context(client_host)
+        snapshot = self._store.snapshot
+        if snapshot is None:
+            raise CredentialsUnavailableError()
+        credential = snapshot.credentials.get(api_key)
+        scram = credential.scram.get(mechanism) if credential is not None else None
+        if credential is None or scram is None or not hmac.compare_digest(scram.stored_key, stored_key):
+            raise AuthenticationError(_INVALID_KEY_MESSAGE)
+        return self._client_context(credential, snapshot, client_host)
+
+    def _client_context(self, credential: Credential, snapshot: SecuritySnapshot, client_host: str) -> CallContext:
+        """The context of a client holding a valid cluster key (and the key's last use noted)."""
+        self._last_used[credential.api_key] = self._clock.milliseconds()
         return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))
 
     def _tenant_context(self, tenant_token: str, client_host: str) -> CallContext:

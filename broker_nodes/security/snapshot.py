@@ -2,7 +2,9 @@
 
 On disk: ``<data_dir>/security-state.json`` (mode 0600: it holds secret hashes) =
 ``{"format": 1, "snapshot": SecuritySnapshot.to_json()}``, replaced atomically, so a broker
-restarts with the last credentials it was given and keeps refusing revoked keys.
+restarts with the last credentials it was given and keeps refusing revoked keys. A credential's
+SCRAM entries (``"scram"``: mechanism, base64 salt, iterations, base64 StoredKey and ServerKey)
+are absent for keys that have none and in files written before SCRAM support.
 
 A key absent from the latest snapshot does not exist: revoking a key is pushing a snapshot
 without it, and it stops working the moment that snapshot is stored.
@@ -13,6 +15,7 @@ and readers never lock. ``store`` calls are serialized by the caller.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +26,7 @@ from typing import Any
 from broker_nodes import names
 from broker_nodes.cluster_state import InvalidSnapshotError, StaleSnapshotError
 from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
+from broker_nodes.security.scram import ScramCredential
 from broker_nodes.storage.atomic_files import write_atomically
 from grpc_protos.weir.v1 import admin_pb2
 
@@ -32,12 +36,52 @@ SECURITY_STATE_FILE_MODE = 0o600  # readable by the broker's user only: it holds
 UNLIMITED = 0  # a quota of 0 bytes per second means no limit
 
 
+_NO_SCRAM: Mapping[str, ScramCredential] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Credential:
     api_key: str
     secret_sha256: str  # hex
     tenant_id: str
     principal: str
+    scram: Mapping[str, ScramCredential] = field(default_factory=lambda: _NO_SCRAM)  # mechanism -> credential; empty for keys made before SCRAM support
+
+    def to_json(self) -> dict[str, object]:
+        document: dict[str, object] = {"api_key": self.api_key, "secret_sha256": self.secret_sha256, "tenant_id": self.tenant_id, "principal": self.principal}
+        if self.scram:
+            document["scram"] = [
+                [item.mechanism, _base64(item.salt), item.iterations, _base64(item.stored_key), _base64(item.server_key)] for item in self.scram.values()
+            ]
+        return document
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Credential:
+        scram = {
+            str(mechanism): ScramCredential(str(mechanism), base64.b64decode(salt), int(iterations), base64.b64decode(stored), base64.b64decode(server))
+            for mechanism, salt, iterations, stored, server in data.get("scram", ())
+        }
+        return cls(
+            str(data["api_key"]), str(data["secret_sha256"]), str(data["tenant_id"]), str(data["principal"]), MappingProxyType(scram) if scram else _NO_SCRAM
+        )
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def _scram_of(entry: admin_pb2.Credential) -> Mapping[str, ScramCredential]:
+    """A pushed credential's SCRAM entries by mechanism; InvalidSnapshotError names the first problem."""
+    scram: dict[str, ScramCredential] = {}
+    for item in entry.scram:
+        credential = ScramCredential(item.mechanism, item.salt, item.iterations, item.stored_key, item.server_key)
+        problem = credential.problem()
+        if problem is not None:
+            raise InvalidSnapshotError(f"credential {entry.api_key!r}: {problem}")
+        if item.mechanism in scram:
+            raise InvalidSnapshotError(f"credential {entry.api_key!r} has {item.mechanism} more than once")
+        scram[item.mechanism] = credential
+    return MappingProxyType(scram) if scram else _NO_SCRAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +120,7 @@ class SecuritySnapshot:
                 raise InvalidSnapshotError(f"credential {entry.api_key!r} needs a key, a 64-digit hex SHA-256, a tenant and a principal")
             if entry.api_key in credentials:
                 raise InvalidSnapshotError(f"API key {entry.api_key!r} occurs more than once")
-            credentials[entry.api_key] = Credential(entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal)
+            credentials[entry.api_key] = Credential(entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal, _scram_of(entry))
         acls: dict[str, list[AclEntry]] = {}
         for binding in request.acls:
             try:
@@ -109,10 +153,7 @@ class SecuritySnapshot:
     def to_json(self) -> dict[str, object]:
         return {
             "version": self.version,
-            "credentials": [
-                {"api_key": item.api_key, "secret_sha256": item.secret_sha256, "tenant_id": item.tenant_id, "principal": item.principal}
-                for item in self.credentials.values()
-            ],
+            "credentials": [item.to_json() for item in self.credentials.values()],
             "acls": {
                 tenant: [
                     [acl.principal, int(acl.resource_type), acl.resource_name, int(acl.pattern_type), int(acl.operation), int(acl.permission), acl.host]
@@ -126,7 +167,7 @@ class SecuritySnapshot:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecuritySnapshot:
         """From the snapshot file as json.load decodes it (values of any JSON type)."""
-        credentials = {str(item["api_key"]): Credential(**item) for item in data["credentials"]}
+        credentials = {str(item["api_key"]): Credential.from_json(item) for item in data["credentials"]}
         acls = {
             tenant: tuple(
                 AclEntry(principal, ResourceType(kind), name, PatternType(pattern), Operation(operation), Permission(permission), host)

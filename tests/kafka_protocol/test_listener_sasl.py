@@ -61,7 +61,7 @@ def plain(username: str, password: str) -> bytes:
 def authenticate(connection: socket.socket, username: str = KEY, password: str = SECRET) -> object:
     handshake = call(connection, SaslHandshakeRequest(mechanism="PLAIN"), correlation_id=1)
     assert handshake.error_code == ErrorCode.none
-    assert handshake.mechanisms == ("PLAIN",)
+    assert handshake.mechanisms == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     return call(connection, SaslAuthenticateRequest(auth_bytes=plain(username, password)), correlation_id=2)
 
 

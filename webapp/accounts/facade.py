@@ -33,7 +33,7 @@ from webapp.accounts.actions.tenant import check_update_tenant, do_update_tenant
 from webapp.accounts.authentication import CloudApiKeyAuthentication, SessionActorAuthentication
 from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import SESSION_TENANT_KEY, Actor, is_operator
-from webapp.accounts.models import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, PlanLimits, Role, ServiceAccount, Tenant
+from webapp.accounts.models import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, PlanLimits, Role, ScramCredential, ServiceAccount, Tenant
 from webapp.accounts.roles import require_role, role_at_least
 from webapp.accounts.tenant_hooks import add_plan_fit_check, add_sign_up_hook
 
@@ -54,6 +54,7 @@ __all__ = [
     "PlanLimits",
     "Role",
     "SESSION_TENANT_KEY",
+    "ScramCredential",
     "ServiceAccount",
     "SessionActorAuthentication",
     "StateConflict",

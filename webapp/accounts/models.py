@@ -183,3 +183,30 @@ class ApiKey(models.Model):
         owner = self.owner_service_account or self.owner_membership
         assert owner is not None
         return owner.principal
+
+
+class ScramMechanism(models.TextChoices):
+    SCRAM_SHA_256 = "SCRAM-SHA-256", "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512", "SCRAM-SHA-512"
+
+
+class ScramCredential(models.Model):
+    """A cluster key's SASL/SCRAM credential for one mechanism (RFC 5802): salt, iterations,
+    StoredKey and ServerKey, base64 text; never the salted password (``webapp.accounts.scram``).
+
+    Derived when the key is created, the only moment the secret is known: keys created before
+    SCRAM support have none and authenticate with PLAIN only.
+    """
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="scram_credentials")
+    mechanism = models.CharField(max_length=16, choices=ScramMechanism.choices)
+    salt = models.CharField(max_length=100)  # base64
+    iterations = models.PositiveIntegerField()
+    stored_key = models.CharField(max_length=100)  # base64 of H(ClientKey)
+    server_key = models.CharField(max_length=100)  # base64 of HMAC(SaltedPassword, "Server Key")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["api_key", "mechanism"], name="scram_credential_one_per_mechanism")]
+
+    def __str__(self) -> str:
+        return f"{self.mechanism} credential of {self.api_key_id}"

@@ -2,8 +2,8 @@
 
 A backup is the desired state the control plane cannot rebuild from anywhere else: who may
 sign in (users with their password hashes, Django groups and permissions), tenants,
-memberships, invitations, service accounts, API keys (the SHA-256 of each secret, never a
-secret: the database holds nothing more), topics with their configs and partition placement,
+memberships, invitations, service accounts, API keys (the SHA-256 of each secret and the
+SCRAM credentials of cluster keys, never a secret: the database holds nothing more), topics with their configs and partition placement,
 ACL bindings, quotas, the broker registry, the controller epoch and the snapshot versions.
 Rows name each other by natural keys (``tn-...``, ``sa-...``, a topic's UUID, a user name),
 never by database primary keys, so a backup restores into any database.
@@ -179,6 +179,22 @@ SECTIONS: tuple[Section, ...] = (
             Field("created_at", DATETIME),
             Field("last_used_at", DATETIME, nullable=True),
             Field("revoked_at", DATETIME, nullable=True),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "scram_credentials",
+        "accounts.ScramCredential",
+        ("api_key", "mechanism"),
+        (
+            # Kept: they can be derived only from the secret, which exists nowhere; without them a
+            # restored key would authenticate with PLAIN only. Salt and keys are base64 text.
+            Field("api_key", REFERENCE, target="api_keys"),
+            Field("mechanism", TEXT, choices=("SCRAM-SHA-256", "SCRAM-SHA-512")),
+            Field("salt", TEXT),
+            Field("iterations", INTEGER),
+            Field("stored_key", TEXT),  # H(ClientKey): verifies a client's proof, cannot make one
+            Field("server_key", TEXT),
         ),
         MappingProxyType(_PRIMARY_KEY),
     ),

@@ -4,7 +4,7 @@
   tenant's topics with tenant id, topic id, config overrides and partition placement; the
   internal topics (``__consumer_offsets``...) are there too, with an empty tenant id.
 * Security snapshot (``ApplySecurityRequest``): every active cluster API key as a credential
-  (tenant and principal, secret as its SHA-256), every ACL binding, and every tenant's
+  (tenant and principal, secret as its SHA-256, SCRAM credentials where the key has them), every ACL binding, and every tenant's
   effective byte-rate quotas.
 
 Each snapshot is read in one transaction after locking its version row (see
@@ -14,6 +14,7 @@ The number of queries is fixed, whatever the number of tenants, topics or keys.
 
 from __future__ import annotations
 
+import base64
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from webapp.accounts.facade import ApiKey, ApiKeyKind, Tenant
+from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, Tenant
 from webapp.catalog.facade import AclBinding, Partition, Topic
 from webapp.fleet.facade import BrokerNode
 from webapp.provisioning.models import SnapshotKind
@@ -93,14 +94,32 @@ def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.Apply
     return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics, controller_epoch=controller_epoch)
 
 
+def _scram_credential(credential: ScramCredential) -> admin_pb2.ScramCredential:
+    return admin_pb2.ScramCredential(
+        mechanism=credential.mechanism,
+        salt=base64.b64decode(credential.salt),
+        iterations=credential.iterations,
+        stored_key=base64.b64decode(credential.stored_key),
+        server_key=base64.b64decode(credential.server_key),
+    )
+
+
 def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
     keys = (
         ApiKey.objects.filter(kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True)
         .select_related("tenant", "owner_service_account", "owner_membership")
+        .prefetch_related("scram_credentials")
         .order_by("key_id")
     )
     credentials = [
-        admin_pb2.Credential(api_key=key.key_id, secret_sha256=key.secret_sha256, tenant_id=key.tenant.public_id, principal=key.principal) for key in keys
+        admin_pb2.Credential(
+            api_key=key.key_id,
+            secret_sha256=key.secret_sha256,
+            tenant_id=key.tenant.public_id,
+            principal=key.principal,
+            scram=[_scram_credential(scram) for scram in sorted(key.scram_credentials.all(), key=lambda scram: scram.mechanism)],
+        )
+        for key in keys
     ]
     acls = [
         admin_pb2.AclBinding(

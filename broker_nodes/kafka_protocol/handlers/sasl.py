@@ -36,8 +36,8 @@ def handshake_response(version: int, error_code: ErrorCode) -> Any:
     return schema(error_code=error_code, mechanisms=ENABLED_MECHANISMS)
 
 
-def authenticate_response(version: int, error_code: ErrorCode, message: str | None) -> Any:
-    fields: dict[str, Any] = {"error_code": error_code, "error_message": message, "auth_bytes": b""}
+def authenticate_response(version: int, error_code: ErrorCode, message: str | None, auth_bytes: bytes = b"") -> Any:
+    fields: dict[str, Any] = {"error_code": error_code, "error_message": message, "auth_bytes": auth_bytes}
     if version >= 1:
         fields["session_lifetime"] = datetime.timedelta(0)  # no re-authentication required (KIP-368)
     schema: Any = load_response_schema(SASL_AUTHENTICATE_KEY, version)
@@ -50,7 +50,7 @@ def answer_sasl_step(session: SaslSession, api_key: int, version: int, request: 
         error_code = session.handshake(request.mechanism, version)
         return SaslAnswer(handshake_response(version, error_code), close=session.state == SaslState.FAILED)
     outcome = session.authenticate(request.auth_bytes)
-    return SaslAnswer(authenticate_response(version, outcome.error_code, outcome.message), close=not outcome.succeeded)
+    return SaslAnswer(authenticate_response(version, outcome.error_code, outcome.message, outcome.auth_bytes), close=not outcome.succeeded)
 
 
 @api.handles(SASL_HANDSHAKE_KEY, 0, HANDSHAKE_MAX_VERSION)

@@ -25,21 +25,21 @@ _sym_db = _symbol_database.Default()
 from grpc_protos.weir.v1 import broker_pb2 as grpc__protos_dot_weir_dot_v1_dot_broker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgrpc_protos/weir/v1/admin.proto\x12\x07weir.v1\x1a grpc_protos/weir/v1/broker.proto\"p\n\x13PartitionAssignment\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x10\n\x08replicas\x18\x04 \x03(\x05\x12\x0b\n\x03isr\x18\x05 \x03(\x05\"\xa2\x01\n\x0fTopicAssignment\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12*\n\x07\x63onfigs\x18\x04 \x03(\x0b\x32\x19.weir.v1.TopicConfigEntry\x12\x30\n\npartitions\x18\x05 \x03(\x0b\x32\x1c.weir.v1.PartitionAssignment\"\xa7\x01\n\x16\x41pplyPartitionsRequest\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12$\n\x07\x62rokers\x18\x03 \x03(\x0b\x32\x13.weir.v1.BrokerNode\x12(\n\x06topics\x18\x04 \x03(\x0b\x32\x18.weir.v1.TopicAssignment\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x03\"\xbd\x01\n\x17\x41pplyPartitionsResponse\x12\x17\n\x0f\x61pplied_version\x18\x01 \x01(\x03\x12\x1a\n\x12partitions_created\x18\x02 \x01(\x05\x12\x1a\n\x12partitions_deleted\x18\x03 \x01(\x05\x12\x1b\n\x13topics_reconfigured\x18\x04 \x01(\x05\x12\x34\n\x11\x66\x61iled_partitions\x18\x05 \x03(\x0b\x32\x19.weir.v1.PartitionFailure\"\x97\x01\n\x10PartitionFailure\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12\x11\n\tpartition\x18\x04 \x01(\x05\x12\x12\n\nerror_code\x18\x05 \x01(\x05\x12\x15\n\rerror_message\x18\x06 \x01(\t\x12\x11\n\tretriable\x18\x07 \x01(\x08\"Z\n\nCredential\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x15\n\rsecret_sha256\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\"\x8d\x02\n\nAclBinding\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12/\n\rresource_type\x18\x03 \x01(\x0e\x32\x18.weir.v1.AclResourceType\x12\x15\n\rresource_name\x18\x04 \x01(\t\x12-\n\x0cpattern_type\x18\x05 \x01(\x0e\x32\x17.weir.v1.AclPatternType\x12(\n\toperation\x18\x06 \x01(\x0e\x32\x15.weir.v1.AclOperation\x12*\n\npermission\x18\x07 \x01(\x0e\x32\x16.weir.v1.AclPermission\x12\x0c\n\x04host\x18\x08 \x01(\t\"d\n\x0bTenantQuota\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12 \n\x18produce_bytes_per_second\x18\x02 \x01(\x03\x12 \n\x18\x63onsume_bytes_per_second\x18\x03 \x01(\x03\"\x9a\x01\n\x14\x41pplySecurityRequest\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x0b\x63redentials\x18\x02 \x03(\x0b\x32\x13.weir.v1.Credential\x12!\n\x04\x61\x63ls\x18\x03 \x03(\x0b\x32\x13.weir.v1.AclBinding\x12$\n\x06quotas\x18\x04 \x03(\x0b\x32\x14.weir.v1.TenantQuota\"0\n\x15\x41pplySecurityResponse\x12\x17\n\x0f\x61pplied_version\x18\x01 \x01(\x03\"\x16\n\x14\x44\x65scribeStateRequest\"\xa8\x02\n\x0fHostedPartition\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12\x11\n\tpartition\x18\x04 \x01(\x05\x12\x11\n\tis_leader\x18\x05 \x01(\x08\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x07 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x08 \x01(\x03\x12\x16\n\x0ehigh_watermark\x18\t \x01(\x03\x12\x12\n\nsize_bytes\x18\n \x01(\x03\x12\x15\n\rsegment_count\x18\x0b \x01(\x05\x12\x0b\n\x03isr\x18\x0c \x03(\x05\x12\x10\n\x08replicas\x18\r \x03(\x05\x12\x11\n\tleader_id\x18\x0e \x01(\x05\"6\n\rCredentialUse\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x14\n\x0clast_used_ms\x18\x02 \x01(\x03\"\xb1\x02\n\x15\x44\x65scribeStateResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x0c\n\x04rack\x18\x02 \x01(\t\x12\x1a\n\x12partitions_version\x18\x03 \x01(\x03\x12\x18\n\x10security_version\x18\x04 \x01(\x03\x12,\n\npartitions\x18\x05 \x03(\x0b\x32\x18.weir.v1.HostedPartition\x12/\n\x0f\x63redential_uses\x18\x06 \x03(\x0b\x32\x16.weir.v1.CredentialUse\x12\x18\n\x10\x63ontroller_epoch\x18\x07 \x01(\x03\x12\x14\n\x0c\x62roker_epoch\x18\x08 \x01(\x03\x12\x34\n\x11\x66\x61iled_partitions\x18\t \x03(\x0b\x32\x19.weir.v1.PartitionFailure*\x8d\x01\n\x0f\x41\x63lResourceType\x12!\n\x1d\x41\x43L_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_TOPIC\x10\x01\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_GROUP\x10\x02\x12\x1d\n\x19\x41\x43L_RESOURCE_TYPE_CLUSTER\x10\x03*o\n\x0e\x41\x63lPatternType\x12 \n\x1c\x41\x43L_PATTERN_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41\x43L_PATTERN_TYPE_LITERAL\x10\x01\x12\x1d\n\x19\x41\x43L_PATTERN_TYPE_PREFIXED\x10\x02*\xc7\x02\n\x0c\x41\x63lOperation\x12\x1d\n\x19\x41\x43L_OPERATION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41\x43L_OPERATION_ALL\x10\x01\x12\x16\n\x12\x41\x43L_OPERATION_READ\x10\x02\x12\x17\n\x13\x41\x43L_OPERATION_WRITE\x10\x03\x12\x18\n\x14\x41\x43L_OPERATION_CREATE\x10\x04\x12\x18\n\x14\x41\x43L_OPERATION_DELETE\x10\x05\x12\x17\n\x13\x41\x43L_OPERATION_ALTER\x10\x06\x12\x1a\n\x16\x41\x43L_OPERATION_DESCRIBE\x10\x07\x12\"\n\x1e\x41\x43L_OPERATION_DESCRIBE_CONFIGS\x10\x08\x12\x1f\n\x1b\x41\x43L_OPERATION_ALTER_CONFIGS\x10\t\x12\"\n\x1e\x41\x43L_OPERATION_IDEMPOTENT_WRITE\x10\n*b\n\rAclPermission\x12\x1e\n\x1a\x41\x43L_PERMISSION_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41\x43L_PERMISSION_ALLOW\x10\x01\x12\x17\n\x13\x41\x43L_PERMISSION_DENY\x10\x02\x32\xfd\x01\n\x05\x41\x64min\x12T\n\x0f\x41pplyPartitions\x12\x1f.weir.v1.ApplyPartitionsRequest\x1a .weir.v1.ApplyPartitionsResponse\x12N\n\rApplySecurity\x12\x1d.weir.v1.ApplySecurityRequest\x1a\x1e.weir.v1.ApplySecurityResponse\x12N\n\rDescribeState\x12\x1d.weir.v1.DescribeStateRequest\x1a\x1e.weir.v1.DescribeStateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgrpc_protos/weir/v1/admin.proto\x12\x07weir.v1\x1a grpc_protos/weir/v1/broker.proto\"p\n\x13PartitionAssignment\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x11\n\tleader_id\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x10\n\x08replicas\x18\x04 \x03(\x05\x12\x0b\n\x03isr\x18\x05 \x03(\x05\"\xa2\x01\n\x0fTopicAssignment\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12*\n\x07\x63onfigs\x18\x04 \x03(\x0b\x32\x19.weir.v1.TopicConfigEntry\x12\x30\n\npartitions\x18\x05 \x03(\x0b\x32\x1c.weir.v1.PartitionAssignment\"\xa7\x01\n\x16\x41pplyPartitionsRequest\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12$\n\x07\x62rokers\x18\x03 \x03(\x0b\x32\x13.weir.v1.BrokerNode\x12(\n\x06topics\x18\x04 \x03(\x0b\x32\x18.weir.v1.TopicAssignment\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x03\"\xbd\x01\n\x17\x41pplyPartitionsResponse\x12\x17\n\x0f\x61pplied_version\x18\x01 \x01(\x03\x12\x1a\n\x12partitions_created\x18\x02 \x01(\x05\x12\x1a\n\x12partitions_deleted\x18\x03 \x01(\x05\x12\x1b\n\x13topics_reconfigured\x18\x04 \x01(\x05\x12\x34\n\x11\x66\x61iled_partitions\x18\x05 \x03(\x0b\x32\x19.weir.v1.PartitionFailure\"\x97\x01\n\x10PartitionFailure\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12\x11\n\tpartition\x18\x04 \x01(\x05\x12\x12\n\nerror_code\x18\x05 \x01(\x05\x12\x15\n\rerror_message\x18\x06 \x01(\t\x12\x11\n\tretriable\x18\x07 \x01(\x08\"\x83\x01\n\nCredential\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x15\n\rsecret_sha256\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\'\n\x05scram\x18\x05 \x03(\x0b\x32\x18.weir.v1.ScramCredential\"n\n\x0fScramCredential\x12\x11\n\tmechanism\x18\x01 \x01(\t\x12\x0c\n\x04salt\x18\x02 \x01(\x0c\x12\x12\n\niterations\x18\x03 \x01(\x05\x12\x12\n\nstored_key\x18\x04 \x01(\x0c\x12\x12\n\nserver_key\x18\x05 \x01(\x0c\"\x8d\x02\n\nAclBinding\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12/\n\rresource_type\x18\x03 \x01(\x0e\x32\x18.weir.v1.AclResourceType\x12\x15\n\rresource_name\x18\x04 \x01(\t\x12-\n\x0cpattern_type\x18\x05 \x01(\x0e\x32\x17.weir.v1.AclPatternType\x12(\n\toperation\x18\x06 \x01(\x0e\x32\x15.weir.v1.AclOperation\x12*\n\npermission\x18\x07 \x01(\x0e\x32\x16.weir.v1.AclPermission\x12\x0c\n\x04host\x18\x08 \x01(\t\"d\n\x0bTenantQuota\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12 \n\x18produce_bytes_per_second\x18\x02 \x01(\x03\x12 \n\x18\x63onsume_bytes_per_second\x18\x03 \x01(\x03\"\x9a\x01\n\x14\x41pplySecurityRequest\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x0b\x63redentials\x18\x02 \x03(\x0b\x32\x13.weir.v1.Credential\x12!\n\x04\x61\x63ls\x18\x03 \x03(\x0b\x32\x13.weir.v1.AclBinding\x12$\n\x06quotas\x18\x04 \x03(\x0b\x32\x14.weir.v1.TenantQuota\"0\n\x15\x41pplySecurityResponse\x12\x17\n\x0f\x61pplied_version\x18\x01 \x01(\x03\"\x16\n\x14\x44\x65scribeStateRequest\"\xa8\x02\n\x0fHostedPartition\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12\x11\n\tpartition\x18\x04 \x01(\x05\x12\x11\n\tis_leader\x18\x05 \x01(\x08\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x07 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x08 \x01(\x03\x12\x16\n\x0ehigh_watermark\x18\t \x01(\x03\x12\x12\n\nsize_bytes\x18\n \x01(\x03\x12\x15\n\rsegment_count\x18\x0b \x01(\x05\x12\x0b\n\x03isr\x18\x0c \x03(\x05\x12\x10\n\x08replicas\x18\r \x03(\x05\x12\x11\n\tleader_id\x18\x0e \x01(\x05\"6\n\rCredentialUse\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x14\n\x0clast_used_ms\x18\x02 \x01(\x03\"\xb1\x02\n\x15\x44\x65scribeStateResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x0c\n\x04rack\x18\x02 \x01(\t\x12\x1a\n\x12partitions_version\x18\x03 \x01(\x03\x12\x18\n\x10security_version\x18\x04 \x01(\x03\x12,\n\npartitions\x18\x05 \x03(\x0b\x32\x18.weir.v1.HostedPartition\x12/\n\x0f\x63redential_uses\x18\x06 \x03(\x0b\x32\x16.weir.v1.CredentialUse\x12\x18\n\x10\x63ontroller_epoch\x18\x07 \x01(\x03\x12\x14\n\x0c\x62roker_epoch\x18\x08 \x01(\x03\x12\x34\n\x11\x66\x61iled_partitions\x18\t \x03(\x0b\x32\x19.weir.v1.PartitionFailure*\x8d\x01\n\x0f\x41\x63lResourceType\x12!\n\x1d\x41\x43L_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_TOPIC\x10\x01\x12\x1b\n\x17\x41\x43L_RESOURCE_TYPE_GROUP\x10\x02\x12\x1d\n\x19\x41\x43L_RESOURCE_TYPE_CLUSTER\x10\x03*o\n\x0e\x41\x63lPatternType\x12 \n\x1c\x41\x43L_PATTERN_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41\x43L_PATTERN_TYPE_LITERAL\x10\x01\x12\x1d\n\x19\x41\x43L_PATTERN_TYPE_PREFIXED\x10\x02*\xc7\x02\n\x0c\x41\x63lOperation\x12\x1d\n\x19\x41\x43L_OPERATION_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41\x43L_OPERATION_ALL\x10\x01\x12\x16\n\x12\x41\x43L_OPERATION_READ\x10\x02\x12\x17\n\x13\x41\x43L_OPERATION_WRITE\x10\x03\x12\x18\n\x14\x41\x43L_OPERATION_CREATE\x10\x04\x12\x18\n\x14\x41\x43L_OPERATION_DELETE\x10\x05\x12\x17\n\x13\x41\x43L_OPERATION_ALTER\x10\x06\x12\x1a\n\x16\x41\x43L_OPERATION_DESCRIBE\x10\x07\x12\"\n\x1e\x41\x43L_OPERATION_DESCRIBE_CONFIGS\x10\x08\x12\x1f\n\x1b\x41\x43L_OPERATION_ALTER_CONFIGS\x10\t\x12\"\n\x1e\x41\x43L_OPERATION_IDEMPOTENT_WRITE\x10\n*b\n\rAclPermission\x12\x1e\n\x1a\x41\x43L_PERMISSION_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41\x43L_PERMISSION_ALLOW\x10\x01\x12\x17\n\x13\x41\x43L_PERMISSION_DENY\x10\x02\x32\xfd\x01\n\x05\x41\x64min\x12T\n\x0f\x41pplyPartitions\x12\x1f.weir.v1.ApplyPartitionsRequest\x1a .weir.v1.ApplyPartitionsResponse\x12N\n\rApplySecurity\x12\x1d.weir.v1.ApplySecurityRequest\x1a\x1e.weir.v1.ApplySecurityResponse\x12N\n\rDescribeState\x12\x1d.weir.v1.DescribeStateRequest\x1a\x1e.weir.v1.DescribeStateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'grpc_protos.weir.v1.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ACLRESOURCETYPE']._serialized_start=2234
-  _globals['_ACLRESOURCETYPE']._serialized_end=2375
-  _globals['_ACLPATTERNTYPE']._serialized_start=2377
-  _globals['_ACLPATTERNTYPE']._serialized_end=2488
-  _globals['_ACLOPERATION']._serialized_start=2491
-  _globals['_ACLOPERATION']._serialized_end=2818
-  _globals['_ACLPERMISSION']._serialized_start=2820
-  _globals['_ACLPERMISSION']._serialized_end=2918
+  _globals['_ACLRESOURCETYPE']._serialized_start=2388
+  _globals['_ACLRESOURCETYPE']._serialized_end=2529
+  _globals['_ACLPATTERNTYPE']._serialized_start=2531
+  _globals['_ACLPATTERNTYPE']._serialized_end=2642
+  _globals['_ACLOPERATION']._serialized_start=2645
+  _globals['_ACLOPERATION']._serialized_end=2972
+  _globals['_ACLPERMISSION']._serialized_start=2974
+  _globals['_ACLPERMISSION']._serialized_end=3072
   _globals['_PARTITIONASSIGNMENT']._serialized_start=78
   _globals['_PARTITIONASSIGNMENT']._serialized_end=190
   _globals['_TOPICASSIGNMENT']._serialized_start=193
@@ -50,24 +50,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPLYPARTITIONSRESPONSE']._serialized_end=717
   _globals['_PARTITIONFAILURE']._serialized_start=720
   _globals['_PARTITIONFAILURE']._serialized_end=871
-  _globals['_CREDENTIAL']._serialized_start=873
-  _globals['_CREDENTIAL']._serialized_end=963
-  _globals['_ACLBINDING']._serialized_start=966
-  _globals['_ACLBINDING']._serialized_end=1235
-  _globals['_TENANTQUOTA']._serialized_start=1237
-  _globals['_TENANTQUOTA']._serialized_end=1337
-  _globals['_APPLYSECURITYREQUEST']._serialized_start=1340
-  _globals['_APPLYSECURITYREQUEST']._serialized_end=1494
-  _globals['_APPLYSECURITYRESPONSE']._serialized_start=1496
-  _globals['_APPLYSECURITYRESPONSE']._serialized_end=1544
-  _globals['_DESCRIBESTATEREQUEST']._serialized_start=1546
-  _globals['_DESCRIBESTATEREQUEST']._serialized_end=1568
-  _globals['_HOSTEDPARTITION']._serialized_start=1571
-  _globals['_HOSTEDPARTITION']._serialized_end=1867
-  _globals['_CREDENTIALUSE']._serialized_start=1869
-  _globals['_CREDENTIALUSE']._serialized_end=1923
-  _globals['_DESCRIBESTATERESPONSE']._serialized_start=1926
-  _globals['_DESCRIBESTATERESPONSE']._serialized_end=2231
-  _globals['_ADMIN']._serialized_start=2921
-  _globals['_ADMIN']._serialized_end=3174
+  _globals['_CREDENTIAL']._serialized_start=874
+  _globals['_CREDENTIAL']._serialized_end=1005
+  _globals['_SCRAMCREDENTIAL']._serialized_start=1007
+  _globals['_SCRAMCREDENTIAL']._serialized_end=1117
+  _globals['_ACLBINDING']._serialized_start=1120
+  _globals['_ACLBINDING']._serialized_end=1389
+  _globals['_TENANTQUOTA']._serialized_start=1391
+  _globals['_TENANTQUOTA']._serialized_end=1491
+  _globals['_APPLYSECURITYREQUEST']._serialized_start=1494
+  _globals['_APPLYSECURITYREQUEST']._serialized_end=1648
+  _globals['_APPLYSECURITYRESPONSE']._serialized_start=1650
+  _globals['_APPLYSECURITYRESPONSE']._serialized_end=1698
+  _globals['_DESCRIBESTATEREQUEST']._serialized_start=1700
+  _globals['_DESCRIBESTATEREQUEST']._serialized_end=1722
+  _globals['_HOSTEDPARTITION']._serialized_start=1725
+  _globals['_HOSTEDPARTITION']._serialized_end=2021
+  _globals['_CREDENTIALUSE']._serialized_start=2023
+  _globals['_CREDENTIALUSE']._serialized_end=2077
+  _globals['_DESCRIBESTATERESPONSE']._serialized_start=2080
+  _globals['_DESCRIBESTATERESPONSE']._serialized_end=2385
+  _globals['_ADMIN']._serialized_start=3075
+  _globals['_ADMIN']._serialized_end=3328
 # @@protoc_insertion_point(module_scope)

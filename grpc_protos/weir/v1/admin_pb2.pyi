@@ -137,16 +137,32 @@ class PartitionFailure(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., retriable: _Optional[bool] = ...) -> None: ...
 
 class Credential(_message.Message):
-    __slots__ = ("api_key", "secret_sha256", "tenant_id", "principal")
+    __slots__ = ("api_key", "secret_sha256", "tenant_id", "principal", "scram")
     API_KEY_FIELD_NUMBER: _ClassVar[int]
     SECRET_SHA256_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_FIELD_NUMBER: _ClassVar[int]
     api_key: str
     secret_sha256: str
     tenant_id: str
     principal: str
-    def __init__(self, api_key: _Optional[str] = ..., secret_sha256: _Optional[str] = ..., tenant_id: _Optional[str] = ..., principal: _Optional[str] = ...) -> None: ...
+    scram: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    def __init__(self, api_key: _Optional[str] = ..., secret_sha256: _Optional[str] = ..., tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., scram: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ...) -> None: ...
+
+class ScramCredential(_message.Message):
+    __slots__ = ("mechanism", "salt", "iterations", "stored_key", "server_key")
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    mechanism: str
+    salt: bytes
+    iterations: int
+    stored_key: bytes
+    server_key: bytes
+    def __init__(self, mechanism: _Optional[str] = ..., salt: _Optional[bytes] = ..., iterations: _Optional[int] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ...) -> None: ...
 
 class AclBinding(_message.Message):
     __slots__ = ("tenant_id", "principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host")

@@ -49,6 +49,7 @@ def test_a_restored_database_backs_up_to_the_same_document(control_plane) -> Non
         "invitations": 1,
         "service_accounts": 1,
         "api_keys": 3,
+        "scram_credentials": 4,  # SCRAM-SHA-256 and -512 of each of the two cluster keys
         "topics": 5,
         "partitions": 3 + 1 + 2 + 50 + 3,
         "acl_bindings": 4,
@@ -74,6 +75,7 @@ def test_snapshots_pushed_after_a_restore_equal_those_before(control_plane) -> N
     assert after.security == before.security
     assert after.partitions == before.partitions
     assert {credential.api_key for credential in after.security.credentials} == {control_plane.cluster_key_id}
+    assert [scram.mechanism for scram in after.security.credentials[0].scram] == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
     assert len(after.security.acls) == 4
 
 

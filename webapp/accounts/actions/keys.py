@@ -2,11 +2,14 @@
 
 Developers create and revoke keys they own themselves; admins any key of the tenant.
 Cluster keys are credentials the brokers hold, so creating or revoking one records a
-SYNC_SECURITY job; cloud keys are checked by the control plane alone.
+SYNC_SECURITY job; cloud keys are checked by the control plane alone. A new cluster key also
+gets SASL/SCRAM credentials for Kafka clients (``webapp.accounts.scram``), derived here because
+the secret exists only now.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -15,8 +18,9 @@ from django.utils import timezone
 from webapp.accounts.api_keys import hash_secret, new_key_pair
 from webapp.accounts.errors import InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import Actor
-from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ServiceAccount
+from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ScramCredential, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
+from webapp.accounts.scram import new_scram_credentials
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_DESCRIPTION_LENGTH = 256
@@ -89,8 +93,28 @@ def do_create_key(actor: Actor, kind: str, owner: KeyOwner, description: str, re
         )
         job = None
         if kind == ApiKeyKind.CLUSTER:
+            _store_scram_credentials(key, secret)
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, key_id, created_by=actor.user, request_id=request_id)
     return NewApiKey(key, secret, job)
+
+
+def _store_scram_credentials(key: ApiKey, secret: str) -> None:
+    """Derive and store the key's SCRAM-SHA-256 and SCRAM-SHA-512 credentials (never the salted password)."""
+    ScramCredential.objects.bulk_create(
+        ScramCredential(
+            api_key=key,
+            mechanism=credential.mechanism,
+            salt=_base64(credential.salt),
+            iterations=credential.iterations,
+            stored_key=_base64(credential.stored_key),
+            server_key=_base64(credential.server_key),
+        )
+        for credential in new_scram_credentials(secret)
+    )
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
 
 
 def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiKey, RecordedChange | None]:
