@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from weir import ConsumerGroupState, ConsumerGroupTopicPartitions
+from weir import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType
 from weir.admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -53,6 +53,7 @@ class FakeGroup:
     members: list[FakeMember] = field(default_factory=list)
     assignor: str = "range"
     state: ConsumerGroupState | None = None  # None: EMPTY without members, STABLE with
+    group_type: ConsumerGroupType = ConsumerGroupType.CONSUMER
 
     def current_state(self) -> ConsumerGroupState:
         if self.state is not None:
@@ -113,12 +114,14 @@ class FakeGroupAdmin:
 
     # ------------------------------------------------------------------ the AdminClient calls
 
-    def list_consumer_groups(self, request_timeout: float | None = None, states: set[ConsumerGroupState] | None = None) -> Future:
+    def list_consumer_groups(
+        self, request_timeout: float | None = None, states: set[ConsumerGroupState] | None = None, types: set[ConsumerGroupType] | None = None
+    ) -> Future:
         def listing(_: Any) -> ListConsumerGroupsResult:
             valid = [
-                ConsumerGroupListing(group_id, not group.members and group.state is None, group.current_state())
+                ConsumerGroupListing(group_id, not group.members and group.state is None, group.current_state(), group.group_type)
                 for group_id, group in sorted(self.groups.items())
-                if not states or group.current_state() in states
+                if (not states or group.current_state() in states) and (not types or group.group_type in types)
             ]
             return ListConsumerGroupsResult(valid=valid, errors=[])
 
@@ -141,7 +144,13 @@ class FakeGroupAdmin:
                 for member in group.members
             ]
             return ConsumerGroupDescription(
-                group_id, False, members, group.assignor, group.current_state(), Node(COORDINATOR_ID, COORDINATOR_HOST, COORDINATOR_PORT)
+                group_id,
+                False,
+                members,
+                group.assignor,
+                group.current_state(),
+                Node(COORDINATOR_ID, COORDINATOR_HOST, COORDINATOR_PORT),
+                type=group.group_type,
             )
 
         return self._futures("describe_consumer_groups", group_ids, describe)

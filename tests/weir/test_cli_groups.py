@@ -65,7 +65,10 @@ def test_list_shows_each_group_with_its_state(admin: FakeGroupAdmin) -> None:
     table = ok("groups", "list")
     listed = json.loads(ok("groups", "list", "--output", "json"))
 
-    assert listed == [{"group_id": "busy", "state": "STABLE", "is_simple": False}, {"group_id": "idle", "state": "EMPTY", "is_simple": True}]
+    assert listed == [
+        {"group_id": "busy", "state": "STABLE", "type": "CONSUMER", "is_simple": False},
+        {"group_id": "idle", "state": "EMPTY", "type": "CONSUMER", "is_simple": True},
+    ]
     assert "Group" in table and "State" in table and "busy" in table and "STABLE" in table
 
 
@@ -290,7 +293,8 @@ def test_group_tooling_against_a_real_broker_and_consumer(tmp_path: Path) -> Non
         try:
             produce(config, "orders", {0: 3})
 
-            assert json.loads(run_ok("groups", "list", "--output", "json")) == [{"group_id": "billing", "state": "STABLE", "is_simple": False}]
+            listed = json.loads(run_ok("groups", "list", "--output", "json"))
+            assert listed == [{"group_id": "billing", "state": "STABLE", "type": "CONSUMER", "is_simple": False}]
             described = json.loads(run_ok("groups", "describe", "billing", "--output", "json"))
             [member] = described["members"]
             assert member["client_id"] == "billing-client"

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from weir.admin import ConsumerGroupDescription, ConsumerGroupState, MemberDescription
+from weir.admin import ConsumerGroupDescription, ConsumerGroupState, ConsumerGroupType, MemberDescription
 from weir.cli import connection
 from weir.cli.arguments import add_command, add_output_option
 from weir.cli.errors import EXIT_OK, CommandError, UsageError
@@ -43,6 +43,13 @@ def register(commands: Any) -> None:
         default=[],
         metavar="STATE[,STATE...]",
         help="only groups in these states (Stable, Empty, Reconciling, Assigning, Dead); repeatable",
+    )
+    listing.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        metavar="TYPE[,TYPE...]",
+        help="only groups of these types: consumer (KIP-848, the weir SDK and group.protocol=consumer) or classic (JoinGroup/SyncGroup); repeatable",
     )
     add_output_option(listing)
 
@@ -86,6 +93,23 @@ def parse_states(values: Iterable[str]) -> set[ConsumerGroupState]:
                 raise UsageError(f"unknown group state {name!r}; known states: {known}")
             states.add(state)
     return states
+
+
+def parse_types(values: Iterable[str]) -> set[ConsumerGroupType]:
+    """``--type`` values: ``consumer`` or ``classic``, in any case (UNKNOWN is no type one can list)."""
+    by_key = {group_type.name.lower(): group_type for group_type in ConsumerGroupType if group_type is not ConsumerGroupType.UNKNOWN}
+    types = set()
+    for value in values:
+        for name in filter(None, (part.strip() for part in value.split(","))):
+            group_type = by_key.get(name.lower())
+            if group_type is None:
+                raise UsageError(f"unknown group type {name!r}; known types: {', '.join(sorted(by_key))}")
+            types.add(group_type)
+    return types
+
+
+def _type_name(group_type: ConsumerGroupType | None) -> str:
+    return group_type.name if group_type is not None else ConsumerGroupType.UNKNOWN.name
 
 
 def _state_key(name: str) -> str:
@@ -181,19 +205,25 @@ def _offset_cell(offset: int | None) -> str:
 
 def run_list(args: argparse.Namespace, streams: Streams, environ: Mapping[str, str]) -> int:
     states = parse_states(args.state)
+    types = parse_types(args.type)
     with connection.admin_client(args, environ) as admin:
-        future = admin.list_consumer_groups(request_timeout=connection.request_timeout_seconds(args), states=states or None)
+        future = admin.list_consumer_groups(request_timeout=connection.request_timeout_seconds(args), states=states or None, types=types or None)
         result = connection.result(future, args)
     listings = sorted(result.valid, key=lambda listing: listing.group_id)
     for error in result.errors:
         streams.stderr.write(f"weir: warning: a broker did not list its groups: {error}\n")
     if args.output == "json":
-        streams.print_json([{"group_id": listing.group_id, "state": listing.state.name, "is_simple": listing.is_simple_consumer_group} for listing in listings])
+        streams.print_json(
+            [
+                {"group_id": listing.group_id, "state": listing.state.name, "type": _type_name(listing.type), "is_simple": listing.is_simple_consumer_group}
+                for listing in listings
+            ]
+        )
     else:
         streams.print_table(
             None,
-            ["Group", "State", "Type"],
-            [(listing.group_id, listing.state.name, "simple" if listing.is_simple_consumer_group else "consumer") for listing in listings],
+            ["Group", "State", "Type", "Simple"],
+            [(listing.group_id, listing.state.name, _type_name(listing.type), "yes" if listing.is_simple_consumer_group else "no") for listing in listings],
         )
     return EXIT_OK
 
@@ -208,6 +238,7 @@ def run_describe(args: argparse.Namespace, streams: Streams, environ: Mapping[st
             {
                 "group_id": description.group_id,
                 "state": description.state.name,
+                "type": _type_name(description.type),
                 "is_simple": description.is_simple_consumer_group,
                 "partition_assignor": description.partition_assignor,
                 "coordinator": {"id": coordinator.id, "host": coordinator.host, "port": coordinator.port} if coordinator is not None else None,
@@ -217,7 +248,8 @@ def run_describe(args: argparse.Namespace, streams: Streams, environ: Mapping[st
         return EXIT_OK
     where = f"{coordinator.id} ({coordinator.host}:{coordinator.port})" if coordinator is not None else "unknown"
     streams.print_line(
-        f"Group: {description.group_id}  State: {description.state.name}  Assignor: {description.partition_assignor or NONE_MARK}  Coordinator: {where}  Members: {len(members)}"
+        f"Group: {description.group_id}  State: {description.state.name}  Assignor: {description.partition_assignor or NONE_MARK}  Coordinator: {where}"
+        f"  Members: {len(members)}  Type: {_type_name(description.type)}"
     )
     if not members:
         streams.print_line("The group has no active members.")
