@@ -28,23 +28,8 @@ from tests.cluster.workload import (
     check_replicas_agree,
     read_everything,
 )
-from tests.support.real_cluster import RealCluster
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(360)]
-
-
-def librdkafka_config(cluster: RealCluster) -> dict[str, object]:
-    assert cluster.access is not None
-    return {
-        "bootstrap.servers": ",".join(broker.kafka_address for broker in cluster.brokers.values()),
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": cluster.access.api_key,
-        "sasl.password": cluster.access.api_secret,
-        # Find a failed-over leader quickly (librdkafka's defaults are tuned for long-lived clusters).
-        "topic.metadata.refresh.interval.ms": 1000,
-        "reconnect.backoff.max.ms": 500,
-    }
 
 
 def test_librdkafka_idempotent_producers_lose_and_duplicate_nothing_while_leaders_are_killed(start_cluster) -> None:
@@ -53,7 +38,8 @@ def test_librdkafka_idempotent_producers_lose_and_duplicate_nothing_while_leader
     cluster = start_cluster(timings=TIMINGS)
     cluster.create_tenant()
     cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    config = librdkafka_config(cluster)
+    # Find a failed-over leader quickly (librdkafka's defaults are tuned for long-lived clusters).
+    config = cluster.kafka_client_config(**{"topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500})
     with (
         ProducerWorkload(config, TOPIC, PARTITIONS, "k1", producer_class=LibrdkafkaProducer).start() as first,
         ProducerWorkload(config, TOPIC, PARTITIONS, "k2", producer_class=LibrdkafkaProducer).start() as second,

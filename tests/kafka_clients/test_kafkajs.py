@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_clients.conftest import kafka_bootstrap
 from tests.support.real_cluster import RealCluster, TenantAccess
 from weir import Consumer, TopicPartition
 
@@ -40,7 +39,7 @@ def _node() -> str:
 def _run_flow(cluster: RealCluster, access: TenantAccess, topic: str, group: str) -> dict:  # type: ignore[type-arg]
     environment = {
         **os.environ,
-        "WEIR_KAFKA_BROKERS": kafka_bootstrap(cluster),
+        "WEIR_KAFKA_BROKERS": cluster.kafka_bootstrap_servers(),
         "WEIR_KAFKA_USERNAME": access.api_key,
         "WEIR_KAFKA_PASSWORD": access.api_secret,
         "WEIR_KAFKA_TOPIC": topic,

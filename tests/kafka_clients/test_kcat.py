@@ -13,7 +13,6 @@ import subprocess
 
 import pytest
 
-from tests.kafka_clients.conftest import kafka_bootstrap
 from tests.support.real_cluster import RealCluster, TenantAccess
 from weir import Consumer, Producer, TopicPartition
 
@@ -30,7 +29,7 @@ def _kcat(cluster: RealCluster, access: TenantAccess, *arguments: str, stdin: st
     command = [
         kcat,
         "-b",
-        kafka_bootstrap(cluster),
+        cluster.kafka_bootstrap_servers(),
         "-X",
         "security.protocol=SASL_PLAINTEXT",
         "-X",

@@ -8,9 +8,6 @@ sees, describes or deletes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -29,7 +26,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.support.real_cluster import ClusterUnavailableError, RealCluster, TenantAccess, database_url_for_subprocesses
+from tests.support.real_cluster import RealCluster, TenantAccess
 from weir.producer import Producer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
@@ -38,26 +35,13 @@ CLIENT_TIMEOUT_SECONDS = 30.0
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, transactional_db: None) -> Iterator[RealCluster]:
-    try:
-        database_url_for_subprocesses()
-    except ClusterUnavailableError as error:
-        pytest.skip(str(error))
-    started = RealCluster(tmp_path / "cluster", broker_count=2)
-    try:
-        yield started.start()
-    finally:
-        print(started.log_tails())  # shown only when the test fails (pytest captures it)
-        started.close()
-
-
-def kafka_bootstrap(cluster: RealCluster) -> str:
-    return ",".join(broker.kafka_address for broker in cluster.brokers.values())
+def cluster(start_cluster) -> RealCluster:  # type: ignore[no-untyped-def]
+    return start_cluster(broker_count=2)
 
 
 def kafka_config(cluster: RealCluster, access: TenantAccess) -> dict[str, object]:
     return {
-        "bootstrap.servers": kafka_bootstrap(cluster),
+        "bootstrap.servers": cluster.kafka_bootstrap_servers(),
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",
         "sasl.username": access.api_key,
@@ -151,7 +135,7 @@ def test_kafka_python_admin_client_creates_and_deletes_topics(cluster: RealClust
 
     access = cluster.create_tenant("Pythonic")
     admin = KafkaAdminClient(
-        bootstrap_servers=kafka_bootstrap(cluster).split(","),
+        bootstrap_servers=cluster.kafka_bootstrap_servers().split(","),
         security_protocol="SASL_PLAINTEXT",
         sasl_mechanism="PLAIN",
         sasl_plain_username=access.api_key,

@@ -428,6 +428,22 @@ class RealCluster:
     def bootstrap_servers(self, nodes: Iterable[int] | None = None) -> str:
         return ",".join(self.brokers[node_id].address for node_id in (nodes if nodes is not None else self.brokers))
 
+    def kafka_bootstrap_servers(self) -> str:
+        """Every broker's Kafka-protocol listener, as a stock Kafka client's bootstrap list."""
+        return ",".join(broker.kafka_address for broker in self.brokers.values())
+
+    def kafka_client_config(self, **overrides: object) -> dict[str, object]:
+        """A stock Kafka client's (librdkafka's) configuration: the tenant's cluster key over SASL PLAIN."""
+        assert self.access is not None, "create_tenant() first"
+        return {
+            "bootstrap.servers": self.kafka_bootstrap_servers(),
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": self.access.api_key,
+            "sasl.password": self.access.api_secret,
+            **overrides,
+        }
+
     def client_config(self, **overrides: object) -> dict[str, object]:
         """SDK configuration with the tenant's cluster key and every broker as bootstrap."""
         assert self.access is not None, "create_tenant() first"
