@@ -24,7 +24,7 @@ from typing import Any
 
 from webapp.accounts.facade import Conflict, InvalidInput, NotFound
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, BrokersUnreachable, admin_client
-from weir import ConsumerGroupState
+from weir import ConsumerGroupState, ConsumerGroupType
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.group_tools import OffsetChange, apply_offset_reset, consumer_group_lag, plan_offset_reset
 
@@ -70,7 +70,10 @@ class Member:
 
 @dataclass(frozen=True)
 class Group:
-    """A described group; ``state`` is a ``weir.ConsumerGroupState`` name (``STABLE``, ``EMPTY``, ...)."""
+    """A described group; ``state`` is a ``weir.ConsumerGroupState`` name (``STABLE``, ``EMPTY``, ...),
+    ``group_type`` a ``weir.ConsumerGroupType`` name: ``CONSUMER`` (KIP-848: the weir SDK,
+    ``group.protocol=consumer``) or ``CLASSIC`` (JoinGroup/SyncGroup: stock Kafka clients by
+    default; a group with committed offsets only is classic too, as in Kafka)."""
 
     group_id: str
     state: str
@@ -78,6 +81,7 @@ class Group:
     assignor: str
     coordinator: Coordinator | None
     members: list[Member]
+    group_type: str = ConsumerGroupType.UNKNOWN.name
 
 
 @dataclass(frozen=True)
@@ -153,12 +157,14 @@ class ResetOutcome:
 # ---------------------------------------------------------------------- reads
 
 
-def list_groups(tenant_public_id: str, *, states: set[str] | None = None, with_lag: bool = False) -> list[GroupOverview]:
+def list_groups(tenant_public_id: str, *, states: set[str] | None = None, types: set[str] | None = None, with_lag: bool = False) -> list[GroupOverview]:
     """The tenant's groups by id, described (one batched call); with their total lag when
-    ``with_lag`` (a few calls per group). ``states`` filters by state names."""
+    ``with_lag`` (a few calls per group). ``states`` filters by state names, ``types`` by
+    ``weir.ConsumerGroupType`` names (``CONSUMER``, ``CLASSIC``)."""
     wanted = {ConsumerGroupState[name] for name in states} if states else None
+    wanted_types = {ConsumerGroupType[name] for name in types} if types else None
     with _admin(tenant_public_id, "Listing the groups") as admin:
-        result = admin.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_SECONDS, states=wanted).result(timeout=REQUEST_TIMEOUT_SECONDS)
+        result = admin.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_SECONDS, states=wanted, types=wanted_types).result(timeout=REQUEST_TIMEOUT_SECONDS)
         group_ids = sorted({listing.group_id for listing in result.valid})
         groups = _describe_many(admin, group_ids)
         overviews = []
@@ -305,6 +311,7 @@ def _group(description: Any) -> Group:
         assignor=description.partition_assignor or "",
         coordinator=Coordinator(coordinator.id, coordinator.host, coordinator.port) if coordinator is not None else None,
         members=sorted(members, key=lambda member: (member.client_id, member.member_id)),
+        group_type=description.type.name if isinstance(description.type, ConsumerGroupType) else ConsumerGroupType.UNKNOWN.name,
     )
 
 

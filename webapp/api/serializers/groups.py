@@ -16,9 +16,10 @@ from rest_framework import serializers
 from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
 from webapp.api.serializers.strict import InputSerializer
 from webapp.consumer_groups import RESET_TARGETS, Group, GroupLag, Member, PartitionLag, ResetRequest
-from weir import ConsumerGroupState
+from weir import ConsumerGroupState, ConsumerGroupType
 
 STATE_NAMES = [state.name for state in ConsumerGroupState]
+TYPE_NAMES = [group_type.name for group_type in ConsumerGroupType if group_type is not ConsumerGroupType.UNKNOWN]  # the types one can list by
 
 
 def _group_resource(context: dict[str, Any], group_id: str, *parts: str) -> str:
@@ -44,8 +45,8 @@ class CoordinatorSerializer(serializers.Serializer):
 
 
 class ConsumerGroupSerializer(serializers.Serializer):
-    """A group: its state (a ``weir.ConsumerGroupState`` name), assignor, coordinator and
-    member count, with links to its members and lag."""
+    """A group: its state (a ``weir.ConsumerGroupState`` name), type (``weir.ConsumerGroupType``),
+    assignor, coordinator and member count, with links to its members and lag."""
 
     kind = serializers.SerializerMethodField()
     metadata = serializers.SerializerMethodField()
@@ -54,6 +55,13 @@ class ConsumerGroupSerializer(serializers.Serializer):
     is_simple = serializers.BooleanField(help_text="The group only has offsets committed by consumers that assign partitions themselves.")
     partition_assignor = serializers.CharField(source="assignor")
     state = serializers.ChoiceField(choices=STATE_NAMES)
+    type = serializers.ChoiceField(
+        source="group_type",
+        choices=[group_type.name for group_type in ConsumerGroupType],
+        help_text="CONSUMER: Kafka's consumer protocol (KIP-848: the weir SDK, group.protocol=consumer); "
+        "CLASSIC: JoinGroup/SyncGroup (stock Kafka clients by default), or a group with committed offsets only. "
+        "A classic group's partition_assignor is the client-side assignor its members chose.",
+    )
     members_count = serializers.SerializerMethodField()
     coordinator = CoordinatorSerializer(allow_null=True)
     consumers = serializers.SerializerMethodField()

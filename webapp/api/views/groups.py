@@ -22,6 +22,7 @@ from webapp.api.permissions import HasRequiredRole, IsTenantMember
 from webapp.api.schema import ERROR_DESCRIPTIONS, single_object
 from webapp.api.serializers.groups import (
     STATE_NAMES,
+    TYPE_NAMES,
     ConsumerGroupSerializer,
     ConsumerLagSerializer,
     ConsumerSerializer,
@@ -75,7 +76,10 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
         return {"request": self.request, "tenant_public_id": self.tenant_id, **values}
 
     @extend_schema(
-        parameters=[OpenApiParameter("state", str, enum=STATE_NAMES, many=True, description="Only groups in these states (repeatable).")],
+        parameters=[
+            OpenApiParameter("state", str, enum=STATE_NAMES, many=True, description="Only groups in these states (repeatable)."),
+            OpenApiParameter("type", str, enum=TYPE_NAMES, many=True, description="Only groups of these types (repeatable): CONSUMER (KIP-848) or CLASSIC."),
+        ],
         responses={200: ConsumerGroupListSerializer, 503: UNAVAILABLE},
     )
     def list(self, request: Request) -> Response:
@@ -83,7 +87,11 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
         unknown = sorted(states - set(STATE_NAMES))
         if unknown:
             raise exceptions.ValidationError({"state": [f"Unknown state {', '.join(unknown)}; known states: {', '.join(STATE_NAMES)}."]})
-        groups = [overview.group for overview in list_groups(self.tenant_id, states=states or None)]
+        types = set(request.query_params.getlist("type"))
+        unknown_types = sorted(types - set(TYPE_NAMES))
+        if unknown_types:
+            raise exceptions.ValidationError({"type": [f"Unknown group type {', '.join(unknown_types)}; known types: {', '.join(TYPE_NAMES)}."]})
+        groups = [overview.group for overview in list_groups(self.tenant_id, states=states or None, types=types or None)]
         return Response({"kind": "KafkaConsumerGroupList", "data": ConsumerGroupSerializer(groups, many=True, context=self.context()).data})
 
     @extend_schema(responses={200: ConsumerGroupSerializer, 503: UNAVAILABLE})
