@@ -50,7 +50,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 import grpc
 
@@ -77,7 +77,7 @@ Callback = Callable[["Consumer", list[TopicPartition]], Any]
 # not answered only means the coordinator waits out the session timeout.
 _LEAVE_TIMEOUT = 5.0
 # STALE_MEMBER_EPOCH: the coordinator moved the member to a newer epoch it has not heard of yet.
-_STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH  # type: ignore[attr-defined]
+_STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH
 
 
 def bad_batch_message(topic: str, partition: int, header: BatchHeader, min_offset: int, error: RecordFormatError) -> Message:
@@ -196,7 +196,7 @@ class Consumer:
         if self._membership is not None and self._membership.active:
             raise KafkaException(
                 KafkaError(
-                    KafkaError._STATE,  # type: ignore[attr-defined]
+                    KafkaError._STATE,
                     f"Local: Erroneous state: {method}() while subscribed: the group's assignment changes incrementally; "
                     "use incremental_assign() / incremental_unassign(), or unsubscribe() first",
                 )
@@ -219,7 +219,7 @@ class Consumer:
             with self._fetcher.lock:
                 manual = bool(self._fetcher.states)
             if manual:
-                raise KafkaException(KafkaError(KafkaError._STATE, "Local: Erroneous state: subscribe() after assign(): call unassign() first"))  # type: ignore[attr-defined]
+                raise KafkaException(KafkaError(KafkaError._STATE, "Local: Erroneous state: subscribe() after assign(): call unassign() first"))
         if self._membership is None:
             self._membership = GroupMembership(
                 self._cluster, self._coordinators, self._config, owner=_ConsumerPartitions(self), application=self, wake_application=self._wake_application
@@ -281,7 +281,7 @@ class Consumer:
     def _state(self, partition: TopicPartition) -> PartitionState:
         state = self._fetcher.states.get((partition.topic, partition.partition))
         if state is None:
-            raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {partition.topic} [{partition.partition}] is not assigned"))  # type: ignore[attr-defined]
+            raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {partition.topic} [{partition.partition}] is not assigned"))
         return state
 
     def _drop_buffered(self, state: PartitionState | None) -> None:
@@ -320,7 +320,7 @@ class Consumer:
         finally:
             membership.polled()
 
-    def _consume(self, num_messages: int, timeout: float, out: list[Message]) -> list[Message]:
+    def _consume(self, num_messages: int, timeout: float | None, out: list[Message]) -> list[Message]:
         """consume() after the group's callbacks ran; ``out`` holds the group's error events."""
         self._serve_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
@@ -414,16 +414,18 @@ class Consumer:
         self._decoded_index = end
         with self._fetcher.lock:
             state = chunk.state if chunk is not None else None
-            if state is None or state.generation != chunk.generation or self._fetcher.states.get((state.topic, state.partition)) is not state:
+            if chunk is None or state is None or state.generation != chunk.generation or self._fetcher.states.get((state.topic, state.partition)) is not state:
                 return  # seeked or unassigned since: these records are not wanted any more
             last = taken[-1]
+            last_offset = last.offset()
+            assert last_offset is not None  # every decoded record, and every batch that cannot be decoded, has its offset
             if last.error() is None:
-                next_position = last.offset() + 1
+                next_position = last_offset + 1
             else:
                 # A batch that cannot be decoded: the position stays on it and it is fetched
                 # again, so that every poll() returns this error until the application seeks
                 # past the batch (as librdkafka does with _BAD_MSG).
-                next_position = last.offset()
+                next_position = last_offset
                 self._fetcher.refetch_locked(state, next_position)
             state.position = next_position
             if self._auto_store:
@@ -446,16 +448,12 @@ class Consumer:
         """Remember offsets for the next commit: message.offset()+1, or each TopicPartition's offset as given."""
         if (message is None) == (offsets is None):
             raise invalid_argument("store_offsets() takes exactly one of message and offsets")
-        pairs = (
-            [(message.topic(), message.partition(), message.offset() + 1)]
-            if message is not None
-            else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
-        )
+        pairs = [_next_offset_of(message, "store_offsets()")] if message is not None else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
         with self._fetcher.lock:
             for topic, partition, offset in pairs:
                 state = self._fetcher.states.get((topic, partition))
                 if state is None:
-                    raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {topic} [{partition}] is not assigned"))  # type: ignore[attr-defined]
+                    raise KafkaException(KafkaError(KafkaError._STATE, f"Local: Erroneous state: {topic} [{partition}] is not assigned"))
                 state.stored_offset = offset
 
     def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True) -> list[TopicPartition] | None:
@@ -469,7 +467,7 @@ class Consumer:
         if message is not None and offsets is not None:
             raise invalid_argument("commit() takes message or offsets, not both")
         if message is not None:
-            partitions = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            partitions = [TopicPartition(*_next_offset_of(message, "commit()"))]
         elif offsets is not None:
             partitions = list(offsets)
         else:
@@ -488,11 +486,12 @@ class Consumer:
         if not partitions:
             if only_changed:
                 return None
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored"))  # type: ignore[attr-defined]
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored"))
         return self._commit(partitions, asynchronous)
 
     def _commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
-        if not self._group_id:
+        group_id = self._group_id
+        if not group_id:
             raise invalid_argument('commit needs "group.id" to be configured')
         by_topic: dict[str, list[broker_pb2.OffsetCommitPartition]] = {}
         for tp in partitions:
@@ -509,16 +508,16 @@ class Consumer:
         # A subscribed member commits as itself (member id and epoch); otherwise without a member.
         member_id, epoch = self._membership.commit_identity() if self._membership is not None else ("", -1)
         request = broker_pb2.OffsetCommitRequest(
-            group_id=self._group_id,
+            group_id=group_id,
             generation_id=epoch,
             member_id=member_id,
             topics=[broker_pb2.OffsetCommitTopic(topic=topic, partitions=items) for topic, items in by_topic.items()],
         )
         if not asynchronous:
             return self._commit_answered(partitions, self._commit_sync(request))
-        address = self._coordinators.address(self._group_id, timeout=self._request_timeout)
+        address = self._coordinators.address(group_id, timeout=self._request_timeout)
         future = self._cluster.stub(address).OffsetCommit.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
-        future.add_done_callback(lambda done: self._commit_finished(partitions, address, done))
+        future.add_done_callback(lambda done: self._commit_finished(group_id, partitions, address, done))
         return None
 
     def _commit_sync(self, request: broker_pb2.OffsetCommitRequest) -> broker_pb2.OffsetCommitResponse:
@@ -526,7 +525,9 @@ class Consumer:
         deadline = time.monotonic() + self._request_timeout
         membership = self._membership
         for _ in range(100):  # each round waits for a new epoch; the deadline ends it long before
-            response = self._coordinators.call(self._group_id, "OffsetCommit", request, timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[arg-type]
+            response: broker_pb2.OffsetCommitResponse = self._coordinators.call(
+                request.group_id, "OffsetCommit", request, timeout=max(deadline - time.monotonic(), 0.001)
+            )
             stale = response.error_code == _STALE_EPOCH or any(
                 partition.error_code == _STALE_EPOCH for topic in response.topics for partition in topic.partitions
             )
@@ -559,7 +560,7 @@ class Consumer:
             self._last_committed.update(committed)
         return partitions
 
-    def _commit_finished(self, partitions: list[TopicPartition], address: str, future: grpc.Future) -> None:
+    def _commit_finished(self, group_id: str, partitions: list[TopicPartition], address: str, future: grpc.Future) -> None:
         # Runs on a gRPC thread; the result reaches on_commit from the next poll().
         error: KafkaError | None = None
         try:
@@ -570,7 +571,7 @@ class Consumer:
             error = exception.error
         failures = [error] if error is not None else [tp.error for tp in partitions if tp.error is not None]
         if any(failure.retriable() or failure.code() in COORDINATOR_MOVED for failure in failures):
-            self._coordinators.forget(self._group_id, address)  # type: ignore[arg-type]
+            self._coordinators.forget(group_id, address)
         with self._commit_lock:
             self._commit_results.append((error, partitions))
 
@@ -595,6 +596,12 @@ class Consumer:
             offset = committed.get((tp.topic, tp.partition), -1)
             result.append(TopicPartition(tp.topic, tp.partition, offset if offset >= 0 else OFFSET_INVALID))
         return result
+
+    @overload
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None, cached: Literal[False] = False) -> tuple[int, int]: ...
+
+    @overload
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None, cached: bool = False) -> tuple[int, int] | None: ...
 
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None, cached: bool = False) -> tuple[int, int] | None:
         """(low, high) offsets of ``partition``: from the last fetch when ``cached``, else asked of its leader."""
@@ -683,3 +690,11 @@ class _ConsumerPartitions:
 
     def commit_offsets(self, offsets: list[TopicPartition]) -> None:
         self._consumer._commit(offsets, asynchronous=False)
+
+
+def _next_offset_of(message: Message, what: str) -> tuple[str, int, int]:
+    """(topic, partition, offset + 1) of a consumed message: the offset to commit after it."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    if topic is None or partition is None or offset is None:
+        raise TypeError(f"{what}: {message!r} has no topic, partition and offset (an error event is not a record)")
+    return topic, partition, offset + 1

@@ -440,7 +440,8 @@ def peek_batch_size(buffer: bytes | bytearray | memoryview, position: int = 0) -
     """Total size of the batch at ``position`` from its length field, or None if under 12 bytes remain."""
     if len(buffer) - position < LOG_OVERHEAD:
         return None
-    return _INT32.unpack_from(buffer, position + BATCH_LENGTH_OFFSET)[0] + LOG_OVERHEAD
+    batch_length: int = _INT32.unpack_from(buffer, position + BATCH_LENGTH_OFFSET)[0]
+    return batch_length + LOG_OVERHEAD
 
 
 def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0, *, max_batch_size: int | None = None) -> BatchHeader:
@@ -728,10 +729,11 @@ class RecordBatchBuilder:
 def build_batch(
     records: Iterable[tuple[int, bytes | None, bytes | None, Sequence[Header] | None]],
     codec: int = COMPRESSION_NONE,
-    **builder_options: object,
+    **builder_options: Any,
 ) -> bytes:
-    """Encode ``(timestamp, key, value, headers)`` tuples as one batch (a convenience for tests and tools)."""
-    builder = RecordBatchBuilder(codec, **builder_options)  # type: ignore[arg-type]
+    """Encode ``(timestamp, key, value, headers)`` tuples as one batch (a convenience for tests and tools);
+    ``builder_options`` are RecordBatchBuilder's keyword arguments."""
+    builder = RecordBatchBuilder(codec, **builder_options)
     for timestamp, key, value, headers in records:
         builder.append(timestamp, key, value, headers)
     return builder.build()

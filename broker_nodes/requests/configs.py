@@ -30,7 +30,7 @@ from broker_nodes.topic_registry import UnknownTopicOrPartitionError
 from grpc_protos.weir.v1 import broker_pb2
 from weir.topic_config import TOPIC_CONFIGS, InvalidConfigError
 
-from .topics import check_local_topic_admin_allowed, forwards_topic_admin
+from .topics import check_local_topic_admin_allowed, topic_admin_controller
 
 
 class IncrementalOp(IntEnum):
@@ -119,16 +119,17 @@ def topic_config_synonyms(broker: Broker, entry: broker_pb2.ConfigEntryResult) -
     return synonyms
 
 
-def resource_error(resource_type: int, name: str, error: Exception) -> broker_pb2.ConfigResourceResult:
+def resource_error(resource_type: broker_pb2.ResourceType, name: str, error: Exception) -> broker_pb2.ConfigResourceResult:
     code, message = error_code_and_message(error)
-    return broker_pb2.ConfigResourceResult(type=resource_type, name=name, error_code=code, error_message=message)  # type: ignore[arg-type]
+    return broker_pb2.ConfigResourceResult(type=resource_type, name=name, error_code=code, error_message=message)
 
 
 def alter_configs(broker: Broker, call: CallContext, request: broker_pb2.AlterConfigsRequest) -> broker_pb2.AlterConfigsResponse:
     """Apply each resource's config changes (replacing every override, or incrementally), or say why not."""
     request_parsing.config_resources(request.resources)
-    if forwards_topic_admin(broker, call):
-        return topic_forwarding.alter_configs(broker.controller, call, request)  # type: ignore[arg-type]
+    controller = topic_admin_controller(broker, call)
+    if controller is not None:
+        return topic_forwarding.alter_configs(controller, call, request)
     results = []
     for resource in request.resources:
         try:
@@ -173,6 +174,7 @@ def incremental_resource(
         else:
             members = [member for member in members if member not in given]
         configs.append(broker_pb2.AlterableConfig(name=change.name, value=",".join(members), op=broker_pb2.ALTER_CONFIG_OP_SET))
+    # The .pyi takes ResourceType members only; protobuf takes any int, here also Kafka's resource type code (kio).
     return broker_pb2.AlterConfigsResource(type=resource_type, name=name, configs=configs, incremental=True)  # type: ignore[arg-type]
 
 

@@ -44,7 +44,7 @@ class FetchResult:
 
 def fetch_limit(broker: Broker, requested_max_bytes: int) -> int:
     """The response size limit: the request's ``max_bytes`` (0: none asked) capped by the broker's fetch.max.bytes."""
-    broker_limit: int = int(broker.config["fetch.max.bytes"])  # type: ignore[call-overload]
+    broker_limit: int = broker.config.integer("fetch.max.bytes")
     return min(requested_max_bytes or broker_limit, broker_limit)
 
 

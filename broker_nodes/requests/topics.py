@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from broker_nodes.controller_client import ControllerClient
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.errors import ManagedTopicsPolicyError
 from broker_nodes.server import request_parsing, topic_forwarding
@@ -26,9 +27,9 @@ from broker_nodes.topic_registry import TopicMetadata
 from grpc_protos.weir.v1 import broker_pb2
 
 
-def forwards_topic_admin(broker: Broker, call: CallContext) -> bool:
-    """Whether the caller's topic administration goes to the controller (a tenant, and a controller to go to)."""
-    return broker.controller is not None and call.has_tenant
+def topic_admin_controller(broker: Broker, call: CallContext) -> ControllerClient | None:
+    """The controller the caller's topic administration goes to (a tenant's, when there is a controller); None: done here."""
+    return broker.controller if call.has_tenant else None
 
 
 def check_local_topic_admin_allowed(broker: Broker, call: CallContext, name: str) -> None:
@@ -60,8 +61,9 @@ def create_topics(broker: Broker, call: CallContext, request: broker_pb2.CreateT
     request_parsing.require_unique((topic.name for topic in request.topics), "topic")
     for creatable in request.topics:
         request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
-    if forwards_topic_admin(broker, call):
-        return topic_forwarding.create_topics(broker.controller, call, request)  # type: ignore[arg-type]
+    controller = topic_admin_controller(broker, call)
+    if controller is not None:
+        return topic_forwarding.create_topics(controller, call, request)
     results = []
     for creatable in request.topics:
         try:
@@ -82,8 +84,9 @@ def create_topics(broker: Broker, call: CallContext, request: broker_pb2.CreateT
 def delete_topics(broker: Broker, call: CallContext, names: Sequence[str], timeout_ms: int) -> broker_pb2.DeleteTopicsResponse:
     """Delete each named topic, or say why not."""
     names_to_delete = request_parsing.topic_names(names, required=True)
-    if forwards_topic_admin(broker, call):
-        return topic_forwarding.delete_topics(broker.controller, call, list(names_to_delete), timeout_ms)  # type: ignore[arg-type]
+    controller = topic_admin_controller(broker, call)
+    if controller is not None:
+        return topic_forwarding.delete_topics(controller, call, list(names_to_delete), timeout_ms)
     results = []
     for name in names_to_delete:
         try:
@@ -97,8 +100,9 @@ def delete_topics(broker: Broker, call: CallContext, names: Sequence[str], timeo
 def create_partitions(broker: Broker, call: CallContext, request: broker_pb2.CreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:
     """Grow each topic to its new total partition count, or say why not."""
     request_parsing.topic_names([topic.name for topic in request.topics], required=True)
-    if forwards_topic_admin(broker, call):
-        return topic_forwarding.create_partitions(broker.controller, call, request)  # type: ignore[arg-type]
+    controller = topic_admin_controller(broker, call)
+    if controller is not None:
+        return topic_forwarding.create_partitions(controller, call, request)
     results = []
     for entry in request.topics:
         try:

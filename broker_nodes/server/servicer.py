@@ -91,7 +91,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         # Delays the responses of tenants over their byte-rate quota (injected so tests need not wait).
         self._sleep = sleep
         config = broker.config
-        self._partition_max_bytes = int(config["max.partition.fetch.bytes"])  # type: ignore[call-overload]
+        self._partition_max_bytes = config.integer("max.partition.fetch.bytes")
         self._node = broker_pb2.BrokerNode(node_id=config.node_id, host=config.host_for_clients, port=0, rack=config.rack)
 
     def _caller(self, context: grpc.ServicerContext) -> CallContext:

@@ -98,7 +98,7 @@ def parse_states(values: Iterable[str]) -> set[ConsumerGroupState]:
 def parse_types(values: Iterable[str]) -> set[ConsumerGroupType]:
     """``--type`` values: ``consumer`` or ``classic``, in any case (UNKNOWN is no type one can list)."""
     by_key = {group_type.name.lower(): group_type for group_type in ConsumerGroupType if group_type is not ConsumerGroupType.UNKNOWN}
-    types = set()
+    types: set[ConsumerGroupType] = set()
     for value in values:
         for name in filter(None, (part.strip() for part in value.split(","))):
             group_type = by_key.get(name.lower())

@@ -29,7 +29,9 @@ deleted topic's id can no longer be looked up. Group and topic names are stored 
 
 from __future__ import annotations
 
+import builtins
 import enum
+import functools
 import struct
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -107,10 +109,11 @@ class _Writer:
         self.uvarint(len(encoded) + 1)
         self._parts.append(encoded)
 
-    def uuid(self, value: bytes) -> None:
+    # builtins.bytes: inside this class body, ``bytes`` names the method above.
+    def uuid(self, value: builtins.bytes) -> None:
         self._parts.append(value)
 
-    def tags(self, tagged: Mapping[int, bytes]) -> None:
+    def tags(self, tagged: Mapping[int, builtins.bytes]) -> None:
         self.uvarint(len(tagged))
         for tag in sorted(tagged):
             self.uvarint(tag)
@@ -277,7 +280,7 @@ def _write_topic_partitions(writer: _Writer, partitions: frozenset[TopicPartitio
         writer.uvarint(len(numbers) + 1)
         for number in numbers:
             writer.int32(number)
-        writer.tags({TAG_TOPIC_NAME: _tag_bytes(lambda tag, topic=topic: tag.string(topic))})
+        writer.tags({TAG_TOPIC_NAME: _tag_bytes(functools.partial(_Writer.string, text=topic))})
 
 
 def _read_topic_partitions(reader: _Reader) -> frozenset[TopicPartition]:
