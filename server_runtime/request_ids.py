@@ -132,7 +132,7 @@ class RequestIdServerInterceptor(grpc.ServerInterceptor):
         self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None], handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         handler = continuation(handler_call_details)
-        request_id = request_id_from_metadata(handler_call_details.invocation_metadata)  # type: ignore[attr-defined]
+        request_id = request_id_from_metadata(handler_call_details.invocation_metadata)
         if handler is None or request_id is None:
             return handler
         return _handler_with_request_id(handler, request_id)
