@@ -201,8 +201,9 @@ def dump(
 
 
 @contextmanager
-def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
-    """The file's bytes, memory-mapped so that a 1 GiB segment is not copied into memory."""
+def _mapped(path: Path) -> Iterator[bytes | memoryview]:
+    """The file's bytes, memory-mapped so that a 1 GiB segment is not copied into memory (a view
+    of the mapping: what the record codec reads, without a copy)."""
     try:
         file = open(path, "rb")  # noqa: SIM115 - the mapping outlives this function; closed with it
     except OSError as error:
@@ -212,8 +213,8 @@ def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
             # mmap refuses empty files; an empty segment is simply an empty buffer.
             yield b""
             return
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            yield mapped
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+            yield view
 
 
 class _Dumper:
@@ -271,7 +272,7 @@ class _Dumper:
         with _mapped(path) as data:
             self._tables[path] = self._scan_log(path, data, segment_base_offset)
 
-    def _scan_log(self, path: Path, data: bytes | mmap.mmap, segment_base_offset: int | None) -> _BatchTable:
+    def _scan_log(self, path: Path, data: bytes | memoryview, segment_base_offset: int | None) -> _BatchTable:
         """Validate every batch, print it, and return the table of batches read."""
         table = _BatchTable()
         size = len(data)
@@ -310,7 +311,7 @@ class _Dumper:
         self._advance(unreported + size - position)
         return table
 
-    def _report_unreadable_batch(self, path: Path, data: bytes | mmap.mmap, position: int, error: RecordFormatError) -> None:
+    def _report_unreadable_batch(self, path: Path, data: bytes | memoryview, position: int, error: RecordFormatError) -> None:
         remaining = len(data) - position
         batch_size = peek_batch_size(data, position)
         if batch_size is None or batch_size > remaining:
@@ -320,7 +321,7 @@ class _Dumper:
         else:
             self._problem(path, position, f"corrupt batch: {error.reason}; stopped reading this log")
 
-    def _print_records(self, path: Path, data: bytes | mmap.mmap, position: int, header: BatchHeader) -> None:
+    def _print_records(self, path: Path, data: bytes | memoryview, position: int, header: BatchHeader) -> None:
         try:
             records = decode_records(batch_records_bytes(data, position, header), header)
         except RecordFormatError as error:
