@@ -38,7 +38,7 @@ from webapp.accounts.facade import (
     do_sign_up,
 )
 from webapp.catalog.facade import Operation, PatternType, Permission, ResourceType, Topic, check_create_acl, check_create_topic, do_create_acl, do_create_topic
-from webapp.fleet.facade import BrokerNode, placement_candidates
+from webapp.fleet.facade import BrokerNode, kafka_bootstrap_servers, placement_candidates
 from webapp.provisioning.models import JobState, ProvisioningJob
 
 DEMO_SERVICE_ACCOUNT = "demo-app"
@@ -177,11 +177,6 @@ def bootstrap_servers() -> str:
     """The registered brokers' addresses, or the configured bootstrap list when none is registered."""
     addresses = [node.address for node in BrokerNode.objects.order_by("node_id")]
     return ",".join(addresses) or settings.WEIR_BOOTSTRAP_SERVERS
-
-
-def kafka_bootstrap_servers() -> str:
-    """The registered brokers' Kafka-protocol listeners (``host:kafka_port``), for stock Kafka clients; "" when none has one."""
-    return ",".join(f"{node.host}:{node.kafka_port}" for node in BrokerNode.objects.order_by("node_id") if node.kafka_port)
 
 
 def set_up_demo(tenant_name: str = "demo") -> DemoSetup:
