@@ -25,14 +25,20 @@ class ClusterDescription:
     authorized_operations: frozenset[Operation] | None  # None: not asked for
 
 
+def cluster_id(broker: Broker) -> str:
+    """The id every broker of the cluster answers with: the controller's, from the cluster map
+    (a broker's own id only while it has none: standalone, or before its first map). Clients
+    refuse brokers that report different ids as members of different clusters."""
+    snapshot = broker.cluster_state.snapshot
+    return (snapshot.cluster_id if snapshot is not None else "") or broker.cluster_id
+
+
 def describe_cluster(broker: Broker, call: CallContext, *, include_authorized_operations: bool) -> ClusterDescription:
     """The cluster as the caller sees it; its CLUSTER operations when asked and it may DESCRIBE the cluster (else none)."""
-    snapshot = broker.cluster_state.snapshot
-    cluster_id = (snapshot.cluster_id if snapshot is not None else "") or broker.cluster_id
     operations: frozenset[Operation] | None = None
     if include_authorized_operations:
         if call.may(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
             operations = frozenset(operation for operation in CLUSTER_OPERATIONS if call.may(operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME))
         else:
             operations = frozenset()
-    return ClusterDescription(cluster_id, broker.config.node_id, operations)
+    return ClusterDescription(cluster_id(broker), broker.config.node_id, operations)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from broker_nodes.cluster_state import ClusterSnapshot, ManagedTopic
 from broker_nodes.replica_manager import LEADER_EPOCH
+from broker_nodes.requests.cluster import cluster_id
 from broker_nodes.requests.outcomes import NO_ERROR
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -89,8 +90,7 @@ def describe(broker: Broker, call: CallContext, names: Sequence[str] | None, *, 
         auto_create = allow_auto_topic_creation and not broker.managed and not call.has_tenant
         for name in dict.fromkeys(names):
             topics.append(_named_topic(broker, call, name, managed_topics, auto_create))
-    cluster_id = (snapshot.cluster_id if snapshot is not None else "") or broker.cluster_id
-    return MetadataResult(topics, cluster_id, broker.config.node_id, snapshot)
+    return MetadataResult(topics, cluster_id(broker), broker.config.node_id, snapshot)
 
 
 def _named_topic(broker: Broker, call: CallContext, name: str, managed_topics: Mapping[str, ManagedTopic], auto_create: bool) -> TopicDescription:

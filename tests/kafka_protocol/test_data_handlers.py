@@ -208,6 +208,9 @@ def test_a_tenant_sees_only_its_topics_by_plain_name_and_others_are_forbidden(ma
     assert broker.replica_manager.partition_log(TENANT_TOPIC, 0).log_end_offset == 1
     assert fetch(broker, "orders", 0, 0, call=client, current_leader_epoch=2).responses[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert listed.cluster_id == "weir-test" and [partition.leader_epoch for partition in listed.topics[0].partitions] == [3, 3]
+    # The cluster's id, whatever is asked (librdkafka asks for no topic to learn the brokers, and
+    # takes brokers answering with different ids for members of different clusters).
+    assert metadata(broker, [], call=client).cluster_id == "weir-test"
     unknown = produce(broker, "orders", 3, batch(b"x"), call=client)
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and "tn-a" not in (unknown.error_message or "")
 

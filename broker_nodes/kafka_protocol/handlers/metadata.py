@@ -20,6 +20,7 @@ from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, topic_uuid
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
 from broker_nodes.kafka_protocol.handlers.describe_cluster import cluster_operations, operation_bits
+from broker_nodes.requests import cluster as cluster_requests
 from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import topics as topic_requests
 from broker_nodes.requests.metadata import PartitionDescription, TopicDescription
@@ -45,7 +46,7 @@ def handle_metadata(context: api.KafkaRequestContext, request: Any) -> Any:
         result = metadata_requests.describe(context.broker, context.call, names or None, allow_auto_topic_creation=auto_create)
         cluster_id, controller_id, described = result.cluster_id, result.controller_id, result.topics
     else:  # an empty list asks for no topic: only brokers and cluster
-        cluster_id, controller_id, described = context.broker.cluster_id, context.broker.config.node_id, []
+        cluster_id, controller_id, described = cluster_requests.cluster_id(context.broker), context.broker.config.node_id, []
     endpoints = api.kafka_endpoints(context.broker, context.listener)
     reachable = {endpoint.node_id for endpoint in endpoints}
     include_operations = getattr(request, "include_topic_authorized_operations", False)
