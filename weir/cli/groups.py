@@ -36,7 +36,7 @@ def register(commands: Any) -> None:
     groups = commands.add_parser("groups", help="list, describe, show lag of, reset offsets of and delete consumer groups")
     actions = groups.add_subparsers(title="group commands", metavar="ACTION", required=True)
 
-    listing = add_command(actions, "list", "list consumer groups and their states", run_list)
+    listing = add_command(actions, "list", "list consumer groups with their states and types (consumer: KIP-848; classic: JoinGroup/SyncGroup)", run_list)
     listing.add_argument(
         "--state",
         action="append",
