@@ -352,3 +352,137 @@ class ConsumerWorkload:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+@dataclass
+class GroupConsumerLog:
+    """What a group consumer did, in order: records read, assignments, commits and errors."""
+
+    records: dict[int, list[tuple[int, bytes]]] = field(default_factory=lambda: defaultdict(list))
+    # One row per event, in order: ("assign", {partition: -1}), ("read", {partition: offset}),
+    # ("commit", {partition: offset}) for an acknowledged commit, ("commit-failed", {}).
+    events: list[tuple[str, dict[int, int]]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def positions(self) -> dict[int, int]:
+        """Partition -> the offset after the last record read."""
+        return {partition: records[-1][0] + 1 for partition, records in self.records.items() if records}
+
+    def last_commit(self) -> dict[int, int]:
+        """The offsets of the last commit the coordinator acknowledged (empty if none was)."""
+        return next((offsets for kind, offsets in reversed(self.events) if kind == "commit"), {})
+
+    def read_before_last_commit(self) -> dict[int, int]:
+        """Partition -> the offset after the last record read before the last acknowledged commit was sent."""
+        commits = [index for index, (kind, _) in enumerate(self.events) if kind == "commit"]
+        read: dict[int, int] = {}
+        for kind, offsets in self.events[: commits[-1] if commits else 0]:
+            if kind == "read":
+                for partition, offset in offsets.items():
+                    read[partition] = offset + 1
+        return read
+
+
+class GroupConsumerWorkload:
+    """A subscribed consumer in a group (classic protocol) reading in its own thread until
+    :meth:`stop`, committing synchronously after each batch the offsets after what it read.
+
+    ``consumer_class`` is confluent-kafka's Consumer (librdkafka over the Kafka listeners) or the
+    weir SDK's. The log keeps each batch's reads before its commit, so a check can compare what
+    was committed with what had been read when the commit was sent."""
+
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        topic: str,
+        group: str,
+        *,
+        consumer_class: Callable[[dict[str, object]], Any] = Consumer,
+        topic_partition_class: Callable[[str, int, int], Any] = TopicPartition,
+    ) -> None:
+        """``topic_partition_class`` is the TopicPartition of ``consumer_class``'s library (its commit takes no other)."""
+        self.topic = topic
+        self._topic_partition = topic_partition_class
+        self.log = GroupConsumerLog()
+        self._lock = threading.Lock()
+        self._consumer = consumer_class(
+            {
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "error_cb": self._client_error,
+                **config,
+            }
+        )
+        self._uncommitted: dict[int, int] = {}  # partition -> offset after the last record read, not yet committed
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"group-consumer-{group}", daemon=True)
+
+    def _client_error(self, error: KafkaError) -> None:
+        with self._lock:
+            self.log.errors.append(f"error_cb {error.name()}: {error.str()}")
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Runs inside consume(), on the reading thread. A new assignment resumes at the group's
+        # committed offsets: what was read but not committed before it is read again, and
+        # committing it now would move an offset past records this assignment has not read.
+        self._uncommitted.clear()
+        with self._lock:
+            self.log.events.append(("assign", {partition.partition: partition.offset for partition in partitions}))
+
+    def start(self) -> GroupConsumerWorkload:
+        self._consumer.subscribe([self.topic], on_assign=self._on_assign)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._read(self._consumer.consume(500, 0.2))
+            self._commit()
+
+    def _read(self, messages: list[Any]) -> None:
+        with self._lock:
+            for message in messages:
+                if message.error() is not None:
+                    self.log.errors.append(f"message {message.error().name()}: {message.error().str()}")
+                    continue
+                self.log.records[message.partition()].append((message.offset(), message.value()))
+                self.log.events.append(("read", {message.partition(): message.offset()}))
+                self._uncommitted[message.partition()] = message.offset() + 1
+
+    def _commit(self) -> None:
+        if not self._uncommitted:
+            return
+        offsets = [self._topic_partition(self.topic, partition, offset) for partition, offset in sorted(self._uncommitted.items())]
+        try:
+            answered = self._consumer.commit(offsets=offsets, asynchronous=False)
+        except Exception as error:  # noqa: BLE001 - a failed commit is retried after the next batch, and kept as evidence
+            with self._lock:
+                self.log.events.append(("commit-failed", {}))
+                self.log.errors.append(f"commit {error!r}")
+            return
+        committed = {answer.partition: answer.offset for answer in answered or [] if answer.error is None}
+        with self._lock:
+            self.log.events.append(("commit", committed))
+        for partition, offset in committed.items():
+            if self._uncommitted.get(partition) == offset:
+                del self._uncommitted[partition]
+
+    def positions(self) -> dict[int, int]:
+        with self._lock:
+            return self.log.positions()
+
+    def stop(self) -> GroupConsumerLog:
+        """Stop reading (after a last commit) and close the consumer (leaving the group). Idempotent."""
+        if not self._stopping.is_set():
+            self._stopping.set()
+            self._thread.join(timeout=30)
+            self._commit()
+            self._consumer.close()
+        return self.log
+
+    def __enter__(self) -> GroupConsumerWorkload:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
