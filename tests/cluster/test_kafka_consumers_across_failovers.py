@@ -207,3 +207,47 @@ def committed_offsets(config: Mapping[str, object], partitions: int) -> dict[int
 
 def summarize(offsets: list[int]) -> str:
     return f"{offsets[:5]}...{offsets[-5:]} ({len(offsets)})" if len(offsets) > 10 else str(offsets)
+
+
+# ------------------------------------------------------------------ the checks catch what they look for
+
+
+def consumer_log(events: list[tuple[str, dict[int, int]]]) -> GroupConsumerLog:
+    """A GroupConsumerLog of ``events``; the record read at offset N has the value ``vN``."""
+    log = GroupConsumerLog()
+    for kind, offsets in events:
+        log.events.append((kind, offsets))
+        if kind == "read":
+            [(partition, offset)] = offsets.items()
+            log.records[partition].append((offset, b"v%d" % offset))
+    return log
+
+
+def test_checks_accept_a_resume_at_the_last_commit() -> None:
+    log = consumer_log([("assign", {0: -1001}), ("read", {0: 0}), ("read", {0: 1}), ("commit", {0: 2}), ("assign", {0: -1001}), ("read", {0: 2})])
+    assert check_positions_move_forward(log) == []
+    assert check_commits(log, {0: 3}) == []
+
+
+@pytest.mark.parametrize(
+    ("events", "problem"),
+    [
+        ([("assign", {0: -1001}), ("read", {0: 0}), ("read", {0: 1}), ("commit", {0: 2}), ("assign", {0: -1001}), ("read", {0: 0})], "resumed at 0"),
+        ([("assign", {0: -1001}), ("read", {0: 0}), ("read", {0: 2})], "read offset 2 after 0"),
+        ([("assign", {0: -1001}), ("read", {0: 0}), ("commit", {0: 1}), ("assign", {0: -1001}), ("read", {0: 5})], "resumed at 5"),
+        ([("assign", {0: -1001}), ("read", {0: 3})], "resumed at 3"),
+    ],
+    ids=["back-before-commit", "gap", "skip-after-reassign", "first-read-not-at-start"],
+)
+def test_positions_check_finds_a_consumer_moving_back_or_skipping(events: list[tuple[str, dict[int, int]]], problem: str) -> None:
+    assert any(problem in found for found in check_positions_move_forward(consumer_log(events)))
+
+
+def test_commits_check_finds_a_commit_beyond_the_log_or_behind_the_reads() -> None:
+    assert any("beyond the log end" in found for found in check_commits(consumer_log([("read", {0: 0}), ("commit", {0: 9})]), {0: 3}))
+    assert any("behind" in found for found in check_commits(consumer_log([("read", {0: 0}), ("read", {0: 1}), ("commit", {0: 1})]), {0: 3}))
+
+
+def test_final_log_check_finds_a_read_of_a_truncated_tail() -> None:
+    problems = check_read_in_final_log(0, [(0, b"a"), (1, b"divergent")], [ReplicaLog(1, {0: b"a", 1: b"b"})])
+    assert len(problems) == 1 and "first offset 1 read b'divergent'" in problems[0]

@@ -4,7 +4,9 @@ A :class:`ProducerWorkload` runs one ``weir.Producer`` (acks=all, idempotent) in
 Record ``seq`` of producer ``name`` carries the value ``name:seq`` (zero-padded) and goes to
 partition ``seq % partitions``, so every partition gets an increasing run of sequence numbers
 from each producer. Delivery reports fill a :class:`ProducerLedger`: acknowledged records with
-their offsets, failed ones with their errors.
+their offsets, failed ones with their errors. A :class:`GroupConsumerWorkload` is a subscribed
+group member (SDK or librdkafka) that commits after each batch and logs its reads, assignments
+and commits in order (:class:`GroupConsumerLog`), for checks of what a consumer saw across faults.
 
 The checks are Jepsen's for a log: every acknowledged record is read back at the offset it
 was acknowledged at; no value is stored twice; each producer's records appear in their
