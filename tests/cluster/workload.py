@@ -400,7 +400,7 @@ class GroupConsumerWorkload:
         group: str,
         *,
         consumer_class: Callable[[dict[str, object]], Any] = Consumer,
-        topic_partition_class: Callable[[str, int, int], Any] = TopicPartition,
+        topic_partition_class: Callable[..., Any] = TopicPartition,
     ) -> None:
         """``topic_partition_class`` is the TopicPartition of ``consumer_class``'s library (its commit takes no other)."""
         self.topic = topic
@@ -416,7 +416,8 @@ class GroupConsumerWorkload:
                 **config,
             }
         )
-        self._uncommitted: dict[int, int] = {}  # partition -> offset after the last record read, not yet committed
+        # partition -> (offset after the last record read, that record's leader epoch), not yet committed
+        self._uncommitted: dict[int, tuple[int, int | None]] = {}
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"group-consumer-{group}", daemon=True)
 
@@ -450,12 +451,17 @@ class GroupConsumerWorkload:
                     continue
                 self.log.records[message.partition()].append((message.offset(), message.value()))
                 self.log.events.append(("read", {message.partition(): message.offset()}))
-                self._uncommitted[message.partition()] = message.offset() + 1
+                self._uncommitted[message.partition()] = (message.offset() + 1, message.leader_epoch())
 
     def _commit(self) -> None:
         if not self._uncommitted:
             return
-        offsets = [self._topic_partition(self.topic, partition, offset) for partition, offset in sorted(self._uncommitted.items())]
+        # With the leader epoch of the last record read (KIP-320), as Kafka's clients commit: the
+        # next member validates it against the partition's epochs before fetching from it.
+        offsets = [
+            self._topic_partition(self.topic, partition, offset, **({} if epoch is None else {"leader_epoch": epoch}))
+            for partition, (offset, epoch) in sorted(self._uncommitted.items())
+        ]
         try:
             answered = self._consumer.commit(offsets=offsets, asynchronous=False)
         except Exception as error:  # noqa: BLE001 - a failed commit is retried after the next batch, and kept as evidence
@@ -467,7 +473,7 @@ class GroupConsumerWorkload:
         with self._lock:
             self.log.events.append(("commit", committed))
         for partition, offset in committed.items():
-            if self._uncommitted.get(partition) == offset:
+            if self._uncommitted.get(partition, (None, None))[0] == offset:
                 del self._uncommitted[partition]
 
     def positions(self) -> dict[int, int]:
