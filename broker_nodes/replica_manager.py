@@ -217,7 +217,14 @@ class ReplicaManager:
         self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int, trusted: bool, on_append: AppendObserver | None
     ) -> list[AppendInfo | Exception]:
         results: list[AppendInfo | Exception] = []
+        replication = self.replication
+        # Whether each partition was led replicated when its batch was appended, taken before the
+        # append: a leadership that moves away between the append and the wait must fail the wait
+        # (NOT_LEADER_OR_FOLLOWER, retried at the new leader), never skip it and answer success
+        # for a batch no follower may have.
+        replicated_when_appended: list[bool] = []
         for topic, partition, records in entries:
+            replicated_when_appended.append(replication is not None and replication.is_replicated_leader(topic, partition))
             try:
                 if is_internal_topic_name(topic) and not (trusted and topic in TRUSTED_PRODUCE_TOPICS):
                     # Internal topics hold the brokers' own records (committed offsets); a
@@ -230,12 +237,11 @@ class ReplicaManager:
             results.append(info)
             if on_append is not None:
                 on_append(topic, partition, info)
-        replication = self.replication
         if acks == ACKS_ALL and replication is not None:
             wait_ms = timeout_ms if timeout_ms > 0 else self.default_request_timeout_ms
             deadline = self._clock.monotonic() + wait_ms / 1000.0
             for index, ((topic, partition, _), result) in enumerate(zip(entries, results)):
-                if isinstance(result, AppendInfo) and replication.is_replicated_leader(topic, partition):
+                if isinstance(result, AppendInfo) and (replicated_when_appended[index] or replication.is_replicated_leader(topic, partition)):
                     try:
                         replication.wait_for_replication(topic, partition, result.last_offset + 1, deadline, wait_ms)
                     except Exception as error:
