@@ -68,6 +68,11 @@ def librdkafka_produce(broker: InProcessBroker, topic: str, records, **config: o
 def librdkafka_consume(broker: InProcessBroker, topic: str, count: int, partition: int = 0) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
     consumer = KafkaConsumer({"bootstrap.servers": kafka_address(broker), "group.id": "assign-only", "enable.auto.commit": False})
     consumer.assign([KafkaTopicPartition(topic, partition, 0)])
+    return read_assigned(consumer, count)
+
+
+def read_assigned(consumer, count: int) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:  # type: ignore[no-untyped-def]
+    """Up to ``count`` records from an assigned consumer (librdkafka's or the SDK's: one API), bounded in time; closes it."""
     read = []
     deadline = time.monotonic() + CLIENT_SECONDS
     try:
@@ -167,18 +172,7 @@ def test_aiokafka_produces_and_consumes_with_assign(broker):
 def weir_consume(broker: InProcessBroker, topic: str, count: int) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
     consumer = WeirConsumer({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
     consumer.assign([WeirTopicPartition(topic, 0, 0)])
-    read = []
-    deadline = time.monotonic() + CLIENT_SECONDS
-    try:
-        while len(read) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            assert message.error() is None, message.error()
-            read.append((message.key(), message.value(), list(message.headers() or []), message.timestamp()[1]))
-    finally:
-        consumer.close()
-    return read
+    return read_assigned(consumer, count)
 
 
 def test_records_produced_through_kafka_are_read_by_the_sdk_and_the_reverse(broker):
