@@ -52,6 +52,7 @@ STREAM_INTERVAL_MS = 1000 / STREAM_RATE
 POLL_SLICE_SECONDS = 0.002  # longest poll() between two due records: delivery reports are timed this finely
 WARM_UP_SECONDS = 1.0  # of acknowledged stream before the kill
 FIRST_ACK_LIMIT_SECONDS = 15.0  # for the stream's first acknowledgement (connect, producer id, ISR) on a busy machine
+LEADER_WATCH_GRACE_SECONDS = 10.0  # after the first acknowledgement, for a slow metadata poll to see the move
 LEADER_POLL_SECONDS = 0.05  # metadata poll of the breakdown's "leader moved"
 FAILOVER_TIMEOUT_MARGIN_SECONDS = 60.0  # a run fails when no ack comes within the session timeout plus this
 FLUSH_TIMEOUT_SECONDS = 30.0  # for the records still queued when a run ends
@@ -163,7 +164,11 @@ class LeaderWatch:
         self._thread.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        # On a busy machine the producer can be acknowledged by the new leader before a poll of
+        # this thread returned: give it a bounded while to see the move it has not seen yet.
+        if error_type is None:
+            self._thread.join(timeout=LEADER_WATCH_GRACE_SECONDS)
         self._stop.set()
         self._thread.join()
         self._admin.close()

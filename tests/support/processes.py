@@ -22,6 +22,13 @@ from server_runtime.lifeline import spawn
 from tests.support.ports import free_port
 
 LOOPBACK = "127.0.0.1"
+# A process that takes long to start refuses many connections; gRPC's default reconnect backoff
+# (1 s growing by 1.6x to 120 s) would then leave the channel idle for seconds after it serves.
+READINESS_CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 500),
+]
 PORT_MOVES = 3  # new ports a first start tries when another program took the chosen one
 
 
@@ -32,7 +39,7 @@ def wait_until_serving(address: str, timeout: float = 30.0, process: subprocess.
     """
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
-    with grpc.insecure_channel(address) as channel:
+    with grpc.insecure_channel(address, options=READINESS_CHANNEL_OPTIONS) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
