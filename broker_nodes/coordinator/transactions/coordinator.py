@@ -1,0 +1,581 @@
+"""The transaction coordinator: the transactional ids of the ``__transaction_state`` partitions this broker leads.
+
+Transactional id T (qualified, ``tenant~id``) lives in partition
+``partition_for_transactional_id(T, N)``; its coordinator is that partition's leader, as in
+Kafka. Each led partition is a :class:`TransactionsPartition`, loaded from the partition's
+log when the leadership begins (Kafka's ``loadTransactionsForTxnTopicPartition``): meanwhile
+its ids are answered COORDINATOR_LOAD_IN_PROGRESS, and NOT_COORDINATOR once the leadership
+has ended. Loading finishes what the previous coordinator left half done: every
+transaction found in PrepareCommit / PrepareAbort has its markers written again and is
+completed.
+
+Every state change (``state``: pure transitions) is written to the partition as Kafka's
+TransactionLogValue record and waits for the in-sync replicas (acks=all, bounded by
+request.timeout.ms) before it becomes the id's state, so an acknowledged change survives the
+loss of the coordinator. EndTxn answers once PrepareCommit / PrepareAbort is stored; the
+markers are then written on a completer thread through the injected :class:`MarkerWriter`
+(partitions whose leader moved are retried after a backoff, for as long as this leadership
+lasts, since a decided transaction must complete), and CompleteCommit / CompleteAbort is
+stored last. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
+(transaction.timeout.ms) and :meth:`expire_transactional_ids`
+(transactional.id.expiration.ms).
+
+Thread-safe: the led partitions are a dict changed under one lock and read without it; each
+partition's state is guarded by its own lock, which is never held across a wait for replicas
+or a marker write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TypeVar
+
+from broker_nodes.clock import Clock
+from broker_nodes.cluster_state import NotLeaderOrFollowerError
+from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC
+from broker_nodes.coordinator.transactions import state as machine
+from broker_nodes.coordinator.transactions.errors import (
+    ConcurrentTransactionsError,
+    InvalidTransactionalIdError,
+    NotTransactionCoordinatorError,
+    TransactionalIdNotFoundError,
+    TransactionCoordinatorLoadingError,
+    TransactionCoordinatorNotAvailableError,
+)
+from broker_nodes.coordinator.transactions.markers import MarkerRequest, MarkerWriter
+from broker_nodes.coordinator.transactions.partition import TransactionsPartition
+from broker_nodes.coordinator.transactions.state import TopicPartition, TransactionMetadata
+from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
+from log_formats.offset_commit_records import partition_for_group
+from log_formats.transaction_log_records import (
+    TransactionLogSchemaError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for_transactional_id,
+)
+from weir.records import BatchHeader, RecordBatchBuilder, RecordFormatError, batch_records_bytes, decode_records, iter_batch_positions
+
+logger = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka's name for the internal topic of transaction states
+LOAD_READ_BYTES = 1024 * 1024  # bytes read per step while loading a partition's log
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSettings:
+    """The coordinator's settings, Kafka's keys."""
+
+    max_timeout_ms: int  # transaction.max.timeout.ms
+    id_expiration_ms: int  # transactional.id.expiration.ms
+    write_timeout_ms: int  # request.timeout.ms: how long a state change waits for the in-sync replicas
+    marker_retry_backoff_ms: int = 100  # between rounds of markers whose partition leader could not take them
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdAndEpoch:
+    producer_id: int
+    producer_epoch: int
+
+
+class TransactionCoordinator:
+    """Coordinates the transactional ids of the led ``__transaction_state`` partitions. See the module docstring.
+
+    Lifecycle: standalone, :meth:`lead_every_partition` at startup; managed,
+    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end.
+    """
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        registry: TopicRegistry,
+        clock: Clock,
+        *,
+        allocate_producer_id: Callable[[], int],
+        markers: MarkerWriter,
+        settings: TransactionSettings,
+        loader: Executor | None = None,
+        completer: Executor | None = None,
+    ) -> None:
+        self._replica_manager = replica_manager
+        self._registry = registry
+        self._clock = clock
+        self._allocate = allocate_producer_id
+        self._markers = markers
+        self._settings = settings
+        self._leadership_lock = threading.Lock()
+        self._partitions: dict[int, TransactionsPartition] = {}
+        # Injected so that tests decide when a load or a completion runs.
+        self._loader = loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-loader")
+        self._completer = completer if completer is not None else ThreadPoolExecutor(max_workers=4, thread_name_prefix="txn-markers")
+        self._stopping = threading.Event()
+
+    # ------------------------------------------------------------------ placement
+
+    def partition_for(self, transactional_id: str) -> int:
+        """The id's ``__transaction_state`` partition; TransactionCoordinatorNotAvailableError while the topic does not exist."""
+        topic = self._registry.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            raise TransactionCoordinatorNotAvailableError(transactional_id, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        return partition_for_transactional_id(transactional_id, topic.partitions)
+
+    def coordinating(self, transactional_id: str) -> TransactionsPartition:
+        """The led, loaded partition of the id; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE errors otherwise."""
+        if not transactional_id:
+            raise InvalidTransactionalIdError()
+        partition = self.partition_for(transactional_id)
+        state = self._partitions.get(partition)
+        if state is None:
+            raise NotTransactionCoordinatorError(transactional_id, partition)
+        if not state.active:
+            raise TransactionCoordinatorLoadingError(transactional_id, partition)
+        return state
+
+    def is_loaded(self, partition: int) -> bool:
+        state = self._partitions.get(partition)
+        return state is not None and state.active
+
+    # ------------------------------------------------------------------ leadership
+
+    def lead_every_partition(self) -> int:
+        """Standalone: lead every partition and load them now; returns the records read."""
+        topic = self._registry.require(TRANSACTION_STATE_TOPIC)
+        loaded = 0
+        with self._leadership_lock:
+            self._partitions.clear()
+            states = [TransactionsPartition(partition, LEADER_EPOCH, topic.topic_id) for partition in range(topic.partitions)]
+            self._partitions.update((state.partition, state) for state in states)
+        for state in states:
+            loaded += self._load(state)
+        return loaded
+
+    def follow_leadership(self, led: Mapping[int, int]) -> None:
+        """Managed: lead exactly the partitions in ``led`` (partition -> leader epoch), as the cluster map says.
+
+        A partition led anew (or with a higher epoch, or of a recreated topic) loads on the
+        loader thread; one no longer led is dropped at once (its ids answer NOT_COORDINATOR and
+        its running completions stop at their next step).
+        """
+        topic = self._registry.get(TRANSACTION_STATE_TOPIC)
+        topic_id = topic.topic_id if topic is not None else None
+        partition_count = topic.partitions if topic is not None else 0
+        with self._leadership_lock:
+            for partition, state in list(self._partitions.items()):
+                epoch = led.get(partition)
+                if epoch is None or state.topic_id != topic_id or epoch > state.leader_epoch:
+                    del self._partitions[partition]
+                    logger.info(
+                        "partition %d of %s: no longer coordinating its transactions (coordinator epoch %d)",
+                        partition,
+                        TRANSACTION_STATE_TOPIC,
+                        state.leader_epoch,
+                    )
+            if topic_id is None or self._stopping.is_set():
+                return
+            for partition, epoch in sorted(led.items()):
+                if partition in self._partitions or partition >= partition_count:
+                    continue
+                state = TransactionsPartition(partition, epoch, topic_id)
+                self._partitions[partition] = state
+                self._loader.submit(self._load_in_background, state)
+
+    def _is_current(self, state: TransactionsPartition) -> bool:
+        return self._partitions.get(state.partition) is state and not self._stopping.is_set()
+
+    def _load_in_background(self, state: TransactionsPartition) -> None:
+        try:
+            loaded = self._load(state)
+        except Exception:
+            # Drop the leadership rather than load forever; the next map that makes this broker leader loads again.
+            logger.exception("partition %d of %s: loading transactions failed", state.partition, TRANSACTION_STATE_TOPIC)
+            with self._leadership_lock:
+                if self._partitions.get(state.partition) is state:
+                    del self._partitions[state.partition]
+            return
+        if self._is_current(state):
+            logger.info(
+                "partition %d of %s: loaded %d records; coordinating %d transactional ids with coordinator epoch %d",
+                state.partition,
+                TRANSACTION_STATE_TOPIC,
+                loaded,
+                len(state.transactions),
+                state.leader_epoch,
+            )
+
+    def _load(self, state: TransactionsPartition) -> int:
+        """Replay the partition's log into ``state``, activate it and complete the transactions it left decided."""
+        log = self._replica_manager.partition_log(TRANSACTION_STATE_TOPIC, state.partition)
+        offset = log.log_start_offset
+        end = log.log_end_offset  # as leader this broker's log is the partition's truth, up to its end
+        loaded = 0
+        while offset < end and self._is_current(state):
+            data = log.read(offset, LOAD_READ_BYTES, max_offset=end).records
+            next_offset = offset
+            for position, header in iter_batch_positions(data):
+                next_offset = header.next_offset
+                if header.next_offset <= offset or header.is_control:
+                    continue
+                loaded += self._replay_batch(state, data, position, header, offset)
+            if next_offset <= offset:
+                break
+            offset = next_offset
+        with state.lock:
+            if not self._is_current(state):
+                return loaded
+            state.activate()
+            decided = [transactional_id for transactional_id, metadata in state.transactions.items() if metadata.state.completing]
+        for transactional_id in decided:
+            logger.info(
+                "%s-%d: completing transaction of %r left in %s",
+                TRANSACTION_STATE_TOPIC,
+                state.partition,
+                transactional_id,
+                state.transactions[transactional_id].state.kafka_name,
+            )
+            self._start_completion(state, transactional_id)
+        return loaded
+
+    def _replay_batch(self, state: TransactionsPartition, data: bytes, position: int, header: BatchHeader, min_offset: int) -> int:
+        """Replay one batch's records; an undecodable batch or record is skipped with a warning (one bad record must not orphan a partition)."""
+        try:
+            decoded = decode_records(batch_records_bytes(data, position, header), header, min_offset)
+        except RecordFormatError as error:
+            logger.warning(
+                "%s-%d: skipping a batch at position %d that cannot be decoded: %s", TRANSACTION_STATE_TOPIC, state.partition, position, error.reason
+            )
+            return 0
+        replayed = 0
+        for offset, _, key, value, _ in decoded:
+            if key is None:
+                continue
+            try:
+                state.replay(decode_key(bytes(key)), None if value is None else decode_value(bytes(value)))
+            except TransactionLogSchemaError as error:
+                logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, TRANSACTION_STATE_TOPIC, state.partition, error)
+                continue
+            replayed += 1
+        return replayed
+
+    def shutdown(self) -> None:
+        """Stop loads and completions at their next step and drop every leadership."""
+        self._stopping.set()
+        with self._leadership_lock:
+            self._partitions.clear()
+        self._loader.shutdown(wait=True, cancel_futures=True)
+        self._completer.shutdown(wait=True, cancel_futures=True)
+
+    # ------------------------------------------------------------------ operations
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, *, producer_id: int = -1, producer_epoch: int = -1) -> ProducerIdAndEpoch:
+        """InitProducerId with a transactional id: the producer id and epoch to use (see ``state.init_producer_id``).
+
+        When an ongoing transaction of an older producer had to be aborted first, the abort is
+        stored and started and ConcurrentTransactionsError is raised: the producer retries and
+        gets its epoch once the abort completed.
+        """
+        machine.check_timeout(timeout_ms, self._settings.max_timeout_ms)
+        state = self.coordinating(transactional_id)
+        now = self._clock.milliseconds()
+        outcome = self._change(
+            state,
+            transactional_id,
+            lambda current: machine.init_producer_id(
+                current, transactional_id, timeout_ms, producer_id=producer_id, producer_epoch=producer_epoch, now_ms=now, allocate=self._allocate
+            ),
+            lambda decided: decided.metadata,
+        )
+        if outcome.abort_first:
+            self._start_completion(state, transactional_id)
+            raise ConcurrentTransactionsError(transactional_id, "aborting the transaction of the fenced producer")
+        return ProducerIdAndEpoch(outcome.metadata.producer_id, outcome.metadata.producer_epoch)
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]) -> None:
+        """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open)."""
+        state = self.coordinating(transactional_id)
+        wanted = list(partitions)
+        now = self._clock.milliseconds()
+        self._change(
+            state,
+            transactional_id,
+            lambda current: machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now),
+            lambda metadata: metadata,
+        )
+
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TopicPartition:
+        """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction; returns it."""
+        offsets = self._registry.get(OFFSETS_TOPIC)
+        if offsets is None:
+            raise TransactionCoordinatorNotAvailableError(transactional_id, f"{OFFSETS_TOPIC} does not exist yet")
+        topic_partition = (OFFSETS_TOPIC, partition_for_group(group_id, offsets.partitions))
+        self.add_partitions(transactional_id, producer_id, producer_epoch, [topic_partition])
+        return topic_partition
+
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, Exception | None]:
+        """KIP-890 part 1: whether each partition is in the producer's ongoing transaction (None) or why not. Changes nothing."""
+        state = self.coordinating(transactional_id)
+        with state.lock:
+            if transactional_id in state.pending:
+                error = ConcurrentTransactionsError(transactional_id, "a state change is being written")
+                return dict.fromkeys(partitions, error)
+            current = state.transactions.get(transactional_id)
+        return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, partitions)
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool) -> ProducerIdAndEpoch:
+        """EndTxn: store PrepareCommit / PrepareAbort (epoch bumped), start the markers, answer the id and epoch to use next.
+
+        A retry of the EndTxn that ended the latest transaction is answered from the state.
+        """
+        state = self.coordinating(transactional_id)
+        now = self._clock.milliseconds()
+        outcome = self._change(
+            state,
+            transactional_id,
+            lambda current: machine.end_transaction(current, transactional_id, producer_id, producer_epoch, commit=commit, now_ms=now, allocate=self._allocate),
+            lambda decided: decided.metadata,
+        )
+        if outcome.metadata is not None:
+            self._start_completion(state, transactional_id)
+        return ProducerIdAndEpoch(outcome.producer_id, outcome.producer_epoch)
+
+    def describe(self, transactional_id: str) -> TransactionMetadata:
+        """The id's state (DescribeTransactions); TransactionalIdNotFoundError for an unknown id."""
+        state = self.coordinating(transactional_id)
+        with state.lock:
+            metadata = state.transactions.get(transactional_id)
+        if metadata is None:
+            raise TransactionalIdNotFoundError(transactional_id)
+        return metadata
+
+    def list_transactions(self, *, states: Collection[str] = (), producer_ids: Collection[int] = (), min_duration_ms: int = -1) -> list[TransactionMetadata]:
+        """The ids of every loaded partition (ListTransactions), filtered by Kafka state name, producer id and open duration.
+
+        ``min_duration_ms`` >= 0 keeps only transactions open at least that long: the
+        "hanging transactions" view (an open transaction holds back its partitions' last stable offset).
+        """
+        now = self._clock.milliseconds()
+        found = []
+        for state in list(self._partitions.values()):
+            if not state.active:
+                continue
+            with state.lock:
+                candidates = list(state.transactions.values())
+            for metadata in candidates:
+                if states and metadata.state.kafka_name not in states:
+                    continue
+                if producer_ids and metadata.producer_id not in producer_ids:
+                    continue
+                if min_duration_ms >= 0 and (metadata.state.idle or now - metadata.start_timestamp_ms < min_duration_ms):
+                    continue
+                found.append(metadata)
+        return sorted(found, key=lambda metadata: metadata.transactional_id)
+
+    # ------------------------------------------------------------------ periodic work
+
+    def abort_timed_out_transactions(self) -> int:
+        """Abort every ongoing transaction open past its timeout (epoch bumped: its producer is fenced); returns how many."""
+        aborted = 0
+        for state in list(self._partitions.values()):
+            if not state.active:
+                continue
+            with state.lock:
+                candidates = [transactional_id for transactional_id in state.transactions if transactional_id not in state.pending]
+            for transactional_id in candidates:
+                try:
+                    prepared = self._change(state, transactional_id, self._timeout_abort, lambda metadata: metadata)
+                except (ConcurrentTransactionsError, NotTransactionCoordinatorError, TransactionCoordinatorNotAvailableError) as error:
+                    logger.info("%s: the timeout abort waits for the next round: %s", transactional_id, error)
+                    continue
+                if prepared is not None:
+                    logger.info("%s: aborting its transaction, open longer than %d ms", transactional_id, prepared.timeout_ms)
+                    self._start_completion(state, transactional_id)
+                    aborted += 1
+        return aborted
+
+    def _timeout_abort(self, current: TransactionMetadata | None) -> TransactionMetadata | None:
+        if current is None:
+            return None
+        return machine.abort_timed_out(current, now_ms=self._clock.milliseconds(), allocate=self._allocate)
+
+    def expire_transactional_ids(self) -> int:
+        """Remove idle ids unused for transactional.id.expiration.ms with tombstones; returns how many."""
+        removed = 0
+        for state in list(self._partitions.values()):
+            if not state.active:
+                continue
+            now = self._clock.milliseconds()
+            with state.lock:
+                candidates = [
+                    transactional_id
+                    for transactional_id, metadata in state.transactions.items()
+                    if transactional_id not in state.pending and machine.expired(metadata, now_ms=now, expiration_ms=self._settings.id_expiration_ms)
+                ]
+                state.pending.update(candidates)
+            for transactional_id in candidates:
+                try:
+                    self._write(state, transactional_id, None)
+                    with state.lock:
+                        state.transactions.pop(transactional_id, None)
+                    removed += 1
+                except Exception as error:
+                    logger.info("%s: expiry waits for the next round: %s", transactional_id, error)
+                finally:
+                    with state.lock:
+                        state.pending.discard(transactional_id)
+        if removed:
+            logger.info("expired %d transactional ids unused for %d ms", removed, self._settings.id_expiration_ms)
+        return removed
+
+    # ------------------------------------------------------------------ state changes
+
+    def _change(
+        self,
+        state: TransactionsPartition,
+        transactional_id: str,
+        decide: Callable[[TransactionMetadata | None], T],
+        to_store: Callable[[T], TransactionMetadata | None],
+    ) -> T:
+        """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current."""
+        with state.lock:
+            if not self._is_current(state):
+                raise NotTransactionCoordinatorError(transactional_id, state.partition)
+            if transactional_id in state.pending:
+                raise ConcurrentTransactionsError(transactional_id, "a state change is being written")
+            decided = decide(state.transactions.get(transactional_id))
+            metadata = to_store(decided)
+            if metadata is None or metadata == state.transactions.get(transactional_id):
+                return decided
+            state.pending.add(transactional_id)
+        try:
+            self._write(state, transactional_id, metadata)
+            with state.lock:
+                state.transactions[transactional_id] = metadata
+        finally:
+            with state.lock:
+                state.pending.discard(transactional_id)
+        return decided
+
+    def _write(self, state: TransactionsPartition, transactional_id: str, metadata: TransactionMetadata | None) -> None:
+        """Append the id's record (None: a tombstone) and wait for the in-sync replicas.
+
+        NotTransactionCoordinatorError when the leadership ended; TransactionCoordinatorNotAvailableError
+        (retriable) when the record could not be appended or replicated in request.timeout.ms.
+        """
+        now = self._clock.milliseconds()
+        builder = RecordBatchBuilder()
+        builder.append(now, encode_key(transactional_id), None if metadata is None else encode_value(metadata.to_log_value()))
+        try:
+            with self._wait_slot():
+                with state.lock:
+                    if not self._is_current(state):
+                        raise NotTransactionCoordinatorError(transactional_id, state.partition)
+                    info = self._replica_manager.append_to_partition(TRANSACTION_STATE_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
+                replication = self._replica_manager.replication
+                if replication is not None and replication.is_replicated_leader(TRANSACTION_STATE_TOPIC, state.partition):
+                    timeout_ms = self._settings.write_timeout_ms
+                    deadline = self._clock.monotonic() + timeout_ms / 1000.0
+                    replication.wait_for_replication(TRANSACTION_STATE_TOPIC, state.partition, info.last_offset + 1, deadline, timeout_ms)
+        except NotTransactionCoordinatorError:
+            raise
+        except NotLeaderOrFollowerError:
+            raise NotTransactionCoordinatorError(transactional_id, state.partition) from None
+        except Exception as error:  # ReplicationWaitersFullError, NotEnoughReplicasError, a timeout...
+            raise TransactionCoordinatorNotAvailableError(
+                transactional_id, f"its state could not be stored in partition {state.partition} of {TRANSACTION_STATE_TOPIC}: {error}"
+            ) from error
+
+    def _wait_slot(self) -> AbstractContextManager[None]:
+        replication = self._replica_manager.replication
+        return replication.wait_slot() if replication is not None else nullcontext()
+
+    # ------------------------------------------------------------------ completion (markers)
+
+    def _start_completion(self, state: TransactionsPartition, transactional_id: str) -> None:
+        with state.lock:
+            if transactional_id in state.completing:
+                return
+            state.completing.add(transactional_id)
+        try:
+            self._completer.submit(self._complete, state, transactional_id)
+        except RuntimeError:  # the completer is shut down: the next leader completes it
+            with state.lock:
+                state.completing.discard(transactional_id)
+
+    def _complete(self, state: TransactionsPartition, transactional_id: str) -> None:
+        """Write the markers of a decided transaction until every partition has its own, then store CompleteCommit / CompleteAbort."""
+        try:
+            done: set[TopicPartition] = set()
+            while self._is_current(state):
+                with state.lock:
+                    metadata = state.transactions.get(transactional_id)
+                if metadata is None or not metadata.state.completing:
+                    return
+                remaining = sorted(metadata.partitions - done)
+                if remaining:
+                    done |= self._write_markers(state, metadata, remaining)
+                if metadata.partitions <= done and self._store_completion(state, transactional_id, metadata):
+                    return
+                self._stopping.wait(self._settings.marker_retry_backoff_ms / 1000.0)
+        except Exception:
+            logger.exception("%s: completing its transaction failed; the next leader of partition %d completes it", transactional_id, state.partition)
+        finally:
+            with state.lock:
+                state.completing.discard(transactional_id)
+
+    def _write_markers(self, state: TransactionsPartition, metadata: TransactionMetadata, partitions: list[TopicPartition]) -> set[TopicPartition]:
+        """The partitions that got their marker (or no longer exist); logs the rest, which are retried."""
+        request = MarkerRequest(
+            transactional_id=metadata.transactional_id,
+            producer_id=metadata.producer_id,
+            producer_epoch=metadata.producer_epoch,
+            commit=metadata.state is machine.TransactionState.PREPARE_COMMIT,
+            coordinator_epoch=state.leader_epoch,
+            partitions=partitions,
+        )
+        try:
+            results = self._markers.write_markers(request)
+        except Exception as error:
+            logger.warning("%s: writing markers failed, retrying: %s", metadata.transactional_id, error)
+            return set()
+        written: set[TopicPartition] = set()
+        for topic_partition in partitions:
+            outcome = results.get(topic_partition, TransactionCoordinatorNotAvailableError(metadata.transactional_id, "no answer for the partition"))
+            if outcome is None:
+                written.add(topic_partition)
+            elif isinstance(outcome, UnknownTopicOrPartitionError) and self._registry.get(topic_partition[0]) is None:
+                logger.info("%s: partition %d of %r no longer exists; it needs no marker", metadata.transactional_id, topic_partition[1], topic_partition[0])
+                written.add(topic_partition)
+            else:
+                logger.info(
+                    "%s: marker for partition %d of %r not written yet (%s); retrying",
+                    metadata.transactional_id,
+                    topic_partition[1],
+                    topic_partition[0],
+                    outcome,
+                )
+        return written
+
+    def _store_completion(self, state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> bool:
+        now = self._clock.milliseconds()
+        try:
+            self._change(
+                state,
+                transactional_id,
+                lambda current: machine.complete(prepared, now_ms=now) if current == prepared else None,
+                lambda metadata: metadata,
+            )
+        except (ConcurrentTransactionsError, TransactionCoordinatorNotAvailableError) as error:
+            logger.info("%s: storing the completion failed, retrying: %s", transactional_id, error)
+            return False
+        except NotTransactionCoordinatorError:
+            return True  # the next leader completes it
+        return True

@@ -1,0 +1,56 @@
+"""The transactions of one ``__transaction_state`` partition, as its leader keeps them in memory.
+
+A broker coordinates the transactional ids of the partitions it leads. For each it holds one
+:class:`TransactionsPartition` per leadership (topic id and leader epoch): it starts loading,
+is filled from the partition's log in log order (:meth:`replay`), and then serves the
+coordinator's operations until the leadership ends and the coordinator drops it. A new
+leadership always starts from the log again. The leader epoch is the *coordinator epoch*
+every marker of this leadership carries, so a partition leader can refuse markers of a
+coordinator that has been replaced.
+
+An id is *pending* while a state change of it is being written (Kafka's pending state): no
+other change of it is accepted meanwhile (CONCURRENT_TRANSACTIONS), so the in-memory state
+always equals the last record written for the id. An id is *completing* while its markers
+are being written; one completion runs per id.
+
+Thread-safety: every field is read and changed under :attr:`lock`, except :attr:`active`
+(a bool, read without it).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from broker_nodes.coordinator.transactions.state import TransactionMetadata
+from log_formats.transaction_log_records import TransactionLogValue
+
+
+class TransactionsPartition:
+    """One leadership of one ``__transaction_state`` partition: loading, then active."""
+
+    def __init__(self, partition: int, leader_epoch: int, topic_id: str) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch  # the coordinator epoch of this leadership
+        self.topic_id = topic_id  # a recreated topic is a new leadership too
+        self.lock = threading.Lock()
+        self._active = False
+        self.transactions: dict[str, TransactionMetadata] = {}  # qualified transactional id -> state
+        self.pending: set[str] = set()  # ids with a state change being written
+        self.completing: set[str] = set()  # ids whose markers are being written
+
+    @property
+    def active(self) -> bool:
+        """Loaded: the coordinator serves this partition's ids."""
+        return self._active
+
+    def activate(self) -> None:
+        """The log is loaded. The caller holds :attr:`lock` and checked the leadership is current."""
+        self._active = True
+
+    def replay(self, transactional_id: str, value: TransactionLogValue | None) -> None:
+        """Apply one record read from the log (None: a tombstone); records come in log order."""
+        with self.lock:
+            if value is None:
+                self.transactions.pop(transactional_id, None)
+            else:
+                self.transactions[transactional_id] = TransactionMetadata.from_log_value(transactional_id, value)
