@@ -27,6 +27,7 @@ from broker_nodes.producer_ids import TransactionsUnsupportedError
 from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
+from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.storage.log_manager import LogManager
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
@@ -93,6 +94,7 @@ class FetchPartitionRequest:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1  # -1: not checked
+    last_fetched_epoch: int = -1  # the epoch of the fetcher's last batch (Fetch v12+); -1: divergence not checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,8 @@ class FetchPartitionResult:
     high_watermark: int
     log_start_offset: int
     error: Exception | None = None
+    # (epoch, end offset) where the fetcher's log diverged from this one (KIP-320): no records then.
+    diverging_epoch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,8 +322,8 @@ class ReplicaManager:
         failed = False
         for request in requests:
             result = self._read_partition(request, max_bytes - total, first_data=total == 0)
-            if result.error is not None:
-                failed = True
+            if result.error is not None or result.diverging_epoch is not None:
+                failed = True  # answered at once: the fetcher must truncate before anything arrives (Kafka's DelayedFetch case H)
             total += len(result.records)
             results.append(result)
         return results, total, failed
@@ -330,6 +334,10 @@ class ReplicaManager:
             leader_epoch = self.leader_epoch(request.topic, request.partition)
             log = self.partition_log(request.topic, request.partition)
             self._check_leader_epoch(request.current_leader_epoch, leader_epoch)
+            if request.last_fetched_epoch >= 0:
+                diverging = self._diverging_epoch(log, request.fetch_offset, request.last_fetched_epoch)
+                if diverging is not None:
+                    return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, diverging_epoch=diverging)
             limit = min(request.max_bytes, remaining_bytes)
             if limit <= 0 and not first_data:
                 # The response is full; the partition is still answered, with its bounds, as Kafka does.
@@ -347,6 +355,19 @@ class ReplicaManager:
             return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, error)
         except Exception as error:  # this partition's answer, mapped by server.errors
             return FetchPartitionResult(_NO_RECORDS, -1, -1, error)
+
+    @staticmethod
+    def _diverging_epoch(log: PartitionLog, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Kafka's check of a fetch that names its last fetched epoch (Partition.readRecords).
+
+        OffsetOutOfRangeError when this log knows no epoch at or below it, or when the fetch
+        offset is below the log start (whether or not the logs diverge).
+        """
+        log_start, log_end = log.log_start_offset, log.log_end_offset
+        diverging = log.leader_epoch_cache.divergence(last_fetched_epoch, fetch_offset, log_end)
+        if diverging == (UNDEFINED_EPOCH, UNDEFINED_OFFSET) or fetch_offset < log_start:
+            raise OffsetOutOfRangeError(fetch_offset, log_start, log_end)
+        return diverging
 
     @staticmethod
     def _check_leader_epoch(request_epoch: int, current_epoch: int) -> None:

@@ -43,6 +43,23 @@ class NotEnoughReplicasError(Exception):
         self.min_insync_replicas = min_insync_replicas
 
 
+class LowWatermarkTimedOutError(Exception):
+    """DeleteRecords: some in-sync replica had not deleted up to the offset before the request's timeout (REQUEST_TIMED_OUT)."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, required_offset: int, low_watermark: int, timeout_ms: int) -> None:
+        super().__init__(
+            f"partition {partition} of topic {topic!r}: the in-sync replicas deleted up to offset {low_watermark}, not {required_offset}, "
+            f"within {timeout_ms} ms; the leader deleted the records and the followers follow at their next fetch"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.required_offset = required_offset
+        self.low_watermark = low_watermark
+        self.timeout_ms = timeout_ms
+
+
 class NotEnoughReplicasAfterAppendError(Exception):
     """The batch reached every in-sync replica, but the ISR had shrunk below min.insync.replicas meanwhile."""
 

@@ -254,7 +254,12 @@ class ReplicaFetcher:
                 continue
             requests.append(
                 replication_pb2.ReplicaFetchPartition(
-                    topic=topic, partition=partition, fetch_offset=log.log_end_offset, current_leader_epoch=leader_epoch, log_end_offset=log.log_end_offset
+                    topic=topic,
+                    partition=partition,
+                    fetch_offset=log.log_end_offset,
+                    current_leader_epoch=leader_epoch,
+                    log_end_offset=log.log_end_offset,
+                    log_start_offset=log.log_start_offset,  # the leader's DeleteRecords waits for it
                 )
             )
         if not requests:

@@ -66,6 +66,7 @@ class FollowerProgress:
     """What the leader knows of one follower. Changed only under the owning tracker's lock."""
 
     log_end_offset: int = 0
+    log_start_offset: int = -1  # -1: not reported yet in this leader epoch (holds DeleteRecords back)
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     leader_log_end_at_last_fetch: int = 0
@@ -140,14 +141,17 @@ class IsrTracker:
         with self._lock:
             return [self._followers[replica].log_end_offset for replica in self.maximal_isr if replica != self.leader_id]
 
-    def record_fetch(self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int) -> tuple[int, ...] | None:
-        """Note a follower's fetch at ``fetch_offset``; the new ISR (made or proposed) when it may join, else None.
+    def record_fetch(
+        self, replica_id: int, fetch_offset: int, *, leader_log_end_offset: int, high_watermark: int, now_ms: int, log_start_offset: int = -1
+    ) -> tuple[int, ...] | None:
+        """Note a follower's fetch at ``fetch_offset`` (with its ``log_start_offset``); the new ISR (made or proposed) when it may join, else None.
 
         Precondition: ``replica_id`` is a follower of this partition (see :meth:`is_follower`).
         """
         with self._lock:
             progress = self._followers[replica_id]
             progress.log_end_offset = fetch_offset
+            progress.log_start_offset = log_start_offset
             if fetch_offset >= leader_log_end_offset:
                 progress.last_caught_up_ms = now_ms
             elif fetch_offset >= progress.leader_log_end_at_last_fetch:
@@ -157,6 +161,13 @@ class IsrTracker:
             if self._pending is not None or replica_id in self._isr or fetch_offset < max(high_watermark, self._leader_epoch_start_offset):
                 return None
             return self._change(tuple(sorted((*self._isr, replica_id))))
+
+    def low_watermark(self, leader_log_start_offset: int) -> int:
+        """The smallest log start offset of the in-sync replicas (the maximal ISR, as the high watermark
+        counts them): DeleteRecords is done when it reaches the requested offset (Kafka's lowWatermarkIfLeader)."""
+        with self._lock:
+            starts = [self._followers[replica].log_start_offset for replica in self.maximal_isr if replica != self.leader_id]
+        return min([leader_log_start_offset, *starts])
 
     def is_follower(self, replica_id: int) -> bool:
         return replica_id in self._followers

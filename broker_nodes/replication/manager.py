@@ -30,6 +30,7 @@ from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
 from broker_nodes.replication.errors import (
     FencedLeaderEpochError,
+    LowWatermarkTimedOutError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     ReplicationTimedOutError,
@@ -39,6 +40,7 @@ from broker_nodes.replication.errors import (
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
 from broker_nodes.replication.isr import IsrChangeCallback, IsrChangeCounts, IsrTracker
+from broker_nodes.replication.low_watermark_purgatory import LowWatermarkPurgatory
 from broker_nodes.replication.purgatory import AcksPurgatory
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import OffsetOutOfRangeError
@@ -63,6 +65,7 @@ class ReplicaFetchPartitionRequest:
     partition: int
     fetch_offset: int
     current_leader_epoch: int
+    log_start_offset: int = -1  # the follower's; -1: not reported
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,7 @@ class ReplicationManager:
         self.max_waiters = max_waiters
         self._wait_slots = threading.BoundedSemaphore(max_waiters) if max_waiters > 0 else None
         self.acks = AcksPurgatory()
+        self.deletions = LowWatermarkPurgatory()  # DeleteRecords waiting for the ISR's log start offsets
         self._lock = threading.Lock()
         self._leaders: dict[PartitionKey, IsrTracker] = {}
         self.isr_changes = IsrChangeCounts()  # shrinks and expansions of every ISR led here (metrics)
@@ -176,6 +180,7 @@ class ReplicationManager:
         for key in [key for key in self._leaders if key not in lead]:
             del self._leaders[key]
             self.acks.wake_partition(*key)
+            self.deletions.wake_partition(*key)
 
     def _stop_idle_fetchers_locked(self) -> None:
         for fetcher_key, fetcher in list(self._fetchers.items()):
@@ -329,6 +334,40 @@ class ReplicationManager:
         finally:
             self.acks.release(waiter)
 
+    # ------------------------------------------------------------------ DeleteRecords (leader)
+
+    def low_watermark(self, topic: str, partition: int) -> int:
+        """The smallest log start offset of the in-sync replicas; NotLeaderOrFollowerError unless led here replicated."""
+        tracker = self._leaders.get((topic, partition))
+        log = self._log(topic, partition)
+        if tracker is None or log is None:
+            raise NotLeaderOrFollowerError(topic, partition, -1)
+        return tracker.low_watermark(log.log_start_offset)
+
+    def wait_for_low_watermark(self, topic: str, partition: int, required_offset: int, deadline: float, timeout_ms: int) -> int:
+        """Block this request's thread until every in-sync replica's log start reached ``required_offset``; the low watermark then.
+
+        Kafka's DelayedDeleteRecords. ``deadline`` is on the injected clock's monotonic scale.
+        Raises LowWatermarkTimedOutError at the deadline and NotLeaderOrFollowerError when
+        leadership moved away meanwhile (or the broker is shutting down).
+        """
+        key = (topic, partition)
+        waiter = self.deletions.park(key, required_offset)
+        try:
+            while True:
+                waiter.rearm()
+                if self.deletions.closed:
+                    raise NotLeaderOrFollowerError(topic, partition, -1)
+                low_watermark = self.low_watermark(topic, partition)
+                if low_watermark >= required_offset:
+                    return low_watermark
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    raise LowWatermarkTimedOutError(topic, partition, required_offset, low_watermark, timeout_ms)
+                waiter.wait(remaining)
+        finally:
+            self.deletions.release(waiter)
+
     # ------------------------------------------------------------------ replica fetch (leader)
 
     def replica_fetch(
@@ -376,11 +415,17 @@ class ReplicationManager:
         if request.fetch_offset > log_end or request.fetch_offset < log.log_start_offset:
             raise OffsetOutOfRangeError(request.fetch_offset, log.log_start_offset, log_end)
         expanded = tracker.record_fetch(
-            replica_id, request.fetch_offset, leader_log_end_offset=log_end, high_watermark=log.high_watermark, now_ms=self._clock.milliseconds()
+            replica_id,
+            request.fetch_offset,
+            leader_log_end_offset=log_end,
+            high_watermark=log.high_watermark,
+            now_ms=self._clock.milliseconds(),
+            log_start_offset=request.log_start_offset,
         )
         if expanded is not None:
             self._on_isr_change(request.topic, request.partition, expanded, tracker.leader_epoch)
         self._advance(key, tracker, log)
+        self.deletions.on_low_watermark(request.topic, request.partition, tracker.low_watermark(log.log_start_offset))
         info = log.read(request.fetch_offset, max_bytes, max_offset=log_end, min_one_batch=True)
         return ReplicaFetchPartitionResult(request.topic, request.partition, bytes(info.records), log.high_watermark, info.log_start_offset, log_end)
 
@@ -412,6 +457,7 @@ class ReplicationManager:
             if log is not None:
                 self._advance(key, tracker, log)
             self.acks.wake_partition(*key)
+            self.deletions.wake_partition(*key)  # a lagging replica left: the low watermark may have risen
 
     def isr_change_answered(self, topic: str, partition: int, leader_epoch: int, proposed: tuple[int, ...], stored: Sequence[int] | None) -> None:
         """The controller's answer to a proposed ISR: ``stored`` is the ISR it keeps, None when it
@@ -429,8 +475,10 @@ class ReplicationManager:
         log = self._log(*key)
         if log is not None:
             self._advance(key, tracker, log)
-        # acks=all produces waiting on this partition re-check the ISR against min.insync.replicas.
+        # acks=all produces waiting on this partition re-check the ISR against min.insync.replicas;
+        # deletions re-check the low watermark over the new ISR.
         self.acks.wake_partition(*key)
+        self.deletions.wake_partition(*key)
 
     def pending_isr_change(self, topic: str, partition: int, leader_epoch: int) -> tuple[int, ...] | None:
         """The proposal still waiting for the controller at ``leader_epoch``; None when there is none."""
@@ -446,8 +494,9 @@ class ReplicationManager:
             self.acks.on_high_watermark(key[0], key[1], log.high_watermark)
 
     def shutdown(self) -> None:
-        """Stop every fetcher and wake every parked acks=all produce."""
+        """Stop every fetcher and wake every parked acks=all produce and DeleteRecords."""
         self.acks.close()
+        self.deletions.close()
         with self._lock:
             fetchers = list(self._fetchers.values())
             self._fetchers.clear()

@@ -7,11 +7,17 @@ TOPIC_AUTHORIZATION_FAILED whether or not it exists. Only the leader accepts the
 changes nothing and answers the current one. Records below the new start can no longer be read
 on the leader at once; closed segments wholly below it are deleted.
 
-Durability and followers, as in Kafka: the new log start is written to the log-start-offset
-checkpoint with the broker's periodic checkpoints, and followers raise theirs from the leader's
-log start in their next fetch answers (``replication.follower``). Unlike Kafka, the answer does
-not wait for every follower to have raised its log start: a follower that becomes leader before
-its next fetch can serve the deleted records until it fetches again.
+Followers, as in Kafka's delete-records purgatory: followers raise their log start from the
+leader's in their next fetch answer (``replication.follower``) and report it in the fetch after
+that. A replicated partition is answered once its *low watermark* — the smallest log start
+offset among the in-sync replicas — reached the requested offset, and that low watermark is the
+answer's; until then the request waits (``replication.low_watermark_purgatory``), up to its
+timeout (0 or less: the broker's request.timeout.ms), then answers REQUEST_TIMED_OUT (the
+records stay deleted on the replicas that got that far). So once a deletion is acknowledged no
+in-sync replica, hence no replica that can be elected, serves the deleted records. All
+partitions are raised first and then waited for together, under one deadline. Durability: the
+new log start is written to the log-start-offset checkpoint with the broker's periodic
+checkpoints.
 """
 
 from __future__ import annotations
@@ -45,21 +51,41 @@ class DeleteRecordsOutcome:
     low_watermark: int = -1  # the partition's log start offset after the request
 
 
-def delete_records(broker: Broker, call: CallContext, partitions: Sequence[DeleteRecordsPartition]) -> list[DeleteRecordsOutcome]:
-    """One outcome per partition, in request order."""
-    outcomes = []
+def delete_records(broker: Broker, call: CallContext, partitions: Sequence[DeleteRecordsPartition], *, timeout_ms: int = 0) -> list[DeleteRecordsOutcome]:
+    """One outcome per partition, in request order; blocks up to ``timeout_ms`` for the in-sync replicas."""
+    raised: list[int | Exception] = []
     for item in partitions:
         try:
-            low_watermark = _delete_below(broker, call, item)
+            raised.append(_delete_below(broker, call, item))
         except Exception as error:  # this partition's answer
-            code, message = plain_error(error, call, item.topic)
+            raised.append(error)
+    wait_ms = timeout_ms if timeout_ms > 0 else broker.replica_manager.default_request_timeout_ms
+    deadline = broker.clock.monotonic() + wait_ms / 1000.0
+    outcomes = []
+    for item, result in zip(partitions, raised):
+        if not isinstance(result, Exception):
+            try:
+                result = _wait_for_replicas(broker, call.qualify(item.topic), item.partition, result, deadline, wait_ms)
+            except Exception as error:  # this partition's answer
+                result = error
+        if isinstance(result, Exception):
+            code, message = plain_error(result, call, item.topic)
             outcomes.append(DeleteRecordsOutcome(item.topic, item.partition, code, message))
-            continue
-        outcomes.append(DeleteRecordsOutcome(item.topic, item.partition, low_watermark=low_watermark))
+        else:
+            outcomes.append(DeleteRecordsOutcome(item.topic, item.partition, low_watermark=result))
     return outcomes
 
 
+def _wait_for_replicas(broker: Broker, qualified: str, partition: int, offset: int, deadline: float, wait_ms: int) -> int:
+    """The low watermark once it reached ``offset``; the leader's log start for a partition without followers."""
+    replication = broker.replica_manager.replication
+    if replication is None or not replication.is_replicated_leader(qualified, partition):
+        return broker.replica_manager.partition_log(qualified, partition).log_start_offset
+    return replication.wait_for_low_watermark(qualified, partition, offset, deadline, wait_ms)
+
+
 def _delete_below(broker: Broker, call: CallContext, item: DeleteRecordsPartition) -> int:
+    """Raise the leader's log start to the requested offset; the offset the replicas must reach (at least the log start)."""
     qualified = call.qualify(item.topic)
     if not call.may(Operation.DELETE, ResourceType.TOPIC, item.topic) or not call.owns(qualified):
         raise TopicAuthorizationError(item.topic, "delete records of")
@@ -70,4 +96,4 @@ def _delete_below(broker: Broker, call: CallContext, item: DeleteRecordsPartitio
     if not 0 <= offset <= high_watermark:
         raise OffsetOutOfRangeError(item.offset, log.log_start_offset, high_watermark)
     log.increase_log_start_offset(offset)
-    return log.log_start_offset
+    return max(offset, log.log_start_offset)

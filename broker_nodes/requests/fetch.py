@@ -34,6 +34,9 @@ class FetchPartitionOutcome:
     log_start_offset: int
     records: bytes
     current_leader: LeaderHint | None = None  # with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, when known
+    # (epoch, end offset) when the fetcher's log diverged from the leader's at its last fetched
+    # epoch (KIP-320): no records, the fetcher truncates there first.
+    diverging_epoch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,8 @@ def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartition
     limit = fetch_limit(broker, max_bytes)
     authorized = [item for item in partitions if call.may(Operation.READ, ResourceType.TOPIC, item.topic)]
     qualified = [
-        FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch) for item in authorized
+        FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch, item.last_fetched_epoch)
+        for item in authorized
     ]
     if len(authorized) < len(partitions):
         results = broker.replica_manager.fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=limit)
@@ -88,4 +92,5 @@ def _partition_outcome(broker: Broker, item: FetchPartitionRequest, result: Fetc
         result.log_start_offset,
         result.records,
         hint,
+        result.diverging_epoch,
     )

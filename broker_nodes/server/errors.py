@@ -99,6 +99,7 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     replication_errors.NotEnoughReplicasError: ErrorCode.NOT_ENOUGH_REPLICAS,
     replication_errors.NotEnoughReplicasAfterAppendError: ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     replication_errors.ReplicationTimedOutError: ErrorCode.REQUEST_TIMED_OUT,
+    replication_errors.LowWatermarkTimedOutError: ErrorCode.REQUEST_TIMED_OUT,
     replication_errors.ReplicationWaitersFullError: ErrorCode.REQUEST_TIMED_OUT,
     security_errors.TopicAuthorizationError: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     security_errors.GroupAuthorizationError: ErrorCode.GROUP_AUTHORIZATION_FAILED,

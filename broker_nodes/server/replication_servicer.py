@@ -38,7 +38,10 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
 
     def ReplicaFetch(self, request: replication_pb2.ReplicaFetchRequest, context: grpc.ServicerContext) -> replication_pb2.ReplicaFetchResponse:
         self._check_call(context)
-        requests = [ReplicaFetchPartitionRequest(item.topic, item.partition, item.fetch_offset, item.current_leader_epoch) for item in request.partitions]
+        requests = [
+            ReplicaFetchPartitionRequest(item.topic, item.partition, item.fetch_offset, item.current_leader_epoch, item.log_start_offset)
+            for item in request.partitions
+        ]
         results = self.broker.replication.replica_fetch(
             request.replica_id, requests, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max(request.max_bytes, 1)
         )

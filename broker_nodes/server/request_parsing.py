@@ -67,6 +67,7 @@ def fetch_partitions(request: broker_pb2.FetchRequest, default_partition_max_byt
                     partition.fetch_offset,
                     partition.partition_max_bytes or default_partition_max_bytes,
                     partition.current_leader_epoch,
+                    partition.last_fetched_epoch if partition.HasField("last_fetched_epoch") else -1,
                 )
             )
     require_unique(((partition.topic, partition.partition) for partition in partitions), "topic-partition")

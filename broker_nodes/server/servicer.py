@@ -76,6 +76,13 @@ def _handler(
     return handle
 
 
+def _epoch_end_offset(diverging: tuple[int, int] | None) -> broker_pb2.EpochEndOffset | None:
+    """A Fetch answer's diverging epoch (KIP-320); None leaves the field unset (the logs agree)."""
+    if diverging is None:
+        return None
+    return broker_pb2.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+
+
 def _group_by_topic(items: Iterable[tuple[str, Item]]) -> dict[str, list[Item]]:
     grouped: dict[str, list[Item]] = {}
     for topic, item in items:
@@ -210,6 +217,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     last_stable_offset=item.last_stable_offset,
                     log_start_offset=item.log_start_offset,
                     records=item.records,
+                    diverging_epoch=_epoch_end_offset(item.diverging_epoch),
                 ),
             )
             for item in result.partitions

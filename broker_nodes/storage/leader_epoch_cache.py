@@ -63,6 +63,25 @@ class LeaderEpochCache:
                 return self._entries[-1][0], log_end_offset
             return self._entries[index - 1][0], self._entries[index][1]
 
+    def divergence(self, last_fetched_epoch: int, fetch_offset: int, log_end_offset: int) -> tuple[int, int] | None:
+        """Where a fetcher's log stops agreeing with this one (Kafka's diverging epoch, KIP-320 / KIP-595).
+
+        The fetcher read up to ``fetch_offset`` and its last batch had ``last_fetched_epoch``
+        (>= 0). It diverged when this log's largest epoch <= ``last_fetched_epoch`` is smaller
+        (this log never had that epoch) or ended before ``fetch_offset``: the answer is that
+        (epoch, end offset), where the fetcher truncates. None: the logs agree up to
+        ``fetch_offset``. (UNDEFINED_EPOCH, UNDEFINED_OFFSET) when this log knows no epoch at or
+        below it, which Kafka answers with OFFSET_OUT_OF_RANGE. Both front doors' Fetch take
+        their verdict from here; Weir's followers still truncate before fetching, from
+        OffsetForLeaderEpoch answers (``replication.follower``), which this rule agrees with.
+        """
+        epoch, end_offset = self.end_offset_for(last_fetched_epoch, log_end_offset)
+        if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_OFFSET:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs that started at or after ``end_offset`` (the log was truncated there)."""
         with self._lock:

@@ -8,9 +8,13 @@
   read_committed and read_uncommitted read the same; aborted transactions are empty.
 - A partition this broker does not (or no longer) lead names its current leader (v12+) and,
   v16+, that leader's endpoint (KIP-951).
-- ``current_leader_epoch`` (v9+) is fenced / unknown as the gRPC side does; ``diverging_epoch``
-  (v12) is not computed (clients then validate with OffsetForLeaderEpoch); no preferred read
-  replica (-1).
+- ``current_leader_epoch`` (v9+) is fenced / unknown as the gRPC side does. ``last_fetched_epoch``
+  (v12+) is checked as Kafka's leader does (``ReplicaManager._diverging_epoch``): when this
+  leader's log never had that epoch or ended it before ``fetch_offset``, the partition answers
+  ``diverging_epoch`` (the largest epoch <= it here and where it ended) and no records, and the
+  client truncates there (KIP-320); an epoch this log knows nothing at or below, or a fetch
+  offset below the log start, answers OFFSET_OUT_OF_RANGE; -1 checks nothing. No preferred
+  read replica (-1).
 - v13+ name topics by id: ids are looked up among the caller's own topics (``requests.metadata``),
   so an unknown id and another tenant's id both answer UNKNOWN_TOPIC_ID.
 """
@@ -21,6 +25,7 @@ import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32, i64
 
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module
@@ -93,7 +98,12 @@ def _wanted_partitions(context: api.KafkaRequestContext, request: Any) -> tuple[
             else:
                 seen.add((name, partition.partition))
                 current_epoch = getattr(partition, "current_leader_epoch", -1)
-                wanted.append(FetchPartitionRequest(name, partition.partition, partition.fetch_offset, max(partition.partition_max_bytes, 0), current_epoch))
+                last_fetched_epoch = getattr(partition, "last_fetched_epoch", -1)
+                wanted.append(
+                    FetchPartitionRequest(
+                        name, partition.partition, partition.fetch_offset, max(partition.partition_max_bytes, 0), current_epoch, last_fetched_epoch
+                    )
+                )
     return wanted, refused, ids
 
 
@@ -113,4 +123,13 @@ def _partition(schema: Any, outcome: FetchPartitionOutcome, aborted: tuple[()] |
         preferred_read_replica=-1,
         records=outcome.records,
         current_leader=current_leader(schema, outcome.current_leader) if hasattr(schema, "LeaderIdAndEpoch") else None,
+        diverging_epoch=_diverging_epoch(schema, outcome.diverging_epoch) if hasattr(schema, "EpochEndOffset") else None,
     )
+
+
+def _diverging_epoch(schema: Any, diverging: tuple[int, int] | None) -> Any:
+    """The tagged field as Kafka sends it: -1 / -1 (left out on the wire) when the logs agree."""
+    if diverging is None:
+        return schema.EpochEndOffset()
+    epoch, end_offset = diverging
+    return schema.EpochEndOffset(epoch=i32(epoch), end_offset=i64(end_offset))

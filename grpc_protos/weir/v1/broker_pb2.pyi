@@ -356,16 +356,18 @@ class ProduceResponse(_message.Message):
     def __init__(self, topics: _Optional[_Iterable[_Union[ProduceTopicResponse, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class FetchPartition(_message.Message):
-    __slots__ = ("partition", "fetch_offset", "partition_max_bytes", "current_leader_epoch")
+    __slots__ = ("partition", "fetch_offset", "partition_max_bytes", "current_leader_epoch", "last_fetched_epoch")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     PARTITION_MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     partition: int
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int
-    def __init__(self, partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., partition_max_bytes: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ...) -> None: ...
+    last_fetched_epoch: int
+    def __init__(self, partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., partition_max_bytes: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ...) -> None: ...
 
 class FetchTopic(_message.Message):
     __slots__ = ("topic", "partitions")
@@ -392,7 +394,7 @@ class FetchRequest(_message.Message):
     def __init__(self, max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[_Union[IsolationLevel, str]] = ..., topics: _Optional[_Iterable[_Union[FetchTopic, _Mapping]]] = ..., replica_id: _Optional[int] = ...) -> None: ...
 
 class FetchPartitionResponse(_message.Message):
-    __slots__ = ("partition", "error_code", "error_message", "high_watermark", "last_stable_offset", "log_start_offset", "records")
+    __slots__ = ("partition", "error_code", "error_message", "high_watermark", "last_stable_offset", "log_start_offset", "records", "diverging_epoch")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -400,6 +402,7 @@ class FetchPartitionResponse(_message.Message):
     LAST_STABLE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
+    DIVERGING_EPOCH_FIELD_NUMBER: _ClassVar[int]
     partition: int
     error_code: int
     error_message: str
@@ -407,7 +410,16 @@ class FetchPartitionResponse(_message.Message):
     last_stable_offset: int
     log_start_offset: int
     records: bytes
-    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., records: _Optional[bytes] = ...) -> None: ...
+    diverging_epoch: EpochEndOffset
+    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., records: _Optional[bytes] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ...) -> None: ...
+
+class EpochEndOffset(_message.Message):
+    __slots__ = ("epoch", "end_offset")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    end_offset: int
+    def __init__(self, epoch: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
 
 class FetchTopicResponse(_message.Message):
     __slots__ = ("topic", "partitions")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%grpc_protos/weir/v1/replication.proto\x12\x07weir.v1\"\x85\x01\n\x15ReplicaFetchPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\"\x98\x01\n\x13ReplicaFetchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x32\n\npartitions\x18\x05 \x03(\x0b\x32\x1e.weir.v1.ReplicaFetchPartition\"\xc7\x01\n\x1dReplicaFetchPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x07 \x01(\x03\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"R\n\x14ReplicaFetchResponse\x12:\n\npartitions\x18\x01 \x03(\x0b\x32&.weir.v1.ReplicaFetchPartitionResponse\"u\n\x1dOffsetForLeaderEpochPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\"m\n\x1bOffsetForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.weir.v1.OffsetForLeaderEpochPartition\"\x9e\x01\n%OffsetForLeaderEpochPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x12\n\nend_offset\x18\x06 \x01(\x03\"b\n\x1cOffsetForLeaderEpochResponse\x12\x42\n\npartitions\x18\x01 \x03(\x0b\x32..weir.v1.OffsetForLeaderEpochPartitionResponse2\xbf\x01\n\x0bReplication\x12K\n\x0cReplicaFetch\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse\x12\x63\n\x14OffsetForLeaderEpoch\x12$.weir.v1.OffsetForLeaderEpochRequest\x1a%.weir.v1.OffsetForLeaderEpochResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%grpc_protos/weir/v1/replication.proto\x12\x07weir.v1\"\x9f\x01\n\x15ReplicaFetchPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\"\x98\x01\n\x13ReplicaFetchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x32\n\npartitions\x18\x05 \x03(\x0b\x32\x1e.weir.v1.ReplicaFetchPartition\"\xc7\x01\n\x1dReplicaFetchPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x07 \x01(\x03\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"R\n\x14ReplicaFetchResponse\x12:\n\npartitions\x18\x01 \x03(\x0b\x32&.weir.v1.ReplicaFetchPartitionResponse\"u\n\x1dOffsetForLeaderEpochPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\"m\n\x1bOffsetForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.weir.v1.OffsetForLeaderEpochPartition\"\x9e\x01\n%OffsetForLeaderEpochPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x12\n\nend_offset\x18\x06 \x01(\x03\"b\n\x1cOffsetForLeaderEpochResponse\x12\x42\n\npartitions\x18\x01 \x03(\x0b\x32..weir.v1.OffsetForLeaderEpochPartitionResponse2\xbf\x01\n\x0bReplication\x12K\n\x0cReplicaFetch\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse\x12\x63\n\x14OffsetForLeaderEpoch\x12$.weir.v1.OffsetForLeaderEpochRequest\x1a%.weir.v1.OffsetForLeaderEpochResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,21 +32,21 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'grpc_protos.weir.v1.replica
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_REPLICAFETCHPARTITION']._serialized_start=51
-  _globals['_REPLICAFETCHPARTITION']._serialized_end=184
-  _globals['_REPLICAFETCHREQUEST']._serialized_start=187
-  _globals['_REPLICAFETCHREQUEST']._serialized_end=339
-  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_start=342
-  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_end=541
-  _globals['_REPLICAFETCHRESPONSE']._serialized_start=543
-  _globals['_REPLICAFETCHRESPONSE']._serialized_end=625
-  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_start=627
-  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_end=744
-  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_start=746
-  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_end=855
-  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_start=858
-  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_end=1016
-  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_start=1018
-  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_end=1116
-  _globals['_REPLICATION']._serialized_start=1119
-  _globals['_REPLICATION']._serialized_end=1310
+  _globals['_REPLICAFETCHPARTITION']._serialized_end=210
+  _globals['_REPLICAFETCHREQUEST']._serialized_start=213
+  _globals['_REPLICAFETCHREQUEST']._serialized_end=365
+  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_start=368
+  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_end=567
+  _globals['_REPLICAFETCHRESPONSE']._serialized_start=569
+  _globals['_REPLICAFETCHRESPONSE']._serialized_end=651
+  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_start=653
+  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_end=770
+  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_start=772
+  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_end=881
+  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_start=884
+  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_end=1042
+  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_start=1044
+  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_end=1142
+  _globals['_REPLICATION']._serialized_start=1145
+  _globals['_REPLICATION']._serialized_end=1336
 # @@protoc_insertion_point(module_scope)

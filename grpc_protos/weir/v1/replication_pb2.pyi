@@ -7,18 +7,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ReplicaFetchPartition(_message.Message):
-    __slots__ = ("topic", "partition", "fetch_offset", "current_leader_epoch", "log_end_offset")
+    __slots__ = ("topic", "partition", "fetch_offset", "current_leader_epoch", "log_end_offset", "log_start_offset")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     topic: str
     partition: int
     fetch_offset: int
     current_leader_epoch: int
     log_end_offset: int
-    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., log_end_offset: _Optional[int] = ...) -> None: ...
+    log_start_offset: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...
 
 class ReplicaFetchRequest(_message.Message):
     __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "partitions")
