@@ -26,6 +26,8 @@ from weir.records import iter_records
 
 FETCH, DELETE_RECORDS = 1, 21
 LONG_POLL_MS = 20_000  # a fetch that diverges must not wait for it
+# Long enough that a stopped broker stays in the ISR while a deletion times out, short enough to wait for it to leave.
+SLOW_ISR_SHRINK = {"replica.lag.time.max.ms": "4000"}
 CALLER = CallContext(
     TENANT,
     "User:sa-1",
@@ -141,7 +143,17 @@ def test_delete_records_answers_once_every_in_sync_replica_deleted(cluster: Repl
     assert [cluster.log(node).log_start_offset for node in (1, 2, 3)] == [4, 4, 4]
 
 
-def test_delete_records_times_out_while_an_in_sync_replica_lags_and_succeeds_once_it_left_the_isr(cluster: ReplicatedCluster) -> None:
+@pytest.fixture
+def slow_shrink_cluster(tmp_path: Path) -> Iterator[ReplicatedCluster]:
+    running = ReplicatedCluster(tmp_path, topic_configs={"min.insync.replicas": "2"}, broker_configs=SLOW_ISR_SHRINK)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_delete_records_times_out_while_an_in_sync_replica_lags_and_succeeds_once_it_left_the_isr(slow_shrink_cluster: ReplicatedCluster) -> None:
+    cluster = slow_shrink_cluster
     cluster.apply(leader=1, epoch=1)
     produce_values(cluster, 1, 5)
     wait_until(lambda: all(cluster.log(node).log_end_offset == 10 for node in (1, 2, 3)), what="every replica to have the records")
@@ -151,8 +163,9 @@ def test_delete_records_times_out_while_an_in_sync_replica_lags_and_succeeds_onc
     timed_out = delete_records(cluster, 1, 6, timeout_ms=200)
     assert timed_out.error_code == ErrorCode.request_timed_out
     assert cluster.log(1).log_start_offset == 6  # the leader deleted; the answer says the ISR did not
+    assert cluster.isr(1) == (1, 2, 3)
 
-    wait_until(lambda: cluster.isr(1) == (1, 2), what="broker 3 to leave the ISR")
+    wait_until(lambda: cluster.isr(1) == (1, 2), timeout_seconds=20, what="broker 3 to leave the ISR")
     deleted = delete_records(cluster, 1, 8)
     assert (deleted.error_code, deleted.low_watermark) == (ErrorCode.none, 8)
     assert cluster.log(2).log_start_offset == 8
