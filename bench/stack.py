@@ -73,11 +73,12 @@ class Credentials:
     cluster_api_key: str
     cluster_api_secret: str
     service_account: str  # its public id; the principal of the cluster key is User:<id>
+    kafka_bootstrap_servers: str = ""  # the brokers' Kafka-protocol listeners
 
     @classmethod
     def from_demo_json(cls, text: str) -> Credentials:
         data = json.loads(text)
-        return cls(**{name: str(data[name]) for name in cls.__dataclass_fields__})
+        return cls(**{name: str(data[name]) for name in cls.__dataclass_fields__ if name in data})
 
     def security_config(self) -> dict[str, Any]:
         """The SDK settings that authenticate with the demo's cluster key."""
@@ -90,6 +91,15 @@ class Credentials:
     def client_config(self) -> dict[str, Any]:
         """The SDK settings that reach the stack's brokers as the demo's service account."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.security_config()}
+
+    def kafka_security_config(self) -> dict[str, Any]:
+        """A stock Kafka client's settings that authenticate with the demo's cluster key (SASL/PLAIN)."""
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": self.cluster_api_key,
+            "sasl.password": self.cluster_api_secret,
+        }
 
 
 def free_port_block(count: int, attempts: int = 50) -> int:

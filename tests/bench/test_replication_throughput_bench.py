@@ -12,7 +12,18 @@ from pathlib import Path
 import pytest
 
 from bench.measurements import ThroughputSample
-from bench.replication_throughput import REPLICATED, UNREPLICATED, run_order, throughput_ratio, verdict
+from bench.replication_throughput import (
+    KAFKA_REPLICATED,
+    KAFKA_UNREPLICATED,
+    REPLICATED,
+    UNREPLICATED,
+    WORKLOADS,
+    kafka_verdict,
+    run_order,
+    throughput_ratio,
+    verdict,
+)
+from bench.systems.weir_system import LIBRDKAFKA
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # A workload's row: "│ RF=3 acks=all │    1 │   149,171 │  14.2 │  842.1 │  927.4 │"
@@ -24,14 +35,22 @@ def samples_at(*records_per_second: int) -> list[ThroughputSample]:
 
 
 def test_runs_alternate_which_workload_goes_first() -> None:
-    assert run_order(1) == (UNREPLICATED, REPLICATED)
-    assert run_order(2) == (REPLICATED, UNREPLICATED)
-    assert run_order(3) == (UNREPLICATED, REPLICATED)
+    assert run_order(1) == WORKLOADS == (UNREPLICATED, REPLICATED, KAFKA_UNREPLICATED, KAFKA_REPLICATED)
+    assert run_order(2) == (KAFKA_REPLICATED, KAFKA_UNREPLICATED, REPLICATED, UNREPLICATED)
+    assert run_order(3) == WORKLOADS
 
 
 def test_ratio_is_of_the_medians_over_runs() -> None:
     ratio = throughput_ratio({UNREPLICATED: samples_at(100_000, 200_000, 300_000), REPLICATED: samples_at(50_000, 100_000, 900_000)})
     assert ratio == 0.5
+    kafka = {KAFKA_UNREPLICATED: samples_at(400_000), KAFKA_REPLICATED: samples_at(100_000), UNREPLICATED: samples_at(1)}
+    assert throughput_ratio(kafka, LIBRDKAFKA) == 0.25
+
+
+def test_kafka_verdict_holds_librdkafkas_replicated_median_against_issue_14s_target() -> None:
+    assert kafka_verdict({KAFKA_REPLICATED: samples_at(421_823)}).endswith("target met")
+    assert kafka_verdict({KAFKA_REPLICATED: samples_at(100_000, 400_000, 900_000)}).endswith("target NOT met")
+    assert kafka_verdict({REPLICATED: samples_at(900_000)}).endswith("target NOT met")
 
 
 def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> None:
@@ -51,8 +70,10 @@ def test_replication_throughput_benchmark_measures_both_workloads_and_their_rati
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
-    for label in ("RF=1 acks=1", "RF=3 acks=all"):
+    for label in ("RF=1 acks=1", "RF=3 acks=all", "RF=1 acks=1 (librdkafka)", "RF=3 acks=all (librdkafka)"):
         row = re.search(ROW.format(label=re.escape(label)), output)
         assert row is not None, output
         assert int(row.group(1).replace(",", "")) > 0
     assert re.search(r"RF=3 acks=all / RF=1 acks=1 \(median records/s\): [\d.]+, target >= 0.4: target (met|NOT met)", output), output
+    assert re.search(r"RF=3 acks=all / RF=1 acks=1 \(librdkafka\) \(median records/s\): [\d.]+, target >= 0.4: target (met|NOT met)", output), output
+    assert re.search(r"RF=3 acks=all through librdkafka: [\d,]+ records/s \(median\), issue 14 target >= 421,823: target (met|NOT met)", output), output
