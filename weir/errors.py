@@ -69,6 +69,12 @@ _BROKER_ERRORS = [
     ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False, "Producer attempted to produce with an old epoch."),
     ErrorSpec(48, "INVALID_TXN_STATE", False, "The producer attempted a transactional operation in an invalid state."),
     ErrorSpec(49, "INVALID_PRODUCER_ID_MAPPING", False, "The producer attempted to use a producer id which is not currently assigned to its transactional id."),
+    ErrorSpec(
+        52,
+        "TRANSACTION_COORDINATOR_FENCED",
+        False,
+        "The transaction coordinator sending a transaction marker is no longer the current coordinator for the producer.",
+    ),
     ErrorSpec(55, "OPERATION_NOT_ATTEMPTED", False, "The broker did not attempt to execute this operation."),
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when trying to access log file on the disk."),
     ErrorSpec(58, "SASL_AUTHENTICATION_FAILED", False, "Authentication failed."),
@@ -183,6 +189,7 @@ class _CodeNames:
     INVALID_PRODUCER_EPOCH: ClassVar[int]
     INVALID_TXN_STATE: ClassVar[int]
     INVALID_PRODUCER_ID_MAPPING: ClassVar[int]
+    TRANSACTION_COORDINATOR_FENCED: ClassVar[int]
     OPERATION_NOT_ATTEMPTED: ClassVar[int]
     KAFKA_STORAGE_ERROR: ClassVar[int]
     SASL_AUTHENTICATION_FAILED: ClassVar[int]

@@ -747,8 +747,8 @@ def rebuild_batch(
     delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Re-encode ``(offset, timestamp, key, value, headers)`` records of the batch ``header``
-    describes, keeping its base and last offset (gaps allowed), producer fields, leader epoch
-    and timestamp type; ``codec`` defaults to the batch's own.
+    describes, keeping its base and last offset (gaps allowed), producer fields, transactional
+    and control bits, leader epoch and timestamp type; ``codec`` defaults to the batch's own.
 
     Compaction (records dropped, maybe a delete horizon) and a topic's compression.type
     (another codec) both rewrite batches this way. With a delete horizon, Kafka stores the
@@ -759,6 +759,8 @@ def rebuild_batch(
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
+        transactional=header.is_transactional,
+        control=header.is_control,
         base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
         timestamp_type=header.timestamp_type,

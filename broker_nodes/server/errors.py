@@ -50,6 +50,8 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     storage_errors.InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
     storage_errors.OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     storage_errors.InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
+    storage_errors.InvalidTxnStateError: ErrorCode.INVALID_TXN_STATE,
+    storage_errors.TransactionCoordinatorFencedError: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     storage_errors.LogDirectoryError: ErrorCode.KAFKA_STORAGE_ERROR,
     # The storage engine wraps codec errors in its own types; these entries only matter if a
     # codec error ever reaches the server unwrapped.

@@ -21,6 +21,15 @@ A pass over one log:
 
 Records without a key cannot be superseded and are kept.
 
+Transactions: the cleanable range ends at the last stable offset, so no open transaction is
+compacted. Transaction markers (control batches) are copied byte for byte, so the segment
+holding an ABORT marker (and its ``.txnindex`` entry) is never emptied; a rewritten segment
+keeps its ``.txnindex`` as it is. Batches of aborted transactions are copied byte for byte
+and their records supersede nothing (readers at read_committed drop them; a committed
+record must not be compacted away in favour of an aborted one). Rewritten transactional
+batches keep their transactional bit. Kafka also removes aborted batches and, after
+``delete.retention.ms``, the markers themselves; Weir keeps both.
+
 A stored batch whose records cannot be decoded (written before brokers validated records, or
 damaged on disk) is kept byte for byte and its records supersede nothing: compaction never
 drops what it cannot read, nor a record whose newer version it cannot see. Each pass logs a
@@ -43,6 +52,7 @@ from broker_nodes.storage.errors import CorruptCheckpointError
 from broker_nodes.storage.log import PartitionLog
 from broker_nodes.storage.retention import segment_age_reference_ms
 from broker_nodes.storage.segment import LogSegment
+from broker_nodes.storage.transaction_index import AbortedTransaction
 from log_formats.log_files import CLEANED_SUFFIX, SWAP_SUFFIX
 from weir.records import (
     NO_PRODUCER_ID,
@@ -129,30 +139,32 @@ class LogCleaner:
         )
         if not due:
             return None
-        offset_map = _build_offset_map(dirty, first_dirty)
-        result = self._rewrite(log, cleanable, offset_map, now_ms)
+        aborted = _AbortedRanges(log.aborted_transactions(cleanable[0].base_offset, cleanable[-1].next_offset))
+        offset_map = _build_offset_map(dirty, first_dirty, aborted)
+        result = self._rewrite(log, cleanable, offset_map, now_ms, aborted)
         self._first_dirty[key] = result.end_offset
         return result
 
     def _cleanable_segments(self, log: PartitionLog, now_ms: int) -> list[LogSegment]:
         config = log.config
-        high_watermark = log.high_watermark
+        # The last stable offset is at most the high watermark: open transactions stay dirty.
+        last_stable_offset = log.last_stable_offset
         cleanable = []
         for segment in log.segments[:-1]:
-            if segment.next_offset > high_watermark:
+            if segment.next_offset > last_stable_offset:
                 break
             if config.min_compaction_lag_ms > 0 and now_ms - segment_age_reference_ms(segment) < config.min_compaction_lag_ms:
                 break
             cleanable.append(segment)
         return cleanable
 
-    def _rewrite(self, log: PartitionLog, segments: list[LogSegment], offset_map: dict[bytes, int], now_ms: int) -> CleanResult:
+    def _rewrite(self, log: PartitionLog, segments: list[LogSegment], offset_map: dict[bytes, int], now_ms: int, aborted: _AbortedRanges) -> CleanResult:
         rewritten = removed_segments = removed_records = 0
         bytes_before = sum(segment.size for segment in segments)
         bytes_after = 0
         earliest_horizon: int | None = None
         for segment in segments:
-            output, dropped, horizon = _compact_segment(segment, offset_map, now_ms, log)
+            output, dropped, horizon = _compact_segment(segment, offset_map, now_ms, log, aborted)
             if horizon is not None:
                 earliest_horizon = horizon if earliest_horizon is None else min(earliest_horizon, horizon)
             if output is None:
@@ -218,7 +230,7 @@ class LogCleaner:
             for path in (cleaned_index, cleaned_time_index, cleaned_log):
                 os.rename(path, _swap_name(path))
             fsync_directory(directory)
-            deleted = old.rename_to_deleted()
+            deleted = old.rename_to_deleted(keep_txn_index=True)
             for path in (cleaned_index, cleaned_time_index, cleaned_log):
                 swap = _swap_name(path)
                 os.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
@@ -273,15 +285,31 @@ def _decoded_or_none(header: BatchHeader, data: bytes, min_offset: int = 0) -> D
         return None
 
 
-def _build_offset_map(dirty: list[LogSegment], first_dirty: int) -> dict[bytes, int]:
+class _AbortedRanges:
+    """Which stored batches belong to aborted transactions, from the log's ``.txnindex`` entries."""
+
+    def __init__(self, transactions: tuple[AbortedTransaction, ...]) -> None:
+        self._by_producer: dict[int, list[tuple[int, int]]] = {}
+        for transaction in transactions:
+            self._by_producer.setdefault(transaction.producer_id, []).append((transaction.first_offset, transaction.last_offset))
+
+    def contains(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        ranges = self._by_producer.get(header.producer_id, ())
+        return any(first <= header.base_offset <= last for first, last in ranges)
+
+
+def _build_offset_map(dirty: list[LogSegment], first_dirty: int, aborted: _AbortedRanges) -> dict[bytes, int]:
     """key -> offset of its latest record in the dirty segments.
 
-    An undecodable batch adds nothing (``_compact_segment`` keeps it and says so).
+    An undecodable batch adds nothing (``_compact_segment`` keeps it and says so), and
+    neither does an aborted one.
     """
     offset_map: dict[bytes, int] = {}
     for segment in dirty:
         for header, data in _iter_stored_batches(segment):
-            if header.last_offset < first_dirty or header.is_control:
+            if header.last_offset < first_dirty or header.is_control or aborted.contains(header):
                 continue
             for offset, _, key, _, _ in _decoded_or_none(header, data, first_dirty) or ():
                 if key is not None:
@@ -289,14 +317,16 @@ def _build_offset_map(dirty: list[LogSegment], first_dirty: int) -> dict[bytes, 
     return offset_map
 
 
-def _compact_segment(segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog) -> tuple[bytes | None, int, int | None]:
+def _compact_segment(
+    segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog, aborted: _AbortedRanges
+) -> tuple[bytes | None, int, int | None]:
     """(new segment bytes or None when unchanged, records dropped, earliest tombstone horizon kept)."""
     parts: list[bytes] = []
     changed = False
     dropped = 0
     earliest_horizon: int | None = None
     for header, data in _iter_stored_batches(segment):
-        if header.is_control:
+        if header.is_control or aborted.contains(header):
             parts.append(data)
             continue
         records = _decoded_or_none(header, data)

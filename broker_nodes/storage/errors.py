@@ -90,6 +90,27 @@ class InvalidProducerEpochError(StorageError):
         self.received_epoch = received_epoch
 
 
+class TransactionCoordinatorFencedError(StorageError):
+    """A transaction marker from an older coordinator epoch than the last one seen for its producer (TRANSACTION_COORDINATOR_FENCED)."""
+
+    def __init__(self, producer_id: int, current_coordinator_epoch: int, received_coordinator_epoch: int) -> None:
+        super().__init__(
+            f"producer {producer_id}: marker from coordinator epoch {received_coordinator_epoch}, older than the last one seen, {current_coordinator_epoch}"
+        )
+        self.producer_id = producer_id
+        self.current_coordinator_epoch = current_coordinator_epoch
+        self.received_coordinator_epoch = received_coordinator_epoch
+
+
+class InvalidTxnStateError(StorageError):
+    """A non-transactional batch from a producer whose transaction is still open in this partition (INVALID_TXN_STATE)."""
+
+    def __init__(self, producer_id: int, first_offset: int) -> None:
+        super().__init__(f"producer {producer_id} sent a non-transactional batch while its transaction from offset {first_offset} is open")
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+
+
 class LogDirectoryError(StorageError):
     """An I/O failure in a log directory (KAFKA_STORAGE_ERROR); retrying may reach a healthy replica."""
 

@@ -1,5 +1,11 @@
 """The log of one partition: validated appends, reads, lookups, rolling, retention, truncation.
 
+Transactions, as in Kafka: producers append transactional batches (attributes bit 4); the
+transaction coordinator ends a producer's transaction in this partition with a marker
+(``append_marker``, a control batch). The last stable offset is the first offset of the oldest
+open transaction, bounded by the high watermark; read_committed reads stop there and carry the
+transactions aborted in the range read, from the segments' ``.txnindex`` files.
+
 Besides retention, two operations move the log start offset: a follower mirrors its leader's
 (``increase_log_start_offset``), and a follower left behind the leader's log start discards its
 whole log and restarts at that offset (``truncate_fully_and_start_at``).
@@ -31,10 +37,12 @@ from broker_nodes.storage.errors import (
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
 from broker_nodes.storage.log_config import COMPRESSION_TYPE_PRODUCER, COMPRESSION_TYPE_UNCOMPRESSED, LogConfig
-from broker_nodes.storage.producer_state import ActiveProducer, ProducerEntry, ProducerStateManager
+from broker_nodes.storage.producer_state import ActiveProducer, CompletedTransaction, ProducerEntry, ProducerStateManager
 from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
 from broker_nodes.storage.retention import count_below_log_start, select_segments_to_delete
 from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
+from broker_nodes.storage.transaction_index import AbortedTransaction
+from log_formats.control_records import EndTransactionMarker, encode_marker_batch, read_marker_batch
 from log_formats.log_files import parse_partition_directory_name
 from weir.records import (
     NO_PRODUCER_ID,
@@ -46,6 +54,7 @@ from weir.records import (
     batch_records_bytes,
     compression_codec,
     decode_records,
+    iter_batch_positions,
     read_batch_header,
     rebuild_batch,
     set_log_append_time,
@@ -80,12 +89,18 @@ class AppendInfo:
 
 @dataclass(frozen=True)
 class FetchDataInfo:
-    """Result of one read: whole stored batches and the log's offsets at the time of reading."""
+    """Result of one read: whole stored batches and the log's offsets at the time of reading.
+
+    ``aborted_transactions`` is None for a read_uncommitted read; for a read_committed one it
+    lists the aborted transactions overlapping the returned batches (possibly empty).
+    """
 
     records: bytes
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int
+    aborted_transactions: tuple[AbortedTransaction, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +162,8 @@ class PartitionLog:
         self._high_watermark = self._log_end_offset
         self._recovery_point = min(recovery_point, self._log_end_offset)
         self._producer_state = producer_state
+        # Kept beside the producer state so that lock-free readers compute the LSO from one value.
+        self._first_unstable_offset: int | None = None
         self._leader_epoch_cache = leader_epoch_cache
         self._unflushed_records = 0
         self._last_flush_ms = clock.milliseconds()
@@ -216,7 +233,7 @@ class PartitionLog:
                 leader_epoch_cache=LeaderEpochCache(directory),
                 recovery=recovery,
             )
-            log._load_producer_state(log.log_end_offset)
+            log._load_producer_state(log.log_end_offset, rebuild_txn_indexes_from=recovery.txn_index_rebuild_from)
             log._leader_epoch_cache.truncate_from_end(log.log_end_offset)
             log._leader_epoch_cache.truncate_from_start(log.log_start_offset)
             return log
@@ -237,6 +254,15 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, bounded by the high watermark and
+        never below the log start: read_committed consumers see nothing at or above it."""
+        first_unstable = self._first_unstable_offset
+        high_watermark = self._high_watermark
+        limit = high_watermark if first_unstable is None else min(first_unstable, high_watermark)
+        return max(limit, self._log_start_offset)
 
     @property
     def recovery_point(self) -> int:
@@ -280,13 +306,16 @@ class PartitionLog:
 
         Raises CorruptRecordError, InvalidRecordError, RecordTooLargeError,
         RecordBatchTooLargeForSegmentError, InvalidTimestampError, OutOfOrderSequenceError,
-        InvalidProducerEpochError or LogDirectoryError. A retried idempotent batch returns its
-        original offsets with ``duplicate=True``.
+        InvalidProducerEpochError, InvalidTxnStateError or LogDirectoryError. A retried
+        idempotent batch returns its original offsets with ``duplicate=True``. Transactional
+        batches are accepted (they open or extend their producer's transaction here); whether
+        the partition belongs to the producer's transaction is checked by the caller (KIP-890).
+        Control batches are refused: only ``append_marker`` writes them.
         """
         config = self.config
         now_ms = self._clock.milliseconds()
         buffer = bytearray(records)
-        batches = _validate_batches(buffer, config, self.partition)
+        batches = _validate_batches(buffer, config, self.partition, from_client=True)
         for index, batch in enumerate(batches):
             # The records themselves, once per batch and before any is stored (Kafka's LogValidator).
             validate_batch_records(buffer, batch.position, batch.header, config, now_ms, partition=self.partition, batch_index=index)
@@ -329,10 +358,65 @@ class PartitionLog:
             duplicate=False,
         )
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> AppendInfo:
+        """Write a COMMIT or ABORT marker ending ``producer_id``'s transaction in this partition (leader only).
+
+        The marker is one control batch (see ``log_formats.control_records``) stamped
+        ``now_ms`` (default: the log's clock). An ABORT adds the transaction to the
+        ``.txnindex`` of the segment the marker lands in (Kafka's choice: a read_committed
+        fetch scans the segments from its fetch offset onwards, and every aborted transaction
+        overlapping the fetch has its marker at or after that offset). A marker for a producer
+        without an open transaction is written all the same (harmless, as in Kafka). Raises
+        InvalidProducerEpochError for an epoch older than the producer's (fenced),
+        TransactionCoordinatorFencedError for a coordinator epoch older than the last marker's,
+        LogDirectoryError when the files cannot be written.
+        """
+        timestamp = self._clock.milliseconds() if now_ms is None else now_ms
+        marker = EndTransactionMarker(commit, coordinator_epoch)
+        buffer = bytearray(encode_marker_batch(producer_id, producer_epoch, marker, timestamp_ms=timestamp, partition_leader_epoch=leader_epoch))
+        header = read_batch_header(buffer, 0)
+        with self._lock:
+            self._check_open()
+            self._producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+            offset = self._log_end_offset
+            assign_offsets(buffer, 0, offset, leader_epoch)
+            self._append_locked(buffer, [AppendedBatch(0, header.size, offset, offset, header.max_timestamp)], timestamp)
+            self._leader_epoch_cache.assign(leader_epoch, offset)
+            if self.auto_advance_high_watermark:
+                self._high_watermark = self._log_end_offset
+            self._unflushed_records += 1
+            flush_due = self._unflushed_records >= self.config.flush_messages
+        if flush_due:
+            self.flush()
+        return AppendInfo(
+            first_offset=offset,
+            last_offset=offset,
+            max_timestamp=header.max_timestamp,
+            log_append_time_ms=-1,
+            log_start_offset=self._log_start_offset,
+            record_count=1,
+            size_bytes=len(buffer),
+            duplicate=False,
+        )
+
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
-        """Append batches that already carry offsets (replication): checks CRCs and offset order."""
+        """Append batches that already carry offsets (replication): checks CRCs and offset order.
+
+        Transactional and control batches update the producers' transactions, the last stable
+        offset and the ``.txnindex`` exactly as on the leader, so a follower that becomes
+        leader serves read_committed fetches the same way.
+        """
         buffer = bytes(records)
-        batches = _validate_batches(buffer, self.config, self.partition)
+        batches = _validate_batches(buffer, self.config, self.partition, from_client=False)
         with self._lock:
             self._check_open()
             expected = self._log_end_offset
@@ -365,6 +449,8 @@ class PartitionLog:
         )
 
     def _append_locked(self, buffer: bytes | bytearray, appended: list[AppendedBatch], now_ms: int) -> None:
+        headers = [read_batch_header(buffer, batch.position) for batch in appended]
+        markers = [_marker_of(buffer, batch.position, header) if header.is_control else None for batch, header in zip(appended, headers, strict=True)]
         try:
             segment = self._maybe_roll(len(buffer), appended[0].base_offset, appended[-1].last_offset, now_ms)
             segment.append(buffer, appended)
@@ -374,8 +460,33 @@ class PartitionLog:
                 logger.error("%s: append refused, nothing stored (%s); appends are retried as they come", self.directory.name, error)
             raise LogDirectoryError(self.directory, str(error)) from error
         self._log_end_offset = appended[-1].last_offset + 1
-        for batch in appended:
-            self._producer_state.update(read_batch_header(buffer, batch.position))
+        try:
+            for header, marker in zip(headers, markers, strict=True):
+                self._update_producer_state_locked(header, marker, self._segments[-1])
+        except OSError as error:
+            raise LogDirectoryError(self.directory, str(error)) from error
+
+    def _update_producer_state_locked(self, header: BatchHeader, marker: EndTransactionMarker | None, segment: LogSegment | None) -> None:
+        """Producer and transaction bookkeeping for one appended (or replayed) batch.
+
+        ``segment`` is where the batch lies, or None when replaying a range whose aborted
+        transactions are already indexed; an ABORT marker adds its entry to that segment's
+        ``.txnindex``.
+        """
+        if marker is None:
+            self._producer_state.update(header)
+        elif header.producer_id != NO_PRODUCER_ID:
+            completed = self._producer_state.complete_transaction(
+                header.producer_id, header.producer_epoch, marker.coordinator_epoch, header.base_offset, commit=marker.commit
+            )
+            if completed.aborted and segment is not None:
+                segment.txn_index.append(self._aborted_entry(completed))
+        self._first_unstable_offset = self._producer_state.first_unstable_offset()
+
+    def _aborted_entry(self, completed: CompletedTransaction) -> AbortedTransaction:
+        return AbortedTransaction(
+            completed.producer_id, completed.first_offset, completed.last_offset, self._producer_state.last_stable_offset_after(completed)
+        )
 
     def _duplicate_answer(self, batches: list[_ValidatedBatch], duplicates: list) -> AppendInfo:
         if not all(duplicate is not None for duplicate in duplicates):
@@ -462,21 +573,34 @@ class PartitionLog:
 
     # -------------------------------------------------------------- reading
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True) -> FetchDataInfo:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        read_committed: bool = False,
+    ) -> FetchDataInfo:
         """Whole stored batches from the one containing ``offset``, below ``max_offset``.
 
-        ``max_offset`` defaults to the high watermark. At most ``max_bytes`` bytes unless the
-        first batch alone is larger and ``min_one_batch`` (KIP-74). Raises
-        OffsetOutOfRangeError outside [log start, log end].
+        ``max_offset`` defaults to the high watermark, or to the last stable offset when
+        ``read_committed``; such a read also returns the aborted transactions overlapping the
+        batches returned (Kafka's collectAbortedTxns over the segments' ``.txnindex``). At most
+        ``max_bytes`` bytes unless the first batch alone is larger and ``min_one_batch``
+        (KIP-74). Raises OffsetOutOfRangeError outside [log start, log end].
         """
         log_end = self._log_end_offset
         high_watermark = self._high_watermark
+        last_stable = self.last_stable_offset
         segments, bases = self._segments, self._base_offsets
         log_start = self._log_start_offset
         if offset < log_start or offset > log_end:
             raise OffsetOutOfRangeError(offset, log_start, log_end)
-        limit = min(high_watermark if max_offset is None else max_offset, log_end)
-        empty = FetchDataInfo(b"", high_watermark, log_start, log_end)
+        default_limit = last_stable if read_committed else high_watermark
+        limit = min(default_limit if max_offset is None else max_offset, log_end)
+        aborted: tuple[AbortedTransaction, ...] | None = () if read_committed else None
+        empty = FetchDataInfo(b"", high_watermark, log_start, log_end, last_stable, aborted)
         if offset >= limit or (max_bytes <= 0 and not min_one_batch):
             return empty
         index = max(bisect.bisect_right(bases, offset) - 1, 0)
@@ -493,7 +617,9 @@ class PartitionLog:
                 data = segment.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
                 if data is None:
                     continue
-                return FetchDataInfo(data, high_watermark, log_start, log_end)
+                if read_committed and data:
+                    aborted = _collect_aborted_transactions(segments[index:], offset, _next_offset_after(data))
+                return FetchDataInfo(data, high_watermark, log_start, log_end, last_stable, aborted)
         except FileNotFoundError:
             # The segment was removed by retention after this read took its snapshot and its
             # delay expired: the offset is gone, as if the read had come a moment later.
@@ -504,14 +630,25 @@ class PartitionLog:
 
     def iter_batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of every stored batch that ends at or after ``from_offset``, in order."""
+        for _, _, header in self._iter_stored_batches(from_offset):
+            yield header
+
+    def _iter_stored_batches(self, from_offset: int) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
+        """(segment, position, header) of every stored batch that ends at or after ``from_offset``, in order."""
         segments, bases = self._segments, self._base_offsets
         index = max(bisect.bisect_right(bases, from_offset) - 1, 0)
         for segment in segments[index:]:
             found = segment.find_batch(from_offset)
             if found is None:
                 continue
-            for _, header in segment.iter_headers(found[0]):
-                yield header
+            for position, header in segment.iter_headers(found[0]):
+                yield segment, position, header
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> tuple[AbortedTransaction, ...]:
+        """The aborted transactions overlapping ``[start_offset, end_offset)``, from the segments' ``.txnindex``."""
+        segments, bases = self._segments, self._base_offsets
+        index = max(bisect.bisect_right(bases, start_offset) - 1, 0)
+        return _collect_aborted_transactions(segments[index:], start_offset, end_offset)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (offset, timestamp) for ``timestamp`` or the special values -1, -2, -3."""
@@ -621,6 +758,7 @@ class PartitionLog:
             self._check_open()
             try:
                 self._producer_state.truncate_fully()
+                self._first_unstable_offset = None
                 self._remove_segments_locked(list(self._segments), schedule=True)
                 fsync_directory(self.directory)
                 segment = LogSegment.create(
@@ -755,18 +893,33 @@ class PartitionLog:
 
     # -------------------------------------------------------------- producer state
 
-    def _load_producer_state(self, end_offset: int) -> None:
-        snapshot_offset = self._producer_state.load_latest_snapshot(end_offset)
+    def _load_producer_state(self, end_offset: int, *, rebuild_txn_indexes_from: int | None = None) -> None:
+        """Producer state as of ``end_offset``: the newest snapshot, then the batches after it.
+
+        With ``rebuild_txn_indexes_from`` (a segment base offset; recovery emptied the
+        ``.txnindex`` of that segment and every later one), the replay starts at a snapshot at
+        or below it and re-adds the aborted transactions of those segments.
+        """
+        max_snapshot = end_offset if rebuild_txn_indexes_from is None else min(end_offset, rebuild_txn_indexes_from)
+        snapshot_offset = self._producer_state.load_latest_snapshot(max_snapshot)
         self._producer_state.delete_snapshots_above(end_offset)
+        self._first_unstable_offset = self._producer_state.first_unstable_offset()
         replay_from = snapshot_offset if snapshot_offset is not None else self._log_start_offset
         if replay_from >= end_offset:
             return
-        # Headers only, no record decoding: the state is rebuilt from batch metadata.
-        for header in self.iter_batch_headers(replay_from):
+        # Headers only, no record decoding, except for the rare control batches (markers).
+        for segment, position, header in self._iter_stored_batches(replay_from):
             if header.base_offset >= end_offset:
                 break
-            if header.base_offset >= replay_from:
-                self._producer_state.update(header)
+            if header.base_offset < replay_from:
+                continue
+            marker = None
+            if header.is_control:
+                marker = _stored_marker_or_none(segment, position, header)
+                if marker is None:
+                    continue
+            rebuilding = rebuild_txn_indexes_from is not None and segment.base_offset >= rebuild_txn_indexes_from
+            self._update_producer_state_locked(header, marker, segment if rebuilding else None)
 
     # -------------------------------------------------------------- closing
 
@@ -793,9 +946,10 @@ class PartitionLog:
 # ------------------------------------------------------------------ validation
 
 
-def _validate_batches(buffer: bytes | bytearray, config: LogConfig, partition: int) -> list[_ValidatedBatch]:
+def _validate_batches(buffer: bytes | bytearray, config: LogConfig, partition: int, *, from_client: bool) -> list[_ValidatedBatch]:
     """Check the frame of every batch of an append before any is stored; raise the first problem
-    found, naming the partition and the batch's index in the request."""
+    found, naming the partition and the batch's index in the request. Control batches come
+    only from replication (``from_client`` false), never from a producer."""
     if not buffer:
         raise InvalidRecordError(f"the request holds no record batches for partition {partition}")
     batches: list[_ValidatedBatch] = []
@@ -813,25 +967,65 @@ def _validate_batches(buffer: bytes | bytearray, config: LogConfig, partition: i
             raise InvalidRecordError(f"{error.reason} ({where})") from None
         if header.size > config.segment_bytes:
             raise RecordBatchTooLargeForSegmentError(header.size, config.segment_bytes)
-        _check_header_rules(header, where)
+        _check_header_rules(header, where, from_client=from_client)
         batches.append(_ValidatedBatch(position, header))
         position += header.size
     return batches
 
 
-def _check_header_rules(header: BatchHeader, where: str) -> None:
+def _check_header_rules(header: BatchHeader, where: str, *, from_client: bool) -> None:
     if header.records_count <= 0:
         raise InvalidRecordError(f"a batch must hold at least one record, not {header.records_count} ({where})")
     if header.last_offset_delta != header.records_count - 1:
         raise InvalidRecordError(f"lastOffsetDelta {header.last_offset_delta} disagrees with the record count {header.records_count} ({where})")
     if header.is_control:
-        raise InvalidRecordError(f"control batches may only be written by the broker ({where})")
-    if header.is_transactional:
-        raise InvalidRecordError(f"transactional batches are not supported until Weir has transactions ({where})")
+        if from_client:
+            raise InvalidRecordError(f"control batches may only be written by the broker ({where})")
+        return
+    if header.is_transactional and header.producer_id == NO_PRODUCER_ID:
+        raise InvalidRecordError(f"a transactional batch must carry a producer id ({where})")
     if header.producer_id != NO_PRODUCER_ID and (header.producer_epoch < 0 or header.base_sequence < 0):
         raise InvalidRecordError(
             f"idempotent batch of producer {header.producer_id} has epoch {header.producer_epoch} and base sequence {header.base_sequence} ({where})"
         )
+
+
+def _marker_of(buffer: bytes | bytearray, position: int, header: BatchHeader) -> EndTransactionMarker:
+    """The marker of a replicated control batch; CorruptRecordError when it holds none."""
+    try:
+        return read_marker_batch(buffer, position, header)
+    except RecordFormatError as error:
+        raise CorruptRecordError(f"control batch at offset {header.base_offset}: {error.reason}", position) from None
+
+
+def _stored_marker_or_none(segment: LogSegment, position: int, header: BatchHeader) -> EndTransactionMarker | None:
+    """The marker of a stored control batch; None (logged) when it cannot be read, which replay skips."""
+    try:
+        return read_marker_batch(segment.pread(header.size, position), 0, header)
+    except RecordFormatError as error:
+        logger.warning("%s: control batch at offset %d ignored: %s", segment.log_path.name, header.base_offset, error.reason)
+        return None
+
+
+def _next_offset_after(data: bytes) -> int:
+    """The offset after the last whole batch of ``data`` (non-empty, whole batches)."""
+    next_offset = 0
+    for _, header in iter_batch_positions(data):
+        next_offset = header.next_offset
+    return next_offset
+
+
+def _collect_aborted_transactions(segments: list[LogSegment], start_offset: int, end_offset: int) -> tuple[AbortedTransaction, ...]:
+    """Kafka's collectAbortedTransactions: walk the indexes from the segment of ``start_offset`` until one says the search is complete."""
+    found: list[AbortedTransaction] = []
+    for segment in segments:
+        # A marker may lie far after the range its transaction overlaps, so no segment is
+        # skipped by its base offset; an entry whose LSO reached the range end ends the walk.
+        result = segment.txn_index.collect(start_offset, end_offset)
+        found.extend(result.transactions)
+        if result.complete:
+            break
+    return tuple(found)
 
 
 def _recompress_if_configured(buffer: bytearray, batches: list[_ValidatedBatch], config: LogConfig) -> tuple[bytearray, list[_ValidatedBatch]]:

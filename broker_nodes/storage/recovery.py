@@ -11,6 +11,12 @@ Order of work, as in Kafka's LogLoader:
    After an unclean one, scan every batch of every segment from the one holding the
    recovery point: check length, magic, CRC and offset order, rebuild the indexes, cut the
    log after the last valid batch and drop all later segments, logging what was dropped.
+4. Aborted-transaction indexes (``.txnindex``) cannot be rebuilt from one segment alone: an
+   entry needs the producers' open transactions when its ABORT marker was written. So the
+   first segment whose index is missing, damaged or was scanned in step 3 is noted in
+   ``PartitionRecovery.txn_index_rebuild_from``, the indexes of that segment and every later
+   one are emptied, and the log refills them while it replays producer state from a snapshot
+   at or below that segment (``PartitionLog._load_producer_state``).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class PartitionRecovery:
     truncated_bytes: int = 0
     rebuilt_indexes: int = 0
     details: list[str] = field(default_factory=list)
+    # Base offset of the first segment whose .txnindex was emptied to be rebuilt; None when all are sound.
+    txn_index_rebuild_from: int | None = None
 
 
 def _remove(path: Path) -> None:
@@ -138,10 +146,27 @@ def load_segments(
             _note(recovery, f"{directory.name}: rebuilt the indexes of segment {segment.base_offset}: {problem}")
             recovery.rebuilt_indexes += 1
     kept = _recover_from(directory, segments, first_to_scan, recovery)
+    _prepare_txn_index_rebuild(directory, kept, first_to_scan, recovery)
     # The active segment keeps receiving appends; segment.ms counts from its first batch, as
     # in Kafka, not from this process's start.
     kept[-1].created_ms = _first_batch_time(kept[-1], now_ms)
     return kept
+
+
+def _prepare_txn_index_rebuild(directory: Path, segments: list[LogSegment], first_scanned: int, recovery: PartitionRecovery) -> None:
+    """Step 4 above: empty the ``.txnindex`` files from the first unsound (or scanned) segment on."""
+    rebuild_index = min(first_scanned, len(segments))
+    for index, segment in enumerate(segments[:rebuild_index]):
+        problem = segment.txn_index.sanity_check()
+        if problem is not None:
+            _note(recovery, f"{directory.name}: rebuilding the aborted-transaction indexes from segment {segment.base_offset}: {problem}")
+            rebuild_index = index
+            break
+    if rebuild_index >= len(segments):
+        return
+    recovery.txn_index_rebuild_from = segments[rebuild_index].base_offset
+    for segment in segments[rebuild_index:]:
+        segment.txn_index.create()
 
 
 def _log_bases_without_orphan_indexes(directory: Path) -> set[int]:
@@ -195,7 +220,7 @@ def _delete_after_corrupt(directory: Path, later: list[LogSegment], corrupt_base
             f"{directory.name}: dropped {segment.size} bytes of {segment.log_path.name} from position 0: it follows the corrupt segment {corrupt_base_offset}",
         )
         segment.close()
-        for path in segment.file_paths():
+        for path in [*segment.file_paths(), segment.txn_index.path]:
             _remove(path)
 
 

@@ -1,4 +1,4 @@
-"""One segment of a partition log: a ``.log`` file of batches and its two indexes."""
+"""One segment of a partition log: a ``.log`` file of batches, its two indexes and its aborted-transaction index."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.offset_index import OffsetIndex
 from broker_nodes.storage.time_index import TimeIndex
-from log_formats.log_files import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
+from broker_nodes.storage.transaction_index import TransactionIndex
+from log_formats.log_files import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name
 from weir.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -57,10 +58,12 @@ class SegmentRecovery:
 
 
 class LogSegment:
-    """Batches ``[base_offset, next_offset)`` in ``<base>.log`` with ``.index`` and ``.timeindex``.
+    """Batches ``[base_offset, next_offset)`` in ``<base>.log`` with ``.index``, ``.timeindex`` and ``.txnindex``.
 
     On disk: the ``.log`` file holds RecordBatch v2 batches back to back, exactly as Kafka
-    stores them; see ``OffsetIndex`` and ``TimeIndex`` for the index layouts. Invariants:
+    stores them; see ``OffsetIndex``, ``TimeIndex`` and ``TransactionIndex`` for the index
+    layouts. The owning log writes the ``.txnindex`` (it knows the producers' transactions);
+    the segment creates, truncates, flushes and renames it with its other files. Invariants:
     batch offsets strictly increase, every offset minus ``base_offset`` fits an int32, and an
     index entry is added once more than ``index.interval.bytes`` were appended since the last.
 
@@ -89,6 +92,7 @@ class LogSegment:
         self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + suffix)
         self.offset_index = OffsetIndex(directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes)
         self.time_index = TimeIndex(directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix), base_offset, file_cache, index_max_bytes)
+        self.txn_index = TransactionIndex(directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix))
         self.created_ms = created_ms
         self._lock = threading.Lock()
         self.size = self._stat_size()
@@ -111,7 +115,7 @@ class LogSegment:
         index_interval_bytes: int,
         created_ms: int,
     ) -> LogSegment:
-        """A new, empty segment; its three files are created (truncated if they existed)."""
+        """A new, empty segment; its four files are created (truncated if they existed)."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = directory / segment_file_name(base_offset, suffix)
             file_cache.invalidate(path)
@@ -125,6 +129,7 @@ class LogSegment:
             index_interval_bytes=index_interval_bytes,
             created_ms=created_ms,
         )
+        segment.txn_index.create()
         segment._next_offset = base_offset
         segment._tail_loaded = True
         return segment
@@ -342,11 +347,13 @@ class LogSegment:
         self.flush()
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
+        """fsync the log and its indexes (the transaction index only when it holds entries)."""
         with self._file_cache.lease(self.log_path, create=True) as descriptor:
             os.fsync(descriptor)
         self.offset_index.flush()
         self.time_index.flush()
+        if self.txn_index.entries:
+            self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= ``offset``; return the bytes removed."""
@@ -373,6 +380,7 @@ class LogSegment:
             for _, header in self.iter_headers(0):
                 next_offset = header.next_offset
         self.time_index.truncate_to(next_offset)
+        self.txn_index.truncate_to(next_offset)
         self._tail_loaded = False
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = self.base_offset
@@ -496,11 +504,12 @@ class LogSegment:
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             self._file_cache.invalidate(path)
 
-    def rename_to_deleted(self) -> list[Path]:
-        """Rename all three files with the ``.deleted`` suffix; return the new paths.
+    def rename_to_deleted(self, *, keep_txn_index: bool = False) -> list[Path]:
+        """Rename the segment's files with the ``.deleted`` suffix; return the new paths.
 
         Readers that still hold this segment keep reading the renamed files until they are
-        removed after ``file.delete.delay.ms``.
+        removed after ``file.delete.delay.ms``. ``keep_txn_index`` leaves the ``.txnindex``
+        live: compaction replaces a segment's batches but not its aborted transactions.
         """
         new_log_path = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
         self._file_cache.invalidate(self.log_path)
@@ -511,7 +520,10 @@ class LogSegment:
         self.log_path = new_log_path
         self.offset_index.rename_to(self.offset_index.path.with_name(self.offset_index.path.name + DELETED_SUFFIX))
         self.time_index.rename_to(self.time_index.path.with_name(self.time_index.path.name + DELETED_SUFFIX))
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        if keep_txn_index:
+            return [self.log_path, self.offset_index.path, self.time_index.path]
+        self.txn_index.rename_to(self.txn_index.path.with_name(self.txn_index.path.name + DELETED_SUFFIX))
+        return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 
     def file_paths(self) -> list[Path]:
         return [self.log_path, self.offset_index.path, self.time_index.path]

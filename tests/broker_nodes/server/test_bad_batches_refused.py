@@ -87,8 +87,8 @@ def control_batch() -> bytes:
     return good_batch(control=True, producer_id=7, producer_epoch=0, base_sequence=0)
 
 
-def transactional_batch() -> bytes:
-    return good_batch(transactional=True, producer_id=7, producer_epoch=0, base_sequence=0)
+def transactional_batch_without_producer_id() -> bytes:
+    return good_batch(transactional=True)
 
 
 CASES = [
@@ -100,7 +100,7 @@ CASES = [
     (TOPIC, far_future_timestamp, ErrorCode.INVALID_TIMESTAMP, "record 0): timestamp 4611686018427387904 is more than message.timestamp.after.max.ms=3600000"),
     (TOPIC, inconsistent_max_timestamp, ErrorCode.INVALID_TIMESTAMP, "is the batch's maxTimestamp but its largest record timestamp is"),
     (TOPIC, control_batch, ErrorCode.INVALID_RECORD, "control batches may only be written by the broker"),
-    (TOPIC, transactional_batch, ErrorCode.INVALID_RECORD, "transactional batches are not supported"),
+    (TOPIC, transactional_batch_without_producer_id, ErrorCode.INVALID_RECORD, "a transactional batch must carry a producer id"),
     (COMPACTED, lambda: good_batch(key=None), ErrorCode.INVALID_RECORD, "record 0): a compacted topic cannot accept a record without a key"),
 ]
 
