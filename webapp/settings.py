@@ -60,6 +60,8 @@ WEIR_DEFAULT_REPLICATION_  min(3, brokers not offline)          replication fact
 FACTOR                                                          the data plane with replication_factor -1
 WEIR_OFFSETS_TOPIC_NUM_    50                                   partitions of __consumer_offsets (fixed once
 PARTITIONS                                                      created: groups hash onto them)
+WEIR_TRANSACTION_STATE_    50                                   partitions of __transaction_state (fixed
+TOPIC_NUM_PARTITIONS                                            once created: transactional ids hash onto them)
 WEIR_USAGE_TOPIC_NUM_      3                                    partitions of __usage
 PARTITIONS
 WEIR_BROKER_SESSION_       9000                                 controller: a broker silent this long is
@@ -155,6 +157,7 @@ WEIR_PUBLIC_API_URL = stack_web_url(DATA_DIR, os.environ)
 WEIR_DEFAULT_NUM_PARTITIONS = int(os.environ.get("WEIR_DEFAULT_NUM_PARTITIONS", "1"))
 WEIR_DEFAULT_REPLICATION_FACTOR = int(os.environ["WEIR_DEFAULT_REPLICATION_FACTOR"]) if os.environ.get("WEIR_DEFAULT_REPLICATION_FACTOR") else None
 WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_OFFSETS_TOPIC_NUM_PARTITIONS", "50"))
+WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS", "50"))
 WEIR_USAGE_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_USAGE_TOPIC_NUM_PARTITIONS", "3"))
 
 INSTALLED_APPS = [

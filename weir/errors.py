@@ -69,12 +69,20 @@ _BROKER_ERRORS = [
     ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False, "Producer attempted to produce with an old epoch."),
     ErrorSpec(48, "INVALID_TXN_STATE", False, "The producer attempted a transactional operation in an invalid state."),
     ErrorSpec(49, "INVALID_PRODUCER_ID_MAPPING", False, "The producer attempted to use a producer id which is not currently assigned to its transactional id."),
+    ErrorSpec(50, "INVALID_TRANSACTION_TIMEOUT", False, "The transaction timeout is larger than the maximum value allowed by the broker."),
+    ErrorSpec(
+        51,
+        "CONCURRENT_TRANSACTIONS",
+        True,
+        "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.",
+    ),
     ErrorSpec(
         52,
         "TRANSACTION_COORDINATOR_FENCED",
         False,
         "The transaction coordinator sending a transaction marker is no longer the current coordinator for the producer.",
     ),
+    ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, "Transactional Id authorization failed."),
     ErrorSpec(55, "OPERATION_NOT_ATTEMPTED", False, "The broker did not attempt to execute this operation."),
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when trying to access log file on the disk."),
     ErrorSpec(58, "SASL_AUTHENTICATION_FAILED", False, "Authentication failed."),
@@ -100,6 +108,7 @@ _BROKER_ERRORS = [
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota has been exceeded."),
     ErrorSpec(90, "PRODUCER_FENCED", False, "There is a newer producer with the same transactional id which fences the current one."),
     ErrorSpec(100, "UNKNOWN_TOPIC_ID", True, "This server does not host this topic ID."),
+    ErrorSpec(105, "TRANSACTIONAL_ID_NOT_FOUND", False, "The transactionalId could not be found."),
     ErrorSpec(110, "FENCED_MEMBER_EPOCH", False, "The member epoch is fenced by the group coordinator."),
     ErrorSpec(111, "UNRELEASED_INSTANCE_ID", False, "The instance ID is still used by another member in the consumer group. That member must leave first."),
     ErrorSpec(112, "UNSUPPORTED_ASSIGNOR", False, "The assignor or its version range is not supported by the consumer group."),
@@ -189,6 +198,9 @@ class _CodeNames:
     INVALID_PRODUCER_EPOCH: ClassVar[int]
     INVALID_TXN_STATE: ClassVar[int]
     INVALID_PRODUCER_ID_MAPPING: ClassVar[int]
+    INVALID_TRANSACTION_TIMEOUT: ClassVar[int]
+    CONCURRENT_TRANSACTIONS: ClassVar[int]
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ClassVar[int]
     TRANSACTION_COORDINATOR_FENCED: ClassVar[int]
     OPERATION_NOT_ATTEMPTED: ClassVar[int]
     KAFKA_STORAGE_ERROR: ClassVar[int]
@@ -210,6 +222,7 @@ class _CodeNames:
     THROTTLING_QUOTA_EXCEEDED: ClassVar[int]
     PRODUCER_FENCED: ClassVar[int]
     UNKNOWN_TOPIC_ID: ClassVar[int]
+    TRANSACTIONAL_ID_NOT_FOUND: ClassVar[int]
     FENCED_MEMBER_EPOCH: ClassVar[int]
     UNRELEASED_INSTANCE_ID: ClassVar[int]
     UNSUPPORTED_ASSIGNOR: ClassVar[int]

@@ -1,8 +1,11 @@
-"""FindCoordinator for both front doors: which broker coordinates each of the caller's groups.
+"""FindCoordinator for both front doors: which broker coordinates each of the caller's groups or transactional ids.
 
 Kafka asks for DESCRIBE on the group. The group's id is qualified with the caller's tenant
 before it is hashed, so a tenant's group is coordinated where its commits live; the answer
-names the group as the caller sent it. A group that cannot be looked up answers Kafka's
+names the group as the caller sent it. Transactional ids are qualified and answered the same
+way (key type TRANSACTION). Kafka asks for DESCRIBE on the TRANSACTIONAL_ID resource, which
+Weir's ACLs do not have yet: the caller must be allowed to write some topic (what every
+transactional producer needs), else TRANSACTIONAL_ID_AUTHORIZATION_FAILED. A group that cannot be looked up answers Kafka's
 "no node" (id -1, no host, port -1) with the error's code.
 
 Each transport advertises its own port for the node found (the gRPC port or the Kafka
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker_nodes.cluster_state import BrokerEndpoint
-from broker_nodes.coordinator.lookup import find_coordinator
+from broker_nodes.coordinator.lookup import find_coordinator, find_transaction_coordinator
+from broker_nodes.coordinator.transactions.errors import InvalidTransactionalIdError, TransactionalIdAuthorizationError
 from broker_nodes.requests.outcomes import NO_ERROR
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -28,7 +32,7 @@ from broker_nodes.server.errors import InvalidRequestError, error_code_and_messa
 class CoordinatorOutcome:
     """One group's coordinator (``node`` None with an error code when there is none to give)."""
 
-    group_id: str  # as the caller sent it
+    group_id: str  # the key as the caller sent it: a group id, or a transactional id
     node: BrokerEndpoint | None
     error_code: int = NO_ERROR
     error_message: str = ""
@@ -48,4 +52,21 @@ def find_group_coordinators(broker: Broker, call: CallContext, group_ids: Sequen
         except Exception as error:  # this group's answer
             code, message = error_code_and_message(error)
             outcomes.append(CoordinatorOutcome(group_id, None, code, message))
+    return outcomes
+
+
+def find_transaction_coordinators(broker: Broker, call: CallContext, transactional_ids: Sequence[str], this_broker: BrokerEndpoint) -> list[CoordinatorOutcome]:
+    """Each transactional id's coordinator, in request order (the leader of its ``__transaction_state`` partition)."""
+    snapshot = broker.cluster_state.snapshot
+    outcomes = []
+    for transactional_id in transactional_ids:
+        try:
+            if not transactional_id:
+                raise InvalidTransactionalIdError()
+            if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
+                raise TransactionalIdAuthorizationError(transactional_id, "describe")
+            outcomes.append(CoordinatorOutcome(transactional_id, find_transaction_coordinator(snapshot, call.qualify(transactional_id), this_broker)))
+        except Exception as error:  # this id's answer
+            code, message = error_code_and_message(error)
+            outcomes.append(CoordinatorOutcome(transactional_id, None, code, message))
     return outcomes

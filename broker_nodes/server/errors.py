@@ -16,6 +16,7 @@ from broker_nodes import cluster_state, producer_ids, replica_manager, topic_reg
 from broker_nodes.coordinator import offset_store
 from broker_nodes.coordinator.groups import classic_errors
 from broker_nodes.coordinator.groups import errors as group_errors
+from broker_nodes.coordinator.transactions import errors as transaction_errors
 from broker_nodes.replication import errors as replication_errors
 from broker_nodes.security import errors as security_errors
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
@@ -77,6 +78,17 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     offset_store.NotCoordinatorError: ErrorCode.NOT_COORDINATOR,
     offset_store.CoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    transaction_errors.NotTransactionCoordinatorError: ErrorCode.NOT_COORDINATOR,
+    transaction_errors.TransactionCoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    transaction_errors.TransactionCoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    transaction_errors.InvalidTransactionalIdError: ErrorCode.INVALID_REQUEST,
+    transaction_errors.InvalidTransactionTimeoutError: ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+    transaction_errors.ConcurrentTransactionsError: ErrorCode.CONCURRENT_TRANSACTIONS,
+    transaction_errors.InvalidProducerIdMappingError: ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    transaction_errors.ProducerFencedError: ErrorCode.PRODUCER_FENCED,
+    transaction_errors.InvalidTransactionStateError: ErrorCode.INVALID_TXN_STATE,
+    transaction_errors.TransactionalIdNotFoundError: ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+    transaction_errors.TransactionalIdAuthorizationError: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     group_errors.UnknownMemberIdError: ErrorCode.UNKNOWN_MEMBER_ID,
     group_errors.FencedMemberEpochError: ErrorCode.FENCED_MEMBER_EPOCH,
     group_errors.StaleMemberEpochError: ErrorCode.STALE_MEMBER_EPOCH,

@@ -209,6 +209,7 @@ class RealCluster:
             "WEIR_BROKER_SESSION_TIMEOUT_MS": str(timings.session_timeout_ms),
             # Small internal topics: every broker creates and replicates them.
             "WEIR_OFFSETS_TOPIC_NUM_PARTITIONS": "3",
+            "WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS": "3",
             "WEIR_USAGE_TOPIC_NUM_PARTITIONS": "1",
             # Leaders move only when a test makes them move.
             "WEIR_AUTO_LEADER_REBALANCE_ENABLE": "false",

@@ -31,6 +31,7 @@ def control_plane_broker(data_dir: Path, settings: Any, configs: Mapping[str, st
     with the first topic); stopped at the end. ``configs`` add broker settings
     (``security.required``...)."""
     settings.WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = 2
+    settings.WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS = 1
     settings.WEIR_USAGE_TOPIC_NUM_PARTITIONS = 1
     broker = BrokerProcess(data_dir, configs={**GROUP_BROKER_CONFIGS, **(configs or {})}, env={"WEIR_INTERNAL_TOKEN": settings.WEIR_INTERNAL_TOKEN}).start()
     try:

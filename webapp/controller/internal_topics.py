@@ -1,4 +1,4 @@
-"""The cluster's internal topics in the catalog: ``__consumer_offsets`` and ``__usage``.
+"""The cluster's internal topics in the catalog: ``__consumer_offsets``, ``__transaction_state`` and ``__usage``.
 
 They are Topic rows without a tenant, replicated like any topic, and managed by the
 controller alone (no tenant can name, list or change them). :func:`ensure_internal_topics`
@@ -10,10 +10,13 @@ runs when a controller becomes active and after every broker registration:
   new replicas are appended to its replica list. They are not in the ISR: they fetch from
   the leader, which adds them once they have caught up (AlterPartition). The leader and its
   epoch do not change, replica lists never shrink and partition counts never change (a
-  group's coordinator is the partition ``hash(group) % count``).
+  group's coordinator is the partition ``hash(group) % count``, a transactional id's that
+  of ``hash(id) % count``).
 
-Partition counts come from settings (``WEIR_OFFSETS_TOPIC_NUM_PARTITIONS``,
-``WEIR_USAGE_TOPIC_NUM_PARTITIONS``).
+``__transaction_state`` is configured as Kafka configures it and as ``__consumer_offsets`` is
+here: compacted, the same segment size and min.insync.replicas. Partition counts come from
+settings (``WEIR_OFFSETS_TOPIC_NUM_PARTITIONS``, ``WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS``
+like Kafka's transaction.state.log.num.partitions, ``WEIR_USAGE_TOPIC_NUM_PARTITIONS``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from webapp.provisioning.facade import SnapshotKind, bump_versions, place_partit
 logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # committed offsets (broker_nodes.coordinator)
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # transaction states (broker_nodes.coordinator.transactions)
 USAGE_TOPIC = "__usage"  # usage records of the metering pipeline
 OFFSETS_SEGMENT_BYTES = 104857600  # Kafka's offsets.topic.segment.bytes
 USAGE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000  # a week of usage records
@@ -72,6 +76,11 @@ def internal_topics() -> tuple[InternalTopic, ...]:
         InternalTopic(
             OFFSETS_TOPIC,
             _partition_count_setting("WEIR_OFFSETS_TOPIC_NUM_PARTITIONS"),
+            {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_SEGMENT_BYTES)},
+        ),
+        InternalTopic(
+            TRANSACTION_STATE_TOPIC,
+            _partition_count_setting("WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS"),
             {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_SEGMENT_BYTES)},
         ),
         InternalTopic(

@@ -114,3 +114,12 @@ class TransactionalIdNotFoundError(TransactionCoordinatorError):
     def __init__(self, transactional_id: str) -> None:
         super().__init__(f"transactional id {names.plain(transactional_id)!r} is not known to its coordinator")
         self.transactional_id = transactional_id
+
+
+class TransactionalIdAuthorizationError(TransactionCoordinatorError):
+    """The caller may not use the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+
+    def __init__(self, transactional_id: str, operation: str) -> None:
+        super().__init__(f"not authorized to {operation} transactional id {transactional_id!r}")
+        self.transactional_id = transactional_id
+        self.operation = operation

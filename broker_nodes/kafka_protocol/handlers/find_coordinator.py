@@ -1,14 +1,16 @@
 """FindCoordinator (key 10, v0-v5): the broker coordinating each group, at its Kafka listener, via ``requests.coordinator_lookup``.
 
-v0-v3 ask for one key, v4+ for a batch (``coordinator_keys``). Only key type GROUP (0) exists
-here: TRANSACTION (1) is answered INVALID_REQUEST saying that transactions are not supported
-yet (there is no transaction coordinator to find), as is any other key type. A coordinator
+v0-v3 ask for one key, v4+ for a batch (``coordinator_keys``). Key type GROUP (0) finds the
+leader of the group's ``__consumer_offsets`` partition, TRANSACTION (1) that of the
+transactional id's ``__transaction_state`` partition; any other key type is answered
+INVALID_REQUEST. A coordinator
 without a Kafka listener (``kafka_port`` 0 in the cluster map) cannot be reached by a Kafka
 client: COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,6 +21,8 @@ from broker_nodes.kafka_protocol.handlers.admin_common import build, error_field
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
 from broker_nodes.requests import coordinator_lookup as coordinator_lookup_requests
 from broker_nodes.requests.coordinator_lookup import CoordinatorOutcome
+from broker_nodes.security.access import CallContext
+from broker_nodes.server.broker import Broker
 
 FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
@@ -44,14 +48,16 @@ def _coordinator(context: api.KafkaRequestContext, outcome: CoordinatorOutcome) 
 
 
 def _lookup(context: api.KafkaRequestContext, key_type: int, keys: list[str]) -> list[dict[str, Any]]:
-    if key_type != GROUP_KEY_TYPE:
-        reason = (
-            "transactions are not supported by this cluster yet" if key_type == TRANSACTION_KEY_TYPE else f"coordinator key type {key_type} is not supported"
-        )
-        return [_no_node(key, ErrorCode.invalid_request, reason) for key in keys]
+    find: Callable[[Broker, CallContext, Sequence[str], BrokerEndpoint], list[CoordinatorOutcome]]
+    if key_type == GROUP_KEY_TYPE:
+        find = coordinator_lookup_requests.find_group_coordinators
+    elif key_type == TRANSACTION_KEY_TYPE:
+        find = coordinator_lookup_requests.find_transaction_coordinators
+    else:
+        return [_no_node(key, ErrorCode.invalid_request, f"coordinator key type {key_type} is not supported") for key in keys]
     listener = context.listener
     this_broker = BrokerEndpoint(listener.node_id, listener.host, 0, listener.rack, kafka_port=listener.port)
-    return [_coordinator(context, outcome) for outcome in coordinator_lookup_requests.find_group_coordinators(context.broker, context.call, keys, this_broker)]
+    return [_coordinator(context, outcome) for outcome in find(context.broker, context.call, keys, this_broker)]
 
 
 @api.handles(FIND_COORDINATOR_KEY, 0, 5)

@@ -47,6 +47,7 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 @pytest.fixture
 def small_internal_topics(settings) -> None:  # type: ignore[no-untyped-def]
     settings.WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = 2
+    settings.WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS = 1
     settings.WEIR_USAGE_TOPIC_NUM_PARTITIONS = 1
 
 

@@ -20,6 +20,7 @@ from webapp.catalog.models import Partition, Topic
 from webapp.controller.epoch import ControllerFencedError, become_active
 from webapp.controller.internal_topics import (
     OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
     USAGE_TOPIC,
     ensure_internal_topics,
     grown_replicas,
@@ -48,6 +49,7 @@ def partitions_of(name: str) -> list[Partition]:
 @pytest.fixture
 def small_counts(settings) -> None:  # type: ignore[no-untyped-def]
     settings.WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = 6
+    settings.WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS = 4
     settings.WEIR_USAGE_TOPIC_NUM_PARTITIONS = 2
 
 
@@ -58,10 +60,13 @@ def test_created_with_the_default_counts_configs_and_replication_factor_of_the_a
     add_brokers(1, 2)
     version_before = current_versions()[SnapshotKind.PARTITIONS]
     change = ensure_internal_topics(controller_epoch=become_active())
-    assert change.created == (OFFSETS_TOPIC, USAGE_TOPIC)
+    assert change.created == (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, USAGE_TOPIC)
     offsets = Topic.objects.get(tenant__isnull=True, name=OFFSETS_TOPIC)
+    transactions = Topic.objects.get(tenant__isnull=True, name=TRANSACTION_STATE_TOPIC)
     usage = Topic.objects.get(tenant__isnull=True, name=USAGE_TOPIC)
     assert (offsets.partition_count, offsets.replication_factor, offsets.configs) == (50, 2, {"cleanup.policy": "compact", "segment.bytes": "104857600"})
+    # Kafka's transaction.state.log.num.partitions default, compacted like the offsets topic.
+    assert (transactions.partition_count, transactions.replication_factor, transactions.configs) == (50, 2, offsets.configs)
     assert (usage.partition_count, usage.replication_factor, usage.configs) == (3, 2, {"cleanup.policy": "delete", "retention.ms": "604800000"})
     for partition in partitions_of(OFFSETS_TOPIC) + partitions_of(USAGE_TOPIC):
         assert sorted(partition.replicas) == [1, 2]
@@ -91,7 +96,7 @@ def test_new_brokers_are_appended_as_replicas_outside_the_isr_up_to_three() -> N
     add_brokers(2, 3, 4)
     version_before = current_versions()[SnapshotKind.PARTITIONS]
     change = ensure_internal_topics(controller_epoch=epoch)
-    assert change.created == () and change.grown_partitions == 6 + 2
+    assert change.created == () and change.grown_partitions == 6 + 4 + 2
     assert current_versions()[SnapshotKind.PARTITIONS] == version_before + 1
     after = partitions_of(OFFSETS_TOPIC)
     for partition in after:
@@ -203,7 +208,7 @@ def test_the_takeover_call_creates_for_brokers_already_registered_and_pushes() -
     add_brokers(1, 2, 3)
     pushes: list[int] = []
     service = ControllerService(session_timeout_ms=9000, first_epoch=1, push=lambda: pushes.append(1))
-    assert service.ensure_internal_topics().created == (OFFSETS_TOPIC, USAGE_TOPIC)
+    assert service.ensure_internal_topics().created == (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, USAGE_TOPIC)
     assert pushes == [1]
     assert [len(partition.replicas) for partition in partitions_of(OFFSETS_TOPIC)] == [3] * 6
 
@@ -249,7 +254,7 @@ def test_the_cluster_map_carries_internal_topics_with_an_empty_tenant_id() -> No
     snapshot = build_snapshots([SnapshotKind.PARTITIONS]).partitions
     assert snapshot is not None
     internal = {topic.name: topic for topic in snapshot.topics if not topic.tenant_id}
-    assert set(internal) == {OFFSETS_TOPIC, USAGE_TOPIC}
+    assert set(internal) == {OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, USAGE_TOPIC}
     offsets = internal[OFFSETS_TOPIC]
     assert {entry.name: entry.value for entry in offsets.configs} == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
     assert [(assignment.partition, len(assignment.replicas)) for assignment in offsets.partitions] == [(index, 3) for index in range(6)]
@@ -281,4 +286,4 @@ def test_tenant_api_dashboard_and_limits_never_see_internal_topics(settings) -> 
     assert dashboard.get(f"/topics/{OFFSETS_TOPIC}/").status_code == 404
 
     assert tenant_usage(signed_up.tenant) == (1, 1)
-    assert Topic.objects.filter(tenant__isnull=True).count() == 2
+    assert Topic.objects.filter(tenant__isnull=True).count() == 3
