@@ -150,6 +150,35 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey("offsets.retention.check.interval.ms", "LONG", "600000", "How often committed offsets are checked for expiry.", minimum=1),
             ConfigKey("offset.metadata.max.bytes", "INT", "4096", "Largest metadata string a committed offset may carry.", minimum=0),
             ConfigKey(
+                "transaction.state.log.num.partitions",
+                "INT",
+                "50",
+                "Partition count of the internal topic __transaction_state when a standalone broker creates it.",
+                minimum=1,
+            ),
+            ConfigKey("transaction.max.timeout.ms", "INT", "900000", "Largest transaction.timeout.ms a transactional producer may ask for.", minimum=1),
+            ConfigKey(
+                "transactional.id.expiration.ms",
+                "INT",
+                "604800000",
+                "A transactional id without a transaction for this long is removed from __transaction_state.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                "INT",
+                "10000",
+                "How often the transaction coordinator aborts transactions open longer than their timeout.",
+                minimum=1,
+            ),
+            ConfigKey(
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                "INT",
+                "3600000",
+                "How often the transaction coordinator removes expired transactional ids.",
+                minimum=1,
+            ),
+            ConfigKey(
                 "group.consumer.session.timeout.ms",
                 "INT",
                 "45000",
@@ -295,10 +324,10 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ConfigKey(
                 "kafka.waiting.handler.threads",
                 "INT",
-                "256",
-                "Threads that run the Kafka-protocol requests that may wait (long-poll Fetch, acks=all Produce, JoinGroup and SyncGroup "
-                "until the rebalance, offset commits, administration forwarded to the controller); each holds one while it waits, "
-                "and a connection has at most one request in progress.",
+                "32",
+                "Threads that run the Kafka-protocol requests that may wait. Long-poll Fetch, acks=all Produce and JoinGroup/SyncGroup "
+                "take one only for their short steps and wait on the listener's event loop without a thread; offset commits, "
+                "DeleteRecords and administration forwarded to the controller still hold one while they wait.",
                 minimum=1,
             ),
             ConfigKey(

@@ -57,6 +57,8 @@ def find_group_coordinators(broker: Broker, call: CallContext, group_ids: Sequen
 
 def find_transaction_coordinators(broker: Broker, call: CallContext, transactional_ids: Sequence[str], this_broker: BrokerEndpoint) -> list[CoordinatorOutcome]:
     """Each transactional id's coordinator, in request order (the leader of its ``__transaction_state`` partition)."""
+    if any(transactional_ids):
+        broker.ensure_transaction_state()  # standalone: created on first use, as Kafka does
     snapshot = broker.cluster_state.snapshot
     outcomes = []
     for transactional_id in transactional_ids:

@@ -25,6 +25,9 @@ from broker_nodes.coordinator.groups.classic import ClassicSettings
 from broker_nodes.coordinator.groups.coordinator import TIMER_INTERVAL_SECONDS, GroupCoordinator
 from broker_nodes.coordinator.groups.group import GroupSettings
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
+from broker_nodes.coordinator.transactions.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TransactionSettings
+from broker_nodes.coordinator.transactions.marker_appender import MarkerAppender
+from broker_nodes.coordinator.transactions.marker_router import MarkerRouter
 from broker_nodes.metering import Metering
 from broker_nodes.metering.partition_stats import led_partition_stats
 from broker_nodes.producer_ids import ProducerIdManager
@@ -129,7 +132,8 @@ class Broker:
             cleaner_enabled=bool(config["log.cleaner.enable"]),
             cleaner_backoff_ms=config.integer("log.cleaner.backoff.ms"),
         )
-        self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config))
+        # Kafka clients' long polls park without a thread, at most one per connection: max.connections bounds them.
+        self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config), max_parked_without_thread=config.integer("max.connections"))
         self.replica_manager = ReplicaManager(
             self.registry,
             self.log_manager,
@@ -207,6 +211,39 @@ class Broker:
             lambda: self.group_coordinator.expire_offsets(config.integer("offsets.retention.minutes") * 60_000),
         )
         self._group_timers = PeriodicTask("group-timers", TIMER_INTERVAL_SECONDS, self.group_coordinator.expire_members)
+        # Transactions: markers for the partitions led here are appended by marker_appender (for
+        # other brokers' coordinators too, through Replication.WriteTxnMarkers); the coordinator of
+        # the __transaction_state partitions led here sends each marker to its partition's leader.
+        self.marker_appender = MarkerAppender(
+            self.replica_manager, clock, notify_append=self.purgatory.notify_append, timeout_ms=config.integer("request.timeout.ms")
+        )
+        self.marker_router = MarkerRouter(
+            config.node_id,
+            lambda: self.cluster_state.snapshot,
+            self.marker_appender,
+            channel_factory=self._internal_channel,
+            internal_token=config.internal_token,
+            timeout_ms=config.integer("request.timeout.ms"),
+        )
+        self.transaction_coordinator = TransactionCoordinator(
+            self.replica_manager,
+            self.registry,
+            clock,
+            allocate_producer_id=self.producer_ids.allocate,
+            markers=self.marker_router,
+            settings=transaction_settings(config),
+        )
+        self._transaction_state_lock = threading.Lock()
+        self._transaction_timeouts = PeriodicTask(
+            "transaction-timeouts",
+            config.integer("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000.0,
+            self.transaction_coordinator.abort_timed_out_transactions,
+        )
+        self._transactional_id_expiry = PeriodicTask(
+            "transactional-id-expiry",
+            config.integer("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000.0,
+            self.transaction_coordinator.expire_transactional_ids,
+        )
         # Usage of clients' calls -> __usage (started by the server once it knows its port).
         self.metering = Metering(config, clock, partition_stats=lambda: led_partition_stats(self.log_manager.logs(), self.replica_manager.leader_epoch))
         self._ready = threading.Event()
@@ -259,12 +296,17 @@ class Broker:
                 logger.info("created internal topic %s", OFFSETS_TOPIC)
             loaded = self.offset_store.lead_every_partition()
             logger.info("loaded %d records of committed offsets from %s", loaded, OFFSETS_TOPIC)
+            if self.registry.get(TRANSACTION_STATE_TOPIC) is not None:  # created on first use (ensure_transaction_state)
+                loaded = self.transaction_coordinator.lead_every_partition()
+                logger.info("loaded %d records of transaction states from %s", loaded, TRANSACTION_STATE_TOPIC)
         else:
             self.replication.apply(snapshot)
             self._follow_offsets_leadership(snapshot)
         self.log_manager.start_background()
         self._offset_expiry.start()
         self._group_timers.start()
+        self._transaction_timeouts.start()
+        self._transactional_id_expiry.start()
         self._isr_expiry.start()
         self._ready.set()
 
@@ -314,6 +356,29 @@ class Broker:
         now leads is no longer written by a follower fetcher while its offsets load.
         """
         self.offset_store.follow_leadership(snapshot.led_partitions(OFFSETS_TOPIC, self.config.node_id))
+        self.transaction_coordinator.follow_leadership(snapshot.led_partitions(TRANSACTION_STATE_TOPIC, self.config.node_id))
+
+    def ensure_transaction_state(self) -> None:
+        """Standalone: create ``__transaction_state`` on first use and coordinate every partition of it (no-op when managed).
+
+        Kafka creates the topic when a client first looks for a transaction coordinator; a
+        standalone broker does the same, so brokers that never see a transactional producer
+        never hold its partitions. A managed broker gets the topic from the controller.
+        """
+        if self.managed:
+            return
+        with self._transaction_state_lock:
+            if self.registry.get(TRANSACTION_STATE_TOPIC) is not None:
+                return
+            self.topic_admin.create_topic(
+                TRANSACTION_STATE_TOPIC,
+                self.config.integer("transaction.state.log.num.partitions"),
+                1,
+                {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
+                internal=True,
+            )
+            logger.info("created internal topic %s", TRANSACTION_STATE_TOPIC)
+            self.transaction_coordinator.lead_every_partition()
 
     def _min_insync_replicas(self, topic: str) -> int:
         metadata = self.registry.get(topic)
@@ -378,6 +443,10 @@ class Broker:
         self._offset_expiry.stop()
         self._group_timers.stop()
         self.offset_store.shutdown()
+        self._transaction_timeouts.stop()
+        self._transactional_id_expiry.stop()
+        self.transaction_coordinator.shutdown()
+        self.marker_router.close()
         self._isr_expiry.stop()
         self.log_manager.shutdown()
         logger.info("logs closed cleanly")
@@ -402,6 +471,15 @@ def classic_group_settings(config: BrokerConfig) -> ClassicSettings:
         max_session_timeout_ms=config.integer("group.max.session.timeout.ms"),
         max_size=config.integer("group.max.size"),
         initial_rebalance_delay_ms=config.integer("group.initial.rebalance.delay.ms"),
+    )
+
+
+def transaction_settings(config: BrokerConfig) -> TransactionSettings:
+    """The transaction coordinator's settings (Kafka's transaction.* keys)."""
+    return TransactionSettings(
+        max_timeout_ms=config.integer("transaction.max.timeout.ms"),
+        id_expiration_ms=config.integer("transactional.id.expiration.ms"),
+        write_timeout_ms=config.integer("request.timeout.ms"),
     )
 
 

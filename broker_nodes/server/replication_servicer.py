@@ -1,4 +1,5 @@
-"""The gRPC ``weir.v1.Replication`` service: followers fetch from this broker as leader.
+"""The gRPC ``weir.v1.Replication`` service: followers fetch from this broker as leader, and
+transaction coordinators have it append their markers (WriteTxnMarkers).
 
 Every call must carry the internal token (metadata ``x-weir-internal-token``), like the Admin
 service; anything else is refused with UNAUTHENTICATED. The logic lives in
@@ -13,6 +14,7 @@ import logging
 
 import grpc
 
+from broker_nodes.coordinator.transactions.markers import MarkerRequest
 from broker_nodes.replication.manager import ReplicaFetchPartitionRequest, ReplicaFetchPartitionResult
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
 from broker_nodes.server.broker import Broker
@@ -62,6 +64,25 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                 )
             )
         return replication_pb2.ReplicaFetchResponse(partitions=partitions)
+
+    def WriteTxnMarkers(self, request: replication_pb2.WriteTxnMarkersRequest, context: grpc.ServicerContext) -> replication_pb2.WriteTxnMarkersResponse:
+        """A transaction coordinator's markers for partitions this broker leads (see ``coordinator.transactions.marker_appender``)."""
+        self._check_call(context)
+        outcomes = self.broker.marker_appender.write_markers(
+            MarkerRequest(
+                transactional_id=request.transactional_id,
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch,
+                commit=request.commit,
+                coordinator_epoch=request.coordinator_epoch,
+                partitions=[(item.topic, item.partition) for item in request.partitions],
+            )
+        )
+        results = []
+        for (topic, partition), error in outcomes.items():
+            code, message = (0, "") if error is None else error_code_and_message(error)
+            results.append(replication_pb2.WriteTxnMarkersPartitionResult(topic=topic, partition=partition, error_code=code, error_message=message))
+        return replication_pb2.WriteTxnMarkersResponse(partitions=results)
 
     def OffsetForLeaderEpoch(
         self, request: replication_pb2.OffsetForLeaderEpochRequest, context: grpc.ServicerContext

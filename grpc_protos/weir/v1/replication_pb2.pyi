@@ -6,6 +6,48 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TxnMarkerPartition(_message.Message):
+    __slots__ = ("topic", "partition")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class WriteTxnMarkersRequest(_message.Message):
+    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "commit", "coordinator_epoch", "partitions")
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[TxnMarkerPartition]
+    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., commit: _Optional[bool] = ..., coordinator_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TxnMarkerPartition, _Mapping]]] = ...) -> None: ...
+
+class WriteTxnMarkersPartitionResult(_message.Message):
+    __slots__ = ("topic", "partition", "error_code", "error_message")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class WriteTxnMarkersResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersPartitionResult]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[WriteTxnMarkersPartitionResult, _Mapping]]] = ...) -> None: ...
+
 class ReplicaFetchPartition(_message.Message):
     __slots__ = ("topic", "partition", "fetch_offset", "current_leader_epoch", "log_end_offset", "log_start_offset")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class ReplicationStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/weir.v1.Replication/WriteTxnMarkers',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -66,6 +71,18 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """Kafka's WriteTxnMarkers: a transaction coordinator asks the leader of each partition of a
+        decided transaction to append its COMMIT or ABORT marker. Answered per partition once the
+        marker is on every in-sync replica (acks=all), or with the error: NOT_LEADER_OR_FOLLOWER
+        (retried after the next cluster map), INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
+        (a newer coordinator wrote a marker), NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT,
+        UNKNOWN_TOPIC_OR_PARTITION (deleted: the coordinator needs no marker there).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -78,6 +95,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.OffsetForLeaderEpoch,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -134,6 +156,33 @@ class Replication:
             '/weir.v1.Replication/OffsetForLeaderEpoch',
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/WriteTxnMarkers',
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,78 @@
+"""A standalone broker's transaction coordinator end to end: __transaction_state created on first use, markers
+appended to the partitions as control batches by the broker's own MarkerAppender, state completed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from broker_nodes.config import load_broker_config
+from broker_nodes.coordinator.transactions.coordinator import TRANSACTION_STATE_TOPIC
+from broker_nodes.coordinator.transactions.state import TransactionState
+from broker_nodes.server.broker import Broker
+from log_formats.control_records import decode_marker
+from weir.records import batch_records_bytes, decode_records, iter_batch_positions
+
+TXN = "app"
+
+
+@pytest.fixture
+def broker(tmp_path):
+    broker = Broker(
+        load_broker_config(
+            node_id=1, listen="127.0.0.1:0", data_dir=tmp_path, configs=["offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=2"]
+        )
+    )
+    broker.start()
+    broker.topic_admin.create_topic("orders", 2, 1, {})
+    yield broker
+    broker.shutdown()
+
+
+def wait_for_state(broker, state: TransactionState) -> None:
+    deadline = time.monotonic() + 10
+    while broker.transaction_coordinator.describe(TXN).state is not state:
+        assert time.monotonic() < deadline, f"still {broker.transaction_coordinator.describe(TXN).state}"
+        time.sleep(0.01)
+
+
+def control_batches(broker, topic: str, partition: int) -> list[tuple[int, int, bool]]:
+    log = broker.replica_manager.partition_log(topic, partition)
+    data = log.read(log.log_start_offset, 1 << 20, max_offset=log.log_end_offset).records
+    found = []
+    for position, header in iter_batch_positions(data):
+        if header.is_control:
+            ((_, _, key, value, _),) = decode_records(batch_records_bytes(data, position, header), header)
+            marker = decode_marker(key, value)
+            found.append((header.producer_id, header.producer_epoch, marker.commit))
+    return found
+
+
+def test_the_topic_is_created_on_first_use_and_markers_land_in_each_partition(broker):
+    assert broker.registry.get(TRANSACTION_STATE_TOPIC) is None  # brokers without transactional producers never hold it
+    broker.ensure_transaction_state()
+    assert broker.registry.require(TRANSACTION_STATE_TOPIC).partitions == 2
+    coordinator = broker.transaction_coordinator
+    ids = coordinator.init_producer_id(TXN, 60_000)
+    coordinator.add_partitions(TXN, ids.producer_id, ids.producer_epoch, [("orders", 0), ("orders", 1)])
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    wait_for_state(broker, TransactionState.COMPLETE_COMMIT)
+    for partition in (0, 1):
+        assert control_batches(broker, "orders", partition) == [(ids.producer_id, ids.producer_epoch + 1, True)]
+    coordinator.add_partitions(TXN, ids.producer_id, ids.producer_epoch + 1, [("orders", 1)])
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch + 1, commit=False)
+    wait_for_state(broker, TransactionState.COMPLETE_ABORT)
+    assert control_batches(broker, "orders", 1)[-1] == (ids.producer_id, ids.producer_epoch + 2, False)
+
+
+def test_a_restarted_standalone_broker_loads_its_transactions(tmp_path, broker):
+    broker.ensure_transaction_state()
+    ids = broker.transaction_coordinator.init_producer_id(TXN, 60_000)
+    broker.shutdown()
+    restarted = Broker(broker.config)
+    restarted.start()
+    try:
+        assert restarted.transaction_coordinator.describe(TXN).producer_id == ids.producer_id
+    finally:
+        restarted.shutdown()
