@@ -30,6 +30,7 @@ from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from broker_nodes.storage.log import AppendInfo, PartitionLog
 from broker_nodes.storage.log_manager import LogManager
+from broker_nodes.storage.transaction_index import AbortedTransaction
 from broker_nodes.topic_registry import InvalidTopicError, TopicRegistry, UnknownTopicOrPartitionError, is_internal_topic_name
 from log_formats.usage_records import USAGE_TOPIC
 
@@ -87,6 +88,12 @@ class InvalidListOffsetsTimestampError(ReplicaManagerError):
         self.timestamp = timestamp
 
 
+# Fetch and ListOffsets isolation levels, as Kafka numbers them: read_committed stops at the
+# last stable offset and carries the aborted transactions of the range read.
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
 @dataclass(frozen=True, slots=True)
 class FetchPartitionRequest:
     topic: str
@@ -95,6 +102,7 @@ class FetchPartitionRequest:
     max_bytes: int
     current_leader_epoch: int = -1  # -1: not checked
     last_fetched_epoch: int = -1  # the epoch of the fetcher's last batch (Fetch v12+); -1: divergence not checked
+    isolation_level: int = READ_UNCOMMITTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,9 @@ class FetchPartitionResult:
     error: Exception | None = None
     # (epoch, end offset) where the fetcher's log diverged from this one (KIP-320): no records then.
     diverging_epoch: tuple[int, int] | None = None
+    last_stable_offset: int = -1  # -1 when the partition could not be read
+    # read_committed only: the aborted transactions overlapping the records returned.
+    aborted_transactions: tuple[AbortedTransaction, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,18 +352,24 @@ class ReplicaManager:
             limit = min(request.max_bytes, remaining_bytes)
             if limit <= 0 and not first_data:
                 # The response is full; the partition is still answered, with its bounds, as Kafka does.
-                return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset)
+                return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, last_stable_offset=log.last_stable_offset)
             # KIP-74: the first batch of the response comes whole even if larger than the limits,
             # so a consumer can always make progress.
             try:
-                info = log.read(request.fetch_offset, max(limit, 0), min_one_batch=first_data)
+                info = log.read(request.fetch_offset, max(limit, 0), min_one_batch=first_data, read_committed=request.isolation_level == READ_COMMITTED)
             except LogDirectoryError:
                 _raise_unknown_if_deleted(log)
                 raise
-            return FetchPartitionResult(info.records, info.high_watermark, info.log_start_offset)
+            return FetchPartitionResult(
+                info.records,
+                info.high_watermark,
+                info.log_start_offset,
+                last_stable_offset=info.last_stable_offset,
+                aborted_transactions=info.aborted_transactions,
+            )
         except OffsetOutOfRangeError as error:
             assert log is not None
-            return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, error)
+            return FetchPartitionResult(_NO_RECORDS, log.high_watermark, log.log_start_offset, error, last_stable_offset=log.last_stable_offset)
         except Exception as error:  # this partition's answer, mapped by server.errors
             return FetchPartitionResult(_NO_RECORDS, -1, -1, error)
 
@@ -392,9 +409,12 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ list offsets
 
-    def list_offset(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1) -> ListOffsetsResult:
-        """The offset for a ListOffsets timestamp: -2 earliest, -1 latest (the high watermark),
-        -3 the record with the largest timestamp, else the first offset with a timestamp >= it.
+    def list_offset(
+        self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1, isolation_level: int = READ_UNCOMMITTED
+    ) -> ListOffsetsResult:
+        """The offset for a ListOffsets timestamp: -2 earliest, -1 latest (the high watermark, or
+        the last stable offset at read_committed), -3 the record with the largest timestamp, else
+        the first offset with a timestamp >= it.
 
         ``current_leader_epoch`` (-1: not checked) is fenced or unknown exactly as in Fetch (KIP-320).
         """
@@ -402,7 +422,8 @@ class ReplicaManager:
         log = self.partition_log(topic, partition)
         self._check_leader_epoch(current_leader_epoch, leader_epoch)
         if timestamp == LATEST_TIMESTAMP:
-            return ListOffsetsResult(log.high_watermark, -1, leader_epoch)
+            latest = log.last_stable_offset if isolation_level == READ_COMMITTED else log.high_watermark
+            return ListOffsetsResult(latest, -1, leader_epoch)
         if timestamp == EARLIEST_TIMESTAMP:
             return ListOffsetsResult(log.log_start_offset, -1, leader_epoch)
         if timestamp < MAX_TIMESTAMP:

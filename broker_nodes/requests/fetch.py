@@ -2,8 +2,8 @@
 
 Stored batch bytes are returned as they are. A partition the caller may not READ is answered
 TOPIC_AUTHORIZATION_FAILED whether or not it exists; a request with such a partition is
-answered at once (an error answers a fetch at once, as in Kafka). Without transactions the
-last stable offset is the high watermark.
+answered at once (an error answers a fetch at once, as in Kafka). A read_committed fetch
+stops at the last stable offset and carries the aborted transactions of the range it returns.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
 from broker_nodes.server.broker import Broker
+from broker_nodes.storage.transaction_index import AbortedTransaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,8 @@ class FetchPartitionOutcome:
     # (epoch, end offset) when the fetcher's log diverged from the leader's at its last fetched
     # epoch (KIP-320): no records, the fetcher truncates there first.
     diverging_epoch: tuple[int, int] | None = None
+    # read_committed only: the aborted transactions overlapping ``records`` (None at read_uncommitted).
+    aborted_transactions: tuple[AbortedTransaction, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,15 @@ def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartition
     limit = fetch_limit(broker, max_bytes)
     authorized = [item for item in partitions if call.may(Operation.READ, ResourceType.TOPIC, item.topic)]
     qualified = [
-        FetchPartitionRequest(call.qualify(item.topic), item.partition, item.fetch_offset, item.max_bytes, item.current_leader_epoch, item.last_fetched_epoch)
+        FetchPartitionRequest(
+            call.qualify(item.topic),
+            item.partition,
+            item.fetch_offset,
+            item.max_bytes,
+            item.current_leader_epoch,
+            item.last_fetched_epoch,
+            item.isolation_level,
+        )
         for item in authorized
     ]
     if len(authorized) < len(partitions):
@@ -88,9 +99,10 @@ def _partition_outcome(broker: Broker, item: FetchPartitionRequest, result: Fetc
         code,
         message,
         result.high_watermark,
-        result.high_watermark,  # no transactions yet: the last stable offset is the high watermark
+        result.last_stable_offset if result.last_stable_offset >= 0 else result.high_watermark,
         result.log_start_offset,
         result.records,
         hint,
         result.diverging_epoch,
+        result.aborted_transactions,
     )

@@ -1,4 +1,7 @@
-"""ListOffsets for both front doors: earliest (-2), latest (-1, the high watermark), max timestamp (-3) or by time.
+"""ListOffsets for both front doors: earliest (-2), latest (-1), max timestamp (-3) or by time.
+
+Latest is the high watermark, or the last stable offset for a read_committed caller (Kafka's
+isolation level of ListOffsets v2+).
 
 DESCRIBE on the topic is required, as in Kafka; a denied partition answers
 TOPIC_AUTHORIZATION_FAILED whether or not it exists.
@@ -9,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from broker_nodes.replica_manager import READ_UNCOMMITTED
 from broker_nodes.requests.outcomes import NO_ERROR, plain_error
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -22,6 +26,7 @@ class ListOffsetsPartition:
     partition: int
     timestamp: int  # -2 earliest, -1 latest, -3 max timestamp, else a time in ms
     current_leader_epoch: int = -1  # -1: not checked
+    isolation_level: int = READ_UNCOMMITTED  # replica_manager.READ_COMMITTED: latest is the last stable offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +47,9 @@ def list_offsets(broker: Broker, call: CallContext, partitions: Sequence[ListOff
         try:
             if not call.may(Operation.DESCRIBE, ResourceType.TOPIC, item.topic):
                 raise TopicAuthorizationError(item.topic, "describe")
-            found = broker.replica_manager.list_offset(call.qualify(item.topic), item.partition, item.timestamp, item.current_leader_epoch)
+            found = broker.replica_manager.list_offset(
+                call.qualify(item.topic), item.partition, item.timestamp, item.current_leader_epoch, item.isolation_level
+            )
         except Exception as error:  # this partition's answer
             code, message = plain_error(error, call, item.topic)
             outcomes.append(ListOffsetsOutcome(item.topic, item.partition, code, message))

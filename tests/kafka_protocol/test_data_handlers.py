@@ -116,12 +116,12 @@ def metadata(broker, names, *, version=12, call=ANONYMOUS, operations=False, ids
     return call_handler(broker, call, METADATA, version, request)
 
 
-def list_offset(broker, topic, partition, timestamp, *, version=8, call=ANONYMOUS, current_leader_epoch=-1):
+def list_offset(broker, topic, partition, timestamp, *, version=8, call=ANONYMOUS, current_leader_epoch=-1, isolation_level=0):
     schema = request_module(LIST_OFFSETS, version)
     request = build(
         schema.ListOffsetsRequest,
         replica_id=-1,
-        isolation_level=0,
+        isolation_level=isolation_level,
         topics=(
             schema.ListOffsetsTopic(
                 name=topic,

@@ -4,8 +4,10 @@
   ``session_id`` is 0, which clients take as "no session" and keep sending full fetches. A
   request naming a session id (which this broker never handed out) gets
   FETCH_SESSION_ID_NOT_FOUND, as from a broker that forgot it.
-- Isolation: without transactions the last stable offset is the high watermark, so
-  read_committed and read_uncommitted read the same; aborted transactions are empty.
+- Isolation: read_committed reads stop at the last stable offset and each partition names
+  the aborted transactions (producer id, first offset) overlapping the batches returned, from
+  the segments' ``.txnindex``; read_uncommitted reads go to the high watermark and send a null
+  list, as Kafka does.
 - A partition this broker does not (or no longer) lead names its current leader (v12+) and,
   v16+, that leader's endpoint (KIP-951).
 - ``current_leader_epoch`` (v9+) is fenced / unknown as the gRPC side does. ``last_fetched_epoch``
@@ -30,14 +32,13 @@ from kio.static.primitive import i32, i64
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module
 from broker_nodes.kafka_protocol.handlers.data_common import by_topic, current_leader, leader_endpoints, throttle_time
-from broker_nodes.replica_manager import FetchPartitionRequest
+from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED, FetchPartitionRequest
 from broker_nodes.requests import fetch as fetch_requests
 from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests.fetch import FetchPartitionOutcome
 
 FETCH_KEY = 1
 NO_SESSION = 0
-READ_COMMITTED = 1
 TOPIC_IDS_FROM = 13  # the version from which topics are named by id only
 
 
@@ -59,7 +60,6 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
             max_bytes=max(request.max_bytes, 0),
         )
         outcomes, throttle_ms = [*result.partitions, *refused], result.throttle_ms
-    aborted = () if request.isolation_level == READ_COMMITTED else None
     return build(
         schema.FetchResponse,
         throttle_time=throttle_time(throttle_ms),
@@ -71,7 +71,7 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
                 schema.FetchableTopicResponse,
                 topic=topic,
                 topic_id=ids.get(topic),
-                partitions=tuple(_partition(schema, outcome, aborted) for outcome in items),
+                partitions=tuple(_partition(schema, outcome) for outcome in items),
             )
             for topic, items in by_topic(outcomes, lambda outcome: outcome.topic).items()
         ),
@@ -101,7 +101,13 @@ def _wanted_partitions(context: api.KafkaRequestContext, request: Any) -> tuple[
                 last_fetched_epoch = getattr(partition, "last_fetched_epoch", -1)
                 wanted.append(
                     FetchPartitionRequest(
-                        name, partition.partition, partition.fetch_offset, max(partition.partition_max_bytes, 0), current_epoch, last_fetched_epoch
+                        name,
+                        partition.partition,
+                        partition.fetch_offset,
+                        max(partition.partition_max_bytes, 0),
+                        current_epoch,
+                        last_fetched_epoch,
+                        READ_COMMITTED if request.isolation_level == READ_COMMITTED else READ_UNCOMMITTED,
                     )
                 )
     return wanted, refused, ids
@@ -111,7 +117,7 @@ def _refused(topic: str, partition: int, code: ErrorCode) -> FetchPartitionOutco
     return FetchPartitionOutcome(topic, partition, int(code), "", -1, -1, -1, b"")
 
 
-def _partition(schema: Any, outcome: FetchPartitionOutcome, aborted: tuple[()] | None) -> Any:
+def _partition(schema: Any, outcome: FetchPartitionOutcome) -> Any:
     return build(
         schema.PartitionData,
         partition_index=outcome.partition,
@@ -119,11 +125,20 @@ def _partition(schema: Any, outcome: FetchPartitionOutcome, aborted: tuple[()] |
         high_watermark=outcome.high_watermark,
         last_stable_offset=outcome.last_stable_offset,
         log_start_offset=outcome.log_start_offset,
-        aborted_transactions=aborted,
+        aborted_transactions=_aborted_transactions(schema, outcome),
         preferred_read_replica=-1,
         records=outcome.records,
         current_leader=current_leader(schema, outcome.current_leader) if hasattr(schema, "LeaderIdAndEpoch") else None,
         diverging_epoch=_diverging_epoch(schema, outcome.diverging_epoch) if hasattr(schema, "EpochEndOffset") else None,
+    )
+
+
+def _aborted_transactions(schema: Any, outcome: FetchPartitionOutcome) -> tuple[Any, ...] | None:
+    """Kafka's list for a read_committed answer, None (null on the wire) for read_uncommitted."""
+    if outcome.aborted_transactions is None:
+        return None
+    return tuple(
+        build(schema.AbortedTransaction, producer_id=i64(entry.producer_id), first_offset=i64(entry.first_offset)) for entry in outcome.aborted_transactions
     )
 
 
