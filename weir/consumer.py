@@ -62,6 +62,7 @@ from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import FetchedChunk, Fetcher, PartitionState
 from weir.group_membership import GroupMembership, Partition, parse_subscription
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
+from weir.read_committed import committed_batches
 from weir.records import (
     CONTROL_FLAG_MASK,
     TIMESTAMP_TYPE_MASK,
@@ -385,7 +386,9 @@ class Consumer:
         if collector_was_enabled:
             gc.disable()
         try:
-            for position, header in iter_batch_positions(records):
+            # At read_committed the batches of aborted transactions are left out (and markers).
+            batches = committed_batches(records, chunk.aborted) if chunk.aborted else iter_batch_positions(records)
+            for position, header in batches:
                 if header.attributes & CONTROL_FLAG_MASK or header.base_offset + header.last_offset_delta < min_offset:
                     continue
                 timestamp_type = TIMESTAMP_LOG_APPEND_TIME if header.attributes & TIMESTAMP_TYPE_MASK else TIMESTAMP_CREATE_TIME

@@ -111,18 +111,30 @@ class FetchedChunk:
     """Record bytes of one partition from one Fetch answer, or an event (``error`` set, ``records`` empty).
 
     ``min_offset`` is the offset that was fetched (records below it are skipped);
-    ``next_offset`` follows the last complete batch.
+    ``next_offset`` follows the last complete batch. ``aborted`` holds (producer id, first
+    offset) of the transactions the broker says were aborted in this range (read_committed
+    only): their records are dropped when the chunk is decoded (``weir.read_committed``).
     """
 
-    __slots__ = ("state", "generation", "records", "min_offset", "next_offset", "error")
+    __slots__ = ("state", "generation", "records", "min_offset", "next_offset", "error", "aborted")
 
-    def __init__(self, state: PartitionState, generation: int, records: bytes, min_offset: int, next_offset: int, error: KafkaError | None = None) -> None:
+    def __init__(
+        self,
+        state: PartitionState,
+        generation: int,
+        records: bytes,
+        min_offset: int,
+        next_offset: int,
+        error: KafkaError | None = None,
+        aborted: tuple[tuple[int, int], ...] = (),
+    ) -> None:
         self.state = state
         self.generation = generation
         self.records = records
         self.min_offset = min_offset
         self.next_offset = next_offset
         self.error = error
+        self.aborted = aborted
 
 
 class Fetcher:
@@ -478,17 +490,22 @@ class Fetcher:
             next_offset = header.base_offset + header.last_offset_delta + 1
         if next_offset > fetch_offset:
             state.fetch_position = next_offset
-            self.chunks.append(FetchedChunk(state, generation, records, fetch_offset, next_offset))
+            aborted = tuple((entry.producer_id, entry.first_offset) for entry in answer.aborted_transactions)
+            self.chunks.append(FetchedChunk(state, generation, records, fetch_offset, next_offset, aborted=aborted))
             self.prefetched_bytes += len(records)
         elif records:
             # Only a partial batch came back: it is larger than what we asked for. Ask for more.
             state.partition_max_bytes = min(state.partition_max_bytes * 2, max(self._max_bytes, 1))
-        elif self._partition_eof and fetch_offset >= answer.high_watermark and state.eof_offset != fetch_offset:
+        elif self._partition_eof and fetch_offset >= self._readable_end(answer) and state.eof_offset != fetch_offset:
             state.eof_offset = fetch_offset
             error = KafkaError(
                 KafkaError._PARTITION_EOF, f"Broker: No more messages: reached the end of {state.topic}-{state.partition} at offset {fetch_offset}"
             )
             self.chunks.append(FetchedChunk(state, generation, b"", fetch_offset, fetch_offset, error))
+
+    def _readable_end(self, answer: broker_pb2.FetchPartitionResponse) -> int:
+        """Where this consumer's reading ends: the last stable offset at read_committed, else the high watermark (as librdkafka)."""
+        return answer.last_stable_offset if self._isolation == broker_pb2.READ_COMMITTED else answer.high_watermark
 
     def refetch_locked(self, state: PartitionState, offset: int) -> None:
         """Fetch ``state`` again from ``offset`` after retry.backoff.ms (lock held).

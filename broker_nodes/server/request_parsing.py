@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from broker_nodes.replica_manager import FetchPartitionRequest
+from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED, FetchPartitionRequest
 from broker_nodes.server.errors import InvalidRequestError
 from grpc_protos.weir.v1 import broker_pb2
 
@@ -68,6 +68,7 @@ def fetch_partitions(request: broker_pb2.FetchRequest, default_partition_max_byt
                     partition.partition_max_bytes or default_partition_max_bytes,
                     partition.current_leader_epoch,
                     partition.last_fetched_epoch if partition.HasField("last_fetched_epoch") else -1,
+                    READ_COMMITTED if request.isolation_level == broker_pb2.READ_COMMITTED else READ_UNCOMMITTED,
                 )
             )
     require_unique(((partition.topic, partition.partition) for partition in partitions), "topic-partition")

@@ -26,6 +26,7 @@ import grpc
 from broker_nodes.cluster_state import BrokerEndpoint
 from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
+from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
 from broker_nodes.requests import configs as config_requests
 from broker_nodes.requests import coordinator_lookup as coordinator_lookup_requests
 from broker_nodes.requests import fetch as fetch_requests
@@ -218,6 +219,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     log_start_offset=item.log_start_offset,
                     records=item.records,
                     diverging_epoch=_epoch_end_offset(item.diverging_epoch),
+                    aborted_transactions=[
+                        broker_pb2.AbortedTransaction(producer_id=entry.producer_id, first_offset=entry.first_offset)
+                        for entry in item.aborted_transactions or ()
+                    ],
                 ),
             )
             for item in result.partitions
@@ -229,7 +234,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, call: CallContext) -> broker_pb2.ListOffsetsResponse:
-        wanted = [ListOffsetsPartition(topic, partition, timestamp) for topic, partition, timestamp in request_parsing.list_offsets_partitions(request)]
+        isolation_level = READ_COMMITTED if request.isolation_level == broker_pb2.READ_COMMITTED else READ_UNCOMMITTED
+        wanted = [
+            ListOffsetsPartition(topic, partition, timestamp, isolation_level=isolation_level)
+            for topic, partition, timestamp in request_parsing.list_offsets_partitions(request)
+        ]
         responses = [
             (
                 item.topic,
