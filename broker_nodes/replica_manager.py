@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterState
+from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.producer_ids import TransactionsUnsupportedError
 from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
-from broker_nodes.server.fetch_purgatory import FetchPurgatory
+from broker_nodes.replication.purgatory import AcksTarget, AcksWait
+from broker_nodes.server.fetch_purgatory import FetchPurgatory, LongPoll
 from broker_nodes.storage.errors import LogDirectoryError, OffsetOutOfRangeError
 from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from broker_nodes.storage.log import AppendInfo, PartitionLog
@@ -130,6 +133,47 @@ class ListOffsetsResult:
 _NO_RECORDS = b""
 
 
+class AppendInProgress:
+    """An append whose batches are in the logs, with what is left of its acks=all wait (a ``partition_waitlist.Pending``).
+
+    :attr:`results` has one AppendInfo or exception per entry; once :meth:`advance` returned
+    True it is the answer (a failed or timed-out wait replaces that entry's AppendInfo). Without
+    an acks=all wait the first :meth:`advance` returns True. Always :meth:`release` it: that
+    unregisters its waiters and gives back its acks=all wait slot.
+    """
+
+    def __init__(self, results: list[AppendInfo | Exception], wait: AcksWait | None = None, waited: Sequence[int] = (), slot: ExitStack | None = None) -> None:
+        self.results = results
+        self._wait = wait
+        self._waited = list(waited)
+        self._slot = slot
+        self._signal = wait.signal if wait is not None else WakeSignal()
+
+    @property
+    def signal(self) -> WakeSignal:
+        return self._signal
+
+    def advance(self) -> bool:
+        if self._wait is None:
+            return True
+        if not self._wait.advance():
+            return False
+        for index, error in zip(self._waited, self._wait.errors):
+            if error is not None:
+                self.results[index] = error
+        return True
+
+    def remaining_seconds(self) -> float:
+        return self._wait.remaining_seconds() if self._wait is not None else 0.0
+
+    def release(self) -> None:
+        if self._wait is not None:
+            self._wait.release()
+        if self._slot is not None:
+            self._slot.close()
+            self._slot = None
+
+
 def _raise_unknown_if_deleted(log: PartitionLog) -> None:
     """A log closed under a request was deleted with its topic: answer as for an unknown partition."""
     if log.closed:
@@ -200,11 +244,30 @@ class ReplicaManager:
     ) -> list[AppendInfo | Exception]:
         """Append each ``(topic, partition, record batches)``; one result or exception per entry.
 
+        Blocks this thread through the acks=all wait; see :meth:`start_append_records`.
+        """
+        append = self.start_append_records(acks, entries, transactional_id=transactional_id, timeout_ms=timeout_ms, trusted=trusted, on_append=on_append)
+        wait_blocking(append)
+        return append.results
+
+    def start_append_records(
+        self,
+        acks: int,
+        entries: Sequence[tuple[str, int, bytes]],
+        *,
+        transactional_id: str = "",
+        timeout_ms: int = 0,
+        trusted: bool = False,
+        on_append: AppendObserver | None = None,
+    ) -> AppendInProgress:
+        """Append each ``(topic, partition, record batches)`` now; the acks=all wait is left to the caller.
+
         Request-wide problems (invalid acks, more bytes than max.request.size, a transactional
         request) fail every entry and append nothing. With acks=all, replicated partitions are
         answered once their in-sync replicas have the batch, or with REQUEST_TIMED_OUT after
         ``timeout_ms`` (0 or less: the broker's request.timeout.ms); all partitions are
-        appended first and then waited for together. Internal topics are refused, except
+        appended first and then waited for together, by driving the returned
+        :class:`AppendInProgress` (a ``Pending``). Internal topics are refused, except
         :data:`TRUSTED_PRODUCE_TOPICS` for a ``trusted`` caller. ``on_append`` sees every
         append that succeeded (duplicates included), even when the acks=all wait then fails.
         """
@@ -218,19 +281,23 @@ class ReplicaManager:
             if size > self._max_request_size:
                 request_error = ProduceRequestTooLargeError(size, self._max_request_size)
         if request_error is not None:
-            return [request_error] * len(entries)
+            return AppendInProgress([request_error] * len(entries))
         replication = self.replication
+        slot = ExitStack()  # an acks=all wait slot, held until the wait ends (released with the AppendInProgress)
         if acks == ACKS_ALL and replication is not None:
             try:
-                with replication.wait_slot():
-                    return self._append_entries(acks, entries, timeout_ms, trusted, on_append)
+                slot.enter_context(replication.wait_slot())
             except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
-                return [error] * len(entries)
-        return self._append_entries(acks, entries, timeout_ms, trusted, on_append)
+                return AppendInProgress([error] * len(entries))
+        try:
+            return self._append_entries(acks, entries, timeout_ms, trusted, on_append, slot)
+        except BaseException:
+            slot.close()
+            raise
 
     def _append_entries(
-        self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int, trusted: bool, on_append: AppendObserver | None
-    ) -> list[AppendInfo | Exception]:
+        self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int, trusted: bool, on_append: AppendObserver | None, slot: ExitStack
+    ) -> AppendInProgress:
         results: list[AppendInfo | Exception] = []
         replication = self.replication
         # Whether each partition was led replicated when its batch was appended, taken before the
@@ -252,16 +319,19 @@ class ReplicaManager:
             results.append(info)
             if on_append is not None:
                 on_append(topic, partition, info)
-        if acks == ACKS_ALL and replication is not None:
-            wait_ms = timeout_ms if timeout_ms > 0 else self.default_request_timeout_ms
-            deadline = self._clock.monotonic() + wait_ms / 1000.0
-            for index, ((topic, partition, _), result) in enumerate(zip(entries, results)):
-                if isinstance(result, AppendInfo) and (replicated_when_appended[index] or replication.is_replicated_leader(topic, partition)):
-                    try:
-                        replication.wait_for_replication(topic, partition, result.last_offset + 1, deadline, wait_ms)
-                    except Exception as error:
-                        results[index] = error
-        return results
+        if acks != ACKS_ALL or replication is None:
+            return AppendInProgress(results, slot=slot)
+        wait_ms = timeout_ms if timeout_ms > 0 else self.default_request_timeout_ms
+        waited: list[int] = []
+        targets: list[AcksTarget] = []
+        for index, ((topic, partition, _), result) in enumerate(zip(entries, results)):
+            if isinstance(result, AppendInfo) and (replicated_when_appended[index] or replication.is_replicated_leader(topic, partition)):
+                waited.append(index)
+                targets.append(replication.acks_target(topic, partition, result.last_offset + 1, wait_ms))
+        if not targets:
+            return AppendInProgress(results, slot=slot)
+        wait = replication.acks.wait(targets, self._clock.monotonic() + wait_ms / 1000.0, self._clock.monotonic)
+        return AppendInProgress(results, wait, waited, slot)
 
     def append_to_partition(self, topic: str, partition: int, records: bytes, *, acks: int = 1) -> AppendInfo:
         """Append record batches as leader, advance the high watermark and wake waiting fetches.
@@ -313,18 +383,31 @@ class ReplicaManager:
     # ------------------------------------------------------------------ fetch
 
     def fetch(self, requests: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchPartitionResult]:
-        """Read every partition; wait up to ``max_wait_ms`` until ``min_bytes`` are available.
+        """Read every partition; wait up to ``max_wait_ms`` until ``min_bytes`` are available, blocking this thread.
 
         Returns at once when enough bytes are there, when any partition has an error, or when
         ``max_wait_ms`` is 0. Otherwise parks in the fetch purgatory (appends wake it) and
         reads again after each wake-up, until enough bytes arrived or the deadline passed.
         """
-        return self._purgatory.long_poll(
+        poll = self.start_fetch(requests, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, holds_thread=True)
+        wait_blocking(poll)
+        assert poll.results is not None
+        return poll.results
+
+    def start_fetch(
+        self, requests: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int, holds_thread: bool
+    ) -> LongPoll[list[FetchPartitionResult]]:
+        """The long poll :meth:`fetch` runs, not yet started: its owner drives it (see ``fetch_purgatory.LongPoll``).
+
+        ``holds_thread``: whether the owner blocks a thread while it waits (the fetch purgatory caps those apart).
+        """
+        return self._purgatory.start_long_poll(
             ((request.topic, request.partition) for request in requests),
             lambda: self._read_partitions(requests, max_bytes),
             min_bytes=min_bytes,
             max_wait_ms=max_wait_ms,
             monotonic=self._clock.monotonic,
+            holds_thread=holds_thread,
         )
 
     def _read_partitions(self, requests: Sequence[FetchPartitionRequest], max_bytes: int) -> tuple[list[FetchPartitionResult], int, bool]:

@@ -10,6 +10,18 @@ version. Per-partition outcomes are error codes in the response, never exception
 exception escaping a handler is logged and the connection closed (what Kafka does with a
 request it cannot answer).
 
+Waiting: a handler whose request must wait (a long-poll Fetch, an acks=all Produce, a JoinGroup
+or SyncGroup until its rebalance) never blocks its worker thread. It starts the request in the
+transport-neutral layer, which hands back a ``partition_waitlist.Pending`` (the same steps the
+gRPC servicer runs blocking), and returns :func:`answer_when_done` of it: the response at once
+when the first step finishes the request, otherwise a :class:`Continuation`. The connection then
+parks the request on the listener's event loop: it subscribes to the pending's wake signal (the
+callback completes an asyncio future through ``loop.call_soon_threadsafe``), arms a loop timer
+for its deadline, and holds no thread; after each wake-up or the deadline it runs the next step
+on a worker thread, and once the request is done the continuation's ``finish`` (on a worker
+thread) builds the response. The connection always releases the pending: when it is answered,
+when the client disconnects while it waits, and when the listener stops.
+
 Throttling: a handler puts the neutral layer's ``throttle_ms`` into the response's
 ``throttle_time`` (kio's name for Kafka's ``throttle_time_ms``, a ``datetime.timedelta``); a
 response whose ``throttle_time`` is above zero mutes the connection for that long after it is
@@ -29,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kio.schema.index import api_key_map, schema_name_map
 
+from broker_nodes.partition_waitlist import Pending, wait_blocking
 from broker_nodes.security.access import CallContext
 
 if TYPE_CHECKING:
@@ -59,7 +72,38 @@ class KafkaRequestContext:
 
 
 Handler = Callable[[KafkaRequestContext, Any], Any]
-"""kio request object -> kio response object of the same API version, or :data:`NO_RESPONSE`."""
+"""kio request object -> kio response object of the same API version, :data:`NO_RESPONSE`, or a :class:`Continuation`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A handler's answer when its request must wait: the listener drives ``pending`` without a thread,
+    then calls ``finish`` on a worker thread for the response (or :data:`NO_RESPONSE`)."""
+
+    pending: Pending
+    finish: Callable[[], Any]
+
+
+def answer_when_done(pending: Pending, finish: Callable[[], Any]) -> Any:
+    """Run ``pending``'s first step here: ``finish()`` when that ends it, else a :class:`Continuation` to park."""
+    try:
+        done = pending.advance()
+    except BaseException:
+        pending.release()
+        raise
+    if not done:
+        return Continuation(pending, finish)
+    pending.release()
+    return finish()
+
+
+def answer_blocking(answer: Any) -> Any:
+    """A handler's answer with any :class:`Continuation` run to its end on this thread (in-process callers and tests)."""
+    if not isinstance(answer, Continuation):
+        return answer
+    wait_blocking(answer.pending, started=True)
+    return answer.finish()
+
 
 NO_RESPONSE = None
 """A handler's answer when Kafka sends nothing back (Produce with acks=0): the connection sends no

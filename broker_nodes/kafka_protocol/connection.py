@@ -4,7 +4,13 @@ Like Kafka's own broker, a connection has one request in progress at a time: the
 is read only after the previous response was written. Responses therefore go out in request
 order, as Kafka requires, and clients may still pipeline (what they send meanwhile waits in
 the socket's buffers, which TCP bounds). Thousands of idle connections cost one small
-coroutine each and no thread: only a request being handled holds a worker thread.
+coroutine each and no thread: only a request's short steps (decode, read or append, encode)
+hold a worker thread. A request that must wait (the handler answered an ``api.Continuation``:
+a long poll, acks=all, a rebalance) is parked on the event loop — a future the pending's wake
+signal completes through ``loop.call_soon_threadsafe``, a loop timer for its deadline — and
+its next step runs on a worker thread after each wake-up (:meth:`KafkaConnection._wait_parked`).
+While it is parked the connection watches the socket: a client that disconnects releases the
+parked request at once; a pipelined request's first byte is kept for the next read.
 
 Per frame, on the event loop: wait for its first byte up to ``connections.max.idle.ms``
 (idle connections are closed), then the rest of the 4-byte size within the request read
@@ -116,12 +122,32 @@ class ConnectionClosed(Exception):
 
 
 @dataclass(frozen=True)
+class Parked:
+    """A request whose handler answered a continuation: what its later steps need."""
+
+    continuation: api.Continuation
+    api_key: int
+    api_version: int
+    correlation_id: int
+    started: float  # on the connection's clock, for the request duration metric
+
+
+@dataclass(frozen=True)
 class Reply:
-    """What the worker thread hands back: the frame to send (None: nothing), then whether to close, and the mute."""
+    """What the worker thread hands back: the frame to send (None: nothing), then whether to close, and the mute.
+
+    ``parked``: no answer yet, the request waits on the loop (then ``frame`` is None).
+    """
 
     frame: bytes | None
     close: ConnectionClosed | None = None
     throttle_seconds: float = 0.0
+    parked: Parked | None = None
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _api_name(api_key: int) -> str:
@@ -151,6 +177,8 @@ class KafkaConnection:
         self._clock = clock
         self.busy = False  # a request is being read or answered (shutdown lets it finish)
         self.stopping = False
+        self._next_first_byte: bytes | None = None  # a pipelined request's first byte, read while a request was parked
+        self._parked_wakeup: asyncio.Future[None] | None = None  # completed to end the current park early (shutdown)
 
     async def serve(self) -> None:
         """Answer requests until the client leaves, a limit or bad input closes the connection, or the listener stops."""
@@ -160,12 +188,15 @@ class KafkaConnection:
         try:
             while not self.stopping:
                 frame, taken = await self._read_frame()
+                executor = self._executor_for(frame)
                 try:
-                    reply = await asyncio.get_running_loop().run_in_executor(self._executor_for(frame), self.answer, frame)
+                    reply = await asyncio.get_running_loop().run_in_executor(executor, self.answer, frame)
                 finally:
                     if taken and self._services.budget is not None:
                         self._services.budget.release(taken)
                     del frame
+                if reply.parked is not None:
+                    reply = await self._wait_parked(reply.parked, executor)
                 if reply.frame is not None:
                     self._writer.write(reply.frame)
                     async with asyncio.timeout(self._limits.read_timeout):
@@ -199,8 +230,10 @@ class KafkaConnection:
     async def _read_frame(self) -> tuple[bytes, int]:
         """The next request frame and the budget bytes taken for it (give them back when answered)."""
         try:
-            async with asyncio.timeout(self._limits.idle_timeout):
-                first = await self._reader.readexactly(1)
+            first, self._next_first_byte = self._next_first_byte, None
+            if first is None:
+                async with asyncio.timeout(self._limits.idle_timeout):
+                    first = await self._reader.readexactly(1)
         except TimeoutError:
             raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
         self.busy = True
@@ -242,23 +275,96 @@ class KafkaConnection:
             keys = peek_request(frame)
         except FrameError as error:
             return Reply(None, ConnectionClosed("malformed", str(error)))
-        name = _api_name(keys.api_key)
         started = self._clock()
+        return self._guarded(keys.api_key, keys.api_version, started, lambda: self._answer_request(frame, keys, started))
+
+    def _guarded(self, api_key: int, api_version: int, started: float, step: Callable[[], Reply]) -> Reply:
+        """Run one step of a request (on a worker thread); a failure closes the connection. Counts the request once answered."""
+        name = _api_name(api_key)
         try:
-            reply = self._answer_request(frame, keys)
+            reply = step()
         except ConnectionClosed as closed:
             reply = Reply(None, closed)
         except FrameError as error:
             reply = Reply(None, ConnectionClosed("malformed", str(error)))
         except Exception:
-            logger.exception("Kafka handler of %s v%d failed (connection from %s)", name, keys.api_version, self.peer)
-            reply = Reply(None, ConnectionClosed("handler_error", f"the {name} v{keys.api_version} handler failed (logged above)"))
-        metrics = self._services.metrics
-        metrics.requests.labels(name, "ok" if reply.close is None else "closed").inc()
-        metrics.duration.labels(name).observe(self._clock() - started)
+            logger.exception("Kafka handler of %s v%d failed (connection from %s)", name, api_version, self.peer)
+            reply = Reply(None, ConnectionClosed("handler_error", f"the {name} v{api_version} handler failed (logged above)"))
+        if reply.parked is None:
+            metrics = self._services.metrics
+            metrics.requests.labels(name, "ok" if reply.close is None else "closed").inc()
+            metrics.duration.labels(name).observe(self._clock() - started)
         return reply
 
-    def _answer_request(self, frame: bytes, keys: Any) -> Reply:
+    async def _wait_parked(self, parked: Parked, executor: Executor) -> Reply:
+        """Wait on the loop (no thread) until the parked request is done, running its steps on ``executor``; its reply.
+
+        Each round subscribes a loop future to the pending's wake signal and arms a timer for
+        its deadline, then runs the next step on a worker thread. The pending is always
+        released: answered, failed, client gone (the socket watch raises), or cancelled.
+        """
+        loop = asyncio.get_running_loop()
+        pending = parked.continuation.pending
+        try:
+            while True:
+                woken: asyncio.Future[None] = loop.create_future()
+
+                def wake(future: asyncio.Future[None] = woken) -> None:
+                    try:
+                        loop.call_soon_threadsafe(_resolve, future)
+                    except RuntimeError:  # the loop closed meanwhile (listener stopped): nobody waits any more
+                        pass
+
+                self._parked_wakeup = woken
+                if self.stopping:  # the listener began stopping before this park: take the next step at once
+                    _resolve(woken)
+                timer = loop.call_later(max(pending.remaining_seconds(), 0.0), _resolve, woken)
+                pending.signal.subscribe(wake)
+                try:
+                    await self._park_until(woken)
+                finally:
+                    pending.signal.subscribe(None)
+                    timer.cancel()
+                    self._parked_wakeup = None
+                reply = await loop.run_in_executor(executor, self._resume, parked)
+                if reply.parked is None:
+                    return reply
+                if self.stopping:
+                    raise ConnectionClosed("shutdown", "the listener stopped while a request was waiting")
+        finally:
+            pending.release()
+
+    def _resume(self, parked: Parked) -> Reply:
+        """The parked request's next step (on a worker thread): the reply once it is done, else the same ``parked``."""
+
+        def step() -> Reply:
+            if not parked.continuation.pending.advance():
+                return Reply(None, parked=parked)
+            return self._reply_to(parked.api_key, parked.api_version, parked.correlation_id, parked.continuation.finish())
+
+        return self._guarded(parked.api_key, parked.api_version, parked.started, step)
+
+    async def _park_until(self, woken: asyncio.Future[None]) -> None:
+        """Wait for ``woken``, meanwhile watching the socket: EOF or a reset ends the connection (raised), a byte is kept."""
+        if self._next_first_byte is not None:  # a pipelined request already arrived: nothing more to watch for
+            await woken
+            return
+        watch = asyncio.ensure_future(self._reader.readexactly(1))
+        try:
+            await asyncio.wait((woken, watch), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not watch.done():
+                watch.cancel()  # readexactly consumes nothing until its byte is there
+        if watch.done() and not watch.cancelled():
+            self._next_first_byte = watch.result()  # raises IncompleteReadError / ConnectionError when the client left
+            await woken
+
+    def wake_parked(self) -> None:
+        """End the current park early (on the loop thread): the request takes its next step now (shutdown)."""
+        if self._parked_wakeup is not None:
+            _resolve(self._parked_wakeup)
+
+    def _answer_request(self, frame: bytes, keys: Any, started: float) -> Reply:
         registration = api.registration(keys.api_key)
         if registration is None:
             raise ConnectionClosed("unknown_api", f"api key {keys.api_key} is not served here")
@@ -293,10 +399,18 @@ class KafkaConnection:
             listener=self._services.listener,
         )
         response = registration.handler(context, request.body)
+        if isinstance(response, api.Continuation):
+            return Reply(None, parked=Parked(response, keys.api_key, keys.api_version, keys.correlation_id, started))
+        return self._reply_to(keys.api_key, keys.api_version, keys.correlation_id, response)
+
+    @staticmethod
+    def _reply_to(api_key: int, api_version: int, correlation_id: int, response: Any) -> Reply:
+        """The reply carrying a handler's response (checked to be the request's API and version)."""
         if response is None:
             return Reply(None)  # api.NO_RESPONSE: Produce with acks=0 is answered with nothing, as Kafka does
-        if type(response).__api_key__ != keys.api_key or type(response).__version__ != keys.api_version:
-            raise TypeError(f"the {name} v{keys.api_version} handler answered {type(response).__module__}.{type(response).__qualname__}")
+        if type(response).__api_key__ != api_key or type(response).__version__ != api_version:
+            name = _api_name(api_key)
+            raise TypeError(f"the {name} v{api_version} handler answered {type(response).__module__}.{type(response).__qualname__}")
         throttle = getattr(response, "throttle_time", None)
         throttle_seconds = throttle.total_seconds() if throttle is not None else 0.0
-        return Reply(encode_response(keys.correlation_id, response), throttle_seconds=throttle_seconds)
+        return Reply(encode_response(correlation_id, response), throttle_seconds=throttle_seconds)

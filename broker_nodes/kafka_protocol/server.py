@@ -1,11 +1,13 @@
 """The Kafka-protocol listener of one broker: an asyncio server on its own thread, handlers on a bounded pool.
 
 One event loop thread owns every socket (accepting, TLS, reading frames, writing responses,
-timeouts); handlers run on thread pools, so a blocking handler (a long-poll fetch, an acks=all
-produce, a JoinGroup waiting for its rebalance) holds a worker, never the loop, and a slow client
-holds nothing but its own coroutine. Requests that answer at once (``connection.QUICK_API_KEYS``)
-have ``kafka.handler.threads`` workers of their own, the others ``kafka.waiting.handler.threads``,
-so heartbeats and ApiVersions are never queued behind long polls and rebalances. Limits: ``max.connections`` open connections
+timeouts) and every parked request: a long-poll fetch, an acks=all produce or a JoinGroup/SyncGroup
+waiting for its rebalance waits there as a future and a loop timer (``api.Continuation``), holding
+no thread; a slow client holds nothing but its own coroutine. Handlers' steps run on thread pools:
+requests that answer at once (``connection.QUICK_API_KEYS``) have ``kafka.handler.threads``
+workers of their own, the others ``kafka.waiting.handler.threads`` (which the requests that still
+block while they wait, offset commits and administration forwarded to the controller, hold), so
+heartbeats and ApiVersions are never queued behind them. Limits: ``max.connections`` open connections
 (one beyond is closed as it is accepted), ``socket.request.max.bytes`` per frame,
 ``queued.max.request.bytes`` of request bytes in flight (shared with the gRPC port),
 ``connections.max.idle.ms`` and ``kafka.request.read.timeout.ms``; see ``connection``.
@@ -208,6 +210,8 @@ class KafkaServer:
             connection.stopping = True
             if not connection.busy:
                 task.cancel()
+            else:
+                connection.wake_parked()  # a parked long poll answers now with what it has; other waits end the connection
         tasks = list(self._connections.values())
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace_seconds)

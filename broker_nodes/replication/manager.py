@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
+from broker_nodes.partition_waitlist import wait_blocking
 from broker_nodes.replication.errors import (
     FencedLeaderEpochError,
     LowWatermarkTimedOutError,
@@ -41,7 +42,7 @@ from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
 from broker_nodes.replication.isr import IsrChangeCallback, IsrChangeCounts, IsrTracker
 from broker_nodes.replication.low_watermark_purgatory import LowWatermarkPurgatory
-from broker_nodes.replication.purgatory import AcksPurgatory
+from broker_nodes.replication.purgatory import AcksPurgatory, AcksTarget
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 from broker_nodes.storage.errors import OffsetOutOfRangeError
 from broker_nodes.storage.log import PartitionLog
@@ -307,32 +308,40 @@ class ReplicationManager:
     def wait_for_replication(self, topic: str, partition: int, required_offset: int, deadline: float, timeout_ms: int) -> None:
         """Block this request's thread until the high watermark reaches ``required_offset``.
 
-        ``deadline`` is on the injected clock's monotonic scale. Raises ReplicationTimedOutError
-        at the deadline, NotLeaderOrFollowerError when leadership moved away meanwhile, and
-        NotEnoughReplicasAfterAppendError when the ISR that has the batch is below min.insync.replicas.
+        ``deadline`` is on the injected clock's monotonic scale. Raises what :meth:`acks_target`
+        names: ReplicationTimedOutError at the deadline, NotLeaderOrFollowerError when leadership
+        moved away meanwhile, NotEnoughReplicasAfterAppendError when the ISR is below min.insync.replicas.
+        """
+        wait = self.acks.wait([self.acks_target(topic, partition, required_offset, timeout_ms)], deadline, self._clock.monotonic)
+        wait_blocking(wait)
+        if wait.errors[0] is not None:
+            raise wait.errors[0]
+
+    def acks_target(self, topic: str, partition: int, required_offset: int, timeout_ms: int) -> AcksTarget:
+        """What an acks=all produce waits for on one partition: the high watermark at ``required_offset``.
+
+        Its check raises NotLeaderOrFollowerError when this broker no longer leads the partition
+        replicated (or the purgatory closed) and NotEnoughReplicasAfterAppendError when the ISR
+        that has the batch is below min.insync.replicas; at the deadline ReplicationTimedOutError.
         """
         key = (topic, partition)
         log = self._log(topic, partition)
-        if log is None:
-            raise NotLeaderOrFollowerError(topic, partition, -1)
-        waiter = self.acks.park(key, required_offset)
-        try:
-            while True:
-                waiter.rearm()
-                tracker = self._leaders.get(key)
-                if tracker is None or self.acks.closed:
-                    raise NotLeaderOrFollowerError(topic, partition, -1)
-                if log.high_watermark >= required_offset:
-                    required = self._min_insync_replicas(topic)
-                    if len(tracker.isr) < required:
-                        raise NotEnoughReplicasAfterAppendError(topic, partition, len(tracker.isr), required)
-                    return
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    raise ReplicationTimedOutError(topic, partition, required_offset, log.high_watermark, timeout_ms)
-                waiter.wait(remaining)
-        finally:
-            self.acks.release(waiter)
+
+        def check() -> bool:
+            tracker = self._leaders.get(key)
+            if log is None or tracker is None or self.acks.closed:
+                raise NotLeaderOrFollowerError(topic, partition, -1)
+            if log.high_watermark < required_offset:
+                return False
+            required = self._min_insync_replicas(topic)
+            if len(tracker.isr) < required:
+                raise NotEnoughReplicasAfterAppendError(topic, partition, len(tracker.isr), required)
+            return True
+
+        def timed_out() -> Exception:
+            return ReplicationTimedOutError(topic, partition, required_offset, log.high_watermark if log is not None else -1, timeout_ms)
+
+        return AcksTarget(key, required_offset, check, timed_out)
 
     # ------------------------------------------------------------------ DeleteRecords (leader)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.requests import throttle
 from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, leader_hint, plain_error
@@ -19,6 +20,7 @@ from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
 from broker_nodes.server.broker import Broker
+from broker_nodes.server.fetch_purgatory import LongPoll
 from broker_nodes.storage.transaction_index import AbortedTransaction
 
 
@@ -57,8 +59,71 @@ def fetch_limit(broker: Broker, requested_max_bytes: int) -> int:
 def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int) -> FetchResult:
     """Read every partition (``topic`` as the caller names it); one outcome per partition, in order.
 
-    Precondition: no (topic, partition) occurs twice, the numbers are not negative. Blocks up
-    to ``max_wait_ms`` until ``min_bytes`` are available (never when a partition is denied).
+    Precondition: no (topic, partition) occurs twice, the numbers are not negative. Blocks this
+    thread up to ``max_wait_ms`` until ``min_bytes`` are available (never when a partition is
+    denied); :func:`start_fetch` is the same fetch for a caller that waits without a thread.
+    """
+    pending = start_fetch(broker, call, partitions, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, holds_thread=True)
+    wait_blocking(pending)
+    return pending.result()
+
+
+class PendingFetch:
+    """One Fetch between its steps (a ``partition_waitlist.Pending``): drive it, then :meth:`result` answers it.
+
+    :meth:`advance` reads (first call) and re-reads after wake-ups on the calling thread, and
+    :meth:`result`, once :meth:`advance` returned True, builds the outcomes, charges the quota
+    and meters what is returned (once). Always :meth:`release` it (unparks the fetch).
+    """
+
+    def __init__(
+        self,
+        broker: Broker,
+        call: CallContext,
+        partitions: Sequence[FetchPartitionRequest],
+        authorized: list[FetchPartitionRequest],
+        qualified: list[FetchPartitionRequest],
+        poll: LongPoll[list[FetchPartitionResult]],
+    ) -> None:
+        self._broker = broker
+        self._call = call
+        self._partitions = partitions
+        self._authorized = authorized
+        self._qualified = qualified
+        self._poll = poll
+
+    @property
+    def signal(self) -> WakeSignal:
+        return self._poll.signal
+
+    def advance(self) -> bool:
+        return self._poll.advance()
+
+    def remaining_seconds(self) -> float:
+        return self._poll.remaining_seconds()
+
+    def release(self) -> None:
+        self._poll.release()
+
+    def result(self) -> FetchResult:
+        results = self._poll.results
+        assert results is not None, "result() before advance() returned True"
+        return _finish(self._broker, self._call, self._partitions, self._authorized, self._qualified, results)
+
+
+def start_fetch(
+    broker: Broker,
+    call: CallContext,
+    partitions: Sequence[FetchPartitionRequest],
+    *,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    holds_thread: bool = False,
+) -> PendingFetch:
+    """The fetch :func:`fetch` runs, authorized but not yet read: its caller drives it (see :class:`PendingFetch`).
+
+    ``holds_thread``: the caller blocks a thread while it waits (False: it waits on an event loop).
     """
     limit = fetch_limit(broker, max_bytes)
     authorized = [item for item in partitions if call.may(Operation.READ, ResourceType.TOPIC, item.topic)]
@@ -75,9 +140,20 @@ def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartition
         for item in authorized
     ]
     if len(authorized) < len(partitions):
-        results = broker.replica_manager.fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=limit)
+        poll = broker.replica_manager.start_fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=limit, holds_thread=holds_thread)
     else:
-        results = broker.replica_manager.fetch(qualified, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=limit)
+        poll = broker.replica_manager.start_fetch(qualified, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=limit, holds_thread=holds_thread)
+    return PendingFetch(broker, call, partitions, authorized, qualified, poll)
+
+
+def _finish(
+    broker: Broker,
+    call: CallContext,
+    partitions: Sequence[FetchPartitionRequest],
+    authorized: list[FetchPartitionRequest],
+    qualified: list[FetchPartitionRequest],
+    results: list[FetchPartitionResult],
+) -> FetchResult:
     by_partition = {(item.topic, item.partition): result for item, result in zip(authorized, results)}
     outcomes = []
     for item in partitions:

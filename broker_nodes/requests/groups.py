@@ -15,8 +15,10 @@ runs out answers REBALANCE_IN_PROGRESS and the member joins again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Generic, TypeVar
 
 from broker_nodes.coordinator.groups.classic import (
     ClassicDescription,
@@ -36,6 +38,7 @@ from broker_nodes.coordinator.groups.group import GroupState, Heartbeat, Heartbe
 from broker_nodes.coordinator.groups.member import Member, TopicPartition
 from broker_nodes.coordinator.groups.subscriptions import TenantSubscriptions
 from broker_nodes.coordinator.offset_store import InvalidGroupIdError
+from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.requests.outcomes import NO_ERROR
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -245,29 +248,86 @@ class JoinOutcome:
     answer: JoinAnswer | None = None
 
 
-def _wait(completion: Completion) -> object | None:
-    """The completion's result, waiting at most as long as the group's phase may last (plus the timer's margin)."""
-    return completion.wait(completion.wait_ms / 1000.0 + WAIT_MARGIN_S)
+Outcome = TypeVar("Outcome")
+Answer = TypeVar("Answer")
+
+
+class PendingGroupAnswer(Generic[Outcome]):
+    """A JoinGroup or SyncGroup waiting for its rebalance phase (a ``partition_waitlist.Pending``).
+
+    Done when the group completes its :class:`Completion` or when the phase's longest time
+    (plus the coordinator timer's margin) passed; :meth:`outcome` then maps the result (none:
+    REBALANCE_IN_PROGRESS, as before). Releasing only unsubscribes: the group keeps the
+    completion until the phase ends, which bounds it.
+    """
+
+    def __init__(self, completion: Completion, outcome: Callable[[object | None], Outcome], monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._completion = completion
+        self._outcome = outcome
+        self._monotonic = monotonic
+        self._deadline = monotonic() + completion.wait_ms / 1000.0 + WAIT_MARGIN_S
+
+    @property
+    def signal(self) -> WakeSignal:
+        return self._completion.signal
+
+    def advance(self) -> bool:
+        return self._completion.done or self.remaining_seconds() <= 0
+
+    def remaining_seconds(self) -> float:
+        return self._deadline - self._monotonic()
+
+    def release(self) -> None:
+        self._completion.signal.subscribe(None)
+
+    def outcome(self) -> Outcome:
+        return self._outcome(self._completion.result)
+
+
+def _answered(result: object) -> Completion:
+    completion = Completion()
+    completion.complete(result)
+    return completion
+
+
+def _expect(result: object | None, group: str, kind: type[Answer]) -> Answer:
+    """The group's answer of ``kind``; raises its error, or REBALANCE_IN_PROGRESS when none came in time."""
+    if result is None:
+        raise RebalanceInProgressError(group)
+    if isinstance(result, Exception):
+        raise result
+    assert isinstance(result, kind)
+    return result
 
 
 def join_group(broker: Broker, call: CallContext, group_id: str, request: JoinRequest) -> JoinOutcome:
-    """One classic JoinGroup (READ on the group); waits for the rebalance to complete, bounded by the rebalance timeout."""
+    """One classic JoinGroup (READ on the group); blocks this thread until the rebalance completes, bounded by the rebalance timeout."""
+    pending = start_join_group(broker, call, group_id, request)
+    wait_blocking(pending)
+    return pending.outcome()
+
+
+def start_join_group(broker: Broker, call: CallContext, group_id: str, request: JoinRequest) -> PendingGroupAnswer[JoinOutcome]:
+    """The JoinGroup :func:`join_group` runs, handed to the group; its caller drives the wait (see :class:`PendingGroupAnswer`)."""
+    group = call.qualify(group_id)
+
+    def outcome(result: object | None) -> JoinOutcome:
+        try:
+            answer = _expect(result, group, JoinAnswer)
+        except MemberIdRequiredError as error:
+            code, message = error_code_and_message(error)
+            return JoinOutcome(code, message, member_id=error.member_id)
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            return JoinOutcome(code, message, member_id=request.member_id)
+        return JoinOutcome(member_id=answer.member_id, answer=answer)
+
     try:
         _check_group(call, group_id, Operation.READ, "join")
-        completion = broker.group_coordinator.classic.join(call.qualify(group_id), request)
-        result = _wait(completion)
-        if result is None:
-            raise RebalanceInProgressError(call.qualify(group_id))
-        if isinstance(result, Exception):
-            raise result
-        assert isinstance(result, JoinAnswer)
-    except MemberIdRequiredError as error:
-        code, message = error_code_and_message(error)
-        return JoinOutcome(code, message, member_id=error.member_id)
+        completion = broker.group_coordinator.classic.join(group, request)
     except Exception as error:
-        code, message = error_code_and_message(error)
-        return JoinOutcome(code, message, member_id=request.member_id)
-    return JoinOutcome(member_id=result.member_id, answer=result)
+        completion = _answered(error)
+    return PendingGroupAnswer(completion, outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,28 +348,32 @@ class SyncRequest:
 
 
 def sync_group(broker: Broker, call: CallContext, group_id: str, request: SyncRequest) -> SyncOutcome:
-    """One classic SyncGroup (READ on the group); waits for the leader's assignment, bounded by the sync deadline."""
+    """One classic SyncGroup (READ on the group); blocks this thread until the leader's assignment, bounded by the sync deadline."""
+    pending = start_sync_group(broker, call, group_id, request)
+    wait_blocking(pending)
+    return pending.outcome()
+
+
+def start_sync_group(broker: Broker, call: CallContext, group_id: str, request: SyncRequest) -> PendingGroupAnswer[SyncOutcome]:
+    """The SyncGroup :func:`sync_group` runs, handed to the group; its caller drives the wait (see :class:`PendingGroupAnswer`)."""
+    group = call.qualify(group_id)
+
+    def outcome(result: object | None) -> SyncOutcome:
+        try:
+            answer = _expect(result, group, SyncAnswer)
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            return SyncOutcome(code, message)
+        return SyncOutcome(answer=answer)
+
     try:
         _check_group(call, group_id, Operation.READ, "sync with")
         completion = broker.group_coordinator.classic.sync(
-            call.qualify(group_id),
-            request.member_id,
-            request.instance_id,
-            request.generation,
-            request.protocol_type,
-            request.protocol_name,
-            request.assignments,
+            group, request.member_id, request.instance_id, request.generation, request.protocol_type, request.protocol_name, request.assignments
         )
-        result = _wait(completion)
-        if result is None:
-            raise RebalanceInProgressError(call.qualify(group_id))
-        if isinstance(result, Exception):
-            raise result
-        assert isinstance(result, SyncAnswer)
     except Exception as error:
-        code, message = error_code_and_message(error)
-        return SyncOutcome(code, message)
-    return SyncOutcome(answer=result)
+        completion = _answered(error)
+    return PendingGroupAnswer(completion, outcome)
 
 
 def classic_heartbeat(broker: Broker, call: CallContext, group_id: str, member_id: str, instance_id: str, generation: int) -> tuple[int, str]:

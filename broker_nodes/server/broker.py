@@ -132,7 +132,8 @@ class Broker:
             cleaner_enabled=bool(config["log.cleaner.enable"]),
             cleaner_backoff_ms=config.integer("log.cleaner.backoff.ms"),
         )
-        self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config))
+        # Kafka clients' long polls park without a thread, at most one per connection: max.connections bounds them.
+        self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config), max_parked_without_thread=config.integer("max.connections"))
         self.replica_manager = ReplicaManager(
             self.registry,
             self.log_manager,

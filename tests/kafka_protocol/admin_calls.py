@@ -38,6 +38,6 @@ def call_handler(broker: Any, call: CallContext, api_key: int, version: int, req
     assert registration is not None and registration.supports(version), f"no handler for API {api_key} v{version}"
     listener = api.KafkaListener(node_id=broker.config.node_id, host="127.0.0.1", port=9092)
     context = api.KafkaRequestContext(broker, call, api_key, version, correlation_id=7, client_id="test", listener=listener)
-    response = registration.handler(context, round_trip(request))
+    response = api.answer_blocking(registration.handler(context, round_trip(request)))
     assert type(response) is load_response_schema(api_key, version)
     return round_trip(response)

@@ -22,7 +22,8 @@ follower back in a Stable group with the same protocols keeps its assignment wit
 
 Waiting: a JoinGroup or SyncGroup that cannot be answered yet gets a :class:`Completion`,
 completed later (by another member's request or a timer) under the group's lock; the handler
-waits on it with a timeout outside the lock, so no request holds the group.
+waits on it with a timeout outside the lock (a gRPC thread blocks, the Kafka listener parks
+the request on its event loop), so no request holds the group.
 
 Timers (``now_ms`` passed in, from the coordinator's injected clock): session deadlines
 (members awaiting a join or sync answer are kept alive, as Kafka does), the join deadline, the
@@ -50,6 +51,7 @@ from broker_nodes.coordinator.groups.classic_errors import (
     RebalanceInProgressError,
 )
 from broker_nodes.coordinator.groups.errors import FencedInstanceIdError, GroupMaxSizeReachedError, InvalidSessionTimeoutError, UnknownMemberIdError
+from broker_nodes.partition_waitlist import WakeSignal
 
 NO_GENERATION = -1  # a commit or request from outside any generation
 
@@ -79,25 +81,36 @@ class Completion:
 
     ``wait_ms`` is how long the phase it waits for may last (the group's join or sync deadline
     from now), so the handler knows how long to wait at most; 0 for a result already there.
+    Completing it sets :attr:`signal`, which a blocked thread waits on or an event loop
+    subscribes to (``partition_waitlist.WakeSignal``), so a waiting JoinGroup or SyncGroup
+    need not hold a thread.
     """
 
     def __init__(self, wait_ms: int = 0) -> None:
-        self._done = threading.Event()
+        self.signal = WakeSignal()
+        self._lock = threading.Lock()
         self._result: object = None
         self.wait_ms = wait_ms
 
     def complete(self, result: object) -> None:
-        if not self._done.is_set():
+        with self._lock:
+            if self.signal.is_set():
+                return
             self._result = result
-            self._done.set()
+        self.signal.set()
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self.signal.is_set()
+
+    @property
+    def result(self) -> object | None:
+        """The result once :attr:`done`, else None."""
+        return self._result if self.signal.is_set() else None
 
     def wait(self, timeout_s: float) -> object | None:
         """The result, or None when it did not come within ``timeout_s``."""
-        return self._result if self._done.wait(timeout_s) else None
+        return self._result if self.signal.wait(timeout_s) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The classic group protocol: JoinGroup (key 11, v0-v9), SyncGroup (14, v0-v5), Heartbeat (12, v0-v4), LeaveGroup (13, v0-v5).
 
 Thin conversions to ``requests.groups``, which authorizes (READ on the group), maps the group id
-into the caller's tenant and waits, bounded, for the rebalance (see ``coordinator.groups.classic``
+into the caller's tenant and hands back the wait, bounded, for the rebalance (parked on the
+listener's loop, no thread held; see ``api.answer_when_done``) (see ``coordinator.groups.classic``
 for the state machine). The broker passes the members' protocol metadata and the leader's
 assignments through as bytes; it never decodes them.
 
@@ -37,7 +38,6 @@ NO_GENERATION = -1
 
 @api.handles(JOIN_GROUP_KEY, 0, 9)
 def handle_join_group(context: api.KafkaRequestContext, request: Any) -> Any:
-    schema = response_module(context)
     session_timeout_ms = timeout_ms(request.session_timeout)
     rebalance_timeout = getattr(request, "rebalance_timeout", None)
     rebalance_timeout_ms = timeout_ms(rebalance_timeout) if rebalance_timeout is not None and context.api_version >= 1 else session_timeout_ms
@@ -52,7 +52,13 @@ def handle_join_group(context: api.KafkaRequestContext, request: Any) -> Any:
         client_host=context.call.client_host,
         require_known_member_id=context.api_version >= MEMBER_ID_REQUIRED_VERSION,
     )
-    outcome = group_requests.join_group(context.broker, context.call, request.group_id, join)
+    pending = group_requests.start_join_group(context.broker, context.call, request.group_id, join)
+    # Parks on the listener's loop (no thread held) until the rebalance completes.
+    return api.answer_when_done(pending, lambda: _join_response(context, pending.outcome()))
+
+
+def _join_response(context: api.KafkaRequestContext, outcome: group_requests.JoinOutcome) -> Any:
+    schema = response_module(context)
     answer = outcome.answer
     if answer is None:
         return build(
@@ -86,7 +92,6 @@ def handle_join_group(context: api.KafkaRequestContext, request: Any) -> Any:
 
 @api.handles(SYNC_GROUP_KEY, 0, 5)
 def handle_sync_group(context: api.KafkaRequestContext, request: Any) -> Any:
-    schema = response_module(context)
     sync = SyncRequest(
         member_id=request.member_id,
         generation=request.generation_id,
@@ -95,7 +100,13 @@ def handle_sync_group(context: api.KafkaRequestContext, request: Any) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments={entry.member_id: bytes(entry.assignment) for entry in request.assignments},
     )
-    outcome = group_requests.sync_group(context.broker, context.call, request.group_id, sync)
+    pending = group_requests.start_sync_group(context.broker, context.call, request.group_id, sync)
+    # Parks on the listener's loop (no thread held) until the leader's assignment arrives.
+    return api.answer_when_done(pending, lambda: _sync_response(context, pending.outcome()))
+
+
+def _sync_response(context: api.KafkaRequestContext, outcome: group_requests.SyncOutcome) -> Any:
+    schema = response_module(context)
     answer = outcome.answer
     return build(
         schema.SyncGroupResponse,

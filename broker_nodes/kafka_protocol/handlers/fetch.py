@@ -48,18 +48,27 @@ def handle_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
     if getattr(request, "session_id", NO_SESSION) != NO_SESSION:
         return build(schema.FetchResponse, throttle_time=throttle_time(0), error_code=ErrorCode.fetch_session_id_not_found, session_id=NO_SESSION, responses=())
     wanted, refused, ids = _wanted_partitions(context, request)
-    throttle_ms = 0
-    outcomes = refused
-    if wanted:
-        result = fetch_requests.fetch(
-            context.broker,
-            context.call,
-            wanted,
-            max_wait_ms=max(int(request.max_wait.total_seconds() * 1000), 0),
-            min_bytes=max(request.min_bytes, 0),
-            max_bytes=max(request.max_bytes, 0),
-        )
-        outcomes, throttle_ms = [*result.partitions, *refused], result.throttle_ms
+    if not wanted:
+        return _response(context, request, refused, 0, ids)
+    pending = fetch_requests.start_fetch(
+        context.broker,
+        context.call,
+        wanted,
+        max_wait_ms=max(int(request.max_wait.total_seconds() * 1000), 0),
+        min_bytes=max(request.min_bytes, 0),
+        max_bytes=max(request.max_bytes, 0),
+    )
+
+    def finish() -> Any:
+        result = pending.result()
+        return _response(context, request, [*result.partitions, *refused], result.throttle_ms, ids)
+
+    # A long poll parks on the listener's loop (no thread held) until data arrives or max_wait passes.
+    return api.answer_when_done(pending, finish)
+
+
+def _response(context: api.KafkaRequestContext, request: Any, outcomes: list[FetchPartitionOutcome], throttle_ms: int, ids: dict[str, uuid.UUID]) -> Any:
+    schema = response_module(context)
     return build(
         schema.FetchResponse,
         throttle_time=throttle_time(throttle_ms),

@@ -39,7 +39,7 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
                 continue
             seen.add(key)
             partitions.append(ProducePartition(topic.name, data.index, bytes(data.records or b"")))
-    result = produce_requests.produce(
+    pending = produce_requests.start_produce(
         context.broker,
         context.call,
         partitions,
@@ -47,6 +47,11 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
         timeout_ms=timeout_ms(request.timeout),
         transactional_id=request.transactional_id or "",
     )
+    # acks=all parks on the listener's loop (no thread held) until the in-sync replicas have the batches.
+    return api.answer_when_done(pending, lambda: _response(context, request, pending.result(), repeated))
+
+
+def _response(context: api.KafkaRequestContext, request: Any, result: produce_requests.ProduceResult, repeated: list[ProducePartitionOutcome]) -> Any:
     if request.acks == NO_ACKS:
         return api.NO_RESPONSE  # Kafka sends nothing back for acks=0
     schema = response_module(context)
