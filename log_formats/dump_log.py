@@ -1,9 +1,10 @@
 """Print and verify a partition's files on disk, like Kafka's ``DumpLogSegments`` tool.
 
 ``weir-dump-log PATH`` reads segment files directly, with no broker: a ``.log`` file (every
-batch header, and with ``print_data`` every record), an ``.index`` or ``.timeindex`` file
-(every entry, each checked against the sibling ``.log``), or a partition directory (every
-segment in base-offset order). Byte layouts come from ``weir.records`` and ``log_formats.log_files``,
+batch header, and with ``print_data`` every record, transaction markers as COMMIT / ABORT
+with their coordinator epoch), an ``.index``, ``.timeindex`` or ``.txnindex`` file (every
+entry, each checked against the sibling ``.log``), or a partition directory (every segment in
+base-offset order). Byte layouts come from ``weir.records`` and ``log_formats.log_files``,
 the same definitions the broker's storage engine writes with.
 
 What is checked:
@@ -16,6 +17,10 @@ What is checked:
   of a batch and the entry's offset lies within that batch.
 - ``.timeindex``: timestamps strictly increasing, offsets never decreasing; the batch holding
   each entry's offset has exactly the entry's timestamp as its max timestamp.
+- ``.txnindex``: entries of version 0, last offsets strictly increasing, each first offset at
+  or below its last offset, and each last offset the offset of a control batch (the ABORT
+  marker) of the sibling log.
+- control records: each control batch holds a transaction marker (``log_formats.control_records``).
 
 Every finding becomes a :class:`DumpProblem` in the returned :class:`DumpReport`, and is also
 printed where it was found, so the text output reads top to bottom like Kafka's.
@@ -33,12 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from log_formats.control_records import decode_marker
 from log_formats.log_files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     OFFSET_INDEX_ENTRY,
     TIME_INDEX_ENTRY,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_ENTRY,
+    TXN_INDEX_ENTRY_VERSION,
+    TXN_INDEX_SUFFIX,
     parse_segment_file_name,
     segment_file_name,
 )
@@ -55,10 +64,10 @@ from weir.records import (
     validate_batch,
 )
 
-DUMPABLE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+DUMPABLE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 # Order in which one segment's files are dumped: the log first, so that its batch table is
 # built (with CRCs checked) once and then reused to check both indexes.
-_SEGMENT_FILE_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2}
+_SEGMENT_FILE_ORDER = {LOG_SUFFIX: 0, INDEX_SUFFIX: 1, TIME_INDEX_SUFFIX: 2, TXN_INDEX_SUFFIX: 3}
 # Progress is reported at most once per this many bytes of log, so that a caller's progress
 # bar costs nothing measurable next to the CRC work.
 _PROGRESS_STEP_BYTES = 4 * 1024 * 1024
@@ -114,13 +123,14 @@ class _BatchTable:
     ``end`` then cannot be judged) rather than at the end of the file or at a bad batch.
     """
 
-    __slots__ = ("positions", "base_offsets", "last_offsets", "max_timestamps", "end", "complete")
+    __slots__ = ("positions", "base_offsets", "last_offsets", "max_timestamps", "control_offsets", "end", "complete")
 
     def __init__(self) -> None:
         self.positions = array("q")
         self.base_offsets = array("q")
         self.last_offsets = array("q")
         self.max_timestamps = array("q")
+        self.control_offsets: set[int] = set()  # few: one per transaction marker
         self.end = 0
         self.complete = True
 
@@ -129,6 +139,8 @@ class _BatchTable:
         self.base_offsets.append(header.base_offset)
         self.last_offsets.append(header.last_offset)
         self.max_timestamps.append(header.max_timestamp)
+        if header.is_control:
+            self.control_offsets.add(header.base_offset)
         self.end = position + header.size
 
     def __len__(self) -> int:
@@ -152,8 +164,9 @@ class _BatchTable:
 def files_to_dump(path: Path | str) -> list[Path]:
     """The files :func:`dump` reads for ``path``, in order; DumpLogError when there are none.
 
-    A file must end in ``.log``, ``.index`` or ``.timeindex``. A directory yields its segment
-    files grouped by base offset, each group in the order log, index, time index.
+    A file must end in ``.log``, ``.index``, ``.timeindex`` or ``.txnindex``. A directory yields
+    its segment files grouped by base offset, each group in the order log, index, time index,
+    transaction index.
     """
     path = Path(path)
     if not path.exists():
@@ -166,7 +179,7 @@ def files_to_dump(path: Path | str) -> list[Path]:
                 base_offset, suffix = parsed
                 segment_files.append((base_offset, _SEGMENT_FILE_ORDER[suffix], child))
         if not segment_files:
-            raise DumpLogError(path, "the directory holds no segment files (.log, .index, .timeindex)")
+            raise DumpLogError(path, "the directory holds no segment files (.log, .index, .timeindex, .txnindex)")
         return [child for _, _, child in sorted(segment_files)]
     if path.suffix not in DUMPABLE_SUFFIXES:
         raise DumpLogError(path, f"not a segment file: expected one of {', '.join(DUMPABLE_SUFFIXES)}")
@@ -259,8 +272,10 @@ class _Dumper:
             self._dump_log(path)
         elif path.suffix == INDEX_SUFFIX:
             self._dump_offset_index(path)
-        else:
+        elif path.suffix == TIME_INDEX_SUFFIX:
             self._dump_time_index(path)
+        else:
+            self._dump_txn_index(path)
 
     # ------------------------------------------------------------------ .log files
 
@@ -335,11 +350,20 @@ class _Dumper:
                 # Sequences wrap at 2**31 as in Kafka's DefaultRecordBatch.incrementSequence.
                 sequence = (header.base_sequence + offset - header.base_offset) % (2**31)
             header_text = ", ".join(f"{header_key}={_format_bytes(header_value)}" for header_key, header_value in headers)
-            self._print(
-                f"| offset: {offset} {timestamp_name}: {timestamp}"
-                f" keySize: {_size(key)} valueSize: {_size(value)} sequence: {sequence}"
-                f" headers: [{header_text}] key: {_format_bytes(key)} payload: {_format_bytes(value)}"
-            )
+            prefix = f"| offset: {offset} {timestamp_name}: {timestamp} keySize: {_size(key)} valueSize: {_size(value)} sequence: {sequence} headers: [{header_text}]"
+            if header.is_control:
+                self._print(f"{prefix} {self._control_record_text(path, position, key, value)}")
+            else:
+                self._print(f"{prefix} key: {_format_bytes(key)} payload: {_format_bytes(value)}")
+
+    def _control_record_text(self, path: Path, position: int, key: bytes | None, value: bytes | None) -> str:
+        """A transaction marker as Kafka's DumpLogSegments prints it; a problem when it is none."""
+        try:
+            marker = decode_marker(key, value)
+        except RecordFormatError as error:
+            self._problem(path, position, f"control record is not a transaction marker: {error.reason}")
+            return f"key: {_format_bytes(key)} payload: {_format_bytes(value)}"
+        return f"endTxnMarker: {marker.type_name} coordinatorEpoch: {marker.coordinator_epoch}"
 
     def _table_for(self, index_path: Path, base_offset: int) -> _BatchTable | None:
         """The batch table of the log beside ``index_path``, scanned now if not yet; None if absent."""
@@ -473,6 +497,40 @@ class _Dumper:
                     entry_position,
                     f"entry (timestamp {timestamp}, offset {offset}): the batch at position {table.positions[row]} holding that offset has max timestamp {table.max_timestamps[row]}",
                 )
+        if unchecked:
+            self._print(f"{unchecked} entries past --max-bytes were not checked against the log")
+
+    # ------------------------------------------------------------------ .txnindex files
+
+    def _dump_txn_index(self, path: Path) -> None:
+        base_offset = self._base_offset_of(path)
+        data, count = self._read_entries(path, TXN_INDEX_ENTRY.size)
+        table = self._table_for(path, base_offset)
+        previous_last_offset: int | None = None
+        unchecked = 0
+        for number, (version, producer_id, first_offset, last_offset, last_stable_offset) in enumerate(
+            TXN_INDEX_ENTRY.iter_unpack(data[: count * TXN_INDEX_ENTRY.size])
+        ):
+            entry_position = number * TXN_INDEX_ENTRY.size
+            self._entry_line(
+                f"version: {version} producerId: {producer_id} firstOffset: {first_offset} lastOffset: {last_offset} lastStableOffset: {last_stable_offset}"
+            )
+            if version != TXN_INDEX_ENTRY_VERSION:
+                self._problem(path, entry_position, f"entry version {version} is not {TXN_INDEX_ENTRY_VERSION}")
+            if first_offset > last_offset:
+                self._problem(path, entry_position, f"first offset {first_offset} is above the last offset {last_offset}")
+            if previous_last_offset is not None and last_offset <= previous_last_offset:
+                self._problem(path, entry_position, f"last offset {last_offset} is not above the previous entry's last offset {previous_last_offset}")
+            previous_last_offset = last_offset
+            if table is None:
+                continue
+            if last_offset not in table.control_offsets:
+                if not table.complete and (not table or last_offset > table.last_offsets[-1]):
+                    unchecked += 1
+                else:
+                    self._problem(
+                        path, entry_position, f"aborted transaction of producer {producer_id}: no control batch of the log is at its last offset {last_offset}"
+                    )
         if unchecked:
             self._print(f"{unchecked} entries past --max-bytes were not checked against the log")
 
