@@ -240,15 +240,16 @@ def test_offset_for_leader_epoch_answers_from_the_epoch_cache(broker):
 
 
 @pytest.mark.parametrize("version", [0, 2, 4])
-def test_init_producer_id_allocates_and_refuses_transactional_ids(broker, version):
+def test_init_producer_id_allocates_and_sends_transactional_ids_to_their_coordinator(broker, version):
     schema = request_module(INIT_PRODUCER_ID, version)
     request = schema.InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT)
     first = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, request)
     second = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, request)
     assert first.error_code == ErrorCode.NO_ERROR and first.producer_id >= 0 and first.producer_epoch == 0
     assert second.producer_id != first.producer_id
+    # Before any FindCoordinator(TRANSACTION) a standalone broker has no __transaction_state yet.
     refused = call_handler(broker, ANONYMOUS, INIT_PRODUCER_ID, version, schema.InitProducerIdRequest(transactional_id="tx", transaction_timeout=TIMEOUT))
-    assert refused.error_code != ErrorCode.NO_ERROR and refused.producer_id == -1
+    assert refused.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and refused.producer_id == -1
     denied = call_handler(broker, tenant_client(Operation.READ), INIT_PRODUCER_ID, version, request)
     assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 

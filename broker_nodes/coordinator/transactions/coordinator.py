@@ -330,17 +330,20 @@ class TransactionCoordinator:
             current = state.transactions.get(transactional_id)
         return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, partitions)
 
-    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool) -> ProducerIdAndEpoch:
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool, bump_epoch: bool = True) -> ProducerIdAndEpoch:
         """EndTxn: store PrepareCommit / PrepareAbort (epoch bumped), start the markers, answer the id and epoch to use next.
 
         A retry of the EndTxn that ended the latest transaction is answered from the state.
+        ``bump_epoch`` False for clients of transactions version 1 (see ``state.end_transaction``).
         """
         state = self.coordinating(transactional_id)
         now = self._clock.milliseconds()
         outcome = self._change(
             state,
             transactional_id,
-            lambda current: machine.end_transaction(current, transactional_id, producer_id, producer_epoch, commit=commit, now_ms=now, allocate=self._allocate),
+            lambda current: machine.end_transaction(
+                current, transactional_id, producer_id, producer_epoch, commit=commit, now_ms=now, allocate=self._allocate, bump_epoch=bump_epoch
+            ),
             lambda decided: decided.metadata,
         )
         if outcome.metadata is not None:

@@ -319,8 +319,14 @@ def end_transaction(
     commit: bool,
     now_ms: int,
     allocate: AllocateProducerId,
+    bump_epoch: bool = True,
 ) -> EndOutcome:
-    """EndTxn: prepare the commit or abort of the producer's transaction, bumping its epoch (see the module docstring)."""
+    """EndTxn: prepare the commit or abort of the producer's transaction, bumping its epoch (see the module docstring).
+
+    ``bump_epoch`` False serves clients of transactions version 1 (EndTxn before v5), which
+    cannot learn a new epoch from the answer: the epoch stays, as Kafka keeps it for them,
+    and only a retry of the same EndTxn is recognised (KIP-890's defence needs version 2).
+    """
     if current is not None and current.ended_by == (producer_id, producer_epoch):
         return _retried_end(current, transactional_id, commit)
     current = _check_producer(current, transactional_id, producer_id, producer_epoch)
@@ -329,7 +335,7 @@ def end_transaction(
     if current.state is TransactionState.ONGOING or (not commit and current.state.idle):
         # KIP-890: an abort without an open transaction is accepted (the client may not know
         # whether its last call began one); it bumps the epoch and writes no marker.
-        prepared = _prepare(current, target, now_ms, allocate, ended_by=(producer_id, producer_epoch))
+        prepared = _prepare(current, target, now_ms, allocate, ended_by=(producer_id, producer_epoch), bump_epoch=bump_epoch)
         return EndOutcome(prepared, *next_producer(prepared))
     raise InvalidTransactionStateError(transactional_id, f"cannot {'commit' if commit else 'abort'} in state {current.state.kafka_name}")
 
@@ -383,11 +389,17 @@ def expired(current: TransactionMetadata, *, now_ms: int, expiration_ms: int) ->
 
 
 def _prepare(
-    current: TransactionMetadata, target: TransactionState, now_ms: int, allocate: AllocateProducerId, *, ended_by: tuple[int, int] | None
+    current: TransactionMetadata,
+    target: TransactionState,
+    now_ms: int,
+    allocate: AllocateProducerId,
+    *,
+    ended_by: tuple[int, int] | None,
+    bump_epoch: bool = True,
 ) -> TransactionMetadata:
-    """PrepareCommit/PrepareAbort with the epoch bumped; the markers carry the bumped epoch."""
-    epoch = current.producer_epoch + 1
-    next_producer_id = allocate() if epoch >= MAX_PRODUCER_EPOCH else log_records.NO_PRODUCER_ID
+    """PrepareCommit/PrepareAbort with the epoch bumped (unless ``bump_epoch`` is False); the markers carry that epoch."""
+    epoch = current.producer_epoch + 1 if bump_epoch else current.producer_epoch
+    next_producer_id = allocate() if bump_epoch and epoch >= MAX_PRODUCER_EPOCH else log_records.NO_PRODUCER_ID
     start = current.start_timestamp_ms if current.state is TransactionState.ONGOING else now_ms
     return current.transition(
         target,

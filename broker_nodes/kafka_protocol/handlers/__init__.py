@@ -4,6 +4,8 @@ ApiVersions answers exactly what is registered, so a module not imported here is
 Add one import line per handler module.
 """
 
+from broker_nodes.kafka_protocol.handlers import add_offsets_to_txn as add_offsets_to_txn
+from broker_nodes.kafka_protocol.handlers import add_partitions_to_txn as add_partitions_to_txn
 from broker_nodes.kafka_protocol.handlers import alter_configs as alter_configs
 from broker_nodes.kafka_protocol.handlers import api_versions as api_versions
 from broker_nodes.kafka_protocol.handlers import classic_groups as classic_groups
@@ -18,6 +20,7 @@ from broker_nodes.kafka_protocol.handlers import describe_acls as describe_acls
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import describe_producers as describe_producers
+from broker_nodes.kafka_protocol.handlers import end_txn as end_txn
 from broker_nodes.kafka_protocol.handlers import fetch as fetch
 from broker_nodes.kafka_protocol.handlers import find_coordinator as find_coordinator
 from broker_nodes.kafka_protocol.handlers import group_admin as group_admin

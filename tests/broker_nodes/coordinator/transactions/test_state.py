@@ -240,3 +240,11 @@ def test_only_idle_ids_expire(ids):
     assert machine.expired(initialised(ids), now_ms=NOW + 10, expiration_ms=10)
     assert not machine.expired(initialised(ids), now_ms=NOW + 9, expiration_ms=10)
     assert not machine.expired(ongoing(ids), now_ms=NOW + 10**9, expiration_ms=10)
+
+
+def test_clients_of_transactions_version_1_keep_their_epoch_and_retries_are_still_recognised(ids):
+    outcome = machine.end_transaction(ongoing(ids), TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids, bump_epoch=False)
+    assert outcome.metadata is not None and outcome.metadata.producer_epoch == 0 and outcome.producer_epoch == 0
+    completed = machine.complete(outcome.metadata, now_ms=NOW)
+    assert machine.end_transaction(completed, TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids, bump_epoch=False).metadata is None
+    assert machine.add_partitions(completed, TXN, 100, 0, [ORDERS], now_ms=NOW) is not None  # the next transaction, same epoch

@@ -1,0 +1,178 @@
+"""The transactional APIs for both front doors, over the broker's transaction coordinator.
+
+InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+DescribeTransactions and ListTransactions. Transactional ids, topics and groups are
+qualified with the caller's tenant on the way in (two tenants may use the same
+transactional id without meeting) and answered by the names the caller sent.
+
+Authorization: Kafka asks for WRITE (DESCRIBE to describe) on the TRANSACTIONAL_ID resource,
+which Weir's ACLs do not have yet; until they do, a caller that may write some topic may use
+transactional ids (every transactional producer needs that), else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Adding a partition needs WRITE on its topic, adding a
+group's offsets READ on the group, as in Kafka. When any partition of an AddPartitionsToTxn
+is refused, none is added and the others answer OPERATION_NOT_ATTEMPTED (Kafka's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from broker_nodes import names
+from broker_nodes.coordinator.transactions.errors import InvalidTransactionalIdError, TransactionalIdAuthorizationError
+from broker_nodes.coordinator.transactions.state import TransactionMetadata
+from broker_nodes.requests.outcomes import NO_ERROR
+from broker_nodes.requests.producer_ids import InitProducerIdOutcome
+from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
+from broker_nodes.server.broker import Broker
+from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.topic_registry import UnknownTopicOrPartitionError
+from weir.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionOutcome:
+    """An answer with one error code (AddOffsetsToTxn, EndTxn) and, for EndTxn, the producer id and epoch to use next."""
+
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    """One transactional id as DescribeTransactions / ListTransactions answer it (names as the tenant knows them)."""
+
+    transactional_id: str
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    state: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    timeout_ms: int = 0
+    start_timestamp_ms: int = -1
+    partitions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _check_transactional_id(call: CallContext, transactional_id: str | None) -> str:
+    """The qualified id; InvalidTransactionalIdError for an empty one, TransactionalIdAuthorizationError for a caller who may write nothing."""
+    if not transactional_id:
+        raise InvalidTransactionalIdError()
+    if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
+        raise TransactionalIdAuthorizationError(transactional_id, "use")
+    return call.qualify(transactional_id)
+
+
+def init_transactional_producer(
+    broker: Broker, call: CallContext, *, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+) -> InitProducerIdOutcome:
+    """InitProducerId with a transactional id: fence older producers of the id and answer the id and epoch to use."""
+    try:
+        qualified = _check_transactional_id(call, transactional_id)
+        found = broker.transaction_coordinator.init_producer_id(qualified, timeout_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return InitProducerIdOutcome(code, message)
+    return InitProducerIdOutcome(producer_id=found.producer_id, producer_epoch=found.producer_epoch)
+
+
+def add_partitions_to_txn(
+    broker: Broker, call: CallContext, *, transactional_id: str, producer_id: int, producer_epoch: int, topics: Mapping[str, Sequence[int]]
+) -> dict[str, dict[int, tuple[int, str]]]:
+    """AddPartitionsToTxn: (code, message) per partition, keyed by the topic names the caller sent."""
+    wanted = [(topic, partition) for topic, partitions in topics.items() for partition in partitions]
+    try:
+        qualified = _check_transactional_id(call, transactional_id)
+        refused = {(topic, partition): error for topic, partition in wanted if (error := _check_partition(broker, call, topic, partition)) is not None}
+        if refused:
+            not_attempted = (ErrorCode.OPERATION_NOT_ATTEMPTED, "another partition of the request was refused")
+            outcomes = {key: error_code_and_message(error) for key, error in refused.items()}
+            return _by_topic({key: outcomes.get(key, not_attempted) for key in wanted})
+        broker.transaction_coordinator.add_partitions(qualified, producer_id, producer_epoch, [(call.qualify(topic), partition) for topic, partition in wanted])
+    except Exception as error:
+        outcome = error_code_and_message(error)
+        return _by_topic(dict.fromkeys(wanted, outcome))
+    return _by_topic(dict.fromkeys(wanted, (NO_ERROR, "")))
+
+
+def _check_partition(broker: Broker, call: CallContext, topic: str, partition: int) -> Exception | None:
+    if not call.may(Operation.WRITE, ResourceType.TOPIC, topic):
+        return TopicAuthorizationError(topic, "write")
+    metadata = broker.registry.get(call.qualify(topic))
+    if metadata is None or not 0 <= partition < metadata.partitions:
+        return UnknownTopicOrPartitionError(topic, partition)
+    return None
+
+
+def _by_topic(outcomes: Mapping[tuple[str, int], tuple[int, str]]) -> dict[str, dict[int, tuple[int, str]]]:
+    grouped: dict[str, dict[int, tuple[int, str]]] = {}
+    for (topic, partition), outcome in outcomes.items():
+        grouped.setdefault(topic, {})[partition] = outcome
+    return grouped
+
+
+def add_offsets_to_txn(broker: Broker, call: CallContext, *, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TransactionOutcome:
+    """AddOffsetsToTxn: the group's offsets partition joins the transaction (its TxnOffsetCommits then count with it)."""
+    try:
+        qualified = _check_transactional_id(call, transactional_id)
+        if not call.may(Operation.READ, ResourceType.GROUP, group_id):
+            raise GroupAuthorizationError(group_id, "read")
+        broker.transaction_coordinator.add_offsets(qualified, producer_id, producer_epoch, call.qualify(group_id))
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return TransactionOutcome(code, message)
+    return TransactionOutcome()
+
+
+def end_txn(
+    broker: Broker, call: CallContext, *, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, bump_epoch: bool
+) -> TransactionOutcome:
+    """EndTxn: commit or abort; answers the producer id and epoch to use next (bumped when ``bump_epoch``, KIP-890)."""
+    try:
+        qualified = _check_transactional_id(call, transactional_id)
+        found = broker.transaction_coordinator.end_transaction(qualified, producer_id, producer_epoch, commit=commit, bump_epoch=bump_epoch)
+    except Exception as error:
+        code, message = error_code_and_message(error)
+        return TransactionOutcome(code, message)
+    return TransactionOutcome(producer_id=found.producer_id, producer_epoch=found.producer_epoch)
+
+
+def describe_transactions(broker: Broker, call: CallContext, transactional_ids: Sequence[str]) -> list[TransactionDescription]:
+    """DescribeTransactions: each id's state from its coordinator (this broker), in request order."""
+    described = []
+    for transactional_id in transactional_ids:
+        try:
+            qualified = _check_transactional_id(call, transactional_id)
+            described.append(_description(transactional_id, broker.transaction_coordinator.describe(qualified)))
+        except Exception as error:
+            code, message = error_code_and_message(error)
+            described.append(TransactionDescription(transactional_id, code, message))
+    return described
+
+
+def list_transactions(
+    broker: Broker, call: CallContext, *, states: Sequence[str] = (), producer_ids: Sequence[int] = (), min_duration_ms: int = -1
+) -> list[TransactionDescription]:
+    """ListTransactions: the caller's tenant's transactional ids coordinated by this broker (``min_duration_ms``: hanging ones)."""
+    if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
+        return []
+    found = broker.transaction_coordinator.list_transactions(states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms)
+    return [_description(names.plain(metadata.transactional_id), metadata) for metadata in found if names.belongs_to(metadata.transactional_id, call.tenant_id)]
+
+
+def _description(transactional_id: str, metadata: TransactionMetadata) -> TransactionDescription:
+    partitions: dict[str, list[int]] = {}
+    for topic, partition in sorted(metadata.partitions):
+        partitions.setdefault(names.plain(topic), []).append(partition)
+    return TransactionDescription(
+        transactional_id,
+        state=metadata.state.kafka_name,
+        producer_id=metadata.producer_id,
+        producer_epoch=metadata.producer_epoch,
+        timeout_ms=metadata.timeout_ms,
+        start_timestamp_ms=metadata.start_timestamp_ms,
+        partitions={topic: tuple(ids) for topic, ids in partitions.items()},
+    )
