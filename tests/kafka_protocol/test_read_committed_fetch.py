@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.kafka_protocol.test_data_handlers import fetch, list_offset, produce
+from tests.kafka_protocol.admin_calls import call_handler, request_module
+from tests.kafka_protocol.test_data_handlers import ANONYMOUS, DESCRIBE_PRODUCERS, fetch, list_offset, produce
 from tests.support.in_process_broker import InProcessBroker
 from weir.read_committed import committed_batches
 from weir.records import RecordBatchBuilder, batch_records_bytes, decode_records
@@ -122,3 +123,16 @@ def test_librdkafka_at_read_committed_skips_aborted_records_and_markers_over_the
             assert values == wanted
         else:
             assert values == [b"aborted-1", b"aborted-2", b"plain-1", b"committed-1", b"plain-2", b"open-1", b"plain-3"]
+
+
+def test_describe_producers_names_open_transactions_and_coordinator_epochs(server) -> None:
+    broker = server.broker
+    write_history(broker)
+    schema = request_module(DESCRIBE_PRODUCERS, 0)
+    request = schema.DescribeProducersRequest(topics=(schema.TopicRequest(name=TOPIC, partition_indexes=(0,)),))
+    producers = call_handler(broker, ANONYMOUS, DESCRIBE_PRODUCERS, 0, request).topics[0].partitions[0].active_producers
+    assert [(producer.producer_id, producer.coordinator_epoch, producer.current_txn_start_offset) for producer in producers] == [
+        (7, 0, -1),
+        (8, 0, -1),
+        (9, -1, 7),
+    ]

@@ -1,4 +1,9 @@
-"""DescribeProducers (key 61, v0): each partition's remembered idempotent producers, via ``requests.producers``."""
+"""DescribeProducers (key 61, v0): each partition's remembered producers, via ``requests.producers``.
+
+Each producer comes with the coordinator epoch of its last transaction marker and the first
+offset of its open transaction in the partition (-1 for none), which is how Kafka's
+``kafka-transactions.sh find-hanging`` finds transactions holding back the last stable offset.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,6 @@ from broker_nodes.requests import producers as producer_requests
 from broker_nodes.requests.producers import ProducersOutcome
 
 DESCRIBE_PRODUCERS_KEY = 61
-NO_COORDINATOR_EPOCH = -1  # no transactions yet: no transaction coordinator wrote markers
-NO_OPEN_TRANSACTION = -1
 
 
 @api.handles(DESCRIBE_PRODUCERS_KEY, 0, 0)
@@ -45,8 +48,8 @@ def _partition(schema: Any, outcome: ProducersOutcome) -> Any:
                 producer_epoch=producer.epoch,
                 last_sequence=producer.last_sequence,
                 last_timestamp=producer.last_timestamp,
-                coordinator_epoch=NO_COORDINATOR_EPOCH,
-                current_txn_start_offset=NO_OPEN_TRANSACTION,
+                coordinator_epoch=producer.coordinator_epoch,
+                current_txn_start_offset=producer.current_txn_start_offset,
             )
             for producer in outcome.producers
         ),
