@@ -89,13 +89,15 @@ class Completion:
     def __init__(self, wait_ms: int = 0) -> None:
         self.signal = WakeSignal()
         self._lock = threading.Lock()
+        self._completed = False  # under the lock: the first result wins, later ones are ignored
         self._result: object = None
         self.wait_ms = wait_ms
 
     def complete(self, result: object) -> None:
         with self._lock:
-            if self.signal.is_set():
+            if self._completed:
                 return
+            self._completed = True
             self._result = result
         self.signal.set()
 
