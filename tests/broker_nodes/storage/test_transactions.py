@@ -383,3 +383,13 @@ def test_compaction_keeps_markers_transactional_bits_and_committed_values_over_a
     assert len(after) < len(before) and [value for value in before if value in after] == after
     assert b"old" + filler not in after and b"tail" in after
     assert log.aborted_transactions(0, log.log_end_offset)[0].producer_id == 2
+
+
+def test_recompressed_transactional_batches_stay_transactional(open_log) -> None:
+    log = open_log({"compression.type": "gzip"})
+    first = log.append_as_leader(txn_batch(21, 0, [b"squeeze" * 20, b"me" * 30]), LEADER_EPOCH).first_offset
+    stored = [header for segment in log.segments for _, header in segment.iter_headers()]
+    assert stored[0].is_transactional and stored[0].compression != 0
+    assert log.last_stable_offset == first
+    marker(log, 21, commit=False)
+    assert committed_values(log) == []
