@@ -113,3 +113,27 @@ def test_tenants_ids_and_topics_are_their_own_and_acls_apply(broker):
     assert add(broker, writer, producer_id, epoch, topic="orders", partitions=(0,)) == {("orders", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert end(broker, writer, producer_id, epoch).error_code == ErrorCode.INVALID_TXN_STATE  # no transaction was begun
     assert broker.transaction_coordinator.describe(writer.qualify("app")).state is TransactionState.EMPTY
+
+
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+
+
+def test_describe_and_list_show_the_tenants_open_transactions(broker):
+    producer_id, epoch = init(broker, ANONYMOUS)
+    add(broker, ANONYMOUS, producer_id, epoch, partitions=(1,))
+    described = call_handler(broker, ANONYMOUS, DESCRIBE_TRANSACTIONS, 0, request(DESCRIBE_TRANSACTIONS, 0, transactional_ids=("app", "unknown")))
+    first, unknown = described.transaction_states
+    assert (first.error_code, first.transaction_state, first.producer_id, first.producer_epoch) == (ErrorCode.NO_ERROR, "Ongoing", producer_id, epoch)
+    assert [(topic.topic, tuple(topic.partitions)) for topic in first.topics] == [("events", (1,))]
+    assert first.transaction_start_time is not None
+    assert unknown.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    listed = call_handler(
+        broker, ANONYMOUS, LIST_TRANSACTIONS, 1, request(LIST_TRANSACTIONS, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(), duration_filter=0)
+    )
+    assert [(item.transactional_id, item.transaction_state) for item in listed.transaction_states] == [("app", "Ongoing")]
+    assert listed.unknown_state_filters == ("Bogus",)
+    other_tenant = tenant_client(Operation.WRITE)
+    assert (
+        call_handler(broker, other_tenant, LIST_TRANSACTIONS, 0, request(LIST_TRANSACTIONS, 0, state_filters=(), producer_id_filters=())).transaction_states
+        == ()
+    )

@@ -20,6 +20,7 @@ from broker_nodes.kafka_protocol.handlers import describe_acls as describe_acls
 from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cluster
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import describe_producers as describe_producers
+from broker_nodes.kafka_protocol.handlers import describe_transactions as describe_transactions
 from broker_nodes.kafka_protocol.handlers import end_txn as end_txn
 from broker_nodes.kafka_protocol.handlers import fetch as fetch
 from broker_nodes.kafka_protocol.handlers import find_coordinator as find_coordinator
@@ -27,6 +28,7 @@ from broker_nodes.kafka_protocol.handlers import group_admin as group_admin
 from broker_nodes.kafka_protocol.handlers import incremental_alter_configs as incremental_alter_configs
 from broker_nodes.kafka_protocol.handlers import init_producer_id as init_producer_id
 from broker_nodes.kafka_protocol.handlers import list_offsets as list_offsets
+from broker_nodes.kafka_protocol.handlers import list_transactions as list_transactions
 from broker_nodes.kafka_protocol.handlers import metadata as metadata
 from broker_nodes.kafka_protocol.handlers import offset_commit as offset_commit
 from broker_nodes.kafka_protocol.handlers import offset_delete as offset_delete
