@@ -6,7 +6,14 @@ issue 5's consumer-group settling time and group consumption throughput ratio (`
 issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)
 and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack); or
 issue 12's produce latency of a well-behaved tenant while another floods its broker with
-maximum-size requests (``flood``, one secured broker)."""
+maximum-size requests (``flood``, one secured broker).
+
+``--profile-broker DIR`` (produce, consume, e2e, all) samples the broker the benchmark starts with
+py-spy during each measured run of each door and prints, after the report, where its time went:
+own samples by area (``broker_nodes/storage``, ``kio``, ``grpc``, ``asyncio``, ...), the top
+functions by own and by inclusive samples, and the collapsed-stack file in DIR
+(``broker-<scenario>-<sdk|librdkafka>-<size>B.txt``) for speedscope or a flame graph. Figures of a
+profiled run show where the time goes; they are not the results."""
 
 from __future__ import annotations
 
@@ -111,6 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running Weir broker instead of starting one")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="cProfile the Weir client side, save .prof files in DIR and print the top functions")
+    parser.add_argument(
+        "--profile-broker",
+        type=Path,
+        metavar="DIR",
+        help="sample the started broker with py-spy during each Weir run, save collapsed stacks in DIR and print where its time went "
+        "(the figures of a profiled run are not results)",
+    )
+    parser.add_argument(
+        "--profile-broker-rate",
+        type=_positive_int,
+        default=defaults.DEFAULT_BROKER_PROFILE_RATE,
+        metavar="HZ",
+        help=f"samples per second of --profile-broker (default {defaults.DEFAULT_BROKER_PROFILE_RATE}; higher costs the broker more CPU)",
+    )
     parser.add_argument("--e2e-rate", type=_positive_int, default=defaults.DEFAULT_E2E_RATE, help="records/s of the end-to-end producer (default 5000)")
     parser.add_argument("--e2e-seconds", type=float, help=f"duration of an end-to-end run (default {defaults.DEFAULT_E2E_SECONDS:g})")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
@@ -163,6 +184,8 @@ def settings_from(arguments: argparse.Namespace) -> BenchSettings:
         e2e_seconds=chosen(arguments.e2e_seconds, defaults.QUICK_E2E_SECONDS, defaults.DEFAULT_E2E_SECONDS),  # type: ignore[arg-type]
         redis_url=arguments.redis_url,
         nats_url=arguments.nats_url,
+        broker_profile_directory=arguments.profile_broker,
+        broker_profile_rate=arguments.profile_broker_rate,
     )
 
 
@@ -259,6 +282,7 @@ def _run_peer_comparison(arguments: argparse.Namespace) -> int:
     malloc_tuned = tune_this_process()
     console = _console()
 
+    from bench.broker_profile import print_profile
     from bench.report import print_report
     from bench.runner import open_systems, run_scenario
 
@@ -266,9 +290,16 @@ def _run_peer_comparison(arguments: argparse.Namespace) -> int:
         results = [run_scenario(scenario, systems.available, settings, console) for scenario in settings.scenarios]
         descriptions = [system.describe_settings() for system in systems.available]
         profiles = [summary for system in systems.available for summary in getattr(system, "profile_summaries", [])]
+        broker_profiles = list(systems.broker_sampler.profiles.values()) if systems.broker_sampler else []
+    if broker_profiles:
+        console.print(
+            f"[yellow]Profiled run: py-spy sampled the broker at {settings.broker_profile_rate} Hz, which costs it CPU; these figures are not results.[/yellow]"
+        )
     print_report(console, results, systems.unavailable, descriptions, settings, malloc_tuned)
     for summary in profiles:
         console.print(summary, markup=False, highlight=False)
+    for broker_profile in broker_profiles:
+        print_profile(console, broker_profile)
     weir_missing = not any(system.name == "Weir" for system in systems.available)
     any_failed = any(row.failure for result in results for row in result.rows)
     return 1 if weir_missing or any_failed else 0

@@ -78,6 +78,13 @@ class LocalBroker:
     def kafka_address(self) -> str:
         return f"{LOOPBACK}:{self.kafka_port}"
 
+    @property
+    def pid(self) -> int:
+        """The broker's process id, for a profiler to attach to; only once started."""
+        if self._process is None:
+            raise RuntimeError("the broker has not been started")
+        return self._process.pid
+
     def command(self) -> list[str]:
         return [
             sys.executable,

@@ -4,6 +4,10 @@ Runs are interleaved (run 1 of every system, then run 2 of every system, ...) so
 stretch of the machine, a page-cache flush say, spreads over all systems instead of landing
 on one. A run that fails (lost records, a client error) marks its row failed with the
 reason; it never stops the other systems.
+
+With ``--profile-broker`` the started broker is sampled with py-spy during the measured part of
+every run of each of its doors (:mod:`bench.broker_sampler`): one profile per scenario, door and
+record size, the runs of each added up.
 """
 
 from __future__ import annotations
@@ -11,14 +15,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from bench.broker_launcher import BrokerStartError, LocalBroker
+from bench.broker_sampler import BrokerSampler
 from bench.measurements import Figures, LatencySample, ThroughputSample, median_figures
 from bench.payloads import value_pool
 from bench.settings import BenchSettings
 from bench.systems.base import BenchmarkedSystem, EndToEndPlan, SystemUnavailable
+
+if TYPE_CHECKING:
+    # Only a type here: the Weir SDK is imported when a benchmark actually runs (see open_systems).
+    from bench.systems.weir_system import BrokerSampling
+
+# The broker's two front doors, as profile names spell them.
+SDK_DOOR = "sdk"
+KAFKA_DOOR = "librdkafka"
 
 
 @dataclass
@@ -44,6 +58,7 @@ class Systems:
 
     available: list[BenchmarkedSystem] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
+    broker_sampler: BrokerSampler | None = None  # --profile-broker on a broker the benchmark started
 
 
 def _run_once(system: BenchmarkedSystem, scenario: str, records: int, values: list[bytes], settings: BenchSettings) -> ThroughputSample | LatencySample:
@@ -101,6 +116,9 @@ def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]
     from bench.systems.nats_jetstream import NatsJetStreamSystem
     from bench.systems.redis_streams import RedisStreamsSystem
 
+    if settings.broker_profile_directory is not None and settings.bootstrap is not None:
+        console.print("[yellow]Broker not profiled: --profile-broker samples the broker the benchmark starts, not one given with --bootstrap.[/yellow]")
+
     systems = Systems()
     with contextlib.ExitStack() as stack:
         bootstrap = settings.bootstrap
@@ -116,15 +134,19 @@ def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]
                 console.print("[dim]starting a Weir broker (python -m broker_nodes) ...[/dim]")
                 local = stack.enter_context(LocalBroker())
                 bootstrap, kafka_bootstrap = local.address, local.kafka_address
+                if settings.broker_profile_directory is not None:
+                    systems.broker_sampler = BrokerSampler(local.pid, settings.broker_profile_directory, settings.broker_profile_rate, console)
             except BrokerStartError as error:
                 systems.unavailable.append(f"Weir unavailable: {error}")
         if bootstrap is not None:
             options = WeirOptions(bootstrap=bootstrap, compression=settings.compression, delivery=settings.delivery)
-            _connect(systems, stack, lambda: WeirSystem(options, settings.profile_directory))
+            sdk_sampling = _door_sampling(systems.broker_sampler, SDK_DOOR)
+            _connect(systems, stack, lambda: WeirSystem(options, settings.profile_directory, sdk_sampling))
         if kafka_bootstrap is not None:
             # The same broker through its second front door, with the same client settings.
             kafka_options = WeirOptions(bootstrap=kafka_bootstrap, compression=settings.compression, delivery=settings.delivery, library=LIBRDKAFKA)
-            _connect(systems, stack, lambda: WeirSystem(kafka_options, settings.profile_directory))
+            kafka_sampling = _door_sampling(systems.broker_sampler, KAFKA_DOOR)
+            _connect(systems, stack, lambda: WeirSystem(kafka_options, settings.profile_directory, kafka_sampling))
         peer_factories: dict[str, Callable[[], BenchmarkedSystem]] = {
             "redis": lambda: RedisStreamsSystem(settings.redis_url),
             "nats": lambda: NatsJetStreamSystem(settings.nats_url),
@@ -132,6 +154,14 @@ def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]
         for peer in settings.peers:
             _connect(systems, stack, peer_factories[peer])
         yield systems
+
+
+def _door_sampling(sampler: BrokerSampler | None, door: str) -> BrokerSampling:
+    """What a Weir system of ``door`` brackets its measured stretches with: the broker sampler,
+    naming each profile ``<scenario>-<door>-<size>B``, or nothing."""
+    if sampler is None:
+        return lambda scenario, record_size: contextlib.nullcontext()
+    return lambda scenario, record_size: sampler.sampling(f"{scenario}-{door}-{record_size}B")
 
 
 def _connect(systems: Systems, stack: contextlib.ExitStack, factory: Callable[[], BenchmarkedSystem]) -> None:

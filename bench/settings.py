@@ -22,6 +22,8 @@ DEFAULT_E2E_SECONDS = 10.0
 QUICK_RECORDS = 20_000
 QUICK_RUNS = 1
 QUICK_E2E_SECONDS = 1.0
+# Samples per second of the broker profile (--profile-broker): py-spy's own default.
+DEFAULT_BROKER_PROFILE_RATE = 100
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class BenchSettings:
     e2e_seconds: float
     redis_url: str
     nats_url: str
+    # --profile-broker: where py-spy's collapsed stacks of the started broker go (None: not profiled).
+    broker_profile_directory: Path | None = None
+    broker_profile_rate: int = DEFAULT_BROKER_PROFILE_RATE
 
     def records_for(self, record_size: int) -> int:
         """Records per produce or consume run for ``record_size``-byte records."""

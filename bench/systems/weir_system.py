@@ -20,6 +20,7 @@ import time
 import uuid
 from array import array
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -42,6 +43,13 @@ ADMIN_TIMEOUT = 30.0
 # Delivery reporting modes of the produce scenario (see ``WeirOptions.delivery``).
 DELIVERY_SAMPLED = "sampled"
 DELIVERY_EVERY_RECORD = "every"
+
+# Brackets the measured part of a run (scenario, record size), e.g. to profile the broker just then.
+BrokerSampling = Callable[[str, int], AbstractContextManager[object]]
+
+
+def _not_sampled(scenario: str, record_size: int) -> AbstractContextManager[object]:
+    return nullcontext()
 
 
 @dataclass(frozen=True)
@@ -137,8 +145,9 @@ class DeliveryCounter:
 class WeirSystem:
     """A Weir broker at ``options.bootstrap`` reached with ``options.library``; used from one thread."""
 
-    def __init__(self, options: WeirOptions, profile_directory: Any = None) -> None:
+    def __init__(self, options: WeirOptions, profile_directory: Any = None, broker_sampling: BrokerSampling = _not_sampled) -> None:
         self.options = options
+        self._broker_sampling = broker_sampling
         self.name = options.library.system_name
         self.profile_directory = profile_directory
         self.profile_summaries: list[str] = []
@@ -200,7 +209,8 @@ class WeirSystem:
 
     def _load(self, topic: str, records: int, values: list[bytes], profiler_name: str | None) -> tuple[float, DeliveryCounter]:
         counter = DeliveryCounter()
-        with ClientProfiler(self.profile_directory if profiler_name else None, profiler_name or "") as profiler:
+        measured = self._broker_sampling("produce", len(values[0])) if profiler_name else nullcontext()
+        with measured, ClientProfiler(self.profile_directory if profiler_name else None, profiler_name or "") as profiler:
             producer = self._client.Producer(self.options.producer_config())
             started = time.perf_counter()
             self._send(producer, topic, records, values, counter)
@@ -237,7 +247,7 @@ class WeirSystem:
         topic = self._create_topic()
         try:
             self._load(topic, records, values, profiler_name=None)
-            with ClientProfiler(self.profile_directory, f"weir-consume-{len(values[0])}B") as profiler:
+            with self._broker_sampling("consume", len(values[0])), ClientProfiler(self.profile_directory, f"weir-consume-{len(values[0])}B") as profiler:
                 received, seconds = self._read_all(topic, records)
             if profiler.summary:
                 self.profile_summaries.append(profiler.summary)
@@ -277,7 +287,10 @@ class WeirSystem:
             __name__, "receive_stamped", {"consumer_config": self.options.consumer_config(), "topic": topic, "client_module": self.options.library.module}
         )
         try:
-            with LatencyReceiver(spec, plan.records, seconds_limit=plan.records / plan.rate_per_second + plan.drain_seconds) as receiver:
+            with (
+                LatencyReceiver(spec, plan.records, seconds_limit=plan.records / plan.rate_per_second + plan.drain_seconds) as receiver,
+                self._broker_sampling("e2e", len(values[0])),
+            ):
                 counter = DeliveryCounter()
                 producer = self._client.Producer(self.options.producer_config(linger_ms=0))
                 produce, poll = producer.produce, producer.poll
