@@ -408,6 +408,13 @@ class Consumer:
         self._decoded = messages
         self._decoded_index = 0
         self._decoded_chunk = chunk
+        if not messages:
+            # Only transaction markers or aborted transactions: nothing to return, but the
+            # position moves past them (as librdkafka's does), so that lag and commits do not
+            # stop short of a partition's end.
+            with self._fetcher.lock:
+                if state.generation == chunk.generation and self._fetcher.states.get((topic, partition)) is state:
+                    self._advance_position_locked(state, chunk.next_offset)
 
     def _take_decoded(self, out: list[Message], wanted: int) -> None:
         chunk = self._decoded_chunk
@@ -424,16 +431,21 @@ class Consumer:
             assert last_offset is not None  # every decoded record, and every batch that cannot be decoded, has its offset
             if last.error() is None:
                 next_position = last_offset + 1
+                if end == len(self._decoded):
+                    next_position = max(next_position, chunk.next_offset)  # past trailing markers or aborted batches
             else:
                 # A batch that cannot be decoded: the position stays on it and it is fetched
                 # again, so that every poll() returns this error until the application seeks
                 # past the batch (as librdkafka does with _BAD_MSG).
                 next_position = last_offset
                 self._fetcher.refetch_locked(state, next_position)
-            state.position = next_position
-            if self._auto_store:
-                state.stored_offset = next_position
+            self._advance_position_locked(state, next_position)
         out.extend(taken)
+
+    def _advance_position_locked(self, state: PartitionState, next_position: int) -> None:
+        state.position = next_position
+        if self._auto_store:
+            state.stored_offset = next_position
 
     # ------------------------------------------------------------------ positions and offsets
 

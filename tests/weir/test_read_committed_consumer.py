@@ -6,6 +6,7 @@ in-process broker (the transaction coordinator is not part of this test).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -93,5 +94,24 @@ def test_sdk_consumer_drops_aborted_records_and_markers_at_read_committed(server
         messages = consume_all(consumer, len(expected), timeout=20)
         assert [message.value() for message in messages] == expected
         assert consume_all(consumer, 1, timeout=0.5) == []  # nothing past the LSO (read_committed) or the high watermark
+    finally:
+        consumer.close()
+
+
+def test_sdk_consumer_position_moves_past_markers_and_aborted_batches(server: InProcessBroker) -> None:
+    write_history(server)
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{server.port}", "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        assert [message.value() for message in consume_all(consumer, 3)] == COMMITTED_VALUES
+        assert consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 7  # past the COMMIT at 6, up to the open transaction
+        manager = server.broker.replica_manager
+        manager.partition_log(TOPIC, 0).append_marker(9, 0, commit=False, coordinator_epoch=0, leader_epoch=manager.leader_epoch(TOPIC, 0))
+        # The next fetch holds only the aborted batch at 7 and its ABORT at 8: nothing to return,
+        # the position still moves to the end (the partition EOF event says where).
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and consumer.position([TopicPartition(TOPIC, 0)])[0].offset != 9:
+            assert [message for message in consumer.consume(10, 0.2) if message.error() is None] == []
+        assert consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 9
     finally:
         consumer.close()
