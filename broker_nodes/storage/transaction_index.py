@@ -82,6 +82,9 @@ class TransactionIndex:
             return f"{self.path.name} is missing"
         if size % TXN_INDEX_ENTRY.size:
             return f"{self.path.name} is {size} bytes, not a multiple of {TXN_INDEX_ENTRY.size}"
+        if size == 0:
+            self._entries = ()  # the common case (no aborted transaction), answered without reading
+            return None
         try:
             self._entries = None
             entries = self.entries
