@@ -53,6 +53,9 @@ TRUSTED_PRODUCE_TOPICS = frozenset({USAGE_TOPIC})
 
 # Called after each partition's append (before any acks=all wait): qualified topic, partition, result.
 AppendObserver = Callable[[str, int, AppendInfo], None]
+# KIP-890 part 1: (qualified transactional id, entries) -> the entries (by index) that must not be
+# appended, with why (set by the broker: coordinator.transactions.verification).
+TransactionVerifierFunction = Callable[[str, Sequence[tuple[str, int, bytes]]], dict[int, Exception]]
 
 
 class ReplicaManagerError(Exception):
@@ -211,6 +214,8 @@ class ReplicaManager:
         # Set by the broker once replication is wired in; None: every partition has one replica.
         self.replication: ReplicationManager | None = None
         self.default_request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS
+        # Without a verifier a transactional produce is refused (TransactionsUnsupportedError).
+        self.transaction_verifier: TransactionVerifierFunction | None = None
 
     # ------------------------------------------------------------------ lookups
 
@@ -263,7 +268,10 @@ class ReplicaManager:
         """Append each ``(topic, partition, record batches)`` now; the acks=all wait is left to the caller.
 
         Request-wide problems (invalid acks, more bytes than max.request.size, a transactional
-        request) fail every entry and append nothing. With acks=all, replicated partitions are
+        request without a :attr:`transaction_verifier`) fail every entry and append nothing. A
+        transactional request's (``transactional_id`` qualified) entries are first verified
+        with their coordinator (KIP-890): a partition not in the producer's ongoing
+        transaction gets the verifier's error and nothing appended. With acks=all, replicated partitions are
         answered once their in-sync replicas have the batch, or with REQUEST_TIMED_OUT after
         ``timeout_ms`` (0 or less: the broker's request.timeout.ms); all partitions are
         appended first and then waited for together, by driving the returned
@@ -272,7 +280,7 @@ class ReplicaManager:
         append that succeeded (duplicates included), even when the acks=all wait then fails.
         """
         request_error: Exception | None = None
-        if transactional_id:
+        if transactional_id and self.transaction_verifier is None:
             request_error = TransactionsUnsupportedError(transactional_id)
         elif acks not in VALID_ACKS:
             request_error = InvalidRequiredAcksError(acks)
@@ -282,6 +290,7 @@ class ReplicaManager:
                 request_error = ProduceRequestTooLargeError(size, self._max_request_size)
         if request_error is not None:
             return AppendInProgress([request_error] * len(entries))
+        refused = self.transaction_verifier(transactional_id, entries) if transactional_id and self.transaction_verifier is not None else {}
         replication = self.replication
         slot = ExitStack()  # an acks=all wait slot, held until the wait ends (released with the AppendInProgress)
         if acks == ACKS_ALL and replication is not None:
@@ -290,13 +299,20 @@ class ReplicaManager:
             except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
                 return AppendInProgress([error] * len(entries))
         try:
-            return self._append_entries(acks, entries, timeout_ms, trusted, on_append, slot)
+            return self._append_entries(acks, entries, timeout_ms, trusted, on_append, slot, refused)
         except BaseException:
             slot.close()
             raise
 
     def _append_entries(
-        self, acks: int, entries: Sequence[tuple[str, int, bytes]], timeout_ms: int, trusted: bool, on_append: AppendObserver | None, slot: ExitStack
+        self,
+        acks: int,
+        entries: Sequence[tuple[str, int, bytes]],
+        timeout_ms: int,
+        trusted: bool,
+        on_append: AppendObserver | None,
+        slot: ExitStack,
+        refused: dict[int, Exception],
     ) -> AppendInProgress:
         results: list[AppendInfo | Exception] = []
         replication = self.replication
@@ -305,8 +321,11 @@ class ReplicaManager:
         # (NOT_LEADER_OR_FOLLOWER, retried at the new leader), never skip it and answer success
         # for a batch no follower may have.
         replicated_when_appended: list[bool] = []
-        for topic, partition, records in entries:
+        for index, (topic, partition, records) in enumerate(entries):
             replicated_when_appended.append(replication is not None and replication.is_replicated_leader(topic, partition))
+            if index in refused:  # a transactional batch its coordinator did not verify
+                results.append(refused[index])
+                continue
             try:
                 if is_internal_topic_name(topic) and not (trusted and topic in TRUSTED_PRODUCE_TOPICS):
                     # Internal topics hold the brokers' own records (committed offsets); a

@@ -133,7 +133,7 @@ def start_produce(
     append = broker.replica_manager.start_append_records(
         acks,
         [(call.qualify(item.topic), item.partition, item.records) for item in authorized],
-        transactional_id=transactional_id,
+        transactional_id=call.qualify(transactional_id) if transactional_id else "",
         timeout_ms=timeout_ms,
         trusted=call.kind is CallerKind.INTERNAL,
         on_append=usage.appended if usage is not None else None,

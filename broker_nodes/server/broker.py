@@ -18,7 +18,7 @@ from typing import TypedDict
 import grpc
 
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
-from broker_nodes.cluster_state import ClusterSnapshot, ClusterState, StaleSnapshotError
+from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot, ClusterState, StaleSnapshotError
 from broker_nodes.config import BrokerConfig
 from broker_nodes.controller_client import ControllerClient
 from broker_nodes.coordinator.groups.classic import ClassicSettings
@@ -28,6 +28,7 @@ from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetStore
 from broker_nodes.coordinator.transactions.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TransactionSettings
 from broker_nodes.coordinator.transactions.marker_appender import MarkerAppender
 from broker_nodes.coordinator.transactions.marker_router import MarkerRouter
+from broker_nodes.coordinator.transactions.verification import TransactionVerifier
 from broker_nodes.metering import Metering
 from broker_nodes.metering.partition_stats import led_partition_stats
 from broker_nodes.producer_ids import ProducerIdManager
@@ -233,6 +234,15 @@ class Broker:
             markers=self.marker_router,
             settings=transaction_settings(config),
         )
+        # KIP-890 part 1: transactional batches are appended only once their coordinator verified the partition.
+        self.transaction_verifier = TransactionVerifier(
+            lambda: BrokerEndpoint(config.node_id, config.host_for_clients, 0),
+            lambda: self.cluster_state.snapshot,
+            self.transaction_coordinator,
+            channel_factory=self._internal_channel,
+            internal_token=config.internal_token,
+        )
+        self.replica_manager.transaction_verifier = self.transaction_verifier.refused_entries
         self._transaction_state_lock = threading.Lock()
         self._transaction_timeouts = PeriodicTask(
             "transaction-timeouts",
@@ -447,6 +457,7 @@ class Broker:
         self._transactional_id_expiry.stop()
         self.transaction_coordinator.shutdown()
         self.marker_router.close()
+        self.transaction_verifier.close()
         self._isr_expiry.stop()
         self.log_manager.shutdown()
         logger.info("logs closed cleanly")

@@ -89,6 +89,7 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     transaction_errors.InvalidTransactionStateError: ErrorCode.INVALID_TXN_STATE,
     transaction_errors.TransactionalIdNotFoundError: ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
     transaction_errors.TransactionalIdAuthorizationError: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    transaction_errors.TransactionVerificationUnavailableError: ErrorCode.NOT_ENOUGH_REPLICAS,
     group_errors.UnknownMemberIdError: ErrorCode.UNKNOWN_MEMBER_ID,
     group_errors.FencedMemberEpochError: ErrorCode.FENCED_MEMBER_EPOCH,
     group_errors.StaleMemberEpochError: ErrorCode.STALE_MEMBER_EPOCH,

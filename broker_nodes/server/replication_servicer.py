@@ -84,6 +84,23 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
             results.append(replication_pb2.WriteTxnMarkersPartitionResult(topic=topic, partition=partition, error_code=code, error_message=message))
         return replication_pb2.WriteTxnMarkersResponse(partitions=results)
 
+    def VerifyTxnPartitions(
+        self, request: replication_pb2.VerifyTxnPartitionsRequest, context: grpc.ServicerContext
+    ) -> replication_pb2.VerifyTxnPartitionsResponse:
+        """KIP-890 part 1 for a partition leader: is each partition in the producer's ongoing transaction (this broker coordinates the id)."""
+        self._check_call(context)
+        partitions = [(item.topic, item.partition) for item in request.partitions]
+        outcomes: dict[tuple[str, int], Exception | None]
+        try:
+            outcomes = self.broker.transaction_coordinator.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, partitions)
+        except Exception as refusal:  # not the coordinator (any more), still loading...: every partition's answer
+            outcomes = dict.fromkeys(partitions, refusal)
+        results = []
+        for (topic, partition), outcome in outcomes.items():
+            code, message = (0, "") if outcome is None else error_code_and_message(outcome)
+            results.append(replication_pb2.WriteTxnMarkersPartitionResult(topic=topic, partition=partition, error_code=code, error_message=message))
+        return replication_pb2.VerifyTxnPartitionsResponse(partitions=results)
+
     def OffsetForLeaderEpoch(
         self, request: replication_pb2.OffsetForLeaderEpochRequest, context: grpc.ServicerContext
     ) -> replication_pb2.OffsetForLeaderEpochResponse:

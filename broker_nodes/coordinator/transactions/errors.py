@@ -123,3 +123,18 @@ class TransactionalIdAuthorizationError(TransactionCoordinatorError):
         super().__init__(f"not authorized to {operation} transactional id {transactional_id!r}")
         self.transactional_id = transactional_id
         self.operation = operation
+
+
+class TransactionVerificationUnavailableError(TransactionCoordinatorError):
+    """A transactional batch could not be verified with its coordinator now; nothing was appended.
+
+    Answered NOT_ENOUGH_REPLICAS, as Kafka answers it (KIP-890): every producer retries that
+    error, whatever its version.
+    """
+
+    retriable = True
+
+    def __init__(self, transactional_id: str, reason: str) -> None:
+        super().__init__(f"the partition could not be verified with the transaction coordinator of {names.plain(transactional_id)!r}: {reason}")
+        self.transactional_id = transactional_id
+        self.reason = reason

@@ -6,6 +6,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class VerifyTxnPartitionsRequest(_message.Message):
+    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "partitions")
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[TxnMarkerPartition]
+    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TxnMarkerPartition, _Mapping]]] = ...) -> None: ...
+
+class VerifyTxnPartitionsResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersPartitionResult]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[WriteTxnMarkersPartitionResult, _Mapping]]] = ...) -> None: ...
+
 class TxnMarkerPartition(_message.Message):
     __slots__ = ("topic", "partition")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -49,6 +49,11 @@ class ReplicationStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.VerifyTxnPartitions = channel.unary_unary(
+                '/weir.v1.Replication/VerifyTxnPartitions',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -83,6 +88,17 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VerifyTxnPartitions(self, request, context):
+        """KIP-890 part 1 (Kafka's AddPartitionsToTxn v4 verify-only form): a partition leader asks
+        the transactional id's coordinator whether each partition is in the producer's ongoing
+        transaction before it appends a transactional batch. Per partition: NO_ERROR (it is),
+        INVALID_TXN_STATE (it is not), PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, or a
+        coordinator error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS...).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -100,6 +116,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'VerifyTxnPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyTxnPartitions,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -183,6 +204,33 @@ class Replication:
             '/weir.v1.Replication/WriteTxnMarkers',
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyTxnPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/VerifyTxnPartitions',
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.VerifyTxnPartitionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

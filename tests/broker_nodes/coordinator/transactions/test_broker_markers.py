@@ -9,10 +9,11 @@ import pytest
 
 from broker_nodes.config import load_broker_config
 from broker_nodes.coordinator.transactions.coordinator import TRANSACTION_STATE_TOPIC
+from broker_nodes.coordinator.transactions.errors import InvalidTransactionStateError, ProducerFencedError
 from broker_nodes.coordinator.transactions.state import TransactionState
 from broker_nodes.server.broker import Broker
 from log_formats.control_records import decode_marker
-from weir.records import batch_records_bytes, decode_records, iter_batch_positions
+from weir.records import RecordBatchBuilder, batch_records_bytes, decode_records, iter_batch_positions
 
 TXN = "app"
 
@@ -76,3 +77,26 @@ def test_a_restarted_standalone_broker_loads_its_transactions(tmp_path, broker):
         assert restarted.transaction_coordinator.describe(TXN).producer_id == ids.producer_id
     finally:
         restarted.shutdown()
+
+
+def transactional_batch(producer_id: int, epoch: int, sequence: int = 0) -> bytes:
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence, transactional=True)
+    builder.append(1_700_000_000_000, None, b"value")
+    return builder.build()
+
+
+def test_kip890_a_transactional_batch_is_appended_only_to_a_partition_of_the_ongoing_transaction(broker):
+    broker.ensure_transaction_state()
+    coordinator = broker.transaction_coordinator
+    ids = coordinator.init_producer_id(TXN, 60_000)
+    coordinator.add_partitions(TXN, ids.producer_id, ids.producer_epoch, [("orders", 0)])
+    batch = transactional_batch(ids.producer_id, ids.producer_epoch)
+    results = broker.replica_manager.append_records(1, [("orders", 0, batch), ("orders", 1, batch)], transactional_id=TXN)
+    assert not isinstance(results[0], Exception)
+    assert isinstance(results[1], InvalidTransactionStateError)
+    assert broker.replica_manager.partition_log("orders", 1).log_end_offset == 0
+    # A late batch of the ended transaction (old epoch) is refused too, even for a partition it had.
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    wait_for_state(broker, TransactionState.COMPLETE_COMMIT)
+    late = broker.replica_manager.append_records(1, [("orders", 0, transactional_batch(ids.producer_id, ids.producer_epoch, 1))], transactional_id=TXN)
+    assert isinstance(late[0], ProducerFencedError)

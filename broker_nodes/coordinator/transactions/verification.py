@@ -1,0 +1,157 @@
+"""KIP-890 part 1 on the produce path: a transactional batch is appended only if its partition is in the producer's ongoing transaction.
+
+Before a partition leader appends the batches of a transactional Produce, it asks the
+transactional id's coordinator (the leader of the id's ``__transaction_state`` partition)
+whether each partition was added to the producer's ongoing transaction, with the batch's
+producer id and epoch: this broker's own :class:`TransactionCoordinator` when it is the
+coordinator, else the coordinator's ``Replication.VerifyTxnPartitions`` (Kafka's
+AddPartitionsToTxn v4 verify-only form). A partition that is not in the transaction is
+refused (INVALID_TXN_STATE), so a late batch of a transaction that has ended can never open
+a hanging transaction or land in a later one; one of a fenced producer is PRODUCER_FENCED.
+When the coordinator cannot answer now, the batch is refused with a retriable error and
+nothing is appended.
+
+Thread-safe: channels are opened once per coordinator address under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import grpc
+
+from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
+from broker_nodes.coordinator.lookup import find_transaction_coordinator
+from broker_nodes.coordinator.transactions.coordinator import TransactionCoordinator
+from broker_nodes.coordinator.transactions.errors import (
+    InvalidProducerIdMappingError,
+    InvalidTransactionStateError,
+    ProducerFencedError,
+    TransactionCoordinatorNotAvailableError,
+    TransactionVerificationUnavailableError,
+)
+from broker_nodes.coordinator.transactions.markers import TopicPartition
+from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER
+from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
+from weir.errors import ErrorCode
+from weir.records import RecordFormatError, read_batch_header
+
+if TYPE_CHECKING:
+    from grpc_protos.weir.v1.replication_pb2_grpc import ReplicationStub
+
+VERIFY_DEADLINE_SECONDS = 10.0  # a verification is an in-memory lookup at the coordinator; this bounds an unreachable one
+
+
+class TransactionVerifier:
+    """Verifies the partitions of transactional produce requests with their coordinator. See the module docstring."""
+
+    def __init__(
+        self,
+        this_broker: Callable[[], BrokerEndpoint],
+        snapshot: Callable[[], ClusterSnapshot | None],
+        coordinator: TransactionCoordinator,
+        *,
+        channel_factory: Callable[[str], grpc.Channel],
+        internal_token: str,
+    ) -> None:
+        self._this_broker = this_broker
+        self._snapshot = snapshot
+        self._coordinator = coordinator
+        self._channel_factory = channel_factory
+        self._metadata = ((INTERNAL_TOKEN_HEADER, internal_token),)
+        self._lock = threading.Lock()
+        self._channels: dict[str, tuple[grpc.Channel, ReplicationStub]] = {}
+
+    def refused_entries(self, transactional_id: str, entries: Sequence[tuple[str, int, bytes]]) -> dict[int, Exception]:
+        """The entries (by index) that must not be appended, with why; ``transactional_id`` is qualified.
+
+        Each entry's producer id and epoch are read from its first batch; entries whose batches
+        are not transactional are left to the log's own checks.
+        """
+        by_producer: dict[tuple[int, int], list[int]] = {}
+        for index, (_, _, records) in enumerate(entries):
+            try:
+                header = read_batch_header(records, 0)
+            except (RecordFormatError, ValueError, IndexError):
+                continue  # the log refuses it with the precise error
+            if header.is_transactional:
+                by_producer.setdefault((header.producer_id, header.producer_epoch), []).append(index)
+        refused: dict[int, Exception] = {}
+        for (producer_id, producer_epoch), indexes in by_producer.items():
+            partitions = [(entries[index][0], entries[index][1]) for index in indexes]
+            outcomes = self.verify(transactional_id, producer_id, producer_epoch, partitions)
+            for index, topic_partition in zip(indexes, partitions):
+                error = outcomes.get(topic_partition)
+                if error is None:
+                    continue
+                if not isinstance(error, (InvalidTransactionStateError, ProducerFencedError, InvalidProducerIdMappingError)):
+                    error = TransactionVerificationUnavailableError(transactional_id, str(error))
+                refused[index] = error
+        return refused
+
+    def verify(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, Exception | None]:
+        """None for each partition in the producer's ongoing transaction, else the error its batch is refused with."""
+        this_broker = self._this_broker()
+        try:
+            coordinator = find_transaction_coordinator(self._snapshot(), transactional_id, this_broker)
+        except Exception as error:
+            return dict.fromkeys(partitions, error)
+        if coordinator.node_id == this_broker.node_id:
+            try:
+                return self._coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+            except Exception as error:
+                return dict.fromkeys(partitions, error)
+        return self._verify_remotely(f"{coordinator.host}:{coordinator.port}", transactional_id, producer_id, producer_epoch, partitions)
+
+    def _verify_remotely(
+        self, address: str, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, Exception | None]:
+        request = replication_pb2.VerifyTxnPartitionsRequest(
+            transactional_id=transactional_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            partitions=[replication_pb2.TxnMarkerPartition(topic=topic, partition=partition) for topic, partition in partitions],
+        )
+        try:
+            response = self._stub(address).VerifyTxnPartitions(request, timeout=VERIFY_DEADLINE_SECONDS, metadata=self._metadata)
+        except grpc.RpcError as error:
+            unavailable = TransactionCoordinatorNotAvailableError(transactional_id, f"the coordinator at {address} did not answer ({error.code().name})")
+            return dict.fromkeys(partitions, unavailable)
+        outcomes: dict[TopicPartition, Exception | None] = dict.fromkeys(
+            partitions, TransactionCoordinatorNotAvailableError(transactional_id, f"the coordinator at {address} did not answer for the partition")
+        )
+        for result in response.partitions:
+            outcomes[(result.topic, result.partition)] = _error_of(transactional_id, producer_id, producer_epoch, result.error_code, result.error_message)
+        return outcomes
+
+    def _stub(self, address: str) -> ReplicationStub:
+        with self._lock:
+            opened = self._channels.get(address)
+            if opened is None:
+                channel = self._channel_factory(address)
+                opened = (channel, replication_pb2_grpc.ReplicationStub(channel))
+                self._channels[address] = opened
+            return opened[1]
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = self._channels, {}
+        for channel, _ in channels.values():
+            channel.close()
+
+
+def _error_of(transactional_id: str, producer_id: int, producer_epoch: int, code: int, message: str) -> Exception | None:
+    """The typed error of a coordinator's answer: the refusals as themselves, anything else retriable (nothing appended)."""
+    if code == ErrorCode.NO_ERROR:
+        return None
+    if code == ErrorCode.INVALID_TXN_STATE:
+        return InvalidTransactionStateError(transactional_id, message)
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ProducerFencedError(transactional_id, producer_epoch, -1)
+    if code == ErrorCode.INVALID_PRODUCER_ID_MAPPING:
+        return InvalidProducerIdMappingError(transactional_id, producer_id)
+    return TransactionCoordinatorNotAvailableError(transactional_id, f"the coordinator could not verify the partition: {message}")
