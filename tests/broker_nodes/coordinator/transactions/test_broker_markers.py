@@ -100,3 +100,18 @@ def test_kip890_a_transactional_batch_is_appended_only_to_a_partition_of_the_ong
     wait_for_state(broker, TransactionState.COMPLETE_COMMIT)
     late = broker.replica_manager.append_records(1, [("orders", 0, transactional_batch(ids.producer_id, ids.producer_epoch, 1))], transactional_id=TXN)
     assert isinstance(late[0], ProducerFencedError)
+
+
+def test_the_brokers_periodic_task_aborts_a_transaction_past_its_timeout(tmp_path):
+    configs = ["offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1", "transaction.abort.timed.out.transaction.cleanup.interval.ms=20"]
+    broker = Broker(load_broker_config(node_id=1, listen="127.0.0.1:0", data_dir=tmp_path, configs=configs))
+    broker.start()
+    try:
+        broker.topic_admin.create_topic("orders", 1, 1, {})
+        broker.ensure_transaction_state()
+        ids = broker.transaction_coordinator.init_producer_id(TXN, 200)
+        broker.transaction_coordinator.add_partitions(TXN, ids.producer_id, ids.producer_epoch, [("orders", 0)])
+        wait_for_state(broker, TransactionState.COMPLETE_ABORT)
+        assert control_batches(broker, "orders", 0) == [(ids.producer_id, ids.producer_epoch + 1, False)]
+    finally:
+        broker.shutdown()
