@@ -27,7 +27,7 @@ PROGRAM = "weir-dump-log"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROGRAM, description="Print and verify .log/.index/.timeindex files or partition directories of a broker.")
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Print and verify .log/.index/.timeindex/.txnindex files or partition directories of a broker.")
     parser.add_argument("paths", nargs="+", metavar="PATH", type=Path)
     parser.add_argument("--print-data-log", action="store_true", help="also print every record")
     parser.add_argument("--verify-index-only", action="store_true", help="print only index problems, not entries or batches")
