@@ -50,8 +50,8 @@ def test_a_restored_database_backs_up_to_the_same_document(control_plane) -> Non
         "service_accounts": 1,
         "api_keys": 3,
         "scram_credentials": 4,  # SCRAM-SHA-256 and -512 of each of the two cluster keys
-        "topics": 5,
-        "partitions": 3 + 1 + 2 + 50 + 3,
+        "topics": 6,
+        "partitions": 3 + 1 + 2 + 50 + 50 + 3,  # tenants' topics, __consumer_offsets, __transaction_state, __usage
         "acl_bindings": 4,
         "quotas": 2,
         "brokers": 3,
@@ -59,7 +59,7 @@ def test_a_restored_database_backs_up_to_the_same_document(control_plane) -> Non
         "snapshot_versions": 2,
     }
     report = restore_control_plane(check_document(round_trip(before)), clear_existing=True)
-    assert report.cleared["tenants"] == 2 and report.restored["partitions"] == 59
+    assert report.cleared["tenants"] == 2 and report.restored["partitions"] == 109
     after = dump_control_plane()
     assert after["sections"] == before["sections"]
     assert after["migrations"] == before["migrations"]
@@ -92,7 +92,7 @@ def test_restore_refuses_a_database_that_is_not_empty_and_changes_nothing(contro
     document = dump_control_plane()
     with pytest.raises(RestoreRefusedError, match=r"not empty \(it holds 1 permission_groups, 4 users, 2 tenants"):
         restore_control_plane(check_document(document))
-    assert Tenant.objects.count() == 2 and Partition.objects.count() == 59
+    assert Tenant.objects.count() == 2 and Partition.objects.count() == 109
 
 
 def test_restore_refuses_a_database_without_the_backups_migrations(control_plane) -> None:  # type: ignore[no-untyped-def]
