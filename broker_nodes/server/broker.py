@@ -239,6 +239,7 @@ class Broker:
             lambda: BrokerEndpoint(config.node_id, config.host_for_clients, 0),
             lambda: self.cluster_state.snapshot,
             self.transaction_coordinator,
+            open_transaction_epoch=self._open_transaction_epoch,
             channel_factory=self._internal_channel,
             internal_token=config.internal_token,
         )
@@ -367,6 +368,16 @@ class Broker:
         """
         self.offset_store.follow_leadership(snapshot.led_partitions(OFFSETS_TOPIC, self.config.node_id))
         self.transaction_coordinator.follow_leadership(snapshot.led_partitions(TRANSACTION_STATE_TOPIC, self.config.node_id))
+
+    def _open_transaction_epoch(self, topic: str, partition: int, producer_id: int) -> int | None:
+        """The epoch of ``producer_id``'s transaction open in the partition's log here; None when none is (or no such log)."""
+        try:
+            entry = self.replica_manager.partition_log(topic, partition).producer_state(producer_id)
+        except Exception:  # an unknown partition: the append answers why
+            return None
+        if entry is None or entry.current_txn_first_offset < 0:
+            return None
+        return entry.epoch
 
     def ensure_transaction_state(self) -> None:
         """Standalone: create ``__transaction_state`` on first use and coordinate every partition of it (no-op when managed).

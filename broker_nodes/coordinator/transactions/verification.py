@@ -9,7 +9,10 @@ AddPartitionsToTxn v4 verify-only form). A partition that is not in the transact
 refused (INVALID_TXN_STATE), so a late batch of a transaction that has ended can never open
 a hanging transaction or land in a later one; one of a fenced producer is PRODUCER_FENCED.
 When the coordinator cannot answer now, the batch is refused with a retriable error and
-nothing is appended.
+nothing is appended. As in Kafka, only the first batch of a transaction in a partition is
+verified: once the partition's producer state holds an open transaction of that producer id
+and epoch, the partition was verified and its later batches are appended without asking
+(the marker that ends the transaction there closes it, so a late batch is verified again).
 
 Thread-safe: channels are opened once per coordinator address under a lock.
 """
@@ -53,10 +56,13 @@ class TransactionVerifier:
         snapshot: Callable[[], ClusterSnapshot | None],
         coordinator: TransactionCoordinator,
         *,
+        open_transaction_epoch: Callable[[str, int, int], int | None],
         channel_factory: Callable[[str], grpc.Channel],
         internal_token: str,
     ) -> None:
         self._this_broker = this_broker
+        # (topic, partition, producer id) -> the epoch of the producer's open transaction in that partition's log, None when none is open
+        self._open_transaction_epoch = open_transaction_epoch
         self._snapshot = snapshot
         self._coordinator = coordinator
         self._channel_factory = channel_factory
@@ -76,7 +82,7 @@ class TransactionVerifier:
                 header = read_batch_header(records, 0)
             except (RecordFormatError, ValueError, IndexError):
                 continue  # the log refuses it with the precise error
-            if header.is_transactional:
+            if header.is_transactional and self._open_transaction_epoch(entries[index][0], entries[index][1], header.producer_id) != header.producer_epoch:
                 by_producer.setdefault((header.producer_id, header.producer_epoch), []).append(index)
         refused: dict[int, Exception] = {}
         for (producer_id, producer_epoch), indexes in by_producer.items():

@@ -115,3 +115,24 @@ def test_the_brokers_periodic_task_aborts_a_transaction_past_its_timeout(tmp_pat
         assert control_batches(broker, "orders", 0) == [(ids.producer_id, ids.producer_epoch + 1, False)]
     finally:
         broker.shutdown()
+
+
+def test_kip890_only_the_first_batch_of_a_transaction_in_a_partition_is_verified(broker, monkeypatch):
+    broker.ensure_transaction_state()
+    coordinator = broker.transaction_coordinator
+    ids = coordinator.init_producer_id(TXN, 60_000)
+    coordinator.add_partitions(TXN, ids.producer_id, ids.producer_epoch, [("orders", 0)])
+    asked = []
+    verify = coordinator.verify_partitions
+    monkeypatch.setattr(coordinator, "verify_partitions", lambda *args: asked.append(args[3]) or verify(*args))
+    for sequence in range(3):
+        (result,) = broker.replica_manager.append_records(
+            1, [("orders", 0, transactional_batch(ids.producer_id, ids.producer_epoch, sequence))], transactional_id=TXN
+        )
+        assert not isinstance(result, Exception)
+    assert asked == [[("orders", 0)]]
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    wait_for_state(broker, TransactionState.COMPLETE_COMMIT)
+    # The marker closed the transaction there: the next batch is verified again (and refused: old epoch).
+    (late,) = broker.replica_manager.append_records(1, [("orders", 0, transactional_batch(ids.producer_id, ids.producer_epoch, 3))], transactional_id=TXN)
+    assert isinstance(late, ProducerFencedError) and len(asked) == 2
