@@ -332,9 +332,14 @@ def end_transaction(
     current = _check_producer(current, transactional_id, producer_id, producer_epoch)
     _check_not_busy(current)
     target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
-    if current.state is TransactionState.ONGOING or (not commit and current.state.idle):
-        # KIP-890: an abort without an open transaction is accepted (the client may not know
-        # whether its last call began one); it bumps the epoch and writes no marker.
+    completed = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
+    if not bump_epoch and current.state is completed:
+        # Transactions version 1 (Kafka's rule): the same outcome again at the same epoch is a
+        # retry, also after a reload, which cannot tell who ended the transaction.
+        return EndOutcome(None, current.producer_id, current.producer_epoch)
+    if current.state is TransactionState.ONGOING or (not commit and bump_epoch and current.state.idle):
+        # KIP-890 (version 2 only): an abort without an open transaction is accepted (the client
+        # may not know whether its last call began one); it bumps the epoch and writes no marker.
         prepared = _prepare(current, target, now_ms, allocate, ended_by=(producer_id, producer_epoch), bump_epoch=bump_epoch)
         return EndOutcome(prepared, *next_producer(prepared))
     raise InvalidTransactionStateError(transactional_id, f"cannot {'commit' if commit else 'abort'} in state {current.state.kafka_name}")

@@ -248,3 +248,12 @@ def test_clients_of_transactions_version_1_keep_their_epoch_and_retries_are_stil
     completed = machine.complete(outcome.metadata, now_ms=NOW)
     assert machine.end_transaction(completed, TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids, bump_epoch=False).metadata is None
     assert machine.add_partitions(completed, TXN, 100, 0, [ORDERS], now_ms=NOW) is not None  # the next transaction, same epoch
+
+
+def test_a_version_1_retry_is_recognised_after_a_reload_too(ids):
+    prepared = machine.end_transaction(ongoing(ids), TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids, bump_epoch=False).metadata
+    assert prepared is not None
+    reloaded = TransactionMetadata.from_log_value(TXN, machine.complete(prepared, now_ms=NOW).to_log_value())
+    assert machine.end_transaction(reloaded, TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids, bump_epoch=False).metadata is None
+    with pytest.raises(InvalidTransactionStateError):
+        machine.end_transaction(reloaded, TXN, 100, 0, commit=False, now_ms=NOW, allocate=ids, bump_epoch=False)
