@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import grpc
@@ -37,6 +37,8 @@ from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import produce as produce_requests
 from broker_nodes.requests import producer_ids as producer_id_requests
 from broker_nodes.requests import topics as topic_requests
+from broker_nodes.requests import transactions as transaction_requests
+from broker_nodes.requests.coordinator_lookup import CoordinatorOutcome
 from broker_nodes.requests.list_offsets import ListOffsetsPartition
 from broker_nodes.requests.produce import ProducePartition
 from broker_nodes.security.access import CallContext, client_host_of
@@ -46,6 +48,7 @@ from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +85,19 @@ def _epoch_end_offset(diverging: tuple[int, int] | None) -> broker_pb2.EpochEndO
     if diverging is None:
         return None
     return broker_pb2.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+
+
+def _partition_results(outcomes: Mapping[str, Mapping[int, tuple[int, str]]]) -> list[broker_pb2.TopicPartitionResults]:
+    """Per-partition (code, message) outcomes keyed by topic, as the transaction RPCs answer them."""
+    return [
+        broker_pb2.TopicPartitionResults(
+            topic=topic,
+            partitions=[
+                broker_pb2.PartitionResult(partition=partition, error_code=code, error_message=message) for partition, (code, message) in results.items()
+            ],
+        )
+        for topic, results in outcomes.items()
+    ]
 
 
 def _group_by_topic(items: Iterable[tuple[str, Item]]) -> dict[str, list[Item]]:
@@ -261,9 +277,20 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def InitProducerId(self, request: broker_pb2.InitProducerIdRequest, call: CallContext) -> broker_pb2.InitProducerIdResponse:
-        outcome = producer_id_requests.init_producer_id(
-            self.broker, call, transactional_id=request.transactional_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch
-        )
+        """An idempotent producer's id and epoch, or, with a transactional id, those its transaction coordinator gives (fencing older producers of the id)."""
+        if request.transactional_id:
+            outcome = transaction_requests.init_transactional_producer(
+                self.broker,
+                call,
+                transactional_id=request.transactional_id,
+                timeout_ms=request.transaction_timeout_ms,
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch,
+            )
+        else:
+            outcome = producer_id_requests.init_producer_id(
+                self.broker, call, transactional_id="", producer_id=request.producer_id, producer_epoch=request.producer_epoch
+            )
         return broker_pb2.InitProducerIdResponse(
             error_code=outcome.error_code, error_message=outcome.error_message, producer_id=outcome.producer_id, producer_epoch=outcome.producer_epoch
         )
@@ -312,11 +339,18 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def FindCoordinator(self, request: broker_pb2.FindCoordinatorRequest, call: CallContext) -> broker_pb2.FindCoordinatorResponse:
-        """Each group's coordinator, in request order, at its gRPC address."""
-        request_parsing.require_nonempty(request.group_ids, "group id")
+        """Each group's (or, with key type TRANSACTION, each transactional id's) coordinator, in request order, at its gRPC address."""
+        request_parsing.require_nonempty(request.group_ids, "group id" if request.key_type == broker_pb2.COORDINATOR_KEY_TYPE_GROUP else "transactional id")
         this_broker = BrokerEndpoint(self._node.node_id, self._node.host, self._node.port, self._node.rack)
+        find: Callable[[Broker, CallContext, Sequence[str], BrokerEndpoint], list[CoordinatorOutcome]]
+        if request.key_type == broker_pb2.COORDINATOR_KEY_TYPE_GROUP:
+            find = coordinator_lookup_requests.find_group_coordinators
+        elif request.key_type == broker_pb2.COORDINATOR_KEY_TYPE_TRANSACTION:
+            find = coordinator_lookup_requests.find_transaction_coordinators
+        else:
+            raise InvalidRequestError(f"coordinator key type {request.key_type} is not supported")
         coordinators = []
-        for outcome in coordinator_lookup_requests.find_group_coordinators(self.broker, call, list(request.group_ids), this_broker):
+        for outcome in find(self.broker, call, list(request.group_ids), this_broker):
             if outcome.node is None:
                 # Kafka's Node.noNode(): id -1, no host, port -1.
                 coordinators.append(
@@ -372,3 +406,57 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             for result in group_requests.delete_groups(self.broker, call, list(request.group_ids))
         ]
         return broker_pb2.DeleteGroupsResponse(groups=results)
+
+    # ------------------------------------------------------------------ transactions
+
+    @_handler
+    def AddPartitionsToTxn(self, request: broker_pb2.AddPartitionsToTxnRequest, call: CallContext) -> broker_pb2.AddPartitionsToTxnResponse:
+        """Partitions join the producer's transaction (WRITE on each topic); all or none."""
+        topics: dict[str, list[int]] = {}
+        for topic in request.topics:
+            topics.setdefault(topic.topic, []).extend(topic.partitions)
+        outcomes = transaction_requests.add_partitions_to_txn(
+            self.broker,
+            call,
+            transactional_id=request.transactional_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            topics=topics,
+        )
+        return broker_pb2.AddPartitionsToTxnResponse(topics=_partition_results(outcomes))
+
+    @_handler
+    def AddOffsetsToTxn(self, request: broker_pb2.AddOffsetsToTxnRequest, call: CallContext) -> broker_pb2.AddOffsetsToTxnResponse:
+        """The group's offsets join the producer's transaction (READ on the group)."""
+        outcome = transaction_requests.add_offsets_to_txn(
+            self.broker,
+            call,
+            transactional_id=request.transactional_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            group_id=request.group_id,
+        )
+        return broker_pb2.AddOffsetsToTxnResponse(error_code=outcome.error_code, error_message=outcome.error_message)
+
+    @_handler
+    def EndTxn(self, request: broker_pb2.EndTxnRequest, call: CallContext) -> broker_pb2.EndTxnResponse:
+        """Commit or abort; always with KIP-890's epoch bump (Kafka's EndTxn v5): the answer carries the epoch to use next."""
+        outcome = transaction_requests.end_txn(
+            self.broker,
+            call,
+            transactional_id=request.transactional_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            commit=request.committed,
+            bump_epoch=True,
+        )
+        return broker_pb2.EndTxnResponse(
+            error_code=outcome.error_code, error_message=outcome.error_message, producer_id=outcome.producer_id, producer_epoch=outcome.producer_epoch
+        )
+
+    @_handler
+    def TxnOffsetCommit(self, request: broker_pb2.TxnOffsetCommitRequest, call: CallContext) -> broker_pb2.TxnOffsetCommitResponse:
+        """A group's offsets committed inside a transaction; refused UNSUPPORTED_VERSION until the group coordinator keeps transactional offsets."""
+        refused = (ErrorCode.UNSUPPORTED_VERSION, "TxnOffsetCommit is not served yet: the group coordinator does not keep transactional offsets")
+        outcomes = {topic.topic: {partition.partition: refused for partition in topic.partitions} for topic in request.topics}
+        return broker_pb2.TxnOffsetCommitResponse(topics=_partition_results(outcomes))

@@ -119,6 +119,41 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxn = channel.unary_unary(
+                '/weir.v1.Broker/AddPartitionsToTxn',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.FromString,
+                _registered_method=True)
+        self.AddOffsetsToTxn = channel.unary_unary(
+                '/weir.v1.Broker/AddOffsetsToTxn',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnResponse.FromString,
+                _registered_method=True)
+        self.EndTxn = channel.unary_unary(
+                '/weir.v1.Broker/EndTxn',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnResponse.FromString,
+                _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/weir.v1.Broker/TxnOffsetCommit',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.DescribeTransactions = channel.unary_unary(
+                '/weir.v1.Broker/DescribeTransactions',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.FromString,
+                _registered_method=True)
+        self.ListTransactions = channel.unary_unary(
+                '/weir.v1.Broker/ListTransactions',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
+        self.AbortTransaction = channel.unary_unary(
+                '/weir.v1.Broker/AbortTransaction',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -201,7 +236,9 @@ class BrokerServicer:
 
     def FindCoordinator(self, request, context):
         """Where a group's coordinator is: the leader of __consumer_offsets partition
-        abs(java hash(group)) % offsets.topic.num.partitions (Kafka's FindCoordinator, key type GROUP).
+        abs(java hash(group)) % offsets.topic.num.partitions (Kafka's FindCoordinator, key type GROUP);
+        with key type TRANSACTION, where a transactional id's transaction coordinator is (the
+        leader of its __transaction_state partition).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -230,6 +267,58 @@ class BrokerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddPartitionsToTxn(self, request, context):
+        """Transactions (Kafka's KIP-98 with KIP-890's epochs), answered by the transactional id's
+        coordinator (FindCoordinator key type TRANSACTION), NOT_COORDINATOR elsewhere. A producer
+        gets its id and epoch from InitProducerId with its transactional id, adds each partition
+        before its first transactional batch, adds a group before committing its offsets in the
+        transaction, and ends the transaction with EndTxn, whose answer carries the epoch to use
+        next (bumped at every commit and abort).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddOffsetsToTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnOffsetCommit(self, request, context):
+        """A group's offsets committed inside a transaction (sent to the group's coordinator after
+        AddOffsetsToTxn): visible to OffsetFetch when the transaction commits, dropped on abort.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeTransactions(self, request, context):
+        """Operators' view: the state of transactional ids, the transactions this broker coordinates
+        (optionally only those open longer than a duration: the hanging ones), and aborting one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbortTransaction(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -322,6 +411,41 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxn,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+            'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddOffsetsToTxn,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnResponse.SerializeToString,
+            ),
+            'EndTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndTxn,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitResponse.SerializeToString,
+            ),
+            'DescribeTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTransactions,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.SerializeToString,
+            ),
+            'ListTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTransactions,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'AbortTransaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbortTransaction,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -783,6 +907,195 @@ class Broker:
             '/weir.v1.Broker/DeleteGroups',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/AddPartitionsToTxn',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddOffsetsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/AddOffsetsToTxn',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AddOffsetsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/EndTxn',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.EndTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/TxnOffsetCommit',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.TxnOffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DescribeTransactions',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/ListTransactions',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbortTransaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/AbortTransaction',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.FromString,
             options,
             channel_credentials,
             insecure,
