@@ -350,6 +350,23 @@ class TransactionCoordinator:
             self._start_completion(state, transactional_id)
         return ProducerIdAndEpoch(outcome.producer_id, outcome.producer_epoch)
 
+    def abort_transaction(self, transactional_id: str) -> TransactionMetadata:
+        """An operator's abort of the id's ongoing transaction: store PrepareAbort (epoch bumped, fencing its producer), start the markers.
+
+        Returns the stored PrepareAbort state; errors as ``state.abort_by_operator``.
+        """
+        state = self.coordinating(transactional_id)
+        now = self._clock.milliseconds()
+        prepared = self._change(
+            state,
+            transactional_id,
+            lambda current: machine.abort_by_operator(current, transactional_id, now_ms=now, allocate=self._allocate),
+            lambda metadata: metadata,
+        )
+        logger.info("%s: aborting its transaction at an operator's request (producer epoch now %d)", transactional_id, prepared.producer_epoch)
+        self._start_completion(state, transactional_id)
+        return prepared
+
     def describe(self, transactional_id: str) -> TransactionMetadata:
         """The id's state (DescribeTransactions); TransactionalIdNotFoundError for an unknown id."""
         state = self.coordinating(transactional_id)

@@ -40,6 +40,7 @@ from broker_nodes.coordinator.transactions.errors import (
     InvalidTransactionStateError,
     InvalidTransactionTimeoutError,
     ProducerFencedError,
+    TransactionalIdNotFoundError,
 )
 from broker_nodes.producer_ids import MAX_PRODUCER_EPOCH
 from log_formats import transaction_log_records as log_records
@@ -361,6 +362,21 @@ def abort_timed_out(current: TransactionMetadata, *, now_ms: int, allocate: Allo
     """PrepareAbort of an ongoing transaction open longer than its timeout; None when it is not one."""
     if current.state is not TransactionState.ONGOING or current.start_timestamp_ms + current.timeout_ms > now_ms:
         return None
+    return _prepare(current, TransactionState.PREPARE_ABORT, now_ms, allocate, ended_by=None)
+
+
+def abort_by_operator(current: TransactionMetadata | None, transactional_id: str, *, now_ms: int, allocate: AllocateProducerId) -> TransactionMetadata:
+    """PrepareAbort of the id's ongoing transaction at an operator's request, its epoch bumped (the producer is fenced).
+
+    TransactionalIdNotFoundError for an unknown id, CONCURRENT_TRANSACTIONS while a commit or
+    abort completes, INVALID_TXN_STATE when no transaction is open. Like a timeout abort it is
+    no retry target: the producer's own EndTxn then answers PRODUCER_FENCED.
+    """
+    if current is None or current.state is TransactionState.DEAD:
+        raise TransactionalIdNotFoundError(transactional_id)
+    _check_not_busy(current)
+    if current.state is not TransactionState.ONGOING:
+        raise InvalidTransactionStateError(transactional_id, f"no transaction is open (state {current.state.kafka_name})")
     return _prepare(current, TransactionState.PREPARE_ABORT, now_ms, allocate, ended_by=None)
 
 
