@@ -26,6 +26,7 @@ import grpc
 from broker_nodes.cluster_state import BrokerEndpoint
 from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
+from broker_nodes.coordinator.transactions.state import TransactionState
 from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
 from broker_nodes.requests import configs as config_requests
 from broker_nodes.requests import coordinator_lookup as coordinator_lookup_requests
@@ -37,6 +38,7 @@ from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import produce as produce_requests
 from broker_nodes.requests import producer_ids as producer_id_requests
 from broker_nodes.requests import topics as topic_requests
+from broker_nodes.requests import transaction_admin as transaction_admin_requests
 from broker_nodes.requests import transactions as transaction_requests
 from broker_nodes.requests.coordinator_lookup import CoordinatorOutcome
 from broker_nodes.requests.list_offsets import ListOffsetsPartition
@@ -460,3 +462,95 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         refused = (ErrorCode.UNSUPPORTED_VERSION, "TxnOffsetCommit is not served yet: the group coordinator does not keep transactional offsets")
         outcomes = {topic.topic: {partition.partition: refused for partition in topic.partitions} for topic in request.topics}
         return broker_pb2.TxnOffsetCommitResponse(topics=_partition_results(outcomes))
+
+    # ------------------------------------------------------------------ operators' view of transactions
+
+    @_handler
+    def DescribeTransactions(self, request: broker_pb2.DescribeTransactionsRequest, call: CallContext) -> broker_pb2.DescribeTransactionsResponse:
+        """Each transactional id's state from its coordinator (this broker; NOT_COORDINATOR otherwise), in request order."""
+        described = transaction_requests.describe_transactions(self.broker, call, list(request.transactional_ids))
+        return broker_pb2.DescribeTransactionsResponse(transactions=[_transaction_description(item) for item in described])
+
+    @_handler
+    def ListTransactions(self, request: broker_pb2.ListTransactionsRequest, call: CallContext) -> broker_pb2.ListTransactionsResponse:
+        """The caller's transactional ids this broker coordinates, filtered by state, producer id and open duration."""
+        states = list(request.state_filters)
+        listed = transaction_requests.list_transactions(
+            self.broker,
+            call,
+            states=states,
+            producer_ids=list(request.producer_id_filters),
+            min_duration_ms=request.duration_filter_ms if request.duration_filter_ms > 0 else -1,
+        )
+        return broker_pb2.ListTransactionsResponse(
+            unknown_state_filters=[state for state in states if state not in _TRANSACTION_STATES],
+            transactions=[_transaction_description(item) for item in listed],
+        )
+
+    @_handler
+    def AbortTransaction(self, request: broker_pb2.AbortTransactionRequest, call: CallContext) -> broker_pb2.AbortTransactionResponse:
+        """Abort by transactional id (at its coordinator) or a hanging transaction's partition (at its leader)."""
+        target = request.WhichOneof("target")
+        if target == "transactional_id":
+            aborted = transaction_admin_requests.abort_transaction(self.broker, call, request.transactional_id)
+            return broker_pb2.AbortTransactionResponse(error_code=aborted.error_code, error_message=aborted.error_message)
+        if target != "hanging":
+            raise InvalidRequestError("AbortTransaction needs a transactional_id or a hanging transaction's partition")
+        hanging = request.hanging
+        outcome = transaction_admin_requests.abort_hanging(
+            self.broker,
+            call,
+            topic=hanging.topic,
+            partition=hanging.partition,
+            producer_id=hanging.producer_id,
+            producer_epoch=hanging.producer_epoch,
+            coordinator_epoch=hanging.coordinator_epoch,
+        )
+        return broker_pb2.AbortTransactionResponse(error_code=outcome.error_code, error_message=outcome.error_message)
+
+    @_handler
+    def FindHangingTransactions(self, request: broker_pb2.FindHangingTransactionsRequest, call: CallContext) -> broker_pb2.FindHangingTransactionsResponse:
+        """The hanging transactions of the topic's partitions led here (Kafka's find-hanging)."""
+        outcomes = transaction_admin_requests.find_hanging(self.broker, call, request.topic, list(request.partitions) or None)
+        return broker_pb2.FindHangingTransactionsResponse(
+            partitions=[
+                broker_pb2.HangingPartition(
+                    partition=outcome.partition,
+                    error_code=outcome.error_code,
+                    error_message=outcome.error_message,
+                    transactions=[
+                        broker_pb2.OpenTransaction(
+                            target=broker_pb2.HangingTransaction(
+                                topic=item.topic,
+                                partition=item.partition,
+                                producer_id=item.producer_id,
+                                producer_epoch=item.producer_epoch,
+                                coordinator_epoch=item.coordinator_epoch,
+                            ),
+                            start_offset=item.start_offset,
+                            last_timestamp_ms=item.last_timestamp_ms,
+                            open_for_ms=item.open_for_ms,
+                        )
+                        for item in outcome.hanging
+                    ],
+                )
+                for outcome in outcomes
+            ]
+        )
+
+
+_TRANSACTION_STATES = frozenset(state.kafka_name for state in TransactionState)
+
+
+def _transaction_description(item: transaction_requests.TransactionDescription) -> broker_pb2.TransactionDescription:
+    return broker_pb2.TransactionDescription(
+        transactional_id=item.transactional_id,
+        error_code=item.error_code,
+        error_message=item.error_message,
+        state=item.state,
+        producer_id=item.producer_id,
+        producer_epoch=item.producer_epoch,
+        transaction_timeout_ms=item.timeout_ms,
+        transaction_start_time_ms=item.start_timestamp_ms,
+        topics=[broker_pb2.TopicPartitions(topic=topic, partitions=list(partitions)) for topic, partitions in item.partitions.items()],
+    )

@@ -1061,3 +1061,41 @@ class AbortTransactionResponse(_message.Message):
     error_code: int
     error_message: str
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class FindHangingTransactionsRequest(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class OpenTransaction(_message.Message):
+    __slots__ = ("target", "start_offset", "last_timestamp_ms", "open_for_ms")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FOR_MS_FIELD_NUMBER: _ClassVar[int]
+    target: HangingTransaction
+    start_offset: int
+    last_timestamp_ms: int
+    open_for_ms: int
+    def __init__(self, target: _Optional[_Union[HangingTransaction, _Mapping]] = ..., start_offset: _Optional[int] = ..., last_timestamp_ms: _Optional[int] = ..., open_for_ms: _Optional[int] = ...) -> None: ...
+
+class HangingPartition(_message.Message):
+    __slots__ = ("partition", "error_code", "error_message", "transactions")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    error_code: int
+    error_message: str
+    transactions: _containers.RepeatedCompositeFieldContainer[OpenTransaction]
+    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., transactions: _Optional[_Iterable[_Union[OpenTransaction, _Mapping]]] = ...) -> None: ...
+
+class FindHangingTransactionsResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[HangingPartition]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[HangingPartition, _Mapping]]] = ...) -> None: ...

@@ -154,6 +154,11 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.FromString,
                 _registered_method=True)
+        self.FindHangingTransactions = channel.unary_unary(
+                '/weir.v1.Broker/FindHangingTransactions',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -324,6 +329,17 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindHangingTransactions(self, request, context):
+        """Kafka's find-hanging (KIP-664), answered by the partitions' leader (NOT_LEADER_OR_FOLLOWER
+        elsewhere): producers whose transaction has been open in a partition longer than
+        transaction.max.timeout.ms and that this broker's coordinator does not hold Ongoing (a
+        client asks the other brokers' coordinators, ListTransactions by producer id, before it
+        reports one). Each is aborted with AbortTransaction's ``hanging`` target.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -446,6 +462,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.AbortTransaction,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.SerializeToString,
+            ),
+            'FindHangingTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindHangingTransactions,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1096,6 +1117,33 @@ class Broker:
             '/weir.v1.Broker/AbortTransaction',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AbortTransactionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindHangingTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/FindHangingTransactions',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
