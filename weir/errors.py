@@ -105,6 +105,7 @@ _BROKER_ERRORS = [
     ),
     ErrorSpec(86, "GROUP_SUBSCRIBED_TO_TOPIC", False, "The consumer group is actively subscribed to the topic."),
     ErrorSpec(87, "INVALID_RECORD", False, "This record has failed the validation on broker and hence will be rejected."),
+    ErrorSpec(88, "UNSTABLE_OFFSET_COMMIT", True, "There are unstable offsets that need to be cleared."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota has been exceeded."),
     ErrorSpec(90, "PRODUCER_FENCED", False, "There is a newer producer with the same transactional id which fences the current one."),
     ErrorSpec(100, "UNKNOWN_TOPIC_ID", True, "This server does not host this topic ID."),
@@ -219,6 +220,7 @@ class _CodeNames:
     FENCED_INSTANCE_ID: ClassVar[int]
     GROUP_SUBSCRIBED_TO_TOPIC: ClassVar[int]
     INVALID_RECORD: ClassVar[int]
+    UNSTABLE_OFFSET_COMMIT: ClassVar[int]
     THROTTLING_QUOTA_EXCEEDED: ClassVar[int]
     PRODUCER_FENCED: ClassVar[int]
     UNKNOWN_TOPIC_ID: ClassVar[int]

@@ -21,6 +21,14 @@ A commit is checked against its group (``ConsumerGroup.check_commit``) under the
 lock: a member commits with its current member epoch and only partitions it owns; a commit
 without a member id (an admin or ``assign()``-style commit) only while the group has no
 members.
+
+Transactional commits (TxnOffsetCommit, KIP-447) are appended as a *transactional* batch of
+the producer's id and epoch (:meth:`OffsetStore.commit_transactional`), so the partition's
+producer state, last stable offset and markers treat them like any transactional batch. They
+stay pending in the partition's state until the transaction's marker lands here: the
+transaction coordinator's marker path calls :meth:`OffsetStore.transaction_completed`
+(COMMIT: they become the committed offsets; ABORT: they are dropped), and loading replays the
+transactional batches and markers of the log the same way.
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPa
 from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
 from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log import AppendInfo
+from broker_nodes.storage.producer_state import SEQUENCE_MODULUS
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
+from log_formats.control_records import read_marker_batch
 from log_formats.offset_commit_records import (
     OffsetAndMetadata,
     OffsetCommitKey,
@@ -121,6 +131,20 @@ class CoordinatorNotAvailableError(OffsetStoreError):
         super().__init__(f"no coordinator is available for group {names.plain(group_id)!r}: {reason}")
         self.group_id = group_id
         self.reason = reason
+
+
+class UnstableOffsetCommitError(OffsetStoreError):
+    """An open transaction has committed an offset of the partition (UNSTABLE_OFFSET_COMMIT): asked for stable offsets, try again once it ends."""
+
+    retriable = True
+
+    def __init__(self, group_id: str, topic: str, partition: int) -> None:
+        super().__init__(
+            f"group {names.plain(group_id)!r} has an offset of partition {partition} of topic {topic!r} committed by a transaction still open; try again once it ends"
+        )
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,9 +297,13 @@ class OffsetStore:
         """
         replayed = 0
         for position, header in iter_batch_positions(data):
-            if header.next_offset <= min_offset or header.is_control:
+            if header.next_offset <= min_offset:
                 continue
             try:
+                if header.is_control:
+                    if header.is_transactional:
+                        state.replay_marker(header.producer_id, commit=read_marker_batch(data, position, header).commit)
+                    continue
                 decoded = decode_records(batch_records_bytes(data, position, header), header, min_offset)
             except RecordFormatError as error:
                 logger.warning(
@@ -287,13 +315,15 @@ class OffsetStore:
                     error.reason,
                 )
                 continue
+            producer_id = header.producer_id if header.is_transactional else None
             for offset, _, key, value, _ in decoded:
                 replayed += 1
-                self._replay(state, key, value, offset)
+                self._replay(state, key, value, offset, producer_id)
         return replayed
 
     @staticmethod
-    def _replay(state: OffsetsPartition, key: bytes | None, value: bytes | None, offset: int) -> None:
+    def _replay(state: OffsetsPartition, key: bytes | None, value: bytes | None, offset: int, producer_id: int | None = None) -> None:
+        """Apply one record; ``producer_id`` names the transaction of a record of a transactional batch (a TxnOffsetCommit)."""
         if key is None:
             return
         try:
@@ -307,7 +337,11 @@ class OffsetStore:
         except (OffsetSchemaError, GroupRecordError) as error:
             logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, OFFSETS_TOPIC, state.partition, error)
             return
-        state.replay(commit_key.group, (commit_key.topic, commit_key.partition), decoded, offset)
+        topic_partition = (commit_key.topic, commit_key.partition)
+        if producer_id is None:
+            state.replay(commit_key.group, topic_partition, decoded, offset)
+        elif decoded is not None:  # a transaction commits offsets, never tombstones
+            state.add_transactional(producer_id, commit_key.group, [(topic_partition, decoded)], offset)
 
     def shutdown(self) -> None:
         """Stop loading (a running load ends at its next step) and drop every leadership."""
@@ -382,6 +416,89 @@ class OffsetStore:
         except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
             return [error if outcome is None else outcome for outcome in outcomes]
 
+    def commit_transactional(
+        self, state: OffsetsPartition, group_id: str, producer_id: int, producer_epoch: int, entries: Sequence[OffsetCommitEntry]
+    ) -> list[Exception | None]:
+        """Append ``entries`` as one transactional batch of the producer; one outcome (None = stored) per entry.
+
+        The caller (``GroupCoordinator.commit_transactional_offsets``) checked the member and
+        holds the group's lock; the transaction coordinator verified the producer's
+        transaction holds this offsets partition. Valid entries are kept pending for the
+        producer from their append until its marker (:meth:`transaction_completed`); when the
+        append or the wait for the in-sync replicas fails they are dropped and that error is
+        their outcome. An older producer epoch than the partition's is refused by the log
+        (InvalidProducerEpochError). NotCoordinatorError when the leadership ended.
+        """
+        outcomes = [self._validate(entry) for entry in entries]
+        valid = [entry for entry, outcome in zip(entries, outcomes) if outcome is None]
+        if not valid:
+            return outcomes
+        now = self._clock.milliseconds()
+        values = [((entry.topic, entry.partition), OffsetAndMetadata(entry.offset, entry.leader_epoch, entry.metadata, now)) for entry in valid]
+        topic_partitions = [topic_partition for topic_partition, _ in values]
+        try:
+            with self._wait_slot():
+                with state.lock:
+                    if not self._is_current(state):
+                        raise NotCoordinatorError(group_id, state.partition)
+                    try:
+                        records = self._transactional_batch(state.partition, group_id, producer_id, producer_epoch, values, now)
+                        info = self._replica_manager.append_to_partition(OFFSETS_TOPIC, state.partition, records, acks=ACKS_ALL)
+                    except NotLeaderOrFollowerError:
+                        raise NotCoordinatorError(group_id, state.partition) from None
+                    except Exception as error:  # nothing was appended
+                        return [error if outcome is None else outcome for outcome in outcomes]
+                    # Under the lock: the marker's completion (which takes it) cannot come in between.
+                    state.begin_transactional_commit(producer_id, group_id, values, info.first_offset)
+                try:
+                    self._wait_for_replicas(state.partition, info)
+                except NotLeaderOrFollowerError:
+                    state.drop_transactional(producer_id, group_id, topic_partitions)
+                    raise NotCoordinatorError(group_id, state.partition) from None
+                except Exception as error:  # in the leader's log, not (yet) on every in-sync replica: failed, as Kafka answers it
+                    state.drop_transactional(producer_id, group_id, topic_partitions)
+                    return [error if outcome is None else outcome for outcome in outcomes]
+                return outcomes
+        except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended
+            return [error if outcome is None else outcome for outcome in outcomes]
+
+    def _transactional_batch(
+        self, partition: int, group_id: str, producer_id: int, producer_epoch: int, values: Sequence[tuple[TopicPartition, OffsetAndMetadata]], now: int
+    ) -> bytes:
+        """The records of a transactional commit as a batch of the producer, numbered after its last batch in this partition.
+
+        Kafka's coordinator appends these without a sequence check; Weir's log checks every
+        producer batch's sequence, so the batch continues the producer's sequence here (0 at a
+        new epoch). The caller holds the partition's lock, so no other append of this
+        producer's can come between reading the sequence and appending.
+        """
+        entry = self._replica_manager.partition_log(OFFSETS_TOPIC, partition).producer_state(producer_id)
+        base_sequence = (entry.last_sequence + 1) % SEQUENCE_MODULUS if entry is not None and entry.epoch == producer_epoch else 0
+        builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=True)
+        for (topic, topic_partition), value in values:
+            builder.append(now, encode_offset_commit_key(OffsetCommitKey(group_id, topic, topic_partition)), encode_offset_commit_value(value))
+        return builder.build()
+
+    def transaction_completed(self, offsets_partition: int, producer_id: int, producer_epoch: int, *, commit: bool) -> None:
+        """A transaction's marker is durable in an offsets partition led here: its offsets become committed (COMMIT) or go (ABORT).
+
+        The transaction coordinator's marker path calls this (``TransactionCompletionListener``).
+        A partition no longer led here is left alone: its new leader replays the marker from the log.
+        """
+        state = self._partitions.get(offsets_partition)
+        if state is None:
+            return
+        visible = state.transaction_completed(producer_id, commit=commit)
+        logger.debug(
+            "%s-%d: transaction of producer %d (epoch %d) %s; %d offsets now committed",
+            OFFSETS_TOPIC,
+            offsets_partition,
+            producer_id,
+            producer_epoch,
+            "committed" if commit else "aborted",
+            visible,
+        )
+
     def _append_commit(self, state: OffsetsPartition, group_id: str, topic_partitions: list[TopicPartition], records: bytes) -> AppendInfo:
         with state.lock:
             if not self._is_current(state):
@@ -452,6 +569,11 @@ class OffsetStore:
         if partitions is None:
             return [(topic, partition, value) for (topic, partition), value in sorted(committed.items())]
         return [(topic, partition, committed.get((topic, partition))) for topic, partition in partitions]
+
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with an offset committed by a transaction still open (OffsetFetch require_stable); raises like :meth:`fetch`."""
+        self._check_group_id(group_id)
+        return self.coordinating(group_id).unstable_partitions(group_id)
 
     def expire(self, retention_ms: int) -> int:
         """Remove commits past ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many.

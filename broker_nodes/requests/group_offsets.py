@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry
+from broker_nodes.coordinator.offset_store import InvalidGroupIdError, OffsetCommitEntry, UnstableOffsetCommitError
 from broker_nodes.requests.outcomes import NO_ERROR, plain_error
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
@@ -104,18 +104,23 @@ def commit_offsets(
     return CommitOutcome(partitions=results)
 
 
-def fetch_offsets(broker: Broker, call: CallContext, group_id: str, wanted: Sequence[tuple[str, int]] | None) -> FetchOutcome:
-    """The caller's group's committed offsets of ``wanted`` (plain topic, partition), or of every partition it committed (None)."""
+def fetch_offsets(broker: Broker, call: CallContext, group_id: str, wanted: Sequence[tuple[str, int]] | None, *, require_stable: bool = False) -> FetchOutcome:
+    """The caller's group's committed offsets of ``wanted`` (plain topic, partition), or of every partition it committed (None).
+
+    ``require_stable`` (OffsetFetch v7+, KIP-447): a partition with an offset committed by a
+    transaction still open answers UNSTABLE_OFFSET_COMMIT (retriable) instead of the offset
+    committed before it, so a consumer starting after a transactional producer's crash does not
+    read from an offset that transaction is about to move.
+    """
     if wanted is not None:
         request_parsing.require_unique(wanted, "topic-partition")
     if group_id and not call.may(Operation.READ, ResourceType.GROUP, group_id):
         code, message = error_code_and_message(GroupAuthorizationError(group_id, "fetch offsets of"))
         return FetchOutcome(code, message)
     try:
-        committed = broker.offset_store.fetch(
-            call.qualify(group_id) if group_id else "",
-            None if wanted is None else [(call.qualify(topic), partition) for topic, partition in wanted],
-        )
+        qualified_group = call.qualify(group_id) if group_id else ""
+        committed = broker.offset_store.fetch(qualified_group, None if wanted is None else [(call.qualify(topic), partition) for topic, partition in wanted])
+        unstable = broker.offset_store.unstable_partitions(qualified_group) if require_stable else set()
     except Exception as error:
         code, message = error_code_and_message(error)
         return FetchOutcome(code, message)
@@ -128,6 +133,9 @@ def fetch_offsets(broker: Broker, call: CallContext, group_id: str, wanted: Sequ
             if wanted is None:
                 continue  # listing every commit of the group shows only the topics the caller may read
             code, message = error_code_and_message(TopicAuthorizationError(topic, "fetch offsets of"))
+            results.append(CommittedOffset(topic, partition, error_code=code, error_message=message))
+        elif (qualified_topic, partition) in unstable:
+            code, message = plain_error(UnstableOffsetCommitError(qualified_group, qualified_topic, partition), call, topic)
             results.append(CommittedOffset(topic, partition, error_code=code, error_message=message))
         elif value is None:
             results.append(CommittedOffset(topic, partition))

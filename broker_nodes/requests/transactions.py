@@ -1,7 +1,7 @@
 """The transactional APIs for both front doors, over the broker's transaction coordinator.
 
-InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-DescribeTransactions and ListTransactions. Transactional ids, topics and groups are
+InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
+EndTxn, DescribeTransactions and ListTransactions. Transactional ids, topics and groups are
 qualified with the caller's tenant on the way in (two tenants may use the same
 transactional id without meeting) and answered by the names the caller sent.
 
@@ -11,6 +11,13 @@ transactional ids (every transactional producer needs that), else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Adding a partition needs WRITE on its topic, adding a
 group's offsets READ on the group, as in Kafka. When any partition of an AddPartitionsToTxn
 is refused, none is added and the others answer OPERATION_NOT_ATTEMPTED (Kafka's rule).
+
+TxnOffsetCommit (KIP-447) runs at the group's coordinator: READ on the group and on each
+topic, as OffsetCommit; the transaction's coordinator verifies that the producer's ongoing
+transaction holds the group's offsets partition (added by AddOffsetsToTxn) at this producer
+epoch, as KIP-890 verifies a produce; the member is checked against the group
+(``GroupCoordinator.commit_transactional_offsets``); the offsets become visible when the
+transaction commits.
 """
 
 from __future__ import annotations
@@ -19,15 +26,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from broker_nodes import names
-from broker_nodes.coordinator.transactions.errors import InvalidTransactionalIdError, TransactionalIdAuthorizationError
+from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC, OffsetCommitEntry
+from broker_nodes.coordinator.transactions.errors import (
+    InvalidTransactionalIdError,
+    ProducerFencedError,
+    TransactionalIdAuthorizationError,
+    TransactionCoordinatorNotAvailableError,
+)
 from broker_nodes.coordinator.transactions.state import TransactionMetadata
-from broker_nodes.requests.outcomes import NO_ERROR
+from broker_nodes.requests.outcomes import NO_ERROR, plain_error
 from broker_nodes.requests.producer_ids import InitProducerIdOutcome
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
+from broker_nodes.server import request_parsing
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
+from broker_nodes.storage.errors import InvalidProducerEpochError
 from broker_nodes.topic_registry import UnknownTopicOrPartitionError
 from weir.errors import ErrorCode
 
@@ -125,6 +140,73 @@ def add_offsets_to_txn(broker: Broker, call: CallContext, *, transactional_id: s
         code, message = error_code_and_message(error)
         return TransactionOutcome(code, message)
     return TransactionOutcome()
+
+
+def txn_offset_commit(
+    broker: Broker,
+    call: CallContext,
+    *,
+    transactional_id: str,
+    group_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str,
+    offsets: Sequence[OffsetCommitEntry],
+) -> dict[str, dict[int, tuple[int, str]]]:
+    """TxnOffsetCommit: the group's offsets ``offsets`` (plain topics) join the producer's transaction; (code, message) per partition.
+
+    ``generation_id`` / ``member_id`` / ``group_instance_id`` (TxnOffsetCommit v3, KIP-447) name
+    the consumer whose position is committed: -1 / "" / "" for none. A refusal of the request
+    as a whole (transactional id, group ACL, coordinators, fencing, the member) is every
+    partition's code. InvalidRequestError for no offsets or a partition named twice.
+    """
+    request_parsing.require_nonempty(offsets, "topic")
+    request_parsing.require_unique(((entry.topic, entry.partition) for entry in offsets), "topic-partition")
+    wanted = [(entry.topic, entry.partition) for entry in offsets]
+    qualified_id = call.qualify(transactional_id) if transactional_id else ""
+    try:
+        _check_transactional_id(call, transactional_id)
+        if not call.may(Operation.READ, ResourceType.GROUP, group_id):
+            raise GroupAuthorizationError(group_id, "commit offsets of")
+        qualified_group = call.qualify(group_id)
+        _verify_offsets_partition(broker, qualified_id, producer_id, producer_epoch, qualified_group)
+        authorized = [entry for entry in offsets if call.may(Operation.READ, ResourceType.TOPIC, entry.topic)]
+        committed = broker.group_coordinator.commit_transactional_offsets(
+            qualified_group,
+            producer_id,
+            producer_epoch,
+            member_id,
+            generation_id,
+            [OffsetCommitEntry(call.qualify(entry.topic), entry.partition, entry.offset, entry.leader_epoch, entry.metadata) for entry in authorized],
+            instance_id=group_instance_id,
+        )
+    except Exception as error:
+        return _by_topic(dict.fromkeys(wanted, error_code_and_message(_fenced_if_older_epoch(error, qualified_id))))
+    outcomes: dict[tuple[str, int], Exception | None] = {(entry.topic, entry.partition): outcome for entry, outcome in zip(authorized, committed)}
+    results: dict[tuple[str, int], tuple[int, str]] = {}
+    for topic, partition in wanted:
+        outcome = outcomes[(topic, partition)] if (topic, partition) in outcomes else TopicAuthorizationError(topic, "commit offsets of")
+        results[(topic, partition)] = (NO_ERROR, "") if outcome is None else plain_error(_fenced_if_older_epoch(outcome, qualified_id), call, topic)
+    return _by_topic(results)
+
+
+def _verify_offsets_partition(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> None:
+    """Raise unless the producer's ongoing transaction (at this epoch) holds the group's offsets partition (AddOffsetsToTxn)."""
+    topic_partition = (OFFSETS_TOPIC, broker.offset_store.partition_for(group_id))
+    error = broker.transaction_verifier.verify(transactional_id, producer_id, producer_epoch, [topic_partition]).get(
+        topic_partition, TransactionCoordinatorNotAvailableError(transactional_id, "the coordinator did not answer for the offsets partition")
+    )
+    if error is not None:
+        raise error
+
+
+def _fenced_if_older_epoch(error: BaseException, transactional_id: str) -> BaseException:
+    """The log refuses an older producer epoch with INVALID_PRODUCER_EPOCH; TxnOffsetCommit answers PRODUCER_FENCED then, as Kafka does (KIP-588)."""
+    if isinstance(error, InvalidProducerEpochError):
+        return ProducerFencedError(transactional_id, error.received_epoch, error.current_epoch)
+    return error
 
 
 def end_txn(

@@ -215,8 +215,13 @@ class Broker:
         # Transactions: markers for the partitions led here are appended by marker_appender (for
         # other brokers' coordinators too, through Replication.WriteTxnMarkers); the coordinator of
         # the __transaction_state partitions led here sends each marker to its partition's leader.
+        # A marker on a __consumer_offsets partition ends the transaction's offset commits there (TxnOffsetCommit).
         self.marker_appender = MarkerAppender(
-            self.replica_manager, clock, notify_append=self.purgatory.notify_append, timeout_ms=config.integer("request.timeout.ms")
+            self.replica_manager,
+            clock,
+            notify_append=self.purgatory.notify_append,
+            timeout_ms=config.integer("request.timeout.ms"),
+            listener=self.offset_store,
         )
         self.marker_router = MarkerRouter(
             config.node_id,

@@ -78,6 +78,7 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     offset_store.CoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     offset_store.NotCoordinatorError: ErrorCode.NOT_COORDINATOR,
     offset_store.CoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    offset_store.UnstableOffsetCommitError: ErrorCode.UNSTABLE_OFFSET_COMMIT,
     transaction_errors.NotTransactionCoordinatorError: ErrorCode.NOT_COORDINATOR,
     transaction_errors.TransactionCoordinatorLoadingError: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     transaction_errors.TransactionCoordinatorNotAvailableError: ErrorCode.COORDINATOR_NOT_AVAILABLE,

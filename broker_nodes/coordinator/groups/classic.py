@@ -602,6 +602,22 @@ class ClassicGroup:
         if generation != self.generation:
             raise IllegalGenerationError(self.group_id, member.member_id, generation, self.generation)
 
+    def check_transactional_commit(self, member_id: str, instance_id: str, generation: int) -> None:
+        """Whether a transactional producer may commit offsets for this member (raises why not), as Kafka checks TxnOffsetCommit (KIP-447).
+
+        Unlike a plain commit, a rebalance in progress does not refuse it, and a producer that
+        names no member (TxnOffsetCommit before v3, or ``send_offsets_to_transaction`` with a
+        bare group id) commits whatever the group's members: it is fenced by its epoch alone.
+        """
+        if instance_id:
+            holder = self.static_member(instance_id)
+            if holder is not None and holder.member_id != member_id:
+                raise FencedInstanceIdError(self.group_id, instance_id, member_id, holder.member_id)
+        if member_id and member_id not in self.members:
+            raise UnknownMemberIdError(self.group_id, member_id)
+        if generation >= 0 and generation != self.generation:
+            raise IllegalGenerationError(self.group_id, member_id, generation, self.generation)
+
     def begin_commit(self, member_id: str, instance_id: str, generation: int) -> None:
         """:meth:`check_commit`, then hold the generation until :meth:`end_commit`: a commit checked at generation N is
         stored before generation N+1 begins (the join phase waits for it, at most until its deadline)."""

@@ -121,6 +121,15 @@ class ClassicGroups:
         group.begin_commit(member_id, instance_id, generation)
         return group
 
+    def check_transactional_commit(self, partition: OffsetsPartition, group_id: str, member_id: str, instance_id: str, generation: int) -> bool:
+        """Under the group's lock: check a TxnOffsetCommit against the classic group (see ``ClassicGroup.check_transactional_commit``);
+        False when there is no classic group of that id."""
+        group = self._current(partition, group_id)
+        if group is None:
+            return False
+        group.check_transactional_commit(member_id, instance_id, generation)
+        return True
+
     def end_commit(self, partition: OffsetsPartition, group: ClassicGroup) -> None:
         """The commit :meth:`begin_commit` allowed is stored (or failed): the group may move to its next generation."""
         with partition.groups.lock(group.group_id):

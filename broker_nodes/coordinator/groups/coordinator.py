@@ -255,6 +255,37 @@ class GroupCoordinator:
         finally:
             self.classic.end_commit(partition, classic)
 
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        generation: int,
+        entries: list[OffsetCommitEntry],
+        *,
+        instance_id: str = "",
+    ) -> list[Exception | None]:
+        """TxnOffsetCommit: store offsets of the (qualified) group as part of the producer's transaction (KIP-447).
+
+        The member is checked as Kafka checks transactional commits (a classic group's
+        generation, a KIP-848 member's epoch, the static member's instance id: ILLEGAL_GENERATION,
+        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); a producer naming no member is not checked
+        against the group. The offsets are visible once the transaction commits (see
+        ``OffsetStore.commit_transactional``). The group's lock is held until they are stored.
+        """
+        if not group_id:
+            raise InvalidGroupIdError(group_id)
+        partition = self._offsets.coordinating(group_id)
+        with partition.groups.lock(group_id):
+            if not self.classic.check_transactional_commit(partition, group_id, member_id, instance_id, generation):
+                group = partition.groups.get(group_id)
+                if group is not None:
+                    group.check_transactional_commit(member_id, generation)
+                elif member_id:
+                    raise UnknownMemberIdError(group_id, member_id)
+            return self._offsets.commit_transactional(partition, group_id, producer_id, producer_epoch, entries)
+
     def _delete_locked(self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition]) -> None:
         records = group_records(group, None)
         records.extend((encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in commits)
@@ -304,7 +335,8 @@ class GroupCoordinator:
                 try:
                     with partition.groups.lock(group_id):
                         current = partition.groups.get(group_id)
-                        if current is None or current.members or partition.committed(group_id):
+                        # Offsets of an open transaction keep the group, as Kafka's hasOffsets does.
+                        if current is None or current.members or partition.committed(group_id) or partition.has_transactional(group_id):
                             continue
                         self._delete_locked(partition, group_id, current, [])
                 except (NotCoordinatorError, CoordinatorLoadingError):

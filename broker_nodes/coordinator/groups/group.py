@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from broker_nodes.coordinator.groups.assignors import AssignmentMember, UnknownAssignorError, assign, canonical_assignor_name
+from broker_nodes.coordinator.groups.classic_errors import IllegalGenerationError
 from broker_nodes.coordinator.groups.errors import (
     ActiveGroupError,
     FencedInstanceIdError,
@@ -483,6 +484,23 @@ class ConsumerGroup:
             raise FencedMemberEpochError(self.group_id, member_id, member_epoch, member.member_epoch)
         owned = member.owned
         return [None if topic_partition in owned else PartitionNotAssignedError(self.group_id, member_id, *topic_partition) for topic_partition in wanted]
+
+    def check_transactional_commit(self, member_id: str, member_epoch: int) -> None:
+        """Whether a transactional producer may commit offsets for this member (raises why not), as Kafka checks TxnOffsetCommit.
+
+        A producer that names no member (and epoch -1) commits whatever the group's members:
+        its producer epoch fences it. A named member must be one of the group and send its
+        current epoch; TxnOffsetCommit has no STALE_MEMBER_EPOCH, so any other epoch is
+        ILLEGAL_GENERATION, as Kafka answers. Ownership of the partitions is not checked (Kafka
+        does not either: the offsets follow what the application consumed).
+        """
+        if not member_id and member_epoch < 0:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(self.group_id, member_id)
+        if member_epoch != member.member_epoch:
+            raise IllegalGenerationError(self.group_id, member_id, member_epoch, member.member_epoch)
 
 
 def check_commit_without_group(group_id: str, member_id: str, count: int) -> list[Exception | None]:

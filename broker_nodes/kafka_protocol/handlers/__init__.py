@@ -36,3 +36,4 @@ from broker_nodes.kafka_protocol.handlers import offset_fetch as offset_fetch
 from broker_nodes.kafka_protocol.handlers import offset_for_leader_epoch as offset_for_leader_epoch
 from broker_nodes.kafka_protocol.handlers import produce as produce
 from broker_nodes.kafka_protocol.handlers import sasl as sasl
+from broker_nodes.kafka_protocol.handlers import txn_offset_commit as txn_offset_commit

@@ -4,8 +4,9 @@ v1 names the partitions; v2+ may ask for every committed partition (``topics`` n
 asks for several groups at once (``groups``). A refusal of the whole group (not the
 coordinator, not authorized) is the top-level ``error_code`` from v2 (per group from v8), and
 each named partition's code in v1, which has no other place for it. A partition without a
-commit answers offset -1 and no error, as Kafka does. ``require_stable`` needs nothing: without
-transactions no offset commit is ever pending.
+commit answers offset -1 and no error, as Kafka does. v7+'s ``require_stable`` (KIP-447): a
+partition with an offset committed by a transaction still open answers UNSTABLE_OFFSET_COMMIT,
+which the consumer retries until the transaction ends.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ def _wanted(topics: Sequence[Any] | None) -> list[tuple[str, int]] | None:
     return [(topic.name, partition) for topic in topics for partition in topic.partition_indexes]
 
 
-def _fetch(context: api.KafkaRequestContext, group_id: str, topics: Sequence[Any] | None) -> FetchOutcome:
+def _fetch(context: api.KafkaRequestContext, group_id: str, topics: Sequence[Any] | None, *, require_stable: bool) -> FetchOutcome:
     wanted = _wanted(topics)
     try:
-        outcome = group_offset_requests.fetch_offsets(context.broker, context.call, group_id, wanted)
+        outcome = group_offset_requests.fetch_offsets(context.broker, context.call, group_id, wanted, require_stable=require_stable)
     except InvalidRequestError as error:
         code, message = error_code_and_message(error)
         outcome = FetchOutcome(code, message)
@@ -68,10 +69,11 @@ def _topics(schema: Any, topic_type: Any, partition_type: Any, partitions: list[
 @api.handles(OFFSET_FETCH_KEY, 1, 9)
 def handle_offset_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
     schema = response_module(context)
+    require_stable = bool(getattr(request, "require_stable", False))
     if context.api_version >= BATCHED_VERSION:
         groups = []
         for group in request.groups:
-            outcome = _fetch(context, group.group_id, group.topics)
+            outcome = _fetch(context, group.group_id, group.topics, require_stable=require_stable)
             groups.append(
                 schema.OffsetFetchResponseGroup(
                     group_id=group.group_id,
@@ -80,7 +82,7 @@ def handle_offset_fetch(context: api.KafkaRequestContext, request: Any) -> Any:
                 )
             )
         return schema.OffsetFetchResponse(throttle_time=throttle_time(0), groups=tuple(groups))
-    outcome = _fetch(context, request.group_id, request.topics)
+    outcome = _fetch(context, request.group_id, request.topics, require_stable=require_stable)
     return build(
         schema.OffsetFetchResponse,
         throttle_time=throttle_time(0),
