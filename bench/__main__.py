@@ -1,4 +1,4 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job,flood}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job,flood,transactions}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
 (``failover``) and its replicated produce throughput ratio (``replication-throughput``),
@@ -6,7 +6,9 @@ issue 5's consumer-group settling time and group consumption throughput ratio (`
 issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)
 and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack); or
 issue 12's produce latency of a well-behaved tenant while another floods its broker with
-maximum-size requests (``flood``, one secured broker).
+maximum-size requests (``flood``, one secured broker); or issue 15's transactional produce
+throughput beside the idempotent producer's, commit latency and read_committed end-to-end latency
+through librdkafka (``transactions``).
 
 ``--profile-broker DIR`` (produce, consume, e2e, all) samples the broker the benchmark starts with
 py-spy during each measured run of each door and prints, after the report, where its time went:
@@ -38,7 +40,8 @@ GROUPS = "groups"
 LAG_LATENCY = "lag-latency"
 USAGE_JOB = "usage-job"
 FLOOD = "flood"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD)
+TRANSACTIONS = "transactions"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD, TRANSACTIONS)
 
 _Value = TypeVar("_Value", int, float)
 
@@ -263,6 +266,15 @@ def _run_groups(arguments: argparse.Namespace, console: Console) -> int:
     return groups.main(runs=runs, records=records, record_bytes=arguments.record_bytes, console=console)
 
 
+def _run_transactions(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import transactions
+
+    runs = _chosen(arguments, arguments.runs, 1, transactions.DEFAULT_RUNS)
+    records = _chosen(arguments, arguments.records, transactions.QUICK_RECORDS, transactions.DEFAULT_RECORDS)
+    e2e_seconds = _chosen(arguments, arguments.e2e_seconds, transactions.QUICK_E2E_SECONDS, transactions.DEFAULT_E2E_SECONDS)
+    return transactions.main(runs=runs, records=records, record_bytes=arguments.record_bytes, e2e_seconds=e2e_seconds, console=console)
+
+
 # The scenarios that start a stack of their own, each with its own options (imported only when run: some need Django or Spark).
 STACK_RUNNERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     CONTROL_PLANE: _run_control_plane,
@@ -272,6 +284,7 @@ STACK_RUNNERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     LAG_LATENCY: _run_lag_latency,
     FLOOD: _run_flood,
     GROUPS: _run_groups,
+    TRANSACTIONS: _run_transactions,
 }
 
 
