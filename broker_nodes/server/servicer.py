@@ -50,7 +50,6 @@ from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
-from weir.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -458,9 +457,24 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def TxnOffsetCommit(self, request: broker_pb2.TxnOffsetCommitRequest, call: CallContext) -> broker_pb2.TxnOffsetCommitResponse:
-        """A group's offsets committed inside a transaction; refused UNSUPPORTED_VERSION until the group coordinator keeps transactional offsets."""
-        refused = (ErrorCode.UNSUPPORTED_VERSION, "TxnOffsetCommit is not served yet: the group coordinator does not keep transactional offsets")
-        outcomes = {topic.topic: {partition.partition: refused for partition in topic.partitions} for topic in request.topics}
+        """A group's offsets committed inside a transaction (after AddOffsetsToTxn): the group's offsets once it commits (READ on the group and each topic)."""
+        offsets = [
+            OffsetCommitEntry(topic.topic, partition.partition, partition.committed_offset, partition.committed_leader_epoch, partition.metadata)
+            for topic in request.topics
+            for partition in topic.partitions
+        ]
+        outcomes = transaction_requests.txn_offset_commit(
+            self.broker,
+            call,
+            transactional_id=request.transactional_id,
+            group_id=request.group_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            offsets=offsets,
+        )
         return broker_pb2.TxnOffsetCommitResponse(topics=_partition_results(outcomes))
 
     # ------------------------------------------------------------------ operators' view of transactions

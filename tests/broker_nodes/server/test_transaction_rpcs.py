@@ -1,6 +1,6 @@
 """The gRPC transaction RPCs over a real broker: FindCoordinator TRANSACTION, InitProducerId with a
 transactional id, AddPartitionsToTxn, a transactional Produce, EndTxn (epoch bumped at each end),
-fencing, and TxnOffsetCommit's answer while it is not served."""
+fencing, and offsets committed in a transaction."""
 
 from __future__ import annotations
 
@@ -115,27 +115,44 @@ def test_a_second_producer_of_the_id_fences_the_first(server) -> None:
     assert end(stub, first, commit=True).error_code == ErrorCode.PRODUCER_FENCED
 
 
-def test_add_offsets_needs_an_ongoing_producer_and_txn_offset_commit_says_it_is_not_served(server) -> None:
+def txn_offset_commit(stub, producer, offset: int) -> broker_pb2.PartitionResult:  # type: ignore[no-untyped-def]
+    request = broker_pb2.TxnOffsetCommitRequest(
+        transactional_id=TRANSACTIONAL_ID,
+        group_id="readers",
+        producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch,
+        generation_id=-1,
+        topics=[broker_pb2.TxnOffsetCommitTopic(topic=TOPIC, partitions=[broker_pb2.TxnOffsetCommitPartition(partition=0, committed_offset=offset)])],
+    )
+    (result,) = stub.TxnOffsetCommit(request, timeout=30).topics[0].partitions
+    return result
+
+
+def committed_offset(stub) -> int:  # type: ignore[no-untyped-def]
+    request = broker_pb2.OffsetFetchRequest(group_id="readers", topics=[broker_pb2.OffsetFetchTopic(topic=TOPIC, partitions=[0])])
+    return stub.OffsetFetch(request, timeout=30).topics[0].partitions[0].committed_offset
+
+
+def test_offsets_committed_in_a_transaction_become_the_groups_when_it_commits(server) -> None:
     stub = server.stub
+    create_topic(stub, TOPIC)
     producer = init(stub)
-    added = stub.AddOffsetsToTxn(
-        broker_pb2.AddOffsetsToTxnRequest(
-            transactional_id=TRANSACTIONAL_ID, producer_id=producer.producer_id, producer_epoch=producer.producer_epoch + 5, group_id="g"
-        ),
-        timeout=30,
+    stale = broker_pb2.AddOffsetsToTxnRequest(
+        transactional_id=TRANSACTIONAL_ID, producer_id=producer.producer_id, producer_epoch=producer.producer_epoch + 5, group_id="readers"
     )
-    assert added.error_code == ErrorCode.PRODUCER_FENCED
-    committed = stub.TxnOffsetCommit(
-        broker_pb2.TxnOffsetCommitRequest(
-            transactional_id=TRANSACTIONAL_ID,
-            group_id="g",
-            producer_id=producer.producer_id,
-            producer_epoch=producer.producer_epoch,
-            generation_id=-1,
-            topics=[broker_pb2.TxnOffsetCommitTopic(topic=TOPIC, partitions=[broker_pb2.TxnOffsetCommitPartition(partition=0, committed_offset=1)])],
-        ),
-        timeout=30,
+    assert stub.AddOffsetsToTxn(stale, timeout=30).error_code == ErrorCode.PRODUCER_FENCED
+    # Without AddOffsetsToTxn the group's offsets partition is not in the transaction.
+    assert txn_offset_commit(stub, producer, 7).error_code != ErrorCode.NO_ERROR
+
+    add = broker_pb2.AddOffsetsToTxnRequest(
+        transactional_id=TRANSACTIONAL_ID, producer_id=producer.producer_id, producer_epoch=producer.producer_epoch, group_id="readers"
     )
-    (result,) = committed.topics[0].partitions
-    assert result.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert "TxnOffsetCommit" in result.error_message
+    assert stub.AddOffsetsToTxn(add, timeout=30).error_code == ErrorCode.NO_ERROR
+    result = txn_offset_commit(stub, producer, 7)
+    assert result.error_code == ErrorCode.NO_ERROR, result.error_message
+    assert committed_offset(stub) == -1  # pending until the transaction commits
+    assert end(stub, producer, commit=True).error_code == ErrorCode.NO_ERROR
+    deadline = time.monotonic() + 20
+    while committed_offset(stub) != 7 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert committed_offset(stub) == 7
