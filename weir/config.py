@@ -285,6 +285,22 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         ),
         _property("enable.idempotence", "bool", True, frozenset({PRODUCER}), "Exactly-once delivery per partition with sequence numbers; requires acks=all."),
         _property(
+            "transactional.id",
+            "str",
+            None,
+            frozenset({PRODUCER}),
+            "Makes the producer transactional (init_transactions, begin/commit/abort_transaction); implies enable.idempotence and acks=all.",
+        ),
+        _property(
+            "transaction.timeout.ms",
+            "int",
+            60000,
+            frozenset({PRODUCER}),
+            "How long a transaction may stay open before its coordinator aborts it; also delivery.timeout.ms unless that is set.",
+            minimum=1000,
+            maximum=INT32_MAX,
+        ),
+        _property(
             "retries",
             "int",
             INT32_MAX,
@@ -507,6 +523,8 @@ class ClientConfig:
         values = self._values
         if not values["bootstrap.servers"]:
             raise invalid_argument('Configuration property "bootstrap.servers" must be set')
+        if self.role == PRODUCER and values["transactional.id"]:
+            self._check_transactional(values)
         if self.role == PRODUCER and values["enable.idempotence"]:
             if values["acks"] != -1:
                 raise invalid_argument(
@@ -516,6 +534,15 @@ class ClientConfig:
                 raise invalid_argument('"max.in.flight.requests.per.connection" must be at most 5 when "enable.idempotence" is true')
         if values["retry.backoff.max.ms"] < values["retry.backoff.ms"]:
             raise invalid_argument('"retry.backoff.max.ms" must not be below "retry.backoff.ms"')
+
+    def _check_transactional(self, values: dict[str, Any]) -> None:
+        """librdkafka's rules: a transactional producer is idempotent, and no record may outlive its transaction."""
+        if not values["enable.idempotence"]:
+            raise invalid_argument('"transactional.id" requires "enable.idempotence" to be true')
+        if "delivery.timeout.ms" not in self._explicit:
+            values["delivery.timeout.ms"] = values["transaction.timeout.ms"]
+        elif values["delivery.timeout.ms"] > values["transaction.timeout.ms"]:
+            raise invalid_argument('"message.timeout.ms" (delivery.timeout.ms) must not exceed "transaction.timeout.ms"')
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

@@ -61,6 +61,7 @@ from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import FetchedChunk, Fetcher, PartitionState
 from weir.group_membership import GroupMembership, Partition, parse_subscription
+from weir.group_metadata import ConsumerGroupMetadata
 from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
 from weir.read_committed import committed_batches
 from weir.records import (
@@ -237,6 +238,16 @@ class Consumer:
         """This consumer's member id in its group (None before it joined), as confluent-kafka's memberid()."""
         membership = self._membership
         return membership.member_id or None if membership is not None else None
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """This consumer's group membership for ``Producer.send_offsets_to_transaction()`` (KIP-447), as confluent-kafka's.
+
+        Raises KafkaException _INVALID_ARG without a group.id (there is no group to commit to).
+        """
+        if not self._group_id:
+            raise invalid_argument('consumer group metadata is not available: "group.id" is not set')
+        member_id, epoch = self._membership.commit_identity() if self._membership is not None else ("", -1)
+        return ConsumerGroupMetadata(self._group_id, epoch, member_id, self._config["group.instance.id"] or None)
 
     def _wake_application(self) -> None:
         # Called by the heartbeat thread: a poll() waiting for data has group work to do.

@@ -61,8 +61,10 @@ def coordinator_error(response: Any) -> tuple[int, str]:
 class GroupCoordinators:
     """Coordinator addresses cached per group, and calls routed to them (see the module docstring)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, key_type: broker_pb2.CoordinatorKeyType = broker_pb2.COORDINATOR_KEY_TYPE_GROUP) -> None:
+        """``key_type`` COORDINATOR_KEY_TYPE_TRANSACTION: the keys are transactional ids, and their transaction coordinators are found."""
         self._cluster = cluster
+        self._key_type = key_type
         self._lock = threading.Lock()
         self._addresses: dict[str, str] = {}
         # The node id of each cached address, for results that name the coordinator (describe).
@@ -86,7 +88,7 @@ class GroupCoordinators:
                 self._addresses.pop(group_id, None)
 
     def _find(self, group_id: str, deadline: float) -> str:
-        request = broker_pb2.FindCoordinatorRequest(group_ids=[group_id])
+        request = broker_pb2.FindCoordinatorRequest(group_ids=[group_id], key_type=self._key_type)
         for attempt in range(1_000_000):  # ends at the deadline long before
             response = self._cluster.call_any("FindCoordinator", request, timeout=max(deadline - time.monotonic(), 0.001))
             if not response.coordinators:

@@ -137,6 +137,8 @@ _LOCAL_ERRORS = [
     ErrorSpec(-147, "_MAX_POLL_EXCEEDED", False, "Application maximum poll interval (max.poll.interval.ms) exceeded."),
     ErrorSpec(-140, "_AUTO_OFFSET_RESET", False, "The fetch offset is out of range and auto.offset.reset is error."),
     ErrorSpec(-152, "_PURGE_QUEUE", False, "Purged from the queue."),
+    ErrorSpec(-145, "_NOT_CONFIGURED", False, "Functionality not configured."),
+    ErrorSpec(-144, "_FENCED", False, "This instance has been fenced by a newer instance."),
 ]
 
 ERRORS_BY_CODE: dict[int, ErrorSpec] = {spec.code: spec for spec in _BROKER_ERRORS + _LOCAL_ERRORS}
@@ -249,6 +251,8 @@ class _CodeNames:
     _MAX_POLL_EXCEEDED: ClassVar[int]
     _AUTO_OFFSET_RESET: ClassVar[int]
     _PURGE_QUEUE: ClassVar[int]
+    _NOT_CONFIGURED: ClassVar[int]
+    _FENCED: ClassVar[int]
 
 
 def _set_code_names(cls: type[_CodeNames]) -> None:

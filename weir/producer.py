@@ -20,6 +20,10 @@ Behaviour worth knowing, where a choice had to be made:
 - A record larger than ``message.max.bytes`` raises KafkaException ``MSG_SIZE_TOO_LARGE``.
 - When ``buffer.memory`` is full, produce() blocks up to ``max.block.ms`` for room, then
   raises ``BufferError`` (confluent-kafka's type for a full queue).
+- With ``transactional.id`` the producer is transactional (init_transactions(),
+  begin_transaction(), send_offsets_to_transaction(), commit_transaction(),
+  abort_transaction(), as confluent-kafka's; see producer_transactions), and produce()
+  outside a transaction raises KafkaException ``_STATE``.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ from typing import Any
 from weir.cluster import Cluster, ClusterMetadata, TopicInfo
 from weir.config import PRODUCER, ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
-from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from weir.group_metadata import ConsumerGroupMetadata
+from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
 from weir.partitioner import Partitioner
 from weir.producer_accumulator import Delivery, ProducerBatch, RecordAccumulator
 from weir.producer_sender import Sender
+from weir.producer_transactions import TransactionManager
 from weir.records import COMPRESSION_CODECS
 
 # How long a topic the brokers did not know stays "unknown" before produce() asks again.
@@ -87,6 +93,7 @@ class Producer:
             linger_ms=config_values["linger.ms"],
             buffer_memory=config_values["buffer.memory"],
             codec=COMPRESSION_CODECS[config_values["compression.type"]],
+            transactional=bool(config_values["transactional.id"]),
             sticky=self._partitioner.sticky,
         )
         self._on_delivery: Callable[..., Any] | None = config_values["on_delivery"]
@@ -96,7 +103,16 @@ class Producer:
         self._events = threading.Condition()
         self._reports: deque[_Report] = deque()
         self._errors: deque[KafkaError] = deque()
-        self._sender = Sender(self._accumulator, self._cluster, config_values, self._batch_done, self._sender_error)
+        self._transactions: TransactionManager | None = None
+        if config_values["transactional.id"]:
+            self._transactions = TransactionManager(
+                self._cluster,
+                config_values["transactional.id"],
+                transaction_timeout_ms=config_values["transaction.timeout.ms"],
+                request_timeout=config_values["request.timeout.ms"] / 1000.0,
+                report_error=self._sender_error,
+            )
+        self._sender = Sender(self._accumulator, self._cluster, config_values, self._batch_done, self._sender_error, self._transactions)
         self._sender.start()
         self._closed = False
 
@@ -116,8 +132,11 @@ class Producer:
         """Queue one record; its delivery callback runs later from poll() or flush().
 
         Raises BufferError when buffer.memory stays full for max.block.ms, and
-        KafkaException for a record above message.max.bytes or a partition out of range.
+        KafkaException for a record above message.max.bytes or a partition out of range, and
+        (transactional producers) _STATE outside a transaction.
         """
+        if self._transactions is not None:
+            self._transactions.check_may_produce()
         if value is not None and value.__class__ is not bytes:
             value = _to_bytes(value, "value")
         if key is not None and key.__class__ is not bytes:
@@ -267,10 +286,14 @@ class Producer:
 
         ``timeout`` in seconds; None or negative waits until everything is delivered.
         """
+        return self._flush(timeout, lambda: False)
+
+    def _flush(self, timeout: float | None, stop: Callable[[], bool]) -> int:
+        """flush(), ending early once ``stop()`` is true (a transaction that failed meanwhile)."""
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         self._accumulator.begin_flush()
         try:
-            while len(self) > 0:
+            while len(self) > 0 and not stop():
                 remaining = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
                 if remaining <= 0:
                     break
@@ -296,6 +319,58 @@ class Producer:
         for batch in self._accumulator.abort_unsent():
             self._batch_done(batch, error, -1, -1)
         self._sender.request_purge()
+
+    # ------------------------------------------------------------------ transactions
+
+    def _transaction_manager(self) -> TransactionManager:
+        if self._transactions is None:
+            raise KafkaException(
+                KafkaError(KafkaError._NOT_CONFIGURED, 'Local: Functionality not configured: the transactional API requires "transactional.id"')
+            )
+        return self._transactions
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register ``transactional.id`` with its coordinator and fence older producers of it (before any other transactional call).
+
+        ``timeout`` in seconds (None: no limit). Raises KafkaException: retriable _TIMED_OUT
+        (call it again), fatal errors, or _STATE when already done.
+        """
+        self._transaction_manager().init(timeout)
+        self._accumulator.wake()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (local: the coordinator learns of it when its first partition is added)."""
+        self._transaction_manager().begin()
+
+    def send_offsets_to_transaction(self, offsets: Sequence[TopicPartition], group_metadata: ConsumerGroupMetadata, timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets (the next offsets to read) as part of the current transaction.
+
+        ``group_metadata`` comes from ``Consumer.consumer_group_metadata()``; offsets below 0
+        are skipped. Raises KafkaException (abortable, fatal, retriable _TIMED_OUT, _STATE).
+        """
+        self._transaction_manager().send_offsets(offsets, group_metadata, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush the transaction's records, then commit it; read_committed consumers see them from now on.
+
+        Raises KafkaException: ``txn_requires_abort()`` when a record failed (abort_transaction()
+        next), retriable _TIMED_OUT (call it again), ``fatal()`` when fenced.
+        """
+        self._transaction_manager().commit(self._flush, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: unsent records fail with _PURGE_QUEUE (reports served here), then read_committed consumers never see any of them."""
+        self._transaction_manager().abort(self._purge_for_abort, timeout)
+
+    def _purge_for_abort(self, timeout: float | None) -> int:
+        """Purge what was not sent, then wait (up to ``timeout``) for requests in flight; returns records still outstanding."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        self.purge(in_queue=True)
+        # The sender purges its queues in its next round: records of the next transaction
+        # must not be produced before that, or they would be purged too.
+        if not self._sender.wait_for_purge(None if deadline is None else max(deadline - time.monotonic(), 0.0)):
+            return max(len(self), 1)
+        return self.flush(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
     def __len__(self) -> int:
         """Records produced whose delivery report has not been served yet."""

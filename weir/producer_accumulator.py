@@ -114,6 +114,7 @@ class RecordAccumulator:
         linger_ms: int,
         buffer_memory: int,
         codec: int,
+        transactional: bool = False,
         sticky: StickyPartitions | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -122,6 +123,8 @@ class RecordAccumulator:
         self._linger = linger_ms / 1000.0
         self._buffer_memory = buffer_memory
         self._codec = codec
+        # A transactional producer's batches carry the transactional bit (attributes bit 4).
+        self._transactional = transactional
         self._sticky = sticky or StickyPartitions()
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -177,7 +180,7 @@ class RecordAccumulator:
                     partition = self._sticky.partition(topic, partition_count)
                 batch = partitions[partition]
             if batch is None:
-                batch = ProducerBatch(topic, partition, RecordBatchBuilder(self._codec), self._monotonic())
+                batch = ProducerBatch(topic, partition, RecordBatchBuilder(self._codec, transactional=self._transactional), self._monotonic())
                 partitions[partition] = batch
                 self._buffered += HEADER_SIZE
                 # The sender may be asleep with nothing to do: it must learn when linger.ms ends.

@@ -36,6 +36,15 @@ deadlines) mark the topic's metadata stale; the sender refreshes it (rate-limite
 :meth:`weir.cluster.Cluster.maybe_refresh`) and sends to the new leader. A partition without
 a leader keeps its batches until metadata names one or delivery.timeout.ms passes. Sequence
 gaps and epoch bumps: see :mod:`weir.producer_idempotence`.
+
+Transactions (``transactional.id``, see :mod:`weir.producer_transactions`): the producer id
+and epoch come from the transaction manager (init_transactions(), then each EndTxn's bumped
+epoch, under which every partition numbers from 0 again), never from the sender's own
+InitProducerId. A partition's batches wait until the manager has added the partition to the
+transaction (AddPartitionsToTxn, made here, retried after retry.backoff.ms); once the
+transaction failed nothing more is sent until abort_transaction() purges it. A batch that
+fails for good fails the transaction (abortable, or fatal when fenced) instead of bumping the
+epoch, and every ProduceRequest names the transactional id.
 """
 
 from __future__ import annotations
@@ -53,7 +62,8 @@ from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.producer_accumulator import ProducerBatch, RecordAccumulator
-from weir.producer_idempotence import PartitionQueue, stamp_producer_state
+from weir.producer_idempotence import SEQUENCE_MODULUS, PartitionQueue, stamp_producer_state
+from weir.producer_transactions import TransactionManager
 from weir.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 logger = logging.getLogger(__name__)
@@ -92,7 +102,13 @@ class Sender:
     """Owns the in-flight state of one producer; see the module docstring. Runs on its own thread."""
 
     def __init__(
-        self, accumulator: RecordAccumulator, cluster: Cluster, config: ClientConfig, report: ReportFunction, report_error: Callable[[KafkaError], None]
+        self,
+        accumulator: RecordAccumulator,
+        cluster: Cluster,
+        config: ClientConfig,
+        report: ReportFunction,
+        report_error: Callable[[KafkaError], None],
+        transactions: TransactionManager | None = None,
     ) -> None:
         self._accumulator = accumulator
         self._cluster = cluster
@@ -115,8 +131,14 @@ class Sender:
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._needs_new_epoch = False
         self._next_producer_id_attempt = 0.0
+        self._transactions = transactions
+        self._transactional_id = transactions.transactional_id if transactions is not None else ""
+        self._next_add_attempt = 0.0
         self._stopping = False
         self._purge_requested = False
+        # Set when no purge is waiting for the sender's next round (abort_transaction() waits for it).
+        self._purged = threading.Event()
+        self._purged.set()
         self._leaders_missing = False
         self._thread = threading.Thread(target=self.run, name="weir-producer-sender", daemon=True)
 
@@ -133,8 +155,13 @@ class Sender:
 
     def request_purge(self) -> None:
         """Fail every batch not in flight with _PURGE_QUEUE at the next round (purge())."""
+        self._purged.clear()
         self._purge_requested = True
         self._accumulator.wake()
+
+    def wait_for_purge(self, timeout: float | None) -> bool:
+        """Wait until the sender has purged what :meth:`request_purge` asked for; False after ``timeout`` s."""
+        return self._purged.wait(timeout)
 
     @property
     def producer_id(self) -> tuple[int, int]:
@@ -163,6 +190,11 @@ class Sender:
     def _run_once(self) -> float:
         while self._inbox:
             self._handle_answer(*self._inbox.popleft())
+        if self._transactions is not None:
+            # Before new batches are stamped: a new transaction may run under a new epoch.
+            producer_id, producer_epoch = self._transactions.producer()
+            if (producer_id, producer_epoch) != (self._producer_id, self._producer_epoch):
+                self._adopt_producer(producer_id, producer_epoch, renumber=True)
         now = time.monotonic()
         muted = {key for key, queue in self._queues.items() if queue.in_flight or queue.waiting or queue.retries}
         batches, next_ready = self._accumulator.drain(muted)
@@ -171,9 +203,12 @@ class Sender:
         if self._purge_requested:
             self._purge_requested = False
             self._purge()
+            self._purged.set()
         self._expire(now)
         if self._stopping and self._abandon_when_unreachable():
             return 0.0
+        if self._transactions is not None:
+            return self._run_transactional(now, next_ready)
         if self._idempotent and not self._ensure_producer_id(now):
             if self._producer_id == NO_PRODUCER_ID:
                 return max(self._next_producer_id_attempt - now, 0.0)
@@ -262,17 +297,43 @@ class Sender:
             self._report_error(response)
             return False
         renumber = self._needs_new_epoch
-        self._producer_id, self._producer_epoch = response.producer_id, response.producer_epoch
         self._needs_new_epoch = False
+        self._adopt_producer(response.producer_id, response.producer_epoch, renumber=renumber)
+        return True
+
+    def _adopt_producer(self, producer_id: int, producer_epoch: int, *, renumber: bool) -> None:
+        """Send from now on as ``producer_id`` at ``producer_epoch``; ``renumber``: every partition's sequence starts at 0 again."""
+        self._producer_id, self._producer_epoch = producer_id, producer_epoch
         for queue in self._queues.values():
             if renumber:
                 queue.next_sequence = 0
             for batch in sorted(queue.unacknowledged.values(), key=lambda batch: batch.queue_position):
                 if renumber:
                     batch.base_sequence = queue.next_sequence
-                    queue.next_sequence = (queue.next_sequence + batch.record_count) % 2**31
+                    queue.next_sequence = (queue.next_sequence + batch.record_count) % SEQUENCE_MODULUS
                 batch.payload = stamp_producer_state(batch.encoded, self._producer_id, self._producer_epoch, batch.base_sequence)
-        return True
+
+    # ------------------------------------------------------------------ transactions
+
+    def _run_transactional(self, now: float, next_ready: float | None) -> float:
+        """One round of a transactional producer: add new partitions to the transaction, then send what may be sent."""
+        transactions = self._transactions
+        assert transactions is not None
+        wake = self._next_wake(now, next_ready)
+        if self._producer_id == NO_PRODUCER_ID or transactions.failed:
+            return wake  # before init_transactions(), or until abort_transaction() purges the batches
+        missing = transactions.missing(key for key, queue in self._queues.items() if queue.waiting or queue.retries)
+        if missing and now >= self._next_add_attempt:
+            error = transactions.add_partitions(missing)
+            if error is not None:
+                if error.retriable():
+                    self._next_add_attempt = now + self._backoff
+                return min(wake, float(self._backoff))
+            self._next_add_attempt = 0.0
+        elif missing:
+            wake = min(wake, self._next_add_attempt - now)
+        self._send(now)
+        return max(min(wake, self._next_wake(now, next_ready)), 0.0)
 
     def _init_producer_id(self, producer_id: int, producer_epoch: int) -> broker_pb2.InitProducerIdResponse | KafkaError:
         """InitProducerId at any broker: a new id (``producer_id`` -1) or the next epoch of ``producer_id``; the error if it failed."""
@@ -296,7 +357,7 @@ class Sender:
             for (topic, partition), queue in self._queues.items():
                 self._skip_backoff_for_new_leader(topic, partition, queue, now)
                 batch = queue.next_sendable(now, resends_only)
-                if batch is None:
+                if batch is None or (self._transactions is not None and not self._transactions.contains((topic, partition))):
                     continue
                 address = None if self._cluster.is_stale(topic) else self._cluster.leader_address(topic, partition)
                 if address is None:
@@ -349,6 +410,7 @@ class Sender:
         request = broker_pb2.ProduceRequest(
             acks=self._acks,
             timeout_ms=self._request_timeout_ms,
+            transactional_id=self._transactional_id,
             topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()],
         )
         self._in_flight[address] = self._in_flight.get(address, 0) + 1
@@ -436,7 +498,13 @@ class Sender:
         if code in _MAYBE_APPENDED:
             batch.maybe_persisted = True
         batch.last_error = error
-        if self._idempotent and code == ErrorCode.UNKNOWN_PRODUCER_ID and not batch.maybe_persisted and not queue.has_earlier_unacknowledged(batch):
+        if (
+            self._transactions is None
+            and self._idempotent
+            and code == ErrorCode.UNKNOWN_PRODUCER_ID
+            and not batch.maybe_persisted
+            and not queue.has_earlier_unacknowledged(batch)
+        ):
             # The leader lost this producer's state and nothing of the batch was appended:
             # renumber under a new epoch and send again (librdkafka does the same).
             self._needs_new_epoch = True
@@ -460,7 +528,11 @@ class Sender:
 
     def _fail(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue) -> None:
         queue.finish(batch)
-        if self._idempotent and batch.base_sequence >= 0:
+        if self._transactions is not None:
+            # The transaction cannot commit without this batch: only an abort can end it (and
+            # its new epoch starts every sequence at 0 again).
+            self._transactions.produce_failed(error)
+        elif self._idempotent and batch.base_sequence >= 0:
             # Its sequence numbers are now a gap the leader would refuse in every later batch
             # of the partition: number anew under a new epoch (see producer_idempotence).
             self._needs_new_epoch = True
