@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.weir.sdk_support import assigned, consume_all, create_topic, wait_for
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from weir.group_metadata import ConsumerGroupMetadata
@@ -187,3 +188,38 @@ def test_send_offsets_needs_a_transaction_and_consumer_group_metadata(broker) ->
     with pytest.raises(KafkaException) as raised:
         Consumer({"bootstrap.servers": broker.address}).consumer_group_metadata()
     assert raised.value.args[0].code() == KafkaError._INVALID_ARG
+
+
+def test_a_failed_produce_makes_the_transaction_abortable_and_the_producer_goes_on_after_abort(broker) -> None:
+    create_topic(broker.address, TOPIC, partitions=2, config={"max.message.bytes": "2000"})
+    reports: list[KafkaError | None] = []
+    producer = transactional_producer(broker.address, on_delivery=lambda error, message: reports.append(error))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(TOPIC, value=b"small", partition=0)
+    producer.produce(TOPIC, value=b"x" * 10_000, partition=1)  # the broker refuses it: MESSAGE_TOO_LARGE
+    with pytest.raises(KafkaException) as raised:
+        producer.commit_transaction(30)
+    error = raised.value.args[0]
+    assert error.txn_requires_abort() and not error.fatal() and not error.retriable(), error
+    assert error.code() == KafkaError.MESSAGE_TOO_LARGE
+    with pytest.raises(KafkaException) as refused:
+        producer.produce(TOPIC, value=b"more", partition=0)  # nothing more until the abort
+    assert refused.value.args[0].txn_requires_abort()
+    producer.abort_transaction(30)
+
+    producer.begin_transaction()
+    producer.produce(TOPIC, value=b"next", partition=0)
+    producer.commit_transaction(30)
+    producer.close()
+    assert KafkaError.MESSAGE_TOO_LARGE in [error.code() for error in reports if error is not None]
+    assert read_committed(broker.address, 1) == [b"next"]
+
+
+def test_init_transactions_without_a_reachable_broker_times_out_retriably() -> None:
+    producer = transactional_producer(f"127.0.0.1:{free_port()}")
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(1.0)
+    error = raised.value.args[0]
+    assert error.code() == KafkaError._TIMED_OUT and error.retriable() and not error.fatal()
+    producer.close(1)
