@@ -387,6 +387,10 @@ class Producer:
         """
         if self._closed:
             return 0
+        if self._transactions is not None and self._transactions.failed:
+            # A failed transaction sends nothing more: what it still holds could only wait for
+            # delivery.timeout.ms, so it fails now (_PURGE_QUEUE), as abort_transaction() would.
+            self.purge(in_queue=True)
         remaining = self.flush(timeout)
         self._closed = True
         self._sender.stop(timeout=5.0)

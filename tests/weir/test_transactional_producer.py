@@ -223,3 +223,17 @@ def test_init_transactions_without_a_reachable_broker_times_out_retriably() -> N
     error = raised.value.args[0]
     assert error.code() == KafkaError._TIMED_OUT and error.retriable() and not error.fatal()
     producer.close(1)
+
+
+def test_closing_a_producer_whose_transaction_failed_purges_what_it_holds(broker) -> None:
+    create_topic(broker.address, TOPIC, partitions=2, config={"max.message.bytes": "2000"})
+    reports: list[KafkaError | None] = []
+    config = {"linger.ms": 60_000, "batch.size": 1000, "on_delivery": lambda error, message: reports.append(error)}
+    producer = transactional_producer(broker.address, **config)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(TOPIC, value=b"held", partition=0)  # lingers: still in the producer when the transaction fails
+    producer.produce(TOPIC, value=b"x" * 10_000, partition=1)  # a full batch, sent at once and refused (MESSAGE_TOO_LARGE)
+    assert wait_for(lambda: producer.poll(0.1) > 0 or bool(reports), timeout=20)
+    assert producer.close(10) == 0  # not the 60 s of delivery.timeout.ms: the held record is purged
+    assert sorted(error.code() for error in reports if error is not None) == sorted([KafkaError.MESSAGE_TOO_LARGE, KafkaError._PURGE_QUEUE])
