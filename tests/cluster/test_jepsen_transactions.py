@@ -8,15 +8,18 @@ bounded in count and time: kill -9 the leader of a producer's ``__transaction_st
 (its coordinator), then a data partition's leader, then another producer's coordinator, each
 restarted once its leaderships moved; meanwhile producer ``p3`` (transaction.timeout.ms 3 s)
 freezes itself with SIGSTOP inside a transaction and is resumed well past its timeout: its
-coordinator must have aborted the transaction, and the producer must be fenced.
+coordinator must have aborted the transaction, and the producer must be fenced. Beside them a
+consume-transform-produce worker (:mod:`tests.support.ctp_worker_process`) reads an input topic at
+read_committed and writes each record to an output topic, committing its group's offsets with
+send_offsets_to_transaction (KIP-447), some transactions aborted on purpose; the nemesis also
+kills its group's coordinator (the leader of the group's ``__consumer_offsets`` partition).
 
 Checked on a final read_committed read of every partition over the Kafka listeners
 (tests/support/transaction_history.py): no aborted read, no torn transaction, no lost commit,
 offsets increasing with gaps only at markers and aborted ranges; the replicas agree record for
-record. Liveness: the producers that were not frozen go on committing after the faults.
-
-Not yet covered: a consume-transform-produce worker (send_offsets_to_transaction) and group
-coordinator kills wait for TxnOffsetCommit. ``WEIR_JEPSEN_SEED`` replays a run.
+record; the worker's output holds each input exactly once. Liveness: the producers that were not
+frozen go on committing after the faults, and the worker processes every input.
+``WEIR_JEPSEN_SEED`` replays a run.
 """
 
 from __future__ import annotations
@@ -26,18 +29,23 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from log_formats.offset_commit_records import partition_for_group
+from log_formats.topic_names import qualify
 from log_formats.transaction_log_records import partition_for_transactional_id
 from tests.cluster.workload import check_replicas_agree
+from tests.support.ctp_worker_process import CtpWorkerProcess
 from tests.support.real_cluster import ClusterTimings, RealCluster
 from tests.support.transaction_history import (
     ABORTED,
     COMMITTED,
     ReadRecord,
     TransactionRecord,
+    check_exactly_once,
     check_no_aborted_reads,
     check_no_lost_commits,
     check_no_torn_transactions,
@@ -50,6 +58,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.
 TOPIC = "jepsen-txn"
 PARTITIONS = 3
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+INPUT_TOPIC, OUTPUT_TOPIC, CTP_PARTITIONS = "jepsen-ctp-in", "jepsen-ctp-out", 2
+CTP_GROUP = "jepsen-ctp"
+CTP_INPUTS = 150  # input records the worker transforms (3 per transaction: its work spans the first faults)
+CTP_SECONDS = 60.0  # bound on the worker finishing its input once the faults are over
 FROZEN_TIMEOUT_MS = 3000  # the frozen producer's transaction.timeout.ms
 ABORT_CHECK_MS = 500  # transaction.abort.timed.out.transaction.cleanup.interval.ms
 # The frozen producer stays stopped at least this long: its timeout, the coordinator's check,
@@ -82,7 +95,24 @@ def transactional_id(name: str) -> str:
 def coordinator_of(cluster: RealCluster, name: str) -> int:
     rows = cluster.internal_partition_rows(TRANSACTION_STATE_TOPIC)
     assert cluster.access is not None
-    return rows[partition_for_transactional_id(f"{cluster.access.tenant_id}~{transactional_id(name)}", len(rows))].leader
+    return rows[partition_for_transactional_id(qualify(cluster.access.tenant_id, transactional_id(name)), len(rows))].leader
+
+
+def group_coordinator(cluster: RealCluster) -> int:
+    rows = cluster.internal_partition_rows(OFFSETS_TOPIC)
+    assert cluster.access is not None
+    return rows[partition_for_group(qualify(cluster.access.tenant_id, CTP_GROUP), len(rows))].leader
+
+
+def fill_input(cluster: RealCluster) -> list[bytes]:
+    """CTP_INPUTS records to the worker's input topic (an idempotent producer, every delivery checked)."""
+    values = [f"in-{index:05d}".encode() for index in range(CTP_INPUTS)]
+    producer = Producer(cluster.kafka_client_config(**{"enable.idempotence": True, "linger.ms": 5}))
+    failures: list[object] = []
+    for index, value in enumerate(values):
+        producer.produce(INPUT_TOPIC, value, partition=index % CTP_PARTITIONS, on_delivery=lambda error, _: error and failures.append(error))
+    assert producer.flush(READ_SECONDS) == 0 and not failures, failures[:3]
+    return values
 
 
 def start_producers(cluster: RealCluster, root: Path, seed: int) -> dict[str, TransactionalProducerProcess]:
@@ -120,36 +150,31 @@ def kill_and_restart(cluster: RealCluster, victim: int) -> str:
     killed_at = time.monotonic()
     cluster.kill(victim)
 
-    def moved() -> bool:
-        rows = [*cluster.partition_rows(TOPIC), *cluster.internal_partition_rows(TRANSACTION_STATE_TOPIC)]
-        return all(row.leader not in (victim, -1) for row in rows)
+    def rows() -> list[Any]:
+        internal = [row for name in (TRANSACTION_STATE_TOPIC, OFFSETS_TOPIC) for row in cluster.internal_partition_rows(name)]
+        return [*internal, *(row for topic in (TOPIC, INPUT_TOPIC, OUTPUT_TOPIC) for row in cluster.partition_rows(topic))]
 
-    cluster.wait_until(moved, f"the leaderships of killed broker {victim} moved", FAILOVER_SECONDS)
+    cluster.wait_until(lambda: all(row.leader not in (victim, -1) for row in rows()), f"the leaderships of killed broker {victim} moved", FAILOVER_SECONDS)
     failover = time.monotonic() - killed_at
     cluster.start_broker(victim)
-    cluster.wait_for_full_isr(TOPIC, timeout=FAULT_SECONDS)
-    cluster.wait_until(
-        lambda: all(sorted(row.isr) == sorted(row.replicas) for row in cluster.internal_partition_rows(TRANSACTION_STATE_TOPIC)),
-        f"{TRANSACTION_STATE_TOPIC} with its full ISR",
-        FAULT_SECONDS,
-    )
+    cluster.wait_until(lambda: all(sorted(row.isr) == sorted(row.replicas) for row in rows()), "every partition with its full ISR", FAULT_SECONDS)
     return f"killed broker {victim}, failed over in {failover:.1f}s"
 
 
-def read_committed_everything(cluster: RealCluster, end_offsets: dict[int, int]) -> tuple[list[ReadRecord], list[str]]:
-    """Every partition from offset 0 at read_committed, until each reports EOF at its log end (bounded)."""
+def read_committed_everything(cluster: RealCluster, end_offsets: dict[int, int], topic: str = TOPIC) -> tuple[list[ReadRecord], list[str]]:
+    """Every partition of ``topic`` from offset 0 at read_committed, until each reports EOF at its log end (bounded)."""
     consumer = Consumer(
         cluster.kafka_client_config(
             **{"group.id": "jepsen-auditor", "isolation.level": "read_committed", "enable.auto.commit": False, "enable.partition.eof": True}
         )
     )
-    consumer.assign([TopicPartition(TOPIC, partition, 0) for partition in range(PARTITIONS)])
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in end_offsets])
     reads: list[ReadRecord] = []
     errors: list[str] = []
     at_end: set[int] = set()
     deadline = time.monotonic() + READ_SECONDS
     try:
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+        while len(at_end) < len(end_offsets) and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is None:
                 continue
@@ -163,8 +188,8 @@ def read_committed_everything(cluster: RealCluster, end_offsets: dict[int, int])
             reads.append(ReadRecord(message.partition(), message.offset(), message.value()))
     finally:
         consumer.close()
-    if len(at_end) < PARTITIONS:
-        errors.append(f"read_committed did not reach the log end of partitions {sorted(set(range(PARTITIONS)) - at_end)} in {READ_SECONDS:.0f}s")
+    if len(at_end) < len(end_offsets):
+        errors.append(f"read_committed did not reach the log end of {topic} partitions {sorted(set(end_offsets) - at_end)} in {READ_SECONDS:.0f}s")
     return reads, errors
 
 
@@ -174,9 +199,22 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
     cluster = start_cluster(timings=TIMINGS)
     cluster.create_tenant()
     cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    cluster.wait_for_full_isr(TOPIC)
+    for topic in (INPUT_TOPIC, OUTPUT_TOPIC):
+        cluster.create_topic(topic, CTP_PARTITIONS, 3, {"min.insync.replicas": "2"})
+    for topic in (TOPIC, INPUT_TOPIC, OUTPUT_TOPIC):
+        cluster.wait_for_full_isr(topic)
+    inputs = fill_input(cluster)
     producers = start_producers(cluster, tmp_path / "producers", seed)
     frozen, running = producers["p3"], [producers["p1"], producers["p2"]]
+    worker = CtpWorkerProcess(
+        tmp_path / "worker",
+        input_topic=INPUT_TOPIC,
+        output_topic=OUTPUT_TOPIC,
+        group=CTP_GROUP,
+        expected=CTP_INPUTS,
+        config=cluster.kafka_client_config(**{"topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500}),
+        seed=seed,
+    ).start()
     history: list[str] = []
     started = time.monotonic()
     try:
@@ -186,8 +224,13 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
         frozen_at = time.monotonic()
         history.append(f"t+{frozen_at - started:.1f}s froze producer p3 inside a transaction")
 
-        for fault in ("coordinator of p1", "leader of a data partition", "coordinator of p2"):
-            victim = coordinator_of(cluster, fault[-2:]) if fault.startswith("coordinator") else cluster.leader_of(TOPIC, rng.randrange(PARTITIONS))
+        for fault in ("group coordinator of the worker", "coordinator of p1", "leader of a data partition", "coordinator of p2"):
+            if fault.startswith("coordinator"):
+                victim = coordinator_of(cluster, fault[-2:])
+            elif fault.startswith("group"):
+                victim = group_coordinator(cluster)
+            else:
+                victim = cluster.leader_of(TOPIC, rng.randrange(PARTITIONS))
             assert victim != -1, f"no {fault} to kill; {history}"
             history.append(f"t+{time.monotonic() - started:.1f}s {fault}: " + kill_and_restart(cluster, victim))
             wait_for_progress(cluster, running, f"after killing the {fault}")
@@ -200,8 +243,10 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
             history.append(f"t+{time.monotonic() - started:.1f}s resumed producer p3 after {time.monotonic() - frozen_at:.1f}s")
         cluster.wait_until(frozen.exited, "the resumed producer p3 fenced and exited", FAULT_SECONDS)
         wait_for_progress(cluster, running, "after the last fault")
+        cluster.wait_until(worker.exited, f"the worker transformed its {CTP_INPUTS} inputs (committed {worker.committed_inputs()} so far)", CTP_SECONDS)
     finally:
         codes = {producer.name: producer.stop() for producer in producers.values()}
+        worker_code = worker.stop()
     histories = {name: producer.history() for name, producer in producers.items()}
     transactions: list[TransactionRecord] = [transaction for ended, _ in histories.values() for transaction in ended]
     summary = "\n  ".join(
@@ -210,7 +255,12 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
         + f", events {[event for event in events if event['event'] != 'initialised']}, errors {[(t.key.number, t.error) for t in ended if t.error]}"
         for name, (ended, events) in histories.items()
     )
-    run = f"seed {seed}\n  " + "\n  ".join(history) + "\n  " + summary
+    worker_lines = worker.lines()
+    worker_summary = f"worker: exit {worker_code}, " + ", ".join(
+        f"{outcome} {sum(1 for line in worker_lines if line.get('outcome') == outcome)}" for outcome in ("committed", "aborted", "unknown")
+    )
+    worker_summary += f", errors {[line['error'] for line in worker_lines if line.get('error')][:5]}"
+    run = f"seed {seed}\n  " + "\n  ".join(history) + "\n  " + summary + "\n  " + worker_summary
 
     end_offsets = cluster.wait_for_replicas_in_sync(TOPIC)
     reads, read_errors = read_committed_everything(cluster, end_offsets)
@@ -224,6 +274,9 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
     )
     for partition in range(PARTITIONS):
         problems += check_replicas_agree(partition, cluster.replica_logs(TOPIC, partition))
+    output_ends = cluster.wait_for_replicas_in_sync(OUTPUT_TOPIC)
+    outputs, output_errors = read_committed_everything(cluster, output_ends, OUTPUT_TOPIC)
+    problems += check_exactly_once(inputs, [read.value for read in outputs]) + output_errors
     assert not problems, f"{len(problems)} violations, first 20:\n" + "\n".join(problems[:20]) + f"\n{run}"
 
     # The frozen producer: the coordinator aborted its transaction (never committed), and the producer was fenced for
@@ -242,3 +295,4 @@ def test_transactions_stay_atomic_while_coordinators_and_leaders_are_killed_and_
     assert all(codes[producer.name] == 0 for producer in running), run
     assert all(t.outcome in (COMMITTED, ABORTED) for producer in running for t in histories[producer.name][0]), run
     assert sum(1 for t in transactions if t.outcome == COMMITTED) > 0 and len(reads) > 0, run
+    assert worker_code == 0 and worker.committed_inputs() == CTP_INPUTS, run

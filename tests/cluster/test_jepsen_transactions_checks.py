@@ -11,6 +11,7 @@ from tests.support.transaction_history import (
     ReadRecord,
     TransactionKey,
     TransactionRecord,
+    check_exactly_once,
     check_no_aborted_reads,
     check_no_lost_commits,
     check_no_torn_transactions,
@@ -110,3 +111,13 @@ def test_a_skipped_record_of_a_visible_transaction_is_a_gap() -> None:
 
 def test_skipping_markers_and_whole_aborted_ranges_is_no_gap() -> None:
     assert check_offsets(CORRECT_READS, STORED) == []
+
+
+def test_exactly_once_holds_when_every_input_is_in_the_output_once() -> None:
+    assert check_exactly_once([b"in-0", b"in-1"], [b"out:in-1", b"out:in-0"]) == []
+
+
+def test_exactly_once_catches_a_duplicate_a_missing_and_a_foreign_output() -> None:
+    assert check_exactly_once([b"in-0", b"in-1"], [b"out:in-0", b"out:in-0", b"out:in-1"]) == ["output out:in-0 read 2 times"]
+    assert check_exactly_once([b"in-0", b"in-1"], [b"out:in-0"]) == ["1 inputs never in the output, e.g. ['out:in-1']"]
+    assert check_exactly_once([b"in-0"], [b"out:in-0", b"out:in-9"]) == ["output out:in-9 comes from no input"]

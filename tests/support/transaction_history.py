@@ -17,7 +17,9 @@ not records). Each returns a list of human-readable violations (empty: the check
   returned is read, in the partition it was written to;
 - :func:`check_offsets`: per partition the offsets read increase, each read is the stored
   record at its offset, and every stored record skipped belongs to a transaction none of whose
-  records is visible (an aborted range); offsets that hold no record are markers.
+  records is visible (an aborted range); offsets that hold no record are markers;
+- :func:`check_exactly_once`: a consume-transform-produce pipeline's output (read at
+  read_committed) holds every input exactly once, and nothing else.
 """
 
 from __future__ import annotations
@@ -188,4 +190,18 @@ def check_offsets(reads: Sequence[ReadRecord], stored: Mapping[int, Mapping[int,
             key = parse_value(value).key
             if key in visible_transactions:
                 problems.append(f"partition {partition}: gap at {offset}: {value.decode()} skipped, yet its transaction {key} is visible")
+    return problems
+
+
+def check_exactly_once(inputs: Sequence[bytes], outputs: Sequence[bytes], *, prefix: bytes = b"out:") -> list[str]:
+    """Each of ``inputs`` appears once in ``outputs`` as ``prefix + input``; no output comes from elsewhere."""
+    wanted = {prefix + value for value in inputs}
+    counts: dict[bytes, int] = defaultdict(int)
+    for value in outputs:
+        counts[value] += 1
+    problems = [f"output {value.decode()} read {count} times" for value, count in sorted(counts.items()) if count > 1]
+    problems += [f"output {value.decode()} comes from no input" for value in sorted(set(counts) - wanted)]
+    missing = sorted(wanted - set(counts))
+    if missing:
+        problems.append(f"{len(missing)} inputs never in the output, e.g. {[value.decode() for value in missing[:3]]}")
     return problems
