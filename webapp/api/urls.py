@@ -23,6 +23,7 @@ from webapp.api.views.tenants import (
     TenantView,
 )
 from webapp.api.views.topics import TopicViewSet
+from webapp.api.views.transactions import TransactionViewSet
 
 router = DefaultRouter(trailing_slash=False)
 # Topic names contain dots: no ".json"-style format suffixes, so that a name is never cut.
@@ -61,6 +62,11 @@ urlpatterns = [
     path("consumer-groups:lag-status", LagStatusView.as_view(), name="consumer-group-lag-status"),
     path("consumer-groups/<str:consumer_group_id>/lag", GroupLagView.as_view(), name="consumer-group-lag"),
     path("consumer-groups/<str:consumer_group_id>/lag/history", GroupLagHistoryView.as_view(), name="consumer-group-lag-history"),
+    # Transactions (webapp.api.views.transactions): ":abort" and ":hanging" in Confluent's custom-method style.
+    path("transactions", TransactionViewSet.as_view({"get": "list"}), name="transaction-list"),
+    path("transactions:hanging", TransactionViewSet.as_view({"get": "hanging"}), name="transaction-hanging"),
+    re_path(r"^transactions/(?P<transactional_id>[^/]+):abort$", TransactionViewSet.as_view({"post": "abort"}), name="transaction-abort"),
+    path("transactions/<str:transactional_id>", TransactionViewSet.as_view({"get": "retrieve"}), name="transaction-detail"),
     *router.urls,
     # Last: whatever no route above matched.
     re_path(r"^(?P<rest>.*)$", no_such_endpoint, name="not-found"),

@@ -9,7 +9,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from webapp.dashboard.forms.accounts import SignInForm
-from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs, members, messages, overview, pipelines, topics, usage
+from webapp.dashboard.views import access, accounts, acls, brokers, groups, jobs, members, messages, overview, pipelines, topics, transactions, usage
 
 app_name = "dashboard"
 
@@ -38,6 +38,8 @@ urlpatterns = [
     path("groups/<str:group_id>/", groups.group_detail, name="group"),
     path("groups/<str:group_id>/reset-offsets/", groups.group_reset_offsets, name="group_reset_offsets"),
     path("groups/<str:group_id>/delete/", groups.group_delete, name="group_delete"),
+    path("transactions/", transactions.transaction_list, name="transactions"),
+    path("transactions/<str:transactional_id>/abort/", transactions.transaction_abort, name="transaction_abort"),
     path("acls/", acls.acl_list, name="acls"),
     path("acls/new/", acls.acl_create, name="acl_create"),
     path("acls/<str:public_id>/delete/", acls.acl_delete, name="acl_delete"),
