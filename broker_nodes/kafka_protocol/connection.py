@@ -54,6 +54,7 @@ from broker_nodes.kafka_protocol.framing import (
 )
 from broker_nodes.kafka_protocol.handlers.api_versions import API_VERSIONS_KEY, api_versions_response
 from broker_nodes.kafka_protocol.handlers.sasl import answer_sasl_step
+from broker_nodes.kafka_protocol.limits import ConnectionLimits
 from broker_nodes.kafka_protocol.sasl import SaslSession, SaslState
 from broker_nodes.metrics.kafka import KafkaMetrics
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
@@ -88,15 +89,6 @@ QUICK_API_KEYS = frozenset(
 )
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
-
-
-@dataclass(frozen=True)
-class ConnectionLimits:
-    """What one connection may do (seconds and bytes), from the broker's config."""
-
-    max_frame_bytes: int  # socket.request.max.bytes
-    idle_timeout: float  # connections.max.idle.ms
-    read_timeout: float  # kafka.request.read.timeout.ms: the rest of a started request, a response's send
 
 
 @dataclass(frozen=True)

@@ -30,20 +30,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker_nodes.config import BrokerConfig, ListenAddress
-from broker_nodes.kafka_protocol import api, handlers
-from broker_nodes.kafka_protocol.connection import ConnectionLimits, ConnectionServices, KafkaConnection
+from broker_nodes.config import ListenAddress
+from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.limits import ConnectionLimits, limits_from_config
 from broker_nodes.metrics.kafka import KafkaMetrics
 from broker_nodes.server.request_budget import RequestBudget
 
 if TYPE_CHECKING:
+    from broker_nodes.kafka_protocol.connection import ConnectionServices, KafkaConnection
     from broker_nodes.server.broker import Broker
 
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT_SECONDS = 10.0  # how long start() waits for the loop thread to bind
 LISTEN_BACKLOG = 1024  # pending accepts the kernel keeps (a thousand clients connecting at once)
-del handlers  # imported for its side effect: every handler registered before the first request
 
 
 def server_ssl_context(certificate_chain: Path, private_key: Path) -> ssl.SSLContext:
@@ -54,12 +54,15 @@ def server_ssl_context(certificate_chain: Path, private_key: Path) -> ssl.SSLCon
     return context
 
 
-def limits_from_config(config: BrokerConfig) -> ConnectionLimits:
-    return ConnectionLimits(
-        max_frame_bytes=config.integer("socket.request.max.bytes"),
-        idle_timeout=config.integer("connections.max.idle.ms") / 1000.0,
-        read_timeout=config.integer("kafka.request.read.timeout.ms") / 1000.0,
-    )
+def load_protocol() -> tuple[type[ConnectionServices], type[KafkaConnection]]:
+    """Import the connection and every request handler (every handler registered before the first
+    request is read). Done on the first client connection, not at broker start: kio's schemas cost
+    about a second of CPU to import, which a broker no Kafka client reaches need not pay."""
+    from broker_nodes.kafka_protocol import handlers
+    from broker_nodes.kafka_protocol.connection import ConnectionServices, KafkaConnection
+
+    del handlers  # imported for its side effect
+    return ConnectionServices, KafkaConnection
 
 
 def _client_host(peer: object) -> str:
@@ -100,6 +103,7 @@ class KafkaServer:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._connections: dict[KafkaConnection, asyncio.Task[None]] = {}
+        self._protocol: tuple[type[ConnectionServices], type[KafkaConnection]] | None = None  # load_protocol(), on the first connection
         self.port = 0
         self.listener: api.KafkaListener | None = None
 
@@ -165,8 +169,11 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        services = ConnectionServices(self._broker, self._current_listener(), self._executor, self._waiting_executor, self._budget, self.metrics)
-        connection = KafkaConnection(reader, writer, services, self._limits, described, _client_host(peer))
+        if self._protocol is None:
+            self._protocol = await asyncio.get_running_loop().run_in_executor(self._executor, load_protocol)
+        services_type, connection_type = self._protocol
+        services = services_type(self._broker, self._current_listener(), self._executor, self._waiting_executor, self._budget, self.metrics)
+        connection = connection_type(reader, writer, services, self._limits, described, _client_host(peer))
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task
