@@ -143,3 +143,96 @@ def test_consume_transform_produce_commits_offsets_with_the_output_exactly_once(
 
     expected = sorted(b"out-in-%d-%d" % (partition, index) for partition in range(PARTITIONS) for index in range(RECORDS_PER_PARTITION))
     assert sorted(read_output(address, len(expected))) == expected
+
+
+def kafka_python_run(address: str, group: str) -> tuple[dict[int, int], list[bytes]]:
+    """kafka-python: one committed transaction of 10 records, then an aborted one; returns the committed positions and the committed output."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KafkaTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    source = KafkaConsumer(
+        INPUT, bootstrap_servers=address, group_id=group, isolation_level="read_committed", enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    producer = KafkaProducer(bootstrap_servers=address, transactional_id=f"{TRANSACTIONAL_ID}-{group}")
+    try:
+        producer.init_transactions()
+        positions: dict[int, int] = {}
+        outputs: list[bytes] = []
+        for commit, wanted in ((True, 10), (False, 5)):
+            records = []
+            deadline = time.monotonic() + CLIENT_SECONDS
+            while len(records) < wanted and time.monotonic() < deadline:
+                for batch in source.poll(timeout_ms=500, max_records=wanted - len(records)).values():
+                    records.extend(batch)
+            producer.begin_transaction()
+            for record in records:
+                producer.send(OUTPUT, b"out-" + record.value, partition=record.partition)
+            offsets = {KafkaTopicPartition(INPUT, p.partition): OffsetAndMetadata(source.position(p), "", -1) for p in source.assignment()}
+            producer.send_offsets_to_transaction(offsets, group)
+            producer.flush()  # kafka-python's abort_transaction trips over batches not yet sent (its sender thread dies)
+            if commit:
+                producer.commit_transaction()
+                positions = {tp.partition: meta.offset for tp, meta in offsets.items()}
+                outputs = [b"out-" + record.value for record in records]
+            else:
+                producer.abort_transaction()
+        return positions, outputs
+    finally:
+        producer.close()
+        source.close()
+
+
+def aiokafka_run(address: str, group: str) -> tuple[dict[int, int], list[bytes]]:
+    """aiokafka: the same two transactions as :func:`kafka_python_run`."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> tuple[dict[int, int], list[bytes]]:
+        source = AIOKafkaConsumer(
+            INPUT, bootstrap_servers=address, group_id=group, isolation_level="read_committed", enable_auto_commit=False, auto_offset_reset="earliest"
+        )
+        producer = AIOKafkaProducer(bootstrap_servers=address, transactional_id=f"{TRANSACTIONAL_ID}-{group}")
+        await source.start()
+        await producer.start()
+        try:
+            positions: dict[int, int] = {}
+            outputs: list[bytes] = []
+            for commit, wanted in ((True, 10), (False, 5)):
+                records = []
+                deadline = time.monotonic() + CLIENT_SECONDS
+                while len(records) < wanted and time.monotonic() < deadline:
+                    for batch in (await source.getmany(timeout_ms=500, max_records=wanted - len(records))).values():
+                        records.extend(batch)
+                await producer.begin_transaction()
+                for record in records:
+                    await producer.send_and_wait(OUTPUT, b"out-" + record.value, partition=record.partition)
+                offsets = {tp: await source.position(tp) for tp in source.assignment()}
+                await producer.send_offsets_to_transaction(offsets, group)
+                if commit:
+                    await producer.commit_transaction()
+                    positions = {tp.partition: offset for tp, offset in offsets.items()}
+                    outputs = [b"out-" + record.value for record in records]
+                else:
+                    await producer.abort_transaction()
+            return positions, outputs
+        finally:
+            await producer.stop()
+            await source.stop()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "aiokafka"])
+def test_other_clients_transactional_offsets_commit_with_the_output_and_abort_with_it(broker: BrokerProcess, client: str) -> None:
+    address, group = broker.kafka_address, f"transformer-{client}"
+    positions, outputs = (kafka_python_run if client == "kafka-python" else aiokafka_run)(address, group)
+    assert sum(positions.values()) == 10
+    reader = consumer(address, group)
+    try:
+        stored = reader.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], CLIENT_SECONDS)
+    finally:
+        reader.close()
+    assert {item.partition: item.offset for item in stored if item.offset >= 0} == positions
+    assert sorted(read_output(address, len(outputs))) == sorted(outputs)
