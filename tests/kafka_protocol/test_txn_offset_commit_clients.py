@@ -7,7 +7,8 @@ run commits one transaction, then aborts one (its output and its offsets vanish)
 a transaction holds offsets, a read_committed consumer's ``committed()`` (OffsetFetch
 require_stable) does not answer the older offset. A second run with a new consumer and producer
 resumes exactly at the committed offsets, processes the rest and commits; ``output`` read at
-read_committed then holds each input record exactly once.
+read_committed then holds each input record exactly once. kafka-python's and aiokafka's transactional
+producers (TxnOffsetCommit v2, naming no member) commit and abort offsets the same way.
 """
 
 from __future__ import annotations
