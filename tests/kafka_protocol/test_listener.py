@@ -15,6 +15,7 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+import broker_nodes.kafka_protocol.handlers  # noqa: F401  (registers every handler; the listener imports them on its first connection)
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.framing import decode_response, encode_request
 from tests.kafka_protocol.wire import call, closed_by_peer, connect, raw_request, read_frame

@@ -19,6 +19,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest
 from kio.schema.errors import ErrorCode
 
+import broker_nodes.kafka_protocol.handlers  # noqa: F401  (registers every handler; the listener imports them on its first connection)
 from broker_nodes.config import load_broker_config
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.framing import decode_response, encode_request
