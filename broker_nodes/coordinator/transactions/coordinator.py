@@ -16,7 +16,9 @@ loss of the coordinator. EndTxn answers once PrepareCommit / PrepareAbort is sto
 markers are then written on a completer thread through the injected :class:`MarkerWriter`
 (partitions whose leader moved are retried after a backoff, for as long as this leadership
 lasts, since a decided transaction must complete), and CompleteCommit / CompleteAbort is
-stored last. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
+stored last. The producer's next AddPartitionsToTxn, usually sent while that completion runs,
+waits for it (bounded by ``completion_wait_ms``) and is woken when it ends, rather than being
+answered CONCURRENT_TRANSACTIONS and retried by the client after a fixed backoff. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
 (transaction.timeout.ms) and :meth:`expire_transactional_ids`
 (transactional.id.expiration.ms).
 
@@ -78,6 +80,9 @@ class TransactionSettings:
     id_expiration_ms: int  # transactional.id.expiration.ms
     write_timeout_ms: int  # request.timeout.ms: how long a state change waits for the in-sync replicas
     marker_retry_backoff_ms: int = 100  # between rounds of markers whose partition leader could not take them
+    # Longest AddPartitionsToTxn waits for the id's previous transaction to complete (its markers
+    # and CompleteCommit/CompleteAbort) before answering CONCURRENT_TRANSACTIONS.
+    completion_wait_ms: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +306,7 @@ class TransactionCoordinator:
         """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open)."""
         state = self.coordinating(transactional_id)
         wanted = list(partitions)
+        self._await_settled(state, transactional_id)
         now = self._clock.milliseconds()
         self._change(
             state,
@@ -308,6 +314,31 @@ class TransactionCoordinator:
             lambda current: machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now),
             lambda metadata: metadata,
         )
+
+    def _await_settled(self, state: TransactionsPartition, transactional_id: str) -> None:
+        """Wait (at most completion_wait_ms) while the id's previous transaction completes or a state change of it is written.
+
+        A producer begins its next transaction as soon as EndTxn answers, while the markers
+        and CompleteCommit / CompleteAbort are still being written (two acks=all round trips).
+        Answering its AddPartitionsToTxn CONCURRENT_TRANSACTIONS makes the client retry after a
+        fixed backoff (librdkafka: 20 ms, then another full round trip each time); waiting here
+        and being woken by the completion (``TransactionsPartition.settled``) lets the next
+        transaction begin the moment the previous one is complete. The decision itself is
+        unchanged: ``_change`` then decides on the state as it is, CONCURRENT_TRANSACTIONS
+        included when the wait ran out (markers retried for a moved leader).
+        """
+        with state.lock:
+            if transactional_id not in state.completing and transactional_id not in state.pending:
+                return
+            state.waiting += 1
+            try:
+                # A real-time bound, as every wait on a condition; a shutdown or a lost leadership ends it at the bound.
+                state.settled.wait_for(
+                    lambda: (transactional_id not in state.completing and transactional_id not in state.pending) or not self._is_current(state),
+                    timeout=self._settings.completion_wait_ms / 1000.0,
+                )
+            finally:
+                state.waiting -= 1
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TopicPartition:
         """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction; returns it."""
@@ -451,6 +482,7 @@ class TransactionCoordinator:
                 finally:
                     with state.lock:
                         state.pending.discard(transactional_id)
+                        state.settled.notify_all()
         if removed:
             logger.info("expired %d transactional ids unused for %d ms", removed, self._settings.id_expiration_ms)
         return removed
@@ -482,6 +514,7 @@ class TransactionCoordinator:
         finally:
             with state.lock:
                 state.pending.discard(transactional_id)
+                state.settled.notify_all()
         return decided
 
     def _write(self, state: TransactionsPartition, transactional_id: str, metadata: TransactionMetadata | None) -> None:
@@ -529,6 +562,7 @@ class TransactionCoordinator:
         except RuntimeError:  # the completer is shut down: the next leader completes it
             with state.lock:
                 state.completing.discard(transactional_id)
+                state.settled.notify_all()
 
     def _complete(self, state: TransactionsPartition, transactional_id: str) -> None:
         """Write the markers of a decided transaction until every partition has its own, then store CompleteCommit / CompleteAbort."""
@@ -550,6 +584,7 @@ class TransactionCoordinator:
         finally:
             with state.lock:
                 state.completing.discard(transactional_id)
+                state.settled.notify_all()
 
     def _write_markers(self, state: TransactionsPartition, metadata: TransactionMetadata, partitions: list[TopicPartition]) -> set[TopicPartition]:
         """The partitions that got their marker (or no longer exist); logs the rest, which are retried."""

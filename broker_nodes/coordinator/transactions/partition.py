@@ -11,7 +11,10 @@ coordinator that has been replaced.
 An id is *pending* while a state change of it is being written (Kafka's pending state): no
 other change of it is accepted meanwhile (CONCURRENT_TRANSACTIONS), so the in-memory state
 always equals the last record written for the id. An id is *completing* while its markers
-are being written; one completion runs per id.
+are being written; one completion runs per id. :attr:`settled` (a condition over :attr:`lock`)
+is notified whenever an id stops being pending or completing, so that a request that must wait
+for either (the next transaction's AddPartitionsToTxn while the previous one completes) is
+woken at once instead of being answered CONCURRENT_TRANSACTIONS and retried after a backoff.
 
 Thread-safety: every field is read and changed under :attr:`lock`, except :attr:`active`
 (a bool, read without it).
@@ -37,6 +40,8 @@ class TransactionsPartition:
         self.transactions: dict[str, TransactionMetadata] = {}  # qualified transactional id -> state
         self.pending: set[str] = set()  # ids with a state change being written
         self.completing: set[str] = set()  # ids whose markers are being written
+        self.settled = threading.Condition(self.lock)  # notified when an id leaves ``pending`` or ``completing``
+        self.waiting = 0  # requests waiting on :attr:`settled` now (tests and metrics)
 
     @property
     def active(self) -> bool:

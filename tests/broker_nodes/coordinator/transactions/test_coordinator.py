@@ -3,6 +3,8 @@ through a fake MarkerWriter, loads and completions run by manual executors so ea
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 
@@ -26,6 +28,7 @@ from broker_nodes.server.broker import Broker
 from broker_nodes.topic_registry import UnknownTopicOrPartitionError
 from log_formats.offset_commit_records import partition_for_group
 from log_formats.transaction_log_records import decode_key, decode_value, partition_for_transactional_id
+from tests.support.waiting import wait_until
 from weir.records import batch_records_bytes, decode_records, iter_batch_positions
 
 TXN = "t~app"
@@ -87,14 +90,14 @@ def completer():
     return ManualExecutor()
 
 
-def make_coordinator(broker, clock, markers, completer, loader=None) -> TransactionCoordinator:
+def make_coordinator(broker, clock, markers, completer, loader=None, settings=SETTINGS) -> TransactionCoordinator:
     return TransactionCoordinator(
         broker.replica_manager,
         broker.registry,
         clock,
         allocate_producer_id=broker.producer_ids.allocate,
         markers=markers,
-        settings=SETTINGS,
+        settings=settings,
         loader=loader,
         completer=completer,
     )
@@ -160,6 +163,45 @@ def test_markers_refused_by_a_moved_leader_are_retried_and_deleted_partitions_dr
     completer.run_all()
     assert [sorted(request.partitions) for request in markers.requests] == [sorted([ORDERS, PAYMENTS]), [ORDERS]]
     assert coordinator.describe(TXN).state is TransactionState.COMPLETE_ABORT
+
+
+def test_add_partitions_of_the_next_transaction_is_woken_by_the_completion_instead_of_refused(coordinator, markers, completer):
+    """The producer's next AddPartitionsToTxn, sent while the markers of its commit are written, waits for the
+    completion and is answered when it ends, not CONCURRENT_TRANSACTIONS (which librdkafka retries after 20 ms)."""
+    ids = begin(coordinator)
+    bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    outcome: list[BaseException | None] = []
+
+    def add_next() -> None:
+        try:
+            coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - the test reports what the call raised
+            outcome.append(error)
+
+    caller = threading.Thread(target=add_next)
+    caller.start()
+    partition = coordinator.coordinating(TXN)
+    wait_until(lambda: partition.waiting == 1 or outcome, "AddPartitionsToTxn waiting for the completion")
+    assert outcome == [], "AddPartitionsToTxn was answered before the previous transaction completed"
+    completer.run_all()
+    caller.join(10)
+    assert outcome == [None]
+    assert len(markers.requests) == 1
+    assert coordinator.describe(TXN).state is TransactionState.ONGOING
+    assert coordinator.describe(TXN).partitions == frozenset([ORDERS])
+
+
+def test_add_partitions_still_refused_when_the_completion_outlasts_the_wait(broker, clock, markers, completer):
+    coordinator = make_coordinator(broker, clock, markers, completer, settings=dataclasses.replace(SETTINGS, completion_wait_ms=0))
+    coordinator.lead_every_partition()
+    ids = begin(coordinator)
+    bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    with pytest.raises(ConcurrentTransactionsError):
+        coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
+    completer.run_all()
+    coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
+    assert coordinator.describe(TXN).state is TransactionState.ONGOING
 
 
 def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction_first(coordinator, markers, completer):
