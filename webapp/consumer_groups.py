@@ -259,6 +259,8 @@ def _translated(error: KafkaError, doing: str) -> Exception:
     code = error.code()
     if code in _UNKNOWN_TOPIC_CODES:
         return InvalidInput.for_field("topics", f"{error.str()} (no such topic or partition).")
+    if code == ErrorCode.INVALID_TOPIC_EXCEPTION:
+        return InvalidInput.for_field("topics", f"{error.str()} (not a valid topic name).")
     if code == ErrorCode.INVALID_GROUP_ID:
         return InvalidInput.for_field("consumer_group_id", error.str())
     return BrokerError(f"{doing} failed: {error.name()}: {error.str()}", error.retriable())

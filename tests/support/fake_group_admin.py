@@ -11,6 +11,7 @@ and check that a dry run changes nothing. Tests with real brokers complement it.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -32,6 +33,7 @@ from weir.cluster import BrokerMetadata, ClusterMetadata, PartitionMetadata, Top
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import TopicPartition
 
+LEGAL_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what a broker accepts as a topic name
 # OffsetSpec values of the special specs (Kafka's ListOffsets timestamps).
 EARLIEST, LATEST = OffsetSpec.earliest().value, OffsetSpec.latest().value
 COORDINATOR_ID, COORDINATOR_HOST, COORDINATOR_PORT = 1, "127.0.0.1", 9092
@@ -204,6 +206,8 @@ class FakeGroupAdmin:
         specs = dict(topic_partition_offsets)
 
         def offset(tp: TopicPartition) -> ListOffsetsResultInfo:
+            if not LEGAL_TOPIC_NAME.fullmatch(tp.topic):  # as a broker answers a name no topic may have
+                raise KafkaException(KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{tp.topic!r} is not a valid topic name"))
             topic = self.topics.get(tp.topic)
             if topic is None or not 0 <= tp.partition < len(topic.timestamps):
                 raise KafkaException(KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic} [{tp.partition}]: no such partition"))

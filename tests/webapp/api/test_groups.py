@@ -199,6 +199,7 @@ def test_reset_of_an_active_group_answers_409_and_changes_nothing(acme: TenantFi
         ({"to": "offsets", "offsets": []}, "offsets"),
         ({"to": "offsets", "topics": ["orders"], "offsets": [{"topic_name": "orders", "partition_id": 0, "offset": 1}]}, "topics"),
         ({"to": "latest", "topics": ["missing"]}, "topics"),
+        ({"to": "latest", "topics": ["not a topic!"]}, "topics"),
         ({"to": "offset", "topics": ["missing"], "offset": 1}, "topics"),
     ],
 )
