@@ -107,6 +107,9 @@ class WeirOptions:
             # Let batch.size, not the record count, close a batch.
             "batch.num.messages": 1_000_000,
             "linger.ms": self.linger_ms if linger_ms is None else linger_ms,
+            # librdkafka queues at most 100,000 records by default and then refuses produce() with
+            # BufferError; the runs hand it every record at once, as they do the SDK.
+            **({"queue.buffering.max.messages": 10_000_000, "queue.buffering.max.kbytes": 2_097_151} if self.library == LIBRDKAFKA else {}),
         }
 
     def consumer_config(self) -> dict[str, Any]:
