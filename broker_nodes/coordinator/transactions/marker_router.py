@@ -14,22 +14,22 @@ Thread-safe: channels are opened once per leader address under a lock and kept u
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import grpc
 
 from broker_nodes.cluster_state import NO_LEADER, ClusterSnapshot
+from broker_nodes.coordinator.transactions.broker_stubs import BrokerStubs
 from broker_nodes.coordinator.transactions.marker_appender import MarkerAppender
 from broker_nodes.coordinator.transactions.markers import MarkerRequest, TopicPartition
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER
 from broker_nodes.topic_registry import UnknownTopicOrPartitionError
-from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
+from grpc_protos.weir.v1 import replication_pb2
 from weir.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from grpc_protos.weir.v1.replication_pb2_grpc import ReplicationStub
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +65,9 @@ class MarkerRouter:
         self._node_id = node_id
         self._snapshot = snapshot
         self._appender = appender
-        self._channel_factory = channel_factory
         self._metadata = ((INTERNAL_TOKEN_HEADER, internal_token),)
         self._timeout_seconds = timeout_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS
-        self._lock = threading.Lock()
-        self._channels: dict[str, tuple[grpc.Channel, ReplicationStub]] = {}
+        self._stubs = BrokerStubs(channel_factory)
 
     def write_markers(self, request: MarkerRequest) -> dict[TopicPartition, Exception | None]:
         outcomes: dict[TopicPartition, Exception | None] = {}
@@ -108,7 +106,7 @@ class MarkerRouter:
             partitions=[replication_pb2.TxnMarkerPartition(topic=topic, partition=partition) for topic, partition in request.partitions],
         )
         try:
-            response = self._stub(address).WriteTxnMarkers(message, timeout=self._timeout_seconds, metadata=self._metadata)
+            response = self._stubs.stub(address).WriteTxnMarkers(message, timeout=self._timeout_seconds, metadata=self._metadata)
         except grpc.RpcError as error:
             reason = f"the leader at {address} did not answer ({error.code().name})"
             return {(topic, partition): MarkerNotWrittenError(topic, partition, reason) for topic, partition in request.partitions}
@@ -126,20 +124,8 @@ class MarkerRouter:
                 outcomes[key] = MarkerNotWrittenError(result.topic, result.partition, result.error_message, result.error_code)
         return outcomes
 
-    def _stub(self, address: str) -> ReplicationStub:
-        with self._lock:
-            opened = self._channels.get(address)
-            if opened is None:
-                channel = self._channel_factory(address)
-                opened = (channel, replication_pb2_grpc.ReplicationStub(channel))
-                self._channels[address] = opened
-            return opened[1]
-
     def close(self) -> None:
-        with self._lock:
-            channels, self._channels = self._channels, {}
-        for channel, _ in channels.values():
-            channel.close()
+        self._stubs.close()
 
 
 def _with_partitions(request: MarkerRequest, partitions: list[TopicPartition]) -> MarkerRequest:

@@ -19,7 +19,6 @@ Thread-safe: channels are opened once per coordinator address under a lock.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ import grpc
 
 from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.coordinator.lookup import find_transaction_coordinator
+from broker_nodes.coordinator.transactions.broker_stubs import BrokerStubs
 from broker_nodes.coordinator.transactions.coordinator import TransactionCoordinator
 from broker_nodes.coordinator.transactions.errors import (
     InvalidProducerIdMappingError,
@@ -37,12 +37,12 @@ from broker_nodes.coordinator.transactions.errors import (
 )
 from broker_nodes.coordinator.transactions.markers import TopicPartition
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER
-from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
+from grpc_protos.weir.v1 import replication_pb2
 from weir.errors import ErrorCode
 from weir.records import RecordFormatError, read_batch_header
 
 if TYPE_CHECKING:
-    from grpc_protos.weir.v1.replication_pb2_grpc import ReplicationStub
+    pass
 
 VERIFY_DEADLINE_SECONDS = 10.0  # a verification is an in-memory lookup at the coordinator; this bounds an unreachable one
 
@@ -65,10 +65,8 @@ class TransactionVerifier:
         self._open_transaction_epoch = open_transaction_epoch
         self._snapshot = snapshot
         self._coordinator = coordinator
-        self._channel_factory = channel_factory
         self._metadata = ((INTERNAL_TOKEN_HEADER, internal_token),)
-        self._lock = threading.Lock()
-        self._channels: dict[str, tuple[grpc.Channel, ReplicationStub]] = {}
+        self._stubs = BrokerStubs(channel_factory)
 
     def refused_entries(self, transactional_id: str, entries: Sequence[tuple[str, int, bytes]]) -> dict[int, Exception]:
         """The entries (by index) that must not be appended, with why; ``transactional_id`` is qualified.
@@ -123,7 +121,7 @@ class TransactionVerifier:
             partitions=[replication_pb2.TxnMarkerPartition(topic=topic, partition=partition) for topic, partition in partitions],
         )
         try:
-            response = self._stub(address).VerifyTxnPartitions(request, timeout=VERIFY_DEADLINE_SECONDS, metadata=self._metadata)
+            response = self._stubs.stub(address).VerifyTxnPartitions(request, timeout=VERIFY_DEADLINE_SECONDS, metadata=self._metadata)
         except grpc.RpcError as error:
             unavailable = TransactionCoordinatorNotAvailableError(transactional_id, f"the coordinator at {address} did not answer ({error.code().name})")
             return dict.fromkeys(partitions, unavailable)
@@ -134,20 +132,8 @@ class TransactionVerifier:
             outcomes[(result.topic, result.partition)] = _error_of(transactional_id, producer_id, producer_epoch, result.error_code, result.error_message)
         return outcomes
 
-    def _stub(self, address: str) -> ReplicationStub:
-        with self._lock:
-            opened = self._channels.get(address)
-            if opened is None:
-                channel = self._channel_factory(address)
-                opened = (channel, replication_pb2_grpc.ReplicationStub(channel))
-                self._channels[address] = opened
-            return opened[1]
-
     def close(self) -> None:
-        with self._lock:
-            channels, self._channels = self._channels, {}
-        for channel, _ in channels.values():
-            channel.close()
+        self._stubs.close()
 
 
 def _error_of(transactional_id: str, producer_id: int, producer_epoch: int, code: int, message: str) -> Exception | None:

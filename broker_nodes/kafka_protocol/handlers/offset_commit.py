@@ -25,10 +25,10 @@ OFFSET_COMMIT_KEY = 8
 NO_LEADER_EPOCH = -1
 
 
-@api.handles(OFFSET_COMMIT_KEY, 2, 9)
-def handle_offset_commit(context: api.KafkaRequestContext, request: Any) -> Any:
-    schema = response_module(context)
-    entries = [
+def commit_entries(request: Any) -> list[OffsetCommitEntry]:
+    """The offsets an OffsetCommit or TxnOffsetCommit request names, in request order (their topics
+    and partitions have the same fields; the leader epoch is absent before its version)."""
+    return [
         OffsetCommitEntry(
             topic.name,
             partition.partition_index,
@@ -39,6 +39,12 @@ def handle_offset_commit(context: api.KafkaRequestContext, request: Any) -> Any:
         for topic in request.topics
         for partition in topic.partitions
     ]
+
+
+@api.handles(OFFSET_COMMIT_KEY, 2, 9)
+def handle_offset_commit(context: api.KafkaRequestContext, request: Any) -> Any:
+    schema = response_module(context)
+    entries = commit_entries(request)
     try:
         outcome = group_offset_requests.commit_offsets(
             context.broker,

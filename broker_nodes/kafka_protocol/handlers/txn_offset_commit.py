@@ -16,32 +16,21 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
+from broker_nodes.kafka_protocol.handlers.offset_commit import commit_entries
 from broker_nodes.requests import transactions
 from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
 
 TXN_OFFSET_COMMIT_KEY = 28
 NO_GENERATION = -1  # before v3: the producer names no consumer
-NO_LEADER_EPOCH = -1  # before v2: no committed leader epoch
 
 
 @api.handles(TXN_OFFSET_COMMIT_KEY, 0, 4)
 def handle_txn_offset_commit(context: api.KafkaRequestContext, request: Any) -> Any:
     schema = response_module(context)
-    offsets = [
-        OffsetCommitEntry(
-            topic.name,
-            partition.partition_index,
-            partition.committed_offset,
-            getattr(partition, "committed_leader_epoch", NO_LEADER_EPOCH),
-            partition.committed_metadata or "",
-        )
-        for topic in request.topics
-        for partition in topic.partitions
-    ]
+    offsets = commit_entries(request)
     try:
         outcomes = transactions.txn_offset_commit(
             context.broker,
