@@ -22,7 +22,6 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from kio.schema.end_txn.v5.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9 import request as produce_v9
 from kio.static.primitive import i16, i32, i32Timedelta, i64
 
@@ -96,18 +95,7 @@ def test_a_late_end_txn_of_the_previous_transaction_never_commits_the_next_one(s
     cluster.create_topic(TOPIC, 2, 3, {"min.insync.replicas": "2"})
     cluster.wait_for_full_isr(TOPIC)
     client = TransactionalClient(cluster)
-    initialised = client.until_answered(
-        "InitProducerId",
-        InitProducerIdRequest(
-            transactional_id=TRANSACTIONAL_ID,
-            transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=60000)),
-            producer_id=i64(-1),
-            producer_epoch=i16(-1),
-        ),
-        lambda answer: answer.error_code,
-    )
-    assert initialised.error_code == ErrorCode.none
-    producer_id, epoch = int(initialised.producer_id), int(initialised.producer_epoch)
+    producer_id, epoch = client.init_producer(TRANSACTIONAL_ID)
     coordinator = client.coordinator()
 
     # Transaction N: committed; the answer carries the bumped epoch.

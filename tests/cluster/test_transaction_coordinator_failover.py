@@ -82,6 +82,21 @@ class TransactionalClient:
 
         return self.cluster.wait_until(found, "FindCoordinator(TRANSACTION) names a running broker", 30.0)
 
+    def init_producer(self, transactional_id: str, timeout_ms: int = 60000) -> tuple[int, int]:
+        """InitProducerId for ``transactional_id`` at its coordinator: (producer id, epoch)."""
+        initialised = self.until_answered(
+            "InitProducerId",
+            InitProducerIdRequest(
+                transactional_id=transactional_id,
+                transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+                producer_id=i64(-1),
+                producer_epoch=i16(-1),
+            ),
+            lambda answer: answer.error_code,
+        )
+        assert initialised.error_code == ErrorCode.none, initialised
+        return int(initialised.producer_id), int(initialised.producer_epoch)
+
     def until_answered(self, what: str, request: Any, error_of: Any) -> Any:
         """Send to the current coordinator until the answer is not a retriable coordinator error (bounded)."""
 
@@ -112,18 +127,7 @@ def test_a_commit_in_flight_when_its_coordinator_is_killed_completes_on_the_new_
     cluster.wait_for_full_isr(TOPIC)
     client = TransactionalClient(cluster)
 
-    initialised = client.until_answered(
-        "InitProducerId",
-        InitProducerIdRequest(
-            transactional_id=TRANSACTIONAL_ID,
-            transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=60000)),
-            producer_id=i64(-1),
-            producer_epoch=i16(-1),
-        ),
-        lambda answer: answer.error_code,
-    )
-    assert initialised.error_code == ErrorCode.none
-    producer_id, epoch = int(initialised.producer_id), int(initialised.producer_epoch)
+    producer_id, epoch = client.init_producer(TRANSACTIONAL_ID)
     coordinator = client.coordinator()
     partition = partition_for_transactional_id(f"{cluster.access.tenant_id}~{TRANSACTIONAL_ID}", 3)  # type: ignore[union-attr]
     assert cluster.internal_partition_rows(TRANSACTION_STATE_TOPIC)[partition].leader == coordinator
