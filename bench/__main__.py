@@ -1,14 +1,19 @@
-"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job,flood,transactions}``:
+"""``python -m bench {produce,consume,e2e,all,control-plane,failover,replication-throughput,groups,lag-latency,usage-job,flood,transactions,e2e-breakdown,partition-scale}``:
 Weir's throughput and latency beside its peers; or, each on a `make up` stack of its own,
 issue 3's topic readiness and REST API latency (``control-plane``), issue 4's failover time
 (``failover``) and its replicated produce throughput ratio (``replication-throughput``),
 issue 5's consumer-group settling time and group consumption throughput ratio (``groups``), and
-issue 6's commit-to-visible latency of the lag pipeline on its default schedule (``lag-latency``)
+issue 17's commit-to-visible latency of the lag evaluator, p50 and p99 (``lag-latency``)
 and the usage job's seconds over 10 million usage rows on local[2] (``usage-job``, no stack); or
 issue 12's produce latency of a well-behaved tenant while another floods its broker with
 maximum-size requests (``flood``, one secured broker); or issue 15's transactional produce
 throughput beside the idempotent producer's, commit latency and read_committed end-to-end latency
-through librdkafka (``transactions``).
+through librdkafka (``transactions``); or issue 19's end-to-end latency split into stages, each
+record timed at produce(), the sender's Produce call, the consumer's Fetch answer, its queueing
+and consume() (``e2e-breakdown``, one broker, see ``bench.latency_breakdown``); or issue 19's scale of
+one broker: 10,000 partitions of 100 tenants, its RSS, idle CPU, produce to random partitions and
+restart after kill -9, or with ``--idle-stack`` the idle CPU of every process of a `make up` stack
+(``partition-scale``, see ``bench.partition_scale``).
 
 ``--profile-broker DIR`` (produce, consume, e2e, all) samples the broker the benchmark starts with
 py-spy during each measured run of each door and prints, after the report, where its time went:
@@ -41,7 +46,9 @@ LAG_LATENCY = "lag-latency"
 USAGE_JOB = "usage-job"
 FLOOD = "flood"
 TRANSACTIONS = "transactions"
-STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD, TRANSACTIONS)
+E2E_BREAKDOWN = "e2e-breakdown"
+PARTITION_SCALE = "partition-scale"
+STACK_SCENARIOS = (CONTROL_PLANE, FAILOVER, REPLICATION_THROUGHPUT, GROUPS, LAG_LATENCY, USAGE_JOB, FLOOD, TRANSACTIONS, E2E_BREAKDOWN, PARTITION_SCALE)
 
 _Value = TypeVar("_Value", int, float)
 
@@ -87,6 +94,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be zero or a positive integer")
+    return value
+
+
+def _worker_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(item) for item in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers of workers separated by commas (e.g. 1,2), not {text!r}") from None
+    if not counts or min(counts) <= 0:
+        raise argparse.ArgumentTypeError(f"every number of workers must be at least 1, got {text!r}")
+    return counts
+
+
 def _broker_setting(text: str) -> tuple[str, str]:
     key, separator, value = text.partition("=")
     if not separator or not key.strip():
@@ -109,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--sizes", type=_sizes, default=defaults.DEFAULT_SIZES, help="record sizes in bytes, comma-separated (default 100,1024)")
     parser.add_argument(
-        "--runs", type=_positive_int, help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups, lag-latency: 5)"
+        "--runs",
+        type=_positive_int,
+        help=f"runs per figure; the report shows medians (default {defaults.DEFAULT_RUNS}; failover, groups: 5; lag-latency: 40 samples)",
     )
     parser.add_argument("--peers", type=_peers, default=defaults.PEERS, help="redis,nats (default), a subset, or none")
     parser.add_argument("--compression", choices=("none", "lz4"), default="none", help="Weir producer compression.type")
@@ -143,6 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=_positive_int, default=50, help="control-plane: GET requests per second of the API load (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="control-plane: duration of the API load per run (default 20)")
     parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="control-plane: the control plane's database: the embedded SQLite, or a fresh database on PostgreSQL at 127.0.0.1:5432 (default sqlite)",
+    )
+    parser.add_argument(
+        "--topics-per-tenant",
+        type=_non_negative_int,
+        default=0,
+        help="control-plane: topics created in the tenant before measuring (default 0; issue 19 measures at 1000)",
+    )
+    parser.add_argument(
         "--failover-config",
         type=_failover_configurations,
         default=tuple(FAILOVER_CONFIGURATIONS),
@@ -156,10 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--rows", type=_positive_int, help="usage-job: synthetic usage rows the job processes (default 10,000,000)")
     parser.add_argument("--read-rows", type=_positive_int, help="usage-job: usage records read back through the DataSource from one broker (default 500,000)")
+    parser.add_argument("--usage-scale", action="store_true", help="usage-job: also time N/4, N/2, N rows and fewer tenants or partitions (how run time grows)")
+    parser.add_argument(
+        "--workers",
+        type=_worker_counts,
+        help="usage-job: time the job on a Spark standalone cluster of each of these numbers of 1-core workers instead of local[2], e.g. 1,2",
+    )
     parser.add_argument("--flood-seconds", type=_positive_seconds, help="flood: seconds of each phase (alone, under the flood) per run (default 10)")
     parser.add_argument("--flood-threads", type=_positive_int, default=4, help="flood: threads sending maximum-size requests (default 4)")
     parser.add_argument(
         "--broker-config", type=_broker_setting, action="append", default=[], metavar="KEY=VALUE", help="flood: a setting of the broker it starts (repeatable)"
+    )
+    parser.add_argument(
+        "--idle-stack", action="store_true", help="partition-scale: measure the idle CPU of every process of a `make up`-like stack instead of one broker"
     )
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
@@ -217,7 +264,15 @@ def _run_control_plane(arguments: argparse.Namespace, console: Console) -> int:
     from bench import control_plane
 
     runs = _chosen(arguments, arguments.runs, 1, 3)
-    return control_plane.main(runs=runs, topics=arguments.topics, rate=arguments.rate, seconds=arguments.seconds, console=console)
+    return control_plane.main(
+        runs=runs,
+        topics=arguments.topics,
+        rate=arguments.rate,
+        seconds=arguments.seconds,
+        console=console,
+        database=arguments.database,
+        topics_per_tenant=arguments.topics_per_tenant,
+    )
 
 
 def _run_failover(arguments: argparse.Namespace, console: Console) -> int:
@@ -241,7 +296,9 @@ def _run_usage_job(arguments: argparse.Namespace, console: Console) -> int:
     runs = _chosen(arguments, arguments.runs, 1, usage_job.DEFAULT_RUNS)
     rows = _chosen(arguments, arguments.rows, usage_job.QUICK_ROWS, usage_job.DEFAULT_ROWS)
     read_rows = _chosen(arguments, arguments.read_rows, usage_job.QUICK_READ_ROWS, usage_job.DEFAULT_READ_ROWS)
-    return usage_job.main(rows=rows, read_rows=read_rows, runs=runs, console=console)
+    if arguments.workers:
+        return usage_job.cluster_main(rows=rows, worker_counts=arguments.workers, runs=runs, console=console)
+    return usage_job.main(rows=rows, read_rows=read_rows, runs=runs, scale=arguments.usage_scale, console=console)
 
 
 def _run_lag_latency(arguments: argparse.Namespace, console: Console) -> int:
@@ -275,6 +332,24 @@ def _run_transactions(arguments: argparse.Namespace, console: Console) -> int:
     return transactions.main(runs=runs, records=records, record_bytes=arguments.record_bytes, e2e_seconds=e2e_seconds, console=console)
 
 
+def _run_e2e_breakdown(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import latency_breakdown
+
+    seconds = _chosen(arguments, arguments.e2e_seconds, defaults.QUICK_E2E_SECONDS, latency_breakdown.DEFAULT_SECONDS)
+    runs = _chosen(arguments, arguments.runs, 1, latency_breakdown.DEFAULT_RUNS)
+    report = latency_breakdown.run(bootstrap=arguments.bootstrap, rate=arguments.e2e_rate, seconds=seconds, runs=runs)
+    console.print(report, markup=False, highlight=False)
+    return 0
+
+
+def _run_partition_scale(arguments: argparse.Namespace, console: Console) -> int:
+    from bench import partition_scale
+
+    runs = _chosen(arguments, arguments.runs, 1, partition_scale.DEFAULT_RUNS)
+    records = _chosen(arguments, arguments.records, partition_scale.QUICK_RECORDS, partition_scale.DEFAULT_RECORDS)
+    return partition_scale.main(runs=runs, records=records, idle_stack=arguments.idle_stack, console=console)
+
+
 # The scenarios that start a stack of their own, each with its own options (imported only when run: some need Django or Spark).
 STACK_RUNNERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     CONTROL_PLANE: _run_control_plane,
@@ -285,6 +360,8 @@ STACK_RUNNERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     FLOOD: _run_flood,
     GROUPS: _run_groups,
     TRANSACTIONS: _run_transactions,
+    E2E_BREAKDOWN: _run_e2e_breakdown,
+    PARTITION_SCALE: _run_partition_scale,
 }
 
 

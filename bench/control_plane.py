@@ -1,12 +1,14 @@
-"""``python -m bench control-plane``: issue 3's control-plane figures on the embedded default.
+"""``python -m bench control-plane``: issues 3 and 19's control-plane figures.
 
-Two figures, each with its target:
+Two figures, each with its targets (issue 3's on a near-empty tenant at 50 requests/s on the
+embedded default; issue 19 goal 6's at 1,000 topics per tenant and 200 requests/s on PostgreSQL):
 
-* **Topic readiness** (target: median under 1 s): the time from sending
+* **Topic readiness** (issue 3: median under 1 s; issue 19: p50 at most 100 ms): the time from sending
   ``POST /api/v1/topics`` until the SDK, authenticated with a cluster key, has produced one
   record to every partition of the new topic. That spans the API's transaction, the Celery
   job, the ``ApplyPartitions`` push to every broker and the client's metadata refresh.
-* **API latency** (target: p99 under 100 ms at 50 requests/s): an open-loop schedule of GET
+* **API latency** (issue 3: p99 under 100 ms at 50 requests/s; issue 19: p99 at most 50 ms at
+  200 requests/s): an open-loop schedule of GET
   requests (topics list, one topic, jobs list, in turn) sent from a thread pool. Latency is
   measured from each request's *due* time, so a server that falls behind cannot hide the
   delay by slowing the sender down (coordinated omission).
@@ -16,13 +18,22 @@ controllers, three brokers with security on, gunicorn, a Celery worker and beat)
 transport is Redis when it answers, the filesystem otherwise; the report says which. Topics
 are created over REST with the demo's cloud key; records are produced with its cluster key,
 whose ACLs cover topics starting with ``demo``.
+
+``--database postgres`` runs the control plane on the machine's PostgreSQL
+(``127.0.0.1:5432``, user ``postgres``, trust auth) in a fresh database ``weir_bench_<random>``
+dropped afterwards. ``--topics-per-tenant N`` first raises the demo tenant to the enterprise
+plan and fills it with N one-partition topics over REST (a few requests at a time, then waits
+for their jobs), and says how long that took, so that readiness and latency are measured on a
+tenant that already holds N topics.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import secrets
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -43,9 +54,17 @@ TOPIC_PREFIX = "demo-bench"  # the demo service account's ACLs cover topics star
 
 READINESS_TARGET_SECONDS = 1.0  # issue 3: a topic is ready within 1 s (median)
 API_P99_TARGET_MS = 100.0  # issue 3: API p99 under 100 ms at 50 requests/s
+READINESS_GOAL_SECONDS = 0.1  # issue 19 goal 6: ready p50 <= 100 ms at 1,000 topics per tenant
+API_P99_GOAL_MS = 50.0  # issue 19 goal 6: API p99 <= 50 ms at 200 requests/s on PostgreSQL
 TOPIC_READY_TIMEOUT_SECONDS = 30.0  # a topic not ready by then counts as a failure
 READINESS_PROBE_PAUSE_SECONDS = 0.005  # between produce attempts while a topic is not ready
-LOAD_THREADS = 16  # enough that a slow request never delays the next one at 50 requests/s
+LOAD_THREADS = 32  # enough that a slow request never delays the next one at 200 requests/s
+FILL_PREFIX = "demo-fill"  # the topics that fill the tenant before measuring (--topics-per-tenant)
+FILL_THREADS = 8  # concurrent POSTs while filling the tenant
+FILL_JOBS_TIMEOUT_SECONDS = 900.0  # for the fill's provisioning jobs to finish
+FILL_POLL_SECONDS = 0.5  # between looks at the fill's unfinished jobs
+POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # the machine's PostgreSQL, trust auth
+DATABASES = ("sqlite", "postgres")
 
 
 @dataclass
@@ -58,6 +77,73 @@ class RunResult:
     api_requests: int = 0
     api_failures: list[str] = field(default_factory=list)
     api_seconds: float = 0.0
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+class PostgresDatabase:
+    """A fresh database on the machine's PostgreSQL for one run; a context manager that drops
+    it on exit (``WITH (FORCE)``, in case a process of the stack still holds a connection)."""
+
+    def __init__(self, admin_url: str = POSTGRES_ADMIN_URL) -> None:
+        self._admin_url = admin_url
+        self.name = f"weir_bench_{secrets.token_hex(4)}"
+        self.url = admin_url.rsplit("/", 1)[0] + "/" + self.name
+
+    def _psql(self, statement: str) -> None:
+        completed = subprocess.run(["psql", self._admin_url, "-v", "ON_ERROR_STOP=1", "-c", statement], capture_output=True, text=True, timeout=60)
+        if completed.returncode != 0:
+            raise StackError(f"PostgreSQL refused {statement!r}: {completed.stderr.strip()}")
+
+    def __enter__(self) -> PostgresDatabase:
+        try:
+            self._psql(f"CREATE DATABASE {self.name}")
+        except OSError as error:
+            raise StackError(f"cannot run psql to create the benchmark's database: {error}") from None
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._psql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
+
+
+def fill_tenant(api: ApiClient, count: int) -> tuple[float, list[str]]:
+    """Raise the tenant to the enterprise plan, create ``count`` one-partition topics over REST
+    and wait until no job is pending or running; (seconds taken, failures)."""
+    started = time.perf_counter()
+    status, body = api.request("PATCH", "/tenant", {"plan": "enterprise"})
+    if status != 200:
+        return time.perf_counter() - started, [f"PATCH /tenant plan=enterprise answered {status}: {body}"]
+    failures: list[str] = []
+
+    def create(index: int) -> None:
+        name = f"{FILL_PREFIX}-{index}"
+        try:
+            status, body = api.request("POST", "/topics", {"topic_name": name, "partitions_count": 1, "replication_factor": 1})
+        except (OSError, ValueError) as error:
+            failures.append(f"{name}: POST /topics: {error}")
+            return
+        if status not in (200, 201, 202):
+            failures.append(f"{name}: POST /topics answered {status}: {body}")
+
+    with ThreadPoolExecutor(max_workers=FILL_THREADS, thread_name_prefix="fill") as pool:
+        list(pool.map(create, range(count)))
+    deadline = time.perf_counter() + FILL_JOBS_TIMEOUT_SECONDS
+    while not _jobs_settled(api):
+        if time.perf_counter() > deadline:
+            failures.append(f"the fill's jobs were not all done within {FILL_JOBS_TIMEOUT_SECONDS:g} s")
+            break
+        time.sleep(FILL_POLL_SECONDS)
+    return time.perf_counter() - started, failures
+
+
+def _jobs_settled(api: ApiClient) -> bool:
+    """True when the tenant has no job pending or running."""
+    for state in ("PENDING", "RUNNING"):
+        status, body = api.request("GET", f"/jobs?state={state}&page_size=1")
+        if status != 200 or not isinstance(body, dict) or body.get("results") or body.get("data"):
+            return False
+    return True
 
 
 # ----------------------------------------------------------------------------- figures
@@ -230,62 +316,93 @@ def _seconds_ms(value: float | None) -> float | None:
 
 
 def verdicts(results: Sequence[RunResult]) -> list[str]:
-    """One line per figure: the median over runs against its target, met or not met."""
+    """One line per figure: the median over runs against issue 3's target and issue 19's goal."""
     readiness_medians = [statistics.median(result.readiness_seconds) for result in results if result.readiness_seconds]
     p99s = [result.api_latency.p99_ms for result in results if result.api_latency is not None]
     lines = []
     if readiness_medians:
         median = statistics.median(readiness_medians)
-        met = "met" if median < READINESS_TARGET_SECONDS else "NOT met"
-        lines.append(f"topic ready (median of run medians): {median * 1000:,.0f} ms, target < {READINESS_TARGET_SECONDS * 1000:,.0f} ms: target {met}")
+        lines.append(
+            f"topic ready (median of run medians): {median * 1000:,.0f} ms; "
+            f"issue 3 target < {READINESS_TARGET_SECONDS * 1000:,.0f} ms: {_met(median < READINESS_TARGET_SECONDS)}; "
+            f"issue 19 goal <= {READINESS_GOAL_SECONDS * 1000:,.0f} ms at 1,000 topics per tenant: {_met(median <= READINESS_GOAL_SECONDS)}"
+        )
     else:
-        lines.append("topic ready: no topic became ready: target NOT met")
+        lines.append("topic ready: no topic became ready: targets NOT met")
     if p99s:
         median = statistics.median(p99s)
-        met = "met" if median < API_P99_TARGET_MS else "NOT met"
-        lines.append(f"API p99 (median of runs): {median:,.1f} ms, target < {API_P99_TARGET_MS:g} ms: target {met}")
+        lines.append(
+            f"API p99 (median of runs): {median:,.1f} ms; "
+            f"issue 3 target < {API_P99_TARGET_MS:g} ms at 50 requests/s: {_met(median < API_P99_TARGET_MS)}; "
+            f"issue 19 goal <= {API_P99_GOAL_MS:g} ms at 200 requests/s on PostgreSQL: {_met(median <= API_P99_GOAL_MS)}"
+        )
     else:
-        lines.append("API p99: no request answered: target NOT met")
+        lines.append("API p99: no request answered: targets NOT met")
     return lines
+
+
+def _met(met: bool) -> str:
+    return "met" if met else "NOT met"
 
 
 # ----------------------------------------------------------------------------- entry point
 
 
-def main(runs: int, topics: int, rate: int, seconds: float, console: Console) -> int:
-    """Start the stack, measure ``runs`` times, print the table and verdicts; 1 on any failure."""
+def main(runs: int, topics: int, rate: int, seconds: float, console: Console, database: str = "sqlite", topics_per_tenant: int = 0) -> int:
+    """Start the stack (on ``database``), fill the tenant with ``topics_per_tenant`` topics,
+    measure ``runs`` times, print the table and verdicts; 1 on any failure."""
+    if database not in DATABASES:
+        raise ValueError(f"database must be one of {', '.join(DATABASES)}, not {database!r}")
     try:
-        with LocalStack(console, "control-plane") as stack:
-            assert stack.credentials is not None
-            credentials = stack.credentials
-            console.print(f"control-plane: stack up; {stack.transport}")
-            api = ApiClient.for_stack(credentials)
-            producer = Producer(
-                {
-                    **credentials.client_config(),
-                    "linger.ms": 0,
-                    # A leader that has not applied the placement yet answers a retriable error;
-                    # retry soon, so that the figure measures the brokers, not the client's backoff.
-                    "retry.backoff.ms": 10,
-                }
-            )
-            results = []
-            try:
-                for run in range(1, runs + 1):
-                    console.print(f"control-plane: run {run} of {runs}: {topics} topics, then {seconds:g} s of GETs at {rate}/s")
-                    results.append(run_once(api, producer, run, topics, rate, seconds))
-            finally:
-                producer.flush(5)
-            if any(result.readiness_failures or result.api_failures for result in results):
-                console.print(stack.log_tails(), markup=False, highlight=False)
+        if database == "postgres":
+            with PostgresDatabase() as postgres:
+                console.print(f"control-plane: PostgreSQL database {postgres.name}", markup=False)
+                return _measure(runs, topics, rate, seconds, console, {"DATABASE_URL": postgres.url}, topics_per_tenant, "PostgreSQL")
+        return _measure(runs, topics, rate, seconds, console, {}, topics_per_tenant, "SQLite")
     except StackError as error:
         console.print(f"control-plane: {error}", markup=False)
         return 1
+
+
+def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console, settings: dict[str, str], topics_per_tenant: int, database: str) -> int:
+    fill_failures: list[str] = []
+    fill_seconds = 0.0
+    with LocalStack(console, "control-plane", settings=settings) as stack:
+        assert stack.credentials is not None
+        credentials = stack.credentials
+        console.print(f"control-plane: stack up; {stack.transport}")
+        api = ApiClient.for_stack(credentials)
+        if topics_per_tenant:
+            console.print(f"control-plane: filling the tenant with {topics_per_tenant:,} topics over REST ({FILL_THREADS} at a time)", markup=False)
+            fill_seconds, fill_failures = fill_tenant(api, topics_per_tenant)
+            console.print(f"control-plane: {topics_per_tenant:,} topics created and provisioned in {fill_seconds:,.1f} s", markup=False)
+        producer = Producer(
+            {
+                **credentials.client_config(),
+                "linger.ms": 0,
+                # A leader that has not applied the placement yet answers a retriable error;
+                # retry soon, so that the figure measures the brokers, not the client's backoff.
+                "retry.backoff.ms": 10,
+            }
+        )
+        results = []
+        try:
+            for run in range(1, runs + 1):
+                console.print(f"control-plane: run {run} of {runs}: {topics} topics, then {seconds:g} s of GETs at {rate}/s")
+                results.append(run_once(api, producer, run, topics, rate, seconds))
+        finally:
+            producer.flush(5)
+        if fill_failures or any(result.readiness_failures or result.api_failures for result in results):
+            console.print(stack.log_tails(), markup=False, highlight=False)
     console.print(results_table(results, rate))
-    console.print(f"embedded default: SQLite, {DEFAULT_BROKER_COUNT} brokers, gunicorn (1 worker), Celery: {stack.transport}", markup=False)
+    console.print(
+        f"{database}, {DEFAULT_BROKER_COUNT} brokers, gunicorn, Celery: {stack.transport}; "
+        f"tenant pre-filled with {topics_per_tenant:,} topics" + (f" in {fill_seconds:,.1f} s" if topics_per_tenant else ""),
+        markup=False,
+    )
     for line in verdicts(results):
         console.print(line, markup=False)
-    failures = [failure for result in results for failure in (*result.readiness_failures, *result.api_failures)]
+    failures = fill_failures + [failure for result in results for failure in (*result.readiness_failures, *result.api_failures)]
     for failure in failures[:10]:
         console.print(f"failure: {failure}", markup=False)
     return 1 if failures else 0

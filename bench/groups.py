@@ -50,6 +50,7 @@ from bench.report import machine_description
 from bench.stack import ApiClient, LocalStack, StackError
 from weir import OFFSET_BEGINNING, Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from weir.admin import AdminClient, OffsetSpec
+from weir.consumer import consume_available
 
 RATIO_TARGET = 0.9  # issue 5: group consumption at least 0.9 times assign-based consumption
 PREFIX = "demo-bench"  # the demo service account may use topics and groups starting with "demo"
@@ -167,7 +168,7 @@ class GroupMember:
         try:
             self.consumer.subscribe([self._topic], on_assign=self._callback("assign"), on_revoke=self._callback("revoke"), on_lost=self._callback("lost"))
             while not self._stopping.is_set():
-                for message in self.consumer.consume(100, MEMBER_POLL_SECONDS):
+                for message in consume_available(self.consumer, 100, MEMBER_POLL_SECONDS):
                     if message.error() is not None:
                         self.errors.append(message.error().str())  # type: ignore[union-attr]
         except Exception as error:  # noqa: BLE001 - reported as the run's failure
@@ -346,7 +347,7 @@ def read_everything(consumer: Consumer, records: int) -> float:
     """consume() until ``records`` records came; when the last one did (time.perf_counter())."""
     received = 0
     while received < records:
-        messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=CONSUME_TIMEOUT_SECONDS)
+        messages = consume_available(consumer, CONSUME_BATCH, CONSUME_TIMEOUT_SECONDS)
         if not messages:
             raise GroupBenchError(f"no record within {CONSUME_TIMEOUT_SECONDS:g} s after {received:,} of {records:,}")
         for message in messages:

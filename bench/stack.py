@@ -53,6 +53,9 @@ EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL_LOW = 32_768  # Linux's default first ephemeral port
 _random = random.Random()  # seeded from the OS, independent of the global generator
 TRANSPORT_LINE = "weir: Celery uses "  # deploy.local's notice of Celery's transport
+# Names a file written by :meth:`LocalStack.attach_file`: a scenario that would start a default stack uses that
+# running stack instead (the test suite runs several scenarios on one stack; each start costs ~45 s of CPU).
+ATTACH_VARIABLE = "WEIR_BENCH_STACK"
 OUTPUT_LINES_KEPT = 500  # of deploy.local's output, to explain a failure
 
 
@@ -149,12 +152,31 @@ class LocalStack:
         self._label = label
         self._broker_count = broker_count
         self._settings = dict(settings or {})
-        self.data_dir = Path(tempfile.mkdtemp(prefix=f"weir-bench-{label}-"))
         self._process: subprocess.Popen[str] | None = None
         self._lines: list[str] = []
         self._ready = threading.Event()
         self.transport = "unknown"
         self.credentials: Credentials | None = None
+        self._demo_json = ""
+        # A default stack (no settings of its own) attaches to the running one ATTACH_VARIABLE names, if any.
+        attach_path = os.environ.get(ATTACH_VARIABLE, "").strip()
+        self._attached: dict[str, Any] | None = None
+        if attach_path and not self._settings and broker_count == DEFAULT_BROKER_COUNT:
+            try:
+                self._attached = json.loads(Path(attach_path).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise StackError(f"{ATTACH_VARIABLE}={attach_path} names no stack description: {error}") from None
+        self.data_dir = Path(self._attached["data_dir"]) if self._attached else Path(tempfile.mkdtemp(prefix=f"weir-bench-{label}-"))
+
+    @property
+    def attached(self) -> bool:
+        """True when this scenario runs on a stack started by someone else (ATTACH_VARIABLE), which it leaves running."""
+        return self._attached is not None
+
+    def attach_file(self, path: Path) -> Path:
+        """Describe this running stack in ``path`` for scenarios started with ``ATTACH_VARIABLE=<path>``."""
+        path.write_text(json.dumps({"data_dir": str(self.data_dir), "transport": self.transport, "demo_json": self._demo_json}), encoding="utf-8")
+        return path
 
     def _environment(self) -> dict[str, str]:
         environment = dict(os.environ)
@@ -190,6 +212,12 @@ class LocalStack:
         return environment
 
     def __enter__(self) -> LocalStack:
+        if self._attached is not None:
+            self._console.print(f"{self._label}: on the running stack in {self.data_dir}", markup=False)
+            self.transport = str(self._attached["transport"])
+            self._demo_json = str(self._attached["demo_json"])
+            self.credentials = Credentials.from_demo_json(self._demo_json)
+            return self
         environment = self._environment()
         self._console.print(f"{self._label}: starting the stack in {self.data_dir} ...", markup=False)
         # spawn: its own process group, so that a failed stop can end all of it, and the whole
@@ -235,7 +263,15 @@ class LocalStack:
         )
         if completed.returncode != 0:
             raise StackError(f"`manage.py demo --json` failed: {completed.stderr.strip() or completed.stdout.strip()}")
+        self._demo_json = completed.stdout
         return Credentials.from_demo_json(completed.stdout)
+
+    @property
+    def supervisor_pid(self) -> int:
+        """The process id of deploy.local, the parent of every process of the stack; only once started here."""
+        if self._process is None:
+            raise StackError("this stack was not started here (attached, or not entered)")
+        return self._process.pid
 
     def broker_pid(self, node_id: int) -> int:
         """The process id of broker ``node_id`` now (deploy.local rewrites it on every restart)."""
@@ -263,6 +299,8 @@ class LocalStack:
         return "\n".join(parts)
 
     def __exit__(self, *_: object) -> None:
+        if self._attached is not None:
+            return  # whoever started it stops it
         process = self._process
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)

@@ -50,6 +50,7 @@ REPLICATION_FACTOR = 3
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 TOPIC_READY_TIMEOUT_SECONDS = 60.0
 CLIENT_SECONDS = 60.0  # longest init_transactions/commit_transaction/flush may take
+MARKER_SECONDS = 15.0  # longest the last commit marker may take to be replicated (the high watermark) after the commit returned
 DEFAULT_RECORDS = 100_000
 QUICK_RECORDS = 3_000
 DEFAULT_RECORD_BYTES = 100
@@ -187,12 +188,22 @@ def produce_run(config: Mapping[str, Any], topic: str, workload: Workload, recor
     return RunSample(sample, latency), len(commit_latencies_ns)
 
 
-def end_offset(config: Mapping[str, Any], topic: str) -> int:
+def end_offset(config: Mapping[str, Any], topic: str, expected: int, timeout: float = MARKER_SECONDS) -> int:
+    """The partition's high watermark once it reached ``expected``, or the last one seen after ``timeout``.
+
+    As in Kafka, commit_transaction() returns once the coordinator has recorded the commit; the
+    markers are written to the partitions after that, and the high watermark covers the last one
+    once the followers have fetched it, so the check waits for it (bounded)."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({**_consumer_settings(config), "group.id": f"{topic}-check"})
+    deadline = time.monotonic() + timeout
     try:
-        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=CLIENT_SECONDS)[1])
+        while True:
+            found = int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=CLIENT_SECONDS)[1])
+            if found >= expected or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
     finally:
         consumer.close()
 
@@ -216,7 +227,7 @@ def measure_throughput(
                 wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
                 sample, transactions = produce_run(config, topic, workload, records, values)
                 expected = records + transactions  # one COMMIT marker per transaction
-                found = end_offset(config, topic)
+                found = end_offset(config, topic, expected)
             except Exception as error:  # noqa: BLE001 - any failure of a run is reported with the run it broke
                 raise TransactionsRunError(f"run {run}, {workload.label}: {type(error).__name__}: {error}") from None
             if found != expected:

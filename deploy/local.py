@@ -346,12 +346,14 @@ def child_environment(settings: StackSettings, base: dict[str, str], tls: TlsFil
 
 
 def announce_celery_transport(environment: dict[str, str]) -> None:
-    """Say once which transport Celery uses, and keep the children from repeating it."""
-    from webapp.runtime import redis_answers
+    """Say once which transport Celery uses (with Redis, the stack's own queue: two stacks may share
+    one database), and keep the children from repeating it."""
+    from webapp.runtime import celery_queue_name, redis_answers
 
     redis_url = environment.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     if redis_answers(redis_url):
-        print(f"weir: Celery uses Redis at {redis_url}", flush=True)
+        queue = celery_queue_name(Path(environment["WEIR_DATA_DIR"]), environment)
+        print(f"weir: Celery uses Redis at {redis_url}, queue {queue} (this data directory's own)", flush=True)
     else:
         print(f"weir: no Redis at {redis_url}; Celery uses the filesystem transport (embedded mode)", flush=True)
     environment["WEIR_QUIET_TRANSPORT_NOTICE"] = "1"
@@ -564,7 +566,15 @@ def control_plane_processes(settings: StackSettings, environment: dict[str, str]
         environment=environment,
         pid_file=settings.pid_file("celery beat"),
     )
-    return [web, worker, beat]
+    # Consumer lag and Burrow's status within seconds of a commit (spark_pipelines.lag_monitor).
+    lag_monitor = SupervisedProcess(
+        "lag monitor",
+        [sys.executable, "-m", "spark_pipelines.lag_monitor"],
+        log_path=settings.log_file("lag monitor"),
+        environment=environment,
+        pid_file=settings.pid_file("lag monitor"),
+    )
+    return [web, worker, beat, lag_monitor]
 
 
 def tls_instructions(settings: StackSettings, tls: TlsFiles | None) -> str:

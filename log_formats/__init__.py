@@ -10,6 +10,7 @@ server package (``broker_nodes``, ``webapp``, ``spark_pipelines``), so that each
 - ``log_files``: segment, index and time-index file names and entry layouts.
 - ``dump_log`` and ``dump_log_command``: print and verify those files (``weir-dump-log``).
 - ``topic_names``: topic name rules, the tenant separator and the partition directory names.
+- ``kafka_schema``: the fields of Kafka's message schemas (ints, strings, arrays, tagged fields), read and written.
 - ``offset_commit_records``: Kafka's ``__consumer_offsets`` key and value schemas.
 - ``usage_records``: the ``__usage`` record schema (``weir.usage/1``).
 - ``lag_statuses``: the lag status names the lag job writes and the control plane reads.

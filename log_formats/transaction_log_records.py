@@ -36,8 +36,8 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from log_formats.kafka_schema import SchemaReader, SchemaWriter
 from log_formats.offset_commit_records import java_abs, java_string_hash_code
-from weir.records import RecordFormatError, decode_unsigned_varint, encode_unsigned_varint
 
 KEY_VERSION = 0  # the only version of TransactionLogKey
 VALUE_VERSION = 1  # what Weir writes: flexible, with the tagged fields of KIP-890
@@ -60,9 +60,7 @@ STATE_DEAD = 6
 STATE_PREPARE_EPOCH_FENCE = 7
 STATE_IDS = frozenset(range(8))
 
-_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 
@@ -105,22 +103,22 @@ def partitions_by_topic(topic_partitions: Iterable[tuple[str, int]]) -> dict[str
 
 
 def encode_key(transactional_id: str) -> bytes:
-    encoded = transactional_id.encode("utf-8")
-    if len(encoded) > 0x7FFF:
-        raise TransactionLogSchemaError(f"a transactional id of {len(encoded)} bytes does not fit Kafka's int16 length")
-    return _INT16.pack(KEY_VERSION) + _INT16.pack(len(encoded)) + encoded
+    writer = SchemaWriter(TransactionLogSchemaError)
+    writer.int16(KEY_VERSION)
+    writer.string(transactional_id)
+    return writer.to_bytes()
 
 
 def decode_key(data: bytes) -> str:
     """The transactional id of a key; TransactionLogSchemaError for another version or truncated bytes."""
-    if len(data) < 4:
-        raise TransactionLogSchemaError(f"a key of {len(data)} bytes is shorter than its version and length")
-    version, length = struct.unpack_from(">hh", data, 0)
+    reader = SchemaReader(data, TransactionLogSchemaError, what="key")
+    version = reader.int16()
     if version != KEY_VERSION:
         raise TransactionLogSchemaError(f"unknown key version {version}")
-    if length < 0 or 4 + length > len(data):
-        raise TransactionLogSchemaError(f"the transactional id of {length} bytes runs past the end of the key")
-    return data[4 : 4 + length].decode("utf-8")
+    transactional_id = reader.string()
+    if transactional_id is None:
+        raise TransactionLogSchemaError("a transactional id must not be null")
+    return transactional_id
 
 
 # ---------------------------------------------------------------------- values
@@ -128,104 +126,59 @@ def decode_key(data: bytes) -> str:
 
 def encode_value(value: TransactionLogValue) -> bytes:
     """Version 1 (flexible) of TransactionLogValue, prefixed with its version."""
-    parts = [
-        _INT16.pack(VALUE_VERSION),
-        _INT64.pack(value.producer_id),
-        _INT16.pack(value.producer_epoch),
-        _INT32.pack(value.timeout_ms),
-        _INT8.pack(value.state),
-    ]
+    writer = SchemaWriter(TransactionLogSchemaError, flexible=True)
+    writer.int16(VALUE_VERSION)
+    writer.int64(value.producer_id)
+    writer.int16(value.producer_epoch)
+    writer.int32(value.timeout_ms)
+    writer.int8(value.state)
     if value.state == STATE_EMPTY:
-        parts.append(encode_unsigned_varint(0))  # null: Kafka writes no partitions for Empty
+        writer.count(None)  # null: Kafka writes no partitions for Empty
     else:
-        parts.append(encode_unsigned_varint(len(value.partitions) + 1))
+        writer.count(len(value.partitions))
         for topic, partition_ids in value.partitions.items():
-            encoded_topic = topic.encode("utf-8")
-            parts.append(encode_unsigned_varint(len(encoded_topic) + 1))
-            parts.append(encoded_topic)
-            parts.append(encode_unsigned_varint(len(partition_ids) + 1))
-            parts.extend(_INT32.pack(partition_id) for partition_id in partition_ids)
-            parts.append(encode_unsigned_varint(0))  # the struct's tagged fields: none
-    parts.append(_INT64.pack(value.last_update_timestamp_ms))
-    parts.append(_INT64.pack(value.start_timestamp_ms))
-    tagged: list[tuple[int, bytes]] = []
+            writer.string(topic)
+            writer.count(len(partition_ids))
+            for partition_id in partition_ids:
+                writer.int32(partition_id)
+            writer.tagged_fields({})  # the struct's tagged fields: none
+    writer.int64(value.last_update_timestamp_ms)
+    writer.int64(value.start_timestamp_ms)
+    tagged: dict[int, bytes] = {}
     if value.previous_producer_id != NO_PRODUCER_ID:
-        tagged.append((TAG_PREVIOUS_PRODUCER_ID, _INT64.pack(value.previous_producer_id)))
+        tagged[TAG_PREVIOUS_PRODUCER_ID] = _INT64.pack(value.previous_producer_id)
     if value.next_producer_id != NO_PRODUCER_ID:
-        tagged.append((TAG_NEXT_PRODUCER_ID, _INT64.pack(value.next_producer_id)))
+        tagged[TAG_NEXT_PRODUCER_ID] = _INT64.pack(value.next_producer_id)
     if value.client_transaction_version != 0:
-        tagged.append((TAG_CLIENT_TRANSACTION_VERSION, _INT16.pack(value.client_transaction_version)))
-    parts.append(encode_unsigned_varint(len(tagged)))
-    for tag, field in tagged:
-        parts.extend((encode_unsigned_varint(tag), encode_unsigned_varint(len(field)), field))
-    return b"".join(parts)
-
-
-class _Reader:
-    """Reads one value; every short read is a TransactionLogSchemaError."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._position = 0
-
-    def take(self, size: int) -> bytes:
-        end = self._position + size
-        if size < 0 or end > len(self._data):
-            raise TransactionLogSchemaError(f"value ends after {len(self._data)} bytes, {size} more were expected at byte {self._position}")
-        chunk = self._data[self._position : end]
-        self._position = end
-        return chunk
-
-    def fixed(self, layout: struct.Struct) -> int:
-        return int(layout.unpack(self.take(layout.size))[0])
-
-    def uvarint(self) -> int:
-        try:
-            value, self._position = decode_unsigned_varint(self._data, self._position)
-        except IndexError:
-            raise TransactionLogSchemaError(f"value ends inside a varint at byte {self._position}") from None
-        except RecordFormatError as error:
-            raise TransactionLogSchemaError(error.reason) from None
-        return value
-
-    def length(self, *, flexible: bool) -> int:
-        """An array or string length; -1 for null."""
-        if flexible:
-            return self.uvarint() - 1
-        return self.fixed(_INT32)
-
-    def string(self, *, flexible: bool) -> str:
-        size = self.uvarint() - 1 if flexible else self.fixed(_INT16)
-        if size < 0:
-            raise TransactionLogSchemaError("a topic name must not be null")
-        return self.take(size).decode("utf-8")
-
-    def tagged_fields(self) -> dict[int, bytes]:
-        return {self.uvarint(): self.take(self.uvarint()) for _ in range(self.uvarint())}
+        tagged[TAG_CLIENT_TRANSACTION_VERSION] = _INT16.pack(value.client_transaction_version)
+    writer.tagged_fields(tagged)
+    return writer.to_bytes()
 
 
 def decode_value(data: bytes) -> TransactionLogValue:
     """Decode a value of version 0 or 1; TransactionLogSchemaError for anything else."""
-    reader = _Reader(data)
-    version = reader.fixed(_INT16)
+    reader = SchemaReader(data, TransactionLogSchemaError, what="value")
+    version = reader.int16()
     if version not in VALUE_VERSIONS:
         raise TransactionLogSchemaError(f"unknown transaction log value version {version}")
-    flexible = version >= 1
-    producer_id = reader.fixed(_INT64)
-    producer_epoch = reader.fixed(_INT16)
-    timeout_ms = reader.fixed(_INT32)
-    state = reader.fixed(_INT8)
+    reader.flexible = version >= 1
+    producer_id = reader.int64()
+    producer_epoch = reader.int16()
+    timeout_ms = reader.int32()
+    state = reader.int8()
     if state not in STATE_IDS:
         raise TransactionLogSchemaError(f"unknown transaction state {state}")
     partitions: dict[str, tuple[int, ...]] = {}
-    for _ in range(max(0, reader.length(flexible=flexible))):
-        topic = reader.string(flexible=flexible)
-        partitions[topic] = tuple(reader.fixed(_INT32) for _ in range(max(0, reader.length(flexible=flexible))))
-        if flexible:
+    for _ in range(reader.count()):
+        topic = reader.string()
+        if topic is None:
+            raise TransactionLogSchemaError("a topic name must not be null")
+        partitions[topic] = tuple(reader.int32() for _ in range(reader.count()))
+        if reader.flexible:
             reader.tagged_fields()
-    last_update = reader.fixed(_INT64)
-    start = reader.fixed(_INT64)
-    tagged = reader.tagged_fields() if flexible else {}
+    last_update = reader.int64()
+    start = reader.int64()
+    tagged = reader.tagged_fields() if reader.flexible else {}
     return TransactionLogValue(
         producer_id=producer_id,
         producer_epoch=producer_epoch,

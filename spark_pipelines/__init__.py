@@ -1,1 +1,1 @@
-"""PySpark pipelines (usage metering, consumer lag): arrive with the pipelines issue."""
+"""The usage pipeline (PySpark), the "weir" Spark source, and the continuous consumer-lag evaluator (``lag_monitor``, no Spark)."""

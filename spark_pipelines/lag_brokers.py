@@ -1,12 +1,15 @@
-"""What the lag job asks the brokers directly, through the SDK: offsets of partitions and the
-timestamp of the next unconsumed record.
+"""What the lag evaluator asks the brokers directly, through the SDK: offsets of partitions, topics'
+``retention.ms``, and the timestamp of the next unconsumed record.
 
-Both run on the driver acting as each tenant in turn with a tenant token (``weir.tenant.token``,
+All run acting as each tenant in turn with a tenant token (``weir.tenant.token``,
 :mod:`weir.tenant_tokens`, as the control plane's dashboard does) minted from the job's internal
 token, so topic names stay the tenant's plain names and one tenant's lookups never see
 another's topics. The internal token itself is never sent with these lookups: brokers refuse it
 together with a tenant, and a client acting as one tenant needs no more than that tenant.
 
+- :class:`TenantAdmins`: one AdminClient per tenant kept across rounds (re-created before its
+  tenant token expires), so a round costs one ListOffsets per leader and spec, not a connection;
+  :meth:`TenantAdmins.partition_offsets` and :meth:`TenantAdmins.retention_ms`.
 - :func:`partition_offsets`: per partition, the end offset (high watermark: what a consumer
   can read, as Kafka's lag tools count) and the log start offset, from one ListOffsets per
   leader and spec (AdminClient.list_offsets). A partition whose topic no longer exists
@@ -31,17 +34,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from weir import Consumer, KafkaException, TopicPartition, tenant_tokens
-from weir.admin import AdminClient, OffsetSpec
+from weir.admin import AdminClient, ConfigResource, OffsetSpec
+from weir.consumer import consume_available
 from weir.errors import BadBatchError, ErrorCode
 from weir.message import TIMESTAMP_NOT_AVAILABLE
 
 logger = logging.getLogger(__name__)
 
-CLIENT_ID = "weir-lag-job"
+CLIENT_ID = "weir-lag-monitor"
 CONSUME_BATCH = 500  # records taken per consume() while looking for first records
 MAX_PARTITION_FETCH_BYTES = 64 * 1024  # only the first record of each partition is wanted
 # Errors that mean the topic or partition is gone, so its windows are forgotten.
-_DELETED_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode._UNKNOWN_TOPIC, ErrorCode._UNKNOWN_PARTITION})  # type: ignore[attr-defined]
+_DELETED_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode._UNKNOWN_TOPIC, ErrorCode._UNKNOWN_PARTITION})
 
 PartitionKey = tuple[str, str, int]  # (tenant id, plain topic, partition)
 
@@ -110,24 +114,107 @@ def _outcome(future: Future, deadline: float) -> tuple[int | None, bool]:
         return None, False
 
 
+def _offsets_of(admin: AdminClient, tenant_id: str, partitions: list[tuple[str, int]], timeout_seconds: float) -> list[PartitionOffsets]:
+    deadline = time.monotonic() + timeout_seconds
+    topic_partitions = [TopicPartition(topic, partition) for topic, partition in partitions]
+    latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in topic_partitions}, request_timeout=timeout_seconds)
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in topic_partitions}, request_timeout=timeout_seconds)
+    results = []
+    for tp in topic_partitions:
+        end_offset, end_deleted = _outcome(latest[tp], deadline)
+        log_start, start_deleted = _outcome(earliest[tp], deadline)
+        deleted = end_deleted and start_deleted
+        results.append(PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted))
+    return results
+
+
 def partition_offsets(client_config: Mapping[str, Any], keys: Iterable[PartitionKey], *, timeout_seconds: float) -> list[PartitionOffsets]:
-    """End and log start offsets of every partition in ``keys`` (see the module docstring), sorted."""
+    """End and log start offsets of every partition in ``keys`` (see the module docstring), sorted; one AdminClient per tenant for this call."""
     results: list[PartitionOffsets] = []
     for tenant_id, partitions in _by_tenant(keys).items():
-        deadline = time.monotonic() + timeout_seconds
         admin = AdminClient(tenant_config(client_config, tenant_id, timeout_seconds))
         try:
+            results += _offsets_of(admin, tenant_id, partitions, timeout_seconds)
+        finally:
+            admin.close()
+    return results
+
+
+class TenantAdmins:
+    """AdminClients per tenant kept between rounds; each is re-created when its token is half-way to expiry."""
+
+    def __init__(self, client_config: Mapping[str, Any], *, timeout_seconds: float, clock: Any = time.monotonic) -> None:
+        self._client_config = dict(client_config)
+        self._timeout = timeout_seconds
+        self._clock = clock
+        self._admins: dict[str, tuple[float, AdminClient]] = {}
+        lifetime_ms = min(max(tenant_tokens.DEFAULT_LIFETIME_MS, 2 * int(timeout_seconds * 1000)), tenant_tokens.MAX_LIFETIME_MS)
+        self._max_age = lifetime_ms / 2000.0
+
+    def _admin(self, tenant_id: str) -> AdminClient:
+        now = self._clock()
+        held = self._admins.get(tenant_id)
+        if held is not None and now - held[0] < self._max_age:
+            return held[1]
+        if held is not None:
+            held[1].close()
+        admin = AdminClient(tenant_config(self._client_config, tenant_id, self._timeout))
+        self._admins[tenant_id] = (now, admin)
+        return admin
+
+    def partition_offsets(self, keys: Iterable[PartitionKey]) -> list[PartitionOffsets]:
+        """End and log start offsets of every partition in ``keys``: per tenant, one ListOffsets per
+        leader and spec, every tenant's requests in flight together before any answer is awaited."""
+        asked: list[tuple[str, list[TopicPartition], dict[TopicPartition, Future], dict[TopicPartition, Future]]] = []
+        results: list[PartitionOffsets] = []
+        for tenant_id, partitions in _by_tenant(keys).items():
             topic_partitions = [TopicPartition(topic, partition) for topic, partition in partitions]
-            latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in topic_partitions}, request_timeout=timeout_seconds)
-            earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in topic_partitions}, request_timeout=timeout_seconds)
+            try:
+                admin = self._admin(tenant_id)
+                latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in topic_partitions}, request_timeout=self._timeout)
+                earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in topic_partitions}, request_timeout=self._timeout)
+            except KafkaException as error:
+                logger.warning("lag monitor: offsets of tenant %s could not be asked: %s", tenant_id, error)
+                results += [PartitionOffsets(tenant_id, tp.topic, tp.partition, None, None) for tp in topic_partitions]
+                continue
+            asked.append((tenant_id, topic_partitions, latest, earliest))
+        deadline = time.monotonic() + self._timeout
+        for tenant_id, topic_partitions, latest, earliest in asked:
             for tp in topic_partitions:
                 end_offset, end_deleted = _outcome(latest[tp], deadline)
                 log_start, start_deleted = _outcome(earliest[tp], deadline)
                 deleted = end_deleted and start_deleted
                 results.append(PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted))
-        finally:
+        return results
+
+    def retention_ms(self, topics: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int | None]:
+        """``retention.ms`` of each (tenant id, topic); None where the brokers did not say (-1: no time limit)."""
+        grouped: dict[str, set[str]] = defaultdict(set)
+        for tenant_id, topic in topics:
+            grouped[tenant_id].add(topic)
+        result: dict[tuple[str, str], int | None] = {}
+        for tenant_id, names in sorted(grouped.items()):
+            resources = [ConfigResource("topic", name) for name in sorted(names)]
+            try:
+                futures = self._admin(tenant_id).describe_configs(resources, request_timeout=self._timeout)
+            except KafkaException:
+                futures = {}
+            for resource in resources:
+                value: int | None = None
+                future = futures.get(resource)
+                if future is not None:
+                    try:
+                        entry = future.result(timeout=self._timeout).get("retention.ms")
+                        value = int(entry.value) if entry is not None and entry.value is not None else None
+                    except (KafkaException, TimeoutError, ValueError):
+                        value = None
+                result[(tenant_id, resource.name)] = value
+        return result
+
+    def close(self) -> None:
+        for _, admin in self._admins.values():
             admin.close()
-    return results
+        self._admins.clear()
 
 
 def next_record_timestamps(client_config: Mapping[str, Any], requests: Iterable[tuple[str, str, int, int]], *, timeout_seconds: float) -> list[RecordTimestamp]:
@@ -169,7 +256,7 @@ def _first_records(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            for message in consumer.consume(num_messages=CONSUME_BATCH, timeout=min(remaining, 1.0)):
+            for message in consume_available(consumer, CONSUME_BATCH, min(remaining, 1.0)):
                 offset = message.offset()
                 key = (message.topic(), message.partition())
                 offsets = pending.get(key)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Parquet datasets partitioned by one column (``<root>/<column>=<value>/part-*.parquet``),
+"""Parquet datasets partitioned by columns (``<root>/<column>=<value>[/<column2>=<value2>]/part-*.parquet``),
 written so that doing it twice leaves the same rows.
 
 Two ways to write, both safe to repeat after a run that died half-way:
@@ -19,49 +19,72 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-
-def partition_directory(root: Path, column: str, value: object) -> Path:
-    """Where the rows with ``column == value`` are stored (Spark's ``column=value`` layout)."""
-    return root / f"{column}={value}"
+Columns = str | Sequence[str]  # the partition column, or the nested partition columns in order
 
 
-def stored_partitions(root: Path, column: str, values: Iterable[object]) -> list[Path]:
+def _names(columns: Columns) -> tuple[str, ...]:
+    return (columns,) if isinstance(columns, str) else tuple(columns)
+
+
+def partition_directory(root: Path, columns: Columns, value: object) -> Path:
+    """Where the rows with ``columns == value`` are stored (Spark's ``column=value`` layout);
+    ``value`` is a tuple, one item per column, when there are several columns."""
+    names = _names(columns)
+    values = value if len(names) > 1 else (value,)
+    directory = root
+    for name, item in zip(names, values, strict=True):  # type: ignore[call-overload]
+        directory = directory / f"{name}={item}"
+    return directory
+
+
+def stored_partitions(root: Path, columns: Columns, values: Iterable[object]) -> list[Path]:
     """The directories of those of ``values`` that hold at least one Parquet file, sorted."""
-    directories = {partition_directory(root, column, value) for value in values}
+    directories = {partition_directory(root, columns, value) for value in values}
     return sorted(directory for directory in directories if directory.is_dir() and any(directory.glob("*.parquet")))
 
 
-def read_partitions(spark: SparkSession, root: Path, schema_ddl: str, column: str, values: Iterable[object]) -> DataFrame | None:
-    """The stored rows of the partitions ``values`` (``column`` included, typed by ``schema_ddl``,
-    no inference); None when none of them holds a file."""
-    directories = stored_partitions(root, column, values)
+def read_partitions(spark: SparkSession, root: Path, schema_ddl: str, columns: Columns, values: Iterable[object]) -> DataFrame | None:
+    """The stored rows of the partitions ``values`` (partition columns included, typed by
+    ``schema_ddl``, no inference); None when none of them holds a file."""
+    directories = stored_partitions(root, columns, values)
     if not directories:
         return None
     return spark.read.schema(schema_ddl).option("basePath", str(root)).parquet(*(str(directory) for directory in directories))
 
 
-def append_new_rows(spark: SparkSession, rows: DataFrame, root: Path, schema_ddl: str, column: str, values: Sequence[object], keys: Sequence[str]) -> int:
+def append_new_rows(spark: SparkSession, rows: DataFrame, root: Path, schema_ddl: str, columns: Columns, values: Sequence[object], keys: Sequence[str]) -> int:
     """Append the rows of ``rows`` whose ``keys`` are not yet stored under ``root``; returns how many.
 
-    Preconditions: ``values`` are all the values of ``column`` in ``rows``, and rows with equal
-    keys have equal ``column`` values. ``rows`` is evaluated twice (count, write): persist it
-    when it is expensive to compute.
+    Preconditions: ``values`` are all the values of ``columns`` in ``rows``, and rows with equal
+    keys have equal ``columns`` values. ``rows`` is evaluated twice (count, write) when nothing
+    is stored yet: persist it when it is expensive to compute. The anti-join is evaluated once
+    (its rows are kept while they are counted and written).
     """
-    stored = read_partitions(spark, root, schema_ddl, column, values)
-    new_rows = rows if stored is None else rows.join(stored.select(*keys), list(keys), "left_anti")
+    stored = read_partitions(spark, root, schema_ddl, columns, values)
+    if stored is None:
+        return _append(rows, root, columns)
+    new_rows = rows.join(stored.select(*keys), list(keys), "left_anti").select(*rows.columns).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _append(new_rows, root, columns)
+    finally:
+        new_rows.unpersist()
+
+
+def _append(rows: DataFrame, root: Path, columns: Columns) -> int:
     # Collected row counts, not the writer's metrics: the count decides whether to write at all.
-    count = new_rows.count()
+    count = rows.count()
     if count:
-        new_rows.select(*rows.columns).write.mode("append").partitionBy(column).parquet(str(root))
+        rows.write.mode("append").partitionBy(*_names(columns)).parquet(str(root))
     return count
 
 
-def overwrite_partitions(frame: DataFrame, root: Path, column: str) -> None:
+def overwrite_partitions(frame: DataFrame, root: Path, columns: Columns) -> None:
     """Replace the partitions of ``root`` that ``frame`` has rows for with ``frame``'s rows."""
-    frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(column).parquet(str(root))
+    frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(*_names(columns)).parquet(str(root))
 
 
 def in_values(column: str, values: Iterable[object]) -> Column:

@@ -1,7 +1,8 @@
 """The SparkSession every pipeline and test uses: master from the settings, the Weir DataSource registered.
 
 ``spark.master`` defaults to ``local[*]`` (``WEIR_SPARK_MASTER``); on a cluster, spark-submit sets
-it and :func:`spark_session` leaves what it set alone. Python workers run the interpreter of this
+it and :func:`spark_session` leaves what it set alone. No Spark UI unless ``WEIR_SPARK_UI=1``
+(then on loopback unless ``SPARK_LOCAL_IP`` says otherwise). Python workers run the interpreter of this
 process (``PYSPARK_PYTHON``), so the DataSource and the SDK it uses are the ones installed here.
 """
 
@@ -14,6 +15,10 @@ import sys
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+# The Spark UI is off unless WEIR_SPARK_UI is "1"; then it listens on SPARK_LOCAL_IP, loopback
+# unless set (Spark's default is every interface).
+UI_VARIABLE = "WEIR_SPARK_UI"
+LOOPBACK = "127.0.0.1"
 
 
 def spark_session(app_name: str, master: str | None = None, extra_conf: dict[str, str] | None = None) -> SparkSession:
@@ -30,6 +35,10 @@ def spark_session(app_name: str, master: str | None = None, extra_conf: dict[str
     elif "spark.master" not in os.environ.get("SPARK_SUBMIT_OPTS", "") and not os.environ.get("SPARK_ENV_LOADED"):
         builder = builder.master(DEFAULT_MASTER)
     builder = builder.config("spark.sql.session.timeZone", "UTC")
+    if os.environ.get(UI_VARIABLE) == "1":
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    else:
+        builder = builder.config("spark.ui.enabled", "false")
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -18,8 +18,9 @@ How a read runs. Planning (:meth:`WeirBatchReader.partitions`, in a Python worke
 driver) resolves the selected partitions and their start and end offsets through the SDK
 (Metadata, ListOffsets) once, so the read covers a fixed set of ranges however long it takes
 and however much is produced meanwhile; the ranges are cut into input partitions
-(:mod:`spark_pipelines.source_planning`). Each task then reads its range with an SDK
-Consumer and hands Spark Arrow batches (:mod:`spark_pipelines.source_reading`).
+(:mod:`spark_pipelines.source_planning`). Each task then fetches its range's stored batches
+(no bytes past its end, :mod:`spark_pipelines.source_fetch`) and decodes them with the SDK's
+native codec into Arrow batches (:mod:`spark_pipelines.source_reading`).
 
 Streaming (:class:`WeirStreamReader`): offsets are Spark-Kafka-style JSON
 ``{"orders": {"0": 42, "1": 17}}`` (the next offset to read per partition), kept by Spark
@@ -46,6 +47,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from spark_pipelines.sink import WeirBatchWriter, WeirStreamWriter, parse_sink_options
 from spark_pipelines.source_errors import (
     AuthenticationFailedError,
     AuthorizationFailedError,
@@ -55,6 +57,8 @@ from spark_pipelines.source_errors import (
     ReadTimeoutError,
     UnknownTopicError,
     WeirSourceError,
+    one_line_errors,
+    one_line_iteration,
 )
 from spark_pipelines.source_offsets import (
     OffsetLookup,
@@ -110,25 +114,39 @@ def kafka_schema(include_headers: bool) -> StructType:
 
 
 class WeirDataSource(DataSource):
-    """``format("weir")``: batch and streaming reads of Weir topics (see the module docstring)."""
+    """``format("weir")``: batch and streaming reads of Weir topics (see the module docstring),
+    and writes to them (:mod:`spark_pipelines.sink`)."""
 
     @classmethod
     def name(cls) -> str:
         return "weir"
 
+    @one_line_errors
     def schema(self) -> StructType:
         include = str(self.options.get("includeHeaders", "false")).strip().lower()
         if include not in ("true", "false"):
             raise InvalidOptionError("includeHeaders", f"expected true or false, got {self.options.get('includeHeaders')!r}")
         return kafka_schema(include == "true")
 
+    @one_line_errors
     def reader(self, schema: StructType) -> WeirBatchReader:
         options = parse_options(self.options, streaming=False)
         return WeirBatchReader(options, _checked_schema(schema, options))
 
+    @one_line_errors
     def streamReader(self, schema: StructType) -> WeirStreamReader:
         options = parse_options(self.options, streaming=True)
         return WeirStreamReader(options, _checked_schema(schema, options))
+
+    @one_line_errors
+    def writer(self, schema: StructType, overwrite: bool) -> WeirBatchWriter:
+        """``df.write.format("weir")``: :mod:`spark_pipelines.sink` (appends; a topic is never overwritten)."""
+        return WeirBatchWriter(parse_sink_options(self.options, schema))
+
+    @one_line_errors
+    def streamWriter(self, schema: StructType, overwrite: bool) -> WeirStreamWriter:
+        """``df.writeStream.format("weir")``: :mod:`spark_pipelines.sink`."""
+        return WeirStreamWriter(parse_sink_options(self.options, schema))
 
 
 def _checked_schema(schema: StructType, options: SourceOptions) -> pa.Schema:
@@ -142,8 +160,10 @@ def _checked_schema(schema: StructType, options: SourceOptions) -> pa.Schema:
 def _read(partition: InputPartition, options: SourceOptions, arrow_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, OffsetRange):
         return iter(())  # Spark's stand-in partition when planning found nothing to read
-    return read_range(
-        partition, options.client_config, arrow_schema, fail_on_data_loss=options.fail_on_data_loss, poll_timeout_seconds=options.poll_timeout_seconds
+    return one_line_iteration(
+        read_range(
+            partition, options.client_config, arrow_schema, fail_on_data_loss=options.fail_on_data_loss, poll_timeout_seconds=options.poll_timeout_seconds
+        )
     )
 
 
@@ -158,6 +178,7 @@ class WeirBatchReader(DataSourceReader):
         self._options = options
         self._arrow_schema = arrow_schema
 
+    @one_line_errors
     def partitions(self) -> list[InputPartition]:
         return list(_plan(self._options, batch_ranges(self._options)))
 
@@ -177,6 +198,7 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._arrow_schema = arrow_schema
         self._target: dict[PartitionKey, int] | None = None  # end offsets of an availableNow run
 
+    @one_line_errors
     def initialOffset(self) -> dict[str, dict[str, int]]:
         with OffsetLookup(self._options.client_config) as lookup:
             keys = lookup.partitions(self._options.selection)
@@ -188,9 +210,11 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         limit = self._options.max_offsets_per_trigger
         return ReadMaxRows(limit) if limit is not None else ReadAllAvailable()
 
+    @one_line_errors
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._latest()
 
+    @one_line_errors
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
         starts = from_json_offsets(start)
         latest = dict(self._target) if self._target is not None else self._latest()
@@ -204,6 +228,7 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = limit_offsets(starts, latest, limit.max_rows)
         return to_json_offsets(latest)
 
+    @one_line_errors
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         starts = from_json_offsets(start)
         ends = from_json_offsets(end)

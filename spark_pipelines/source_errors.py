@@ -5,9 +5,27 @@ Spark wraps an exception raised in a Python worker (planning or reading) into it
 message, so the message alone must say which option, topic, partition or offset is at fault.
 Every class carries the fields a caller may want to inspect and a ``retriable`` flag as the
 SDK's errors do: a stalled read may succeed later, a bad option never will.
+
+One line, not a traceback: Spark puts the Python traceback of a worker's exception into its
+own message (an ``AnalysisException`` of eleven lines for a bad option, the traceback
+inside the job's failure for a task), unless ``spark.sql.execution.pyspark.udf.hideTraceback.enabled``
+is set. The source's entry points (:func:`one_line_errors`, :func:`one_line_iteration`)
+therefore ask the Python worker to report only the exception's line when the exception is one
+of these errors, which name what was wrong themselves: the worker exits after reporting an
+exception, so nothing else it runs is affected. Any other exception (a bug) keeps its
+traceback, and ``WEIR_SOURCE_TRACEBACK=1`` in the workers' environment keeps them all.
 """
 
 from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
 
 
 class WeirSourceError(Exception):
@@ -93,3 +111,32 @@ class ReadTimeoutError(WeirSourceError):
         self.partition = partition
         self.position = position
         self.until = until
+
+
+def _report_message_only() -> None:
+    """Make the Python worker report the exception being raised as its line alone (see the module docstring)."""
+    if not os.environ.get("WEIR_SOURCE_TRACEBACK"):
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"  # read by pyspark.util.handle_worker_exception
+
+
+def one_line_errors(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A DataSource method whose :class:`WeirSourceError` reaches the user as one line."""
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return function(*args, **kwargs)
+        except WeirSourceError:
+            _report_message_only()
+            raise
+
+    return wrapper
+
+
+def one_line_iteration(items: Iterator[_T]) -> Iterator[_T]:
+    """``items``, with a :class:`WeirSourceError` raised while iterating reaching the user as one line."""
+    try:
+        yield from items
+    except WeirSourceError:
+        _report_message_only()
+        raise

@@ -12,8 +12,8 @@ those bounds by pure functions:
   read fails with :class:`DataLossError`, without it the offset is clamped into the bounds;
 - a start after its end is a contradiction in the options and always fails.
 
-:func:`resolve_offsets` is the public face for jobs that pin their own ranges (the usage and
-lag jobs read up to the offsets they resolved, then start there next time).
+:func:`resolve_offsets` is the public face for jobs that pin their own ranges (the usage
+job reads up to the offsets it resolved, then starts there next time).
 """
 
 from __future__ import annotations

@@ -25,3 +25,6 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
     import os as _os
 
     DATABASES["default"]["TEST"] = {"NAME": f"test_weir_{_os.getpid()}"}  # noqa: F405
+
+# Each test process its own in-memory cache: no test sees another's entries.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}  # noqa: F405

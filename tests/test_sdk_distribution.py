@@ -142,10 +142,11 @@ def _python(venv: Path, code: str, *arguments: str) -> str:
 
 
 def _source_modules() -> set[str]:
-    """Every module of the SDK's packages in the repository, by dotted name."""
+    """Every module of the SDK's packages in the repository, by dotted name: Python sources and C
+    extensions (weir/_records_native.c, built by the wheel: this test's machine has a compiler)."""
     modules = set()
     for package in SDK_PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
+        for path in [*(ROOT / package).rglob("*.py"), *(ROOT / package).rglob("*.c")]:
             parts = path.relative_to(ROOT).with_suffix("").parts
             modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return modules
@@ -169,9 +170,10 @@ def test_the_wheel_holds_every_sdk_module_and_nothing_of_the_server_side(sdk_whe
     assert top_level == set(SDK_PACKAGES)
     assert not [name for name in names if name.split("/", 1)[0] in SERVER_PACKAGES]
     shipped = {name.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for name in names if name.endswith(".py")}
+    shipped |= {name.split(".", 1)[0].replace("/", ".") for name in names if name.endswith(".so")}  # C extensions
     assert shipped == _source_modules(), "a package of weir/ or grpc_protos/ is missing from the wheel"
     protos = {Path(name).name for name in names if name.endswith(".proto")}
-    assert protos == {path.name for path in (ROOT / "grpc_protos").rglob("*.proto")}
+    assert protos == {path.name for package in SDK_PACKAGES for path in (ROOT / package).rglob("*.proto")}  # Weir's contract and Confluent's own types
     assert "weir = weir.cli:main" in entry_points
 
 

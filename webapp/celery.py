@@ -75,15 +75,16 @@ def schedule_reconciler(sender: Celery, **_: object) -> None:
 
 @app.on_after_finalize.connect
 def schedule_pipelines(sender: Celery, **_: object) -> None:
-    """The usage pipeline every WEIR_USAGE_PIPELINE_INTERVAL_SECONDS and the lag pipeline
-    every WEIR_LAG_PIPELINE_INTERVAL_SECONDS, unless WEIR_PIPELINES_ENABLED is false. A
+    """The usage pipeline every WEIR_USAGE_PIPELINE_INTERVAL_SECONDS, unless
+    WEIR_PIPELINES_ENABLED is false (lag is evaluated continuously by its own process,
+    ``python -m spark_pipelines.lag_monitor``, not scheduled). A
     message not picked up within its interval expires: a busy worker runs the next one
     instead of a backlog."""
     from django.conf import settings
 
     if not settings.WEIR_PIPELINES_ENABLED:
         return
-    for pipeline, interval in (("usage", settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS), ("lag", settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS)):
+    for pipeline, interval in (("usage", settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS),):
         sender.add_periodic_task(
             interval,
             sender.signature("webapp.metering.tasks.run_pipeline", args=(pipeline,), options={"expires": interval}),

@@ -128,6 +128,8 @@ class ResetRequest:
     ``to``: ``earliest`` / ``latest`` / ``timestamp`` (``timestamp_ms``: the first offset at
     or after it) / ``offset`` (``offset`` in every partition) over every partition of
     ``topics``; or ``offsets``: exactly ``offsets`` ({(topic, partition): offset}).
+    ``partitions``: with a target over ``topics``, only these partition numbers (every topic
+    must have each of them); empty: all partitions.
     """
 
     to: str
@@ -135,6 +137,7 @@ class ResetRequest:
     timestamp_ms: int | None = None
     offset: int | None = None
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    partitions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -369,7 +372,24 @@ def _plan(admin: Any, group_id: str, request: ResetRequest) -> list[OffsetChange
         target = _same_offset_everywhere(admin, topics, request.offset)
     else:
         target = request.to
-    return plan_offset_reset(admin, group_id, topics=topics, to=target, timeout=REQUEST_TIMEOUT_SECONDS)
+    changes = plan_offset_reset(admin, group_id, topics=topics, to=target, timeout=REQUEST_TIMEOUT_SECONDS)
+    return _chosen_partitions(changes, request.partitions) if request.partitions and request.to != "offsets" else changes
+
+
+def _chosen_partitions(changes: list[OffsetChange], partitions: tuple[int, ...]) -> list[OffsetChange]:
+    """The changes of the chosen partition numbers; InvalidInput names a topic that lacks one."""
+    by_topic: dict[str, set[int]] = {}
+    for change in changes:
+        by_topic.setdefault(change.topic, set()).add(change.partition)
+    missing = [
+        f"{topic} has no partition {number} (it has 0-{max(numbers)})"
+        for topic, numbers in sorted(by_topic.items())
+        for number in partitions
+        if number not in numbers
+    ]
+    if missing:
+        raise InvalidInput.for_field("partitions", "; ".join(missing) + ".")
+    return [change for change in changes if change.partition in partitions]
 
 
 def _same_offset_everywhere(admin: Any, topics: list[str], offset: int) -> dict[tuple[str, int], int]:

@@ -1,12 +1,15 @@
 """Decisions the settings make from the machine they run on: secrets kept in the data
-directory, and Celery's transport (Redis when it answers, the filesystem otherwise)."""
+directory, Celery's transport (Redis when it answers, the filesystem otherwise), and the names that
+keep two stacks sharing one Redis apart (their Celery queues and cache keys)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -33,6 +36,19 @@ def stack_web_url(data_dir: Path, environment: dict[str, str] | os._Environ[str]
         return recorded.rstrip("/")
     port = environment.get("WEIR_HTTP_PORT", "").strip() or str(DEFAULT_HTTP_PORT)
     return f"http://127.0.0.1:{port}"
+
+
+def stack_key(data_dir: Path) -> str:
+    """``weir-<12 hex digits>`` naming the stack whose data directory is ``data_dir`` (resolved): the
+    prefix of its web cache's keys and its Celery queue's default name, so that two stacks sharing
+    one Redis database (two clones each running `make up`) never read each other's entries or jobs."""
+    return "weir-" + hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
+
+
+def celery_queue_name(data_dir: Path, environment: Mapping[str, str]) -> str:
+    """The stack's Celery queue: WEIR_CELERY_QUEUE when set (processes on several machines share
+    one), else :func:`stack_key` of its data directory."""
+    return environment.get("WEIR_CELERY_QUEUE") or stack_key(data_dir)
 
 
 def persistent_secret(data_dir: Path, name: str) -> str:

@@ -94,7 +94,6 @@ MINUTES
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -104,7 +103,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from server_runtime.logging_setup import logging_config
 from server_runtime.private_files import restrict_directory
-from webapp.runtime import celery_broker_url, persistent_secret, stack_web_url, stored_secret
+from webapp.runtime import celery_broker_url, celery_queue_name, persistent_secret, stack_key, stack_web_url, stored_secret
 from weir import tenant_tokens
 
 DATA_DIR = Path(os.environ.get("WEIR_DATA_DIR", ".weir-data")).resolve()
@@ -159,6 +158,8 @@ WEIR_DEFAULT_REPLICATION_FACTOR = int(os.environ["WEIR_DEFAULT_REPLICATION_FACTO
 WEIR_OFFSETS_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_OFFSETS_TOPIC_NUM_PARTITIONS", "50"))
 WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_TRANSACTION_STATE_TOPIC_NUM_PARTITIONS", "50"))
 WEIR_USAGE_TOPIC_NUM_PARTITIONS = int(os.environ.get("WEIR_USAGE_TOPIC_NUM_PARTITIONS", "3"))
+# A tenant's audit events older than this are deleted when it records a new one (webapp.audit.recording).
+AUDIT_LOG_RETENTION_DAYS = int(os.environ.get("WEIR_AUDIT_LOG_RETENTION_DAYS", "365"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -181,7 +182,9 @@ INSTALLED_APPS = [
     "webapp.provisioning",
     "webapp.controller",
     "webapp.metering",
+    "webapp.schemas",
     "webapp.backup",
+    "webapp.audit",
     "webapp.dashboard",
 ]
 
@@ -199,6 +202,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The door (dashboard or REST) and client address that audit events record (webapp.audit.context).
+    "webapp.audit.context.AuditContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: turns a sign-in refused for too many failures into the 429 answer (AXES_LOCKOUT_CALLABLE).
@@ -286,8 +291,14 @@ SPECTACULAR_SETTINGS = {
         # Roles and API key kinds appear in several shapes: one name each (`check --deploy` warns otherwise).
         "RoleEnum": "webapp.accounts.models.Role",
         "ApiKeyKindEnum": "webapp.accounts.models.ApiKeyKind",
+        # What an API key acts with (``access`` of the key shapes).
+        "ApiKeyAccessEnum": "webapp.accounts.key_access.KeyAccess",
         # The roles a service account may have (every role but owner).
         "ServiceAccountRoleEnum": [("admin", "Admin"), ("developer", "Developer"), ("viewer", "Viewer")],
+        # Pattern types and retention statuses appear with two label sets (the models' and plain values): one name each.
+        "PatternTypeEnum": "webapp.catalog.models.PatternType",
+        "AclPatternTypeEnum": [("LITERAL", "LITERAL"), ("PREFIXED", "PREFIXED")],
+        "RetentionStatusEnum": "webapp.metering.models.RetentionStatus",
     },
 }
 
@@ -297,13 +308,20 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 WEIR_CELERY_FILESYSTEM_FALLBACK = os.environ.get("WEIR_CELERY_FILESYSTEM_FALLBACK", "true").lower() == "true"
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker_url(REDIS_URL, DATA_DIR, filesystem_fallback=WEIR_CELERY_FILESYSTEM_FALLBACK)
 CELERY_RESULT_BACKEND = None
+# The cache every web process shares (the dashboard's live throughput history): Redis when Celery
+# uses it, else files under the data directory (one machine's processes); one key prefix per stack.
+if CELERY_BROKER_URL == REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}}
+CACHES["default"]["KEY_PREFIX"] = stack_key(DATA_DIR)
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "false").lower() == "true"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # One queue per stack (derived from its data directory), so that two stacks sharing one
 # Redis never run each other's jobs.
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("WEIR_CELERY_QUEUE") or "weir-" + hashlib.sha256(str(DATA_DIR).encode()).hexdigest()[:12]
+CELERY_TASK_DEFAULT_QUEUE = celery_queue_name(DATA_DIR, os.environ)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Seconds between reconciler runs (Celery beat).
 WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_SECONDS", "30"))

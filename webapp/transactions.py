@@ -28,7 +28,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from webapp.accounts.facade import Conflict, NotFound
+from django.db import transaction as db_transaction
+
+from webapp.accounts.facade import Actor, Conflict, NotFound
+from webapp.audit.facade import record_event
 from webapp.consumer_groups import BrokerError
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, BrokersUnreachable, admin_client
 from weir.admin import HangingTransaction, TransactionDescription
@@ -99,10 +102,11 @@ def get_transaction(tenant_public_id: str, transactional_id: str) -> Transaction
             raise
 
 
-def abort_transaction(tenant_public_id: str, transactional_id: str, *, actor: str, door: str) -> None:
-    """Abort the id's ongoing transaction (its producer is fenced) and audit it; NotFound / Conflict otherwise.
+def abort_transaction(tenant_public_id: str, transactional_id: str, *, actor: Actor, door: str) -> None:
+    """Abort the id's ongoing transaction (its producer is fenced) and audit it (the audit log and
+    the ``weir.audit`` logger); NotFound / Conflict otherwise.
 
-    ``actor`` names who asked (a user or service account), ``door`` how (``api``, ``dashboard``).
+    ``actor`` is who asked (a user or service account), ``door`` how (``api``, ``dashboard``).
     """
     with _admin(tenant_public_id, "Aborting the transaction") as admin:
         try:
@@ -114,9 +118,13 @@ def abort_transaction(tenant_public_id: str, transactional_id: str, *, actor: st
             if code in _CONFLICT_CODES:
                 raise Conflict(f"Transactional id '{transactional_id}' has no transaction to abort: {error.args[0].str()}") from None
             raise
+    with db_transaction.atomic():
+        record_event(actor, "transaction.abort", transactional_id, {})
     audit_logger.info(
         "transaction aborted",
-        extra={"audit": {"action": "transaction.abort", "tenant": tenant_public_id, "transactional_id": transactional_id, "actor": actor, "door": door}},
+        extra={
+            "audit": {"action": "transaction.abort", "tenant": tenant_public_id, "transactional_id": transactional_id, "actor": actor.principal, "door": door}
+        },
     )
 
 

@@ -18,6 +18,8 @@ urlpatterns = [
     path("readyz", observability.readyz, name="readyz"),
     path("metrics", observability.metrics, name="metrics"),
     path("api/v1/", include("webapp.api.urls")),
+    # Confluent Schema Registry's API, one registry per tenant (HTTP Basic with a cloud API key).
+    path("schema-registry/", include("webapp.schemas.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the sidecar's static files, its start-up script a separate file (no inline
     # script or style: the Content-Security-Policy allows this site's files only).

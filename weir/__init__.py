@@ -2,11 +2,17 @@
 
 ``from weir import Producer, Consumer, TopicPartition, KafkaError, KafkaException, Message``
 and ``from weir.admin import AdminClient, NewTopic, ...``: code written for confluent-kafka
-ports by changing its imports. Configuration keys are listed in ``weir.config``.
+ports by changing its imports. Configuration keys are listed in ``weir.config``. As in
+confluent-kafka: ``weir.error``, ``weir.serialization``, ``SerializingProducer``,
+``DeserializingConsumer``, ``weir.aio`` (asyncio clients) and ``weir.schema_registry`` (the
+Schema Registry client and its Avro, JSON Schema and Protobuf serializers).
 """
 
+from weir.admin import ElectionType, IsolationLevel
+from weir.admin_cluster import TopicCollection, TopicPartitionInfo
 from weir.consumer import Consumer
 from weir.consumer_groups import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, Node
+from weir.deserializing_consumer import DeserializingConsumer
 from weir.errors import KafkaError, KafkaException
 from weir.message import (
     OFFSET_BEGINNING,
@@ -17,12 +23,26 @@ from weir.message import (
     TIMESTAMP_LOG_APPEND_TIME,
     TIMESTAMP_NOT_AVAILABLE,
     Message,
+    ThrottleEvent,
     TopicPartition,
 )
+from weir.partition_functions import consistent, fnv1a, libversion, murmur2, version
 from weir.producer import Producer
+from weir.serializing_producer import SerializingProducer
 
 __all__ = [
     "Consumer",
+    "DeserializingConsumer",
+    "ElectionType",
+    "IsolationLevel",
+    "SerializingProducer",
+    "TopicCollection",
+    "TopicPartitionInfo",
+    "consistent",
+    "fnv1a",
+    "libversion",
+    "murmur2",
+    "version",
     "ConsumerGroupState",
     "ConsumerGroupTopicPartitions",
     "ConsumerGroupType",
@@ -38,5 +58,6 @@ __all__ = [
     "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
+    "ThrottleEvent",
     "TopicPartition",
 ]

@@ -33,7 +33,42 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from grpc_protos.weir.v1 import broker_pb2
+from weir.admin_acls import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+    binding_message,
+    binding_of,
+    filter_message,
+)
+from weir.admin_cluster import (
+    DeletedRecords,
+    DescribeClusterResult,
+    GroupMember,
+    GroupMetadata,
+    TopicCollection,
+    TopicDescription,
+    TopicPartitionInfo,
+    cluster_description,
+    nodes_of,
+    operations_named,
+    topic_description,
+)
+from weir.admin_elections import check_elect_leaders, election_request, election_results
+from weir.admin_scram import (
+    ElectionType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
+)
 from weir.cluster import BrokerMetadata, Cluster, ClusterMetadata, PartitionMetadata, TopicMetadata
+from weir.commit_metadata import decode_commit_metadata, encode_commit_metadata
 from weir.config import ADMIN, ClientConfig
 from weir.consumer_groups import (
     ConsumerGroupDescription,
@@ -48,7 +83,7 @@ from weir.consumer_groups import (
 )
 from weir.coordinator import COORDINATOR_LOADING, COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
-from weir.message import OFFSET_INVALID, TopicPartition
+from weir.message import OFFSET_END, OFFSET_INVALID, TopicPartition
 from weir.transaction_admin import HangingTransaction, TransactionAdmin, TransactionDescription, TransactionListing
 
 __all__ = [
@@ -59,6 +94,38 @@ __all__ = [
     "ConfigEntry",
     "ConfigSource",
     "ResourceType",
+    "ResourcePatternType",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "TopicCollection",
+    "TopicDescription",
+    "TopicPartitionInfo",
+    "DescribeClusterResult",
+    "DeletedRecords",
+    "GroupMember",
+    "GroupMetadata",
+    "ElectionType",
+    "ScramCredentialInfo",
+    "ScramMechanism",
+    "UserScramCredentialAlteration",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
+    "CONFIG_SOURCE_UNKNOWN_CONFIG",
+    "CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG",
+    "CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG",
+    "CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "CONFIG_SOURCE_STATIC_BROKER_CONFIG",
+    "CONFIG_SOURCE_DEFAULT_CONFIG",
+    "CONFIG_SOURCE_GROUP_CONFIG",
+    "RESOURCE_UNKNOWN",
+    "RESOURCE_ANY",
+    "RESOURCE_TOPIC",
+    "RESOURCE_GROUP",
+    "RESOURCE_BROKER",
+    "RESOURCE_TRANSACTIONAL_ID",
     "AlterConfigOpType",
     "OffsetSpec",
     "ListOffsetsResultInfo",
@@ -85,16 +152,6 @@ Key = TypeVar("Key")
 Item = TypeVar("Item")
 
 
-class ResourceType(enum.IntEnum):
-    """Kafka's resource types (the numbers of ConfigResource.Type)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    BROKER = 4
-
-
 class ConfigSource(enum.IntEnum):
     UNKNOWN_CONFIG = 0
     DYNAMIC_TOPIC_CONFIG = 1
@@ -102,6 +159,23 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+
+
+# confluent-kafka's module-level constants (librdkafka's numbers).
+CONFIG_SOURCE_UNKNOWN_CONFIG = int(ConfigSource.UNKNOWN_CONFIG)
+CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG = int(ConfigSource.DYNAMIC_TOPIC_CONFIG)
+CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG = int(ConfigSource.DYNAMIC_BROKER_CONFIG)
+CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+CONFIG_SOURCE_STATIC_BROKER_CONFIG = int(ConfigSource.STATIC_BROKER_CONFIG)
+CONFIG_SOURCE_DEFAULT_CONFIG = int(ConfigSource.DEFAULT_CONFIG)
+CONFIG_SOURCE_GROUP_CONFIG = int(ConfigSource.GROUP_CONFIG)
+RESOURCE_UNKNOWN = int(ResourceType.UNKNOWN)
+RESOURCE_ANY = int(ResourceType.ANY)
+RESOURCE_TOPIC = int(ResourceType.TOPIC)
+RESOURCE_GROUP = int(ResourceType.GROUP)
+RESOURCE_BROKER = int(ResourceType.BROKER)
+RESOURCE_TRANSACTIONAL_ID = int(ResourceType.TRANSACTIONAL_ID)
 
 
 class AlterConfigOpType(enum.IntEnum):
@@ -165,7 +239,7 @@ class ConfigEntry:
         is_default: bool = False,
         is_sensitive: bool = False,
         is_synonym: bool = False,
-        synonyms: list | None = None,
+        synonyms: Mapping[str, ConfigEntry] | None = None,
         incremental_operation: AlterConfigOpType | None = None,
         documentation: str | None = None,
         type: str | None = None,
@@ -177,7 +251,8 @@ class ConfigEntry:
         self.is_default = is_default
         self.is_sensitive = is_sensitive
         self.is_synonym = is_synonym
-        self.synonyms = synonyms or []
+        # confluent-kafka's shape: {name: ConfigEntry}, in precedence order (the value in force first).
+        self.synonyms: dict[str, ConfigEntry] = dict(synonyms or {})
         self.incremental_operation = incremental_operation
         self.documentation = documentation
         self.type = type
@@ -237,6 +312,11 @@ class ConfigResource:
     def __lt__(self, other: ConfigResource) -> bool:
         return (self.restype, self.name) < (other.restype, other.name)
 
+    def __len__(self) -> int:
+        """The number of configs set with set_config, as confluent-kafka's (its delta_alter_configs example
+        prints it). Note that, as there, a resource with none set is falsy: test it with ``is None``."""
+        return len(self.set_config_dict)
+
     def __repr__(self) -> str:
         return f"ConfigResource({self.restype.name},{self.name})"
 
@@ -283,9 +363,29 @@ class ListOffsetsResultInfo:
         return f"ListOffsetsResultInfo(offset={self.offset}, timestamp={self.timestamp}, leader_epoch={self.leader_epoch})"
 
 
+_INCREMENTAL_OPS = {
+    AlterConfigOpType.SET: broker_pb2.ALTER_CONFIG_OP_SET,
+    AlterConfigOpType.DELETE: broker_pb2.ALTER_CONFIG_OP_DELETE,
+    AlterConfigOpType.APPEND: broker_pb2.ALTER_CONFIG_OP_APPEND,
+    AlterConfigOpType.SUBTRACT: broker_pb2.ALTER_CONFIG_OP_SUBTRACT,
+}
+
+
+_SCRAM_MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
+
+
+def _config_source(source: int) -> ConfigSource:
+    return ConfigSource(source) if source in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN_CONFIG
+
+
 def _is_non_empty_list_of(value: object, kind: type) -> bool:
     """The check of a list argument at run time: callers of the public API need not be type-checked."""
     return isinstance(value, list) and bool(value) and all(isinstance(item, kind) for item in value)
+
+
+def _is_non_empty_list_of_exactly(value: object, kind: type) -> bool:
+    """As :func:`_is_non_empty_list_of`, subclasses refused (an AclBindingFilter is no AclBinding to create)."""
+    return isinstance(value, list) and bool(value) and all(type(item) is kind for item in value)
 
 
 _PROTO_RESOURCE_TYPES = {ResourceType.TOPIC: broker_pb2.RESOURCE_TYPE_TOPIC, ResourceType.BROKER: broker_pb2.RESOURCE_TYPE_BROKER}
@@ -519,6 +619,7 @@ class AdminClient:
         request = broker_pb2.DescribeConfigsRequest(
             resources=[broker_pb2.ConfigResourceRef(type=self._resource_ref(resource)[0], name=resource.name) for resource in resources],
             include_documentation=True,
+            include_synonyms=True,
         )
         by_key = {(self._resource_ref(resource)): resource for resource in resources}
 
@@ -534,12 +635,16 @@ class AdminClient:
                     entry.name: ConfigEntry(
                         entry.name,
                         entry.value,
-                        ConfigSource(entry.source) if entry.source in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN_CONFIG,
+                        _config_source(entry.source),
                         is_read_only=entry.read_only,
                         is_default=entry.is_default,
                         is_sensitive=entry.is_sensitive,
                         documentation=entry.documentation or None,
                         type=entry.type or None,
+                        synonyms={
+                            synonym.name: ConfigEntry(synonym.name, synonym.value, _config_source(synonym.source), is_synonym=True)
+                            for synonym in entry.synonyms
+                        },
                     )
                     for entry in result.configs
                 }
@@ -567,15 +672,20 @@ class AdminClient:
     def incremental_alter_configs(
         self, resources: list[ConfigResource], request_timeout: float | None = None, validate_only: bool = False
     ) -> dict[ConfigResource, Future]:
-        """SET or DELETE individual configs -> {ConfigResource: Future[None]}. APPEND and SUBTRACT are not supported yet."""
+        """SET, DELETE, APPEND or SUBTRACT individual configs -> {ConfigResource: Future[None]}.
+
+        APPEND and SUBTRACT add or remove members (comma-separated) of a LIST config such as
+        cleanup.policy; on any other config the resource fails with INVALID_CONFIG.
+        """
         items = []
         for resource in resources:
             configs = []
             for entry in resource.incremental_configs:
                 operation = entry.incremental_operation if entry.incremental_operation is not None else AlterConfigOpType.SET
-                if operation not in (AlterConfigOpType.SET, AlterConfigOpType.DELETE):
-                    raise ValueError(f"incremental operation {AlterConfigOpType(operation).name} is not supported yet; use SET or DELETE")
-                op = broker_pb2.ALTER_CONFIG_OP_SET if operation == AlterConfigOpType.SET else broker_pb2.ALTER_CONFIG_OP_DELETE
+                try:
+                    op = _INCREMENTAL_OPS[AlterConfigOpType(operation)]
+                except ValueError:
+                    raise ValueError(f"config {entry.name!r}: incremental_operation must be an AlterConfigOpType, got {operation!r}") from None
                 configs.append(broker_pb2.AlterableConfig(name=entry.name, value="" if entry.value is None else str(entry.value), op=op))
             items.append(broker_pb2.AlterConfigsResource(type=self._resource_ref(resource)[0], name=resource.name, configs=configs, incremental=True))
         return self._alter(resources, items, request_timeout, validate_only)
@@ -745,15 +855,15 @@ class AdminClient:
         """Describe groups at their coordinators -> {group_id: Future[ConsumerGroupDescription]}.
 
         An unknown group fails its future with GROUP_ID_NOT_FOUND (or whatever the
-        coordinator answers: GROUP_AUTHORIZATION_FAILED...). ``include_authorized_operations``
-        is accepted for confluent-kafka compatibility; no operations are returned.
+        coordinator answers: GROUP_AUTHORIZATION_FAILED...). With ``include_authorized_operations``
+        each description lists the caller's AclOperations on the group (else None).
         """
         names = _check_group_ids(group_ids)
         timeout = self._timeout(request_timeout)
 
         def describe(group_id: str, remaining: float) -> ConsumerGroupDescription:
             deadline = time.monotonic() + remaining
-            request = broker_pb2.ConsumerGroupDescribeRequest(group_ids=[group_id])
+            request = broker_pb2.ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=bool(include_authorized_operations))
             response = self._coordinators.call(group_id, "ConsumerGroupDescribe", request, timeout=remaining, error_of=_groups_coordinator_error)
             address = self._coordinators.address(group_id, timeout=max(deadline - time.monotonic(), 0.001))
             group = _answer_for(group_id, response.groups)
@@ -788,6 +898,7 @@ class AdminClient:
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             type=ConsumerGroupType.parse(group.group_type),
+            authorized_operations=operations_named(group.authorized_operations_included, list(group.authorized_operations)),
         )
 
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None) -> dict[str, Future]:
@@ -835,7 +946,7 @@ class AdminClient:
                         topic.topic,
                         answer.partition,
                         answer.committed_offset if answer.committed_offset >= 0 else OFFSET_INVALID,
-                        metadata=answer.metadata or None,
+                        metadata=decode_commit_metadata(answer.metadata),
                         leader_epoch=answer.committed_leader_epoch if answer.committed_leader_epoch >= 0 else None,
                     )
                     tp.error = KafkaError(answer.error_code, answer.error_message or None) if answer.error_code else None
@@ -864,7 +975,7 @@ class AdminClient:
                         partition=tp.partition,
                         committed_offset=tp.offset,
                         committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1,
-                        metadata=tp.metadata or "",
+                        metadata=encode_commit_metadata(tp.metadata),
                     )
                 )
             request = broker_pb2.OffsetCommitRequest(
@@ -977,6 +1088,306 @@ class AdminClient:
 
         return self._run([topic], call)[topic]
 
+    # ------------------------------------------------------------------ cluster and topics
+
+    def describe_cluster(self, request_timeout: float | None = None, include_authorized_operations: bool = False) -> Future:
+        """The cluster -> Future[DescribeClusterResult]: id, controller (the answering broker, as
+        Weir's controller is not a broker clients reach), brokers, and with
+        ``include_authorized_operations`` the caller's AclOperations on the cluster."""
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DescribeClusterRequest(include_authorized_operations=bool(include_authorized_operations))
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            return {"cluster": (None, cluster_description(self._cluster.call_any("DescribeCluster", request, timeout=timeout)))}
+
+        return self._run(["cluster"], call)["cluster"]
+
+    def describe_topics(self, topics: TopicCollection, request_timeout: float | None = None, include_authorized_operations: bool = False) -> dict[str, Future]:
+        """Describe topics -> {name: Future[TopicDescription]}; an unknown (or forbidden) topic fails its future.
+
+        With ``include_authorized_operations`` each description lists the caller's AclOperations
+        on the topic (else ``authorized_operations`` is None).
+        """
+        if not isinstance(topics, TopicCollection):
+            raise TypeError("Expected input to be instance of TopicCollection")
+        given: object = topics.topic_names  # checked at run time: callers need not be type-checked
+        if not isinstance(given, list) or not all(isinstance(name, str) and name for name in given):
+            raise TypeError("Expected list of topic names to be described")
+        names: list[str] = list(dict.fromkeys(given))
+        timeout = self._timeout(request_timeout)
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            if not names:
+                return {}
+            request = broker_pb2.MetadataRequest(topics=names, include_topic_authorized_operations=bool(include_authorized_operations))
+            response = self._cluster.call_any("Metadata", request, timeout=timeout)
+            nodes = nodes_of(list(response.brokers))
+            return {
+                topic.name: (_item_error(topic.error_code, topic.error_message), None if topic.error_code else topic_description(topic, nodes))
+                for topic in response.topics
+            }
+
+        return self._run(names, call)
+
+    def delete_records(
+        self, topic_partition_offsets: list[TopicPartition], request_timeout: float | None = None, operation_timeout: float | None = None
+    ) -> dict[TopicPartition, Future]:
+        """Delete every record below each offset (OFFSET_END, -1: all) -> {TopicPartition: Future[DeletedRecords]}.
+
+        Asked of each partition's leader, which answers once the in-sync replicas followed (up to
+        ``operation_timeout``, else socket.timeout.ms); a leader that moved is looked up again.
+        """
+        if not _is_non_empty_list_of(topic_partition_offsets, TopicPartition):
+            raise TypeError("Expected non-empty list of TopicPartition objects")
+        seen: set[tuple[str, int]] = set()
+        for tp in topic_partition_offsets:
+            if tp.partition < 0 or (tp.offset < 0 and tp.offset != OFFSET_END):
+                raise ValueError(f"{tp!r}: needs a partition and an offset (or OFFSET_END to delete every record)")
+            if (tp.topic, tp.partition) in seen:
+                raise ValueError(f"{tp.topic} [{tp.partition}] is given twice")
+            seen.add((tp.topic, tp.partition))
+        timeout = self._timeout(request_timeout)
+        wait_ms = int((self._default_timeout if operation_timeout is None or operation_timeout < 0 else operation_timeout) * 1000)
+        keys = {TopicPartition(tp.topic, tp.partition): tp for tp in topic_partition_offsets}
+
+        def ask(address: str, items: dict[TopicPartition, TopicPartition], remaining: float) -> Iterable[tuple[TopicPartition, int, str, Any]]:
+            by_topic: dict[str, list[broker_pb2.DeleteRecordsPartition]] = {}
+            for key, tp in items.items():
+                by_topic.setdefault(key.topic, []).append(broker_pb2.DeleteRecordsPartition(partition=key.partition, offset=tp.offset))
+            request = broker_pb2.DeleteRecordsRequest(
+                topics=[broker_pb2.DeleteRecordsTopic(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()], timeout_ms=wait_ms
+            )
+            response = self._cluster.call("DeleteRecords", request, address=address, timeout=remaining)
+            return [
+                (TopicPartition(result.topic, result.partition), result.error_code, result.error_message, DeletedRecords(result.low_watermark))
+                for result in response.results
+            ]
+
+        def call() -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
+            outcomes = self._at_leaders(keys, ask, time.monotonic() + timeout)
+            return {tp: outcomes[key] for key, tp in keys.items() if key in outcomes}
+
+        return self._run(topic_partition_offsets, call)
+
+    def _at_leaders(
+        self,
+        pending: dict[TopicPartition, Item],
+        ask: Callable[[str, dict[TopicPartition, Item], float], Iterable[tuple[TopicPartition, int, str, Any]]],
+        deadline: float,
+    ) -> dict[TopicPartition, tuple[KafkaException | None, Any]]:
+        """``ask(leader address, its partitions, remaining seconds)`` for each leader -> (partition, error code, message, result).
+
+        Partitions whose leader moved, is unknown or cannot be reached are asked again at the
+        new leader after a metadata refresh, until ``deadline``; then their last error stands.
+        """
+        outcomes: dict[TopicPartition, tuple[KafkaException | None, Any]] = {}
+        for attempt in range(1_000_000):  # ends at the deadline long before
+            retry: dict[TopicPartition, tuple[Item, KafkaException]] = {}
+            by_leader: dict[str, dict[TopicPartition, Item]] = {}
+            for key, item in pending.items():
+                info = self._cluster.topic(key.topic, timeout=max(deadline - time.monotonic(), 0.001))
+                if info.error_code or key.partition >= info.partition_count:
+                    code = info.error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    outcomes[key] = (KafkaException(KafkaError(code, f"{key.topic} [{key.partition}]: {info.error_message or 'no such partition'}")), None)
+                    continue
+                address = self._cluster.leader_address(key.topic, key.partition)
+                if address is None:
+                    self._cluster.mark_stale(key.topic)
+                    retry[key] = (item, KafkaException(KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{key.topic} [{key.partition}]: no leader")))
+                    continue
+                by_leader.setdefault(address, {})[key] = item
+            for address, items in by_leader.items():
+                try:
+                    answers = ask(address, items, max(deadline - time.monotonic(), 0.001))
+                except KafkaException as failure:
+                    if not failure.error.retriable():
+                        raise
+                    for key, item in items.items():
+                        self._cluster.mark_stale(key.topic)
+                        retry[key] = (item, failure)
+                    continue
+                for key, code, message, result in answers:
+                    error = _item_error(code, message)
+                    if error is not None and code in _LEADER_MOVED and key in items:
+                        self._cluster.mark_stale(key.topic)
+                        retry[key] = (items[key], error)
+                        continue
+                    outcomes[key] = (error, None if error else result)
+            pause = self._cluster.backoff(attempt)
+            if not retry or time.monotonic() + pause >= deadline:
+                for key, (_, error) in retry.items():
+                    outcomes[key] = (error, None)
+                return outcomes
+            time.sleep(pause)
+            pending = {key: item for key, (item, _) in retry.items()}
+        return outcomes
+
+    def list_groups(self, group: str | None = None, timeout: float = -1) -> list[GroupMetadata]:
+        """confluent-kafka's legacy group listing (blocking): every group, or ``group``, with its coordinator and members."""
+        wait = self._timeout(None if timeout < 0 else timeout)
+        deadline = time.monotonic() + wait
+        if group is not None:
+            names = [group]
+        else:
+            listed = self.list_consumer_groups(request_timeout=wait).result(timeout=wait + 1)
+            names = [listing.group_id for listing in listed.valid]
+        if not names:
+            return []
+        described = self.describe_consumer_groups(names, request_timeout=max(deadline - time.monotonic(), 0.001))
+        groups = []
+        for name, future in described.items():
+            try:
+                description = future.result(timeout=max(deadline - time.monotonic(), 0.001) + 1)
+            except KafkaException as failure:
+                if group is not None:
+                    raise
+                groups.append(GroupMetadata(None, name, failure.error, "Dead", "", "", []))
+                continue
+            coordinator = description.coordinator
+            members = [GroupMember(member.member_id, member.client_id, member.host) for member in description.members]
+            groups.append(
+                GroupMetadata(
+                    BrokerMetadata(coordinator.id, coordinator.host, coordinator.port) if coordinator is not None else None,
+                    name,
+                    None,
+                    description.state.state_name if description.state is not None else "Unknown",
+                    "" if description.is_simple_consumer_group else "consumer",
+                    description.partition_assignor or "",
+                    members,
+                )
+            )
+        return groups
+
+    # ------------------------------------------------------------------ ACLs
+
+    def create_acls(self, acls: list[AclBinding], request_timeout: float | None = None) -> dict[AclBinding, Future]:
+        """Create ACL bindings -> {AclBinding: Future[None]} (needs ALTER on the cluster; the
+        control plane stores them and pushes them to every broker)."""
+        if not _is_non_empty_list_of_exactly(acls, AclBinding):
+            raise TypeError("Expected list of AclBinding")
+        if len(set(acls)) != len(acls):
+            raise ValueError("duplicate ACL bindings not allowed")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.CreateAclsRequest(creations=[binding_message(acl) for acl in acls])
+
+        def call() -> dict[AclBinding, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call_any("CreateAcls", request, timeout=timeout)
+            return {acl: (_item_error(result.error_code, result.error_message), None) for acl, result in zip(acls, response.results)}
+
+        return self._run(acls, call)
+
+    def describe_acls(self, acl_binding_filter: AclBindingFilter, request_timeout: float | None = None) -> Future:
+        """The bindings the filter matches -> Future[list[AclBinding]] (needs DESCRIBE on the cluster)."""
+        if type(acl_binding_filter) is not AclBindingFilter:
+            raise TypeError("Expected an AclBindingFilter")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DescribeAclsRequest(filter=filter_message(acl_binding_filter))
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call_any("DescribeAcls", request, timeout=timeout)
+            error = _item_error(response.error_code, response.error_message)
+            return {"acls": (error, None if error else [binding_of(binding) for binding in response.bindings])}
+
+        return self._run(["acls"], call)["acls"]
+
+    def delete_acls(self, acl_binding_filters: list[AclBindingFilter], request_timeout: float | None = None) -> dict[AclBindingFilter, Future]:
+        """Delete the bindings each filter matches -> {AclBindingFilter: Future[list[AclBinding]]} (the deleted ones)."""
+        if not _is_non_empty_list_of_exactly(acl_binding_filters, AclBindingFilter):
+            raise TypeError("Expected list of AclBindingFilter")
+        if len(set(acl_binding_filters)) != len(acl_binding_filters):
+            raise ValueError("duplicate ACL binding filters not allowed")
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DeleteAclsRequest(filters=[filter_message(item) for item in acl_binding_filters])
+
+        def call() -> dict[AclBindingFilter, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call_any("DeleteAcls", request, timeout=timeout)
+            outcomes: dict[AclBindingFilter, tuple[KafkaException | None, Any]] = {}
+            for item, result in zip(acl_binding_filters, response.results):
+                error = _item_error(result.error_code, result.error_message)
+                outcomes[item] = (error, None if error else [binding_of(binding) for binding in result.deleted])
+            return outcomes
+
+        return self._run(acl_binding_filters, call)
+
+    # ------------------------------------------------------------------ leader elections
+
+    def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: list[TopicPartition] | None = None,
+        request_timeout: float | None = None,
+        operation_timeout: float | None = None,
+    ) -> Future:
+        """Elect leaders (Kafka's ElectLeaders) -> Future[{TopicPartition: KafkaError | None}].
+
+        PREFERRED gives leadership back to each partition's first replica when it is alive and
+        in sync; UNCLEAN elects a leader for a partition that has none (any live replica only
+        where the topic sets unclean.leader.election.enable). ``partitions`` None: every
+        partition of the caller's topics whose election is needed. Needs ALTER on the cluster.
+        """
+        check_elect_leaders(election_type, partitions)
+        timeout = self._timeout(request_timeout)
+        wait_ms = int((timeout if operation_timeout is None or operation_timeout < 0 else operation_timeout) * 1000)
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            request = election_request(election_type, partitions, wait_ms)
+            return {"elections": (None, election_results(self._cluster.call_any("ElectLeaders", request, timeout=timeout)))}
+
+        return self._run(["elections"], call)["elections"]
+
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The cluster's id (blocking), as confluent-kafka's clients report it."""
+        return self._cluster.list_topics(None, timeout).cluster_id
+
+    # ------------------------------------------------------------------ SCRAM credentials
+
+    def describe_user_scram_credentials(self, users: list[str] | None = None, request_timeout: float | None = None) -> Future | dict[str, Future]:
+        """The SCRAM credentials (mechanism, iterations) of the tenant's API keys, Weir's SCRAM users.
+
+        ``users`` None: one Future[{user: UserScramCredentialsDescription}] of every key with a
+        credential; else {user: Future[UserScramCredentialsDescription]}, an unknown user (or
+        another tenant's key) failing with RESOURCE_NOT_FOUND. Needs DESCRIBE on the cluster.
+        """
+        given: object = users  # checked at run time: callers need not be type-checked
+        if given is not None and (not isinstance(given, list) or not given or not all(isinstance(user, str) and user for user in given)):
+            raise TypeError("Expected users to be None or a non-empty list of user names")
+        if given is not None and len(set(given)) != len(given):
+            raise ValueError("Duplicate users not allowed")
+        names: list[str] = list(given) if isinstance(given, list) else []
+        timeout = self._timeout(request_timeout)
+        request = broker_pb2.DescribeUserScramCredentialsRequest(users=names)
+
+        def described(result: broker_pb2.UserScramCredentialsResult) -> UserScramCredentialsDescription:
+            infos = [ScramCredentialInfo(_SCRAM_MECHANISMS.get(info.mechanism, ScramMechanism.UNKNOWN), info.iterations) for info in result.credential_infos]
+            return UserScramCredentialsDescription(result.user, infos)
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            response = self._cluster.call_any("DescribeUserScramCredentials", request, timeout=timeout)
+            error = _item_error(response.error_code, response.error_message)
+            if error is not None:
+                raise error
+            if not names:
+                return {"all": (None, {result.user: described(result) for result in response.results})}
+            return {result.user: (_item_error(result.error_code, result.error_message), described(result)) for result in response.results}
+
+        if not names:
+            return self._run(["all"], call)["all"]
+        return self._run(names, call)
+
+    def alter_user_scram_credentials(self, alterations: list[UserScramCredentialAlteration], request_timeout: float | None = None) -> dict[str, Future]:
+        """Refused for every user -> {user: Future failing with INVALID_REQUEST}: Weir's SCRAM users are
+        API keys, whose credentials the control plane makes with the key (create a new key to get
+        new ones); nothing is sent to a broker."""
+        if not _is_non_empty_list_of(alterations, UserScramCredentialAlteration):
+            raise TypeError("Expected a non-empty list of UserScramCredentialAlteration")
+        users = list(dict.fromkeys(alteration.user for alteration in alterations))
+        reason = "SCRAM credentials are made by the control plane with each cluster API key (create a new key); they cannot be altered"
+
+        def call() -> dict[str, tuple[KafkaException | None, Any]]:
+            return {user: (KafkaException(KafkaError(ErrorCode.INVALID_REQUEST, f"user {user!r}: {reason}")), None) for user in users}
+
+        return self._run(users, call)
+
     def poll(self, timeout: float | None = None) -> int:
         """Present for confluent-kafka compatibility: results arrive through futures, nothing to serve."""
         return 0
@@ -985,6 +1396,12 @@ class AdminClient:
         """Wait for running requests and close connections (not in confluent-kafka; optional)."""
         self._executor.shutdown(wait=True)
         self._cluster.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __len__(self) -> int:
         return 0

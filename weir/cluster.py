@@ -263,6 +263,11 @@ class Cluster:
         node = self._brokers.get(node_id)
         return f"{node.host}:{node.port}" if node is not None else None
 
+    def broker_addresses(self) -> dict[int, str]:
+        """host:port of every broker the last metadata named, by node id."""
+        with self._lock:
+            return {node_id: f"{node.host}:{node.port}" for node_id, node in self._brokers.items()}
+
     def leader_address(self, topic: str, partition: int) -> str | None:
         """Address of the partition's leader from the cache; None when unknown."""
         info = self.topics.get(topic)
@@ -385,14 +390,18 @@ class Cluster:
 
     # ------------------------------------------------------------------ metadata
 
-    def refresh(self, topics: Iterable[str] | None = None, *, timeout: float | None = None, retry: bool = True) -> broker_pb2.MetadataResponse:
+    def refresh(
+        self, topics: Iterable[str] | None = None, *, timeout: float | None = None, retry: bool = True, allow_auto_topic_creation: bool = False
+    ) -> broker_pb2.MetadataResponse:
         """Fetch metadata (every topic when ``topics`` is None) and update the cache.
 
         With ``retry`` (the default) brokers are tried until ``timeout`` (:meth:`call_any`);
-        without, in one round (:meth:`call`). Raises KafkaException when no broker answered.
+        without, in one round (:meth:`call`). ``allow_auto_topic_creation`` asks the broker
+        to create missing named topics when it allows that. Raises KafkaException when no
+        broker answered.
         """
         names = list(topics) if topics is not None else []
-        request = broker_pb2.MetadataRequest(topics=names)
+        request = broker_pb2.MetadataRequest(topics=names, allow_auto_topic_creation=allow_auto_topic_creation)
         response: broker_pb2.MetadataResponse
         if retry:
             response = self.call_any("Metadata", request, timeout=timeout)

@@ -2,19 +2,30 @@
 
 Keys, aliases and defaults are librdkafka's (which confluent-kafka uses), with Java's
 ``buffer.memory`` and ``max.block.ms`` for the producer's back-pressure, so a configuration
-written for confluent-kafka works unchanged. An unknown key or a bad value raises
-``KafkaException(KafkaError(_INVALID_ARG, ...))`` naming the key, like librdkafka's
+written for confluent-kafka works unchanged. A librdkafka key that means nothing to Weir
+(``weir.config_librdkafka``: socket tuning, Kerberos, racks...) is accepted, and the client
+logs one warning naming every such key it was given. Any other unknown key or a bad value
+raises ``KafkaException(KafkaError(_INVALID_ARG, ...))`` naming the key, like librdkafka's
 "No such configuration property". A key that belongs to another kind of client (a consumer
-key given to a producer) is accepted and ignored, as librdkafka does.
+key given to a producer) is accepted and ignored, as librdkafka does. Values of string keys
+may be any object (a UUID ``group.id``): they are converted with str(), as confluent-kafka
+does. ``default.topic.config`` (a dict) is merged into the configuration, its entries winning,
+as confluent-kafka does.
 
 Notable choices:
 
 - ``batch.size`` defaults to 1,000,000 bytes (librdkafka's default): Python gRPC moves large
   messages efficiently but only a few thousand calls per second, so batches must be large.
-- ``enable.idempotence`` defaults to true (Kafka 3.0+). It requires ``acks=all``; any other
-  ``acks`` together with idempotence raises ``_INVALID_ARG``, as Kafka's Java client does.
-  Set ``enable.idempotence=false`` to use ``acks=0`` or ``acks=1``.
-- ``partitioner`` defaults to ``murmur2_random`` (Java-compatible key placement).
+- ``enable.idempotence`` defaults to false, as librdkafka's; ``acks`` defaults to all (-1).
+  Idempotence requires ``acks=all``: asking for it with any other ``acks`` raises
+  ``_INVALID_ARG``, as librdkafka does.
+- ``partitioner`` defaults to ``consistent_random`` (librdkafka's: CRC-32 of the key, random
+  for null keys), so a ported application's keys land on the partitions they did before.
+- ``allow.auto.create.topics`` defaults to true for producers and false for consumers, as
+  librdkafka's (a broker that allows auto-creation then creates a produced-to topic).
+- ``sasl.mechanism`` PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 all send the API key and secret
+  with every gRPC call (over TLS with ``sasl_ssl``): Weir's gRPC authentication checks the
+  key and secret themselves, so the SCRAM handshake has nothing to add.
 - ``security.protocol`` ``ssl`` / ``sasl_ssl`` connect with TLS, verifying the broker's
   certificate against ``ssl.ca.location`` (or the system's trusted roots when unset).
 - ``weir.internal.token`` and ``weir.tenant.token`` are internal credentials. The internal
@@ -27,10 +38,13 @@ Notable choices:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from weir.client_logging import ClientLog
+from weir.config_librdkafka import IGNORED_KEYS
 from weir.errors import KafkaError, KafkaException
 from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
@@ -73,9 +87,12 @@ def invalid_argument(message: str) -> KafkaException:
 
 
 def _parse_string(prop: ConfigProperty, given_name: str, raw: Any) -> str | None:
+    """Any value converted with str() (a UUID group.id), as confluent-kafka does; booleans as true/false."""
     if raw is None:
         return None
-    if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if callable(raw) or isinstance(raw, (Mapping, list, tuple, set, bytes)):
         raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a string, got {type(raw).__name__}')
     return str(raw)
 
@@ -94,11 +111,15 @@ def _parse_int(prop: ConfigProperty, given_name: str, raw: Any) -> int:
     return value
 
 
+_BOOLEANS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+
+
 def _parse_bool(prop: ConfigProperty, given_name: str, raw: Any) -> bool:
+    """True/False, or librdkafka's spellings (true, t, 1, false, f, 0, any case)."""
     if isinstance(raw, bool):
         return raw
-    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
-        return raw.strip().lower() == "true"
+    if isinstance(raw, (str, int)) and str(raw).strip().lower() in _BOOLEANS:
+        return _BOOLEANS[str(raw).strip().lower()]
     raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": expected true or false')
 
 
@@ -108,6 +129,13 @@ def _parse_enum(prop: ConfigProperty, given_name: str, raw: Any) -> Any:
         allowed = ", ".join(str(choice) for choice in prop.choices)
         raise invalid_argument(f'Invalid value "{raw}" for configuration property "{given_name}": must be one of {allowed}')
     return prop.choices[key]
+
+
+def _parse_logger(prop: ConfigProperty, given_name: str, raw: object) -> Any:
+    """A logging.Logger, or anything with its log(level, msg, *args) method."""
+    if raw is None or callable(getattr(raw, "log", None)):
+        return raw
+    raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a logging.Logger, got {type(raw).__name__}')
 
 
 def _parse_callable(prop: ConfigProperty, given_name: str, raw: object) -> Callable[..., Any] | None:
@@ -141,6 +169,49 @@ def _parse_assignors(prop: ConfigProperty, given_name: str, raw: Any) -> str | N
     return _ASSIGNORS[names[0]] if names else None
 
 
+# librdkafka's debug contexts.
+DEBUG_CONTEXTS = frozenset(
+    [
+        "generic",
+        "broker",
+        "topic",
+        "metadata",
+        "feature",
+        "queue",
+        "msg",
+        "protocol",
+        "cgrp",
+        "security",
+        "fetch",
+        "interceptor",
+        "plugin",
+        "consumer",
+        "admin",
+        "eos",
+        "mock",
+        "assignor",
+        "conf",
+        "telemetry",
+        "all",
+    ]
+)
+
+
+def _parse_debug(prop: ConfigProperty, given_name: str, raw: Any) -> frozenset[str]:
+    """A comma-separated list of librdkafka debug contexts -> their set."""
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, str):
+        raise invalid_argument(f'Invalid value for configuration property "{given_name}": expected a comma-separated list of debug contexts')
+    contexts = frozenset(name.strip().lower() for name in raw.split(",") if name.strip())
+    unknown = sorted(contexts - DEBUG_CONTEXTS)
+    if unknown:
+        raise invalid_argument(
+            f'Invalid value "{raw}" for configuration property "{given_name}": unknown debug context "{unknown[0]}" (known: {", ".join(sorted(DEBUG_CONTEXTS))})'
+        )
+    return contexts
+
+
 _PARSERS: dict[str, Callable[[ConfigProperty, str, Any], Any]] = {
     "str": _parse_string,
     "int": _parse_int,
@@ -148,11 +219,13 @@ _PARSERS: dict[str, Callable[[ConfigProperty, str, Any], Any]] = {
     "enum": _parse_enum,
     "callable": _parse_callable,
     "assignors": _parse_assignors,
+    "logger": _parse_logger,
+    "debug": _parse_debug,
 }
 
 _ACKS = {"all": -1, "-1": -1, -1: -1, "0": 0, 0: 0, "1": 1, 1: 1}
 _COMPRESSION = {name: name for name in ("none", "gzip", "snappy", "lz4", "zstd")}
-_PARTITIONERS = {name: name for name in ("murmur2_random", "murmur2", "random", "consistent_random")}
+_PARTITIONERS = {name: name for name in ("consistent_random", "consistent", "murmur2_random", "murmur2", "random", "fnv1a", "fnv1a_random")}
 _OFFSET_RESET = {
     "earliest": "earliest",
     "smallest": "earliest",
@@ -165,7 +238,8 @@ _OFFSET_RESET = {
 _ISOLATION = {"read_committed": "read_committed", "read_uncommitted": "read_uncommitted"}
 _SECURITY_PROTOCOLS = {name: name for name in ("plaintext", "sasl_plaintext", "ssl", "sasl_ssl")}
 TLS_PROTOCOLS = frozenset({"ssl", "sasl_ssl"})  # security.protocol values that connect with TLS
-_SASL_MECHANISMS = {"plain": "PLAIN"}
+_SASL_MECHANISMS = {"plain": "PLAIN", "scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}
+_GROUP_PROTOCOLS = {"classic": "classic", "consumer": "consumer"}
 
 
 def _property(name: str, kind: str, default: Any, roles: frozenset[str], doc: str, **options: Any) -> ConfigProperty:
@@ -236,12 +310,61 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
             "enum",
             "PLAIN",
             ALL_ROLES,
-            "PLAIN: sasl.username / sasl.password carry the API key and secret.",
+            "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512: sasl.username / sasl.password carry the API key and secret (sent with every gRPC call).",
             aliases=("sasl.mechanisms",),
             choices=_SASL_MECHANISMS,
         ),
         _property("sasl.username", "str", None, ALL_ROLES, "API key, sent as gRPC metadata x-weir-api-key on every call."),
         _property("sasl.password", "str", None, ALL_ROLES, "API secret, sent as gRPC metadata x-weir-api-secret on every call."),
+        _property("logger", "logger", None, ALL_ROLES, "A logging.Logger that receives the client's logs (else the weir.client logger)."),
+        _property(
+            "debug",
+            "debug",
+            frozenset(),
+            ALL_ROLES,
+            "Comma-separated librdkafka debug contexts (generic, broker, topic, msg, cgrp, fetch, all...): their debug logs are emitted; implies log_level 7.",
+        ),
+        _property("log_level", "int", 6, ALL_ROLES, "Syslog level (0-7) of the most detailed log emitted; 7 is debug.", minimum=0, maximum=7),
+        _property(
+            "stats_cb",
+            "callable",
+            None,
+            ALL_ROLES,
+            "Called from poll() with a librdkafka-shaped statistics JSON string every statistics.interval.ms.",
+        ),
+        _property(
+            "statistics.interval.ms",
+            "int",
+            0,
+            ALL_ROLES,
+            "Interval of stats_cb calls; 0 disables statistics.",
+            minimum=0,
+            maximum=86400000,
+        ),
+        _property(
+            "throttle_cb", "callable", None, ALL_ROLES, "Called from poll() with a ThrottleEvent when a broker held back a response for the tenant's quota."
+        ),
+        _property(
+            "allow.auto.create.topics",
+            "bool",
+            None,
+            ALL_ROLES,
+            "Ask brokers to create a missing topic on metadata requests (when they allow it); default true for producers, false for consumers.",
+        ),
+        _property("ssl.ca.pem", "str", None, ALL_ROLES, "PEM text of the CA certificates that verify brokers (instead of ssl.ca.location)."),
+        _property(
+            "ssl.certificate.location", "str", None, ALL_ROLES, "PEM file of this client's certificate, presented to brokers over TLS (with ssl.key.location)."
+        ),
+        _property("ssl.certificate.pem", "str", None, ALL_ROLES, "PEM text of this client's certificate (instead of ssl.certificate.location)."),
+        _property("ssl.key.location", "str", None, ALL_ROLES, "PEM file of this client's private key (unencrypted)."),
+        _property("ssl.key.pem", "str", None, ALL_ROLES, "PEM text of this client's private key (instead of ssl.key.location)."),
+        _property(
+            "enable.ssl.certificate.verification",
+            "bool",
+            True,
+            ALL_ROLES,
+            "false: trust whatever certificate the first bootstrap broker presents (fetched once, then pinned) instead of verifying it against a CA.",
+        ),
         # -------------------------------------------------------------- producer
         _property(
             "acks",
@@ -283,7 +406,41 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
             aliases=("compression.codec",),
             choices=_COMPRESSION,
         ),
-        _property("enable.idempotence", "bool", True, frozenset({PRODUCER}), "Exactly-once delivery per partition with sequence numbers; requires acks=all."),
+        _property(
+            "enable.idempotence",
+            "bool",
+            False,
+            frozenset({PRODUCER}),
+            "Exactly-once delivery per partition with sequence numbers; requires acks=all (the default).",
+        ),
+        _property(
+            "queue.buffering.max.messages",
+            "int",
+            100000,
+            frozenset({PRODUCER}),
+            "When set: most records produced and not yet reported; produce() beyond it raises BufferError at once, as librdkafka. Unset: only buffer.memory bounds the queue.",
+            minimum=0,
+            maximum=INT32_MAX,
+        ),
+        _property(
+            "queue.buffering.max.kbytes",
+            "int",
+            1048576,
+            frozenset({PRODUCER}),
+            "When set: most KiB of records produced and not yet reported; produce() beyond it raises BufferError at once, as librdkafka.",
+            minimum=1,
+            maximum=INT32_MAX,
+        ),
+        _property(
+            "sticky.partitioning.linger.ms",
+            "int",
+            10,
+            frozenset({PRODUCER}),
+            "Keyless records stay on one partition while its batch fills; 0: each keyless record goes to a random partition.",
+            minimum=0,
+            maximum=900000,
+        ),
+        _property("delivery.report.only.error", "bool", False, frozenset({PRODUCER}), "Only failed records get their delivery callback."),
         _property(
             "transactional.id",
             "str",
@@ -354,9 +511,9 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
         _property(
             "partitioner",
             "enum",
-            "murmur2_random",
+            "consistent_random",
             frozenset({PRODUCER}),
-            "Partition of a record without an explicit partition: murmur2_random, murmur2, random, consistent_random.",
+            "Partition of a record without an explicit partition: consistent_random (CRC-32 of the key, random without), consistent, murmur2_random, murmur2, random, fnv1a, fnv1a_random.",
             choices=_PARTITIONERS,
         ),
         _property(
@@ -390,6 +547,15 @@ CONFIG_PROPERTIES: dict[str, ConfigProperty] = {
             True,
             frozenset({CONSUMER}),
             "Commit the stored offsets every auto.commit.interval.ms, before partitions are revoked, and on close().",
+            aliases=("auto.commit.enable",),
+        ),
+        _property(
+            "group.protocol",
+            "enum",
+            "classic",
+            frozenset({CONSUMER}),
+            "classic or consumer (KIP-848): accepted for librdkafka compatibility; Weir's groups always assign on the coordinator.",
+            choices=_GROUP_PROTOCOLS,
         ),
         _property("auto.commit.interval.ms", "int", 5000, frozenset({CONSUMER}), "Interval of automatic commits.", minimum=0, maximum=86400000),
         _property(
@@ -494,6 +660,23 @@ for _prop in CONFIG_PROPERTIES.values():
 del _prop, _alias
 
 
+# Keys whose values the debug=conf log leaves out.
+_SECRET_KEYS = frozenset({"sasl.password", "ssl.key.pem", "weir.internal.token", "weir.tenant.token"})
+_CLIENT_NUMBERS = itertools.count(1)  # librdkafka numbers its clients in log names: rdkafka#producer-1
+
+
+def _merge_default_topic_config(given: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``default.topic.config`` (a dict) merged into the configuration, its entries winning, as confluent-kafka does."""
+    topic_config = given.get("default.topic.config")
+    if topic_config is None:
+        return {name: raw for name, raw in given.items() if name != "default.topic.config"}
+    if not isinstance(topic_config, Mapping):
+        raise invalid_argument(f'Invalid value for configuration property "default.topic.config": expected a dict, got {type(topic_config).__name__}')
+    merged = {name: raw for name, raw in given.items() if name != "default.topic.config"}
+    merged.update(topic_config)
+    return merged
+
+
 class ClientConfig:
     """A validated configuration: every known key with its normalized value or default.
 
@@ -504,20 +687,34 @@ class ClientConfig:
     def __init__(self, given: Mapping[str, Any], role: str) -> None:
         if not isinstance(given, Mapping):
             raise TypeError("expected configuration dict")
+        given = _merge_default_topic_config(given)
         values = {prop.name: prop.default for prop in CONFIG_PROPERTIES.values()}
         explicit = set()
+        ignored = []
         for name, raw in given.items():
             prop = _BY_NAME.get(name)
             if name in REMOVED_PROPERTIES:
                 raise invalid_argument(f'Configuration property "{name}" was removed: {REMOVED_PROPERTIES[name]}')
             if prop is None:
+                if name in IGNORED_KEYS:
+                    ignored.append(name)
+                    continue
                 raise invalid_argument(f'No such configuration property: "{name}"')
             values[prop.name] = prop.parse(name, raw)
             explicit.add(prop.name)
+        if values["allow.auto.create.topics"] is None:
+            values["allow.auto.create.topics"] = role == PRODUCER  # librdkafka's defaults differ by role
         self._values = values
         self._explicit = frozenset(explicit)
         self.role = role
+        self.ignored: tuple[str, ...] = tuple(sorted(ignored))
         self._check_together()
+        self.log = ClientLog(values["logger"], f"{values['client.id']}#{role}-{next(_CLIENT_NUMBERS)}", values["debug"], values["log_level"])
+        if self.log.debugs("conf"):
+            shown = {name: ("[redacted]" if name in _SECRET_KEYS else values[name]) for name in sorted(explicit)}
+            self.log.debug("conf", "CONF", "Client configuration: %s", ", ".join(f"{name}={value}" for name, value in shown.items()))
+        if self.ignored:
+            self.log.warning("CONFWARN", "Configuration properties ignored by Weir (they have no meaning for its gRPC data plane): %s", ", ".join(self.ignored))
 
     def _check_together(self) -> None:
         values = self._values
@@ -537,8 +734,9 @@ class ClientConfig:
 
     def _check_transactional(self, values: dict[str, Any]) -> None:
         """librdkafka's rules: a transactional producer is idempotent, and no record may outlive its transaction."""
-        if not values["enable.idempotence"]:
+        if not values["enable.idempotence"] and self.is_set("enable.idempotence"):
             raise invalid_argument('"transactional.id" requires "enable.idempotence" to be true')
+        values["enable.idempotence"] = True  # implied, as librdkafka does
         if "delivery.timeout.ms" not in self._explicit:
             values["delivery.timeout.ms"] = values["transaction.timeout.ms"]
         elif values["delivery.timeout.ms"] > values["transaction.timeout.ms"]:
@@ -583,17 +781,45 @@ class ClientConfig:
     def channel_credentials(self) -> Any:
         """grpc.ChannelCredentials for TLS (security.protocol ssl / sasl_ssl), None for plaintext.
 
-        Raises KafkaException ``_INVALID_ARG`` when ``ssl.ca.location`` cannot be read.
+        The CA comes from ``ssl.ca.pem`` or ``ssl.ca.location`` (else the system's roots); a
+        client certificate and key (``ssl.certificate.*`` / ``ssl.key.*``) are presented when
+        given. With ``enable.ssl.certificate.verification=false`` the certificate the first
+        bootstrap broker presents is trusted as it is. Raises KafkaException ``_INVALID_ARG``
+        when a file cannot be read or only one of certificate and key is given.
         """
         if self._values["security.protocol"] not in TLS_PROTOCOLS:
             return None
         import grpc
 
-        location = self._values["ssl.ca.location"]
+        roots = self._pem("ssl.ca.pem", "ssl.ca.location")
+        if not self._values["enable.ssl.certificate.verification"]:
+            roots = self._presented_certificate()
+        certificate = self._pem("ssl.certificate.pem", "ssl.certificate.location")
+        key = self._pem("ssl.key.pem", "ssl.key.location")
+        if (certificate is None) != (key is None):
+            raise invalid_argument('A client certificate needs both "ssl.certificate.location" (or .pem) and "ssl.key.location" (or .pem)')
+        return grpc.ssl_channel_credentials(root_certificates=roots, private_key=key, certificate_chain=certificate)
+
+    def _pem(self, pem_name: str, location_name: str) -> bytes | None:
+        """The PEM bytes given inline (``pem_name``) or as a file (``location_name``), or None."""
+        if self._values[pem_name] is not None:
+            return str(self._values[pem_name]).encode()
+        location = self._values[location_name]
         if location is None:
-            return grpc.ssl_channel_credentials()
+            return None
         try:
             with open(location, "rb") as handle:
-                return grpc.ssl_channel_credentials(root_certificates=handle.read())
+                return handle.read()
         except OSError as error:
-            raise invalid_argument(f'Configuration property "ssl.ca.location": cannot read {location}: {error.strerror}') from None
+            raise invalid_argument(f'Configuration property "{location_name}": cannot read {location}: {error.strerror}') from None
+
+    def _presented_certificate(self) -> bytes:
+        """The certificate the first bootstrap broker presents (no verification), to trust it as it is."""
+        import ssl
+
+        address = self.bootstrap_addresses()[0]
+        host, _, port = address.rpartition(":")
+        try:
+            return ssl.get_server_certificate((host.strip("[]"), int(port)), timeout=self._values["socket.connection.setup.timeout.ms"] / 1000.0).encode()
+        except (OSError, ValueError) as error:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, f"cannot fetch the TLS certificate of {address}: {error}")) from None

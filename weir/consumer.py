@@ -19,15 +19,26 @@ Two ways to get partitions, as in confluent-kafka:
   callbacks run inside poll() / consume() / close() as ``callback(consumer, partitions)``;
   inside one, ``incremental_assign`` / ``incremental_unassign`` may set start offsets or
   drop partitions, and partitions the callback did not assign start at the committed
-  offset or ``auto.offset.reset``. A revoked partition is given up only after
+  offset or ``auto.offset.reset``. ``assign(partitions)`` inside ``on_assign`` works as under
+  confluent-kafka's eager protocol: the partitions given start at their offsets. A revoked partition is given up only after
   ``on_revoke`` returned and, with ``enable.auto.commit``, its offsets were committed.
   Commits carry the member id and member epoch; a commit answered STALE_MEMBER_EPOCH is sent
   again once the member heard of its new epoch. Group errors (authorization, fencing that
   cannot be recovered, _MAX_POLL_EXCEEDED) come out of poll() as error events.
 
+A subscribed topic (by name) that the brokers do not know comes out of poll() once as an
+event whose error() is UNKNOWN_TOPIC_OR_PART, as librdkafka reports it (asked again every
+few seconds until the topic exists; ``allow.auto.create.topics`` lets the broker create it).
+
 Auto commit (``enable.auto.commit``): every ``auto.commit.interval.ms`` poll() commits the
-offsets following the records poll()/consume() returned (or stored with store_offsets()
-when ``enable.auto.offset.store`` is false); also before partitions are revoked and on close().
+offsets following the records poll()/consume() returned (or stored with store_offsets(),
+which raises ``_INVALID_ARG`` unless ``enable.auto.offset.store`` is false, as librdkafka);
+also before partitions are revoked and on close(). Commit metadata
+(``TopicPartition.metadata``) is committed with the offset and returned by committed(), None
+and '' apart as in confluent-kafka (:mod:`weir.commit_metadata`).
+
+``stats_cb`` (every ``statistics.interval.ms``, weir.statistics) and ``throttle_cb`` are served
+from poll()/consume(), as ``error_cb``.
 
 Where a group's offsets live: at the group's coordinator, found with FindCoordinator and
 cached (:mod:`weir.coordinator`). Synchronous commits and committed() retry within their
@@ -56,13 +67,14 @@ import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster, ClusterMetadata, error_from_rpc
+from weir.commit_metadata import decode_commit_metadata, encode_commit_metadata
 from weir.config import CONSUMER, ClientConfig, invalid_argument
 from weir.coordinator import COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import FetchedChunk, Fetcher, PartitionState
 from weir.group_membership import GroupMembership, Partition, parse_subscription
 from weir.group_metadata import ConsumerGroupMetadata
-from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
+from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, ThrottleEvent, TopicPartition
 from weir.read_committed import committed_batches
 from weir.records import (
     CONTROL_FLAG_MASK,
@@ -73,6 +85,7 @@ from weir.records import (
     decode_records,
     iter_batch_positions,
 )
+from weir.statistics import StatisticsSource, StatisticsTimer, statistics_json
 
 Callback = Callable[["Consumer", list[TopicPartition]], Any]
 # Longest close() / unsubscribe() wait for the coordinator to answer the leave; a leave that is
@@ -80,6 +93,10 @@ Callback = Callable[["Consumer", list[TopicPartition]], Any]
 _LEAVE_TIMEOUT = 5.0
 # STALE_MEMBER_EPOCH: the coordinator moved the member to a newer epoch it has not heard of yet.
 _STALE_EPOCH = ErrorCode.STALE_MEMBER_EPOCH
+
+
+# How often poll() asks again whether a subscribed topic that did not exist has appeared.
+_TOPIC_CHECK_INTERVAL = 5.0
 
 
 def bad_batch_message(topic: str, partition: int, header: BatchHeader, min_offset: int, error: RecordFormatError) -> Message:
@@ -124,6 +141,13 @@ class Consumer:
         self._closed = False
         # Group membership, from the first subscribe() on.
         self._membership: GroupMembership | None = None
+        # Subscribed topics reported as unknown (UNKNOWN_TOPIC_OR_PART from poll()), and when to look again.
+        self._reported_unknown: set[str] = set()
+        self._next_topic_check = float("inf")
+        self._stats_callback: Callable[[str], Any] | None = self._config["stats_cb"]
+        self._throttle_callback: Callable[[ThrottleEvent], Any] | None = self._config["throttle_cb"]
+        self._stats_timer = StatisticsTimer(self._config["statistics.interval.ms"] if self._stats_callback is not None else 0)
+        self._started = time.monotonic()
         self._fetcher.start()
 
     # ------------------------------------------------------------------ assignment
@@ -131,6 +155,10 @@ class Consumer:
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Consume exactly these partitions; each starts at its offset, else the committed one, else auto.offset.reset."""
         self._check_open()
+        membership = self._membership
+        if membership is not None and membership.active and membership.in_assign_callback:
+            self._assign_in_callback(partitions)
+            return
         self._check_not_subscribed("assign")
         with self._fetcher.lock:
             for key in list(self._fetcher.states):
@@ -140,20 +168,47 @@ class Consumer:
                 self._add_locked(topic_partition)
             self._fetcher.wake_locked()
 
+    def _assign_in_callback(self, partitions: list[TopicPartition]) -> None:
+        """assign() from on_assign, as under confluent-kafka's eager protocol: the partitions start at the offsets given.
+
+        The group decides the assignment; partitions given here start at their offset (else
+        the committed one), those already fetched are repositioned when an offset is given.
+        """
+        with self._fetcher.lock:
+            for topic_partition in partitions:
+                key = (topic_partition.topic, topic_partition.partition)
+                if key not in self._fetcher.states:
+                    self._add_locked(topic_partition)
+                elif topic_partition.offset not in (OFFSET_INVALID, OFFSET_STORED):
+                    self._fetcher.remove_locked(*key)
+                    self._add_locked(topic_partition)
+            self._fetcher.wake_locked()
+
     def unassign(self) -> None:
+        """Stop consuming every partition (manual assignment).
+
+        Inside on_revoke / on_lost (confluent-kafka's eager protocol calls it there) it is
+        accepted and changes nothing more: the group gives the callback's partitions up when
+        the callback returns, and keeps the others.
+        """
+        self._check_open()
+        membership = self._membership
+        if membership is not None and membership.active and membership.in_assign_callback:
+            return
         self._check_not_subscribed("unassign")
         self.assign([])
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add partitions to the assignment; each starts at its offset, else the committed one, else auto.offset.reset.
 
-        Raises KafkaException _INVALID_ARG when one is assigned already (nothing is added then).
+        Raises KafkaException _CONFLICT when one is assigned already (nothing is added then), as librdkafka.
         """
         self._check_open()
         with self._fetcher.lock:
             already = [tp for tp in partitions if (tp.topic, tp.partition) in self._fetcher.states]
             if already:
-                raise invalid_argument(f"incremental_assign(): {', '.join(f'{tp.topic} [{tp.partition}]' for tp in already)} already assigned")
+                named = ", ".join(f"{tp.topic} [{tp.partition}]" for tp in already)
+                raise KafkaException(KafkaError(KafkaError._CONFLICT, f"incremental_assign(): {named} already assigned"))
             for topic_partition in partitions:
                 self._add_locked(topic_partition)
             self._fetcher.wake_locked()
@@ -227,6 +282,7 @@ class Consumer:
                 self._cluster, self._coordinators, self._config, owner=_ConsumerPartitions(self), application=self, wake_application=self._wake_application
             )
         self._membership.subscribe(subscription)
+        self._next_topic_check = 0.0  # the next poll() reports subscribed topics that do not exist
 
     def unsubscribe(self) -> None:
         """Revoke every partition (on_revoke, commit with enable.auto.commit) and leave the group."""
@@ -236,6 +292,7 @@ class Consumer:
 
     def memberid(self) -> str | None:
         """This consumer's member id in its group (None before it joined), as confluent-kafka's memberid()."""
+        self._check_open()
         membership = self._membership
         return membership.member_id or None if membership is not None else None
 
@@ -244,6 +301,7 @@ class Consumer:
 
         Raises KafkaException _INVALID_ARG without a group.id (there is no group to commit to).
         """
+        self._check_open()
         if not self._group_id:
             raise invalid_argument('consumer group metadata is not available: "group.id" is not set')
         member_id, epoch = self._membership.commit_identity() if self._membership is not None else ("", -1)
@@ -263,11 +321,13 @@ class Consumer:
         return [Message(None, None, error=error) for error in errors]
 
     def assignment(self) -> list[TopicPartition]:
+        self._check_open()
         with self._fetcher.lock:
             return [TopicPartition(state.topic, state.partition) for state in self._fetcher.states.values()]
 
     def seek(self, partition: TopicPartition) -> None:
         """Continue ``partition`` at its offset (absolute or OFFSET_BEGINNING / OFFSET_END / OFFSET_STORED)."""
+        self._check_open()
         with self._fetcher.lock:
             state = self._state(partition)
             state.seek(partition.offset)
@@ -276,6 +336,7 @@ class Consumer:
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Stop fetching these partitions; what was prefetched is dropped and fetched again on resume()."""
+        self._check_open()
         with self._fetcher.lock:
             for partition in partitions:
                 state = self._state(partition)
@@ -285,6 +346,7 @@ class Consumer:
                 self._drop_buffered(state)
 
     def resume(self, partitions: list[TopicPartition]) -> None:
+        self._check_open()
         with self._fetcher.lock:
             for partition in partitions:
                 self._state(partition).paused = False
@@ -319,7 +381,12 @@ class Consumer:
         return messages[0] if messages else None
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
-        """Up to ``num_messages`` messages, waiting up to ``timeout`` seconds (-1: forever) for the first."""
+        """Up to ``num_messages`` messages and events, as librdkafka's batch consume: returns when
+        ``num_messages`` are there or ``timeout`` seconds (-1: forever) have passed, or earlier when
+        the group needs this thread (rebalance callbacks are served at the next call).
+
+        To take whatever is there once a first message arrived, see :func:`consume_available`.
+        """
         self._check_open()
         if num_messages < 0 or num_messages > 1_000_000:
             raise ValueError("num_messages must be between 0 and 1000000")
@@ -328,9 +395,40 @@ class Consumer:
             return self._consume(num_messages, timeout, [])
         membership.polling = True
         try:
-            return self._consume(num_messages, timeout, self._serve_group())
+            return self._consume(num_messages, timeout, self._unknown_topic_errors(membership) + self._serve_group())
         finally:
             membership.polled()
+
+    def _unknown_topic_errors(self, membership: GroupMembership) -> list[Message]:
+        """UNKNOWN_TOPIC_OR_PART events for subscribed topics the brokers do not know, once per topic, as librdkafka reports them.
+
+        Checked at the first poll() after subscribe(), then every _TOPIC_CHECK_INTERVAL while
+        a subscribed topic is missing (a topic created meanwhile is reported again if deleted).
+        """
+        now = time.monotonic()
+        if now < self._next_topic_check:
+            return []
+        names = membership.subscribed_names
+        if not names:
+            return []
+        self._next_topic_check = now + _TOPIC_CHECK_INTERVAL
+        try:
+            self._cluster.refresh(names, timeout=self._request_timeout, retry=False, allow_auto_topic_creation=self._config["allow.auto.create.topics"])
+        except KafkaException:
+            return []  # brokers unreachable: error_cb reports that elsewhere
+        events = []
+        for name in names:
+            info = self._cluster.topics.get(name)
+            if info is None or info.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                self._reported_unknown.discard(name)
+                continue
+            if name not in self._reported_unknown:
+                self._reported_unknown.add(name)
+                error = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Subscribed topic not available: {name}: Broker: Unknown topic or partition")
+                events.append(Message(name, -1, (OFFSET_INVALID, -1, None, None, ()), 0, error))
+        if not self._reported_unknown:
+            self._next_topic_check = float("inf") if all(name in self._cluster.topics for name in names) else self._next_topic_check
+        return events
 
     def _consume(self, num_messages: int, timeout: float | None, out: list[Message]) -> list[Message]:
         """consume() after the group's callbacks ran; ``out`` holds the group's error events."""
@@ -340,8 +438,10 @@ class Consumer:
             if self._decoded_index < len(self._decoded):
                 self._take_decoded(out, num_messages - len(out))
                 continue
-            chunk = self._next_chunk(deadline if not out else time.monotonic())
+            chunk = self._next_chunk(self._stats_wait(deadline))
             if chunk is None:
+                if self._serve_statistics() and (deadline is None or time.monotonic() < deadline):
+                    continue  # statistics were due during the wait: keep waiting to fill the batch
                 membership = self._membership
                 if not out and membership is not None and membership.needs_service and (deadline is None or time.monotonic() < deadline):
                     out += self._serve_group()  # the group changed while this poll() waited
@@ -355,6 +455,14 @@ class Consumer:
             self._next_auto_commit = time.monotonic() + self._auto_commit_interval
             self._commit_stored(asynchronous=True, only_changed=True)
         return out
+
+    def _stats_wait(self, deadline: float | None) -> float | None:
+        """``deadline``, or sooner when statistics fall due before it (poll() serves stats_cb while it waits)."""
+        left = self._stats_timer.seconds_left()
+        if left is None:
+            return deadline
+        due = time.monotonic() + left
+        return due if deadline is None else min(deadline, due)
 
     def _next_chunk(self, deadline: float | None) -> FetchedChunk | None:
         """The next prefetched chunk of a partition still assigned, waiting until ``deadline``.
@@ -417,6 +525,7 @@ class Consumer:
             if collector_was_enabled:
                 gc.enable()
         self._decoded = messages
+        self._fetcher.counters.consumed(topic, partition, len(messages), len(records))  # librdkafka's rxmsgs / rxbytes
         self._decoded_index = 0
         self._decoded_chunk = chunk
         if not messages:
@@ -462,6 +571,7 @@ class Consumer:
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """The offset of the next message poll() returns for each partition (OFFSET_INVALID when not known yet)."""
+        self._check_open()
         with self._fetcher.lock:
             result = []
             for partition in partitions:
@@ -472,8 +582,11 @@ class Consumer:
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Remember offsets for the next commit: message.offset()+1, or each TopicPartition's offset as given."""
+        self._check_open()
         if (message is None) == (offsets is None):
             raise invalid_argument("store_offsets() takes exactly one of message and offsets")
+        if self._auto_store:
+            raise invalid_argument('store_offsets() requires "enable.auto.offset.store" to be false (every returned message is stored already)')
         pairs = [_next_offset_of(message, "store_offsets()")] if message is not None else [(tp.topic, tp.partition, tp.offset) for tp in offsets or []]
         with self._fetcher.lock:
             for topic, partition, offset in pairs:
@@ -512,7 +625,15 @@ class Consumer:
         if not partitions:
             if only_changed:
                 return None
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored"))
+            error = KafkaError(KafkaError._NO_OFFSET, "Local: No offset stored")
+            if not asynchronous:
+                raise KafkaException(error)
+            # As librdkafka: an asynchronous commit of nothing returns, and on_commit gets _NO_OFFSET.
+            with self._fetcher.lock:
+                assigned = [TopicPartition(topic, partition, OFFSET_INVALID) for topic, partition in self._fetcher.states]
+            with self._commit_lock:
+                self._commit_results.append((error, assigned))
+            return None
         return self._commit(partitions, asynchronous)
 
     def _commit(self, partitions: list[TopicPartition], asynchronous: bool) -> list[TopicPartition] | None:
@@ -523,12 +644,14 @@ class Consumer:
         for tp in partitions:
             if tp.offset < 0:
                 raise invalid_argument(f"cannot commit offset {tp.offset} for {tp.topic} [{tp.partition}]: it is not an absolute offset")
+            if tp.metadata is not None and "\x00" in tp.metadata:
+                raise ValueError(f"commit metadata of {tp.topic} [{tp.partition}] has an embedded null character")
             by_topic.setdefault(tp.topic, []).append(
                 broker_pb2.OffsetCommitPartition(
                     partition=tp.partition,
                     committed_offset=tp.offset,
                     committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1,
-                    metadata=tp.metadata or "",
+                    metadata=encode_commit_metadata(tp.metadata),
                 )
             )
         # A subscribed member commits as itself (member id and epoch); otherwise without a member.
@@ -611,16 +734,73 @@ class Consumer:
         if self._error_callback is not None:
             for error in errors:
                 self._error_callback(error)
+        throttles: list[tuple[str, int]] = []
+        if self._fetcher.throttles:  # read without the lock first: poll() must stay cheap
+            with self._fetcher.lock:
+                throttles = list(self._fetcher.throttles)
+                self._fetcher.throttles.clear()
+        if throttles and self._throttle_callback is not None:
+            brokers = self._cluster.broker_addresses()
+            for address, throttle_ms in throttles:
+                node_id = next((node for node, known in brokers.items() if known == address), -1)
+                self._throttle_callback(ThrottleEvent(address, node_id, throttle_ms / 1000.0))
+        self._serve_statistics()
+
+    def _serve_statistics(self) -> bool:
+        """stats_cb with the consumer's statistics when they are due; whether it ran."""
+        if self._stats_callback is None or not self._stats_timer.take_due():
+            return False
+        self._stats_callback(statistics_json(self._statistics_source(), self._fetcher.counters))
+        return True
+
+    def _statistics_source(self) -> StatisticsSource:
+        now = time.monotonic()
+        topics = dict(self._cluster.topics)
+        with self._commit_lock:
+            last_committed = dict(self._last_committed)
+        extras: dict[tuple[str, int], dict[str, Any]] = {}
+        with self._fetcher.lock:
+            for key, state in self._fetcher.states.items():
+                position = state.position if state.position is not None else -1
+                extras[key] = {
+                    "fetch_state": "paused" if state.paused else ("active" if state.fetch_position is not None else "offset-query"),
+                    "next_offset": position,
+                    "app_offset": position,
+                    "stored_offset": state.stored_offset if state.stored_offset is not None else -1001,
+                    "committed_offset": last_committed.get(key, -1001),
+                    "hi_offset": state.high_watermark,
+                    "lo_offset": state.log_start_offset,
+                    "consumer_lag": state.high_watermark - position if position >= 0 and state.high_watermark >= 0 else -1,
+                }
+        membership = self._membership
+        cgrp = None
+        if membership is not None:
+            cgrp = {"state": "up" if membership.active else "init", "join_state": "steady" if membership.active else "init", "assignment_size": len(extras)}
+        return StatisticsSource(
+            name=self._config.log.name,
+            client_id=self._config["client.id"],
+            kind="consumer",
+            started=self._started,
+            brokers=self._cluster.broker_addresses(),
+            leaders={name: info.leaders for name, info in topics.items() if not info.error_code},
+            metadata_ages={name: now - info.fetched_at for name, info in topics.items()},
+            partition_extras=extras,
+            cgrp=cgrp,
+        )
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """The group's committed offsets (OFFSET_INVALID where none)."""
+        self._check_open()
         if not self._group_id:
             raise invalid_argument('committed() needs "group.id" to be configured')
-        committed = self._fetcher.fetch_committed([(tp.topic, tp.partition) for tp in partitions], self._timeout(timeout))
+        committed = self._fetcher.fetch_committed_entries([(tp.topic, tp.partition) for tp in partitions], self._timeout(timeout))
         result = []
         for tp in partitions:
-            offset = committed.get((tp.topic, tp.partition), -1)
-            result.append(TopicPartition(tp.topic, tp.partition, offset if offset >= 0 else OFFSET_INVALID))
+            offset, metadata, leader_epoch = committed.get((tp.topic, tp.partition), (-1, "", -1))
+            found = TopicPartition(
+                tp.topic, tp.partition, offset if offset >= 0 else OFFSET_INVALID, decode_commit_metadata(metadata), leader_epoch if leader_epoch >= 0 else None
+            )
+            result.append(found)
         return result
 
     @overload
@@ -631,6 +811,7 @@ class Consumer:
 
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None, cached: bool = False) -> tuple[int, int] | None:
         """(low, high) offsets of ``partition``: from the last fetch when ``cached``, else asked of its leader."""
+        self._check_open()
         if cached:
             with self._fetcher.lock:
                 state = self._fetcher.states.get((partition.topic, partition.partition))
@@ -650,6 +831,7 @@ class Consumer:
 
     def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """For each partition, the earliest offset whose timestamp is >= the given one (passed as ``offset``); -1 past the end."""
+        self._check_open()
         results = self._fetcher.list_offsets([(tp.topic, tp.partition, tp.offset) for tp in partitions], self._timeout(timeout))
         out = []
         for tp in partitions:
@@ -664,6 +846,7 @@ class Consumer:
         return self._request_timeout if timeout is None or timeout < 0 else timeout
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        self._check_open()
         return self._cluster.list_topics(topic, timeout)
 
     # ------------------------------------------------------------------ closing
@@ -721,6 +904,22 @@ class _ConsumerPartitions:
 def _next_offset_of(message: Message, what: str) -> tuple[str, int, int]:
     """(topic, partition, offset + 1) of a consumed message: the offset to commit after it."""
     topic, partition, offset = message.topic(), message.partition(), message.offset()
+    error = message.error()
+    if error is not None:
+        # confluent-kafka's words: an error event has no offset to commit or store.
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"Cannot commit offsets for message with error: '{error.str()}'"))
     if topic is None or partition is None or offset is None:
         raise TypeError(f"{what}: {message!r} has no topic, partition and offset (an error event is not a record)")
     return topic, partition, offset + 1
+
+
+def consume_available(consumer: Consumer, num_messages: int, timeout: float) -> list[Message]:
+    """Up to ``num_messages``: waits up to ``timeout`` seconds for the first, then takes only what is already there.
+
+    consume() waits to fill its batch (as librdkafka's); readers that process whatever has
+    arrived (a scan up to an offset, a tail) use this instead of waiting out ``timeout``.
+    """
+    first = consumer.consume(1, timeout)
+    if not first or num_messages <= 1:
+        return first
+    return first + consumer.consume(num_messages - 1, 0)

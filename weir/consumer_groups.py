@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 
+from weir.admin_acls import AclOperation
 from weir.errors import KafkaError
 from weir.message import TopicPartition
 
@@ -226,6 +227,7 @@ class ConsumerGroupDescription:
         group_epoch: int = -1,
         assignment_epoch: int = -1,
         type: ConsumerGroupType = ConsumerGroupType.UNKNOWN,  # noqa: A002 - confluent-kafka's name
+        authorized_operations: list[AclOperation] | None = None,
     ) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
@@ -236,6 +238,8 @@ class ConsumerGroupDescription:
         self.group_epoch = group_epoch
         self.assignment_epoch = assignment_epoch
         self.type = type
+        # The caller's AclOperations on the group when asked for (describe_consumer_groups), else None.
+        self.authorized_operations = authorized_operations
 
     def __repr__(self) -> str:
         return f"ConsumerGroupDescription({self.group_id}, {self.type.name}, {self.state.name}, {len(self.members)} members)"

@@ -114,6 +114,57 @@ _BROKER_ERRORS = [
     ErrorSpec(111, "UNRELEASED_INSTANCE_ID", False, "The instance ID is still used by another member in the consumer group. That member must leave first."),
     ErrorSpec(112, "UNSUPPORTED_ASSIGNOR", False, "The assignor or its version range is not supported by the consumer group."),
     ErrorSpec(113, "STALE_MEMBER_EPOCH", False, "The member epoch is stale."),
+    # The rest of Kafka's codes that librdkafka (confluent-kafka) names: Weir's brokers send few of them.
+    ErrorSpec(33, "UNSUPPORTED_SASL_MECHANISM", False, "Unsupported SASL mechanism."),
+    ErrorSpec(34, "ILLEGAL_SASL_STATE", False, "Request not valid in current SASL state."),
+    ErrorSpec(43, "UNSUPPORTED_FOR_MESSAGE_FORMAT", False, "Message format on broker does not support request."),
+    ErrorSpec(54, "SECURITY_DISABLED", False, "Security features are disabled."),
+    ErrorSpec(57, "LOG_DIR_NOT_FOUND", False, "The user-specified log directory is not found in the broker config."),
+    ErrorSpec(60, "REASSIGNMENT_IN_PROGRESS", False, "Partition reassignment is in progress."),
+    ErrorSpec(61, "DELEGATION_TOKEN_AUTH_DISABLED", False, "Delegation Token feature is not enabled."),
+    ErrorSpec(62, "DELEGATION_TOKEN_NOT_FOUND", False, "Delegation Token is not found on server."),
+    ErrorSpec(63, "DELEGATION_TOKEN_OWNER_MISMATCH", False, "Specified Principal is not valid Owner/Renewer."),
+    ErrorSpec(64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", False, "Delegation Token requests are not allowed on this connection."),
+    ErrorSpec(65, "DELEGATION_TOKEN_AUTHORIZATION_FAILED", False, "Delegation Token authorization failed."),
+    ErrorSpec(66, "DELEGATION_TOKEN_EXPIRED", False, "Delegation Token is expired."),
+    ErrorSpec(67, "INVALID_PRINCIPAL_TYPE", False, "Supplied principalType is not supported."),
+    ErrorSpec(70, "FETCH_SESSION_ID_NOT_FOUND", True, "The fetch session ID was not found."),
+    ErrorSpec(71, "INVALID_FETCH_SESSION_EPOCH", True, "The fetch session epoch is invalid."),
+    ErrorSpec(72, "LISTENER_NOT_FOUND", True, "No matching listener."),
+    ErrorSpec(80, "PREFERRED_LEADER_NOT_AVAILABLE", True, "Preferred leader was not available."),
+    ErrorSpec(83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", True, "Eligible partition leaders are not available."),
+    ErrorSpec(84, "ELECTION_NOT_NEEDED", False, "Leader election not needed for topic partition."),
+    ErrorSpec(85, "NO_REASSIGNMENT_IN_PROGRESS", False, "No partition reassignment is in progress."),
+    ErrorSpec(91, "RESOURCE_NOT_FOUND", False, "Request illegally referred to resource that does not exist."),
+    ErrorSpec(92, "DUPLICATE_RESOURCE", False, "Request illegally referred to the same resource twice."),
+    ErrorSpec(93, "UNACCEPTABLE_CREDENTIAL", False, "Requested credential would not meet criteria for acceptability."),
+    ErrorSpec(
+        94, "INCONSISTENT_VOTER_SET", False, "Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters."
+    ),
+    ErrorSpec(95, "INVALID_UPDATE_VERSION", False, "Invalid update version."),
+    ErrorSpec(96, "FEATURE_UPDATE_FAILED", False, "Unable to update finalized features due to server error."),
+    ErrorSpec(97, "PRINCIPAL_DESERIALIZATION_FAILURE", False, "Request principal deserialization failed during forwarding."),
+    ErrorSpec(103, "INCONSISTENT_TOPIC_ID", False, "The log's topic ID did not match the topic ID in the request."),
+    ErrorSpec(114, "MISMATCHED_ENDPOINT_TYPE", False, "The request was sent to an endpoint of the wrong type."),
+    ErrorSpec(115, "UNSUPPORTED_ENDPOINT_TYPE", False, "This endpoint type is not supported yet."),
+    ErrorSpec(116, "UNKNOWN_CONTROLLER_ID", False, "This controller ID is not known."),
+    ErrorSpec(117, "UNKNOWN_SUBSCRIPTION_ID", False, "Client sent a push telemetry request with an invalid or outdated subscription ID."),
+    ErrorSpec(118, "TELEMETRY_TOO_LARGE", False, "Client sent a push telemetry request larger than the maximum size the broker will accept."),
+    ErrorSpec(119, "INVALID_REGISTRATION", False, "The controller has considered the broker registration to be invalid."),
+    ErrorSpec(120, "TRANSACTION_ABORTABLE", False, "The server encountered an error with the transaction."),
+    ErrorSpec(121, "INVALID_RECORD_STATE", False, "The record state is invalid."),
+    ErrorSpec(122, "SHARE_SESSION_NOT_FOUND", False, "The share session was not found."),
+    ErrorSpec(123, "INVALID_SHARE_SESSION_EPOCH", False, "The share session epoch is invalid."),
+    ErrorSpec(124, "FENCED_STATE_EPOCH", False, "The share-group state epoch did not match."),
+    ErrorSpec(125, "INVALID_VOTER_KEY", False, "The voter key doesn't match the receiving replica's key."),
+    ErrorSpec(126, "DUPLICATE_VOTER", False, "The voter is already part of the set of voters."),
+    ErrorSpec(127, "VOTER_NOT_FOUND", False, "The voter is not part of the set of voters."),
+    ErrorSpec(128, "INVALID_REGULAR_EXPRESSION", False, "The regular expression is not valid."),
+    ErrorSpec(129, "REBOOTSTRAP_REQUIRED", False, "Client metadata is stale, client should rebootstrap to obtain new metadata."),
+    ErrorSpec(130, "STREAMS_INVALID_TOPOLOGY", False, "The supplied topology is invalid."),
+    ErrorSpec(131, "STREAMS_INVALID_TOPOLOGY_EPOCH", False, "The supplied topology epoch is invalid."),
+    ErrorSpec(132, "STREAMS_TOPOLOGY_FENCED", False, "The supplied topology epoch is outdated."),
+    ErrorSpec(133, "SHARE_SESSION_LIMIT_REACHED", False, "The limit of share sessions has been reached."),
 ]
 
 # confluent-kafka (librdkafka) local error codes: raised inside the client, never by a broker.
@@ -139,6 +190,49 @@ _LOCAL_ERRORS = [
     ErrorSpec(-152, "_PURGE_QUEUE", False, "Purged from the queue."),
     ErrorSpec(-145, "_NOT_CONFIGURED", False, "Functionality not configured."),
     ErrorSpec(-144, "_FENCED", False, "This instance has been fenced by a newer instance."),
+    # The rest of librdkafka's local codes, so that code comparing with them ports unchanged.
+    ErrorSpec(-137, "_DESTROY_BROKER", False, "Broker handle destroyed without termination."),
+    ErrorSpec(-138, "_INVALID_DIFFERENT_RECORD", False, "an invalid record in the same batch caused the failure of this message too."),
+    ErrorSpec(-139, "_LOG_TRUNCATION", False, "Partition log truncation detected."),
+    ErrorSpec(-141, "_NOOP", False, "No operation performed."),
+    ErrorSpec(-142, "_ASSIGNMENT_LOST", False, "Group partition assignment lost."),
+    ErrorSpec(-143, "_APPLICATION", False, "Application generated error."),
+    ErrorSpec(-146, "_UNKNOWN_BROKER", False, "Unknown broker."),
+    ErrorSpec(-148, "_GAPLESS_GUARANTEE", False, "Gap-less ordering would not be guaranteed if proceeding."),
+    ErrorSpec(-149, "_INCONSISTENT", False, "Inconsistent state."),
+    ErrorSpec(-151, "_PURGE_INFLIGHT", False, "Purged in flight."),
+    ErrorSpec(-153, "_RETRY", True, "Retry operation."),
+    ErrorSpec(-154, "_INVALID_TYPE", False, "Invalid type."),
+    ErrorSpec(-155, "_UNDERFLOW", False, "Read underflow."),
+    ErrorSpec(-156, "_NOENT", False, "No such entry."),
+    ErrorSpec(-157, "_READ_ONLY", False, "Read-only object."),
+    ErrorSpec(-158, "_PARTIAL", False, "Partial response."),
+    ErrorSpec(-159, "_VALUE_DESERIALIZATION", False, "Value deserialization error."),
+    ErrorSpec(-160, "_KEY_DESERIALIZATION", False, "Key deserialization error."),
+    ErrorSpec(-161, "_VALUE_SERIALIZATION", False, "Value serialization error."),
+    ErrorSpec(-162, "_KEY_SERIALIZATION", False, "Key serialization error."),
+    ErrorSpec(-163, "_INTR", False, "Operation interrupted."),
+    ErrorSpec(-164, "_WAIT_CACHE", False, "Awaiting cache update."),
+    ErrorSpec(-165, "_UNSUPPORTED_FEATURE", False, "Required feature not supported by broker."),
+    ErrorSpec(-166, "_TIMED_OUT_QUEUE", False, "Timed out in queue."),
+    ErrorSpec(-167, "_OUTDATED", False, "Outdated."),
+    ErrorSpec(-170, "_NOT_IMPLEMENTED", False, "Not implemented."),
+    ErrorSpec(-171, "_UNKNOWN_PROTOCOL", False, "Unknown protocol."),
+    ErrorSpec(-173, "_CONFLICT", False, "Conflicting use."),
+    ErrorSpec(-174, "_REVOKE_PARTITIONS", False, "Revoke partitions."),
+    ErrorSpec(-175, "_ASSIGN_PARTITIONS", False, "Assign partitions."),
+    ErrorSpec(-176, "_EXISTING_SUBSCRIPTION", False, "Existing subscription."),
+    ErrorSpec(-177, "_PREV_IN_PROGRESS", False, "Previous operation in progress."),
+    ErrorSpec(-178, "_IN_PROGRESS", False, "Operation in progress."),
+    ErrorSpec(-179, "_UNKNOWN_GROUP", False, "Unknown group."),
+    ErrorSpec(-180, "_WAIT_COORD", False, "Waiting for coordinator."),
+    ErrorSpec(-181, "_SSL", False, "SSL error."),
+    ErrorSpec(-182, "_NODE_UPDATE", False, "Broker node update."),
+    ErrorSpec(-183, "_ISR_INSUFF", False, "ISR count insufficient."),
+    ErrorSpec(-189, "_FS", False, "File or filesystem error."),
+    ErrorSpec(-193, "_RESOLVE", False, "Host resolution failure."),
+    ErrorSpec(-194, "_CRIT_SYS_RESOURCE", False, "Critical system resource failure."),
+    ErrorSpec(-198, "_BAD_COMPRESSION", False, "Invalid compressed data."),
 ]
 
 ERRORS_BY_CODE: dict[int, ErrorSpec] = {spec.code: spec for spec in _BROKER_ERRORS + _LOCAL_ERRORS}
@@ -231,6 +325,54 @@ class _CodeNames:
     UNRELEASED_INSTANCE_ID: ClassVar[int]
     UNSUPPORTED_ASSIGNOR: ClassVar[int]
     STALE_MEMBER_EPOCH: ClassVar[int]
+    UNSUPPORTED_SASL_MECHANISM: ClassVar[int]
+    ILLEGAL_SASL_STATE: ClassVar[int]
+    UNSUPPORTED_FOR_MESSAGE_FORMAT: ClassVar[int]
+    SECURITY_DISABLED: ClassVar[int]
+    LOG_DIR_NOT_FOUND: ClassVar[int]
+    REASSIGNMENT_IN_PROGRESS: ClassVar[int]
+    DELEGATION_TOKEN_AUTH_DISABLED: ClassVar[int]
+    DELEGATION_TOKEN_NOT_FOUND: ClassVar[int]
+    DELEGATION_TOKEN_OWNER_MISMATCH: ClassVar[int]
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: ClassVar[int]
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED: ClassVar[int]
+    DELEGATION_TOKEN_EXPIRED: ClassVar[int]
+    INVALID_PRINCIPAL_TYPE: ClassVar[int]
+    FETCH_SESSION_ID_NOT_FOUND: ClassVar[int]
+    INVALID_FETCH_SESSION_EPOCH: ClassVar[int]
+    LISTENER_NOT_FOUND: ClassVar[int]
+    PREFERRED_LEADER_NOT_AVAILABLE: ClassVar[int]
+    ELIGIBLE_LEADERS_NOT_AVAILABLE: ClassVar[int]
+    ELECTION_NOT_NEEDED: ClassVar[int]
+    NO_REASSIGNMENT_IN_PROGRESS: ClassVar[int]
+    RESOURCE_NOT_FOUND: ClassVar[int]
+    DUPLICATE_RESOURCE: ClassVar[int]
+    UNACCEPTABLE_CREDENTIAL: ClassVar[int]
+    INCONSISTENT_VOTER_SET: ClassVar[int]
+    INVALID_UPDATE_VERSION: ClassVar[int]
+    FEATURE_UPDATE_FAILED: ClassVar[int]
+    PRINCIPAL_DESERIALIZATION_FAILURE: ClassVar[int]
+    INCONSISTENT_TOPIC_ID: ClassVar[int]
+    MISMATCHED_ENDPOINT_TYPE: ClassVar[int]
+    UNSUPPORTED_ENDPOINT_TYPE: ClassVar[int]
+    UNKNOWN_CONTROLLER_ID: ClassVar[int]
+    UNKNOWN_SUBSCRIPTION_ID: ClassVar[int]
+    TELEMETRY_TOO_LARGE: ClassVar[int]
+    INVALID_REGISTRATION: ClassVar[int]
+    TRANSACTION_ABORTABLE: ClassVar[int]
+    INVALID_RECORD_STATE: ClassVar[int]
+    SHARE_SESSION_NOT_FOUND: ClassVar[int]
+    INVALID_SHARE_SESSION_EPOCH: ClassVar[int]
+    FENCED_STATE_EPOCH: ClassVar[int]
+    INVALID_VOTER_KEY: ClassVar[int]
+    DUPLICATE_VOTER: ClassVar[int]
+    VOTER_NOT_FOUND: ClassVar[int]
+    INVALID_REGULAR_EXPRESSION: ClassVar[int]
+    REBOOTSTRAP_REQUIRED: ClassVar[int]
+    STREAMS_INVALID_TOPOLOGY: ClassVar[int]
+    STREAMS_INVALID_TOPOLOGY_EPOCH: ClassVar[int]
+    STREAMS_TOPOLOGY_FENCED: ClassVar[int]
+    SHARE_SESSION_LIMIT_REACHED: ClassVar[int]
     # confluent-kafka's local codes.
     _BAD_MSG: ClassVar[int]
     _DESTROY: ClassVar[int]
@@ -253,6 +395,48 @@ class _CodeNames:
     _PURGE_QUEUE: ClassVar[int]
     _NOT_CONFIGURED: ClassVar[int]
     _FENCED: ClassVar[int]
+    _DESTROY_BROKER: ClassVar[int]
+    _INVALID_DIFFERENT_RECORD: ClassVar[int]
+    _LOG_TRUNCATION: ClassVar[int]
+    _NOOP: ClassVar[int]
+    _ASSIGNMENT_LOST: ClassVar[int]
+    _APPLICATION: ClassVar[int]
+    _UNKNOWN_BROKER: ClassVar[int]
+    _GAPLESS_GUARANTEE: ClassVar[int]
+    _INCONSISTENT: ClassVar[int]
+    _PURGE_INFLIGHT: ClassVar[int]
+    _RETRY: ClassVar[int]
+    _INVALID_TYPE: ClassVar[int]
+    _UNDERFLOW: ClassVar[int]
+    _NOENT: ClassVar[int]
+    _READ_ONLY: ClassVar[int]
+    _PARTIAL: ClassVar[int]
+    _VALUE_DESERIALIZATION: ClassVar[int]
+    _KEY_DESERIALIZATION: ClassVar[int]
+    _VALUE_SERIALIZATION: ClassVar[int]
+    _KEY_SERIALIZATION: ClassVar[int]
+    _INTR: ClassVar[int]
+    _WAIT_CACHE: ClassVar[int]
+    _UNSUPPORTED_FEATURE: ClassVar[int]
+    _TIMED_OUT_QUEUE: ClassVar[int]
+    _OUTDATED: ClassVar[int]
+    _NOT_IMPLEMENTED: ClassVar[int]
+    _UNKNOWN_PROTOCOL: ClassVar[int]
+    _CONFLICT: ClassVar[int]
+    _REVOKE_PARTITIONS: ClassVar[int]
+    _ASSIGN_PARTITIONS: ClassVar[int]
+    _EXISTING_SUBSCRIPTION: ClassVar[int]
+    _PREV_IN_PROGRESS: ClassVar[int]
+    _IN_PROGRESS: ClassVar[int]
+    _UNKNOWN_GROUP: ClassVar[int]
+    _WAIT_COORD: ClassVar[int]
+    _SSL: ClassVar[int]
+    _NODE_UPDATE: ClassVar[int]
+    _ISR_INSUFF: ClassVar[int]
+    _FS: ClassVar[int]
+    _RESOLVE: ClassVar[int]
+    _CRIT_SYS_RESOURCE: ClassVar[int]
+    _BAD_COMPRESSION: ClassVar[int]
 
 
 def _set_code_names(cls: type[_CodeNames]) -> None:
@@ -298,6 +482,9 @@ class KafkaError(_CodeNames):
     TOPIC_EXCEPTION: ClassVar[int] = 17
     INVALID_MSG: ClassVar[int] = 2
     UNKNOWN: ClassVar[int] = -1
+    UNKNOWN_TOPIC_OR_PART: ClassVar[int] = 3
+    STALE_CTRL_EPOCH: ClassVar[int] = 11
+    INVALID_MSG_SIZE: ClassVar[int] = 4
 
     def __init__(
         self,

@@ -3,7 +3,12 @@
 One thread per consumer keeps at most one Fetch in flight per broker, covering every
 assigned partition that broker leads and that is not paused, not waiting for an offset
 reset, and not already holding more prefetched data than ``queued.max.messages.kbytes``.
-Answers (completed on gRPC threads) are handed to the fetcher thread through an inbox.
+Answers are applied on the thread that completed the call (a :class:`weir.call_threads.CallThreads`
+thread, which starts no thread per call as gRPC's ``.future()`` does): the records go to the
+application from there, one thread wake-up sooner than through the fetcher thread, and the
+same thread sends the next Fetch (and then makes that call itself, being free), so a long poll
+is parked again at the broker without any thread hand-off; the fetcher thread is woken too,
+for offset resets and anything else it does.
 Record bytes are queued as :class:`FetchedChunk` objects, undecoded; the consumer decodes
 them in poll()/consume(), in the application's thread.
 
@@ -33,16 +38,20 @@ import logging
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future
+from typing import Any
 
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
+from weir.call_threads import CallThreads
 from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.coordinator import GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
 from weir.records import iter_batch_positions
+from weir.statistics import ClientCounters
 
 logger = logging.getLogger(__name__)
 
@@ -160,11 +169,21 @@ class Fetcher:
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.chunks: deque[FetchedChunk] = deque()
         self.prefetched_bytes = 0
-        self._inbox: deque[tuple[str, list[tuple[PartitionState, int, int]], grpc.Future]] = deque()
+        # Set (under the lock) when something changed during a round (an answer applied, an assignment,
+        # a seek, room freed): the fetcher thread runs another round before it sleeps.
+        self._run_again = False
+        # Held while deciding and sending fetches, by the fetcher thread or a call thread after an answer.
+        self._send_lock = threading.Lock()
+        self._calls = CallThreads("weir-consumer-fetch")
         self._in_flight: set[str] = set()
         self._errors: deque[KafkaError] = deque()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="weir-consumer-fetcher", daemon=True)
+        # Statistics (stats_cb) and throttle events (address, ms) for throttle_cb, read by the consumer.
+        self.counters = ClientCounters()
+        self.throttles: deque[tuple[str, int]] = deque()
+        self._rtts: dict[int, float] = {}
+        self._log = config.log
 
     def start(self) -> None:
         self._thread.start()
@@ -172,24 +191,32 @@ class Fetcher:
     def stop(self) -> None:
         with self.lock:
             self._stopping = True
-            self._work.notify()
+            self._run_again_locked()
         self._thread.join(timeout=self._request_timeout)
+        self._calls.close()
 
     def wake(self) -> None:
         """Something changed (assignment, seek, room freed): fetch again now."""
         with self.lock:
-            self._work.notify()
+            self._run_again_locked()
+
+    def _run_again_locked(self) -> None:
+        """Something changed: the fetcher runs another round now. Noted as well as notified, so a
+        change made while the fetcher thread is in a round (not waiting) is not lost and followed
+        by a full wait."""
+        self._run_again = True
+        self._work.notify()
 
     def wake_locked(self) -> None:
         """As :meth:`wake`, for callers already holding :attr:`lock`."""
-        self._work.notify()
+        self._run_again_locked()
 
     def add_locked(self, topic: str, partition: int, offset: int, partition_max_bytes: int) -> PartitionState:
         """Start fetching ``partition`` at ``offset`` (absolute or OFFSET_*); lock held."""
         state = PartitionState(topic, partition, partition_max_bytes)
         state.seek(offset)
         self.states[(topic, partition)] = state
-        self._work.notify()
+        self._run_again_locked()
         return state
 
     def remove_locked(self, topic: str, partition: int) -> PartitionState | None:
@@ -217,6 +244,7 @@ class Fetcher:
             with self.lock:
                 if self._stopping:
                     return
+                self._run_again = False
             try:
                 wait = self._run_once()
             except Exception as error:  # the fetcher must outlive any bug in one round
@@ -224,12 +252,10 @@ class Fetcher:
                 self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))
                 wait = self._backoff
             with self.lock:
-                if not self._inbox and not self._stopping:
+                if not self._run_again and not self._stopping:
                     self._work.wait(wait)
 
     def _run_once(self) -> float:
-        while self._inbox:
-            self._handle_answer(*self._inbox.popleft())
         now = time.monotonic()
         wait = self._resolve_resets(now)
         return min(wait, self._send_fetches(now))
@@ -274,7 +300,7 @@ class Fetcher:
                     state.seek(fallback)
                 else:
                     self._reset_failed(state, f"no committed offset for {state.topic}-{state.partition} and auto.offset.reset is error")
-            self._work.notify()
+            self._run_again_locked()
 
     def _resolve_logical(self, logical: list[tuple[PartitionState, int, int]]) -> None:
         requests = [
@@ -347,6 +373,10 @@ class Fetcher:
 
     def fetch_committed(self, partitions: list[tuple[str, int]], timeout: float) -> dict[tuple[str, int], int]:
         """The group's committed offsets ({(topic, partition): offset}, -1 when none)."""
+        return {key: offset for key, (offset, _, _) in self.fetch_committed_entries(partitions, timeout).items()}
+
+    def fetch_committed_entries(self, partitions: list[tuple[str, int]], timeout: float) -> dict[tuple[str, int], tuple[int, str, int]]:
+        """The group's committed offsets with their metadata and leader epoch ({(topic, partition): (offset, metadata, epoch)}, offset -1 when none)."""
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
@@ -356,17 +386,26 @@ class Fetcher:
         response = self._coordinators.call(self._group_id, "OffsetFetch", request, timeout=timeout)
         if response.error_code:
             raise KafkaException(KafkaError(response.error_code, response.error_message or None))
-        committed = {}
+        committed: dict[tuple[str, int], tuple[int, str, int]] = {}
         for topic_response in response.topics:
             for partition_response in topic_response.partitions:
-                committed[(topic_response.topic, partition_response.partition)] = (
-                    partition_response.committed_offset if not partition_response.error_code else -1
-                )
+                if partition_response.error_code:
+                    committed[(topic_response.topic, partition_response.partition)] = (-1, "", -1)
+                else:
+                    committed[(topic_response.topic, partition_response.partition)] = (
+                        partition_response.committed_offset,
+                        partition_response.metadata,
+                        partition_response.committed_leader_epoch,
+                    )
         return committed
 
     # ------------------------------------------------------------------ fetching
 
     def _send_fetches(self, now: float) -> float:
+        with self._send_lock:
+            return self._send_fetches_locked(now)
+
+    def _send_fetches_locked(self, now: float) -> float:
         by_leader: dict[str, list[PartitionState]] = {}
         missing: set[str] = set()
         with self.lock:
@@ -426,23 +465,58 @@ class Fetcher:
             replica_id=-1,
         )
         self._in_flight.add(address)
-        future = self._cluster.stub(address).Fetch.future(
-            request, timeout=self._request_timeout + self._max_wait_ms / 1000.0, metadata=self._cluster.call_metadata
+        self.counters.request_sent(address, request.ByteSize())
+        self._log.debug("fetch", "FETCH", "%s: fetching %d partition(s)", address, len(sent))
+        sent_at = time.monotonic()
+        # The callback is attached before the call starts, so that it always runs on the call
+        # thread: inline here it would take _send_lock, which this thread holds.
+        self._calls.call(
+            self._cluster.stub(address).Fetch,
+            request,
+            timeout=self._request_timeout + self._max_wait_ms / 1000.0,
+            metadata=self._cluster.call_metadata,
+            on_done=lambda done: self._arrived(address, sent, done, sent_at),
         )
-        future.add_done_callback(lambda done: self._arrived(address, sent, done))
 
-    def _arrived(self, address: str, sent: list[tuple[PartitionState, int, int]], future: grpc.Future) -> None:
-        # Runs on a gRPC thread: hand over to the fetcher thread.
+    def _arrived(self, address: str, sent: list[tuple[PartitionState, int, int]], future: Future[Any], sent_at: float) -> None:
+        # Runs on a call thread: queue the records for the application here (a hand-off to the
+        # fetcher thread first would add a thread wake-up to every record's latency), then send
+        # the next Fetch from here. _in_flight changes only under _send_lock (adds) or for an
+        # address whose call just completed (this discard), so no address gets two fetches.
+        rtt = time.monotonic() - sent_at
         with self.lock:
-            self._inbox.append((address, sent, future))
-            self._work.notify()
+            self._rtts[id(future)] = rtt
+        try:
+            self._handle_answer(address, sent, future)
+        except Exception as error:  # as in the fetcher's loop: report, and let fetching go on
+            logger.exception("consumer fetch answer failed")
+            with self.lock:
+                self._in_flight.discard(address)
+                for state, _, _ in sent:
+                    state.in_flight = False
+            self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))
+        fetching_again = False
+        if not self._stopping:
+            try:
+                self._send_fetches(time.monotonic())
+                fetching_again = address in self._in_flight
+            except Exception as error:
+                logger.exception("consumer fetch failed")
+                self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))
+        if not fetching_again:
+            # Something is left for the fetcher thread: an offset reset, a backoff, a missing leader, room to wait for.
+            with self.lock:
+                self._run_again_locked()
 
-    def _handle_answer(self, address: str, sent: list[tuple[PartitionState, int, int]], future: grpc.Future) -> None:
+    def _handle_answer(self, address: str, sent: list[tuple[PartitionState, int, int]], future: Future[Any]) -> None:
         self._in_flight.discard(address)
+        with self.lock:
+            rtt = self._rtts.pop(id(future), 0.0)
         try:
             response = future.result()
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error, f"Fetch from {address}")
+            self.counters.request_failed(address)
             self._cluster.note_failure(address, error)
             with self.lock:
                 for state, _, _ in sent:
@@ -452,8 +526,11 @@ class Fetcher:
             self._report_error(error)
             return
         self._cluster.note_answer(address)
+        self.counters.response_received(address, response.ByteSize(), rtt)
         answers = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
         with self.lock:
+            if response.throttle_time_ms > 0:
+                self.throttles.append((address, response.throttle_time_ms))
             for state, generation, fetch_offset in sent:
                 state.in_flight = False
                 answer = answers.get((state.topic, state.partition))
@@ -516,9 +593,9 @@ class Fetcher:
         """
         state.seek(offset)
         state.retry_at = time.monotonic() + self._backoff
-        self._work.notify()
+        self._run_again_locked()
 
     def consumed(self, chunk: FetchedChunk) -> None:
         """The application took ``chunk``: its bytes no longer count against the prefetch limit (lock held)."""
         self.prefetched_bytes -= len(chunk.records)
-        self._work.notify()
+        self._run_again_locked()

@@ -327,6 +327,11 @@ class GroupMembership:
         with self._lock:
             self.needs_service = False
             errors, self._errors = self._errors, []
+            if self._owned and self._phase == Phase.LOST and any(error.code() == KafkaError._MAX_POLL_EXCEEDED for error in errors):
+                # As librdkafka: this poll() returns _MAX_POLL_EXCEEDED, the next one gives the
+                # partitions up (on_lost, else on_revoke).
+                self._need_service_locked()
+                return errors
             lost = self._owned if self._phase in (Phase.LOST, Phase.FATAL) else frozenset()
             if lost:
                 self._owned = frozenset()
@@ -469,6 +474,16 @@ class GroupMembership:
             self._run_callback(self._subscription.on_lost if self._subscription.on_lost is not None else self._subscription.on_revoke, partitions)
         finally:
             self._owner.stop_fetching(partitions)
+
+    @property
+    def in_assign_callback(self) -> bool:
+        """Whether on_assign / on_revoke / on_lost is running now (in the application's poll())."""
+        return self._in_callback
+
+    @property
+    def subscribed_names(self) -> tuple[str, ...]:
+        """The literal topic names of the subscription (regular expressions left out)."""
+        return self._subscription.topic_names
 
     def _assign(self, partitions: list[TopicPartition]) -> None:
         """on_assign, then fetch the partitions it did not assign itself."""

@@ -163,3 +163,23 @@ class TopicPartition:
         return f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset},leader_epoch={self.leader_epoch}{error}}}"
 
     __str__ = __repr__
+
+
+class ThrottleEvent:
+    """A broker held back a response for the tenant's quota (confluent-kafka's ThrottleEvent, given to ``throttle_cb``).
+
+    ``throttle_time`` is in seconds (float), as confluent-kafka's.
+    """
+
+    __slots__ = ("broker_name", "broker_id", "throttle_time")
+
+    def __init__(self, broker_name: str, broker_id: int, throttle_time: float) -> None:
+        self.broker_name = broker_name
+        self.broker_id = broker_id
+        self.throttle_time = throttle_time
+
+    def __str__(self) -> str:
+        return f"{self.broker_name}/{self.broker_id} throttled for {int(self.throttle_time * 1000)} ms"
+
+    def __repr__(self) -> str:
+        return f"ThrottleEvent({self.broker_name!r}, {self.broker_id}, {self.throttle_time})"

@@ -1,17 +1,22 @@
-"""Choosing the partition of a produced record, compatible with Kafka's and librdkafka's.
+"""Choosing the partition of a produced record, as librdkafka's partitioners do.
 
-- ``murmur2``: ``(murmur2(key) & 0x7fffffff) % partitions`` exactly as Kafka's Java client,
-  so the same key lands on the same partition whichever client produced it. A missing key
-  hashes as the empty key (one fixed partition), as librdkafka's ``murmur2``.
-- ``murmur2_random`` (the default): murmur2 for keyed records, sticky for keyless ones.
-- ``consistent_random``: CRC-32 of the key (librdkafka's ``consistent``), sticky without a key.
-- ``random``: every record sticky, key or not.
+Every partitioner of librdkafka (``partitioner``), each placing a key exactly where
+librdkafka (and, for murmur2, Kafka's Java client; for fnv1a, Sarama) places it:
+
+- ``consistent_random`` (the default): CRC-32 of the key; null or empty keys sticky.
+- ``consistent``: CRC-32 of the key; a null key hashes as the empty key (partition 0).
+- ``murmur2_random``: ``(murmur2(key) & 0x7fffffff) % partitions``; null keys sticky.
+- ``murmur2``: the same, a null key hashed as the empty key (one fixed partition).
+- ``fnv1a_random`` / ``fnv1a``: FNV-1a of the key (absolute value, Sarama's hash).
+- ``random``: every record on the sticky partition, key or not.
 
 Sticky partitioning (KIP-480): keyless records stay on one partition until the batch they
 are filling is sent, then move to another partition chosen at random, so that keyless
 traffic forms few large batches instead of many small ones. The producer asks
 :meth:`StickyPartitions.partition` for the current choice and calls
-:meth:`StickyPartitions.batch_sent` when that partition's batch left.
+:meth:`StickyPartitions.batch_sent` when that partition's batch left. With
+``sticky.partitioning.linger.ms=0`` there is no stickiness: each keyless record gets a random
+partition, as librdkafka does.
 """
 
 from __future__ import annotations
@@ -61,21 +66,44 @@ def consistent_partition(key: bytes, partition_count: int) -> int:
     return zlib.crc32(key) % partition_count
 
 
+_FNV_OFFSET = 0x811C9DC5
+_FNV_PRIME = 0x01000193
+
+
+def fnv1a(data: bytes) -> int:
+    """librdkafka's ``rd_fnv1a``: 32-bit FNV-1a, then the absolute value as a signed int (Sarama's hash)."""
+    h = _FNV_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK
+    if h & 0x80000000:
+        h = (-(h - (1 << 32))) & _MASK  # abs() of the int32; INT32_MIN stays 0x80000000, as in C
+    return h
+
+
+def fnv1a_partition(key: bytes, partition_count: int) -> int:
+    """librdkafka's ``fnv1a`` partitioner: FNV-1a of the key modulo the count."""
+    return fnv1a(key) % partition_count
+
+
 class StickyPartitions:
     """The current sticky partition of every topic, for keyless records.
 
     Not thread-safe: the producer calls it under its accumulator lock.
     """
 
-    __slots__ = ("_current", "_choose")
+    __slots__ = ("_current", "_choose", "_per_record")
 
-    def __init__(self, choose: Callable[[int], int] | None = None) -> None:
+    def __init__(self, choose: Callable[[int], int] | None = None, *, per_record: bool = False) -> None:
         self._current: dict[str, int] = {}
         # Injected so tests can make the random choice deterministic.
         self._choose = choose or random.randrange
+        # sticky.partitioning.linger.ms=0: a random partition for every record.
+        self._per_record = per_record
 
     def partition(self, topic: str, partition_count: int) -> int:
         """The topic's sticky partition, choosing one when there is none or the count shrank."""
+        if self._per_record:
+            return self._choose(partition_count)
         current = self._current.get(topic)
         if current is None or current >= partition_count:
             current = self._choose(partition_count)
@@ -94,6 +122,19 @@ class StickyPartitions:
         self._current[topic] = choice if choice < partition else choice + 1
 
 
+_HASHES: dict[str, Callable[[bytes, int], int] | None] = {
+    "consistent_random": consistent_partition,
+    "consistent": consistent_partition,
+    "murmur2_random": murmur2_partition,
+    "murmur2": murmur2_partition,
+    "fnv1a_random": fnv1a_partition,
+    "fnv1a": fnv1a_partition,
+    "random": None,
+}
+# Partitioners that hash a null key as the empty key instead of going sticky (librdkafka's).
+_HASH_NULL_KEY = frozenset({"consistent", "murmur2", "fnv1a"})
+
+
 class Partitioner:
     """Maps a record's key to a partition under one of librdkafka's partitioner names.
 
@@ -101,40 +142,33 @@ class Partitioner:
     under ``random``) go to the topic's sticky partition. Not thread-safe (see StickyPartitions).
     """
 
-    NAMES = ("murmur2_random", "murmur2", "random", "consistent_random")
+    NAMES = tuple(_HASHES)
 
-    __slots__ = ("name", "sticky", "_hash_key", "_hash_missing_key")
+    __slots__ = ("name", "sticky", "_hash_key", "_hash_missing_key", "_empty_is_missing")
 
-    def __init__(self, name: str = "murmur2_random", sticky: StickyPartitions | None = None) -> None:
-        if name not in self.NAMES:
+    def __init__(self, name: str = "consistent_random", sticky: StickyPartitions | None = None) -> None:
+        if name not in _HASHES:
             raise ValueError(f"unknown partitioner {name!r}; expected one of {', '.join(self.NAMES)}")
         self.name = name
         self.sticky = sticky or StickyPartitions()
-        self._hash_key: Callable[[bytes, int], int] | None = {
-            "murmur2_random": murmur2_partition,
-            "murmur2": murmur2_partition,
-            "consistent_random": consistent_partition,
-            "random": None,
-        }[name]
-        self._hash_missing_key = name == "murmur2"
+        self._hash_key = _HASHES[name]
+        self._hash_missing_key = name in _HASH_NULL_KEY
+        # librdkafka's consistent_random treats an empty key as no key.
+        self._empty_is_missing = name == "consistent_random"
 
     def keyed_partition(self, key: bytes | None, partition_count: int) -> int:
         """The partition the key decides, or -1 when the record goes to the sticky partition.
 
         Safe without a lock: it reads no sticky state.
         """
-        if self._hash_key is not None:
-            if key is not None:
-                return self._hash_key(key, partition_count)
-            if self._hash_missing_key:
-                return murmur2_partition(b"", partition_count)
-        return -1
+        hash_key = self._hash_key
+        if hash_key is None:
+            return -1
+        if key is None or (self._empty_is_missing and not key):
+            return hash_key(b"", partition_count) if self._hash_missing_key else -1
+        return hash_key(key, partition_count)
 
     def partition(self, topic: str, key: bytes | None, partition_count: int) -> int:
         """The record's partition, the sticky one included (callers hold the producer's lock)."""
-        if self._hash_key is not None:
-            if key is not None:
-                return self._hash_key(key, partition_count)
-            if self._hash_missing_key:
-                return murmur2_partition(b"", partition_count)
-        return self.sticky.partition(topic, partition_count)
+        chosen = self.keyed_partition(key, partition_count)
+        return chosen if chosen >= 0 else self.sticky.partition(topic, partition_count)

@@ -16,10 +16,20 @@ Behaviour worth knowing, where a choice had to be made:
   delivery callback with ``_UNKNOWN_TOPIC`` (metadata for it is asked again at most every
   ``retry.backoff.max.ms``, so a topic created meanwhile is found).
 - An explicit partition beyond the topic's partition count raises KafkaException
-  ``_UNKNOWN_PARTITION`` from produce(), as librdkafka does.
+  ``_UNKNOWN_PARTITION`` from produce(), as librdkafka does once it has the topic's
+  metadata; the first record for a topic fails through its delivery callback instead (as
+  librdkafka's, queued before metadata arrived).
 - A record larger than ``message.max.bytes`` raises KafkaException ``MSG_SIZE_TOO_LARGE``.
 - When ``buffer.memory`` is full, produce() blocks up to ``max.block.ms`` for room, then
   raises ``BufferError`` (confluent-kafka's type for a full queue).
+- ``queue.buffering.max.messages`` / ``queue.buffering.max.kbytes``, when set, make produce()
+  raise BufferError at once beyond them, as librdkafka does; ``delivery.report.only.error``
+  calls delivery callbacks only for failed records.
+- The first metadata request for a topic asks the broker to create it when
+  ``allow.auto.create.topics`` is true (the producer's default) and the broker allows it.
+- ``stats_cb`` gets librdkafka-shaped statistics (weir.statistics) every
+  ``statistics.interval.ms`` and ``throttle_cb`` a ThrottleEvent when a broker delayed an
+  answer for the tenant's quota, both from poll(), as error_cb.
 - With ``transactional.id`` the producer is transactional (init_transactions(),
   begin_transaction(), send_offsets_to_transaction(), commit_transaction(),
   abort_transaction(), as confluent-kafka's; see producer_transactions), and produce()
@@ -38,12 +48,13 @@ from weir.cluster import Cluster, ClusterMetadata, TopicInfo
 from weir.config import PRODUCER, ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.group_metadata import ConsumerGroupMetadata
-from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, TopicPartition
-from weir.partitioner import Partitioner
+from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, ThrottleEvent, TopicPartition
+from weir.partitioner import Partitioner, StickyPartitions
 from weir.producer_accumulator import Delivery, ProducerBatch, RecordAccumulator
 from weir.producer_sender import Sender
 from weir.producer_transactions import TransactionManager
 from weir.records import COMPRESSION_CODECS
+from weir.statistics import ClientCounters, StatisticsSource, StatisticsTimer, statistics_json
 
 # How long a topic the brokers did not know stays "unknown" before produce() asks again.
 _UNKNOWN_TOPIC_RECHECK = 1.0
@@ -77,6 +88,13 @@ def normalize_headers(headers: Mapping[str, Any] | Sequence[tuple[str, Any]]) ->
     return normalized, size
 
 
+def _topic_error(topic: str, info: TopicInfo) -> KafkaError:
+    """The delivery error of a record whose topic's metadata carries an error."""
+    if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")
+    return KafkaError(info.error_code, info.error_message or None)
+
+
 class Producer:
     """A thread-safe Kafka-style producer (see the module docstring for its behaviour)."""
 
@@ -86,7 +104,8 @@ class Producer:
         self._config = ClientConfig(merged, PRODUCER)
         config_values = self._config
         self._cluster = Cluster(config_values)
-        self._partitioner = Partitioner(config_values["partitioner"])
+        sticky = StickyPartitions(per_record=config_values["sticky.partitioning.linger.ms"] == 0)
+        self._partitioner = Partitioner(config_values["partitioner"], sticky)
         self._accumulator = RecordAccumulator(
             batch_size=config_values["batch.size"],
             batch_max_records=config_values["batch.num.messages"],
@@ -112,7 +131,26 @@ class Producer:
                 request_timeout=config_values["request.timeout.ms"] / 1000.0,
                 report_error=self._sender_error,
             )
-        self._sender = Sender(self._accumulator, self._cluster, config_values, self._batch_done, self._sender_error, self._transactions)
+        self._only_errors: bool = config_values["delivery.report.only.error"]
+        self._max_messages: int | None = config_values["queue.buffering.max.messages"] if config_values.is_set("queue.buffering.max.messages") else None
+        self._max_bytes: int | None = config_values["queue.buffering.max.kbytes"] * 1024 if config_values.is_set("queue.buffering.max.kbytes") else None
+        self._auto_create: bool = config_values["allow.auto.create.topics"]
+        self._stats_callback: Callable[[str], Any] | None = config_values["stats_cb"]
+        self._throttle_callback: Callable[[ThrottleEvent], Any] | None = config_values["throttle_cb"]
+        self._stats_timer = StatisticsTimer(config_values["statistics.interval.ms"] if self._stats_callback is not None else 0)
+        self._counters = ClientCounters()
+        self._throttles: deque[ThrottleEvent] = deque()
+        self._started = time.monotonic()
+        self._sender = Sender(
+            self._accumulator,
+            self._cluster,
+            config_values,
+            self._batch_done,
+            self._sender_error,
+            self._transactions,
+            counters=self._counters,
+            report_throttle=self._throttled if self._throttle_callback is not None else None,
+        )
         self._sender.start()
         self._closed = False
 
@@ -147,27 +185,40 @@ class Producer:
             size += header_size
         else:
             headers = None
+        self._check_queue_room(size)
         if size > self._message_max_bytes:
             raise KafkaException(
                 KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Broker: Message size too large: {size} bytes exceeds message.max.bytes ({self._message_max_bytes})")
             )
         info = self._cluster.topics.get(topic)
+        first_look = info is None
         if info is None or info.error_code:
             info = self._topic_info(topic, info)
         delivery = on_delivery or callback or self._on_delivery
         if not timestamp:
             timestamp = time.time_ns() // 1_000_000
         if info.error_code:
-            self._fail_now(topic, partition, info, delivery, key, value, headers, timestamp)
+            self._fail_now(topic, partition, _topic_error(topic, info), delivery, key, value, headers, timestamp)
             return
         partition_count = info.partition_count
         if partition < 0:
             partition = self._partitioner.keyed_partition(key, partition_count)
         elif partition >= partition_count:
-            raise KafkaException(
-                KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}")
-            )
+            error = KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic} has {partition_count} partitions, not partition {partition}")
+            if first_look:
+                # librdkafka queues a record for a topic it has no metadata for yet and fails it
+                # through its delivery report once metadata shows the partition does not exist.
+                self._fail_now(topic, partition, error, delivery, key, value, headers, timestamp)
+                return
+            raise KafkaException(error)
         self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
+
+    def _check_queue_room(self, size: int) -> None:
+        """librdkafka's queue.buffering.max.messages / kbytes (when set): BufferError at once when full."""
+        if self._max_messages is not None and len(self) >= self._max_messages:
+            raise BufferError(f"Local: Queue full: {len(self)} records await delivery (queue.buffering.max.messages={self._max_messages})")
+        if self._max_bytes is not None and self._accumulator.buffered_bytes + size > self._max_bytes:
+            raise BufferError(f"Local: Queue full: queue.buffering.max.kbytes ({self._max_bytes // 1024}) would be exceeded")
 
     def _topic_info(self, topic: str, cached: TopicInfo | None) -> TopicInfo:
         """Metadata of ``topic`` for produce(): fetched when new or unknown to the brokers for a while.
@@ -176,35 +227,42 @@ class Producer:
         """
         if cached is not None and time.monotonic() - cached.fetched_at < _UNKNOWN_TOPIC_RECHECK:
             return cached
-        try:
-            # With something cached, one round over the brokers is enough: produce() must not
-            # block for long on a topic it already reports as unknown.
-            self._cluster.refresh([topic], timeout=self._max_block, retry=cached is None)
-        except KafkaException:
-            if cached is not None:
-                return cached  # keep reporting what we knew; a later produce() asks again
-            raise
-        info = self._cluster.topics.get(topic)
-        if info is None:
-            raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))
-        return info
+        deadline = time.monotonic() + self._max_block
+        attempt = 0
+        while True:  # ends at the deadline, or at the first answer that is not a topic being created
+            try:
+                # With something cached, one round over the brokers is enough: produce() must not
+                # block for long on a topic it already reports as unknown.
+                self._cluster.refresh(
+                    [topic], timeout=max(deadline - time.monotonic(), 0.001), retry=cached is None, allow_auto_topic_creation=self._auto_create
+                )
+            except KafkaException:
+                if cached is not None:
+                    return cached  # keep reporting what we knew; a later produce() asks again
+                raise
+            info = self._cluster.topics.get(topic)
+            if info is None:
+                raise KafkaException(KafkaError(KafkaError._BAD_MSG, f"the brokers' metadata answer has no entry for topic {topic!r}"))
+            # A topic being auto-created answers LEADER_NOT_AVAILABLE until the brokers have it:
+            # librdkafka keeps the record queued meanwhile, so this waits (within max.block.ms).
+            pause = self._cluster.backoff(attempt)
+            if info.error_code != ErrorCode.LEADER_NOT_AVAILABLE or time.monotonic() + pause >= deadline:
+                return info
+            time.sleep(pause)
+            attempt += 1
 
     def _fail_now(
         self,
         topic: str,
         partition: int,
-        info: TopicInfo,
+        error: KafkaError,
         delivery: Callable[..., Any] | None,
         key: bytes | None,
         value: bytes | None,
         headers: Any,
         timestamp: int,
     ) -> None:
-        """Report a record that cannot enter a batch (its topic is unknown) through its callback."""
-        if info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-            error = KafkaError(KafkaError._UNKNOWN_TOPIC, f"Local: Unknown topic: {topic}: {info.error_message or 'the brokers do not know this topic'}")
-        else:
-            error = KafkaError(info.error_code, info.error_message or None)
+        """Report a record that cannot enter a batch (its topic or partition is unknown) through its callback."""
         if delivery is None:
             return
         self._accumulator.records_added(1)
@@ -233,27 +291,63 @@ class Producer:
             self._errors.append(error)
             self._events.notify_all()
 
+    def _throttled(self, address: str, throttle_ms: int) -> None:
+        # Runs on the sender thread: throttle_cb runs from poll().
+        node_id = next((node for node, known in self._cluster.broker_addresses().items() if known == address), -1)
+        with self._events:
+            self._throttles.append(ThrottleEvent(address, node_id, throttle_ms / 1000.0))
+            self._events.notify_all()
+
+    def _statistics_source(self) -> StatisticsSource:
+        now = time.monotonic()
+        topics = dict(self._cluster.topics)
+        return StatisticsSource(
+            name=self._config.log.name,
+            client_id=self._config["client.id"],
+            kind="producer",
+            started=self._started,
+            brokers=self._cluster.broker_addresses(),
+            leaders={name: info.leaders for name, info in topics.items() if not info.error_code},
+            metadata_ages={name: now - info.fetched_at for name, info in topics.items()},
+            msg_cnt=len(self),
+            msg_size=self._accumulator.buffered_bytes,
+        )
+
+    def _serve_events(self, errors: list[KafkaError], throttles: list[ThrottleEvent]) -> None:
+        """error_cb, throttle_cb and (when due) stats_cb, in the caller's thread."""
+        for error in errors:
+            if self._error_callback is not None:
+                self._error_callback(error)
+        for event in throttles:
+            if self._throttle_callback is not None:
+                self._throttle_callback(event)
+        if self._stats_callback is not None and self._stats_timer.take_due():
+            self._stats_callback(statistics_json(self._statistics_source(), self._counters))
+
     def poll(self, timeout: float | None = None) -> int:
-        """Serve delivery reports and error callbacks; wait up to ``timeout`` s (None or < 0: forever) for one.
+        """Serve delivery reports, error, throttle and statistics callbacks; wait up to ``timeout`` s (None or < 0: forever) for one.
 
         Returns how many delivery callbacks ran.
         """
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         with self._events:
-            while not self._reports and not self._errors:
+            while not self._reports and not self._errors and not self._throttles and self._stats_timer.seconds_left() != 0:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    return 0
+                    break
                 if deadline is None and len(self) == 0:
                     remaining = 0.1  # nothing can arrive: wake now and then to re-check
+                stats_left = self._stats_timer.seconds_left()
+                if stats_left is not None:
+                    remaining = stats_left if remaining is None else min(remaining, stats_left)
                 self._events.wait(remaining)
             reports = list(self._reports)
             self._reports.clear()
             errors = list(self._errors)
             self._errors.clear()
-        for error in errors:
-            if self._error_callback is not None:
-                self._error_callback(error)
+            throttles = list(self._throttles)
+            self._throttles.clear()
+        self._serve_events(errors, throttles)
         served = 0
         for report in reports:
             served += self._serve(report)
@@ -275,6 +369,8 @@ class Producer:
                 else:
                     offset = base_offset + index
                 record_timestamp = log_append_time if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else timestamp
+                if error is None and self._only_errors:
+                    continue  # delivery.report.only.error
                 message = Message(topic, partition, (offset, record_timestamp, key, value, tuple(headers or ())), timestamp_type, error, now - produced_at)
                 delivery(error, message)
         finally:

@@ -11,8 +11,9 @@ One thread per producer runs :meth:`Sender.run`. Each round it
    ``message.max.bytes`` of records each (librdkafka's meaning: the largest request; a batch
    larger than that goes alone), so that no request exceeds what brokers accept
    (``max.request.size``, 8 MiB by default), keeping at most
-   ``max.in.flight.requests.per.connection`` requests in flight per broker (non-blocking
-   ``.future()`` calls),
+   ``max.in.flight.requests.per.connection`` requests in flight per broker (non-blocking:
+   each call runs on a :class:`weir.call_threads.CallThreads` thread, which starts no thread
+   per call as gRPC's ``.future()`` does),
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
 
@@ -54,10 +55,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
 
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
+from weir.call_threads import CallThreads
 from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
@@ -65,6 +69,7 @@ from weir.producer_accumulator import ProducerBatch, RecordAccumulator
 from weir.producer_idempotence import SEQUENCE_MODULUS, PartitionQueue, stamp_producer_state
 from weir.producer_transactions import TransactionManager
 from weir.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from weir.statistics import ClientCounters
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +114,14 @@ class Sender:
         report: ReportFunction,
         report_error: Callable[[KafkaError], None],
         transactions: TransactionManager | None = None,
+        counters: ClientCounters | None = None,
+        report_throttle: Callable[[str, int], None] | None = None,
     ) -> None:
         self._accumulator = accumulator
+        # Statistics (stats_cb) and throttle events (throttle_cb), when the producer wants them.
+        self._counters = counters or ClientCounters()
+        self._report_throttle = report_throttle
+        self._log = config.log
         self._cluster = cluster
         self._report = report
         self._report_error = report_error
@@ -126,7 +137,9 @@ class Sender:
         self._max_request_bytes = config["message.max.bytes"]
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
         self._in_flight: dict[str, int] = {}
-        self._inbox: deque[tuple[str, list[ProducerBatch], grpc.Future]] = deque()
+        self._inbox: deque[tuple[str, list[ProducerBatch], Future[Any]]] = deque()
+        self._calls = CallThreads("weir-producer-call")
+        self._rtts: dict[int, float] = {}  # round trip of each answered request, by id(future), until handled
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._needs_new_epoch = False
@@ -152,6 +165,7 @@ class Sender:
         self._stopping = True
         self._accumulator.close()
         self._thread.join(timeout)
+        self._calls.close()
 
     def request_purge(self) -> None:
         """Fail every batch not in flight with _PURGE_QUEUE at the next round (purge())."""
@@ -414,9 +428,13 @@ class Sender:
             topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()],
         )
         self._in_flight[address] = self._in_flight.get(address, 0) + 1
+        size = sum(len(batch.encoded) for batch in batches)
+        self._log.debug("msg", "PRODUCE", "%s: sending %d batch(es), %d bytes", address, len(batches), size)
+        self._counters.request_sent(address, size)
+        sent_at = time.monotonic()
         try:
-            future = self._cluster.stub(address).Produce.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
-        except KafkaException:
+            future = self._calls.call(self._cluster.stub(address).Produce, request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
+        except (KafkaException, RuntimeError):
             self._in_flight[address] -= 1
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
@@ -432,10 +450,11 @@ class Sender:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.finish(batch)
                 self._succeed(batch, -1, -1)
-        future.add_done_callback(lambda done: self._arrived(address, batches, done))
+        future.add_done_callback(lambda done: self._arrived(address, batches, done, sent_at))
 
-    def _arrived(self, address: str, batches: list[ProducerBatch], future: grpc.Future) -> None:
-        # Runs on a gRPC thread: hand over to the sender thread and wake it.
+    def _arrived(self, address: str, batches: list[ProducerBatch], future: Future[Any], sent_at: float) -> None:
+        # Runs on a call thread: hand over to the sender thread and wake it.
+        self._rtts[id(future)] = time.monotonic() - sent_at
         self._inbox.append((address, batches, future))
         self._accumulator.wake()
 
@@ -457,12 +476,15 @@ class Sender:
 
     # ------------------------------------------------------------------ answers
 
-    def _handle_answer(self, address: str, batches: list[ProducerBatch], future: grpc.Future) -> None:
+    def _handle_answer(self, address: str, batches: list[ProducerBatch], future: Future[Any]) -> None:
         self._in_flight[address] -= 1
+        rtt = self._rtts.pop(id(future), 0.0)
         try:
             response = future.result()
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error, f"Produce to {address}")
+            self._counters.request_failed(address)
+            self._log.debug("broker", "FAIL", "%s", error.str())
             self._cluster.note_failure(address, error)
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
@@ -471,6 +493,9 @@ class Sender:
                     self._handle_error(batch, error, queue)
             return
         self._cluster.note_answer(address)
+        self._counters.response_received(address, response.ByteSize(), rtt)
+        if response.throttle_time_ms > 0 and self._report_throttle is not None:
+            self._report_throttle(address, response.throttle_time_ms)
         results = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
         for batch in batches:
             queue = self._queues[(batch.topic, batch.partition)]
@@ -523,6 +548,7 @@ class Sender:
         self._fail(batch, error, queue)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self._counters.produced(batch.topic, batch.partition, batch.record_count, len(batch.encoded))
         self._accumulator.release(batch)
         self._report(batch, None, base_offset, log_append_time)
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from grpc_protos.weir.v1 import broker_pb2
 from weir.cluster import Cluster
+from weir.commit_metadata import encode_commit_metadata
 from weir.coordinator import COORDINATOR_LOADING, COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.group_metadata import ConsumerGroupMetadata
@@ -315,7 +316,7 @@ class TransactionManager:
                     partition=tp.partition,
                     committed_offset=tp.offset,
                     committed_leader_epoch=tp.leader_epoch if tp.leader_epoch is not None else -1,
-                    metadata=tp.metadata or "",
+                    metadata=encode_commit_metadata(tp.metadata),
                 )
             )
         request = broker_pb2.TxnOffsetCommitRequest(

@@ -42,6 +42,8 @@ class ConfigKey:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = field(default=())
+    # A LIST with choices may be empty (cleanup.policy since Kafka 4.0, KIP-1030); otherwise it names at least one.
+    empty_allowed: bool = False
 
     def parse(self, raw: str) -> ConfigValue:
         """Parse and range-check ``raw``; raise InvalidConfigError naming the problem."""
@@ -61,7 +63,7 @@ class ConfigKey:
                 raise InvalidConfigError(self.name, raw, f"must be at most {_number(maximum)}")
         if self.choices:
             members = value if isinstance(value, tuple) else (value,)
-            if self.type == "LIST" and not members:
+            if self.type == "LIST" and not members and not self.empty_allowed:
                 raise InvalidConfigError(self.name, raw, f"must list at least one of {', '.join(self.choices)}")
             for member in members:
                 if member not in self.choices:
@@ -99,6 +101,36 @@ _PARSERS: dict[str, Callable[[str], ConfigValue]] = {
     "LIST": _parse_list,
 }
 
+# Confluent Server's broker-side schema validation: the subject name strategies, by the short
+# names and the class names Confluent spells them with (both accepted).
+SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+_STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+
+
+def _schema_validation_keys() -> list[ConfigKey]:
+    """confluent.{key,value}.schema.validation and confluent.{key,value}.subject.name.strategy."""
+    keys = []
+    for part in ("key", "value"):
+        keys.append(
+            ConfigKey(
+                f"confluent.{part}.schema.validation",
+                "BOOLEAN",
+                "false",
+                f"Refuse a batch whose record {part}s are not in the schema registry's wire format with an id registered for the {part}'s subject.",
+            )
+        )
+        keys.append(
+            ConfigKey(
+                f"confluent.{part}.subject.name.strategy",
+                "STRING",
+                "TopicNameStrategy",
+                f"How the subject of a record's {part} is named when its schema is validated (TopicNameStrategy: <topic>-{part}).",
+                choices=SUBJECT_NAME_STRATEGIES + tuple(_STRATEGY_PACKAGE + name for name in SUBJECT_NAME_STRATEGIES),
+            )
+        )
+    return keys
+
+
 DAY_MS = 24 * 60 * 60 * 1000
 HOUR_MS = 60 * 60 * 1000
 
@@ -109,8 +141,10 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
             "cleanup.policy",
             "LIST",
             "delete",
-            "delete: drop old segments by retention; compact: keep the latest record per key; both: compact,delete.",
+            "delete: drop old segments by retention; compact: keep the latest record per key; both: compact,delete; "
+            "empty (Kafka 4, KIP-1030): neither, records stay until deleted by offset (delete_records).",
             choices=("delete", "compact"),
+            empty_allowed=True,
         ),
         ConfigKey(
             "compression.type",
@@ -152,6 +186,7 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("segment.index.bytes", "INT", str(10 * 1024 * 1024), "Largest size of a segment's offset and time index.", minimum=64),
         ConfigKey("segment.jitter.ms", "LONG", "0", "Random delay subtracted from segment.ms so that segments do not all roll at once.", minimum=0),
         ConfigKey("segment.ms", "LONG", str(7 * DAY_MS), "Time after which the active segment rolls even if not full.", minimum=1),
+        *_schema_validation_keys(),
         ConfigKey(
             "unclean.leader.election.enable",
             "BOOLEAN",

@@ -31,6 +31,7 @@ from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value
 from bench.profiling import ClientProfiler
 from bench.systems.base import LATENCY_SAMPLE_INTERVAL, BenchmarkIntegrityError, EndToEndPlan, SystemUnavailable
+from weir.consumer import consume_available
 
 NAME = "Weir"
 # Messages asked for per consume() call.
@@ -267,7 +268,8 @@ class WeirSystem:
             started = time.perf_counter()
             # Bounded: a call that returns nothing within CONSUME_TIMEOUT ends the run.
             while received < records:
-                messages = consume(num_messages=CONSUME_BATCH, timeout=CONSUME_TIMEOUT)
+                # Never more than are left: consume() waits to fill its batch (as librdkafka's).
+                messages = consume(num_messages=min(CONSUME_BATCH, records - received), timeout=CONSUME_TIMEOUT)
                 if not messages:
                     raise BenchmarkIntegrityError(self.name, f"no record within {CONSUME_TIMEOUT}s after {received} of {records}")
                 for message in messages:
@@ -333,9 +335,9 @@ def receive_stamped(
         # One empty round trip first, so that connecting is not charged to the first record.
         consumer.consume(num_messages=1, timeout=0.1)
         on_ready()
-        # The SDK's consume() returns as soon as one record is there; librdkafka's waits for all
-        # num_messages or the whole timeout, which would add up to 100 ms to each latency: poll() it.
-        receive = (lambda: consumer.consume(num_messages=1000, timeout=0.1)) if client_module == SDK.module else (lambda: [consumer.poll(0.1)])
+        # consume() waits for all num_messages or the whole timeout (as librdkafka's), which would add
+        # up to 100 ms to each latency: the SDK takes what is there once one record came, others poll().
+        receive = (lambda: consume_available(consumer, 1000, 0.1)) if client_module == SDK.module else (lambda: [consumer.poll(0.1)])
         while len(latencies) < expected and time.monotonic_ns() < deadline_ns:
             messages = [message for message in receive() if message is not None]
             received_ns = time.monotonic_ns()

@@ -34,26 +34,27 @@ transactional batches and markers of the log the same way.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from broker_nodes import names
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
+from broker_nodes.coordinator.groups import classic_records
 from broker_nodes.coordinator.groups.group import check_commit_without_group
 from broker_nodes.coordinator.groups.records import GROUP_RECORD_KEY_VERSIONS, GroupRecordError, key_version
 from broker_nodes.coordinator.groups.records import decode as decode_group_record
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition, TopicPartition
-from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.coordinator.partition_leadership import PartitionLeadership
+from broker_nodes.replica_manager import ACKS_ALL, ReplicaManager
 from broker_nodes.replication.errors import ReplicationWaitersFullError
 from broker_nodes.storage.log import AppendInfo
 from broker_nodes.storage.producer_state import SEQUENCE_MODULUS
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from log_formats.control_records import read_marker_batch
 from log_formats.offset_commit_records import (
+    GROUP_METADATA_KEY_VERSION,
     OffsetAndMetadata,
     OffsetCommitKey,
     OffsetSchemaError,
@@ -68,7 +69,6 @@ from weir.records import RecordBatchBuilder, RecordFormatError, batch_records_by
 logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's name for the internal topic of committed offsets
-LOAD_READ_BYTES = 1024 * 1024  # bytes read per step while loading a partition's log
 
 
 class OffsetStoreError(Exception):
@@ -156,16 +156,20 @@ class OffsetCommitEntry:
     metadata: str
 
 
-class OffsetStore:
+class OffsetStore(PartitionLeadership[OffsetsPartition]):
     """Committed offsets of the groups whose ``__consumer_offsets`` partition this broker leads.
 
     Lifecycle: standalone, :meth:`lead_every_partition` at startup; managed,
-    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end.
+    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end (see
+    ``partition_leadership``).
 
     Thread-safe. The led partitions are a dict of :class:`OffsetsPartition` changed under one
     lock and read without it (a dict read is atomic). Commits of one partition are appended
     in turn under that partition's lock and wait for replication outside it.
     """
+
+    topic = OFFSETS_TOPIC
+    coordinates = "its groups"
 
     def __init__(
         self,
@@ -177,17 +181,13 @@ class OffsetStore:
         commit_timeout_ms: int,
         loader: Executor | None = None,
     ) -> None:
-        self._replica_manager = replica_manager
-        self._registry = registry
-        self._clock = clock
-        self._metadata_max_bytes = metadata_max_bytes
-        self._commit_timeout_ms = commit_timeout_ms  # request.timeout.ms: how long a commit waits for the in-sync replicas
-        self._leadership_lock = threading.Lock()
-        self._partitions: dict[int, OffsetsPartition] = {}
         # One thread loads newly led partitions one after another, as Kafka's group-metadata
         # loader does (injected so that tests decide when a load runs).
-        self._loader = loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-loader")
-        self._closed = False
+        super().__init__(
+            replica_manager, registry, clock, loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-loader")
+        )
+        self._metadata_max_bytes = metadata_max_bytes
+        self._commit_timeout_ms = commit_timeout_ms  # request.timeout.ms: how long a commit waits for the in-sync replicas
 
     def partition_for(self, group_id: str) -> int:
         """The offsets partition of a group; CoordinatorNotAvailableError while ``__consumer_offsets`` does not exist."""
@@ -196,90 +196,14 @@ class OffsetStore:
             raise CoordinatorNotAvailableError(group_id, f"{OFFSETS_TOPIC} does not exist yet")
         return partition_for_group(group_id, topic.partitions)
 
-    def is_loaded(self, partition: int) -> bool:
-        """Whether this broker leads the offsets partition and has loaded it."""
-        state = self._partitions.get(partition)
-        return state is not None and state.active
-
     # ------------------------------------------------------------------ leadership
 
-    def lead_every_partition(self) -> int:
-        """Standalone: lead every offsets partition and load them all now; returns the records read."""
-        topic = self._registry.require(OFFSETS_TOPIC)
-        loaded = 0
-        with self._leadership_lock:
-            self._partitions.clear()
-            for partition in range(topic.partitions):
-                state = OffsetsPartition(partition, LEADER_EPOCH, topic.topic_id)
-                self._partitions[partition] = state
-                loaded += self._load(state)
-        return loaded
-
-    def follow_leadership(self, led: Mapping[int, int]) -> None:
-        """Managed: lead exactly the partitions in ``led`` (partition -> leader epoch), as the cluster map says.
-
-        A partition led anew (or again with a higher epoch, or of a recreated topic) starts
-        loading on the loader thread; one no longer led is dropped at once, so its groups are
-        answered NOT_COORDINATOR from now on. The caller applies the map to the registry and
-        the replication first, so the log no longer changes under a follower's fetcher.
-        """
-        topic = self._registry.get(OFFSETS_TOPIC)
-        topic_id = topic.topic_id if topic is not None else None
-        partition_count = topic.partitions if topic is not None else 0
-        with self._leadership_lock:
-            for partition, state in list(self._partitions.items()):
-                epoch = led.get(partition)
-                if epoch is None or state.topic_id != topic_id or epoch > state.leader_epoch:
-                    del self._partitions[partition]
-                    logger.info("partition %d of %s: no longer coordinating its groups with leader epoch %d", partition, OFFSETS_TOPIC, state.leader_epoch)
-            if topic_id is None or self._closed:
-                return
-            for partition, epoch in sorted(led.items()):
-                if partition in self._partitions or partition >= partition_count:
-                    continue
-                state = OffsetsPartition(partition, epoch, topic_id)
-                self._partitions[partition] = state
-                self._loader.submit(self._load_in_background, state)
-
-    def _is_current(self, state: OffsetsPartition) -> bool:
-        return self._partitions.get(state.partition) is state
-
-    def _load_in_background(self, state: OffsetsPartition) -> None:
-        try:
-            loaded = self._load(state)
-        except Exception:
-            # Drop the leadership: its groups get NOT_COORDINATOR instead of loading forever,
-            # and the next map that makes this broker leader loads the partition again.
-            logger.exception("partition %d of %s: loading committed offsets failed", state.partition, OFFSETS_TOPIC)
-            with self._leadership_lock:
-                if self._is_current(state):
-                    del self._partitions[state.partition]
-            return
-        if self._is_current(state):
-            logger.info(
-                "partition %d of %s: loaded %d records; coordinating its groups with leader epoch %d",
-                state.partition,
-                OFFSETS_TOPIC,
-                loaded,
-                state.leader_epoch,
-            )
+    def _new_partition(self, partition: int, leader_epoch: int, topic_id: str) -> OffsetsPartition:
+        return OffsetsPartition(partition, leader_epoch, topic_id)
 
     def _load(self, state: OffsetsPartition) -> int:
         """Replay the partition's log into ``state`` and activate it; stops early when the leadership ends."""
-        log = self._replica_manager.partition_log(OFFSETS_TOPIC, state.partition)
-        offset = log.log_start_offset
-        # As leader this broker's log is the partition's truth, up to its end.
-        end = log.log_end_offset
-        loaded = 0
-        while offset < end and self._is_current(state) and not self._closed:
-            data = log.read(offset, LOAD_READ_BYTES, max_offset=end).records
-            next_offset = offset
-            for _, header in iter_batch_positions(data):
-                next_offset = header.next_offset
-            if next_offset <= offset:
-                break
-            loaded += self._replay_batches(state, data, offset)
-            offset = next_offset
+        loaded = self._replay_log(state, lambda data, min_offset: self._replay_batches(state, data, min_offset))
         with state.lock:
             if self._is_current(state):
                 # Members may have been heartbeating to the previous coordinator: each gets a full session from now.
@@ -327,14 +251,22 @@ class OffsetStore:
         if key is None:
             return
         try:
-            if key_version(bytes(key)) in GROUP_RECORD_KEY_VERSIONS:
+            version = key_version(bytes(key))
+            if version in GROUP_RECORD_KEY_VERSIONS:
                 state.groups.replay(decode_group_record(bytes(key), None if value is None else bytes(value)))
+                return
+            if version == GROUP_METADATA_KEY_VERSION:  # a classic group: the latest record wins, a tombstone deletes it
+                group_id = classic_records.decode_key(bytes(key))
+                if value is None:
+                    state.classic_records.pop(group_id, None)
+                else:
+                    state.classic_records[group_id] = classic_records.decode_value(bytes(value))
                 return
             commit_key = decode_key(bytes(key))
             if commit_key is None:
                 return
             decoded = None if value is None else decode_offset_commit_value(bytes(value))
-        except (OffsetSchemaError, GroupRecordError) as error:
+        except (OffsetSchemaError, GroupRecordError, classic_records.ClassicRecordError) as error:
             logger.warning("skipping undecodable record at offset %d of %s-%d: %s", offset, OFFSETS_TOPIC, state.partition, error)
             return
         topic_partition = (commit_key.topic, commit_key.partition)
@@ -345,10 +277,7 @@ class OffsetStore:
 
     def shutdown(self) -> None:
         """Stop loading (a running load ends at its next step) and drop every leadership."""
-        self._closed = True
-        with self._leadership_lock:
-            self._partitions.clear()
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self._stop_leading()
 
     # ------------------------------------------------------------------ commit and fetch
 
@@ -404,7 +333,7 @@ class OffsetStore:
                     return [error if outcome is None else outcome for outcome in outcomes]
                 stored = False
                 try:
-                    self._wait_for_replicas(state.partition, info)
+                    self._wait_for_replicas(state.partition, info.last_offset + 1, self._commit_timeout_ms)
                     stored = True
                 except NotLeaderOrFollowerError:
                     raise NotCoordinatorError(group_id, state.partition) from None
@@ -451,7 +380,7 @@ class OffsetStore:
                     # Under the lock: the marker's completion (which takes it) cannot come in between.
                     state.begin_transactional_commit(producer_id, group_id, values, info.first_offset)
                 try:
-                    self._wait_for_replicas(state.partition, info)
+                    self._wait_for_replicas(state.partition, info.last_offset + 1, self._commit_timeout_ms)
                 except NotLeaderOrFollowerError:
                     state.drop_transactional(producer_id, group_id, topic_partitions)
                     raise NotCoordinatorError(group_id, state.partition) from None
@@ -510,19 +439,6 @@ class OffsetStore:
             state.begin_commit(group_id, topic_partitions)
         return info
 
-    def _wait_slot(self) -> AbstractContextManager[None]:
-        """One of the replication manager's acks=all wait slots (see ReplicationManager.wait_slot); none needed without replication."""
-        replication = self._replica_manager.replication
-        return replication.wait_slot() if replication is not None else nullcontext()
-
-    def _wait_for_replicas(self, partition: int, info: AppendInfo) -> None:
-        """acks=all: block until the in-sync replicas hold the batch (no-op for a partition without followers)."""
-        replication = self._replica_manager.replication
-        if replication is None or not replication.is_replicated_leader(OFFSETS_TOPIC, partition):
-            return
-        deadline = self._clock.monotonic() + self._commit_timeout_ms / 1000.0
-        replication.wait_for_replication(OFFSETS_TOPIC, partition, info.last_offset + 1, deadline, self._commit_timeout_ms)
-
     def write_records(self, state: OffsetsPartition, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Append records of a group (state changes, tombstones) to its partition and wait for the in-sync replicas.
 
@@ -549,7 +465,7 @@ class OffsetStore:
                             group_id, f"its records could not be written to partition {state.partition} of {OFFSETS_TOPIC}: {error}"
                         ) from error
                 try:
-                    self._wait_for_replicas(state.partition, info)
+                    self._wait_for_replicas(state.partition, info.last_offset + 1, self._commit_timeout_ms)
                 except NotLeaderOrFollowerError:
                     raise NotCoordinatorError(group_id, state.partition) from None
                 except Exception as error:

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from broker_nodes.coordinator.groups.classic_records import StoredClassicGroup
 from broker_nodes.coordinator.groups.loaded_groups import LoadedGroups
 from log_formats.offset_commit_records import OffsetAndMetadata
 
@@ -65,6 +66,8 @@ class OffsetsPartition:
         # read the log's end before them (see :meth:`transaction_completed`).
         self._completed_while_loading: list[tuple[int, bool]] = []
         self.groups = LoadedGroups()  # the consumer groups whose records are in this partition
+        # Classic groups read from the log, by group id: the classic coordinator takes each over on first use or timer check.
+        self.classic_records: dict[str, StoredClassicGroup] = {}
 
     @property
     def active(self) -> bool:

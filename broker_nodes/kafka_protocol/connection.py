@@ -371,6 +371,8 @@ class KafkaConnection:
                 "unsupported_version", f"{name} v{keys.api_version} is not supported (v{registration.min_version}-v{registration.max_version} are)"
             )
         request = decode_request(frame, keys)
+        if keys.api_key == API_VERSIONS_KEY and keys.api_version >= 3:  # KIP-511: who the client says it is, for the key's applications
+            self._session.note_software(request.body.client_software_name, request.body.client_software_version)
         if self._session.takes(keys.api_key):
             answer = answer_sasl_step(self._session, keys.api_key, keys.api_version, request.body)
             closed = ConnectionClosed("authentication", f"SASL step {name} refused: {answer.response.error_code.name}") if answer.close else None
@@ -378,7 +380,7 @@ class KafkaConnection:
         if not self._session.authenticated:  # ApiVersions, the one other request allowed before SASL: no caller to resolve yet
             return Reply(encode_response(keys.correlation_id, api_versions_response(keys.api_version)))
         try:
-            call = self._session.call_context()
+            call = self._session.call_context(request.client_id)
         except (AuthenticationError, CredentialsUnavailableError) as error:
             raise ConnectionClosed("revoked", f"the connection's credentials no longer authenticate: {error}") from None
         context = api.KafkaRequestContext(

@@ -32,6 +32,7 @@ thread at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from kio.schema.errors import ErrorCode
 
 from broker_nodes.security.access import CallContext, anonymous_context
 from broker_nodes.security.authenticator import AuthenticationError, Authenticator, CredentialsUnavailableError, secret_digest
+from broker_nodes.security.key_use import ClientApplication, application
 from broker_nodes.security.scram import SCRAM_MECHANISMS, ScramError, ScramExchange
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ ENABLED_MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)  # what SaslHandshake lists: PLA
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 API_VERSIONS_KEY = 18
+KAFKA_DOOR = "kafka"  # CallContext.door of every call through this listener (the audit log names the door)
 MAX_PLAIN_FIELD_BYTES = 255  # RFC 4616's limit on each of authzid, authcid and passwd
 
 
@@ -114,8 +117,18 @@ class SaslSession:
         self._client_host = client_host
         self.state = SaslState.HANDSHAKE if authenticator.security_required else SaslState.OPEN
         self._scram: ScramExchange | None = None  # after a handshake naming SCRAM-SHA-*
-        # After authentication: resolves the caller again against the current snapshot (None: anonymous).
-        self._recheck: Callable[[], CallContext] | None = None
+        # After authentication: resolves the caller again against the current snapshot (None: anonymous),
+        # noting the application (the key's use) when given.
+        self._recheck: Callable[[ClientApplication | None], CallContext] | None = None
+        # KIP-511 client software (ApiVersions v3+) and the application last built from it and a client.id.
+        self._software: tuple[str, str] = ("", "")
+        self._application: ClientApplication | None = None
+        self._application_client_id: str | None = None
+
+    def note_software(self, name: str | None, version: str | None) -> None:
+        """The client software name and version an ApiVersions v3+ request declared (client-supplied)."""
+        self._software = (name or "", version or "")
+        self._application = None
 
     @property
     def authenticated(self) -> bool:
@@ -167,7 +180,7 @@ class SaslSession:
             logger.info("Kafka SASL/PLAIN authentication from %s failed: %s", self._client_host, error)
             return AuthenticationOutcome(ErrorCode.sasl_authentication_failed, f"Authentication failed: {error}")
         api_key, host = credentials.username, self._client_host
-        self._recheck = lambda: self._authenticator.authenticate_api_key(api_key, digest, host)
+        self._recheck = lambda client: self._authenticator.authenticate_api_key(api_key, digest, host, client)
         self.state = SaslState.AUTHENTICATED
         logger.debug("Kafka SASL/PLAIN authentication from %s succeeded", self._client_host)
         return AuthenticationOutcome(ErrorCode.none)
@@ -185,13 +198,13 @@ class SaslSession:
         except (ScramError, AuthenticationError, CredentialsUnavailableError) as error:
             logger.info("Kafka SASL/%s authentication from %s failed: %s", exchange.mechanism, self._client_host, error)
             return AuthenticationOutcome(ErrorCode.sasl_authentication_failed, f"Authentication failed: {error}")
-        self._recheck = lambda: self._authenticator.authenticate_scram_key(api_key, mechanism, stored_key, host)
+        self._recheck = lambda client: self._authenticator.authenticate_scram_key(api_key, mechanism, stored_key, host, client)
         self._scram = None
         self.state = SaslState.AUTHENTICATED
         logger.debug("Kafka SASL/%s authentication from %s succeeded", mechanism, self._client_host)
         return AuthenticationOutcome(ErrorCode.none, auth_bytes=reply)
 
-    def call_context(self) -> CallContext:
+    def call_context(self, client_id: str | None = None) -> CallContext:
         """The caller of the next request, resolved against the current security snapshot.
 
         Raises AuthenticationError (or CredentialsUnavailableError) when the key was revoked
@@ -200,5 +213,9 @@ class SaslSession:
         if self._recheck is None:
             if self.state != SaslState.OPEN:
                 raise AuthenticationError("this connection has not authenticated")
-            return anonymous_context(self._client_host)
-        return self._recheck()
+            return dataclasses.replace(anonymous_context(self._client_host), door=KAFKA_DOOR)
+        app = self._application
+        if app is None or client_id != self._application_client_id:  # built again only when the client.id changes
+            app = self._application = application(client_id, *self._software, self._client_host)
+            self._application_client_id = client_id
+        return dataclasses.replace(self._recheck(app), door=KAFKA_DOOR)

@@ -6,6 +6,10 @@ the append's result (the stored batch bytes and the batch headers' record counts
 ones from the headers of the returned batches (:func:`fetched_totals` reads two integers per
 batch and decodes nothing).
 
+Beside the window's counters, the same additions go to running totals since the broker
+started (:meth:`TrafficCounters.totals`, never drained): the dashboard's live throughput reads
+them through DescribeState and turns two readings into rates.
+
 Thread-safety: one lock, taken once per request for a few dictionary updates, and by
 :meth:`TrafficCounters.drain` to swap the table for an empty one. A request is therefore
 counted whole in exactly one window: the one drained after it finished.
@@ -73,6 +77,7 @@ class TrafficCounters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[PartitionKey, list[int]] = {}
+        self._totals: dict[PartitionKey, list[int]] = {}
 
     def add_produced(self, partitions: Iterable[PartitionAmount], throttle_time_ms: int) -> None:
         """One Produce request: bytes and records appended per partition it wrote (one request each)."""
@@ -87,21 +92,26 @@ class TrafficCounters:
         if not amounts:
             return
         with self._lock:
-            counts = self._counts
-            for topic, partition, size, records in amounts:
-                counter = counts.get((topic, partition))
-                if counter is None:
-                    counter = counts[(topic, partition)] = [0] * _COUNTER_COUNT
-                counter[bytes_index] += size
-                counter[records_index] += records
-                counter[requests_index] += 1
-                counter[THROTTLE_TIME_MS] += throttle_time_ms
+            for counts in (self._counts, self._totals):
+                for topic, partition, size, records in amounts:
+                    counter = counts.get((topic, partition))
+                    if counter is None:
+                        counter = counts[(topic, partition)] = [0] * _COUNTER_COUNT
+                    counter[bytes_index] += size
+                    counter[records_index] += records
+                    counter[requests_index] += 1
+                    counter[THROTTLE_TIME_MS] += throttle_time_ms
 
     def drain(self) -> dict[PartitionKey, PartitionTraffic]:
         """Everything counted since the last drain, per (qualified topic, partition); the counters restart empty."""
         with self._lock:
             counts, self._counts = self._counts, {}
         return {key: PartitionTraffic(*counter) for key, counter in counts.items()}
+
+    def totals(self) -> dict[PartitionKey, PartitionTraffic]:
+        """Everything counted since this broker started, per (qualified topic, partition)."""
+        with self._lock:
+            return {key: PartitionTraffic(*counter) for key, counter in self._totals.items()}
 
 
 class ProduceTally:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from broker_nodes.clock import Clock
 from broker_nodes.config import BrokerConfig
 from broker_nodes.metering.backlog import BACKLOG_DIRECTORY_NAME, UsageBacklog
-from broker_nodes.metering.counters import ProduceTally, TrafficCounters, fetched_totals
+from broker_nodes.metering.counters import PartitionKey, PartitionTraffic, ProduceTally, TrafficCounters, fetched_totals
 from broker_nodes.metering.emitter import UsageEmitter
 from broker_nodes.metering.partition_stats import PartitionStats
 from broker_nodes.metering.sink import ProducerSink, UsageSink, producer_config
@@ -79,6 +79,10 @@ class Metering:
                 size, records = fetched_totals(result.records)
                 amounts.append((request.topic, request.partition, size, records))
         self._counters.add_fetched(amounts, throttle_time_ms)
+
+    def traffic_totals(self) -> dict[PartitionKey, PartitionTraffic]:
+        """Clients' traffic per (qualified topic, partition) since this broker started (empty when metering is off)."""
+        return self._counters.totals()
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -14,6 +14,14 @@ carries the leader's log start and log end offsets: a follower whose log end is 
 leader's truncates to the leader's log end; one whose log end is below the leader's log start
 (it was away while retention deleted what it lacks) discards its whole log and continues from
 the leader's log start.
+
+Calls are blocking calls on the fetcher's own thread: the answer wakes no other thread and no
+thread starts per call (grpcio's ``.future()`` starts a channel "spin" thread whenever a channel
+goes from no call in flight to one, which a fetcher with one call at a time paid on every fetch,
+then handed the answer over to this thread). A blocking call cannot be cancelled, so a partition
+change that must cut a long poll short closes the channel under it (the call ends CANCELLED
+at once) and the next call opens a new one; the replication manager interrupts once per
+cluster map, not once per partition.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import TypeVar
 
 import grpc
 
+from broker_nodes.replication.fetch_sessions import NO_SESSION, FollowerSession, PartitionState
 from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH
 from broker_nodes.storage.log import PartitionLog
 from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
@@ -43,6 +52,10 @@ ChannelFactory = Callable[[str], grpc.Channel]  # HOST:PORT -> a channel to that
 INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
 # Added to the long poll's max wait for the gRPC deadline, so the leader can answer late.
 CALL_DEADLINE_MARGIN_SECONDS = 5.0
+
+
+class FetchInterruptedError(Exception):
+    """A call was not made, or was cut short, because the partitions changed or the fetcher is stopping."""
 
 
 @dataclass(slots=True)
@@ -91,8 +104,15 @@ class ReplicaFetcher:
         self._lock = threading.Lock()
         self._partitions: dict[PartitionKey, FollowedPartition] = {}
         self._stopping = threading.Event()
+        # Set by every partition change (and stop); cleared when a round starts. A call about to
+        # start in a round that began before the change is not made (see _call).
         self._wake = threading.Event()
-        self._in_flight: grpc.Future | None = None
+        # The channel and whether a call is in flight on it change under this lock, so that an
+        # interruption closes the channel exactly when a call would otherwise wait out its long poll.
+        self._channel_lock = threading.Lock()
+        self._calling = False
+        self._channel_closed = False
+        self._session = FollowerSession()  # the fetch session with this leader (KIP-227)
         self._channel = settings.channel_factory(address)
         self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
@@ -102,14 +122,21 @@ class ReplicaFetcher:
     def start(self) -> None:
         self._thread.start()
 
-    def add_partition(self, topic: str, partition: int, leader_epoch: int) -> None:
-        """Follow ``(topic, partition)`` under ``leader_epoch``: truncate by epoch first, then fetch."""
+    def add_partition(self, topic: str, partition: int, leader_epoch: int, *, interrupt: bool = True) -> bool:
+        """Follow ``(topic, partition)`` under ``leader_epoch``: truncate by epoch first, then fetch.
+
+        True when that is a change. ``interrupt``: cut the fetch in flight short so that the change
+        takes effect at once; a caller adding many partitions passes False and calls
+        :meth:`interrupt` once at the end.
+        """
         with self._lock:
             current = self._partitions.get((topic, partition))
             if current is not None and current.leader_epoch == leader_epoch:
-                return
+                return False
             self._partitions[(topic, partition)] = FollowedPartition(leader_epoch)
-        self._interrupt()
+        if interrupt:
+            self.interrupt()
+        return True
 
     def remove_partition(self, topic: str, partition: int) -> None:
         with self._lock:
@@ -122,16 +149,20 @@ class ReplicaFetcher:
 
     def stop(self, timeout_seconds: float = 5.0) -> None:
         self._stopping.set()
-        self._interrupt()
+        self.interrupt()
         self._thread.join(timeout_seconds)
-        self._channel.close()
+        with self._channel_lock:  # _call opens no channel once stopping is set
+            if not self._channel_closed:
+                self._channel_closed = True
+                self._channel.close()
 
-    def _interrupt(self) -> None:
-        """Cut a long poll short so a partition change takes effect at once."""
-        self._wake.set()
-        in_flight = self._in_flight
-        if in_flight is not None:
-            in_flight.cancel()
+    def interrupt(self) -> None:
+        """Cut a long poll short so that a partition change takes effect at once (closes the channel of a call in flight)."""
+        with self._channel_lock:
+            self._wake.set()
+            if self._calling and not self._channel_closed:
+                self._channel_closed = True
+                self._channel.close()
 
     # ------------------------------------------------------------------ the loop
 
@@ -140,8 +171,8 @@ class ReplicaFetcher:
             self._wake.clear()
             try:
                 progressed = self._run_once()
-            except grpc.FutureCancelledError:
-                continue  # a partition change cut the long poll short (see _interrupt)
+            except FetchInterruptedError:
+                continue  # a partition change cut the round short (see interrupt)
             except grpc.RpcError as error:
                 if error.code() != grpc.StatusCode.CANCELLED:
                     logger.info("replica fetcher for leader %d at %s: %s", self.leader_id, self.address, error.code().name)
@@ -167,15 +198,32 @@ class ReplicaFetcher:
             return False
         return self._fetch(to_fetch)
 
-    def _call(self, method: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request) -> _Response:
-        future = method.future(request, timeout=self._settings.max_wait_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS, metadata=self._metadata)
-        self._in_flight = future
+    def _call(
+        self, method: Callable[[replication_pb2_grpc.ReplicationStub], grpc.UnaryUnaryMultiCallable[_Request, _Response]], request: _Request
+    ) -> _Response:
+        """Make one blocking call on this thread; FetchInterruptedError when the round is stale or the call was cut short."""
+        with self._channel_lock:
+            if self._wake.is_set() or self._stopping.is_set():
+                raise FetchInterruptedError()  # the partitions changed since this round read them
+            if self._channel_closed:
+                self._channel = self._settings.channel_factory(self.address)
+                self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
+                self._channel_closed = False
+            callable_ = method(self._stub)
+            self._calling = True
         try:
-            if self._stopping.is_set():
-                future.cancel()
-            return future.result()
+            return callable_(request, timeout=self._settings.max_wait_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS, metadata=self._metadata)
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.CANCELLED and self._wake.is_set():
+                raise FetchInterruptedError() from None  # interrupt() closed the channel under the call
+            raise
+        except ValueError as closed:  # grpcio: "Cannot invoke RPC on closed channel!" (closed between the lock and the call)
+            with self._channel_lock:
+                self._channel_closed = True  # whoever closed it, the next call opens a new one
+            raise FetchInterruptedError() from closed
         finally:
-            self._in_flight = None
+            with self._channel_lock:
+                self._calling = False
 
     # ------------------------------------------------------------------ truncation
 
@@ -197,7 +245,7 @@ class ReplicaFetcher:
             )
         if not requests:
             return
-        response = self._call(self._stub.OffsetForLeaderEpoch, replication_pb2.OffsetForLeaderEpochRequest(replica_id=self.node_id, partitions=requests))
+        response = self._call(lambda stub: stub.OffsetForLeaderEpoch, replication_pb2.OffsetForLeaderEpochRequest(replica_id=self.node_id, partitions=requests))
         for answer in response.partitions:
             key = (answer.topic, answer.partition)
             with self._lock:
@@ -247,28 +295,54 @@ class ReplicaFetcher:
     # ------------------------------------------------------------------ fetching
 
     def _fetch(self, partitions: dict[PartitionKey, int]) -> bool:
-        requests = []
-        for (topic, partition), leader_epoch in partitions.items():
-            log = self._logs(topic, partition)
-            if log is None:
-                continue
-            requests.append(
+        """One fetch within the fetch session (KIP-227): a full one first, then only the changes."""
+        wanted: dict[PartitionKey, PartitionState] = {}
+        for key, leader_epoch in partitions.items():
+            log = self._logs(*key)
+            if log is not None:
+                # The log start offset: the leader's DeleteRecords waits for it.
+                wanted[key] = PartitionState(log.log_end_offset, leader_epoch, log.log_start_offset)
+        if not wanted:
+            return False
+        session = self._session
+        named, forgotten = session.next_fetch(wanted)
+        request = replication_pb2.ReplicaFetchRequest(
+            replica_id=self.node_id,
+            max_wait_ms=self._settings.max_wait_ms,
+            min_bytes=1,
+            max_bytes=self._settings.max_bytes,
+            session_id=session.session_id,
+            session_epoch=session.epoch,
+            partitions=[
                 replication_pb2.ReplicaFetchPartition(
                     topic=topic,
                     partition=partition,
-                    fetch_offset=log.log_end_offset,
-                    current_leader_epoch=leader_epoch,
-                    log_end_offset=log.log_end_offset,
-                    log_start_offset=log.log_start_offset,  # the leader's DeleteRecords waits for it
+                    fetch_offset=state.fetch_offset,
+                    current_leader_epoch=state.current_leader_epoch,
+                    log_end_offset=state.fetch_offset,
+                    log_start_offset=state.log_start_offset,
                 )
-            )
-        if not requests:
-            return False
-        request = replication_pb2.ReplicaFetchRequest(
-            replica_id=self.node_id, max_wait_ms=self._settings.max_wait_ms, min_bytes=1, max_bytes=self._settings.max_bytes, partitions=requests
+                for (topic, partition), state in named
+            ],
+            forgotten=[replication_pb2.ReplicaFetchForgottenPartition(topic=topic, partition=partition) for topic, partition in forgotten],
         )
-        response = self._call(self._stub.ReplicaFetch, request)
-        progressed = False
+        try:
+            response = self._call(lambda stub: stub.ReplicaFetch, request)
+            if response.error_code != ErrorCode.NO_ERROR:
+                # The leader lost or refused the session: the next fetch is a full one, at once.
+                logger.info("replica fetcher for leader %d: %s; fetching in full", self.leader_id, response.error_message)
+                session.reset()
+                return True
+            session.answered(response.session_id, named, forgotten)
+            self._apply(response, partitions)
+        except BaseException:
+            # The leader may or may not have taken this epoch, or the answer was not applied: start over.
+            session.reset()
+            raise
+        # An answer within a session (even an empty one, after a full long poll) is progress: fetch again at once.
+        return response.session_id != NO_SESSION or bool(response.partitions)
+
+    def _apply(self, response: replication_pb2.ReplicaFetchResponse, partitions: dict[PartitionKey, int]) -> None:
         for answer in response.partitions:
             key = (answer.topic, answer.partition)
             # Applied under the lock so that a removal (this broker becoming the leader) waits
@@ -288,11 +362,8 @@ class ReplicaFetcher:
                     continue
                 if answer.records:
                     log.append_as_follower(answer.records)
-                    progressed = True
                 log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
                 log.increase_log_start_offset(answer.log_start_offset)
-        # An empty answer after a full long poll is progress too: fetch again at once.
-        return progressed or bool(response.partitions)
 
     def _handle_out_of_range_locked(
         self, key: PartitionKey, state: FollowedPartition, log: PartitionLog, answer: replication_pb2.ReplicaFetchPartitionResponse

@@ -38,6 +38,15 @@ from broker_nodes.replication.errors import (
     ReplicationWaitersFullError,
     UnknownLeaderEpochError,
 )
+from broker_nodes.replication.fetch_sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    NO_SESSION,
+    FetchSession,
+    FetchSessionCache,
+    PartitionState,
+    SessionPartition,
+)
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
 from broker_nodes.replication.high_watermark import advance_high_watermark
 from broker_nodes.replication.isr import IsrChangeCallback, IsrChangeCounts, IsrTracker
@@ -52,12 +61,33 @@ logger = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 NO_RECORDS = b""
+# Fetch sessions kept per leader broker (one per follower: a cluster's brokers fit many times),
+# and how long a session outlives its follower's last fetch.
+MAX_FETCH_SESSIONS = 1000
+FETCH_SESSION_IDLE_TIMEOUT_SECONDS = 120.0
+
+
+# How long a follower's incremental fetch with nothing to tell but a high watermark move waits for
+# more before it answers: records appended meanwhile and other partitions' moves go in the same
+# answer. An answer the follower is fetching again after cannot carry the next records until that
+# new fetch arrives, so answering a move alone puts a round trip in front of the next
+# acknowledgement whenever the next append comes in that window. Sequential acks=all writers (a
+# transactional producer's AddPartitionsToTxn, produce, EndTxn and markers) append to a partition
+# every 5-20 ms: the linger is longer, so their moves ride with their next records; a quiet
+# partition's followers still learn its high watermark within it (Kafka's wait for the next
+# records or the long poll's end).
+HIGH_WATERMARK_LINGER_MS = 50
+# A partition a follower's fetch does not name and that has nothing new for it is not read; its
+# caught-up time is still recorded, at most this often (far below any replica.lag.time.max.ms),
+# so that a read of a session's many quiet partitions costs little more than looking at them.
+UNCHANGED_RECORD_INTERVAL_MS = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ReplicationSettings:
     replica_lag_time_max_ms: int  # replica.lag.time.max.ms
     fetcher: FetcherSettings
+    high_watermark_linger_ms: int = HIGH_WATERMARK_LINGER_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +108,23 @@ class ReplicaFetchPartitionResult:
     log_start_offset: int = -1
     log_end_offset: int = -1
     error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRead:
+    """One read of a session's partitions: the answers, and whether any is more than a high watermark move."""
+
+    partitions: list[ReplicaFetchPartitionResult]
+    urgent: bool  # records, an error or a log start offset to tell (or a newer fetch took over): answer now
+    high_watermark_moved: bool  # some partition's only news is its high watermark
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetchAnswer:
+    """A session fetch's answer: the session's id (NO_SESSION: none) and the partitions with something to say."""
+
+    session_id: int
+    partitions: list[ReplicaFetchPartitionResult]
 
 
 def _check_leader_epoch(request_epoch: int, current_epoch: int) -> None:
@@ -130,6 +177,9 @@ class ReplicationManager:
         self.isr_changes = IsrChangeCounts()  # shrinks and expansions of every ISR led here (metrics)
         self._followed: dict[PartitionKey, tuple[int, str]] = {}  # -> (leader id, address) of its fetcher
         self._fetchers: dict[tuple[int, str], ReplicaFetcher] = {}
+        self.fetch_sessions = FetchSessionCache(
+            max_sessions=MAX_FETCH_SESSIONS, idle_timeout_seconds=FETCH_SESSION_IDLE_TIMEOUT_SECONDS, monotonic=clock.monotonic
+        )
 
     # ------------------------------------------------------------------ the cluster map
 
@@ -142,8 +192,14 @@ class ReplicationManager:
             self._stop_leading_locked(lead)
             for key, assignment in lead.items():
                 self._become_leader(key, assignment)
+            changed: dict[int, ReplicaFetcher] = {}
             for key, assignment in follow.items():
-                self._become_follower(key, assignment, addresses[assignment.leader_id])
+                fetcher = self._become_follower(key, assignment, addresses[assignment.leader_id])
+                if fetcher is not None:
+                    changed[id(fetcher)] = fetcher
+            # One interruption per fetcher and map (it reopens the fetcher's channel), not one per partition.
+            for fetcher in changed.values():
+                fetcher.interrupt()
             self._stop_idle_fetchers_locked()
         self._advance_single_replicas(single_replica)
 
@@ -222,10 +278,11 @@ class ReplicationManager:
         logger.info("partition %d of %s: leader with epoch %d, ISR %s", key[1], key[0], assignment.leader_epoch, list(tracker.isr))
         self._advance(key, tracker, log)
 
-    def _become_follower(self, key: PartitionKey, assignment: PartitionAssignment, address: str) -> None:
+    def _become_follower(self, key: PartitionKey, assignment: PartitionAssignment, address: str) -> ReplicaFetcher | None:
+        """Hand the partition to its leader's fetcher; that fetcher when this changed what it follows (to be interrupted)."""
         log = self._log(*key)
         if log is None or self._is_stale(key, log, assignment):
-            return
+            return None
         log.auto_advance_high_watermark = False
         fetcher_key = (assignment.leader_id, address)
         fetcher = self._fetchers.get(fetcher_key)
@@ -235,8 +292,8 @@ class ReplicationManager:
             )
             fetcher.start()
             self._fetchers[fetcher_key] = fetcher
-        fetcher.add_partition(key[0], key[1], assignment.leader_epoch)
         self._followed[key] = fetcher_key
+        return fetcher if fetcher.add_partition(key[0], key[1], assignment.leader_epoch, interrupt=False) else None
 
     @staticmethod
     def _is_stale(key: PartitionKey, log: PartitionLog, assignment: PartitionAssignment) -> bool:
@@ -394,6 +451,139 @@ class ReplicationManager:
             max_wait_ms=max_wait_ms,
             monotonic=self._clock.monotonic,
         )
+
+    def replica_fetch_in_session(
+        self,
+        replica_id: int,
+        requests: Sequence[ReplicaFetchPartitionRequest],
+        *,
+        session_id: int,
+        session_epoch: int,
+        forgotten: Sequence[PartitionKey] = (),
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+    ) -> ReplicaFetchAnswer:
+        """A follower's fetch within a fetch session (see ``fetch_sessions``).
+
+        Raises FetchSessionIdNotFoundError / InvalidFetchSessionEpochError for an incremental
+        fetch the cache refuses. The long poll parks on every partition of the session; an
+        incremental fetch ends as soon as any of them has records, a log start offset the
+        follower was not told or an error. A high watermark move alone (the follower's own fetch
+        moved it, or another follower's) ends it after at most ``high_watermark_linger_ms``, so
+        that the records that usually follow and other partitions' moves go in the same answer
+        (see HIGH_WATERMARK_LINGER_MS). A full fetch waits for records like a fetch without a
+        session. What the follower was told is recorded for the answer actually sent.
+        """
+        named = [(request.topic, request.partition) for request in requests]
+        states = [PartitionState(request.fetch_offset, request.current_leader_epoch, request.log_start_offset) for request in requests]
+        if session_epoch == FINAL_EPOCH:
+            if session_id != NO_SESSION:
+                self.fetch_sessions.close(replica_id, session_id)
+            return ReplicaFetchAnswer(NO_SESSION, self.replica_fetch(replica_id, requests, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes))
+        full = session_id == NO_SESSION or session_epoch == INITIAL_EPOCH
+        if full:
+            session, generation = self.fetch_sessions.open(replica_id), 1
+        else:
+            session, generation = self.fetch_sessions.resume(replica_id, session_id, session_epoch)
+        session.update(zip(named, states, strict=True), forgotten)
+        keys = tuple(session.partitions)
+        deadline = self._clock.monotonic() + max(max_wait_ms, 0) / 1000.0
+
+        def long_poll(wait_ms: int, stop_at_high_watermark_move: bool) -> SessionRead:
+            return self._fetch_purgatory.long_poll(
+                keys,
+                lambda: self._read_session(replica_id, session, generation, max_bytes, full, stop_at_high_watermark_move),
+                min_bytes=min_bytes,
+                max_wait_ms=wait_ms,
+                monotonic=self._clock.monotonic,
+            )
+
+        read = long_poll(max_wait_ms, not full)
+        if not full and not read.urgent and read.high_watermark_moved and self._settings.high_watermark_linger_ms > 0:
+            # Only high watermark moves so far: linger for records and further moves, within the deadline.
+            remaining_ms = max(int((deadline - self._clock.monotonic()) * 1000.0), 0)
+            read = long_poll(min(self._settings.high_watermark_linger_ms, remaining_ms), False)
+        if session.is_current(generation):
+            for result in read.partitions:
+                sent = session.partitions.get((result.topic, result.partition))
+                if sent is not None and result.error is None:
+                    sent.sent_high_watermark = result.high_watermark
+                    sent.sent_log_start_offset = result.log_start_offset
+        return ReplicaFetchAnswer(session.session_id, read.partitions)
+
+    def _read_session(
+        self, replica_id: int, session: FetchSession, generation: int, max_bytes: int, full: bool, stop_at_high_watermark_move: bool
+    ) -> tuple[SessionRead, int, bool]:
+        """One read of a session's partitions: (what to answer, its record bytes, whether to answer now).
+
+        Changes nothing the follower was told (the caller records that for the answer it sends),
+        so a read that is not answered is simply read again.
+        """
+        if not session.is_current(generation):
+            return SessionRead([], urgent=True, high_watermark_moved=False), 0, True  # a newer fetch of this session took over: answer empty
+        results = []
+        total = 0
+        urgent = False
+        moved = False
+        now_ms = self._clock.milliseconds()
+        for (topic, partition), state in list(session.partitions.items()):
+            if not full and not state.changed and self._unchanged_for_follower(replica_id, topic, partition, state, now_ms):
+                continue
+            state.changed = False
+            request = ReplicaFetchPartitionRequest(topic, partition, state.fetch_offset, state.current_leader_epoch, state.log_start_offset)
+            try:
+                result = self._read_one_for_follower(replica_id, request, max_bytes)
+            except Exception as error:  # this partition's answer, mapped by server.errors
+                results.append(ReplicaFetchPartitionResult(topic, partition, error=error))
+                urgent = True
+                continue
+            if result.records or result.log_start_offset != state.sent_log_start_offset:
+                urgent = True
+            elif result.high_watermark != state.told_high_watermark:
+                moved = True
+            elif not full:
+                continue
+            total += len(result.records)
+            results.append(result)
+        read = SessionRead(results, urgent, moved)
+        if full:
+            # A full fetch answers every partition, once there are records (as a fetch without a
+            # session does: a follower that knows no sessions fetches in full every time and must
+            # not spin) or an error.
+            return read, total, any(result.error is not None for result in results)
+        return read, total, urgent or (moved and stop_at_high_watermark_move)
+
+    def _unchanged_for_follower(self, replica_id: int, topic: str, partition: int, state: SessionPartition, now_ms: int) -> bool:
+        """True when a partition the fetch did not name has nothing new for the follower (no read needed).
+
+        The follower is at the leader's log end and was told the current high watermark and log
+        start offset; its caught-up time is refreshed as a read would (so the ISR keeps it), at
+        most every UNCHANGED_RECORD_INTERVAL_MS.
+        """
+        tracker = self._leaders.get((topic, partition))
+        log = self._log(topic, partition)
+        if tracker is None or log is None or tracker.leader_epoch != state.current_leader_epoch or not tracker.is_follower(replica_id):
+            return False
+        log_end = log.log_end_offset
+        high_watermark = log.high_watermark
+        if state.fetch_offset != log_end or high_watermark != state.told_high_watermark or log.log_start_offset != state.sent_log_start_offset:
+            return False
+        if 0 <= now_ms - state.recorded_ms < UNCHANGED_RECORD_INTERVAL_MS:
+            return True
+        state.recorded_ms = now_ms
+        expanded = tracker.record_fetch(
+            replica_id,
+            state.fetch_offset,
+            leader_log_end_offset=log_end,
+            high_watermark=high_watermark,
+            now_ms=now_ms,
+            log_start_offset=state.log_start_offset,
+        )
+        if expanded is not None:
+            self._on_isr_change(topic, partition, expanded, tracker.leader_epoch)
+            self._advance((topic, partition), tracker, log)
+        return True
 
     def _read_for_follower(
         self, replica_id: int, requests: Sequence[ReplicaFetchPartitionRequest], max_bytes: int

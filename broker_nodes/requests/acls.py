@@ -26,8 +26,7 @@ from broker_nodes.server.topic_forwarding import FORWARD_TIMEOUT_SECONDS, forwar
 from grpc_protos.weir.v1 import controller_pb2
 from weir.errors import ErrorCode
 
-# Kafka's SECURITY_DISABLED (54), which weir.errors does not list: no data-plane client of the SDK meets it.
-SECURITY_DISABLED = 54
+SECURITY_DISABLED = ErrorCode.SECURITY_DISABLED  # 54: the SDK's ACL calls meet it too (a standalone broker)
 NO_ACL_ADMINISTRATION = "ACLs are administered by the control plane for a tenant's API key; this broker has no controller or the caller no tenant"
 
 

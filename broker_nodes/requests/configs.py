@@ -119,6 +119,22 @@ def topic_config_synonyms(broker: Broker, entry: broker_pb2.ConfigEntryResult) -
     return synonyms
 
 
+def config_synonyms(broker: Broker, resource_type: int, entry: broker_pb2.ConfigEntryResult) -> list[ConfigSynonym]:
+    """A described config's synonyms for either door: a topic config's (:func:`topic_config_synonyms`);
+    a broker setting, fixed for the life of the process, is its own only synonym."""
+    if resource_type == broker_pb2.RESOURCE_TYPE_TOPIC:
+        return topic_config_synonyms(broker, entry)
+    return [ConfigSynonym(entry.name, entry.value, int(entry.source))]
+
+
+def config_synonym_messages(broker: Broker, resource_type: int, entry: broker_pb2.ConfigEntryResult) -> list[broker_pb2.ConfigSynonym]:
+    # The .pyi takes ConfigSource members only; the sources are its numbers.
+    return [
+        broker_pb2.ConfigSynonym(name=synonym.name, value=synonym.value, source=synonym.source)  # type: ignore[arg-type]
+        for synonym in config_synonyms(broker, resource_type, entry)
+    ]
+
+
 def resource_error(resource_type: broker_pb2.ResourceType, name: str, error: Exception) -> broker_pb2.ConfigResourceResult:
     code, message = error_code_and_message(error)
     return broker_pb2.ConfigResourceResult(type=resource_type, name=name, error_code=code, error_message=message)
@@ -176,6 +192,32 @@ def incremental_resource(
         configs.append(broker_pb2.AlterableConfig(name=change.name, value=",".join(members), op=broker_pb2.ALTER_CONFIG_OP_SET))
     # The .pyi takes ResourceType members only; protobuf takes any int, here also Kafka's resource type code (kio).
     return broker_pb2.AlterConfigsResource(type=resource_type, name=name, configs=configs, incremental=True)  # type: ignore[arg-type]
+
+
+_LIST_OPERATIONS = {broker_pb2.ALTER_CONFIG_OP_APPEND: IncrementalOp.APPEND, broker_pb2.ALTER_CONFIG_OP_SUBTRACT: IncrementalOp.SUBTRACT}
+
+
+def resolve_list_operations(
+    broker: Broker, call: CallContext, resources: Sequence[broker_pb2.AlterConfigsResource]
+) -> list[broker_pb2.AlterConfigsResource | broker_pb2.ConfigResourceResult]:
+    """The gRPC AlterConfigs' resources with APPEND/SUBTRACT resolved (:func:`incremental_resource`),
+    in order; a resource that cannot be resolved (APPEND outside an incremental request, to a config
+    that is not a LIST, of a topic the caller cannot read) is its error result instead."""
+    resolved: list[broker_pb2.AlterConfigsResource | broker_pb2.ConfigResourceResult] = []
+    for resource in resources:
+        if not any(config.op in _LIST_OPERATIONS for config in resource.configs):
+            resolved.append(resource)
+            continue
+        try:
+            if not resource.incremental:
+                raise InvalidRequestError("APPEND and SUBTRACT apply only to an incremental change (incremental_alter_configs)")
+            changes = [
+                IncrementalChange(config.name, config.value, _LIST_OPERATIONS.get(config.op) or IncrementalOp(int(config.op))) for config in resource.configs
+            ]
+            resolved.append(incremental_resource(broker, call, resource.type, resource.name, changes))
+        except Exception as error:  # this resource's answer
+            resolved.append(resource_error(resource.type, resource.name, error))
+    return resolved
 
 
 def _current_topic_values(broker: Broker, call: CallContext, name: str) -> dict[str, str]:

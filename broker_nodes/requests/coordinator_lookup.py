@@ -24,6 +24,7 @@ from broker_nodes.requests.outcomes import NO_ERROR
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import GroupAuthorizationError
+from broker_nodes.security.transactional_ids import may_use_transactional_id
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
 
@@ -65,7 +66,7 @@ def find_transaction_coordinators(broker: Broker, call: CallContext, transaction
         try:
             if not transactional_id:
                 raise InvalidTransactionalIdError()
-            if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
+            if not may_use_transactional_id(call, Operation.DESCRIBE, transactional_id):
                 raise TransactionalIdAuthorizationError(transactional_id, "describe")
             outcomes.append(CoordinatorOutcome(transactional_id, find_transaction_coordinator(snapshot, call.qualify(transactional_id), this_broker)))
         except Exception as error:  # this id's answer

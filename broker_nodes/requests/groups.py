@@ -60,6 +60,15 @@ def _check_group(call: CallContext, group_id: str, operation: Operation, verb: s
         raise GroupAuthorizationError(group_id, verb)
 
 
+# The operations Kafka reports in a group's authorized operations (KIP-430).
+GROUP_OPERATIONS = (Operation.READ, Operation.DESCRIBE, Operation.DELETE)
+
+
+def authorized_group_operations(call: CallContext, group_id: str) -> list[Operation]:
+    """The group operations the caller's ACLs allow on ``group_id`` (plain name), for KIP-430 answers of both doors."""
+    return [operation for operation in GROUP_OPERATIONS if call.may(operation, ResourceType.GROUP, group_id)]
+
+
 # ---------------------------------------------------------------------- KIP-848
 
 

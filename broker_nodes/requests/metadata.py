@@ -2,9 +2,14 @@
 
 Listing every topic shows only the caller's tenant's topics it may DESCRIBE. Naming topics
 answers each in request order (repeated names once, as Kafka does): a topic the caller may not
-DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists; an unknown one is auto-created
-only for a standalone broker's tenant-less callers when they ask and auto.create.topics.enable
-is on (a managed or tenant-owned topic is the control plane's business).
+DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists. An unknown one is auto-created
+when the client asks (allow_auto_topic_creation: librdkafka's allow.auto.create.topics, a
+producer's default) and the broker's auto.create.topics.enable is on: a standalone broker's
+tenant-less caller gets it here; a tenant's topic is the control plane's business, so as
+KRaft brokers do the broker forwards a CreateTopics with the defaults (-1 partitions and
+replication factor) to the controller, authorized like one (CREATE on the cluster or the
+topic, else TOPIC_AUTHORIZATION_FAILED), and answers the topic once the new map arrived, else
+LEADER_NOT_AVAILABLE (retriable: the client asks again).
 
 The broker list is each transport's own (the gRPC and Kafka listeners are different
 endpoints); this module answers the topics, the cluster id and the controller id.
@@ -22,9 +27,19 @@ from broker_nodes.requests.outcomes import NO_ERROR
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
+from broker_nodes.server import topic_forwarding
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
 from broker_nodes.topic_registry import TopicMetadata, UnknownTopicOrPartitionError
+from grpc_protos.weir.v1 import broker_pb2
+from weir.errors import ErrorCode
+
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+LEADER_NOT_AVAILABLE = ErrorCode.LEADER_NOT_AVAILABLE  # a topic being created: clients ask again
+TOPIC_AUTHORIZATION_FAILED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+TOPIC_ALREADY_EXISTS = ErrorCode.TOPIC_ALREADY_EXISTS  # created meanwhile by another client: as good
+INVALID_TOPIC_EXCEPTION = ErrorCode.INVALID_TOPIC_EXCEPTION
+DEFAULT_COUNT = -1  # CreateTopics' "the defaults" for partitions and replication factor
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +103,33 @@ def describe(broker: Broker, call: CallContext, names: Sequence[str] | None, *, 
                 topics.append(_topic_description(broker, topic, managed_topics.get(topic.name), call))
     else:
         auto_create = allow_auto_topic_creation and not broker.managed and not call.has_tenant
-        for name in dict.fromkeys(names):
-            topics.append(_named_topic(broker, call, name, managed_topics, auto_create))
+        forward_creation = allow_auto_topic_creation and broker.controller is not None and call.has_tenant and bool(broker.config["auto.create.topics.enable"])
+        topics = [_named_topic(broker, call, name, managed_topics, auto_create) for name in dict.fromkeys(names)]
+        unknown = [topic.name for topic in topics if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION]
+        if forward_creation and unknown:
+            created = _created_through_the_controller(broker, call, unknown)
+            topics = [created.get(topic.name, topic) for topic in topics]
     return MetadataResult(topics, cluster_id(broker), broker.config.node_id, snapshot)
+
+
+def _created_through_the_controller(broker: Broker, call: CallContext, names: list[str]) -> dict[str, TopicDescription]:
+    """Unknown tenant topics auto-created by the controller in one forwarded CreateTopics (see the module docstring)."""
+    assert broker.controller is not None
+    creatables = [broker_pb2.CreatableTopic(name=name, num_partitions=DEFAULT_COUNT, replication_factor=DEFAULT_COUNT) for name in names]
+    answers = topic_forwarding.create_topics(broker.controller, call, broker_pb2.CreateTopicsRequest(topics=creatables)).topics
+    snapshot = broker.cluster_state.snapshot
+    described: dict[str, TopicDescription] = {}
+    for name, created in zip(names, answers):
+        if created.error_code in (TOPIC_AUTHORIZATION_FAILED, INVALID_TOPIC_EXCEPTION):
+            described[name] = TopicDescription(name, created.error_code, created.error_message)
+        elif created.error_code not in (NO_ERROR, TOPIC_ALREADY_EXISTS):
+            message = f"topic {name!r} does not exist and could not be auto-created: {created.error_message}"
+            described[name] = TopicDescription(name, UNKNOWN_TOPIC_OR_PARTITION, message)
+        else:
+            again = _named_topic(broker, call, name, snapshot.topics if snapshot is not None else {}, auto_create=False)
+            # The topic itself when the controller's push arrived before its answer, else "being created".
+            described[name] = again if again.error_code == NO_ERROR else TopicDescription(name, LEADER_NOT_AVAILABLE, f"topic {name!r} is being created")
+    return described
 
 
 def _named_topic(broker: Broker, call: CallContext, name: str, managed_topics: Mapping[str, ManagedTopic], auto_create: bool) -> TopicDescription:

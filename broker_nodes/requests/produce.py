@@ -1,12 +1,28 @@
 """Produce for both front doors: authorize, append through the replica manager, meter, charge the quota.
 
-Each partition's batches (RecordBatch v2 bytes exactly as the client sent them) go to
+Each partition's batch (RecordBatch v2 bytes exactly as the client sent them) goes to
 ``ReplicaManager.start_append_records``, which validates and appends them; for acks=all the
 request then waits in the replication purgatory (:class:`PendingProduce`: a gRPC call blocks
 its thread in :func:`produce`, a Kafka client's request waits on the listener's loop). A partition the caller may not WRITE is answered
 TOPIC_AUTHORIZATION_FAILED whether or not it exists, and nothing is appended to it. Metering
 counts what was appended (duplicates included, as the replica manager reports them); the
 quota is charged for the authorized bytes and the throttle time is returned, not slept.
+Each partition's data must be exactly one record batch, as Kafka's Produce v3+ requires
+(``produce_batches``): a partition holding more is answered INVALID_RECORD and appends nothing.
+A topic with broker-side schema validation on has its partitions' records checked first
+(``schema_validation``); a partition with a refused record appends nothing.
+
+Transactional produce, as Kafka's ``KafkaApis.handleProduceRequest``: a request with a
+transactional id needs WRITE on the caller's own TransactionalId resource of that name
+(``security.transactional_ids``, checked once per request), and a request carrying a
+transactional batch must name a transactional id, since only the id's coordinator can verify
+(KIP-890) that the partition is in the producer's ongoing transaction; an unverified batch
+could open a transaction no coordinator knows (a hanging one). Otherwise every partition is
+answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended, verified or charged.
+The coordinator verifies each partition by its one batch's producer id and epoch, which is why
+a second batch (say a transactional one behind a plain one) is never let through to the append.
+Followers never come through here (they append their leader's bytes by ReplicaFetch), nor do
+the coordinators' markers and transactional offset commits (written by the broker itself).
 """
 
 from __future__ import annotations
@@ -14,15 +30,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from broker_nodes.coordinator.transactions.errors import TransactionalBatchWithoutIdError, TransactionalIdAuthorizationError
 from broker_nodes.metering.metering import ProduceTally
 from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.replica_manager import AppendInProgress
 from broker_nodes.requests import throttle
 from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, leader_hint, plain_error
+from broker_nodes.requests.produce_batches import first_transactional_batch, single_batch_refusal
+from broker_nodes.requests.schema_validation import SchemaValidationError, refuse_invalid
 from broker_nodes.security.access import CallContext, CallerKind
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.errors import TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
+from broker_nodes.security.transactional_ids import may_use_transactional_id
 from broker_nodes.server.broker import Broker
 from broker_nodes.storage.log import AppendInfo
 
@@ -48,6 +68,7 @@ class ProducePartitionOutcome:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     current_leader: LeaderHint | None = None  # with NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, when known
+    record_errors: tuple[tuple[int, str], ...] = ()  # INVALID_RECORD by schema validation: (batch index, message) per refused record
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +107,7 @@ class PendingProduce:
         authorized: list[ProducePartition],
         append: AppendInProgress,
         usage: ProduceTally | None,
+        refused: dict[tuple[str, int], Exception] | None = None,
     ) -> None:
         self._broker = broker
         self._call = call
@@ -93,6 +115,7 @@ class PendingProduce:
         self._authorized = authorized
         self._append = append
         self._usage = usage
+        self._refused = refused or {}
 
     @property
     def signal(self) -> WakeSignal:
@@ -117,7 +140,7 @@ class PendingProduce:
             self._usage.finish(throttle_ms)
         outcomes = []
         for item in self._partitions:
-            outcome = by_partition.get((item.topic, item.partition))
+            outcome = by_partition.get((item.topic, item.partition)) or self._refused.get((item.topic, item.partition))
             if outcome is None:
                 outcome = TopicAuthorizationError(item.topic, "write to")
             outcomes.append(_partition_outcome(broker, item, outcome, call))
@@ -128,7 +151,13 @@ def start_produce(
     broker: Broker, call: CallContext, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int, transactional_id: str = ""
 ) -> PendingProduce:
     """Authorize and append now (on this thread); the acks=all wait is left to the caller (see :class:`PendingProduce`)."""
+    refusal = transactional_refusal(call, partitions, transactional_id)
+    if refusal is not None:
+        return PendingProduce(broker, call, partitions, [], AppendInProgress([]), None, {(item.topic, item.partition): refusal for item in partitions})
     authorized = [item for item in partitions if call.may(Operation.WRITE, ResourceType.TOPIC, item.topic)]
+    refused = _refused_before_append(broker, call, authorized)
+    if refused:
+        authorized = [item for item in authorized if (item.topic, item.partition) not in refused]
     usage = broker.metering.produce_tally(call)
     append = broker.replica_manager.start_append_records(
         acks,
@@ -138,14 +167,43 @@ def start_produce(
         trusted=call.kind is CallerKind.INTERNAL,
         on_append=usage.appended if usage is not None else None,
     )
-    return PendingProduce(broker, call, partitions, authorized, append, usage)
+    return PendingProduce(broker, call, partitions, authorized, append, usage, refused)
+
+
+def _refused_before_append(broker: Broker, call: CallContext, authorized: Sequence[ProducePartition]) -> dict[tuple[str, int], Exception]:
+    """The authorized partitions refused before the append, by (plain topic, partition): more than one batch, then schema validation."""
+    refused: dict[tuple[str, int], Exception] = {}
+    for item in authorized:
+        # Exactly one batch per partition: transactional verification (KIP-890) reads that one batch's producer.
+        too_many = single_batch_refusal(item.topic, item.partition, item.records)
+        if too_many is not None:
+            refused[(item.topic, item.partition)] = too_many
+    single = [item for item in authorized if (item.topic, item.partition) not in refused]
+    refused.update(refuse_invalid(broker.registry.get, broker.schema_ids, call.qualify, single))
+    return refused
+
+
+def transactional_refusal(call: CallContext, partitions: Sequence[ProducePartition], transactional_id: str) -> Exception | None:
+    """Why the whole request is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED, else None.
+
+    A request naming a transactional id needs WRITE on it; a request naming none may carry no
+    transactional batch (:class:`TransactionalBatchWithoutIdError` names the first one found).
+    """
+    if transactional_id:
+        return None if may_use_transactional_id(call, Operation.WRITE, transactional_id) else TransactionalIdAuthorizationError(transactional_id, "use")
+    for item in partitions:
+        batch_index = first_transactional_batch(item.records)
+        if batch_index is not None:
+            return TransactionalBatchWithoutIdError(item.topic, item.partition, batch_index)
+    return None
 
 
 def _partition_outcome(broker: Broker, item: ProducePartition, outcome: AppendInfo | Exception, call: CallContext) -> ProducePartitionOutcome:
     if isinstance(outcome, Exception):
         code, message = plain_error(outcome, call, item.topic)
         hint = leader_hint(broker, outcome, call.qualify(item.topic), item.partition)
-        return ProducePartitionOutcome(item.topic, item.partition, code, message, current_leader=hint)
+        record_errors = tuple((error.batch_index, error.message) for error in outcome.record_errors) if isinstance(outcome, SchemaValidationError) else ()
+        return ProducePartitionOutcome(item.topic, item.partition, code, message, current_leader=hint, record_errors=record_errors)
     return ProducePartitionOutcome(
         item.topic,
         item.partition,

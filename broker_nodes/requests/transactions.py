@@ -5,10 +5,9 @@ EndTxn, DescribeTransactions and ListTransactions. Transactional ids, topics and
 qualified with the caller's tenant on the way in (two tenants may use the same
 transactional id without meeting) and answered by the names the caller sent.
 
-Authorization: Kafka asks for WRITE (DESCRIBE to describe) on the TRANSACTIONAL_ID resource,
-which Weir's ACLs do not have yet; until they do, a caller that may write some topic may use
-transactional ids (every transactional producer needs that), else
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Adding a partition needs WRITE on its topic, adding a
+Authorization: WRITE (DESCRIBE to describe or list) on the TRANSACTIONAL_ID resource, as Kafka
+asks, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a principal no TRANSACTIONAL_ID binding names
+keeps Weir's earlier rule (WRITE on some topic), see ``security.transactional_ids``. Adding a partition needs WRITE on its topic, adding a
 group's offsets READ on the group, as in Kafka. When any partition of an AddPartitionsToTxn
 is refused, none is added and the others answer OPERATION_NOT_ATTEMPTED (Kafka's rule).
 
@@ -37,8 +36,9 @@ from broker_nodes.coordinator.transactions.state import TransactionMetadata
 from broker_nodes.requests.outcomes import NO_ERROR, plain_error
 from broker_nodes.requests.producer_ids import InitProducerIdOutcome
 from broker_nodes.security.access import CallContext
-from broker_nodes.security.authorizer import Operation, ResourceType
-from broker_nodes.security.errors import GroupAuthorizationError, TopicAuthorizationError
+from broker_nodes.security.authorizer import CLUSTER_RESOURCE_NAME, Operation, ResourceType
+from broker_nodes.security.errors import ClusterAuthorizationError, GroupAuthorizationError, TopicAuthorizationError
+from broker_nodes.security.transactional_ids import may_use_transactional_id
 from broker_nodes.server import request_parsing
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
@@ -72,12 +72,12 @@ class TransactionDescription:
     partitions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _check_transactional_id(call: CallContext, transactional_id: str | None) -> str:
-    """The qualified id; InvalidTransactionalIdError for an empty one, TransactionalIdAuthorizationError for a caller who may write nothing."""
+def _check_transactional_id(call: CallContext, transactional_id: str | None, operation: Operation = Operation.WRITE) -> str:
+    """The qualified id; InvalidTransactionalIdError for an empty one, TransactionalIdAuthorizationError unless the caller may ``operation`` on it."""
     if not transactional_id:
         raise InvalidTransactionalIdError()
-    if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
-        raise TransactionalIdAuthorizationError(transactional_id, "use")
+    if not may_use_transactional_id(call, operation, transactional_id):
+        raise TransactionalIdAuthorizationError(transactional_id, "use" if operation is Operation.WRITE else "describe")
     return call.qualify(transactional_id)
 
 
@@ -111,6 +111,80 @@ def add_partitions_to_txn(
         outcome = error_code_and_message(error)
         return _by_topic(dict.fromkeys(wanted, outcome))
     return _by_topic(dict.fromkeys(wanted, (NO_ERROR, "")))
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionPartitions:
+    """One transaction of a batched AddPartitionsToTxn (v4+, KIP-890): add its partitions, or only verify them."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: Mapping[str, Sequence[int]]
+    verify_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BatchedAddPartitionsOutcome:
+    """A batched AddPartitionsToTxn's answer: a refusal of the whole request, else per transactional id what ``add_partitions_to_txn`` answers."""
+
+    error_code: int = NO_ERROR
+    error_message: str = ""
+    results: dict[str, dict[str, dict[int, tuple[int, str]]]] = field(default_factory=dict)
+
+
+def add_partitions_to_txns(broker: Broker, call: CallContext, transactions: Sequence[TransactionPartitions]) -> BatchedAddPartitionsOutcome:
+    """AddPartitionsToTxn v4+ (KIP-890): several transactions in one request, each added or (``verify_only``) verified.
+
+    Kafka serves this version to brokers only (CLUSTER_ACTION on the cluster); Weir's ACLs have
+    no CLUSTER_ACTION, and its own brokers verify over gRPC, so a caller needs ALTER on its
+    cluster (CLUSTER_AUTHORIZATION_FAILED otherwise, for the whole request). Each transaction
+    is then checked as a client's AddPartitionsToTxn is (the transactional id, WRITE on each
+    topic to add it): the tenant's rights stay the bound. A transactional id named twice is
+    INVALID_REQUEST for the whole request.
+    """
+    if not call.may(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
+        code, message = error_code_and_message(ClusterAuthorizationError("add partitions to transactions in a batch (AddPartitionsToTxn v4+)"))
+        return BatchedAddPartitionsOutcome(code, message)
+    named = [transaction.transactional_id for transaction in transactions]
+    repeated = sorted({transactional_id for transactional_id in named if named.count(transactional_id) > 1})
+    if repeated:
+        return BatchedAddPartitionsOutcome(ErrorCode.INVALID_REQUEST, f"transactional ids named more than once: {', '.join(map(repr, repeated))}")
+    results = {}
+    for transaction in transactions:
+        serve = verify_partitions_in_txn if transaction.verify_only else add_partitions_to_txn
+        results[transaction.transactional_id] = serve(
+            broker,
+            call,
+            transactional_id=transaction.transactional_id,
+            producer_id=transaction.producer_id,
+            producer_epoch=transaction.producer_epoch,
+            topics=transaction.topics,
+        )
+    return BatchedAddPartitionsOutcome(results=results)
+
+
+def verify_partitions_in_txn(
+    broker: Broker, call: CallContext, *, transactional_id: str, producer_id: int, producer_epoch: int, topics: Mapping[str, Sequence[int]]
+) -> dict[str, dict[int, tuple[int, str]]]:
+    """AddPartitionsToTxn's VerifyOnly: whether each partition is in the producer's ongoing transaction (changes nothing).
+
+    NONE when it is; INVALID_TXN_STATE when not; the producer's errors (PRODUCER_FENCED,
+    INVALID_PRODUCER_ID_MAPPING, NOT_COORDINATOR, ...) for every partition.
+    """
+    wanted = [(topic, partition) for topic, partitions in topics.items() for partition in partitions]
+    try:
+        qualified = _check_transactional_id(call, transactional_id)
+        found = broker.transaction_coordinator.verify_partitions(
+            qualified, producer_id, producer_epoch, [(call.qualify(topic), partition) for topic, partition in wanted]
+        )
+    except Exception as error:
+        return _by_topic(dict.fromkeys(wanted, error_code_and_message(error)))
+    outcomes = {}
+    for topic, partition in wanted:
+        refusal = found[(call.qualify(topic), partition)]
+        outcomes[(topic, partition)] = (NO_ERROR, "") if refusal is None else plain_error(refusal, call, topic)
+    return _by_topic(outcomes)
 
 
 def _check_partition(broker: Broker, call: CallContext, topic: str, partition: int) -> Exception | None:
@@ -227,7 +301,7 @@ def describe_transactions(broker: Broker, call: CallContext, transactional_ids: 
     described = []
     for transactional_id in transactional_ids:
         try:
-            qualified = _check_transactional_id(call, transactional_id)
+            qualified = _check_transactional_id(call, transactional_id, Operation.DESCRIBE)
             described.append(_description(transactional_id, broker.transaction_coordinator.describe(qualified)))
         except Exception as error:
             code, message = error_code_and_message(error)
@@ -239,10 +313,13 @@ def list_transactions(
     broker: Broker, call: CallContext, *, states: Sequence[str] = (), producer_ids: Sequence[int] = (), min_duration_ms: int = -1
 ) -> list[TransactionDescription]:
     """ListTransactions: the caller's tenant's transactional ids coordinated by this broker (``min_duration_ms``: hanging ones)."""
-    if not call.may_on_any(Operation.WRITE, ResourceType.TOPIC):
-        return []
     found = broker.transaction_coordinator.list_transactions(states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms)
-    return [_description(names.plain(metadata.transactional_id), metadata) for metadata in found if names.belongs_to(metadata.transactional_id, call.tenant_id)]
+    return [
+        _description(plain, metadata)
+        for metadata in found
+        if names.belongs_to(metadata.transactional_id, call.tenant_id)
+        and may_use_transactional_id(call, Operation.DESCRIBE, plain := names.plain(metadata.transactional_id))
+    ]
 
 
 def _description(transactional_id: str, metadata: TransactionMetadata) -> TransactionDescription:

@@ -11,7 +11,11 @@ Three kinds of caller:
   the unrestricted behaviour of issue 2, internal topics included.
 - INTERNAL: the control plane (or another broker) with the internal token, full rights on
   every name; or the control plane with a tenant token, full rights on that tenant's names.
-- CLIENT: an authenticated cluster API key: its tenant's names only, ACLs decide the rest.
+- CLIENT: an authenticated cluster API key: its tenant's names only, ACLs decide the rest,
+  unless the key is its tenant's cluster administrator (``cluster_admin``: a key of a member
+  with the admin or owner role, as Confluent Cloud's user keys act with the user's role), which
+  may do everything on its tenant's names without ACLs, as Kafka's ``super.users``. It is still
+  a tenant's client: never another tenant's names, never internal topics.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class CallContext:
     client_host: str
     kind: CallerKind
     acls: tuple[AclEntry, ...] = ()
+    door: str = "sdk"  # the front door the call came through: "sdk" (gRPC) or "kafka" (the Kafka listener); the audit log names it
+    api_key: str = ""  # the cluster key a CLIENT authenticated with ("" for other callers)
+    cluster_admin: bool = False  # a CLIENT whose key is its tenant's cluster administrator: no ACL is consulted
 
     @property
     def has_tenant(self) -> bool:
@@ -68,14 +75,14 @@ class CallContext:
         return self.kind != CallerKind.CLIENT or not is_internal_topic_name(qualified)
 
     def may(self, operation: Operation, resource_type: ResourceType, plain_name: str) -> bool:
-        """Whether the caller's ACLs allow ``operation`` on the resource (trusted callers always may)."""
-        if self.kind != CallerKind.CLIENT:
+        """Whether the caller's ACLs allow ``operation`` on the resource (trusted callers and cluster admins always may)."""
+        if self.kind != CallerKind.CLIENT or self.cluster_admin:
             return True
         return is_authorized(self.acls, self.principal, self.client_host, operation, resource_type, plain_name)
 
     def may_on_any(self, operation: Operation, resource_type: ResourceType) -> bool:
         """Whether some resource of the type allows ``operation`` (trusted callers always may)."""
-        if self.kind != CallerKind.CLIENT:
+        if self.kind != CallerKind.CLIENT or self.cluster_admin:
             return True
         return is_authorized_for_any(self.acls, self.principal, self.client_host, operation, resource_type)
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from broker_nodes import names
 from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
+from broker_nodes.security.key_use import ClientApplication, KeyUse, grpc_application
 from broker_nodes.security.scram import ScramCredential
 from broker_nodes.security.snapshot import Credential, SecuritySnapshot, SecurityStore
 from weir import tenant_tokens
@@ -81,13 +82,19 @@ class Authenticator:
         self._tenant_token_key = tenant_tokens.derive_key(internal_token) if internal_token else None
         self._store = security_store
         self._clock = clock
-        # api key -> ms of its last successful authentication. One dict store per call (not
-        # per record); readers copy it, and CPython's dict operations are atomic under the GIL.
-        self._last_used: dict[str, int] = {}
+        # Per cluster key: its last successful authentication and its recent applications.
+        self.key_use = KeyUse()
 
     def last_used(self) -> dict[str, int]:
         """When each cluster key last authenticated a call here (since this process started)."""
-        return dict(self._last_used)
+        return self.key_use.last_used()
+
+    def note_grpc_application(self, call: CallContext, metadata: Iterable[tuple[str, str | bytes]], client_host: str) -> None:
+        """Record the application of a gRPC call authenticated without its peer (the interceptor
+        cannot see it) once the servicer knows the client's address; no-op for other callers."""
+        if call.kind == CallerKind.CLIENT and call.api_key:
+            user_agent = next((value for key, value in metadata if key == "user-agent" and isinstance(value, str)), None)
+            self.key_use.seen(call.api_key, grpc_application(user_agent, client_host), self._clock.milliseconds())
 
     @property
     def security_required(self) -> bool:
@@ -126,16 +133,19 @@ class Authenticator:
         secret = headers.get(API_SECRET_HEADER)
         if not api_key or secret is None:
             raise AuthenticationError("this broker requires a cluster API key: set sasl.username to the key and sasl.password to the secret")
-        return self.authenticate_api_key(api_key, secret_digest(secret), client_host)
+        # Without a peer (the interceptor) the servicer records the application once it knows the address.
+        client = grpc_application(headers.get("user-agent"), client_host) if peer else None
+        return self.authenticate_api_key(api_key, secret_digest(secret), client_host, client)
 
-    def authenticate_api_key(self, api_key: str, secret_sha256: str, client_host: str) -> CallContext:
+    def authenticate_api_key(self, api_key: str, secret_sha256: str, client_host: str, client: ClientApplication | None = None) -> CallContext:
         """The caller holding cluster key ``api_key`` whose secret has the SHA-256 ``secret_sha256`` (hex, :func:`secret_digest`).
 
         The one check of a cluster key, for gRPC metadata and Kafka SASL/PLAIN alike; the Kafka
         listener calls it again before every request of a connection (with the digest it kept,
         never the secret), so a revoked key or changed ACLs apply at once. Without
         ``security.required`` every caller is anonymous, as on the gRPC side. Raises
-        :class:`AuthenticationError` or :class:`CredentialsUnavailableError`.
+        :class:`AuthenticationError` or :class:`CredentialsUnavailableError`. ``client``, when
+        given, is recorded as an application of the key (:mod:`broker_nodes.security.key_use`).
         """
         if not self._security_required:
             return anonymous_context(client_host)
@@ -146,7 +156,7 @@ class Authenticator:
         expected = credential.secret_sha256 if credential is not None else _UNKNOWN_KEY_DIGEST
         if not hmac.compare_digest(secret_sha256, expected) or credential is None:
             raise AuthenticationError(_INVALID_KEY_MESSAGE)
-        return self._client_context(credential, snapshot, client_host)
+        return self._client_context(credential, snapshot, client_host, client)
 
     def scram_credential(self, api_key: str, mechanism: str) -> ScramCredential:
         """Cluster key ``api_key``'s credential for SCRAM ``mechanism``, for the exchange to check a proof against.
@@ -173,7 +183,7 @@ class Authenticator:
             )
         return scram
 
-    def authenticate_scram_key(self, api_key: str, mechanism: str, stored_key: bytes, client_host: str) -> CallContext:
+    def authenticate_scram_key(self, api_key: str, mechanism: str, stored_key: bytes, client_host: str, client: ClientApplication | None = None) -> CallContext:
         """The caller of a connection that completed SCRAM ``mechanism`` as ``api_key`` with StoredKey ``stored_key``.
 
         SCRAM's counterpart of :meth:`authenticate_api_key`, called before every request of the
@@ -189,12 +199,20 @@ class Authenticator:
         scram = credential.scram.get(mechanism) if credential is not None else None
         if credential is None or scram is None or not hmac.compare_digest(scram.stored_key, stored_key):
             raise AuthenticationError(_INVALID_KEY_MESSAGE)
-        return self._client_context(credential, snapshot, client_host)
+        return self._client_context(credential, snapshot, client_host, client)
 
-    def _client_context(self, credential: Credential, snapshot: SecuritySnapshot, client_host: str) -> CallContext:
-        """The context of a client holding a valid cluster key (and the key's last use noted)."""
-        self._last_used[credential.api_key] = self._clock.milliseconds()
-        return CallContext(credential.tenant_id, credential.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(credential.tenant_id))
+    def _client_context(self, credential: Credential, snapshot: SecuritySnapshot, client_host: str, client: ClientApplication | None) -> CallContext:
+        """The context of a client holding a valid cluster key (and the key's use noted, by ``client`` when known)."""
+        self.key_use.used(credential.api_key, self._clock.milliseconds(), client)
+        return CallContext(
+            credential.tenant_id,
+            credential.principal,
+            client_host,
+            CallerKind.CLIENT,
+            snapshot.acls_of(credential.tenant_id),
+            api_key=credential.api_key,
+            cluster_admin=credential.cluster_admin,
+        )
 
     def _tenant_context(self, tenant_token: str, client_host: str) -> CallContext:
         """The context of a valid tenant token: the control plane acting as its tenant (full

@@ -4,7 +4,8 @@ On disk: ``<data_dir>/security-state.json`` (mode 0600: it holds secret hashes) 
 ``{"format": 1, "snapshot": SecuritySnapshot.to_json()}``, replaced atomically, so a broker
 restarts with the last credentials it was given and keeps refusing revoked keys. A credential's
 SCRAM entries (``"scram"``: mechanism, base64 salt, iterations, base64 StoredKey and ServerKey)
-are absent for keys that have none and in files written before SCRAM support.
+are absent for keys that have none and in files written before SCRAM support; ``"cluster_admin":
+true`` marks a key that acts as its tenant's cluster administrator (absent: ACLs decide).
 
 A key absent from the latest snapshot does not exist: revoking a key is pushing a snapshot
 without it, and it stops working the moment that snapshot is stored.
@@ -46,6 +47,7 @@ class Credential:
     tenant_id: str
     principal: str
     scram: Mapping[str, ScramCredential] = field(default_factory=lambda: _NO_SCRAM)  # mechanism -> credential; empty for keys made before SCRAM support
+    cluster_admin: bool = False  # the tenant's cluster administrator: no ACL is consulted (admin.proto's Credential.cluster_admin)
 
     def to_json(self) -> dict[str, object]:
         document: dict[str, object] = {"api_key": self.api_key, "secret_sha256": self.secret_sha256, "tenant_id": self.tenant_id, "principal": self.principal}
@@ -53,6 +55,8 @@ class Credential:
             document["scram"] = [
                 [item.mechanism, _base64(item.salt), item.iterations, _base64(item.stored_key), _base64(item.server_key)] for item in self.scram.values()
             ]
+        if self.cluster_admin:
+            document["cluster_admin"] = True
         return document
 
     @classmethod
@@ -62,7 +66,12 @@ class Credential:
             for mechanism, salt, iterations, stored, server in data.get("scram", ())
         }
         return cls(
-            str(data["api_key"]), str(data["secret_sha256"]), str(data["tenant_id"]), str(data["principal"]), MappingProxyType(scram) if scram else _NO_SCRAM
+            str(data["api_key"]),
+            str(data["secret_sha256"]),
+            str(data["tenant_id"]),
+            str(data["principal"]),
+            MappingProxyType(scram) if scram else _NO_SCRAM,
+            data.get("cluster_admin") is True,
         )
 
 
@@ -120,7 +129,9 @@ class SecuritySnapshot:
                 raise InvalidSnapshotError(f"credential {entry.api_key!r} needs a key, a 64-digit hex SHA-256, a tenant and a principal")
             if entry.api_key in credentials:
                 raise InvalidSnapshotError(f"API key {entry.api_key!r} occurs more than once")
-            credentials[entry.api_key] = Credential(entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal, _scram_of(entry))
+            credentials[entry.api_key] = Credential(
+                entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal, _scram_of(entry), entry.cluster_admin
+            )
         acls: dict[str, list[AclEntry]] = {}
         for binding in request.acls:
             try:

@@ -19,7 +19,9 @@ import grpc
 
 from broker_nodes import names
 from broker_nodes.cluster_state import ClusterSnapshot, InvalidSnapshotError, NotLeaderOrFollowerError, PartitionFailure, StaleSnapshotError
+from broker_nodes.metering.counters import PartitionTraffic
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, AuthenticationError, internal_token_matches
+from broker_nodes.security.key_use import KeyUse
 from broker_nodes.security.snapshot import SecuritySnapshot
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, error_code, grpc_status
@@ -27,6 +29,8 @@ from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc
 from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 logger = logging.getLogger(__name__)
+# A partition no client reached since this broker started.
+NO_TRAFFIC = PartitionTraffic()
 
 Request = Any  # the admin.proto request message of the wrapped method
 Response = TypeVar("Response")
@@ -105,6 +109,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         (the internal token) answers everything."""
         partitions = []
         snapshot = self.broker.cluster_state.snapshot
+        traffic = self.broker.metering.traffic_totals()
         for log in sorted(self.broker.log_manager.logs(), key=lambda log: (log.topic, log.partition)):
             topic = self.broker.registry.get(log.topic)
             if topic is None:
@@ -124,6 +129,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             leader_id = assignment.leader_id if assignment is not None else node_id
             # The leader's own ISR is newer than the map's (changes confirmed since the last push).
             isr = self.broker.replication.isr(log.topic, log.partition) or (assignment.isr if assignment is not None else (node_id,))
+            counted = traffic.get((log.topic, log.partition), NO_TRAFFIC)
             partitions.append(
                 admin_pb2.HostedPartition(
                     tenant_id=partition_tenant,
@@ -140,6 +146,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     isr=list(isr),
                     replicas=replicas,
                     leader_id=leader_id,
+                    bytes_in_total=counted.bytes_in,
+                    records_in_total=counted.records_in,
+                    bytes_out_total=counted.bytes_out,
+                    records_out_total=counted.records_out,
                 )
             )
         config = self.broker.config
@@ -149,17 +159,38 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             partitions_version=self.broker.cluster_state.version,
             security_version=self.broker.security.version,
             partitions=partitions,
+            incarnation=self.broker.metering.incarnation,
             controller_epoch=self.broker.controller.controller_epoch if self.broker.controller is not None else 0,
             broker_epoch=self.broker.controller.broker_epoch if self.broker.controller is not None else 0,
-            credential_uses=[]
-            if tenant_id
-            else [admin_pb2.CredentialUse(api_key=api_key, last_used_ms=used_ms) for api_key, used_ms in sorted(self.broker.authenticator.last_used().items())],
+            credential_uses=[] if tenant_id else _credential_uses(self.broker.authenticator.key_use),
             failed_partitions=[
                 _failure_message(failure)
                 for failure in self.broker.cluster_state.failed_partitions
                 if not tenant_id or names.split(failure.topic)[0] == tenant_id
             ],
         )
+
+
+def _credential_uses(key_use: KeyUse) -> list[admin_pb2.CredentialUse]:
+    """Each cluster key's last use here and its recent applications (for the control plane)."""
+    return [
+        admin_pb2.CredentialUse(
+            api_key=api_key,
+            last_used_ms=used_ms,
+            applications=[
+                admin_pb2.ClientApplication(
+                    client_id=app.client_id,
+                    software_name=app.software_name,
+                    software_version=app.software_version,
+                    address=app.address,
+                    first_seen_ms=first,
+                    last_seen_ms=last,
+                )
+                for app, first, last in key_use.applications(api_key)
+            ],
+        )
+        for api_key, used_ms in sorted(key_use.last_used().items())
+    ]
 
 
 def _failure_message(failure: PartitionFailure) -> admin_pb2.PartitionFailure:

@@ -37,6 +37,7 @@ from broker_nodes.replication.alter_partition import AlterPartitionSender
 from broker_nodes.replication.follower import FetcherSettings
 from broker_nodes.replication.isr import IsrChangeCallback
 from broker_nodes.replication.manager import ReplicationManager, ReplicationSettings
+from broker_nodes.schema_ids import SchemaIdCache, controller_schema_lookup
 from broker_nodes.security.authenticator import Authenticator
 from broker_nodes.security.quotas import QuotaManager
 from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
@@ -164,6 +165,8 @@ class Broker:
                 answered=lambda *answer: self.replication.isr_change_answered(*answer),
                 pending=lambda topic, partition, epoch: self.replication.pending_isr_change(topic, partition, epoch),
             )
+        # Broker-side schema validation asks the control plane's registry (through the controller) about schema ids, cached.
+        self.schema_ids = SchemaIdCache(controller_schema_lookup(self.controller), clock.monotonic)
         # With a controller, ISR changes are proposals it must store (AlterPartition) before they count.
         isr_changes: _IsrChangeOptions = (
             {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True} if self._alter_partition is not None else {}

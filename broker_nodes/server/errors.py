@@ -12,7 +12,7 @@ import logging
 
 import grpc
 
-from broker_nodes import cluster_state, producer_ids, replica_manager, topic_registry
+from broker_nodes import cluster_state, producer_ids, replica_manager, schema_ids, topic_registry
 from broker_nodes.coordinator import offset_store
 from broker_nodes.coordinator.groups import classic_errors
 from broker_nodes.coordinator.groups import errors as group_errors
@@ -91,6 +91,8 @@ _ERROR_CODES: dict[type[BaseException], int] = {
     transaction_errors.TransactionalIdNotFoundError: ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
     transaction_errors.TransactionalIdAuthorizationError: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     transaction_errors.TransactionVerificationUnavailableError: ErrorCode.NOT_ENOUGH_REPLICAS,
+    # The registry could not be asked about a record's schema id: retriable, the batch is not appended.
+    schema_ids.SchemaRegistryUnavailableError: ErrorCode.REQUEST_TIMED_OUT,
     group_errors.UnknownMemberIdError: ErrorCode.UNKNOWN_MEMBER_ID,
     group_errors.FencedMemberEpochError: ErrorCode.FENCED_MEMBER_EPOCH,
     group_errors.StaleMemberEpochError: ErrorCode.STALE_MEMBER_EPOCH,

@@ -15,6 +15,7 @@ import logging
 import grpc
 
 from broker_nodes.coordinator.transactions.markers import MarkerRequest
+from broker_nodes.replication.fetch_sessions import FetchSessionError
 from broker_nodes.replication.manager import ReplicaFetchPartitionRequest, ReplicaFetchPartitionResult
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
 from broker_nodes.server.broker import Broker
@@ -39,16 +40,27 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, "the broker is starting (recovering its logs) or shutting down")
 
     def ReplicaFetch(self, request: replication_pb2.ReplicaFetchRequest, context: grpc.ServicerContext) -> replication_pb2.ReplicaFetchResponse:
+        """A follower's fetch, within its fetch session (KIP-227) unless ``session_epoch`` is -1."""
         self._check_call(context)
         requests = [
             ReplicaFetchPartitionRequest(item.topic, item.partition, item.fetch_offset, item.current_leader_epoch, item.log_start_offset)
             for item in request.partitions
         ]
-        results = self.broker.replication.replica_fetch(
-            request.replica_id, requests, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=max(request.max_bytes, 1)
-        )
+        try:
+            answer = self.broker.replication.replica_fetch_in_session(
+                request.replica_id,
+                requests,
+                session_id=request.session_id,
+                session_epoch=request.session_epoch,
+                forgotten=[(item.topic, item.partition) for item in request.forgotten],
+                max_wait_ms=request.max_wait_ms,
+                min_bytes=request.min_bytes,
+                max_bytes=max(request.max_bytes, 1),
+            )
+        except FetchSessionError as refusal:
+            return replication_pb2.ReplicaFetchResponse(error_code=refusal.code, error_message=str(refusal))
         partitions = []
-        for result in results:
+        for result in answer.partitions:
             code, message = (0, "") if result.error is None else error_code_and_message(result.error)
             log_start_offset, log_end_offset = _leader_log_range(result)
             partitions.append(
@@ -63,7 +75,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                     records=result.records,
                 )
             )
-        return replication_pb2.ReplicaFetchResponse(partitions=partitions)
+        return replication_pb2.ReplicaFetchResponse(partitions=partitions, session_id=answer.session_id)
 
     def WriteTxnMarkers(self, request: replication_pb2.WriteTxnMarkersRequest, context: grpc.ServicerContext) -> replication_pb2.WriteTxnMarkersResponse:
         """A transaction coordinator's markers for partitions this broker leads (see ``coordinator.transactions.marker_appender``)."""

@@ -19,17 +19,22 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
-from broker_nodes.cluster_state import BrokerEndpoint
+from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.coordinator.transactions.state import TransactionState
 from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
+from broker_nodes.requests import acls as acl_requests
+from broker_nodes.requests import cluster as cluster_requests
 from broker_nodes.requests import configs as config_requests
 from broker_nodes.requests import coordinator_lookup as coordinator_lookup_requests
+from broker_nodes.requests import delete_records as delete_records_requests
+from broker_nodes.requests import elections as election_requests
 from broker_nodes.requests import fetch as fetch_requests
 from broker_nodes.requests import group_offsets as group_offset_requests
 from broker_nodes.requests import groups as group_requests
@@ -37,10 +42,12 @@ from broker_nodes.requests import list_offsets as list_offsets_requests
 from broker_nodes.requests import metadata as metadata_requests
 from broker_nodes.requests import produce as produce_requests
 from broker_nodes.requests import producer_ids as producer_id_requests
+from broker_nodes.requests import scram_credentials as scram_requests
 from broker_nodes.requests import topics as topic_requests
 from broker_nodes.requests import transaction_admin as transaction_admin_requests
 from broker_nodes.requests import transactions as transaction_requests
 from broker_nodes.requests.coordinator_lookup import CoordinatorOutcome
+from broker_nodes.requests.delete_records import DeleteRecordsPartition
 from broker_nodes.requests.list_offsets import ListOffsetsPartition
 from broker_nodes.requests.produce import ProducePartition
 from broker_nodes.security.access import CallContext, client_host_of
@@ -49,13 +56,14 @@ from broker_nodes.server import request_parsing
 from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
-from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
+from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 
 logger = logging.getLogger(__name__)
 
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 Item = TypeVar("Item")
+Converted = TypeVar("Converted", bound=Message)
 
 NO_ERROR = 0
 
@@ -125,7 +133,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         call = current_call()
         if call is None:
             return self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
-        return dataclasses.replace(call, client_host=client_host_of(context.peer()))
+        client_host = client_host_of(context.peer())
+        self.broker.authenticator.note_grpc_application(call, context.invocation_metadata(), client_host)
+        return dataclasses.replace(call, client_host=client_host)
 
     def set_port(self, port: int) -> None:
         """The port clients reach this broker on (known once the server is bound)."""
@@ -143,6 +153,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 error_message=topic.error_message,
                 is_internal=topic.is_internal,
                 topic_id=topic.topic_id,
+                **_topic_operations(call, topic, request.include_topic_authorized_operations),
                 partitions=[
                     broker_pb2.PartitionMetadata(
                         partition=item.partition, leader_id=item.leader_id, leader_epoch=item.leader_epoch, replicas=item.replicas, isr=item.isr
@@ -152,13 +163,90 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             )
             for topic in result.topics
         ]
-        snapshot = result.snapshot
-        brokers = [self._node]
-        if snapshot is not None:
-            brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in snapshot.brokers]
-            if not any(node.node_id == self._node.node_id for node in snapshot.brokers):
-                brokers.append(self._node)
-        return broker_pb2.MetadataResponse(brokers=brokers, cluster_id=result.cluster_id, controller_id=result.controller_id, topics=topics)
+        return broker_pb2.MetadataResponse(
+            brokers=self._brokers(result.snapshot), cluster_id=result.cluster_id, controller_id=result.controller_id, topics=topics
+        )
+
+    def _brokers(self, snapshot: ClusterSnapshot | None) -> list[broker_pb2.BrokerNode]:
+        """The cluster map's brokers, this one always among them (alone while it has no map)."""
+        if snapshot is None:
+            return [self._node]
+        brokers = [broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack) for node in snapshot.brokers]
+        if not any(node.node_id == self._node.node_id for node in snapshot.brokers):
+            brokers.append(self._node)
+        return brokers
+
+    @_handler
+    def DescribeCluster(self, request: broker_pb2.DescribeClusterRequest, call: CallContext) -> broker_pb2.DescribeClusterResponse:
+        """``requests.cluster.describe_cluster``, with the brokers of Metadata's answer."""
+        description = cluster_requests.describe_cluster(self.broker, call, include_authorized_operations=request.include_authorized_operations)
+        operations = description.authorized_operations
+        return broker_pb2.DescribeClusterResponse(
+            cluster_id=description.cluster_id,
+            controller_id=description.controller_id,
+            brokers=self._brokers(self.broker.cluster_state.snapshot),
+            authorized_operations_included=operations is not None,
+            authorized_operations=sorted(operation.name for operation in operations or ()),
+        )
+
+    # ------------------------------------------------------------------ ACLs and records (the Kafka listener's request logic)
+
+    @_handler
+    def DescribeUserScramCredentials(
+        self, request: broker_pb2.DescribeUserScramCredentialsRequest, call: CallContext
+    ) -> broker_pb2.DescribeUserScramCredentialsResponse:
+        described = scram_requests.describe_scram_credentials(self.broker, call, list(request.users))
+        return broker_pb2.DescribeUserScramCredentialsResponse(
+            error_code=described.error_code,
+            error_message=described.error_message,
+            results=[
+                broker_pb2.UserScramCredentialsResult(
+                    user=user.user,
+                    error_code=user.error_code,
+                    error_message=user.error_message,
+                    credential_infos=[broker_pb2.ScramCredentialInfo(mechanism=mechanism, iterations=iterations) for mechanism, iterations in user.credentials],
+                )
+                for user in described.users
+            ],
+        )
+
+    @_handler
+    def ElectLeaders(self, request: broker_pb2.ElectLeadersRequest, call: CallContext) -> broker_pb2.ElectLeadersResponse:
+        return election_requests.elect_leaders(self.broker, call, request)
+
+    @_handler
+    def CreateAcls(self, request: broker_pb2.CreateAclsRequest, call: CallContext) -> broker_pb2.ClientCreateAclsResponse:
+        creations = [_converted(binding, controller_pb2.ForwardedAclBinding) for binding in request.creations]
+        results = acl_requests.create_acls(self.broker, call, creations)
+        return broker_pb2.ClientCreateAclsResponse(results=[_converted(result, broker_pb2.ClientAclCreationResult) for result in results])
+
+    @_handler
+    def DescribeAcls(self, request: broker_pb2.DescribeAclsRequest, call: CallContext) -> broker_pb2.ClientDescribeAclsResponse:
+        response = acl_requests.describe_acls(self.broker, call, _converted(request.filter, controller_pb2.ForwardedAclFilter))
+        return _converted(response, broker_pb2.ClientDescribeAclsResponse)
+
+    @_handler
+    def DeleteAcls(self, request: broker_pb2.DeleteAclsRequest, call: CallContext) -> broker_pb2.ClientDeleteAclsResponse:
+        filters = [_converted(item, controller_pb2.ForwardedAclFilter) for item in request.filters]
+        results = acl_requests.delete_acls(self.broker, call, filters)
+        return broker_pb2.ClientDeleteAclsResponse(results=[_converted(result, broker_pb2.ClientDeleteAclsFilterResult) for result in results])
+
+    @_handler
+    def DeleteRecords(self, request: broker_pb2.DeleteRecordsRequest, call: CallContext) -> broker_pb2.DeleteRecordsResponse:
+        partitions = [DeleteRecordsPartition(topic.topic, item.partition, item.offset) for topic in request.topics for item in topic.partitions]
+        outcomes = delete_records_requests.delete_records(self.broker, call, partitions, timeout_ms=request.timeout_ms)
+        return broker_pb2.DeleteRecordsResponse(
+            results=[
+                broker_pb2.DeleteRecordsResult(
+                    topic=outcome.topic,
+                    partition=outcome.partition,
+                    error_code=outcome.error_code,
+                    error_message=outcome.error_message,
+                    low_watermark=outcome.low_watermark,
+                )
+                for outcome in outcomes
+            ]
+        )
 
     @_handler
     def CreateTopics(self, request: broker_pb2.CreateTopicsRequest, call: CallContext) -> broker_pb2.CreateTopicsResponse:
@@ -176,11 +264,26 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def DescribeConfigs(self, request: broker_pb2.DescribeConfigsRequest, call: CallContext) -> broker_pb2.DescribeConfigsResponse:
-        return config_requests.describe_configs(self.broker, call, request)
+        response = config_requests.describe_configs(self.broker, call, request)
+        if request.include_synonyms:
+            for resource in response.resources:
+                for entry in resource.configs:
+                    entry.synonyms.extend(config_requests.config_synonym_messages(self.broker, resource.type, entry))
+        return response
 
     @_handler
     def AlterConfigs(self, request: broker_pb2.AlterConfigsRequest, call: CallContext) -> broker_pb2.AlterConfigsResponse:
-        return config_requests.alter_configs(self.broker, call, request)
+        """Incremental APPEND/SUBTRACT are resolved into SETs first (as the Kafka listener's IncrementalAlterConfigs)."""
+        resolved = config_requests.resolve_list_operations(self.broker, call, request.resources)
+        applicable = [resource for resource in resolved if isinstance(resource, broker_pb2.AlterConfigsResource)]
+        answered = iter(
+            config_requests.alter_configs(
+                self.broker, call, broker_pb2.AlterConfigsRequest(resources=applicable, validate_only=request.validate_only)
+            ).resources
+            if applicable or not request.resources  # none: refused as a malformed request
+            else []
+        )
+        return broker_pb2.AlterConfigsResponse(resources=[next(answered) if isinstance(item, broker_pb2.AlterConfigsResource) else item for item in resolved])
 
     # ------------------------------------------------------------------ produce and fetch
 
@@ -210,6 +313,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                     base_offset=item.base_offset,
                     log_append_time_ms=item.log_append_time_ms,
                     log_start_offset=item.log_start_offset,
+                    record_errors=[broker_pb2.ProduceRecordError(batch_index=index, message=message) for index, message in item.record_errors],
                 ),
             )
             for item in result.partitions
@@ -382,7 +486,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         groups = []
         for outcome in group_requests.describe_groups(self.broker, call, list(request.group_ids)):
             if outcome.snapshot is not None:
-                groups.append(group_messages.group_description(outcome.snapshot, call))
+                description = group_messages.group_description(outcome.snapshot, call)
+                if request.include_authorized_operations:
+                    description.authorized_operations_included = True
+                    description.authorized_operations.extend(
+                        sorted(operation.name for operation in group_requests.authorized_group_operations(call, outcome.group_id))
+                    )
+                groups.append(description)
             else:
                 state = group_requests.dead_state(outcome.error_code)
                 groups.append(
@@ -568,3 +678,17 @@ def _transaction_description(item: transaction_requests.TransactionDescription) 
         transaction_start_time_ms=item.start_timestamp_ms,
         topics=[broker_pb2.TopicPartitions(topic=topic, partitions=list(partitions)) for topic, partitions in item.partitions.items()],
     )
+
+
+def _converted(message: Message, into: type[Converted]) -> Converted:
+    """``message`` as ``into``, a message of the same fields and numbers (broker.proto's client ACL
+    messages and controller.proto's forwarded ones): by its bytes, so no field is copied by hand."""
+    return into.FromString(message.SerializeToString())
+
+
+def _topic_operations(call: CallContext, topic: metadata_requests.TopicDescription, requested: bool) -> dict[str, Any]:
+    """A described topic's authorized-operations fields: the caller's operations on it (KIP-430) when asked."""
+    if not requested or topic.error_code:
+        return {}
+    names = sorted(operation.name for operation in metadata_requests.authorized_topic_operations(call, topic.name))
+    return {"authorized_operations_included": True, "authorized_operations": names}

@@ -159,7 +159,8 @@ class TopicAdmin:
         log_config = self.log_config(topic)
         for partition in partitions:
             check_partition_directory_name(topic.name, partition)
-            self._log_manager.get_or_create_log(topic.name, partition, log_config)
+            self._log_manager.get_or_create_log(topic.name, partition, log_config, sync_directory=False)
+        self._log_manager.sync_data_directory()  # once for all of them
 
     def _delete_logs(self, topic: str, partitions: Iterable[int]) -> None:
         for partition in partitions:
@@ -189,21 +190,33 @@ class TopicAdmin:
                     failures.append(PartitionFailure(log.topic, log.partition, previous_topic_ids.get(log.topic, ""), error))
                     continue
                 deleted += 1
-        created = 0
+        # The new logs' directories are made durable with one fsync of the data directory after
+        # all of them, not one each (10,000 partitions in one map spent most of their time there).
+        created: list[tuple[TopicMetadata, int]] = []
         for topic in self._registry.topics():
             missing = [
                 partition
                 for partition in range(topic.partitions)
                 if self._hosted(topic.name, partition) and self._log_manager.get_log(topic.name, partition) is None
             ]
+            log_config: LogConfig | None = None
             for partition in missing:
                 try:
-                    self._create_logs(topic, [partition])
+                    if log_config is None:
+                        log_config = self.log_config(topic)
+                    check_partition_directory_name(topic.name, partition)
+                    self._log_manager.get_or_create_log(topic.name, partition, log_config, sync_directory=False)
                 except Exception as error:  # this partition's failure, reported; the others go on
                     failures.append(PartitionFailure(topic.name, partition, topic.topic_id, error))
                     continue
-                created += 1
-        return ManagedTopicsChange(created, deleted, 0, tuple(failures))
+                created.append((topic, partition))
+        if created:
+            try:
+                self._log_manager.sync_data_directory()
+            except Exception as error:  # none of them is known to survive a crash
+                failures.extend(PartitionFailure(topic.name, partition, topic.topic_id, error) for topic, partition in created)
+                created = []
+        return ManagedTopicsChange(len(created), deleted, 0, tuple(failures))
 
     def apply_managed_topics(self, topics: Sequence[TopicMetadata]) -> ManagedTopicsChange:
         """Managed mode: make the registry hold exactly ``topics`` (internal ones included) and the logs follow.

@@ -1,6 +1,9 @@
 """Durable file replacement: write a temporary file, fsync it, rename it, fsync the directory.
 
 A reader after a crash sees either the previous content or the new content, never a torn mix.
+Without ``durable`` the two fsyncs are skipped: the replacement is still atomic for readers and
+survives the process's crash (kill -9: the kernel keeps the written pages), but not a power
+loss, so it is only for files the caller can rebuild or fsyncs later.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-def write_atomically(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+def write_atomically(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
 
     The file has ``mode`` from its first byte: the owner's only by default, like every file of
-    a data directory (server_runtime.private_files).
+    a data directory (server_runtime.private_files). ``durable=False``: no fsync (see the
+    module docstring).
     """
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -35,8 +39,10 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         while view:
             written = os.write(descriptor, view)
             view = view[written:]
-        os.fsync(descriptor)
+        if durable:
+            os.fsync(descriptor)
     finally:
         os.close(descriptor)
     os.replace(temporary, path)
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)

@@ -46,6 +46,7 @@ from weir.records import (
     RecordFormatError,
     decode_varint,
     decompress,
+    walk_records_native,
 )
 
 INT64_MIN = -(2**63)  # record timestamps must fit Kafka's int64
@@ -153,7 +154,22 @@ def validate_batch_records(
     _check_timestamps(data, header, config, now_ms, min_delta, max_delta, partition=partition, batch_index=batch_index)
 
 
-def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tuple[int, int]:  # noqa: C901 - per-record steps as functions cost 14-20%
+def walk_records(data: bytes, records_count: int, *, require_keys: bool) -> tuple[int, int]:
+    """Walk the decompressed records section once; return (smallest, largest) timestamp delta.
+
+    In C (``weir.records.walk_records_native``) when the native codec is built, else in Python
+    (``walk_records_python``, the reference); both raise the same _RecordsProblem.
+    """
+    walked = walk_records_native(data, records_count, require_keys)
+    if walked is None:
+        return walk_records_python(data, records_count, require_keys=require_keys)
+    if len(walked) == 3:
+        reason, index, corrupt = walked
+        raise _RecordsProblem(reason, index, corrupt=corrupt)
+    return walked
+
+
+def walk_records_python(data: bytes, records_count: int, *, require_keys: bool) -> tuple[int, int]:  # noqa: C901 - per-record steps as functions cost 14-20%
     """Walk the decompressed records section once; return (smallest, largest) timestamp delta.
 
     Raises _RecordsProblem for the first record that does not parse or breaks a rule. Varints

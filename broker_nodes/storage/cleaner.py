@@ -14,21 +14,27 @@ A pass over one log:
    as Kafka's KIP-534 does) has passed. Offsets never change: each retained batch keeps its
    base offset, last offset delta, producer id, epoch and base sequence. Batches whose
    records all survive are copied byte for byte.
-5. A rewritten segment is swapped in crash-safely: write ``<base>.{log,index,timeindex}.cleaned``
+5. A rewritten segment is swapped in crash-safely: write ``<base>.{log,index,timeindex,txnindex}.cleaned``
    and fsync them; rename the indexes to ``.swap``, then the log (the commit point); rename
    the old files to ``.deleted``; rename the ``.swap`` files to their live names. Recovery
    completes a swap whose ``.log.swap`` exists and discards any other ``.cleaned`` / ``.swap``.
 
 Records without a key cannot be superseded and are kept.
 
-Transactions: the cleanable range ends at the last stable offset, so no open transaction is
-compacted. Transaction markers (control batches) are copied byte for byte, so the segment
-holding an ABORT marker (and its ``.txnindex`` entry) is never emptied; a rewritten segment
-keeps its ``.txnindex`` as it is. Batches of aborted transactions are copied byte for byte
-and their records supersede nothing (readers at read_committed drop them; a committed
-record must not be compacted away in favour of an aborted one). Rewritten transactional
-batches keep their transactional bit. Kafka also removes aborted batches and, after
-``delete.retention.ms``, the markers themselves; Weir keeps both.
+Transactions (Kafka's LogCleaner with KIP-98): the cleanable range ends at the last stable
+offset, so no open transaction is compacted. Batches of aborted transactions (found through
+the ``.txnindex`` entries) are removed and their records supersede nothing; a committed
+record is never compacted away in favour of an aborted one. A transaction marker (control
+batch) stays while any batch of its transaction remains below it. The first pass after which
+none remains stores a delete horizon in the marker (``now + delete.retention.ms``, in the
+batch header as for tombstones) and a pass after that horizon removes it, so a reader that
+saw the transaction's batches has delete.retention.ms to reach its marker. A rewritten
+segment gets a new ``.txnindex`` (swapped in with its other files) without the entries whose
+ABORT marker was removed: a read_committed reader told of an aborted transaction drops its
+producer's batches until it reads that marker, so an entry must never outlive its marker.
+An entry whose marker remains is kept even when its batches are gone. As in Kafka, a
+producer's last batch is kept (emptied) so that its sequence survives, and then so is its
+transaction's marker. Rewritten transactional batches keep their transactional bit.
 
 A stored batch whose records cannot be decoded (written before brokers validated records, or
 damaged on disk) is kept byte for byte and its records supersede nothing: compaction never
@@ -41,7 +47,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker_nodes.clock import Clock
@@ -163,17 +169,18 @@ class LogCleaner:
         bytes_before = sum(segment.size for segment in segments)
         bytes_after = 0
         earliest_horizon: int | None = None
+        transactions = _TransactionTracker()
         for segment in segments:
-            output, dropped, horizon = _compact_segment(segment, offset_map, now_ms, log, aborted)
-            if horizon is not None:
-                earliest_horizon = horizon if earliest_horizon is None else min(earliest_horizon, horizon)
-            if output is None:
+            output = _compact_segment(segment, offset_map, now_ms, log, aborted, transactions)
+            if output.earliest_horizon is not None:
+                earliest_horizon = output.earliest_horizon if earliest_horizon is None else min(earliest_horizon, output.earliest_horizon)
+            if output.data is None:
                 bytes_after += segment.size
                 continue
-            removed_records += dropped
-            bytes_after += len(output)
-            if output:
-                self._swap_in(log, segment, output)
+            removed_records += output.dropped
+            bytes_after += len(output.data)
+            if output.data:
+                self._swap_in(log, segment, output.data, output.removed_markers)
                 rewritten += 1
             else:
                 self._remove(log, segment)
@@ -197,7 +204,7 @@ class LogCleaner:
 
     # -------------------------------------------------------------- swapping
 
-    def _swap_in(self, log: PartitionLog, old: LogSegment, data: bytes) -> None:
+    def _swap_in(self, log: PartitionLog, old: LogSegment, data: bytes, removed_markers: set[int]) -> None:
         directory = log.directory
         file_cache = old.file_cache
         config = log.config
@@ -213,6 +220,12 @@ class LogCleaner:
         for path in cleaned.file_paths():
             with open(path, "wb"):
                 pass
+        # The index keeps the entries whose ABORT marker stays (a marker's offset is its entry's last offset).
+        cleaned.txn_index.create()
+        for entry in old.txn_index.entries:
+            if entry.last_offset not in removed_markers:
+                cleaned.txn_index.append(entry)
+        cleaned.txn_index.flush()
         with open(cleaned.log_path, "wb") as file:
             file.write(data)
             file.flush()
@@ -227,11 +240,12 @@ class LogCleaner:
                 return
             # Indexes first, the log last: a .log.swap on disk means the swap is committed.
             cleaned_log, cleaned_index, cleaned_time_index = cleaned.file_paths()
-            for path in (cleaned_index, cleaned_time_index, cleaned_log):
+            cleaned_files = (cleaned_index, cleaned_time_index, cleaned.txn_index.path, cleaned_log)
+            for path in cleaned_files:
                 os.rename(path, _swap_name(path))
             fsync_directory(directory)
-            deleted = old.rename_to_deleted(keep_txn_index=True)
-            for path in (cleaned_index, cleaned_time_index, cleaned_log):
+            deleted = old.rename_to_deleted()
+            for path in cleaned_files:
                 swap = _swap_name(path)
                 os.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
             fsync_directory(directory)
@@ -317,17 +331,62 @@ def _build_offset_map(dirty: list[LogSegment], first_dirty: int, aborted: _Abort
     return offset_map
 
 
+class _TransactionTracker:
+    """One pass's view of transactions in log order: whose current transaction still has a batch.
+
+    A transactional data batch that stays in the log (even emptied) opens its producer's
+    transaction here; that producer's next marker closes it. A marker closing a transaction
+    with no remaining batch is removable once its delete horizon has passed.
+    """
+
+    def __init__(self) -> None:
+        self._with_batches: set[int] = set()
+
+    def batch_kept(self, header: BatchHeader) -> None:
+        if header.is_transactional and not header.is_control:
+            self._with_batches.add(header.producer_id)
+
+    def closes_empty_transaction(self, marker: BatchHeader) -> bool:
+        if marker.producer_id in self._with_batches:
+            self._with_batches.discard(marker.producer_id)
+            return False
+        return True
+
+
+@dataclass
+class _SegmentOutput:
+    """What compacting one segment gives: new bytes (None when unchanged) and what changed."""
+
+    data: bytes | None = None
+    dropped: int = 0
+    earliest_horizon: int | None = None
+    removed_markers: set[int] = field(default_factory=set)
+
+    def note_horizon(self, horizon: int) -> None:
+        self.earliest_horizon = horizon if self.earliest_horizon is None else min(self.earliest_horizon, horizon)
+
+
 def _compact_segment(
-    segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog, aborted: _AbortedRanges
-) -> tuple[bytes | None, int, int | None]:
-    """(new segment bytes or None when unchanged, records dropped, earliest tombstone horizon kept)."""
+    segment: LogSegment, offset_map: dict[bytes, int], now_ms: int, log: PartitionLog, aborted: _AbortedRanges, transactions: _TransactionTracker
+) -> _SegmentOutput:
+    """The segment's batches after compaction; ``transactions`` carries the pass's state to the next segment."""
+    output = _SegmentOutput()
     parts: list[bytes] = []
     changed = False
-    dropped = 0
-    earliest_horizon: int | None = None
     for header, data in _iter_stored_batches(segment):
-        if header.is_control or aborted.contains(header):
-            parts.append(data)
+        if header.is_control:
+            kept_marker = _compact_marker(header, data, now_ms, log, transactions, output)
+            changed = changed or kept_marker is not data
+            if kept_marker is not None:
+                parts.append(kept_marker)
+            continue
+        if aborted.contains(header):
+            changed = True
+            records = _decoded_or_none(header, data)
+            output.dropped += len(records) if records is not None else header.records_count
+            if _is_producers_last_batch(header, log):
+                parts.append(rebuild_batch(header, []) if records is not None else data)
+                transactions.batch_kept(header)
             continue
         records = _decoded_or_none(header, data)
         if records is None:
@@ -338,34 +397,64 @@ def _compact_segment(
                 header.last_offset,
             )
             parts.append(data)
+            transactions.batch_kept(header)
             continue
-        kept = []
-        needs_horizon = False
-        for record in records:
-            offset, _, key, value, _ = record
-            if key is not None and offset_map.get(bytes(key), offset) > offset:
-                continue
-            if value is None and key is not None:
-                if header.has_delete_horizon and now_ms >= header.base_timestamp:
-                    continue
-                if not header.has_delete_horizon:
-                    needs_horizon = True
-            kept.append(record)
-        dropped += len(records) - len(kept)
+        kept, needs_horizon = _surviving_records(header, records, offset_map, now_ms)
+        output.dropped += len(records) - len(kept)
         tombstone_horizon = None
         if any(record[3] is None and record[2] is not None for record in kept):
             tombstone_horizon = header.base_timestamp if header.has_delete_horizon else now_ms + log.config.delete_retention_ms
-            earliest_horizon = tombstone_horizon if earliest_horizon is None else min(earliest_horizon, tombstone_horizon)
+            output.note_horizon(tombstone_horizon)
         if len(kept) == len(records) and not needs_horizon:
             parts.append(data)
+            transactions.batch_kept(header)
             continue
         changed = True
         if not kept and not _is_producers_last_batch(header, log):
             continue
         parts.append(rebuild_batch(header, kept, delete_horizon_ms=tombstone_horizon))
-    if not changed:
-        return None, 0, earliest_horizon
-    return b"".join(parts), dropped, earliest_horizon
+        transactions.batch_kept(header)
+    if changed:
+        output.data = b"".join(parts)
+    return output
+
+
+def _surviving_records(header: BatchHeader, records: DecodedRecords, offset_map: dict[bytes, int], now_ms: int) -> tuple[DecodedRecords, bool]:
+    """The records no later key supersedes and no passed tombstone horizon removes; whether a tombstone needs its horizon set."""
+    kept = []
+    needs_horizon = False
+    for record in records:
+        offset, _, key, value, _ = record
+        if key is not None and offset_map.get(bytes(key), offset) > offset:
+            continue
+        if value is None and key is not None:
+            if header.has_delete_horizon and now_ms >= header.base_timestamp:
+                continue
+            if not header.has_delete_horizon:
+                needs_horizon = True
+        kept.append(record)
+    return kept, needs_horizon
+
+
+def _compact_marker(
+    header: BatchHeader, data: bytes, now_ms: int, log: PartitionLog, transactions: _TransactionTracker, output: _SegmentOutput
+) -> bytes | None:
+    """The marker's bytes as kept (``data`` itself when unchanged), or None when it is removed."""
+    if not transactions.closes_empty_transaction(header):
+        return data
+    if header.has_delete_horizon:
+        if now_ms >= header.base_timestamp:
+            output.dropped += header.records_count
+            output.removed_markers.add(header.base_offset)
+            return None
+        output.note_horizon(header.base_timestamp)
+        return data
+    records = _decoded_or_none(header, data)
+    if records is None:
+        return data  # a marker that cannot be read is kept as it is (and its transaction's index entry with it)
+    horizon = now_ms + log.config.delete_retention_ms
+    output.note_horizon(horizon)
+    return rebuild_batch(header, records, delete_horizon_ms=horizon)
 
 
 def _is_producers_last_batch(header: BatchHeader, log: PartitionLog) -> bool:

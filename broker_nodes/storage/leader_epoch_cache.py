@@ -19,14 +19,23 @@ class LeaderEpochCache:
 
     Invariants: epochs and start offsets both strictly increase along the list. Replication
     uses ``end_offset_for`` to find where a follower's log diverges from the leader's.
-    Thread-safe (one lock); changes are rare (one per leader election), so each is written
-    through to the checkpoint at once.
+    Thread-safe (one lock). Every change is written through to the checkpoint at once.
+
+    Durability, as Kafka's since KAFKA-15046: a new epoch (:meth:`assign`) is written without
+    fsync, because it happens on the append path (the first append of every partition after an
+    election: with thousands of partitions, thousands of fsyncs on the request threads) and its
+    start offset is in a batch of the log anyway. The file survives a process crash (kill -9)
+    as it is; before the log's recovery point moves past such an entry, :meth:`flush` fsyncs
+    it (``PartitionLog.flush``), and after a power loss the recovery re-assigns the epochs of
+    the batches it scans from the recovery point (``PartitionLog.open``). Truncations, rare
+    and not recoverable from the log, are fsynced at once.
     """
 
     def __init__(self, partition_directory: Path) -> None:
         self._file = LeaderEpochCheckpointFile(partition_directory / LEADER_EPOCH_CHECKPOINT)
         self._lock = threading.Lock()
         self._entries: list[tuple[int, int]] = self._file.read()
+        self._unflushed = False  # an assign wrote the file without fsync since the last durable write
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -50,7 +59,18 @@ class LeaderEpochCache:
             while self._entries and self._entries[-1][1] >= start_offset:
                 self._entries.pop()
             self._entries.append((epoch, start_offset))
-            self._file.write(self._entries)
+            self._file.write(self._entries, durable=False)
+            self._unflushed = True
+
+    def flush(self) -> None:
+        """fsync the checkpoint if an :meth:`assign` wrote it without; a no-op otherwise."""
+        with self._lock:
+            if self._unflushed:
+                self._write_durably()
+
+    def _write_durably(self) -> None:
+        self._file.write(self._entries)
+        self._unflushed = False
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch <= ``epoch``, the offset where it ended), as Kafka's OffsetsForLeaderEpoch answers."""
@@ -88,13 +108,13 @@ class LeaderEpochCache:
             kept = [entry for entry in self._entries if entry[1] < end_offset]
             if kept != self._entries:
                 self._entries = kept
-                self._file.write(self._entries)
+                self._write_durably()
 
     def clear(self) -> None:
         """Forget every epoch: the log was emptied and restarts at another offset (Kafka's clearAndFlush)."""
         with self._lock:
             self._entries = []
-            self._file.write(self._entries)
+            self._write_durably()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly below ``start_offset``; the one spanning it now starts there."""
@@ -107,4 +127,4 @@ class LeaderEpochCache:
                 kept = kept[1:]
             if kept != self._entries:
                 self._entries = kept
-                self._file.write(self._entries)
+                self._write_durably()

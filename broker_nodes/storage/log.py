@@ -234,8 +234,13 @@ class PartitionLog:
                 recovery=recovery,
             )
             log._load_producer_state(log.log_end_offset, rebuild_txn_indexes_from=recovery.txn_index_rebuild_from)
+            # Epochs that began in the scanned batches may be missing from a checkpoint that was
+            # not fsynced when they began (LeaderEpochCache); the batches say where each began.
+            for epoch, start_offset in recovery.leader_epoch_starts:
+                log._leader_epoch_cache.assign(epoch, start_offset)
             log._leader_epoch_cache.truncate_from_end(log.log_end_offset)
             log._leader_epoch_cache.truncate_from_start(log.log_start_offset)
+            log._leader_epoch_cache.flush()  # the recovery point is already past those epochs' batches
             return log
         except OSError as error:
             raise LogDirectoryError(directory, str(error)) from error
@@ -793,6 +798,9 @@ class PartitionLog:
         try:
             for segment in segments:
                 segment.flush()
+            # The epochs of the flushed batches must be durable before the recovery point passes
+            # them: recovery re-assigns epochs only from the batches above it.
+            self._leader_epoch_cache.flush()
         except FileNotFoundError:
             pass  # A segment removed by retention meanwhile needs no fsync.
         except OSError as error:

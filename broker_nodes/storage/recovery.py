@@ -4,7 +4,8 @@ Order of work, as in Kafka's LogLoader:
 
 1. Remove temporary files, files awaiting deletion (``*.deleted``) and half-written cleaner
    output (``*.cleaned``). Complete committed swaps: a ``<base>.log.swap`` exists only after
-   the cleaner finished writing and fsyncing the replacement, so it replaces the live files;
+   the cleaner finished writing and fsyncing the replacement, so it replaces the live files
+   (a ``.txnindex.swap`` replaces the live ``.txnindex``, which stays when there is none);
    index ``.swap`` files without a log ``.swap`` belong to an uncommitted swap and go.
 2. Load segments by the ``.log`` files present; remove orphan index files.
 3. After a clean shutdown, only sanity-check each index (rebuild a missing or corrupt one).
@@ -38,6 +39,7 @@ from log_formats.log_files import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     parse_segment_file_name,
     segment_file_name,
 )
@@ -57,6 +59,9 @@ class PartitionRecovery:
     details: list[str] = field(default_factory=list)
     # Base offset of the first segment whose .txnindex was emptied to be rebuilt; None when all are sound.
     txn_index_rebuild_from: int | None = None
+    # (leader epoch, first offset) at each change of epoch in the scanned batches: the log re-assigns them,
+    # as the leader-epoch checkpoint is not fsynced when an epoch begins (LeaderEpochCache).
+    leader_epoch_starts: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _remove(path: Path) -> None:
@@ -84,13 +89,13 @@ def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: Pa
         if parsed is None or parsed[0] not in committed:
             _remove(directory / name)
     for base_offset in sorted(committed):
-        for suffix in _SEGMENT_SUFFIXES:
+        for suffix in (*_SEGMENT_SUFFIXES, TXN_INDEX_SUFFIX):
             live = directory / segment_file_name(base_offset, suffix)
             swap = live.with_name(live.name + SWAP_SUFFIX)
             file_cache.invalidate(live)
             if swap.exists():
                 os.replace(swap, live)
-            else:
+            elif suffix != TXN_INDEX_SUFFIX:  # no .txnindex.swap: the cleaner kept the live index
                 # The replacement's index was not written; the stale one must not be used.
                 _remove(live)
         message = f"{directory.name}: completed an interrupted compaction swap of segment {base_offset}"
@@ -198,6 +203,7 @@ def _recover_from(directory: Path, segments: list[LogSegment], first_to_scan: in
             _note(recovery, f"{directory.name}: rebuilt the indexes of segment {segment.base_offset}: {problem}")
         expected = kept[-1].next_offset if kept else None
         result = segment.recover(expected_start_offset=expected)
+        recovery.leader_epoch_starts.extend(result.epoch_starts)
         kept.append(segment)
         if result.truncated_bytes == 0:
             continue

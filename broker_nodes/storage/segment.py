@@ -55,6 +55,8 @@ class SegmentRecovery:
     truncated_bytes: int
     reason: str | None
     next_offset: int
+    # (leader epoch, base offset of its first batch) at each change of epoch among the valid batches, in order.
+    epoch_starts: tuple[tuple[int, int], ...] = ()
 
 
 class LogSegment:
@@ -411,6 +413,7 @@ class LogSegment:
         reason: str | None = None
         size = self._stat_size()
         self.size = size
+        epoch_starts: list[tuple[int, int]] = []
         for position, header, problem in self._scan_for_recovery(size, validate):
             if problem is None and validate and header is not None:  # a header comes with every batch without a problem
                 if header.base_offset < expected:
@@ -422,6 +425,8 @@ class LogSegment:
                 break
             assert header is not None
             self.append_index_entries_for(position, header)
+            if not epoch_starts or header.partition_leader_epoch != epoch_starts[-1][0]:
+                epoch_starts.append((header.partition_leader_epoch, header.base_offset))
             expected = header.next_offset
             valid = position + header.size
         else:
@@ -436,7 +441,7 @@ class LogSegment:
         self._tail_loaded = True
         if self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
-        return SegmentRecovery(valid, truncated, reason if truncated > 0 else None, self._next_offset)
+        return SegmentRecovery(valid, truncated, reason if truncated > 0 else None, self._next_offset, tuple(epoch_starts))
 
     def append_index_entries_for(self, position: int, header: BatchHeader) -> None:
         """Index maintenance for one batch at ``position``, exactly as ``append`` does it."""
@@ -504,12 +509,11 @@ class LogSegment:
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             self._file_cache.invalidate(path)
 
-    def rename_to_deleted(self, *, keep_txn_index: bool = False) -> list[Path]:
+    def rename_to_deleted(self) -> list[Path]:
         """Rename the segment's files with the ``.deleted`` suffix; return the new paths.
 
         Readers that still hold this segment keep reading the renamed files until they are
-        removed after ``file.delete.delay.ms``. ``keep_txn_index`` leaves the ``.txnindex``
-        live: compaction replaces a segment's batches but not its aborted transactions.
+        removed after ``file.delete.delay.ms``.
         """
         new_log_path = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
         self._file_cache.invalidate(self.log_path)
@@ -520,8 +524,6 @@ class LogSegment:
         self.log_path = new_log_path
         self.offset_index.rename_to(self.offset_index.path.with_name(self.offset_index.path.name + DELETED_SUFFIX))
         self.time_index.rename_to(self.time_index.path.with_name(self.time_index.path.name + DELETED_SUFFIX))
-        if keep_txn_index:
-            return [self.log_path, self.offset_index.path, self.time_index.path]
         self.txn_index.rename_to(self.txn_index.path.with_name(self.txn_index.path.name + DELETED_SUFFIX))
         return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 

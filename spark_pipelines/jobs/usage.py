@@ -6,10 +6,13 @@ The figures are defined in :mod:`spark_pipelines.transforms.usage`. Under
 ``<output_dir>/usage/`` (``WEIR_PIPELINE_DIR``):
 
 =====================  =================================================================
-``raw/date=D/``        every usage row read, deduplicated by identity (D: UTC date of
-                       the window start); the source of truth the buckets are computed from
-``hourly/date=D/``     hour buckets of day D (``bucket_start`` UTC timestamps)
-``daily/date=D/``      the day bucket of day D
+``raw/date=D/hour=H/`` every usage row read, deduplicated by identity (D, H: UTC date and
+                       hour of day of the window start); what the hour buckets are
+                       computed from
+``hourly/date=D/``     hour buckets of day D (``bucket_start`` UTC timestamps), with the
+                       sums a day is rolled up from (``storage_bytes_sum``,
+                       ``storage_windows``, ``partition_ms``)
+``daily/date=D/``      the day bucket of day D, rolled up from ``hourly/date=D/``
 ``rejected/``          records that are not valid ``weir.usage/1`` rows, with their
                        ``__usage`` partition, offset, text and what is wrong (kept, counted
                        in the result as ``rejected``, never counted in a bucket)
@@ -21,13 +24,18 @@ One run, in this order:
    read (a partition it does not name is read from its log start).
 2. Pin the end: ``resolve_offsets`` asks the brokers for every partition's end offset now.
    The run reads exactly ``[cursor, end)``, however much the brokers append meanwhile.
-3. Read that range (``format("weir")``, internal token), parse it, set invalid records
-   aside (``rejected/``), drop duplicates by identity.
-4. Append to ``raw/`` the rows whose identity is not stored yet in their date partitions.
-5. Recompute every hour and day bucket of the dates the rows READ in step 3 fall on, from
-   ``raw/`` (all runs' rows of those dates).
-6. Upsert the hour buckets the read rows fall in and the day buckets into the database;
-   overwrite those dates' partitions of ``hourly/`` and ``daily/`` (dynamic overwrite).
+3. Read that range (``format("weir")``, internal token, at least one task per core), parse
+   it, set invalid records aside (``rejected/``), drop duplicates by identity.
+4. Append to ``raw/`` the rows whose identity is not stored yet in their (date, hour)
+   partitions (one anti-join against those partitions only).
+5. Recompute the hour buckets of the hours the rows READ in step 3 fall in, from those
+   hours' ``raw/`` partitions (all runs' rows of those hours, no other hour), then the day
+   buckets of their dates from the dates' hour buckets (the stored ones of the other hours
+   and the recomputed ones): a run costs in proportion to the hours it touches, not to the
+   days' rows.
+6. Upsert the hour and day buckets of the tenants and topics the read rows belong to into
+   the database; overwrite those dates' partitions of ``hourly/`` and ``daily/`` (dynamic
+   overwrite).
 7. Save the cursor: the pinned end.
 
 Why a run that dies anywhere needs nothing but the next run:
@@ -37,7 +45,7 @@ Why a run that dies anywhere needs nothing but the next run:
 - Step 4 adds only identities not stored yet, so reading records again adds nothing twice,
   whatever part of an earlier append reached the disk (Parquet files appear whole: each is
   written aside and renamed into place).
-- Step 5 recomputes whole buckets from everything stored and never adds to a stored figure:
+- Step 5 recomputes whole hours from everything stored and never adds to a stored figure:
   a bucket whose rows arrive over several runs (several brokers' reports of a window, a
   window re-sent late) comes out right, and a repeated recomputation gives the same
   figures. The buckets recomputed are those of every row read, not only of the rows added,
@@ -52,13 +60,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,16 +77,22 @@ from spark_pipelines.read_range import Offsets, nothing_to_read, pending_range
 from spark_pipelines.settings import PipelineSettings, internal_source_options
 from spark_pipelines.source import resolve_offsets
 from spark_pipelines.transforms.usage import (
+    COPIES_COLUMN,
     DATE_COLUMN,
+    HOUR_COLUMN,
     IDENTITY_COLUMNS,
+    MILLISECONDS_PER_DAY,
     MILLISECONDS_PER_HOUR,
     RAW_COLUMNS,
     RAW_SCHEMA_DDL,
-    deduplicate_usage_rows,
+    STORED_AGGREGATE_SCHEMA_DDL,
+    UNUSABLE_COLUMNS,
+    days_from_hours,
+    deduplicate_usage_records,
     parse_usage_records,
-    usage_aggregates,
+    usable_rows,
     usage_problems,
-    valid_usage_rows,
+    usage_sums,
     window_usage,
 )
 from webapp.metering import writer
@@ -87,6 +101,7 @@ PIPELINE = "usage"
 STATE_VERSION = 1  # the shape of the saved state: {"version": 1, "offsets": {"__usage": {"0": 42}}}
 REJECTED_SCHEMA_DDL = "source_partition INT, source_offset BIGINT, source_value STRING, problem STRING"
 REJECTED_KEYS = ("source_partition", "source_offset")
+RAW_PARTITIONING = (DATE_COLUMN, HOUR_COLUMN)  # raw/date=D/hour=H/
 # Up to this many rejected records are named in the result (all are in rejected/).
 REJECTED_NAMED = 5
 # Runtime settings the job's plans need, set on the session it is given.
@@ -96,7 +111,17 @@ SESSION_CONF = {
     # Let adaptive execution size the shuffles under the persisted frames too (off by default):
     # otherwise every run writes spark.sql.shuffle.partitions (200) small files per date.
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+    # Write the rows of several date/hour partitions of a task through open files side by side
+    # rather than sorting the task's rows by partition first (the sort is the fallback past this
+    # many files per task, one day's hours; a run touches an hour or two): the sort was half the
+    # CPU of storing the raw rows. Spark plans the sort itself unless planned writes are off.
+    "spark.sql.optimizer.plannedWrite.enabled": "false",
+    "spark.sql.maxConcurrentOutputFileWriters": "24",
 }
+# Set only while the records are deduplicated: nearly every row is its own group, so Spark's
+# partial aggregation before the shuffle reduces nothing and costs a third of that step's CPU.
+# The other aggregations of the job reduce many rows to few and keep it.
+DEDUPLICATION_CONF = {"spark.sql.execution.bypassPartialAggregation": "true"}
 # Columns of the aggregates handed to the writer (bucket_start is rebuilt from the millis).
 WRITER_COLUMNS = (
     "tenant_id",
@@ -188,6 +213,8 @@ def run(spark: SparkSession, settings: PipelineSettings) -> dict[str, Any]:
     reader = spark.read.format("weir").options(**source_options).option("endingOffsets", json.dumps(ending))
     if starting:
         reader = reader.option("startingOffsets", json.dumps(starting))
+    # At least a range per core: a few __usage partitions are read by as many tasks as Spark has cores.
+    reader = reader.option("minPartitions", str(spark.sparkContext.defaultParallelism))
     usage_partitions = sorted(int(partition) for partition in ending[USAGE_TOPIC])
     result.update(store_and_aggregate(spark, reader.load(), usage_partitions, UsagePaths.under(settings.output_dir), writer.write_usage))
     writer.save_state(PIPELINE, {"version": STATE_VERSION, "offsets": ending})
@@ -200,36 +227,46 @@ def store_and_aggregate(spark: SparkSession, records: DataFrame, usage_partition
     :func:`webapp.metering.writer.write_usage` in the job. Returns the counts of the result."""
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
-    # Decoded once: the records are read (from the brokers) and parsed a single time.
-    parsed = parse_usage_records(records).persist(StorageLevel.MEMORY_AND_DISK)
-    batch: DataFrame | None = None
-    windows: DataFrame | None = None
-    try:
-        result: dict[str, Any] = {"records_read": parsed.count()}
-        result.update(_set_rejected_aside(spark, usage_problems(parsed), usage_partitions, paths))
-        batch = deduplicate_usage_rows(valid_usage_rows(parsed)).persist(StorageLevel.MEMORY_AND_DISK)
-        dates, hours = _affected_buckets(batch)
-        if dates:
-            result["raw_rows_added"] = append_new_rows(spark, batch, paths.raw, RAW_SCHEMA_DDL, DATE_COLUMN, dates, IDENTITY_COLUMNS)
-            stored = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, DATE_COLUMN, dates)
-            if stored is None:
-                raise MissingRawRowsError(paths.raw, dates)
-            windows = window_usage(stored.select(*RAW_COLUMNS)).persist(StorageLevel.MEMORY_AND_DISK)
-            result.update(_write_aggregates(windows, hours, paths, write_usage))
-            result["dates"] = [str(day) for day in dates]
-    finally:
-        for frame in (windows, batch, parsed):
-            if frame is not None:
-                frame.unpersist()
+    # One pass over the records (read from the brokers once): parsed, deduplicated, counted and
+    # kept, in one aggregation. Kept as a local checkpoint rather than a cached DataFrame: building
+    # Spark's compressed columnar cache of every row cost about as much CPU as parsing them.
+    with session_conf(spark, DEDUPLICATION_CONF):
+        deduplicated = deduplicate_usage_records(parse_usage_records(records)).localCheckpoint(eager=True)
+    [counts] = deduplicated.agg(F.sum(COPIES_COLUMN).alias("read"), F.count(UNUSABLE_COLUMNS[0]).alias("rejected")).collect()
+    result: dict[str, Any] = {"records_read": counts["read"] or 0}
+    if counts["rejected"]:
+        # Rare, so the records are read and parsed again for the text and problem of the unusable
+        # ones rather than carrying text through the aggregation (which would sort every row).
+        result.update(_set_rejected_aside(spark, usage_problems(parse_usage_records(records)), counts["rejected"], usage_partitions, paths))
+    batch = usable_rows(deduplicated)
+    keys = _batch_keys(batch)
+    hours = _affected_hours(keys)
+    if hours:
+        result["raw_rows_added"] = append_new_rows(spark, batch, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, hours, IDENTITY_COLUMNS)
+        result.update(_recompute_buckets(spark, keys, hours, paths, write_usage))
+        result["dates"] = [str(day) for day in sorted({day for day, _hour in hours})]
     return result
 
 
-def _set_rejected_aside(spark: SparkSession, problems: DataFrame, partitions: list[int], paths: UsagePaths) -> dict[str, Any]:
-    """Store the unusable records in ``rejected/`` (once each, partitioned by their ``__usage``
-    partition, all of which are in ``partitions``); their count and the first few named."""
-    rejected = problems.count()
-    if not rejected:
-        return {}
+@contextmanager
+def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Runtime settings ``conf`` on ``spark`` for the actions run inside, then as they were."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def _set_rejected_aside(spark: SparkSession, problems: DataFrame, rejected: int, partitions: list[int], paths: UsagePaths) -> dict[str, Any]:
+    """Store the ``rejected`` unusable records in ``rejected/`` (once each, partitioned by their
+    ``__usage`` partition, all of which are in ``partitions``); their count and the first few named."""
     append_new_rows(spark, problems, paths.rejected, REJECTED_SCHEMA_DDL, "source_partition", partitions, REJECTED_KEYS)
     named = problems.orderBy(*REJECTED_KEYS).limit(REJECTED_NAMED).collect()
     print(
@@ -243,22 +280,52 @@ def _set_rejected_aside(spark: SparkSession, problems: DataFrame, partitions: li
     }
 
 
-def _affected_buckets(batch: DataFrame) -> tuple[list[date], list[int]]:
-    """The dates and the hour starts (epoch ms) the batch's rows fall in, sorted."""
-    hour = (F.floor(F.col("window_start_ms") / MILLISECONDS_PER_HOUR).cast("long") * MILLISECONDS_PER_HOUR).alias("hour_ms")
-    pairs = batch.select(DATE_COLUMN, hour).distinct().collect()
-    return sorted({row[DATE_COLUMN] for row in pairs}), sorted({row["hour_ms"] for row in pairs})
+def _batch_keys(batch: DataFrame) -> DataFrame:
+    """The (tenant, topic, hour bucket start, date, hour of day) the batch's rows fall in, computed
+    in one pass over the batch and kept: a few rows per tenant-topic and hour, from which both the
+    raw partitions to write and the buckets to upsert are taken without reading the batch again."""
+    hour_start = (F.floor(F.col("window_start_ms") / MILLISECONDS_PER_HOUR).cast("long") * MILLISECONDS_PER_HOUR).alias("hour_start_ms")
+    return batch.select("tenant_id", "topic", hour_start, DATE_COLUMN, HOUR_COLUMN).distinct().localCheckpoint(eager=True)
 
 
-def _write_aggregates(windows: DataFrame, hours: list[int], paths: UsagePaths, write_usage: WriteUsage) -> dict[str, int]:
-    """Upsert the affected buckets into the database, then replace the dates' Parquet partitions."""
-    hourly = usage_aggregates(windows, "hour")
-    daily = usage_aggregates(windows, "day")
-    hour_rows = write_usage("hour", writer_rows(hourly.where(in_values("bucket_start_ms", hours))))
-    day_rows = write_usage("day", writer_rows(daily))
-    overwrite_partitions(hourly.drop("bucket_start_ms"), paths.hourly, DATE_COLUMN)
-    overwrite_partitions(daily.drop("bucket_start_ms"), paths.daily, DATE_COLUMN)
+def _affected_hours(keys: DataFrame) -> list[tuple[date, int]]:
+    """The (date, hour of day) pairs of the batch's keys, sorted: the raw partitions its rows go to."""
+    return sorted((row[DATE_COLUMN], row[HOUR_COLUMN]) for row in keys.select(DATE_COLUMN, HOUR_COLUMN).distinct().collect())
+
+
+def _recompute_buckets(spark: SparkSession, keys: DataFrame, hours: list[tuple[date, int]], paths: UsagePaths, write_usage: WriteUsage) -> dict[str, int]:
+    """Steps 5 and 6: the hour buckets of ``hours`` from their stored raw rows, the day buckets
+    of their dates from the stored hour buckets; the batch's tenant-topic buckets upserted into
+    the database, the dates' partitions of ``hourly/`` and ``daily/`` replaced."""
+    stored = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, hours)
+    if stored is None:
+        raise MissingRawRowsError(paths.raw, sorted({day for day, _hour in hours}))
+    new_hours = usage_sums(window_usage(stored.select(*RAW_COLUMNS)), "hour")
+    dates = sorted({day for day, _hour in hours})
+    hour_starts = [_hour_start_ms(day, hour) for day, hour in hours]
+    kept = read_partitions(spark, paths.hourly, STORED_AGGREGATE_SCHEMA_DDL, DATE_COLUMN, dates)
+    day_hours = new_hours
+    if kept is not None:
+        # The dates' other hours as stored; materialised below, before their partitions are replaced.
+        others = kept.withColumn("bucket_start_ms", F.unix_millis("bucket_start")).where(~in_values("bucket_start_ms", hour_starts))
+        day_hours = others.unionByName(new_hours)
+    day_hours = day_hours.localCheckpoint(eager=True)
+    days = days_from_hours(day_hours)
+    hour_rows = write_usage("hour", writer_rows(_touched(day_hours, keys, MILLISECONDS_PER_HOUR)))
+    day_rows = write_usage("day", writer_rows(_touched(days, keys, MILLISECONDS_PER_DAY)))
+    overwrite_partitions(day_hours.drop("bucket_start_ms"), paths.hourly, DATE_COLUMN)
+    overwrite_partitions(days.drop("bucket_start_ms"), paths.daily, DATE_COLUMN)
     return {"rows": hour_rows + day_rows, "hour_rows": hour_rows, "day_rows": day_rows}
+
+
+def _hour_start_ms(day: date, hour: int) -> int:
+    return int(datetime(day.year, day.month, day.day, hour, tzinfo=UTC).timestamp() * 1000)
+
+
+def _touched(buckets: DataFrame, keys: DataFrame, bucket_milliseconds: int) -> DataFrame:
+    """The buckets (with ``bucket_start_ms``) of a tenant, topic and bucket the batch has a row in (``keys``: :func:`_batch_keys`)."""
+    start = (F.floor(F.col("hour_start_ms") / bucket_milliseconds).cast("long") * bucket_milliseconds).alias("bucket_start_ms")
+    return buckets.join(keys.select("tenant_id", "topic", start).distinct(), ["tenant_id", "topic", "bucket_start_ms"], "left_semi")
 
 
 def writer_rows(aggregates: DataFrame) -> list[dict[str, Any]]:

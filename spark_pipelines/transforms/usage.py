@@ -14,10 +14,13 @@ that write it). The functions, chained in this order:
    (UTC day of the window start, the partition column of the stored raw rows).
 3. :func:`deduplicate_usage_rows` drops rows re-sent by a broker: one row per identity
    ``(node_id, incarnation, sequence, kind, tenant_id, topic, partition)``. Counters are
-   deltas per window, so any duplicate left in would be counted twice.
+   deltas per window, so any duplicate left in would be counted twice. The job does steps 2
+   and 3 in one aggregation instead (:func:`deduplicate_usage_records`, then
+   :func:`usable_rows`), which also counts the records read and the unusable ones.
 4. :func:`window_usage` collapses partitions and brokers: one row per tenant, topic and
    metering window with the window's traffic and the topic's storage.
-5. :func:`usage_aggregates` rolls the windows up into hour or day buckets.
+5. :func:`usage_aggregates` rolls the windows up into hour or day buckets (:func:`usage_sums`
+   with the sums a day is rolled up from, :func:`days_from_hours` the day from its hours).
 
 Definitions (every bucket is a UTC hour ``[h, h+1h)`` or day ``[d, d+1d)`` of wall clock; a
 window belongs to the bucket containing its ``window_start_ms``, whole, even in the rare
@@ -59,9 +62,14 @@ TRAFFIC_COLUMNS = ("bytes_in", "bytes_out", "records_in", "records_out", "produc
 RAW_COLUMNS = tuple(FIELD_TYPES)
 DATE_COLUMN = "date"
 # Spark schema (DDL) of the stored raw rows, for reading them back without inference.
-RAW_SCHEMA_DDL = f"{SPARK_SCHEMA_DDL}, {DATE_COLUMN} DATE"
+HOUR_COLUMN = "hour"  # the UTC hour of day (0-23) of the window start: raw rows are stored by date and hour
+RAW_SCHEMA_DDL = f"{SPARK_SCHEMA_DDL}, {DATE_COLUMN} DATE, {HOUR_COLUMN} INT"
 # Where a parsed row came from and its text, kept until validation so that a problem can name the record.
 SOURCE_COLUMNS = ("source_partition", "source_offset", "source_value")
+# Columns of deduplicate_usage_records: the records a row stands for, and where an unusable record
+# is (both null on usable rows: an unusable record is a group of its own, found by its position).
+COPIES_COLUMN = "copies"
+UNUSABLE_COLUMNS = ("unusable_partition", "unusable_offset")
 GROUP_COLUMNS = ("tenant_id", "topic")
 # The columns of an aggregate, in this order (``bucket_start_ms`` is the bucket start in epoch ms).
 AGGREGATE_COLUMNS = (
@@ -74,6 +82,16 @@ AGGREGATE_COLUMNS = (
     "storage_bytes_peak",
     "partition_hours",
     DATE_COLUMN,
+)
+# Sums kept with the stored hour buckets so that a day is rolled up from its hours (:func:`days_from_hours`).
+ROLLUP_COLUMNS = ("storage_bytes_sum", "storage_windows", "partition_ms")
+# Spark schema (DDL) of the stored hour and day buckets (``hourly/``, ``daily/``), for reading them back.
+STORED_AGGREGATE_SCHEMA_DDL = (
+    "tenant_id STRING, topic STRING, bucket_start TIMESTAMP, "
+    + ", ".join(f"{name} BIGINT" for name in TRAFFIC_COLUMNS)
+    + ", storage_bytes_avg BIGINT, storage_bytes_peak BIGINT, partition_hours DOUBLE, "
+    + ", ".join(f"{name} BIGINT" for name in ROLLUP_COLUMNS)
+    + f", {DATE_COLUMN} DATE"
 )
 
 MILLISECONDS_PER_HOUR = 3_600_000
@@ -100,8 +118,14 @@ def parse_usage_records(records: DataFrame) -> DataFrame:
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
         F.col("value").cast("string").alias("text"),
-    ).withColumn("row", F.from_json(F.col("text"), SPARK_SCHEMA_DDL))
-    flat = decoded.select("source_partition", "source_offset", "text", *(F.col(f"row.{name}").alias(name) for name in RAW_COLUMNS)).withColumn(
+    )
+    # The decoded struct's fields become columns through a generator (inline of a one-item array),
+    # not through ``row.<field>`` selections: the optimiser may inline a projection into the next
+    # one, and an aggregation over ``row.<field>`` then decoded the JSON once per field (a
+    # deduplication straight over the parsed records cost 7 times the CPU). A generator is never
+    # inlined, so every value is decoded exactly once whatever is built on the result. A value
+    # that is not JSON decodes to a row of nulls, as before.
+    flat = decoded.select("source_partition", "source_offset", "text", F.inline(F.array(F.from_json(F.col("text"), SPARK_SCHEMA_DDL)))).withColumn(
         "problem", _problem()
     )
     return flat.select(
@@ -149,8 +173,13 @@ def usage_problems(parsed: DataFrame) -> DataFrame:
 
 
 def valid_usage_rows(parsed: DataFrame) -> DataFrame:
-    """The usable rows of :func:`parse_usage_records`' output: :data:`RAW_COLUMNS` plus ``date``."""
-    return parsed.where(F.col("problem").isNull()).select(*RAW_COLUMNS).withColumn(DATE_COLUMN, _utc_date(F.col("window_start_ms")))
+    """The usable rows of :func:`parse_usage_records`' output: :data:`RAW_COLUMNS` plus ``date`` and ``hour``."""
+    return _with_date_and_hour(parsed.where(F.col("problem").isNull()).select(*RAW_COLUMNS))
+
+
+def _with_date_and_hour(rows: DataFrame) -> DataFrame:
+    window_start = F.col("window_start_ms")
+    return rows.withColumn(DATE_COLUMN, _utc_date(window_start)).withColumn(HOUR_COLUMN, (F.floor(window_start / MILLISECONDS_PER_HOUR) % 24).cast("int"))
 
 
 def deduplicate_usage_rows(rows: DataFrame) -> DataFrame:
@@ -161,9 +190,45 @@ def deduplicate_usage_rows(rows: DataFrame) -> DataFrame:
     fixed-width values to keep, Spark deduplicates with a hash aggregation instead of sorting
     every row twice (what ``dropDuplicates`` does when a string is among the kept columns).
     """
-    kept = [name for name in rows.columns if name not in IDENTITY_COLUMNS and name != "schema"]
-    grouped = rows.groupBy(*IDENTITY_COLUMNS).agg(*(F.first(name).alias(name) for name in kept))
+    grouped = _one_row_per_group(rows.drop("schema"), IDENTITY_COLUMNS)
     return grouped.select(*(F.lit(SCHEMA_V1).alias(name) if name == "schema" else F.col(name) for name in rows.columns))
+
+
+def deduplicate_usage_records(parsed: DataFrame) -> DataFrame:
+    """:func:`parse_usage_records`' output -> one row per identity of its valid rows and one row per
+    unusable record, in one aggregation (one pass over the records, which the job reads once).
+
+    Columns: those of :func:`valid_usage_rows` but ``schema``, then :data:`UNUSABLE_COLUMNS` (the
+    ``__usage`` partition and offset of an unusable record, null on the rows of valid ones) and
+    :data:`COPIES_COLUMN` (how many records the row stands for: the sum is the records read).
+    :func:`usable_rows` of the result is ``deduplicate_usage_rows(valid_usage_rows(parsed))``;
+    the problems themselves are :func:`usage_problems` of ``parsed`` (text columns would turn the
+    hash aggregation into a sort of every row, so they are not carried here).
+    """
+    unusable = F.col("problem").isNotNull()
+    positioned = parsed.select(
+        *(name for name in RAW_COLUMNS if name != "schema"),
+        F.when(unusable, F.col("source_partition")).alias(UNUSABLE_COLUMNS[0]),
+        F.when(unusable, F.col("source_offset")).alias(UNUSABLE_COLUMNS[1]),
+    )
+    return _one_row_per_group(_with_date_and_hour(positioned), (*IDENTITY_COLUMNS, *UNUSABLE_COLUMNS), count_copies=True)
+
+
+def usable_rows(deduplicated: DataFrame) -> DataFrame:
+    """The rows of valid records in :func:`deduplicate_usage_records`' output, with the columns
+    of :func:`valid_usage_rows` (``schema`` is the same in every valid row)."""
+    return deduplicated.where(F.col(UNUSABLE_COLUMNS[0]).isNull()).select(
+        *(F.lit(SCHEMA_V1).alias(name) if name == "schema" else F.col(name) for name in (*RAW_COLUMNS, DATE_COLUMN, HOUR_COLUMN))
+    )
+
+
+def _one_row_per_group(rows: DataFrame, keys: tuple[str, ...], *, count_copies: bool = False) -> DataFrame:
+    """The first row of each group of ``keys`` (rows of a group are equal): the other columns are
+    all fixed-width, so Spark groups with a hash aggregation. With ``count_copies``, also
+    :data:`COPIES_COLUMN`, the rows of the group."""
+    kept = [F.first(name).alias(name) for name in rows.columns if name not in keys]
+    copies = [F.count(F.lit(1)).alias(COPIES_COLUMN)] if count_copies else []
+    return rows.groupBy(*keys).agg(*kept, *copies)
 
 
 def window_usage(rows: DataFrame) -> DataFrame:
@@ -199,26 +264,54 @@ def usage_aggregates(windows: DataFrame, granularity: Granularity) -> DataFrame:
     ``bucket_start`` is a timestamp (UTC instant), ``bucket_start_ms`` the same in epoch
     milliseconds and ``date`` its UTC date (the partition column of the stored aggregates).
     """
+    return usage_sums(windows, granularity).select(*AGGREGATE_COLUMNS)
+
+
+def usage_sums(windows: DataFrame, granularity: Granularity) -> DataFrame:
+    """:func:`usage_aggregates` plus :data:`ROLLUP_COLUMNS`, the sums a coarser bucket is rolled up
+    from (:func:`days_from_hours`): the stored hour buckets carry them."""
     if granularity not in BUCKET_MILLISECONDS:
         raise UnknownGranularityError(granularity)
     bucket_milliseconds = BUCKET_MILLISECONDS[granularity]
     bucketed = windows.withColumn("bucket_start_ms", F.floor(F.col("window_start_ms") / bucket_milliseconds).cast("long") * bucket_milliseconds)
-    rolled = bucketed.groupBy(*GROUP_COLUMNS, "bucket_start_ms").agg(
+    sums = bucketed.groupBy(*GROUP_COLUMNS, "bucket_start_ms").agg(
         *(F.coalesce(F.sum(name), F.lit(0)).cast("long").alias(name) for name in TRAFFIC_COLUMNS),
-        # avg and max skip the windows without storage reports (null storage_bytes).
-        F.coalesce(F.round(F.avg("storage_bytes")), F.lit(0)).cast("long").alias("storage_bytes_avg"),
+        # count, max and sum skip the windows without storage reports (null storage_bytes).
         F.coalesce(F.max("storage_bytes"), F.lit(0)).cast("long").alias("storage_bytes_peak"),
-        (F.coalesce(F.sum("partition_ms"), F.lit(0)) / F.lit(float(MILLISECONDS_PER_HOUR))).cast("double").alias("partition_hours"),
+        F.coalesce(F.sum("storage_bytes"), F.lit(0)).cast("long").alias("storage_bytes_sum"),
+        F.count("storage_bytes").cast("long").alias("storage_windows"),
+        F.coalesce(F.sum("partition_ms"), F.lit(0)).cast("long").alias("partition_ms"),
     )
-    return rolled.select(
+    return _with_figures(sums)
+
+
+def days_from_hours(hours: DataFrame) -> DataFrame:
+    """Day buckets (columns of :func:`usage_sums`) from hour buckets of :func:`usage_sums`
+    (``bucket_start_ms`` or, as stored, ``bucket_start``): the same figures as from the windows,
+    since every day figure is a sum, a maximum or a ratio of sums of its hours' figures."""
+    hour_ms = F.col("bucket_start_ms") if "bucket_start_ms" in hours.columns else F.unix_millis(F.col("bucket_start"))
+    day_ms = (F.floor(hour_ms / MILLISECONDS_PER_DAY).cast("long") * MILLISECONDS_PER_DAY).alias("bucket_start_ms")
+    sums = hours.groupBy(*GROUP_COLUMNS, day_ms).agg(
+        *(F.sum(name).cast("long").alias(name) for name in TRAFFIC_COLUMNS),
+        F.max("storage_bytes_peak").cast("long").alias("storage_bytes_peak"),
+        *(F.sum(name).cast("long").alias(name) for name in ROLLUP_COLUMNS),
+    )
+    return _with_figures(sums)
+
+
+def _with_figures(sums: DataFrame) -> DataFrame:
+    """Bucket sums -> :data:`AGGREGATE_COLUMNS` then :data:`ROLLUP_COLUMNS`."""
+    average = F.when(F.col("storage_windows") > 0, F.round(F.col("storage_bytes_sum").cast("double") / F.col("storage_windows"))).otherwise(F.lit(0))
+    return sums.select(
         *GROUP_COLUMNS,
         F.timestamp_millis(F.col("bucket_start_ms")).alias("bucket_start"),
         "bucket_start_ms",
         *TRAFFIC_COLUMNS,
-        "storage_bytes_avg",
+        average.cast("long").alias("storage_bytes_avg"),
         "storage_bytes_peak",
-        "partition_hours",
+        (F.col("partition_ms") / F.lit(float(MILLISECONDS_PER_HOUR))).cast("double").alias("partition_hours"),
         _utc_date(F.col("bucket_start_ms")).alias(DATE_COLUMN),
+        *ROLLUP_COLUMNS,
     )
 
 

@@ -4,9 +4,6 @@ No timing assertion on the figures: the machine running the suite may be busy.""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -90,24 +87,3 @@ def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> Non
 def test_groups_is_a_stack_scenario_with_its_own_record_default() -> None:
     arguments = build_parser().parse_args(["groups", "--runs", "2"])
     assert (arguments.scenario, arguments.runs, arguments.records) == ("groups", 2, None)
-
-
-@pytest.mark.slow
-def test_groups_benchmark_measures_settling_and_the_throughput_ratio() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench", "groups", "--runs", "1", "--records", "5000"],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output
-    for label in ("default", "session 3 s"):
-        row = re.search(SETTLE_ROW.format(label=re.escape(label)), output)
-        assert row is not None, output
-    for label in (ASSIGNED, SUBSCRIBED):
-        row = re.search(THROUGHPUT_ROW.format(label=re.escape(label)), output)
-        assert row is not None and int(row.group(1).replace(",", "")) > 0, output
-    assert re.search(r"subscribe\(\) / assign\(\) \(median records/s\): [\d.]+, target >= 0.9: target (met|NOT met)", output), output
-    assert re.search(r"groups: session 3 s: run 1 of 1: settled [\d,]+ ms after a member left, [\d,]+ ms after one joined", output), output

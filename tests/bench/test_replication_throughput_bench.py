@@ -4,12 +4,7 @@ timing assertion on the figures: the machine running the suite may be busy."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from bench.measurements import ThroughputSample
 from bench.replication_throughput import (
@@ -57,23 +52,3 @@ def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> Non
     assert verdict(0.4).endswith("target met")
     assert verdict(0.39).endswith("target NOT met")
     assert verdict(throughput_ratio({UNREPLICATED: samples_at(100_000)})).endswith("target NOT met")
-
-
-@pytest.mark.slow
-def test_replication_throughput_benchmark_measures_both_workloads_and_their_ratio() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench", "replication-throughput", "--runs", "1", "--records", "3000"],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output
-    for label in ("RF=1 acks=1", "RF=3 acks=all", "RF=1 acks=1 (librdkafka)", "RF=3 acks=all (librdkafka)"):
-        row = re.search(ROW.format(label=re.escape(label)), output)
-        assert row is not None, output
-        assert int(row.group(1).replace(",", "")) > 0
-    assert re.search(r"RF=3 acks=all / RF=1 acks=1 \(median records/s\): [\d.]+, target >= 0.4: target (met|NOT met)", output), output
-    assert re.search(r"RF=3 acks=all / RF=1 acks=1 \(librdkafka\) \(median records/s\): [\d.]+, target >= 0.4: target (met|NOT met)", output), output
-    assert re.search(r"RF=3 acks=all through librdkafka: [\d,]+ records/s \(median\), issue 14 target >= 421,823: target (met|NOT met)", output), output

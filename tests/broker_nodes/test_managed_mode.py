@@ -123,6 +123,8 @@ def test_describe_state_reports_when_each_cluster_key_was_last_used(node) -> Non
     uses = node.admin.DescribeState(admin_pb2.DescribeStateRequest(), metadata=INTERNAL).credential_uses
     assert [use.api_key for use in uses] == ["KEYALICE"]  # a failed attempt is not a use
     assert uses[0].last_used_ms > 0
+    (app,) = uses[0].applications  # the application: gRPC's own user agent here (no SDK client.id), from loopback
+    assert (app.software_name, app.address) == ("grpc-python", "127.0.0.1") and app.first_seen_ms <= app.last_seen_ms
 
 
 def test_wrong_internal_token_is_unauthenticated(node) -> None:

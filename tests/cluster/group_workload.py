@@ -191,9 +191,13 @@ class MemberProcess:
                 self.events.write("stall", seconds=self.settings.stall_seconds)
                 time.sleep(self.settings.stall_seconds)
                 self.events.write("stall-end")
-            messages = self.consumer.consume(BATCH_RECORDS, POLL_SECONDS)
+            # As consume_available(), but each consume()'s records are processed before the next
+            # call, which may run on_revoke / on_lost for them (then they would be out of hand).
+            first = self.consumer.consume(1, POLL_SECONDS)
             self._note_member()
-            self._process(messages)
+            self._process(first)
+            if first:
+                self._process(self.consumer.consume(BATCH_RECORDS - 1, 0))
             self._commit(sorted(self.uncommitted))
         self.consumer.close()
         self.events.write("closed")

@@ -8,6 +8,11 @@ group's ``__consumer_offsets`` partition moves to another in-sync replica, which
 group's records and offsets from its log; the members find it (FindCoordinator) and go on with
 their member ids and epochs.
 
+Beside it, a librdkafka consumer in a classic (JoinGroup/SyncGroup) group whose offsets partition
+is the same, so the kill takes its coordinator too: the new coordinator loads the classic group
+from its record in ``__consumer_offsets`` and the consumer carries on with its member id,
+generation and assignment (no second assignment, its commits accepted), as with Kafka.
+
 Checked: a new broker answers for the group; every member process processes records and has a
 commit accepted after it does; every commit acknowledged before the kill is still there (each committed offset read from
 the new coordinator is at least the highest acknowledged before the kill) and committed offsets
@@ -17,13 +22,16 @@ every record processed, ...).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer as LibrdkafkaConsumer
 
+from log_formats.offset_commit_records import partition_for_group
 from tests.cluster.group_workload import (
     GroupObserver,
     MemberFleet,
@@ -42,6 +50,7 @@ from tests.cluster.group_workload import (
     group_cluster_timings,
 )
 from tests.cluster.workload import ProducerWorkload
+from tests.support.real_cluster import RealCluster
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -56,6 +65,68 @@ PRODUCE_INTERVAL_SECONDS = 0.01
 SETTLE_SECONDS = 30.0
 FAILOVER_SECONDS = 30.0  # the controller fences the broker (2 s session) and a new leader loads the group
 DRAIN_SECONDS = 60.0
+# The classic consumer's session outlasts the failover (librdkafka gives up a session that long
+# without a heartbeat answer, and rejoins).
+CLASSIC_SESSION_TIMEOUT_MS = 45000
+
+
+class ClassicMember:
+    """A librdkafka consumer in a classic group, polled (and closed) by its own thread; records its
+    assignments, member ids and the times of its successful commits."""
+
+    def __init__(self, config: dict[str, object]) -> None:
+        self._config = {
+            **config,
+            "session.timeout.ms": CLASSIC_SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": 1000,
+            "auto.commit.interval.ms": 1000,
+            "on_commit": self._committed,
+        }
+        self.assignments = 0
+        self.member_ids: list[str] = []
+        self.commits: list[float] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="classic-member", daemon=True)
+
+    def __enter__(self) -> ClassicMember:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _committed(self, error: object, _partitions: object) -> None:
+        if error is None:
+            self.commits.append(time.time())
+        else:
+            self.errors.append(str(error))
+
+    def _assigned(self, _consumer: object, _partitions: object) -> None:
+        self.assignments += 1
+
+    def _run(self) -> None:
+        consumer = LibrdkafkaConsumer(self._config)
+        consumer.subscribe([TOPIC], on_assign=self._assigned)
+        try:
+            while not self._stop.is_set():
+                consumer.poll(0.2)
+                member_id = consumer.memberid()
+                if member_id and (not self.member_ids or self.member_ids[-1] != member_id):
+                    self.member_ids.append(member_id)
+        finally:
+            consumer.close()
+
+    def summary(self) -> str:
+        return f"classic member: {self.assignments} assignments, member ids {self.member_ids}, {len(self.commits)} commits, errors {self.errors[-5:]}"
+
+
+def classic_group_beside(cluster: RealCluster, group: str) -> str:
+    """A group id whose ``__consumer_offsets`` partition (so coordinator) is ``group``'s."""
+    count = len(cluster.internal_partition_rows("__consumer_offsets"))
+    wanted = partition_for_group(cluster.qualified(group), count)
+    return next(name for name in (f"classic-{index}" for index in range(10_000)) if partition_for_group(cluster.qualified(name), count) == wanted)
 
 
 def test_group_goes_on_with_a_new_coordinator_after_kill_9_and_keeps_every_acknowledged_commit(start_cluster, tmp_path: Path) -> None:
@@ -67,6 +138,7 @@ def test_group_goes_on_with_a_new_coordinator_after_kill_9_and_keeps_every_ackno
         ProducerWorkload(cluster.client_config(), TOPIC, PARTITIONS, "steady", interval_seconds=PRODUCE_INTERVAL_SECONDS) as producer,
         MemberFleet(tmp_path / "members", settings) as fleet,
         GroupObserver(cluster.client_config(), GROUP, TOPIC) as observer,
+        ClassicMember(cluster.kafka_client_config(**{"group.id": classic_group_beside(cluster, GROUP)})) as classic,
     ):
 
         def wait(condition: Callable[[], Any], what: str, timeout: float) -> Any:
@@ -86,6 +158,7 @@ def test_group_goes_on_with_a_new_coordinator_after_kill_9_and_keeps_every_ackno
             fleet.start(name)
         wait(settled, "a, b and c joined and the group settled", SETTLE_SECONDS)
         wait(lambda: len(observer.latest_offsets()) == PARTITIONS, "every partition has a committed offset", SETTLE_SECONDS)
+        wait(lambda: classic.assignments == 1 and classic.commits, f"the classic member joined and committed; {classic.summary()}", SETTLE_SECONDS)
         coordinator = observer.latest_snapshot().coordinator  # type: ignore[union-attr]
         killed_at = time.time()
         cluster.kill(coordinator)
@@ -102,6 +175,10 @@ def test_group_goes_on_with_a_new_coordinator_after_kill_9_and_keeps_every_ackno
             FAILOVER_SECONDS,
         )
         wait(settled, "the group settled on the new coordinator", SETTLE_SECONDS)
+        # Kafka's rule for classic groups: the new coordinator loaded the group, so its member goes on
+        # in its generation (a commit accepted) without rejoining (one member id, one assignment).
+        wait(lambda: classic.commits[-1] > taken_over.t, f"the classic member's commit accepted by the new coordinator; {classic.summary()}", SETTLE_SECONDS)
+        assert classic.assignments == 1 and len(classic.member_ids) == 1, f"the classic member rejoined after the failover; {classic.summary()}"
         wait(
             lambda: all(member.last_processed() > taken_over.t and member.last_commit_sent() > taken_over.t for member in fleet.live()),
             "every member processed records and had a commit accepted after the new coordinator took over",

@@ -28,6 +28,7 @@ from tests.support.real_cluster import ClusterTimings, RealCluster, TenantAccess
 from tests.support.usage_topic import UsageReader
 from webapp.catalog.models import Partition
 from weir import Consumer, TopicPartition
+from weir.consumer import consume_available
 from weir.records import iter_batch_positions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(150)]
@@ -93,7 +94,7 @@ def consume_from(cluster: RealCluster, tenant: TenantAccess, starts: Mapping[int
         deadline = time.monotonic() + 30
         while any(positions[partition] < end for partition, end in ends.items()):
             assert time.monotonic() < deadline, f"consumer stuck at {positions}, ends {dict(ends)}"
-            for message in consumer.consume(500, 0.5):
+            for message in consume_available(consumer, 500, 0.5):
                 if message.error() is None:
                     positions[message.partition()] = message.offset() + 1
     finally:

@@ -24,8 +24,10 @@ from typing import Any
 
 from tests.support.real_cluster import ReplicaLog
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from weir.consumer import consume_available
 
-PRODUCE_INTERVAL_SECONDS = 0.004  # between two produce() calls: a steady few hundred records a second
+PRODUCE_INTERVAL_SECONDS = 0.01  # between two produce() calls: a steady hundred records a second (enough for every fault to
+# land among records in flight; a faster pace only costs the suite CPU, which the 2-core machine shares)
 FLUSH_SECONDS = 60.0  # longest a stopping producer waits for its last delivery reports
 CONSUME_SECONDS = 60.0  # longest read_everything waits to reach the end offsets
 
@@ -190,7 +192,7 @@ def read_everything(config: Mapping[str, object], topic: str, end_offsets: Mappi
                 raise AssertionError(
                     f"consumer did not reach the end offsets {dict(end_offsets)} in {timeout:.0f} s: at {positions}; errors {consumed.errors[:5]}"
                 )
-            for message in consumer.consume(500, 0.5):
+            for message in consume_available(consumer, 500, 0.5):
                 error = message.error()
                 if error is not None:
                     consumed.errors.append(error)
@@ -329,7 +331,7 @@ class ConsumerWorkload:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            for message in self._consumer.consume(500, 0.2):
+            for message in consume_available(self._consumer, 500, 0.2):
                 with self._lock:
                     if message.error() is not None:
                         self.consumed.errors.append(message.error())
@@ -440,7 +442,7 @@ class GroupConsumerWorkload:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            self._read(self._consumer.consume(500, 0.2))
+            self._read(consume_available(self._consumer, 500, 0.2))
             self._commit()
 
     def _read(self, messages: list[Any]) -> None:

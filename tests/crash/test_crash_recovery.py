@@ -19,6 +19,7 @@ from tests.support.processes import BrokerProcess
 from tests.support.raw_client import RawBroker
 from tests.support.waiting import wait_until
 from weir import records
+from weir.consumer import consume_available
 
 # Small segments so that a few hundred batches span several files.
 SMALL_SEGMENTS = {"segment.bytes": "65536", "index.interval.bytes": "1024"}
@@ -167,7 +168,7 @@ def test_kill_9_during_produce_with_the_sdk_loses_and_duplicates_nothing(tmp_pat
         seen: list[bytes] = []
         deadline = time.monotonic() + 30
         while len(seen) < len(acknowledged) and time.monotonic() < deadline:
-            for message in consumer.consume(10_000, timeout=1.0):
+            for message in consume_available(consumer, 10_000, 1.0):
                 assert message.error() is None
                 seen.append(message.value())
         consumer.close()

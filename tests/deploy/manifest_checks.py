@@ -46,7 +46,7 @@ class ManifestError(AssertionError):
 
 @dataclass
 class Process:
-    kind: str  # broker, controller, web, worker, beat, migrate, check-migrations, backup, spark-master, spark-worker
+    kind: str  # broker, controller, web, worker, beat, lag-monitor, migrate, check-migrations, backup, spark-master, spark-worker
     arguments: list[str]
     broker: BrokerConfig | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -174,15 +174,20 @@ def check_command(argv: list[str], environment: Mapping[str, str], *, python: st
     if module == "deploy.broker_entrypoint":
         command = broker_command(environment, arguments, python=python)
         return Process("broker", command[3:], broker=_parse_broker(command[3:], environment))
-    if module == "gunicorn":
-        return _check_gunicorn(arguments)
-    if module == "celery":
-        return _check_celery(arguments)
+    checks = {"gunicorn": _check_gunicorn, "celery": _check_celery, "spark_pipelines.lag_monitor": _check_lag_monitor}
+    if module in checks:
+        return checks[module](arguments)
     if module == "deploy.healthcheck":
         from deploy.healthcheck import parse_arguments
 
         return Process("healthcheck", arguments, options=vars(_no_exit(parse_arguments, arguments)))
     raise ManifestError(f"no check for `python -m {module}`")
+
+
+def _check_lag_monitor(arguments: list[str]) -> Process:
+    if arguments:
+        raise ManifestError(f"the lag evaluator takes no arguments (its settings are environment variables), not {arguments}")
+    return Process("lag-monitor", arguments)
 
 
 def _no_exit(parse: Any, *arguments: Any) -> Any:

@@ -34,4 +34,4 @@ def test_children_are_stopped_control_plane_first_brokers_next_and_the_standby_b
     stages = startup_stages(settings, child_environment(settings, {"PATH": "/usr/bin"}))
     started = [child for stage in stages for child in stage.children]
     tiers = [[child.name for child in tier] for tier in stop_tiers(started)]
-    assert tiers == [["web", "celery worker", "celery beat"], ["broker 1", "broker 2"], ["controller 2"], ["controller 1"]]
+    assert tiers == [["web", "celery worker", "celery beat", "lag monitor"], ["broker 1", "broker 2"], ["controller 2"], ["controller 1"]]

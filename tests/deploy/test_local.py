@@ -61,7 +61,7 @@ def test_controllers_start_first_then_brokers_then_the_control_plane(tmp_path: P
     settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "3"})
     stages = startup_stages(settings, child_environment(settings, {"PATH": "/usr/bin"}))
     names = [[child.name for child in stage.children] for stage in stages]
-    assert names == [["controller 1", "controller 2"], ["broker 1", "broker 2", "broker 3"], ["web", "celery worker", "celery beat"]]
+    assert names == [["controller 1", "controller 2"], ["broker 1", "broker 2", "broker 3"], ["web", "celery worker", "celery beat", "lag monitor"]]
     controllers = stages[0].children
     assert [child.command[child.command.index("--listen") + 1] for child in controllers] == ["127.0.0.1:9190", "127.0.0.1:9191"]
     assert all(child.command[1:3] == ["manage.py", "run_controller"] for child in controllers)
@@ -74,7 +74,8 @@ def test_every_child_has_a_pid_file_under_the_run_directory(tmp_path: Path) -> N
     children = [child for stage in startup_stages(settings, child_environment(settings, {})) for child in stage.children]
     pid_files = [child.pid_file for child in children]
     assert pid_files == [
-        tmp_path / "run" / f"{stem}.pid" for stem in ("controller-1", "controller-2", "broker-1", "broker-2", "web", "celery-worker", "celery-beat")
+        tmp_path / "run" / f"{stem}.pid"
+        for stem in ("controller-1", "controller-2", "broker-1", "broker-2", "web", "celery-worker", "celery-beat", "lag-monitor")
     ]
 
 

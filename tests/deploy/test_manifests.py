@@ -40,7 +40,7 @@ README = (DEPLOY / "README.md").read_text()
 # The Secret's keys, as deploy/README.md creates them (kubectl create secret ... --from-literal=KEY=...).
 SECRET_KEYS = set(re.findall(r"--from-literal=([A-Z_]+)=", README))
 COMPOSE_SECRETS = {"POSTGRES_PASSWORD": "compose-db-password", "DJANGO_SECRET_KEY": "compose-secret-key", "WEIR_INTERNAL_TOKEN": "compose-token"}
-CONTROL_PLANE_KINDS = ("controller", "web", "worker", "beat")
+CONTROL_PLANE_KINDS = ("controller", "web", "worker", "beat", "lag-monitor")
 POD_IP = "10.1.2.3"
 NAMESPACE = "weir"
 
@@ -90,7 +90,7 @@ def compose_processes(compose_file: dict[str, Any]) -> dict[str, Process]:
 
 def test_compose_runs_every_process_kind_from_the_weir_image(compose_file: dict[str, Any], compose_processes: dict[str, Process]) -> None:
     kinds = Counter(process.kind for process in compose_processes.values())
-    assert kinds == {"broker": 3, "controller": 2, "web": 1, "worker": 1, "beat": 1, "migrate": 1, "spark-master": 1, "spark-worker": 1}
+    assert kinds == {"broker": 3, "controller": 2, "web": 1, "worker": 1, "beat": 1, "lag-monitor": 1, "migrate": 1, "spark-master": 1, "spark-worker": 1}
     services = compose_file["services"]
     assert services["postgres"]["image"].startswith("postgres:") and services["redis"]["image"].startswith("redis:")
     for name in compose_processes:
@@ -148,7 +148,7 @@ def test_compose_healthchecks_probe_what_each_process_serves(compose_file: dict[
     for name, process in compose_processes.items():
         healthcheck = compose_file["services"][name].get("healthcheck")
         if healthcheck is None:
-            assert process.kind in ("beat", "migrate", "spark-worker"), f"{name} has no healthcheck"
+            assert process.kind in ("beat", "lag-monitor", "migrate", "spark-worker"), f"{name} has no healthcheck"
             continue
         assert healthcheck["test"][0] == "CMD"
         probe = check_command(healthcheck["test"][1:], {})
@@ -268,6 +268,7 @@ def test_kubernetes_runs_every_process_kind_as_the_right_workload(kubernetes_pro
         ("Deployment", "web"),
         ("Deployment", "worker"),
         ("Deployment", "beat"),
+        ("Deployment", "lag-monitor"),
         ("Deployment", "check-migrations"),
         ("Job", "migrate"),
         ("CronJob", "backup"),
@@ -277,8 +278,9 @@ def test_kubernetes_runs_every_process_kind_as_the_right_workload(kubernetes_pro
         if process.kind in CONTROL_PLANE_KINDS:
             init = [check_command(init_container["command"], {}).kind for init_container in pod_spec(workload).get("initContainers", [])]
             assert init == ["check-migrations"], f"{workload['metadata']['name']} must wait for the migrations"
-    (beat,) = [workload for workload, _, process, _ in kubernetes_processes if process.kind == "beat"]
-    assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"
+    for single in ("beat", "lag-monitor"):
+        (workload,) = [workload for workload, _, process, _ in kubernetes_processes if process.kind == single]
+        assert workload["spec"]["replicas"] == 1 and workload["spec"]["strategy"]["type"] == "Recreate"
 
 
 def test_no_pod_gets_service_variables_which_brokers_would_refuse() -> None:
@@ -421,7 +423,7 @@ def unit_process(name: str) -> tuple[Process, dict[str, str]]:
 
 def test_systemd_units_parse_and_run_every_process_kind() -> None:
     kinds = Counter(unit_process(name)[0].kind for name in UNITS)
-    assert kinds == {"broker": 1, "controller": 1, "web": 1, "worker": 1, "beat": 1, "migrate": 1, "backup": 1}
+    assert kinds == {"broker": 1, "controller": 1, "web": 1, "worker": 1, "beat": 1, "lag-monitor": 1, "migrate": 1, "backup": 1}
     for name in UNITS:
         unit = systemd_unit(name)
         assert unit["Service"]["User"] == "weir" and unit["Service"]["WorkingDirectory"] == "/opt/weir", name

@@ -95,14 +95,20 @@ def controller(transactional_db: None, settings, monkeypatch) -> Iterator[Contro
 
 def test_created_bindings_land_in_the_catalog_and_are_pushed(controller: Controller) -> None:
     acme = sign_up("Acme")
-    results = controller.create(acme, binding(acme), binding(acme, "orders-", "WRITE", pattern_type="PREFIXED"))
-    assert [(result.error_code, result.error_message) for result in results] == [(0, ""), (0, "")]
+    results = controller.create(
+        acme, binding(acme), binding(acme, "orders-", "WRITE", pattern_type="PREFIXED"), binding(acme, "etl", "WRITE", resource_type="TRANSACTIONAL_ID")
+    )
+    assert [(result.error_code, result.error_message) for result in results] == [(0, ""), (0, ""), (0, "")]
     stored = AclBinding.objects.filter(tenant=acme.tenant).order_by("pk")
-    assert [(row.resource_name, row.pattern_type, row.operation) for row in stored] == [("orders", "LITERAL", "READ"), ("orders-", "PREFIXED", "WRITE")]
+    assert [(row.resource_type, row.resource_name, row.pattern_type, row.operation) for row in stored] == [
+        ("TOPIC", "orders", "LITERAL", "READ"),
+        ("TOPIC", "orders-", "PREFIXED", "WRITE"),
+        ("TRANSACTIONAL_ID", "etl", "LITERAL", "WRITE"),
+    ]
     assert controller.security_pushes == [1]
     again = controller.create(acme, binding(acme))  # Kafka: an existing binding is created again without error
     assert [result.error_code for result in again] == [0]
-    assert AclBinding.objects.filter(tenant=acme.tenant).count() == 2
+    assert AclBinding.objects.filter(tenant=acme.tenant).count() == 3
 
 
 def test_invalid_bindings_are_refused_one_by_one(controller: Controller) -> None:
@@ -110,12 +116,12 @@ def test_invalid_bindings_are_refused_one_by_one(controller: Controller) -> None
     results = controller.create(
         acme,
         binding(acme, operation="CLUSTER_ACTION"),
-        binding(acme, principal="User:sa-nobody"),
-        binding(acme, resource_type="TRANSACTIONAL_ID"),
+        binding(acme, principal="sa-nobody"),  # Kafka's form is User:<name> (any name: see test_forwarded_acl_principals.py)
+        binding(acme, resource_type="DELEGATION_TOKEN"),
         binding(acme, "fine"),
     )
     assert [result.error_code for result in results] == [ErrorCode.INVALID_REQUEST] * 3 + [0]
-    assert "operation" in results[0].error_message and "sa-nobody" in results[1].error_message and "resource_type" in results[2].error_message
+    assert "operation" in results[0].error_message and "User:<name>" in results[1].error_message and "resource_type" in results[2].error_message
     assert list(AclBinding.objects.filter(tenant=acme.tenant).values_list("resource_name", flat=True)) == ["fine"]
 
 
@@ -144,3 +150,19 @@ def test_a_revoked_key_administers_nothing(controller: Controller) -> None:
     assert result.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert controller.describe(acme).error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert not AclBinding.objects.filter(tenant=acme.tenant).exists()
+
+
+def test_forwarded_changes_are_audited_with_the_brokers_door_key_and_client_address(controller: Controller) -> None:
+    from webapp.audit.models import AuditEvent
+
+    acme = sign_up("Acme")
+    caller = controller_pb2.ForwardedCaller(
+        tenant_id=acme.tenant.public_id, principal=acme.account.principal, api_key=acme.key.key_id, client_host="192.0.2.4", door="kafka"
+    )
+    request = controller_pb2.ForwardedCreateAclsRequest(caller=caller, creations=[binding(acme)])
+    assert [result.error_code for result in controller.stub.CreateAcls(request, metadata=METADATA, timeout=30).results] == [0]
+    controller.delete(acme, controller_pb2.ForwardedAclFilter(resource_type="TOPIC", resource_name="orders"))  # an SDK caller: door "sdk" by default
+    events = {event.action: event for event in AuditEvent.objects.filter(tenant=acme.tenant, action__startswith="acl.")}
+    created, deleted = events["acl.create"], events["acl.delete"]
+    assert (created.door, created.client_ip, created.api_key_id, created.actor_principal) == ("kafka", "192.0.2.4", acme.key.key_id, acme.account.principal)
+    assert (deleted.door, deleted.client_ip) == ("sdk", None)

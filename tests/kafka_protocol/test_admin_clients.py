@@ -9,7 +9,7 @@ sees, describes or deletes them.
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -27,6 +27,10 @@ from confluent_kafka.admin import (
 )
 
 from tests.support.real_cluster import RealCluster, TenantAccess
+from webapp.catalog.models import Partition
+from weir import ElectionType as WeirElectionType
+from weir import TopicPartition as WeirTopicPartition
+from weir.admin import AdminClient as WeirAdminClient
 from weir.producer import Producer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
@@ -171,6 +175,24 @@ def test_another_tenant_cannot_see_describe_or_delete_a_tenants_topic(cluster: R
     assert "private" in owners_admin.list_topics(timeout=10).topics
     assert result(owners_admin.describe_configs([resource])[resource])["cleanup.policy"].value == "delete"
 
+    # ElectLeaders (key 43): another tenant's topic is unknown; the owner's preferred replica leads already.
+    partition = TopicPartition("private", 0)
+    assert result(others_admin.elect_leaders(ElectionType.PREFERRED, [partition]))[partition].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert result(owners_admin.elect_leaders(ElectionType.PREFERRED, [partition]))[partition].code() == KafkaError.ELECTION_NOT_NEEDED
+    assert result(owners_admin.elect_leaders(ElectionType.UNCLEAN, None)) == {}
+    # The SDK's call over gRPC, after the catalog says the other replica leads (as after a failover):
+    # the preferred replica is elected at a higher leader epoch, which the brokers take from the push.
+    owners_partition = Partition.objects.filter(topic__tenant__public_id=owner.tenant_id, topic__name="private", index=0)
+    row = owners_partition.get()
+    preferred, other_replica = row.replicas
+    owners_partition.update(leader=other_replica)
+    owner_config = cluster.client_config(**{"sasl.username": owner.api_key, "sasl.password": owner.api_secret})
+    with WeirAdminClient(owner_config) as weir_admin:
+        elected = weir_admin.elect_leaders(WeirElectionType.PREFERRED, [WeirTopicPartition("private", 0)]).result(timeout=CLIENT_TIMEOUT_SECONDS)
+    assert elected == {WeirTopicPartition("private", 0): None}
+    row_after = owners_partition.get()
+    assert (row_after.leader, row_after.leader_epoch) == (preferred, row.leader_epoch + 1)
+
 
 def test_confluent_admin_client_creates_describes_and_deletes_acls_that_brokers_enforce(cluster: RealCluster) -> None:
     access = cluster.create_tenant("Guarded")
@@ -180,9 +202,12 @@ def test_confluent_admin_client_creates_describes_and_deletes_acls_that_brokers_
     prefixed = AclBinding(ResourceType.TOPIC, "audit-", ResourcePatternType.PREFIXED, access.principal, "*", AclOperation.READ, AclPermissionType.ALLOW)
     futures = admin.create_acls([deny, prefixed], request_timeout=CLIENT_TIMEOUT_SECONDS)
     assert all(result(future) is None for future in futures.values())
+    # Kafka's rule: a principal no identity has (yet) is accepted (it matches no one); a malformed one is refused.
     stranger = AclBinding(ResourceType.TOPIC, "audit", ResourcePatternType.LITERAL, "User:sa-nobody", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    assert result(admin.create_acls([stranger])[stranger]) is None
+    malformed = AclBinding(ResourceType.TOPIC, "audit", ResourcePatternType.LITERAL, "sa-nobody", "*", AclOperation.READ, AclPermissionType.ALLOW)
     with pytest.raises(KafkaException):
-        result(admin.create_acls([stranger])[stranger])
+        result(admin.create_acls([malformed])[malformed])
 
     every_topic_acl = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
     described = result(admin.describe_acls(every_topic_acl, request_timeout=CLIENT_TIMEOUT_SECONDS))

@@ -74,6 +74,9 @@ def test_plain_with_the_clusters_api_key_authenticates_and_requests_follow(secur
         again = call(connection, SaslHandshakeRequest(mechanism="PLAIN"), correlation_id=3)
         assert again.error_code == ErrorCode.illegal_sasl_state
         assert call(connection, ApiVersionsRequest(client_software_name="x", client_software_version="1"), correlation_id=4).error_code == ErrorCode.none
+    # The key's use names the application: the request header's client.id, KIP-511's software, the address.
+    (use,) = secured.admin_stub.DescribeState(admin_pb2.DescribeStateRequest(), metadata=INTERNAL).credential_uses
+    assert [(app.client_id, app.software_name, app.software_version, app.address) for app in use.applications] == [("weir", "x", "1", "127.0.0.1")]
 
 
 @pytest.mark.parametrize(("username", "password"), [(KEY, "wrong"), ("KEYNOBODY", SECRET)])

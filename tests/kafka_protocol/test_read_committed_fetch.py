@@ -1,7 +1,8 @@
 """Fetch and ListOffsets at read_committed over the Kafka protocol: the last stable offset and aborted transactions.
 
-Markers are written straight into the partition log (the transaction coordinator is not part
-of this test); batches come from the listener's Produce.
+Transactional batches and markers are written straight into the partition log (the
+transaction coordinator is not part of this test, and a transactional Produce needs it to
+verify the partition); plain batches come from the listener's Produce.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def server(tmp_path) -> Iterator[InProcessBroker]:
     server.stop()
 
 
-def transactional(producer_id: int, sequence: int, *values: bytes) -> bytes:
-    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=sequence, transactional=True)
+def transactional(producer_id: int, *values: bytes) -> bytes:
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=0, transactional=True)
     for value in values:
         builder.append(1_700_000_000_000, None, value)
     return builder.build()
@@ -46,6 +47,11 @@ def plain(*values: bytes) -> bytes:
     return builder.build()
 
 
+def append_transactional(broker, producer_id: int, *values: bytes) -> None:
+    log = broker.replica_manager.partition_log(TOPIC, 0)
+    log.append_as_leader(transactional(producer_id, *values), broker.replica_manager.leader_epoch(TOPIC, 0))
+
+
 def end_transaction(broker, producer_id: int, *, commit: bool) -> int:
     log = broker.replica_manager.partition_log(TOPIC, 0)
     epoch = broker.replica_manager.leader_epoch(TOPIC, 0)
@@ -54,13 +60,13 @@ def end_transaction(broker, producer_id: int, *, commit: bool) -> int:
 
 def write_history(broker) -> None:
     """Offsets: 0-1 aborted (producer 7), 2 plain, 3 producer 8 (committed at 6), 4 abort marker, 5 plain, 6 commit, 7 producer 9 (open)."""
-    assert produce(broker, TOPIC, 0, transactional(7, 0, b"aborted-1", b"aborted-2")).error_code == 0
+    append_transactional(broker, 7, b"aborted-1", b"aborted-2")
     assert produce(broker, TOPIC, 0, plain(b"plain-1")).error_code == 0
-    assert produce(broker, TOPIC, 0, transactional(8, 0, b"committed-1")).error_code == 0
+    append_transactional(broker, 8, b"committed-1")
     assert end_transaction(broker, 7, commit=False) == 4
     assert produce(broker, TOPIC, 0, plain(b"plain-2")).error_code == 0
     assert end_transaction(broker, 8, commit=True) == 6
-    assert produce(broker, TOPIC, 0, transactional(9, 0, b"open-1")).error_code == 0
+    append_transactional(broker, 9, b"open-1")
 
 
 def test_fetch_at_read_committed_stops_at_the_lso_and_names_the_aborted_transactions(server) -> None:

@@ -67,6 +67,7 @@ class SourceCluster:
                     topic(TENANT_A, "orders", partitions=ORDERS_PARTITIONS),
                     topic(TENANT_A, "stream", partitions=2),
                     topic(TENANT_A, "empty"),
+                    topic(TENANT_A, "sink", partitions=2),  # written by test_sink's round trip
                     topic(TENANT_B, "private"),
                     topic("", "__usage"),
                 ],
@@ -81,7 +82,11 @@ class SourceCluster:
                     credential(KEY_B, SECRET_B, TENANT_B, "User:sa-b"),
                     credential(KEY_NO_ACL, SECRET_NO_ACL, TENANT_A, "User:sa-none"),
                 ],
-                acls=[allow(TENANT_A, "User:sa-a", admin_pb2.ACL_OPERATION_READ, "*"), allow(TENANT_B, "User:sa-b", admin_pb2.ACL_OPERATION_READ, "*")],
+                acls=[
+                    allow(TENANT_A, "User:sa-a", admin_pb2.ACL_OPERATION_READ, "*"),
+                    allow(TENANT_A, "User:sa-a", admin_pb2.ACL_OPERATION_WRITE, "sink"),
+                    allow(TENANT_B, "User:sa-b", admin_pb2.ACL_OPERATION_READ, "*"),
+                ],
             ),
             metadata=INTERNAL,
         )

@@ -104,8 +104,11 @@ def test_include_headers_adds_the_headers_column_null_without_headers(spark: Spa
 def test_a_wrong_secret_is_refused_clearly(spark: SparkSession, cluster: SourceCluster) -> None:
     options = cluster.tenant_options(subscribe="orders")
     options["sasl.password"] = "not-the-secret"
-    with pytest.raises(Exception, match=r"AuthenticationFailedError: weir source: the brokers refused the credentials: .*invalid API key or secret"):
+    with pytest.raises(Exception, match=r"AuthenticationFailedError: weir source: the brokers refused the credentials: .*invalid API key or secret") as raised:
         read(spark, options).collect()
+    # Spark's wrapping and the source's one line, without the Python traceback Spark would put in between.
+    assert "Traceback" not in str(raised.value)
+    assert len(str(raised.value).strip().splitlines()) <= 2, str(raised.value)
 
 
 def test_the_internal_token_reads_qualified_tenant_topics_and_internal_topics(spark: SparkSession, cluster: SourceCluster) -> None:
@@ -145,3 +148,21 @@ def test_streaming_available_now_reads_everything_once_then_only_new_records(spa
     cluster.produce("stream", [(index % 2, None, f"second-{index}".encode(), BASE_TIMESTAMP_MS, None) for index in range(3)])
     second = run()
     assert sorted(value for batch in second for value in batch) == sorted(f"second-{index}".encode() for index in range(3))
+
+
+def test_sink_writes_what_the_source_reads_back_and_names_what_is_wrong(spark: SparkSession, cluster: SourceCluster) -> None:
+    # In this module to share its broker: writing is a tenant's key with WRITE on "sink" only.
+    from pyspark.errors import PySparkException
+
+    headers = "array(named_struct('key', 'h', 'value', CAST(CONCAT('v', id) AS BINARY)))"
+    frame = spark.range(6).selectExpr(
+        "CAST(id AS STRING) AS key", "CAST(CONCAT('value-', id) AS BINARY) AS value", "CAST(id % 2 AS INT) AS partition", f"{headers} AS headers"
+    )
+    frame.write.format("weir").options(**cluster.tenant_options(topic="sink")).mode("append").save()
+    back = read(spark, cluster.tenant_options(subscribe="sink", includeHeaders="true"))
+    got = sorted((bytes(row.key), bytes(row.value), row.partition, [(h.key, bytes(h.value)) for h in row.headers]) for row in back.collect())
+    assert got == [(str(i).encode(), f"value-{i}".encode(), i % 2, [("h", f"v{i}".encode())]) for i in range(6)]
+    with pytest.raises(PySparkException, match="writing to topic 'orders' failed"):  # READ on orders, no WRITE
+        frame.select("value").write.format("weir").options(**cluster.tenant_options(topic="orders")).mode("append").save()
+    with pytest.raises(PySparkException, match="give the 'topic' option or a 'topic' column"):
+        frame.select("value").write.format("weir").options(**cluster.tenant_options()).mode("append").save()

@@ -39,8 +39,10 @@ def options(broker: BrokerProcess, **extra: str) -> dict[str, str]:
 def test_a_bad_batch_fails_the_read_naming_topic_partition_and_offsets(spark: SparkSession, broker: BrokerProcess) -> None:
     with pytest.raises(
         Exception, match=r"DataLossError: weir source: events \[0\]: offset 3 is in a stored batch \(offsets 3\.\.5\) whose records cannot be decoded"
-    ):
+    ) as raised:
         spark.read.format("weir").options(**options(broker)).load().collect()
+    # The task's error is its one line inside Spark's job failure, without a Python traceback.
+    assert "Traceback" not in str(raised.value)
 
 
 def test_fail_on_data_loss_false_skips_the_bad_batch_and_reads_the_rest(spark: SparkSession, broker: BrokerProcess) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from spark_pipelines.settings import MissingInternalTokenError, PipelineSettings, internal_source_options
-from spark_pipelines.source_errors import InvalidOptionError
+from spark_pipelines.source_errors import InvalidOptionError, one_line_errors, one_line_iteration
 from spark_pipelines.source_offsets import PartitionBounds, from_json_offsets, resolve_start, to_json_offsets
 from spark_pipelines.source_options import EARLIEST, LATEST, OffsetsSpec, parse_options
 from spark_pipelines.source_planning import OffsetRange, limit_offsets, plan_input_partitions
@@ -176,3 +178,29 @@ def test_without_a_token_the_internal_options_say_where_one_was_looked_for(tmp_p
     with pytest.raises(MissingInternalTokenError, match=r"set WEIR_INTERNAL_TOKEN.*no token file at .*secrets/internal-token"):
         internal_source_options(settings)
     assert not (tmp_path / "secrets").exists()  # looked for, never created
+
+
+def test_the_sources_own_errors_ask_the_python_worker_for_their_line_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_HIDE_TRACEBACK", raising=False)
+    monkeypatch.delenv("WEIR_SOURCE_TRACEBACK", raising=False)
+
+    @one_line_errors
+    def plan(fail: type[Exception]) -> None:
+        raise fail("weir source: option 'x': bad") if fail is not InvalidOptionError else InvalidOptionError("x", "bad")
+
+    with pytest.raises(KeyError):
+        plan(KeyError)  # a bug keeps its traceback
+    assert "SPARK_HIDE_TRACEBACK" not in os.environ
+    with pytest.raises(InvalidOptionError, match="option 'x': bad"):
+        plan(InvalidOptionError)
+    assert os.environ["SPARK_HIDE_TRACEBACK"] == "1"
+    monkeypatch.delenv("SPARK_HIDE_TRACEBACK")
+
+    def rows() -> Iterator[int]:
+        yield 1
+        raise InvalidOptionError("y", "bad")
+
+    monkeypatch.setenv("WEIR_SOURCE_TRACEBACK", "1")  # the operator asked for tracebacks
+    with pytest.raises(InvalidOptionError):
+        list(one_line_iteration(rows()))
+    assert "SPARK_HIDE_TRACEBACK" not in os.environ

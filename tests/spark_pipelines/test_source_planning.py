@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from grpc_protos.weir.v1 import admin_pb2
 from spark_pipelines.source import KAFKA_SCHEMA, kafka_schema
 from spark_pipelines.source_errors import (
     AuthenticationFailedError,
@@ -19,10 +20,12 @@ from spark_pipelines.source_errors import (
     ReadTimeoutError,
     UnknownTopicError,
 )
+from spark_pipelines.source_fetch import PartitionFetcher
 from spark_pipelines.source_offsets import OffsetLookup, batch_ranges, resolve_offsets
 from spark_pipelines.source_options import parse_options
 from spark_pipelines.source_planning import OffsetRange
 from spark_pipelines.source_reading import read_range
+from tests.broker_nodes.security.managed_cluster import INTERNAL, tenant_token
 from tests.spark_pipelines.source_cluster import (
     KEY_B,
     KEY_NO_ACL,
@@ -34,6 +37,8 @@ from tests.spark_pipelines.source_cluster import (
     running_source_cluster,
 )
 from tests.support.processes import free_port
+from weir import Producer
+from weir.records import iter_batch_positions
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +63,9 @@ def test_a_tenant_key_sees_only_its_tenants_topics(cluster: SourceCluster) -> No
 
 def test_the_internal_token_sees_every_tenant_qualified_and_the_internal_topics(cluster: SourceCluster) -> None:
     latest = resolve_offsets(cluster.internal_options(subscribePattern=f"{TENANT_A}~.*"))
-    assert sorted(latest) == [f"{TENANT_A}~empty", f"{TENANT_A}~orders", f"{TENANT_A}~stream"]
+    # The cluster is shared by the directory's tests: the sink test adds tenant A's "sink" topic when it runs first.
+    assert {f"{TENANT_A}~empty", f"{TENANT_A}~orders", f"{TENANT_A}~stream"} <= set(latest)
+    assert all(topic.startswith(f"{TENANT_A}~") for topic in latest)
     assert latest[f"{TENANT_A}~orders"] == {0: 10, 1: 10, 2: 10}
     assert resolve_offsets(cluster.internal_options(subscribe="__usage"), spec="earliest") == {"__usage": {0: 0}}
     # Patterns leave the internal topics out, as Kafka's subscriptions do.
@@ -139,3 +146,34 @@ def test_a_range_outside_the_log_is_data_loss_or_skipped_without_fail_on_data_lo
     with pytest.raises(DataLossError, match=r"orders \[0\]: offset 50 is no longer in the log .*failOnDataLoss=false"):
         list(read_range(gone, cluster.tenant_options(), arrow_schema, fail_on_data_loss=True, poll_timeout_seconds=30))
     assert list(read_range(gone, cluster.tenant_options(), arrow_schema, fail_on_data_loss=False, poll_timeout_seconds=30)) == []
+
+
+def _traffic_out(cluster: SourceCluster, topic_name: str, partition: int) -> tuple[int, int]:
+    """(bytes, records) the broker has metered out of tenant A's ``topic_name`` [partition] since it started."""
+    state = cluster.broker.admin.DescribeState(admin_pb2.DescribeStateRequest(), metadata=INTERNAL)
+    [hosted] = [entry for entry in state.partitions if entry.tenant_id == TENANT_A and entry.topic == topic_name and entry.partition == partition]
+    return hosted.bytes_out_total, hosted.records_out_total
+
+
+def test_a_bounded_read_fetches_and_is_billed_for_the_range_not_what_follows_it(cluster: SourceCluster) -> None:
+    # 2,000 records of 100 bytes in partition 1 of "stream" (not read by this module's other tests), in batches of at most 4 KB.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "weir.tenant.token": tenant_token(TENANT_A), "batch.size": 4096, "linger.ms": 5})
+    for index in range(2000):
+        producer.produce("stream", value=b"%099d" % index, partition=1)
+    assert producer.flush(15) == 0
+    with PartitionFetcher(cluster.tenant_options(), "stream", 1) as fetcher:
+        whole = fetcher.fetch(0, 64 * 1024 * 1024).records
+    stored = [(header.base_offset, header.last_offset, header.size) for _, header in iter_batch_positions(whole)]
+    assert len(stored) >= 20
+    # The bytes of the stored batches holding offsets 500..1499: what the read cannot avoid fetching.
+    needed = sum(size for first, last, size in stored if last >= 500 and first < 1500)
+    needed_records = sum(last - first + 1 for first, last, _ in stored if last >= 500 and first < 1500)
+    before = _traffic_out(cluster, "stream", 1)
+    arrow_schema = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
+    batches = list(read_range(OffsetRange("stream", 1, 500, 1500), cluster.tenant_options(), arrow_schema, fail_on_data_loss=True, poll_timeout_seconds=30))
+    after = _traffic_out(cluster, "stream", 1)
+    offsets = [offset for batch in batches for offset in batch.column("offset").to_pylist()]
+    assert offsets == list(range(500, 1500))
+    billed_bytes, billed_records = after[0] - before[0], after[1] - before[1]
+    assert needed <= billed_bytes <= needed * 1.05, (billed_bytes, needed)
+    assert needed_records <= billed_records <= needed_records * 1.05, (billed_records, needed_records)

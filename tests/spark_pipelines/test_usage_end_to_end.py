@@ -1,6 +1,6 @@
-"""Both pipelines end to end: real brokers meter two tenants' traffic into ``__usage``, the usage
-job turns it into the control plane's figures, exactly what the test itself counted, and the
-lag job reports each tenant's group at the offsets it committed against the real end offsets.
+"""The usage pipeline end to end: real brokers meter two tenants' traffic into ``__usage`` and the
+usage job turns it into the control plane's figures, exactly what the test itself counted (lag
+has its own end-to-end test, test_lag_monitor_end_to_end.py).
 
 A controller and two brokers as processes (half-second metering windows,
 ``WEIR_BROKER_METERING_INTERVAL_MS``); three topics of two tenants (one name in both),
@@ -27,14 +27,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from log_formats.log_files import LOG_SUFFIX, partition_directory_name
-from spark_pipelines.jobs import lag as lag_job
 from spark_pipelines.jobs import usage as usage_job
 from spark_pipelines.settings import PipelineSettings
 from tests.support.real_cluster import ClusterUnavailableError, RealCluster, TenantAccess, database_url_for_subprocesses
 from tests.support.usage_topic import UsageReader
 from webapp.catalog.models import Partition
-from webapp.metering.models import GroupLag, PartitionLag, UsageAggregate
+from webapp.metering.models import UsageAggregate
 from weir import Consumer, Producer, TopicPartition
+from weir.consumer import consume_available
 from weir.records import iter_batch_positions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(240)]
@@ -96,7 +96,7 @@ def consume_and_commit(cluster: RealCluster, access: TenantAccess, ends: dict[tu
         deadline = time.monotonic() + 30
         while any(positions[key] < end for key, end in ends.items()):
             assert time.monotonic() < deadline, f"consumer stuck at {positions}, ends {ends}"
-            for message in consumer.consume(500, 0.5):
+            for message in consume_available(consumer, 500, 0.5):
                 if message.error() is None:
                     read[message.topic()] += 1
                     positions[(message.topic(), message.partition())] = message.offset() + 1
@@ -147,7 +147,7 @@ def database_totals(granularity: str) -> dict[Key, tuple[int, int, int, int]]:
     return {key: (c["bytes_in"], c["records_in"], c["bytes_out"], c["records_out"]) for key, c in totals.items()}
 
 
-def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_and_committed(cluster: RealCluster, spark: SparkSession, tmp_path: Path) -> None:
+def test_usage_job_reports_exactly_what_two_tenants_produced_and_consumed(cluster: RealCluster, spark: SparkSession, tmp_path: Path) -> None:
     tenants: dict[str, TenantAccess] = {}
     for name in ("acme", "globex"):
         tenants[name] = cluster.create_tenant(name.capitalize())
@@ -221,23 +221,3 @@ def test_usage_and_lag_jobs_report_exactly_what_two_tenants_produced_consumed_an
                 a + b for a, b in zip(before, (row["bytes_in"], row["records_in"], row["bytes_out"], row["records_out"]))
             )  # type: ignore[assignment]
     assert parquet_totals == expected
-
-    # The lag job over the same cluster: each tenant's group committed the end of phase 1, and
-    # phase 2 is what it has not consumed yet.
-    lag_result = lag_job.run(spark, settings)
-    assert lag_result["rows"] > 0
-    for name in tenants:
-        tenant_id = ids[name]
-        figures = {
-            (row.topic, row.partition): (row.committed_offset, row.end_offset, row.offset_lag)
-            for row in PartitionLag.objects.filter(tenant__public_id=tenant_id, group="billing")
-        }
-        expected_lag = {
-            (topic, partition): (PHASE_1[(owner, topic)], PHASE_1[(owner, topic)] + PHASE_2[(owner, topic)], PHASE_2[(owner, topic)])
-            for (owner, topic), count in TOPICS.items()
-            if owner == name
-            for partition in range(count)
-        }
-        assert figures == expected_lag, f"{name}: lag per partition"
-        group = GroupLag.objects.get(tenant__public_id=tenant_id, group="billing")
-        assert (group.total_lag, group.max_lag) == (sum(lag for _, _, lag in expected_lag.values()), max(lag for _, _, lag in expected_lag.values()))

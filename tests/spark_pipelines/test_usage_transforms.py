@@ -17,15 +17,21 @@ from pyspark.testing import assertDataFrameEqual
 from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow, encode
 from spark_pipelines.transforms.usage import (
     AGGREGATE_COLUMNS,
+    COPIES_COLUMN,
     RAW_COLUMNS,
+    UNUSABLE_COLUMNS,
     UnknownGranularityError,
     bucket_starts,
     daily_usage,
+    days_from_hours,
+    deduplicate_usage_records,
     deduplicate_usage_rows,
     hourly_usage,
     parse_usage_records,
+    usable_rows,
     usage_aggregates,
     usage_problems,
+    usage_sums,
     valid_usage_rows,
     window_usage,
 )
@@ -93,7 +99,7 @@ def test_parse_reads_every_field_the_broker_codec_writes(spark: SparkSession) ->
     parsed = parse_usage_records(records(spark, written))
     rows = {row["kind"]: row.asDict() for row in valid_usage_rows(parsed).collect()}
     assert usage_problems(parsed).count() == 0
-    assert list(valid_usage_rows(parsed).columns) == [*RAW_COLUMNS, "date"]
+    assert list(valid_usage_rows(parsed).columns) == [*RAW_COLUMNS, "date", "hour"]
     assert rows["traffic"] == {
         "schema": "weir.usage/1",
         "kind": "traffic",
@@ -118,6 +124,7 @@ def test_parse_reads_every_field_the_broker_codec_writes(spark: SparkSession) ->
         "high_watermark": None,
         "leader_epoch": None,
         "date": DAY.date(),  # the window starts at 23:59 and ends at midnight: the date of its start
+        "hour": 23,  # and the hour of its start (the raw rows' second partition column)
     }
     assert rows["partition"]["log_size_bytes"] == 4096 and rows["partition"]["bytes_in"] is None and rows["partition"]["date"] == DAY.date()
 
@@ -164,6 +171,17 @@ def test_deduplication_keeps_one_row_per_identity(spark: SparkSession) -> None:
     assert rows.count() == 5
     [hour] = hourly_usage(rows).collect()
     assert (hour["bytes_in"], hour["records_in"], hour["storage_bytes_peak"]) == (150, 15, 100)
+
+
+def test_one_aggregation_deduplicates_valid_records_counts_every_record_and_keeps_each_unusable_one_apart(spark: SparkSession) -> None:
+    resent = traffic(0, bytes_in=10, records_in=1)
+    values: list[UsageRow | bytes] = [resent, b"not json", resent, partition(0, 100), b"not json", resent]
+    parsed = parse_usage_records(records(spark, values))
+    rows = deduplicate_usage_records(parsed)
+    unusable = sorted(tuple(row) for row in rows.where(f"{UNUSABLE_COLUMNS[0]} IS NOT NULL").select(*UNUSABLE_COLUMNS, COPIES_COLUMN).collect())
+    assert unusable == [(0, 1, 1), (0, 4, 1)]  # the same bad text twice is two records set aside
+    assert rows.agg({COPIES_COLUMN: "sum"}).first()[0] == len(values)
+    assertDataFrameEqual(usable_rows(rows), deduplicate_usage_rows(valid_usage_rows(parsed)))
 
 
 def test_traffic_is_summed_per_tenant_and_topic_over_partitions_and_brokers(spark: SparkSession) -> None:
@@ -262,6 +280,8 @@ def test_storage_is_the_topic_size_per_window_averaged_and_peaked_over_the_bucke
     assertDataFrameEqual(
         daily, [Row(tenant_id="tn-a", storage_bytes_avg=415, storage_bytes_peak=1000), Row(tenant_id="tn-b", storage_bytes_avg=9, storage_bytes_peak=9)]
     )
+    # The job rolls a day up from its stored hours: the same figures as from the windows.
+    assertDataFrameEqual(days_from_hours(usage_sums(windows, "hour")).select(*AGGREGATE_COLUMNS), usage_aggregates(windows, "day"))
 
 
 def test_a_partition_reported_by_two_leaders_in_one_window_counts_once(spark: SparkSession) -> None:

@@ -82,7 +82,9 @@ class ClusterTimings:
     session_timeout_ms: int = 2000
     heartbeat_interval_ms: int = 200
     replica_lag_time_max_ms: int = 2000
-    replica_fetch_wait_max_ms: int = 100
+    # Kafka's default: a follower's fetch waits at the leader until records arrive (which wakes it at once) or this
+    # long. At 100 ms an idle three-broker cluster used a quarter of a core on empty fetches (8 s of CPU in 30 s).
+    replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 200
     controlled_shutdown_timeout_ms: int = 10000
 

@@ -1,14 +1,24 @@
 """Transactions set up over gRPC with any SDK configuration (a tenant's, too): an open transaction its
-coordinator holds, and a hanging one no coordinator knows (a transactional batch produced without its
-transactional id, as a client without KIP-890 verification could)."""
+coordinator holds, and a hanging one no coordinator knows.
+
+Brokers refuse a transactional batch the coordinator did not verify (KIP-890) and one sent without
+a transactional id (Kafka's rule), so a hanging transaction comes about here as it still can in
+production: its coordinator loses its log. The producer's transaction is real (InitProducerId,
+AddPartitionsToTxn, a verified Produce); then the broker is stopped, its ``__transaction_state``
+partitions are deleted, as a lost disk would lose them, and it is started again with an empty
+coordinator while the partition's log keeps the open transaction. The batch's timestamp (the
+producer's clock, which the finder reads as Kafka's does) is long past, so the transaction is
+open past transaction.max.timeout.ms at once."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from grpc_protos.weir.v1 import broker_pb2
+from tests.support.processes import BrokerProcess
 from weir.cluster import Cluster
 from weir.config import ADMIN, ClientConfig
 from weir.errors import ErrorCode
@@ -46,13 +56,22 @@ def open_transaction(config: Mapping[str, Any], transactional_id: str, topic: st
         cluster.close()
 
 
-def hang_transaction(config: Mapping[str, Any], topic: str, partition: int, producer_id: int = 4242, producer_epoch: int = 5, timeout: float = 30.0) -> None:
-    """Leave ``producer_id``'s transaction open in the partition, unknown to every coordinator."""
+def hang_transaction(
+    config: Mapping[str, Any], broker: BrokerProcess, topic: str, partition: int, transactional_id: str = "lost-app", timeout: float = 30.0
+) -> tuple[int, int]:
+    """Leave ``transactional_id``'s transaction open in ``topic``'s ``partition``, unknown to every coordinator; returns its producer id and epoch.
+
+    ``broker`` is the only broker (it leads ``topic`` and ``__transaction_state``); it is restarted
+    on its port and data directory. Every transaction's coordinator state is lost with it: open
+    the transactions a test keeps after this call.
+    """
+    producer_id, producer_epoch = open_transaction(config, transactional_id, topic, partition, timeout)
     builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0, transactional=True)
     builder.append(OLD_TIMESTAMP_MS, None, b"late")
     request = broker_pb2.ProduceRequest(
-        acks=1,
+        acks=-1,
         timeout_ms=5000,
+        transactional_id=transactional_id,
         topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=[broker_pb2.ProducePartitionData(partition=partition, records=builder.build())])],
     )
     cluster = Cluster(ClientConfig(dict(config), ADMIN))
@@ -62,3 +81,10 @@ def hang_transaction(config: Mapping[str, Any], topic: str, partition: int, prod
         assert answer.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR, answer
     finally:
         cluster.close()
+    broker.stop()
+    lost = sorted(broker.data_dir.glob("__transaction_state-*"))
+    assert lost, f"no __transaction_state partition in {broker.data_dir}"
+    for directory in lost:
+        shutil.rmtree(directory)
+    broker.start(timeout)
+    return producer_id, producer_epoch

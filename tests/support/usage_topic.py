@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from log_formats.usage_records import USAGE_TOPIC, Identity, PartitionRow, TrafficRow, UsageRow, decode, identity
 from weir import OFFSET_BEGINNING, Consumer, TopicPartition
+from weir.consumer import consume_available
 
 TRAFFIC_FIELDS = ("bytes_in", "records_in", "bytes_out", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms")
 TrafficKey = tuple[str, str, int]  # (tenant id, topic, partition)
@@ -42,7 +43,7 @@ class UsageReader:
         deadline = time.monotonic() + timeout
         read = 0
         while (remaining := deadline - time.monotonic()) > 0:
-            for message in self._consumer.consume(500, min(remaining, 0.1)):
+            for message in consume_available(self._consumer, 500, min(remaining, 0.1)):
                 if message.error() is not None:
                     continue
                 row = decode(message.value())

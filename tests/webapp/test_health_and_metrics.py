@@ -130,6 +130,39 @@ def test_metrics_report_the_job_table_and_the_pipelines_from_the_database() -> N
 
 
 @pytest.mark.django_db
+def test_metrics_report_each_fresh_groups_lag_trend_and_retention() -> None:
+    now = timezone.now()
+    tenant = Tenant.objects.create(name="Acme", slug="acme")
+    GroupLag.objects.create(
+        tenant=tenant,
+        group="etl",
+        status="WARNING",
+        max_lag=40,
+        total_lag=70,
+        max_time_lag_seconds=12.5,
+        partition_count=2,
+        lag_rate=3.5,
+        catch_up_seconds=None,
+        retention_seconds=600.0,
+        retention_status="AT_RISK",
+        evaluated_at=now,
+    )
+    GroupLag.objects.create(tenant=tenant, group="old", status="OK", max_lag=0, total_lag=0, partition_count=1, evaluated_at=now - timedelta(days=1))
+
+    samples = _metrics(Client())
+    key = (("group", "etl"), ("tenant", tenant.public_id))
+    assert samples[("weir_consumer_group_lag_records", key)] == 70
+    assert samples[("weir_consumer_group_lag_seconds", key)] == 12.5
+    assert samples[("weir_consumer_group_lag_rate", key)] == 3.5
+    assert samples[("weir_consumer_group_retention_seconds", key)] == 600
+    assert ("weir_consumer_group_catch_up_seconds", key) not in samples  # not catching up
+    assert samples[("weir_consumer_group_status", (("group", "etl"), ("status", "WARNING"), ("tenant", tenant.public_id)))] == 1
+    assert samples[("weir_consumer_group_retention_status", (("group", "etl"), ("status", "AT_RISK"), ("tenant", tenant.public_id)))] == 1
+    assert not any(labels and ("group", "old") in labels for _, labels in samples)  # a stale evaluation is left out
+    assert samples[("weir_lag_evaluated_timestamp_seconds", ())] == pytest.approx(now.timestamp())
+
+
+@pytest.mark.django_db
 def test_a_finished_job_counts_its_attempt_and_its_duration() -> None:
     job = ProvisioningJob.objects.create(kind=JobKind.SYNC_SECURITY, target="key")
     attempts = {"kind": "SYNC_SECURITY", "outcome": "succeeded"}

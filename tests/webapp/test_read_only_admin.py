@@ -7,7 +7,7 @@ from django.test import RequestFactory
 
 from webapp.read_only_admin import ReadOnlyModelAdmin
 
-WEIR_APP_LABELS = {"accounts", "catalog", "fleet", "metering", "provisioning"}
+WEIR_APP_LABELS = {"accounts", "audit", "catalog", "fleet", "metering", "provisioning"}
 
 
 def test_every_weir_model_in_the_admin_is_read_only() -> None:

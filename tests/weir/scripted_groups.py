@@ -120,6 +120,7 @@ class RecordLog:
         self.idle_wait = idle_wait
         self.records: dict[Partition, int] = {}
         self.committed: dict[Partition, int] = {}
+        self.committed_metadata: dict[Partition, str] = {}
         self.commits: list[broker_pb2.OffsetCommitRequest] = []
         self.commit_answer: Callable[[broker_pb2.OffsetCommitRequest], broker_pb2.OffsetCommitResponse | None] | None = None
         self._lock = threading.Lock()
@@ -161,7 +162,10 @@ class RecordLog:
                         topic=topic.topic,
                         partitions=[
                             broker_pb2.OffsetFetchPartitionResponse(
-                                partition=partition, committed_offset=self.committed.get((topic.topic, partition), -1), committed_leader_epoch=-1
+                                partition=partition,
+                                committed_offset=self.committed.get((topic.topic, partition), -1),
+                                committed_leader_epoch=-1,
+                                metadata=self.committed_metadata.get((topic.topic, partition), ""),
                             )
                             for partition in topic.partitions
                         ],
@@ -180,6 +184,9 @@ class RecordLog:
             return custom
         with self._lock:
             self.committed.update(offsets)
+            self.committed_metadata.update(
+                {(topic.topic, partition.partition): partition.metadata for topic in request.topics for partition in topic.partitions}
+            )
         return broker_pb2.OffsetCommitResponse(
             topics=[
                 broker_pb2.OffsetCommitTopicResponse(

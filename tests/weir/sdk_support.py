@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from weir import Consumer, Message, TopicPartition
 from weir.admin import AdminClient, NewTopic
+from weir.consumer import consume_available
 
 
 def create_topic(address: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
@@ -22,7 +23,7 @@ def consume_all(consumer: Consumer, expected: int, timeout: float = 20.0) -> lis
     messages: list[Message] = []
     deadline = time.monotonic() + timeout
     while len(messages) < expected and time.monotonic() < deadline:
-        messages += [message for message in consumer.consume(1000, 0.5) if message.error() is None]
+        messages += [message for message in consume_available(consumer, 1000, 0.5) if message.error() is None]
     return messages
 
 

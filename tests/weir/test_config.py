@@ -43,11 +43,11 @@ def test_defaults_follow_librdkafka() -> None:
     config = ClientConfig(BASE, PRODUCER)
     assert config["linger.ms"] == 5
     assert config["batch.size"] == 1_000_000
-    assert config["enable.idempotence"] is True
+    assert config["enable.idempotence"] is False
     assert config["acks"] == -1
     assert config["max.in.flight.requests.per.connection"] == 5
     assert config["buffer.memory"] == 32 * 1024 * 1024
-    assert config["partitioner"] == "murmur2_random"
+    assert config["partitioner"] == "consistent_random"
 
 
 def test_aliases_set_the_canonical_key() -> None:
@@ -64,11 +64,15 @@ def test_acks_accepts_kafka_spellings(given: object, expected: int) -> None:
 
 
 def test_idempotence_with_acks_one_is_refused() -> None:
-    assert "enable.idempotence" in invalid({"acks": 1}).error.str()
+    assert "enable.idempotence" in invalid({"acks": 1, "enable.idempotence": True}).error.str()
+
+
+def test_acks_one_works_with_idempotence_off_by_default() -> None:
+    assert ClientConfig({**BASE, "acks": 1}, PRODUCER)["acks"] == 1
 
 
 def test_idempotence_allows_at_most_five_in_flight() -> None:
-    invalid({"max.in.flight.requests.per.connection": 6})
+    invalid({"max.in.flight.requests.per.connection": 6, "enable.idempotence": True})
 
 
 def test_string_booleans_are_accepted() -> None:

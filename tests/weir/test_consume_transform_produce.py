@@ -25,6 +25,7 @@ import pytest
 
 from tests.weir.sdk_support import assigned, consume_all, create_topic, wait_for
 from weir import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
+from weir.consumer import consume_available
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_GIT = Path(os.environ.get("WEIR_CONFLUENT_KAFKA_PYTHON_GIT", "/work/.mirror/confluentinc+confluent-kafka-python/repo"))
@@ -55,7 +56,7 @@ def read_committed_output(address: str, expected: int) -> list[tuple[bytes | Non
     consumer = assigned(Consumer({"bootstrap.servers": address}), OUTPUT, 1, OFFSET_BEGINNING)
     try:
         messages = consume_all(consumer, expected, timeout=20)
-        messages += [message for message in consumer.consume(100, timeout=0.5) if message.error() is None]
+        messages += [message for message in consume_available(consumer, 100, 0.5) if message.error() is None]
         return sorted((message.key(), message.value()) for message in messages)
     finally:
         consumer.close()

@@ -1,13 +1,28 @@
-"""Consumer positions against a real broker: commits, seek, resets, timestamps, end of partition."""
+"""Consumer positions against a real broker: commits, seek, resets, timestamps, end of partition,
+consume()'s batches. One broker for the module: each test has its own topics and groups."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import pytest
 
+from tests.support.processes import BrokerProcess
 from tests.weir.sdk_support import assigned, consume_all, create_topic
 from weir import OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError, Producer, TopicPartition
+from weir.consumer import consume_available
 
 BASE_TIME = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path_factory.mktemp("consumer-broker") / "data").start()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 def load(address: str, topic: str, count: int, partitions: int = 1) -> None:
@@ -151,8 +166,9 @@ def test_paused_partition_is_not_consumed_until_resumed(broker) -> None:
 def test_consume_leaves_the_garbage_collector_as_the_application_set_it(broker, enabled_by_application: bool) -> None:
     import gc
 
-    load(broker.address, "collected", 50)
-    consumer = assigned(Consumer({"bootstrap.servers": broker.address}), "collected", 1, OFFSET_BEGINNING)
+    topic = f"collected-{enabled_by_application}"
+    load(broker.address, topic, 50)
+    consumer = assigned(Consumer({"bootstrap.servers": broker.address}), topic, 1, OFFSET_BEGINNING)
     was_enabled = gc.isenabled()
     (gc.enable if enabled_by_application else gc.disable)()
     try:
@@ -162,3 +178,24 @@ def test_consume_leaves_the_garbage_collector_as_the_application_set_it(broker, 
         (gc.enable if was_enabled else gc.disable)()
         consumer.close()
     assert len(received) == 50
+
+
+def test_consume_waits_to_fill_its_batch_as_librdkafka_and_consume_available_does_not(broker) -> None:
+    load(broker.address, "batches", 3)
+    consumer = Consumer({"bootstrap.servers": broker.address})
+    consumer.assign([TopicPartition("batches", 0, OFFSET_BEGINNING)])
+    assert [message.offset() for message in consume_available(consumer, 1, 10)] == [0]
+    started = time.monotonic()
+    assert [message.offset() for message in consumer.consume(1, 10)] == [1]  # full batch: returns at once
+    assert time.monotonic() - started < 5
+    started = time.monotonic()
+    assert [message.offset() for message in consumer.consume(5, 0.4)] == [2]  # one of five: waits out the timeout
+    assert time.monotonic() - started >= 0.4
+    producer = Producer({"bootstrap.servers": broker.address})
+    producer.produce("batches", "more")
+    assert producer.close(20) == 0
+    started = time.monotonic()
+    taken = consume_available(consumer, 100, 10)  # what is there once one came: no wait for 100
+    assert time.monotonic() - started < 5
+    assert [message.value() for message in taken][-1:] == [b"more"] and all(message.error() is None for message in taken)
+    consumer.close()

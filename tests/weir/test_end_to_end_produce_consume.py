@@ -7,7 +7,7 @@ import pytest
 from tests.weir.sdk_support import assigned, consume_all, create_topic
 from weir import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from weir.message import TIMESTAMP_CREATE_TIME
-from weir.partitioner import murmur2_partition
+from weir.partitioner import consistent_partition, murmur2_partition
 
 
 def test_keyed_and_keyless_records_are_delivered_and_consumed_identically(broker) -> None:
@@ -57,15 +57,17 @@ def test_every_compression_type_round_trips(broker, codec: str) -> None:
     assert [message.offset() for message in received] == list(range(200))
 
 
-def test_keys_land_on_the_partition_murmur2_chooses(broker) -> None:
+def test_keys_land_on_the_partition_the_partitioner_chooses(broker) -> None:
     create_topic(broker.address, "keyed", partitions=5)
-    reports = []
-    producer = Producer({"bootstrap.servers": broker.address, "on_delivery": lambda error, message: reports.append(message)})
     keys = [f"customer-{index}".encode() for index in range(40)]
-    for key in keys:
-        producer.produce("keyed", b"v", key=key)
-    assert producer.close(20) == 0
-    assert {message.key(): message.partition() for message in reports} == {key: murmur2_partition(key, 5) for key in keys}
+    # The default (librdkafka's consistent_random: CRC-32), and murmur2_random (Kafka's Java client's).
+    for config, choose in (({}, consistent_partition), ({"partitioner": "murmur2_random"}, murmur2_partition)):
+        reports: list = []
+        producer = Producer({"bootstrap.servers": broker.address, "on_delivery": lambda error, message, reports=reports: reports.append(message), **config})
+        for key in keys:
+            producer.produce("keyed", b"v", key=key)
+        assert producer.close(20) == 0
+        assert {message.key(): message.partition() for message in reports} == {key: choose(key, 5) for key in keys}
 
 
 def test_produce_to_unknown_topic_fails_through_the_callback(broker) -> None:
@@ -82,10 +84,16 @@ def test_produce_to_unknown_topic_fails_through_the_callback(broker) -> None:
 
 def test_produce_to_partition_out_of_range_raises(broker) -> None:
     create_topic(broker.address, "small", partitions=2)
-    producer = Producer({"bootstrap.servers": broker.address})
+    reports = []
+    producer = Producer({"bootstrap.servers": broker.address, "on_delivery": lambda error, message: reports.append(error.code())})
+    # As librdkafka: the first record (sent before the topic's metadata is known) fails through
+    # its delivery report, later ones raise at once.
+    producer.produce("small", b"v", partition=2)
+    producer.flush(5)
     with pytest.raises(KafkaException) as raised:
         producer.produce("small", b"v", partition=2)
     producer.close()
+    assert reports == [KafkaError._UNKNOWN_PARTITION]
     assert raised.value.error.code() == KafkaError._UNKNOWN_PARTITION
 
 

@@ -65,6 +65,7 @@ def test_idempotent_producer_delivers_every_record_exactly_once_across_a_restart
             "retry.backoff.ms": 50,
             "retry.backoff.max.ms": 200,
             "delivery.timeout.ms": 60000,
+            "enable.idempotence": True,
             "on_delivery": delivered,
         }
     )

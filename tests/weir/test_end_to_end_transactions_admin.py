@@ -12,8 +12,9 @@ import grpc
 import pytest
 
 from grpc_protos.weir.v1 import broker_pb2_grpc
-from tests.broker_nodes.server.helpers import batch, produce
 from tests.broker_nodes.server.test_transaction_rpcs import TOPIC, TRANSACTIONAL_ID, add_partition, init, produce_transactional
+from tests.support.processes import BrokerProcess
+from tests.support.transaction_setup import hang_transaction
 from tests.weir.sdk_support import create_topic, wait_for
 from weir import KafkaException, TopicPartition
 from weir.admin import AdminClient, TransactionListing
@@ -24,19 +25,23 @@ WAIT = 30.0
 
 
 @pytest.fixture
-def cluster(broker_factory: Callable[..., Any]) -> Iterator[tuple[AdminClient, broker_pb2_grpc.BrokerStub]]:
-    address = broker_factory().address
-    create_topic(address, TOPIC, partitions=2)
-    admin = AdminClient({"bootstrap.servers": address, "retry.backoff.ms": 20})
-    with grpc.insecure_channel(address) as channel:
+def broker(broker_factory: Callable[..., Any]) -> BrokerProcess:
+    process: BrokerProcess = broker_factory()
+    create_topic(process.address, TOPIC, partitions=2)
+    return process
+
+
+@pytest.fixture
+def cluster(broker: BrokerProcess) -> Iterator[tuple[AdminClient, broker_pb2_grpc.BrokerStub]]:
+    admin = AdminClient({"bootstrap.servers": broker.address, "retry.backoff.ms": 20})
+    with grpc.insecure_channel(broker.address) as channel:
         yield admin, broker_pb2_grpc.BrokerStub(channel)
     admin.close()
 
 
-def hang_a_transaction(stub: broker_pb2_grpc.BrokerStub, partition: int) -> None:
-    """A transactional batch produced without its transactional id (as a client without KIP-890 verification could): no coordinator knows it."""
-    records = batch([b"late"], producer_id=4242, producer_epoch=5, base_sequence=0, transactional=True)
-    assert produce(stub, TOPIC, records, partition=partition).error_code == ErrorCode.NO_ERROR
+def hang_a_transaction(broker: BrokerProcess, partition: int) -> tuple[int, int]:
+    """A transaction open in the partition whose coordinator lost its log (the broker restarted without it): its producer id and epoch."""
+    return hang_transaction({"bootstrap.servers": broker.address}, broker, TOPIC, partition)
 
 
 def test_an_operator_lists_describes_and_aborts_a_transaction(cluster) -> None:
@@ -67,14 +72,14 @@ def test_an_operator_lists_describes_and_aborts_a_transaction(cluster) -> None:
     assert nothing_open.value.args[0].code() == ErrorCode.INVALID_TXN_STATE
 
 
-def test_a_hanging_transaction_is_found_and_aborted(cluster) -> None:
-    admin, stub = cluster
+def test_a_hanging_transaction_is_found_and_aborted(broker: BrokerProcess, request: pytest.FixtureRequest) -> None:
+    lost_id, lost_epoch = hang_a_transaction(broker, 1)
+    admin, stub = request.getfixturevalue("cluster")  # opened once the broker has restarted
     producer = init(stub)  # an open transaction its coordinator holds: old batch timestamps, yet not hanging
     assert add_partition(stub, producer).error_code == ErrorCode.NO_ERROR
     assert produce_transactional(stub, producer, [b"a"], 0).error_code == ErrorCode.NO_ERROR
-    hang_a_transaction(stub, 1)
     (hanging,) = admin.find_hanging_transactions(TOPIC).result(WAIT)
-    assert (hanging.topic, hanging.partition, hanging.producer_id, hanging.producer_epoch, hanging.start_offset) == (TOPIC, 1, 4242, 5, 0)
+    assert (hanging.topic, hanging.partition, hanging.producer_id, hanging.producer_epoch, hanging.start_offset) == (TOPIC, 1, lost_id, lost_epoch, 0)
     assert hanging.open_for_ms > 900_000  # transaction.max.timeout.ms
     assert admin.find_hanging_transactions(TOPIC, [0]).result(WAIT) == []
     abort = admin.abort_hanging_transaction(TOPIC, 1, hanging.producer_id, hanging.producer_epoch, hanging.coordinator_epoch)
@@ -92,13 +97,14 @@ def weir(address: str, *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_weir_transactions_commands(broker_factory: Callable[..., Any]) -> None:
-    address = broker_factory().address
+    process: BrokerProcess = broker_factory()
+    address = process.address
     create_topic(address, TOPIC, partitions=2)
+    lost_id, _ = hang_a_transaction(process, 1)
     with grpc.insecure_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerStub(channel)
         producer = init(stub)
         assert add_partition(stub, producer).error_code == ErrorCode.NO_ERROR
-        hang_a_transaction(stub, 1)
     code, out, err = weir(address, "transactions", "list", "--state", "ongoing", "--output", "json")
     assert (code, json.loads(out)) == (0, [{"transactional_id": TRANSACTIONAL_ID, "producer_id": producer.producer_id, "state": "Ongoing"}]), err
     code, out, _ = weir(address, "transactions", "list", "--state", "CompleteAbort")
@@ -114,14 +120,14 @@ def test_the_weir_transactions_commands(broker_factory: Callable[..., Any]) -> N
     assert code == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in err
     code, out, err = weir(address, "transactions", "find-hanging", TOPIC, "--output", "json")
     (hanging,) = json.loads(out)
-    assert (code, hanging["partition"], hanging["producer_id"], hanging["start_offset"]) == (0, 1, 4242, 0), err
+    assert (code, hanging["partition"], hanging["producer_id"], hanging["start_offset"]) == (0, 1, lost_id, 0), err
     code, out, _ = weir(address, "transactions", "find-hanging", TOPIC)
-    assert code == 0 and "4242" in out
+    assert code == 0 and str(lost_id) in out
     assert weir(address, "transactions", "abort-hanging", "--topic", TOPIC, "--partition", "1")[0] == 2  # which transaction?
     code, _, err = weir(address, "transactions", "abort-hanging", "--topic", TOPIC, "--partition", "1", "--start-offset", "7")
     assert code == 1 and "no hanging transaction starts at offset 7" in err
     code, out, err = weir(address, "transactions", "abort-hanging", "--topic", TOPIC, "--partition", "1", "--start-offset", "0")
-    assert code == 0 and "Aborted producer 4242" in out, err
+    assert code == 0 and f"Aborted producer {lost_id}" in out, err
     assert json.loads(weir(address, "transactions", "find-hanging", TOPIC, "--output", "json")[1]) == []
     code, out, err = weir(address, "transactions", "abort", TRANSACTIONAL_ID)
     assert code == 0 and "fenced" in out, err

@@ -65,7 +65,7 @@ class Deliveries:
 
 
 def _producer(config: dict[str, object], deliveries: Deliveries) -> Producer:
-    return Producer({**config, "linger.ms": 2, "batch.num.messages": 10, "delivery.timeout.ms": 60000, "on_delivery": deliveries})
+    return Producer({**config, "enable.idempotence": True, "linger.ms": 2, "batch.num.messages": 10, "delivery.timeout.ms": 60000, "on_delivery": deliveries})
 
 
 def _produce(producer: Producer, values: range) -> None:

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from weir.partitioner import Partitioner, StickyPartitions, consistent_partition, murmur2, murmur2_partition
+from weir.partitioner import Partitioner, StickyPartitions, consistent_partition, fnv1a, murmur2, murmur2_partition
 
 # Kafka's UtilsTest.testMurmur2.
 KAFKA_VECTORS = [
@@ -51,7 +51,7 @@ def test_consistent_random_hashes_keys_with_crc32() -> None:
 
 def test_unknown_partitioner_name_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown partitioner"):
-        Partitioner("fnv1a")
+        Partitioner("fnv1a_sorted")
 
 
 def test_sticky_partition_stays_until_its_batch_is_sent() -> None:
@@ -84,3 +84,26 @@ def test_sticky_partitions_are_per_topic() -> None:
     sticky = StickyPartitions(choose=lambda count: next(choices))
     assert sticky.partition("a", 4) == 0
     assert sticky.partition("b", 4) == 3
+
+
+def test_fnv1a_is_sarama_compatible() -> None:
+    # FNV-1a of "hello" is 0x4F9F2CAB (positive as an int32, so kept as is).
+    assert fnv1a(b"hello") == 0x4F9F2CAB
+    # The offset basis is negative as an int32: the hash of nothing is its absolute value.
+    assert fnv1a(b"") == (1 << 32) - 0x811C9DC5
+
+
+def test_consistent_random_sends_null_and_empty_keys_to_the_sticky_partition() -> None:
+    partitioner = Partitioner("consistent_random")
+    assert partitioner.keyed_partition(None, 4) == -1
+    assert partitioner.keyed_partition(b"", 4) == -1
+
+
+def test_consistent_hashes_a_null_key_as_empty() -> None:
+    assert Partitioner("consistent").keyed_partition(None, 4) == 0  # CRC-32 of nothing is 0
+
+
+def test_without_sticky_linger_every_keyless_record_is_chosen_anew() -> None:
+    choices = iter([1, 3, 0])
+    sticky = StickyPartitions(choose=lambda count: next(choices), per_record=True)
+    assert [sticky.partition("t", 4) for _ in range(3)] == [1, 3, 0]

@@ -95,6 +95,7 @@ def _producer(broker: ScriptedBroker, reports: Reports) -> Producer:
             "retry.backoff.ms": 10,
             "retry.backoff.max.ms": 50,
             "delivery.timeout.ms": 20000,
+            "enable.idempotence": True,
             "on_delivery": reports,
         }
     )

@@ -76,6 +76,10 @@ def test_varint_round_trips_any_int64(value):
     assert records.decode_varint(encoded, 0) == (value, len(encoded))
 
 
+def test_varint_table_holds_the_loops_encoding_of_every_small_value():
+    assert all(records._VARINT_TABLE[value] == records._zigzag_varint(value) for value in range(records._VARINT_TABLE_SIZE))
+
+
 def test_assign_offsets_keeps_the_crc_valid():
     batch = bytearray(build([(0, b"k", b"v", [])] * 3))
     records.assign_offsets(batch, 0, base_offset=1234, partition_leader_epoch=9)

@@ -13,7 +13,7 @@ from broker_nodes.config import load_broker_config
 from broker_nodes.server.app import start_broker_server
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from weir.admin import AdminClient
-from weir.errors import KafkaException
+from weir.errors import KafkaError, KafkaException
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the test CA")
 
@@ -91,3 +91,36 @@ def test_sdk_without_the_ca_does_not_trust_the_broker(tls_broker) -> None:
     client = AdminClient({"bootstrap.servers": f"127.0.0.1:{tls_broker.port}", "security.protocol": "SSL", "socket.timeout.ms": 2000})
     with pytest.raises(KafkaException):
         client.list_topics(timeout=2)
+
+
+def test_without_certificate_verification_the_brokers_certificate_is_trusted(tls_broker) -> None:
+    client = AdminClient(
+        {
+            "bootstrap.servers": f"127.0.0.1:{tls_broker.port}",
+            "security.protocol": "SSL",
+            "enable.ssl.certificate.verification": False,
+            "socket.timeout.ms": 5000,
+        }
+    )
+    assert "__consumer_offsets" in client.list_topics(timeout=5).topics
+
+
+def test_producing_to_a_new_topic_creates_it_when_the_broker_allows_it(tls_broker, certificates: Path) -> None:
+    from weir import Producer
+
+    config = {"bootstrap.servers": f"127.0.0.1:{tls_broker.port}", "security.protocol": "SSL", "ssl.ca.location": str(certificates / "ca.pem")}
+    reports = []
+    producer = Producer({**config, "on_delivery": lambda error, message: reports.append((error, message.topic()))})
+    try:
+        producer.produce("created-by-produce", b"first")
+        assert producer.flush(10) == 0
+    finally:
+        producer.close()
+    assert reports == [(None, "created-by-produce")]
+    refusing = Producer({**config, "allow.auto.create.topics": False, "on_delivery": lambda error, message: reports.append((error, message.topic()))})
+    try:
+        refusing.produce("not-created", b"v")
+        assert refusing.flush(10) == 0
+    finally:
+        refusing.close()
+    assert reports[-1][0] is not None and reports[-1][0].code() == KafkaError._UNKNOWN_TOPIC

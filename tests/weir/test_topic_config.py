@@ -26,7 +26,7 @@ def test_overrides_are_typed():
         ("retention.ms", "-2", "at least -1"),
         ("segment.bytes", str(2**31), "at most 2147483647"),
         ("cleanup.policy", "shred", "must be one of delete, compact"),
-        ("cleanup.policy", "", "at least one of"),
+        ("cleanup.policy", "delete,shred", "must be one of delete, compact"),
         ("min.cleanable.dirty.ratio", "1.5", "at most 1"),
         ("message.timestamp.type", "WallClock", "must be one of CreateTime, LogAppendTime"),
         ("unclean.leader.election.enable", "yes", "BOOLEAN"),
@@ -37,6 +37,13 @@ def test_bad_values_name_the_key_and_the_rule(name, value, message):
         validate_topic_configs({name: value})
     assert raised.value.name == name
     assert name in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["", " ", " , "])
+def test_an_empty_cleanup_policy_is_kafka_4s_neither_delete_nor_compact(value):
+    # KIP-1030 (Kafka 4.0): an empty cleanup.policy is valid, as incremental SUBTRACT of its last member leaves it.
+    assert validate_topic_configs({"cleanup.policy": value}) == {"cleanup.policy": ()}
+    assert effective_topic_configs({"cleanup.policy": value})["cleanup.policy"] == ()
 
 
 def test_unknown_key_is_refused():

@@ -11,7 +11,7 @@ checks before a plan change) they register through ``add_sign_up_hook`` and
 
 from __future__ import annotations
 
-from webapp.accounts.actions.key_use import do_record_cluster_key_use
+from webapp.accounts.actions.key_use import SeenApplication, do_record_cluster_key_use, do_record_key_applications
 from webapp.accounts.actions.keys import check_create_key, do_create_key, do_revoke_key, owns
 from webapp.accounts.actions.members import (
     check_accept_invitation,
@@ -33,19 +33,35 @@ from webapp.accounts.actions.tenant import check_update_tenant, do_update_tenant
 from webapp.accounts.authentication import CloudApiKeyAuthentication, SessionActorAuthentication
 from webapp.accounts.errors import ActionError, Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import SESSION_TENANT_KEY, Actor, is_operator
-from webapp.accounts.models import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, PlanLimits, Role, ScramCredential, ServiceAccount, Tenant
-from webapp.accounts.roles import require_role, role_at_least
+from webapp.accounts.key_access import KeyAccess, key_access, key_is_cluster_admin, owner_role
+from webapp.accounts.models import (
+    PLAN_LIMITS,
+    ApiKey,
+    ApiKeyApplication,
+    ApiKeyKind,
+    Invitation,
+    Membership,
+    Plan,
+    PlanLimits,
+    Role,
+    ScramCredential,
+    ServiceAccount,
+    Tenant,
+)
+from webapp.accounts.roles import acts_as_cluster_admin, require_role, role_at_least
 from webapp.accounts.tenant_hooks import add_plan_fit_check, add_sign_up_hook
 
 __all__ = [
     "ActionError",
     "Actor",
     "ApiKey",
+    "ApiKeyApplication",
     "ApiKeyKind",
     "CloudApiKeyAuthentication",
     "Conflict",
     "InvalidInput",
     "Invitation",
+    "KeyAccess",
     "Membership",
     "NotAllowed",
     "NotFound",
@@ -77,13 +93,19 @@ __all__ = [
     "do_delete_service_account",
     "do_invite",
     "do_record_cluster_key_use",
+    "do_record_key_applications",
+    "SeenApplication",
     "do_remove_member",
     "do_revoke_key",
     "do_sign_up",
     "do_update_service_account",
     "do_update_tenant",
     "is_operator",
+    "key_access",
+    "key_is_cluster_admin",
+    "owner_role",
     "owns",
+    "acts_as_cluster_admin",
     "require_role",
     "role_at_least",
 ]

@@ -185,6 +185,42 @@ class ApiKey(models.Model):
         return owner.principal
 
 
+# Distinct applications kept per cluster key (brokers keep as many; the oldest seen go first).
+MAX_KEY_APPLICATIONS = 20
+# Longest client-supplied value kept (brokers cut at 128 characters already; never trusted).
+KEY_APPLICATION_FIELD_CHARS = 128
+
+
+class ApiKeyApplication(models.Model):
+    """An application brokers saw using a cluster key: what it says it is (Kafka client.id,
+    KIP-511 client software name/version, all client-supplied) and the address it came from,
+    with when any broker first and last saw it. At most ``MAX_KEY_APPLICATIONS`` per key, the
+    most recently seen (``webapp.accounts.actions.key_use``); shown before the key is revoked.
+    """
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="applications")
+    client_id = models.CharField(max_length=KEY_APPLICATION_FIELD_CHARS, blank=True)
+    software_name = models.CharField(max_length=KEY_APPLICATION_FIELD_CHARS, blank=True)
+    software_version = models.CharField(max_length=KEY_APPLICATION_FIELD_CHARS, blank=True)
+    address = models.CharField(max_length=64, blank=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "client_id", "software_name", "software_version", "address"], name="api_key_application_unique")
+        ]
+        ordering = ["-last_seen_at"]
+
+    def __str__(self) -> str:
+        return f"{self.client_id or '(no client.id)'} from {self.address} with {self.api_key.key_id}"
+
+    @property
+    def software(self) -> str:
+        """``name version`` as the client declared it ("" when it declared none)."""
+        return f"{self.software_name} {self.software_version}".strip()
+
+
 class ScramMechanism(models.TextChoices):
     SCRAM_SHA_256 = "SCRAM-SHA-256", "SCRAM-SHA-256"
     SCRAM_SHA_512 = "SCRAM-SHA-512", "SCRAM-SHA-512"

@@ -8,7 +8,9 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import schema  # noqa: F401  (registers the authentication schemes)
+from webapp.api.views.acl_tools import AclExplainView, AclTemplateView
 from webapp.api.views.acls import AclViewSet
+from webapp.api.views.audit import AuditLogViewSet
 from webapp.api.views.cluster import BrokerViewSet, ClusterView
 from webapp.api.views.groups import ConsumerGroupViewSet
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
@@ -37,6 +39,7 @@ router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("jobs", JobViewSet, basename="job")
 router.register("brokers", BrokerViewSet, basename="broker")
 router.register("pipeline-runs", PipelineRunViewSet, basename="pipeline-run")
+router.register("audit-log", AuditLogViewSet, basename="audit-log")
 
 
 @csrf_exempt
@@ -50,6 +53,8 @@ app_name = "api"
 urlpatterns = [
     # ACLs are deleted by filter on the collection, which the router does not route.
     path("acls", AclViewSet.as_view({"get": "list", "post": "create", "delete": "delete_matching"}), name="acl-list"),
+    path("acls:apply-template", AclTemplateView.as_view(), name="acl-apply-template"),
+    path("acls:explain", AclExplainView.as_view(), name="acl-explain"),
     path("tenant", TenantView.as_view(), name="tenant"),
     path("cluster", ClusterView.as_view(), name="cluster"),
     path("quotas", QuotaView.as_view(), name="quotas"),

@@ -4,7 +4,8 @@
 values (datetimes, UUIDs) or raises :class:`BackupFormatError` naming the first problem by
 its place in the document (``sections.api_keys[2].owner_membership``): the format and its
 version, unknown or missing members, value types, choices, lengths the database would refuse,
-duplicate keys, and references to rows the document does not hold. Nothing here touches the
+duplicate keys, references to rows the document does not hold, and references to another
+tenant's row (see ``_check_references``). Nothing here touches the
 database, so a bad file is refused before anything is written.
 
 Files are written aside and renamed into place, readable by their owner only: they hold
@@ -217,11 +218,18 @@ def _check_text(member: Field, value: Any, location: str, model: Any) -> str:
     return value
 
 
-def _check_reference(member: Field, value: Any, location: str, model: Any) -> str:
-    """The natural key of a row of the target section; a UUID key in its canonical form."""
-    if _target_key(member).kind == UUID:
-        return _canonical_uuid(value, location)
-    return _check_choice(member, value, location)
+def _check_reference(member: Field, value: Any, location: str, model: Any) -> Any:
+    """The natural key of a row of the target section, checked as the target's key fields are
+    (a UUID in its canonical form): one value for a one-field key, else a list of the key's
+    values in key order, held as a tuple."""
+    target = SECTIONS_BY_NAME[member.target]
+    target_model = apps.get_model(target.model)
+    key_fields = [target.field_named(name) for name in target.key]
+    if len(key_fields) == 1:
+        return _check_value(key_fields[0], value, location, target_model)
+    if not isinstance(value, list) or len(value) != len(key_fields):
+        raise BackupFormatError(location, f"expected a list of {len(key_fields)} values ({', '.join(target.key)}) naming a row of sections.{target.name}")
+    return tuple(_check_value(key_field, item, f"{location}[{index}]", target_model) for index, (key_field, item) in enumerate(zip(key_fields, value)))
 
 
 def _check_choice(member: Field, value: Any, location: str) -> str:
@@ -301,28 +309,45 @@ _CHECKERS: dict[str, Callable[[Field, Any, str, Any], Any]] = {
 
 
 def _check_references(sections: Mapping[str, list[dict[str, Any]]]) -> None:
-    """Every reference names a row of its target section (by the target's one-field key)."""
-    keys_of: dict[str, set[Any]] = {}
-    for section in SECTIONS:
-        if len(section.key) == 1:
-            keys_of[section.name] = {row[section.key[0]] for row in sections[section.name]}
+    """Every reference names a row of its target section (by the target's natural key), and a row
+    and the row it names agree on the references they both hold: a reference to a composite key
+    that includes, say, a tenant names a row of the referencing row's own tenant."""
+    keys_of = {section.name: {section.natural_key(row) for row in sections[section.name]} for section in SECTIONS if section.key}
     for section in SECTIONS:
         for member in section.fields:
             if member.kind not in (REFERENCE, REFERENCE_LIST):
                 continue
             known = keys_of[member.target]
+            shared = _shared_key_fields(section, member)
             for index, row in enumerate(sections[section.name]):
                 value = row[member.name]
                 named = value if member.kind == REFERENCE_LIST else ([] if value is None else [value])
+                location = f"sections.{section.name}[{index}].{member.name}"
                 for item in named:
                     if item not in known:
-                        raise BackupFormatError(f"sections.{section.name}[{index}].{member.name}", f"names {item!r}, which is not in sections.{member.target}")
+                        raise BackupFormatError(location, f"names {_shown(item)}, which is not in sections.{member.target}")
+                    for position, name in shared:
+                        if item[position] != row[name]:
+                            raise BackupFormatError(location, f"names {_shown(item)}, whose {name} is not this row's {name} {row[name]!r}")
 
 
-def _target_key(member: Field) -> Field:
-    """The key field of the section a reference names (references name one-field keys)."""
+def _shared_key_fields(section: Section, member: Field) -> list[tuple[int, str]]:
+    """(position in the target's composite key, field name) of the target's key references that
+    ``section`` also holds, naming the same section: the values a row and the row it names share."""
     target = SECTIONS_BY_NAME[member.target]
-    return target.field_named(target.key[0])
+    if member.kind != REFERENCE or len(target.key) < 2:
+        return []
+    shared = []
+    for position, name in enumerate(target.key):
+        key_field = target.field_named(name)
+        if key_field.kind == REFERENCE and name in section.field_names and section.field_named(name) == key_field:
+            shared.append((position, name))
+    return shared
+
+
+def _shown(natural_key: Any) -> str:
+    """A natural key as the document spells it: a composite key as a JSON list."""
+    return json.dumps(list(natural_key)) if isinstance(natural_key, tuple) else repr(natural_key)
 
 
 def _canonical_uuid(value: Any, location: str) -> str:

@@ -33,6 +33,7 @@ from webapp.backup.schema import (
     REFERENCE_LIST,
     SECTIONS,
     SECTIONS_BY_NAME,
+    Field,
     Section,
 )
 
@@ -74,23 +75,55 @@ def _key_path(section_name: str) -> str:
     return SECTIONS_BY_NAME[section_name].key[0]
 
 
+def _key_paths(section_name: str) -> list[str]:
+    """The ORM paths from a row of ``section_name`` to its key's values, references followed to
+    their targets' keys: ``["tenant__public_id", "schema_id"]`` for a schema."""
+    section = SECTIONS_BY_NAME[section_name]
+    paths: list[str] = []
+    for name in section.key:
+        member = section.field_named(name)
+        if member.kind == REFERENCE:
+            paths.extend(f"{name}__{path}" for path in _key_paths(member.target))
+        else:
+            paths.append(name)
+    return paths
+
+
+def _natural_key(section_name: str, values: Iterator[Any]) -> Any:
+    """The document's natural key of a ``section_name`` row from the values at its
+    :func:`_key_paths`: the value for a one-field key, else the list of the key's values."""
+    section = SECTIONS_BY_NAME[section_name]
+    parts = []
+    for name in section.key:
+        member = section.field_named(name)
+        parts.append(_natural_key(member.target, values) if member.kind == REFERENCE else _encode(next(values)))
+    return parts[0] if len(parts) == 1 else parts
+
+
 def _dump_section(section: Section) -> list[dict[str, Any]]:
     model = apps.get_model(section.model)
-    columns: list[tuple[str, str]] = []  # (field name, ORM path)
+    columns: list[tuple[Field, list[str]]] = []  # (field, its ORM paths: several for a reference to a composite key)
     lists: list[str] = []
     for member in section.fields:
         if member.kind == REFERENCE:
-            columns.append((member.name, f"{member.name}__{_key_path(member.target)}"))
+            columns.append((member, [f"{member.name}__{path}" for path in _key_paths(member.target)]))
         elif member.kind in (REFERENCE_LIST, PERMISSION_LIST):
             lists.append(member.name)
         else:
-            columns.append((member.name, member.name))
-    paths = dict(columns)
-    ordering = [paths[name] for name in section.key] or ["pk"]
-    rows = [
-        {name: _encode(value) for (name, _), value in zip(columns, values)}
-        for values in model.objects.order_by(*ordering).values_list(*(path for _, path in columns))
-    ]
+            columns.append((member, [member.name]))
+    paths = {member.name: member_paths for member, member_paths in columns}
+    ordering = [path for name in section.key for path in paths[name]] or ["pk"]
+    rows = []
+    for values in model.objects.order_by(*ordering).values_list(*(path for _, member_paths in columns for path in member_paths)):
+        flat = iter(values)
+        row: dict[str, Any] = {}
+        for member, member_paths in columns:
+            if member.kind != REFERENCE:
+                row[member.name] = _encode(next(flat))
+                continue
+            taken = [next(flat) for _ in member_paths]
+            row[member.name] = None if taken[0] is None else _natural_key(member.target, iter(taken))
+        rows.append(row)
     for name in lists:
         members = _many_to_many(section, name)
         for row in rows:

@@ -7,7 +7,7 @@ transaction, so a failure (a permission the new database lacks, a constraint) le
 database as it was.
 
 Rows are inserted section by section in the schema's order, in bulk; references are resolved
-from natural keys to the new primary keys. Timestamps the models fill in themselves
+from natural keys (one value, or a tuple for a composite key) to the new primary keys. Timestamps the models fill in themselves
 (``auto_now_add`` / ``auto_now``) are written back afterwards, so the restored rows keep the
 backup's times. Precondition: nothing else writes to the database meanwhile (the controllers,
 web, Celery worker and beat are stopped, see ``deploy/README.md``).
@@ -122,8 +122,8 @@ def _load_section(section: Section, rows: list[dict[str, Any]], primary_keys: di
             for name, value in zip(automatic, values):
                 setattr(instance, name, value)
         model.objects.bulk_update(objects, automatic, batch_size=INSERT_BATCH_SIZE)
-    if len(section.key) == 1:
-        primary_keys[section.name] = {row[section.key[0]]: instance.pk for row, instance in zip(rows, objects)}
+    if section.key:
+        primary_keys[section.name] = {section.natural_key(row): instance.pk for row, instance in zip(rows, objects)}
     for member in lists:
         _load_many_to_many(section, member.name, member.kind, member.target, rows, objects, primary_keys, permissions)
 

@@ -4,9 +4,13 @@ A backup is the desired state the control plane cannot rebuild from anywhere els
 sign in (users with their password hashes, Django groups and permissions), tenants,
 memberships, invitations, service accounts, API keys (the SHA-256 of each secret and the
 SCRAM credentials of cluster keys, never a secret: the database holds nothing more), topics with their configs and partition placement,
-ACL bindings, quotas, the broker registry, the controller epoch and the snapshot versions.
+ACL bindings, quotas, each tenant's schema registry (schemas with their ids, references,
+subjects' versions and settings), the broker registry, the controller epoch and the snapshot versions.
 Rows name each other by natural keys (``tn-...``, ``sa-...``, a topic's UUID, a user name),
-never by database primary keys, so a backup restores into any database.
+never by database primary keys, so a backup restores into any database. A reference to a
+section whose key has several fields (a schema: its tenant and its per-tenant id) is the list
+of those fields' values in key order (``["tn-...", 3]``); a row and the row it names agree on
+the references they both hold (a subject version names a schema of its own tenant).
 
 Every field of every backed-up model is either in the table or in its section's
 ``skipped_fields`` with the reason, and every model of the project is either a section or
@@ -26,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 FORMAT_NAME = "weir-control-plane-backup"  # the "format" member of every backup
 FORMAT_VERSION = 1  # the "format_version" this code writes and the newest it reads
@@ -58,7 +63,7 @@ class Field:
 @dataclass(frozen=True)
 class Section:
     """One model's rows. ``key`` names the fields that identify a row (unique in the section);
-    a section other sections reference has a one-field key. ``singleton``: at most one row."""
+    a reference to a row is its :meth:`natural_key`. ``singleton``: at most one row."""
 
     name: str
     model: str  # "app_label.ModelName"
@@ -77,9 +82,19 @@ class Section:
     def field_names(self) -> tuple[str, ...]:
         return tuple(candidate.name for candidate in self.fields)
 
+    def natural_key(self, row: Mapping[str, Any]) -> Any:
+        """How a reference names ``row`` (checked values): its key's value for a one-field key,
+        else the tuple of its key's values (a list in the document)."""
+        if len(self.key) == 1:
+            return row[self.key[0]]
+        return tuple(row[name] for name in self.key)
+
 
 _PLANS = ("free", "standard", "enterprise")
 _ROLES = ("owner", "admin", "developer", "viewer")
+# The schema registry's compatibility levels and modes (as webapp.schemas.compatibility spells them).
+_COMPATIBILITY_LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
+_MODES = ("READWRITE", "READONLY", "IMPORT")
 _PRIMARY_KEY = {"id": "a database primary key: rows name each other by natural keys"}
 
 # The sections, in restore order: every section comes after the sections it references.
@@ -263,6 +278,72 @@ SECTIONS: tuple[Section, ...] = (
         MappingProxyType(_PRIMARY_KEY),
     ),
     Section(
+        "schema_registries",
+        "schemas.Registry",
+        ("tenant",),
+        (
+            Field("tenant", REFERENCE, target="tenants"),
+            # The next id to allocate, kept so that a registration after a restore never reuses an id.
+            Field("next_schema_id", INTEGER),
+            Field("compatibility", TEXT, nullable=True, choices=_COMPATIBILITY_LEVELS),
+            Field("mode", TEXT, nullable=True, choices=_MODES),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "schemas",
+        "schemas.Schema",
+        ("tenant", "schema_id"),  # ids are per tenant: references name a schema by both
+        (
+            Field("tenant", REFERENCE, target="tenants"),
+            Field("schema_id", INTEGER),
+            Field("schema_type", TEXT),
+            Field("text", TEXT),
+            Field("fingerprint", TEXT),  # what makes a registration of the same schema answer the same id
+            Field("created_at", DATETIME),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "schema_references",
+        "schemas.SchemaReference",
+        ("schema", "position"),
+        (
+            Field("schema", REFERENCE, target="schemas"),
+            Field("position", INTEGER),
+            Field("name", TEXT),
+            Field("subject", TEXT),  # the referenced version by subject and number, as the API names it
+            Field("version", INTEGER),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "subject_versions",
+        "schemas.SubjectVersion",
+        ("tenant", "subject", "version"),
+        (
+            Field("tenant", REFERENCE, target="tenants"),
+            Field("subject", TEXT),
+            Field("version", INTEGER),
+            Field("schema", REFERENCE, target="schemas"),  # of the same tenant (checked)
+            Field("deleted", BOOLEAN),  # soft-deleted versions keep their numbers and stay readable with ?deleted=true
+            Field("created_at", DATETIME),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "subject_settings",
+        "schemas.SubjectSetting",
+        ("tenant", "subject"),
+        (
+            Field("tenant", REFERENCE, target="tenants"),
+            Field("subject", TEXT),
+            Field("compatibility", TEXT, nullable=True, choices=_COMPATIBILITY_LEVELS),
+            Field("mode", TEXT, nullable=True, choices=_MODES),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
         "brokers",
         "fleet.BrokerNode",
         ("node_id",),
@@ -301,6 +382,8 @@ SKIPPED_MODELS: Mapping[str, str] = MappingProxyType(
         "provisioning.ProvisioningJob": "history of pushes to brokers; after a restore `manage.py resync_brokers` pushes everything anew",
         "sessions.Session": "sign-in sessions; users sign in again after a restore",
         "admin.LogEntry": "the Django admin's change log, not state",
+        "accounts.ApiKeyApplication": "which applications brokers saw using a cluster key: observations, reported again by the brokers after a restore",
+        "audit.AuditEvent": "the tenants' audit log is history, not desired state: admins export it (CSV/JSON) and a restore starts a new log",
         # Sign-in throttling (django-axes): failure counts and lock-outs expire by themselves.
         "axes.AccessAttempt": "sign-in failure counts; they expire with the cool-off, and a restore starts with none",
         "axes.AccessAttemptExpiration": "when an AccessAttempt's lock-out ends; left out with the attempts",
@@ -314,12 +397,13 @@ SKIPPED_MODELS: Mapping[str, str] = MappingProxyType(
         # what __usage still holds instead of resuming past aggregates that are not there.
         "metering.UsageAggregate": "derived by the usage pipeline from __usage; the Parquet history is the long-term record",
         "metering.PipelineState": "the pipelines' cursors: left out with the results they describe (see above)",
-        "metering.PartitionLag": "re-evaluated by the lag pipeline every run",
-        "metering.GroupLag": "re-evaluated by the lag pipeline every run",
+        "metering.PartitionLag": "re-evaluated by the lag evaluator within seconds",
+        "metering.GroupLag": "re-evaluated by the lag evaluator within seconds",
+        "metering.LagWindow": "the lag evaluator's windows: left out with its cursor (PipelineState), so it starts over from what __consumer_offsets holds",
         "metering.GroupLagHistory": "chart history, pruned after WEIR_METERING_HISTORY_DAYS",
         "metering.PipelineRun": "records of pipeline runs, pruned after WEIR_METERING_HISTORY_DAYS",
     }
 )
 
 # The apps whose applied migrations a backup records: a database restored into must have them.
-MIGRATED_APPS = ("auth", "contenttypes", "accounts", "catalog", "fleet", "provisioning")
+MIGRATED_APPS = ("auth", "contenttypes", "accounts", "catalog", "fleet", "provisioning", "schemas")

@@ -10,7 +10,18 @@ snapshots from them and the front doors list and render them.
 
 from __future__ import annotations
 
+from webapp.catalog.acl_explainer import (
+    AccessQuestion,
+    Explanation,
+    check_access_question,
+    cluster_admin_explanation,
+    describe_binding,
+    explain_access,
+    explain_with,
+)
 from webapp.catalog.acl_filters import AclFilter, apply_acl_filter
+from webapp.catalog.actions.acl_templates import TEMPLATES as ACL_TEMPLATES
+from webapp.catalog.actions.acl_templates import TemplateResult, check_acl_template, do_apply_acl_template
 from webapp.catalog.actions.acls import check_create_acl, do_create_acl, do_delete_acls
 from webapp.catalog.actions.quotas import check_set_quota, do_set_quota, tenant_quota
 from webapp.catalog.actions.topics import (
@@ -41,7 +52,18 @@ from webapp.catalog.topic_configs import TopicConfigEntry, describe_topic_config
 from webapp.catalog.topic_names import TENANT_TOPIC_NAME_MAX_LENGTH, topic_name_length_help, topic_name_problem
 
 __all__ = [
+    "ACL_TEMPLATES",
+    "AccessQuestion",
     "AclBinding",
+    "Explanation",
+    "TemplateResult",
+    "check_access_question",
+    "check_acl_template",
+    "cluster_admin_explanation",
+    "describe_binding",
+    "do_apply_acl_template",
+    "explain_access",
+    "explain_with",
     "AclFilter",
     "BrokerPartitionCounts",
     "CLUSTER_RESOURCE_NAME",

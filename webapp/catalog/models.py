@@ -74,6 +74,7 @@ class ResourceType(models.TextChoices):
     TOPIC = "TOPIC"
     GROUP = "GROUP"
     CLUSTER = "CLUSTER"
+    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
 
 
 class PatternType(models.TextChoices):
@@ -108,7 +109,7 @@ class AclBinding(models.Model):
     public_id = models.CharField(max_length=32, unique=True, default=new_acl_id, editable=False)
     tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="acl_bindings")
     principal = models.CharField(max_length=128)  # "User:sa-..." or "User:*"
-    resource_type = models.CharField(max_length=10, choices=ResourceType.choices)
+    resource_type = models.CharField(max_length=16, choices=ResourceType.choices)
     resource_name = models.CharField(max_length=255)
     pattern_type = models.CharField(max_length=10, choices=PatternType.choices, default=PatternType.LITERAL)
     operation = models.CharField(max_length=20, choices=Operation.choices)

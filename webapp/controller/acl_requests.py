@@ -3,11 +3,12 @@ DeleteAcls), applied to the catalog's ACL bindings exactly like the same REST re
 
 The broker authenticated the client's cluster key and checked Kafka's rule before forwarding:
 ALTER on the tenant's CLUSTER resource to create or delete bindings, DESCRIBE on it to list
-them. On the data plane ACLs alone decide what a key may do, so the forwarded caller acts here
+them. On the data plane ACLs decide what a key may do (an admin or owner member's key needs none: webapp.accounts.roles), so the forwarded caller acts here
 as a tenant admin (the role the catalog's ACL actions ask of REST callers): a key its tenant
 allowed to ALTER the cluster administers that tenant's ACLs, as in Kafka. From there the path
 is REST's: ``check_create_acl`` validates (Kafka's vocabulary, operations per resource type,
-principals of this tenant, hosts), ``do_create_acl`` / ``do_delete_acls`` write and record the
+hosts; any ``User:<name>`` principal, as Kafka accepts, where REST asks for an identity of the
+tenant), ``do_create_acl`` / ``do_delete_acls`` write and record the
 SYNC_SECURITY job; the controller then pushes the security snapshot itself (``ControllerService``),
 so the change applies on the brokers without a Celery worker.
 
@@ -63,7 +64,7 @@ def create_acls(caller: controller_pb2.ForwardedCaller, creations: list[controll
     changed = False
     for creation in creations:
         try:
-            binding = check_create_acl(actor, **{field: getattr(creation, field) for field in BINDING_FIELDS})
+            binding = check_create_acl(actor, **{field: getattr(creation, field) for field in BINDING_FIELDS}, known_principal=False)
             do_create_acl(actor, binding)
             changed = True
         except Conflict:

@@ -11,7 +11,7 @@ an ``AlterPartition`` and a failover of the same partition apply one after the o
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
@@ -25,6 +25,7 @@ from webapp.controller.election import (
     after_broker_return,
     after_controlled_shutdown,
     preferred_elections,
+    requested_election,
 )
 from webapp.controller.epoch import controller_transaction, operator_transaction
 from webapp.controller.registration import register_broker
@@ -282,3 +283,60 @@ def elect_preferred_leaders(
         if moves:
             bump_versions([SnapshotKind.PARTITIONS])
     return moves
+
+
+@dataclass(frozen=True)
+class ElectionOutcome:
+    """One partition's answer to a tenant's election: Kafka's error code and why, and the move
+    when its leader changed."""
+
+    topic: str  # the tenant's plain name
+    partition: int
+    error_code: int
+    message: str = ""
+    move: LeaderMove | None = None
+
+
+def elect_requested_leaders(
+    tenant_id: str, requested: Sequence[tuple[str, int]] | None, live: Collection[int], *, unclean: bool, controller_epoch: int
+) -> list[ElectionOutcome]:
+    """A tenant's election (Kafka's ElectLeaders, ``election.requested_election``) of the
+    partitions ``requested`` (plain topic name, index), or of every partition of its topics
+    when ``None``. Only tenant ``tenant_id``'s topics are ever seen: another tenant's topic
+    answers UNKNOWN_TOPIC_OR_PARTITION, like one that does not exist.
+
+    One outcome per requested partition, in order (duplicates once); with ``None``, each
+    partition whose election was needed, as Kafka leaves out ELECTION_NOT_NEEDED there.
+    ``ControllerFencedError`` when ``controller_epoch`` is no longer current (nothing written).
+    """
+    wanted = None if requested is None else list(dict.fromkeys(requested))
+    with controller_transaction(controller_epoch):
+        rows = _locked_partitions_with_topics().filter(topic__tenant__public_id=tenant_id)
+        if wanted is not None:
+            rows = rows.filter(topic__name__in={name for name, _ in wanted})
+        partitions = {(partition.topic.name, partition.index): partition for partition in rows.order_by("topic__name", "index")}
+        outcomes = []
+        for name, index in partitions if wanted is None else wanted:
+            partition = partitions.get((name, index))
+            if partition is None:
+                outcomes.append(ElectionOutcome(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name} [{index}]: no such topic or partition"))
+                continue
+            decision = requested_election(_state(partition), live, unclean=unclean, unclean_allowed=_unclean_allowed(partition))
+            if decision.state is None:
+                if wanted is not None or decision.error_code != ErrorCode.ELECTION_NOT_NEEDED:
+                    outcomes.append(ElectionOutcome(name, index, decision.error_code, f"{name} [{index}]: {decision.reason}"))
+                continue
+            move = LeaderMove(qualified_topic_name(partition.topic), index, partition.leader, decision.state.leader, decision.state.leader_epoch)
+            _store(partition, decision.state)
+            outcomes.append(ElectionOutcome(name, index, ErrorCode.NO_ERROR, move=move))
+            logger.info(
+                "partition %d of %s: %s election by its tenant elected leader %d at epoch %d",
+                index,
+                move.topic,
+                "unclean" if unclean else "preferred",
+                move.leader,
+                move.leader_epoch,
+            )
+        if any(outcome.move is not None for outcome in outcomes):
+            bump_versions([SnapshotKind.PARTITIONS])
+    return outcomes

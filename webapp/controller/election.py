@@ -7,6 +7,9 @@ Rules (Kafka's, KIP-966 aside):
 * When no ISR member is alive the partition goes offline (leader ``NO_LEADER``), unless the
   topic allows unclean election: then any live replica may lead, and the ISR becomes that
   replica alone, since the others' logs may hold records it lacks.
+* A client's election (Kafka's ElectLeaders, ``requested_election``) is PREFERRED (as below) or
+  UNCLEAN: a partition without a live leader gets the first live ISR member, else, only when
+  the topic allows unclean election, the first live replica.
 * The ISR never becomes empty: when the last in-sync replica dies it stays in the ISR, so that
   it can lead again cleanly when it returns.
 * Every change the controller makes, a leader change (including going offline) or an ISR
@@ -27,6 +30,8 @@ from collections import defaultdict
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
+
+from weir.errors import ErrorCode
 
 NO_LEADER = -1  # the leader id of an offline partition, as Kafka writes it
 
@@ -156,3 +161,48 @@ def preferred_elections(states: Mapping[K, PartitionState], live: Collection[int
             if state is not None:
                 elected[key] = state
     return elected
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedElection:
+    """What a client's election (Kafka's ElectLeaders) does to one partition: its new state
+    (``None`` when nothing changes), or Kafka's error code and why."""
+
+    state: PartitionState | None
+    error_code: int = ErrorCode.NO_ERROR
+    reason: str = ""
+
+
+def requested_election(state: PartitionState, live: Collection[int], *, unclean: bool, unclean_allowed: bool) -> RequestedElection:
+    """One partition's answer to a client's election, with Kafka's error codes (KRaft's
+    ``ReplicationControlManager.electLeader``).
+
+    PREFERRED (``unclean`` false): ELECTION_NOT_NEEDED when the first replica leads already;
+    PREFERRED_LEADER_NOT_AVAILABLE when it is not alive or not in the ISR; else it leads.
+    UNCLEAN: ELECTION_NOT_NEEDED when a live broker leads; else the first live ISR member leads
+    (a clean election), else, when ``unclean_allowed`` (the topic's
+    ``unclean.leader.election.enable``), the first live replica with an ISR of itself alone;
+    else ELIGIBLE_LEADERS_NOT_AVAILABLE. Every change increases the leader epoch by one.
+    """
+    if not unclean:
+        if state.replicas and state.leader == state.replicas[0]:
+            return RequestedElection(None, ErrorCode.ELECTION_NOT_NEEDED, "the preferred replica leads already")
+        elected = preferred_leader_election(state, live)
+        if elected is None:
+            return RequestedElection(None, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "the preferred replica is not alive or not in the ISR")
+        return RequestedElection(elected)
+    if state.leader != NO_LEADER and state.leader in live:
+        return RequestedElection(None, ErrorCode.ELECTION_NOT_NEEDED, f"broker {state.leader} leads the partition")
+    leader = elect_leader(state.replicas, state.isr, live, unclean_allowed=False)
+    if leader != NO_LEADER:
+        return RequestedElection(_with_leader(state, leader, state.isr))
+    if not unclean_allowed:
+        return RequestedElection(
+            None,
+            ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            "no in-sync replica is alive and the topic does not allow unclean leader election (unclean.leader.election.enable=false)",
+        )
+    leader = elect_leader(state.replicas, (), live, unclean_allowed=True)
+    if leader == NO_LEADER:
+        return RequestedElection(None, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica of the partition is alive")
+    return RequestedElection(_with_leader(state, leader, (leader,)))

@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
-from webapp.controller import acl_requests, actions, internal_topics, metrics, topic_requests
+from webapp.controller import acl_requests, actions, election_requests, internal_topics, metrics, topic_requests
 from webapp.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.controller.pusher import ClusterMapPusher
 from webapp.controller.sessions import BrokerSessions
@@ -240,6 +240,17 @@ class ControllerService:
         if moves:
             self._push()
         return moves
+
+    def elect_leaders(self, forwarded: controller_pb2.ForwardedElectLeadersRequest) -> broker_pb2.ElectLeadersResponse:
+        """A client's ElectLeaders forwarded by a broker (``election_requests.elect_leaders``),
+        among the electable brokers, under the lock like every other leader change."""
+        with self._lock, self._while_active():
+            answered = election_requests.elect_leaders(forwarded.caller, forwarded.request, self.sessions.electable(), controller_epoch=self.controller_epoch)
+        moved = sum(result.error_code == 0 for result in answered.response.results) if answered.changed else 0
+        metrics.PARTITION_CHANGES.labels("requested_election").inc(moved)
+        if answered.changed:
+            self._push()
+        return answered.response
 
     def ensure_internal_topics(self) -> internal_topics.InternalTopicsChange:
         """Create missing internal topics and give their partitions the replicas the available

@@ -27,9 +27,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2, controller_pb2_grpc
 from server_runtime.pem import PemFileError, read_pem
 from server_runtime.request_ids import RequestIdServerInterceptor
+from webapp.audit.facade import Door, audit_source
 from webapp.controller import metrics
 from webapp.controller.epoch import ControllerFencedError
 from webapp.controller.registration import BrokerRegistrationError
+from webapp.controller.schema_lookup import lookup_schema_subjects
 from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
 from webapp.provisioning.facade import INTERNAL_TOKEN_METADATA
 from weir.errors import ErrorCode, error_name
@@ -208,12 +210,31 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
         return self._forwarded(self._service.delete_acls, request, context, not_controller)
 
+    def ElectLeaders(self, request: controller_pb2.ForwardedElectLeadersRequest, context: grpc.ServicerContext) -> broker_pb2.ElectLeadersResponse:
+        def not_controller(message: str) -> broker_pb2.ElectLeadersResponse:
+            return broker_pb2.ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=message)
+
+        return self._forwarded(self._service.elect_leaders, request, context, not_controller)
+
+    def SchemaSubjects(self, request: controller_pb2.SchemaSubjectsRequest, context: grpc.ServicerContext) -> controller_pb2.SchemaSubjectsResponse:
+        """A read of the registry for a broker's schema validation (``schema_lookup``); a standby answers NOT_CONTROLLER."""
+        try:
+            self._authenticate(context)
+            if isinstance(self._service, _Standby):
+                return controller_pb2.SchemaSubjectsResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message="this controller is a standby")
+            return lookup_schema_subjects(request)
+        finally:
+            close_old_connections()
+
     def _forwarded(self, handle: Callable[[Any], Any], request: Any, context: grpc.ServicerContext, not_controller: Callable[[str], Any]) -> Any:
         """Run a forwarded topic request; a superseded controller answers NOT_CONTROLLER for every entry."""
         try:
             self._authenticate(context)
+            caller = request.caller
             try:
-                return handle(request)
+                # What the handler changes is audited as coming through the broker's door, from the client's address.
+                with audit_source(caller.door or Door.SDK, caller.client_host):
+                    return handle(request)
             except ControllerFencedError as error:
                 return not_controller(str(error))
         finally:

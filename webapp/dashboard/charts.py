@@ -1,12 +1,21 @@
-"""Line charts over time as inline SVG, computed on the server: no script, no library.
+"""Line charts over time as inline SVG, computed on the server: no script, no library. Every
+chart of the dashboard (usage, lag) is drawn by this module and ``dashboard/charts/line.html``
+in one style.
 
 :func:`line_chart` turns series of ``(time, value)`` points into the geometry that the
-template ``dashboard/charts/line.html`` draws: one SVG path per series (a ``None`` value
-breaks the line), round y ticks from zero, evenly spaced time labels, a legend, and optional
-bands along the bottom (e.g. a consumer group's status over time). Everything here is pure:
-no Django, no database, no clock; the time window is the caller's.
+template draws: one SVG path per series (a ``None`` value breaks the line), round y ticks
+from zero (or, for a ``signed`` chart such as a rate, from below zero, with a zero line), evenly spaced time labels, a legend, optional bands along the bottom (e.g. a
+consumer group's status over time), and one hover column per point in time whose tooltip
+gives every series' exact value then. Everything here is pure: no Django, no database, no
+clock; the time window is the caller's.
 
-Coordinates are in the SVG's own units (``viewBox``), so the chart scales with the page.
+Labels keep one size whatever the chart's width: the plot is an SVG stretched to the page's
+width (``preserveAspectRatio="none"``, lines drawn with non-scaling strokes) at a fixed
+height of ``PLOT_HEIGHT`` pixels, while the y labels sit in a fixed-size SVG beside it (its
+units are pixels, the same as the plot's vertically) and the time labels in an unscaled SVG
+below it, placed in percent of the width. The plot keeps ``PAD_X`` units free at both ends,
+so a point at the window's edge (or a lone one) is not glued to it.
+
 Long series are thinned (:func:`thin`, the maximum of each slice, so peaks survive) to at
 most ``MAX_POINTS`` per series.
 """
@@ -18,13 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-WIDTH = 640
-HEIGHT = 200
-MARGIN_LEFT = 64  # room for the y tick labels
-MARGIN_RIGHT = 12
-MARGIN_TOP = 10
-MARGIN_BOTTOM = 34  # room for the x labels and the bands
-BAND_HEIGHT = 6
+WIDTH = 640  # the plot's viewBox width (stretched to the page)
+PLOT_HEIGHT = 160  # the plot's height, in pixels and in its viewBox units
+AXIS_WIDTH = 64  # pixels of the y labels' column
+PAD_X = 14  # viewBox units kept free at the plot's left and right ends
+PAD_TOP = 8  # pixels above the highest tick
+PAD_BOTTOM = 2  # pixels below zero (the line at zero stays visible)
+BAND_HEIGHT = 8
 Y_TICKS = 4
 X_TICKS = 6
 MAX_POINTS = 720
@@ -55,9 +64,21 @@ class Band:
 
 @dataclass(frozen=True)
 class Tick:
+    """A label: y ticks at ``position`` pixels from the plot's top, x ticks at ``position``
+    percent of its width."""
+
     position: float
     label: str
     anchor: str = "middle"  # SVG text-anchor: labels at the plot's edges stay inside it
+
+
+@dataclass(frozen=True)
+class HoverColumn:
+    """The slice of the plot (viewBox x from ``x``, ``width`` wide) whose tooltip is ``title``."""
+
+    x: float
+    width: float
+    title: str
 
 
 @dataclass(frozen=True)
@@ -71,6 +92,8 @@ class DrawnSeries:
 
 @dataclass(frozen=True)
 class DrawnBand:
+    """A band, ``x`` and ``width`` in percent of the plot's width."""
+
     x: float
     width: float
     css_class: str
@@ -81,29 +104,24 @@ class DrawnBand:
 class LineChart:
     title: str
     width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
+    plot_height: int
     x_ticks: list[Tick]
     y_ticks: list[Tick]
     series: list[DrawnSeries]
     bands: list[DrawnBand] = field(default_factory=list)
-    band_y: float = 0.0
-    band_height: float = BAND_HEIGHT
+    hover: list[HoverColumn] = field(default_factory=list)
+    empty_message: str = "No data in this window."
+    zero_y: float | None = None  # pixels from the plot's top of the zero line (signed charts only)
+    axis_width: int = AXIS_WIDTH
+    band_height: int = BAND_HEIGHT
 
     @property
     def empty(self) -> bool:
         return not any(drawn.path or drawn.dots for drawn in self.series)
 
     @property
-    def y_label_x(self) -> float:
-        return self.left - 6
-
-    @property
-    def x_label_y(self) -> float:
-        return self.bottom + 15
+    def y_label_x(self) -> int:
+        return self.axis_width - 6
 
 
 def line_chart(
@@ -114,56 +132,95 @@ def line_chart(
     value_format: Formatter,
     bands: Sequence[Band] = (),
     width: int = WIDTH,
-    height: int = HEIGHT,
+    plot_height: int = PLOT_HEIGHT,
     binary: bool = False,
+    empty_message: str = "No data in this window.",
+    signed: bool = False,
 ) -> LineChart:
     """The chart of ``series`` over ``[start, end)`` (``start`` before ``end``); points
-    outside the window are left out. The y axis starts at zero; ``binary`` makes its steps
-    round in powers of 1024 (for bytes)."""
+    outside the window are left out. The y axis starts at zero, or for a ``signed`` chart at
+    the round step at or below its lowest value, with a zero line; ``binary`` makes its steps
+    round in powers of 1024 (for bytes). ``empty_message`` is shown when no point is inside."""
     if start >= end:
         raise ValueError(f"the window must start before it ends: {start.isoformat()} >= {end.isoformat()}")
-    left, right, top, bottom = MARGIN_LEFT, width - MARGIN_RIGHT, MARGIN_TOP, height - MARGIN_BOTTOM
+    left, right, top, bottom = PAD_X, width - PAD_X, PAD_TOP, plot_height - PAD_BOTTOM
     span = (end - start).total_seconds()
     inside = [[(when, value) for when, value in thin(one.points) if start <= when < end] for one in series]
-    highest = max((value for points in inside for _, value in points if value is not None), default=0.0)
-    step, top_value = nice_scale(highest, Y_TICKS, binary)
+    values = [value for points in inside for _, value in points if value is not None]
+    highest = max(values, default=0.0)
+    if signed:
+        step, floor_value, top_value = signed_scale(min(values, default=0.0), highest, Y_TICKS)
+    else:
+        floor_value = 0.0
+        step, top_value = nice_scale(highest, Y_TICKS, binary)
 
     def x_of(when: datetime) -> float:
         return left + (right - left) * (when - start).total_seconds() / span
 
     def y_of(value: float) -> float:
-        return bottom - (bottom - top) * value / top_value
+        return bottom - (bottom - top) * (value - floor_value) / (top_value - floor_value)
+
+    def percent(x: float) -> float:
+        return round(100 * x / width, 2)
 
     drawn = []
     for index, (one, points) in enumerate(zip(series, inside, strict=True)):
         path, dots = _path([(x_of(when), None if value is None else y_of(value)) for when, value in points])
         latest = next((value_format(value) for _, value in reversed(points) if value is not None), "—")
         drawn.append(DrawnSeries(name=one.name, color=PALETTE[index % len(PALETTE)], path=path, dots=dots, latest=latest))
-    y_ticks = [Tick(position=round(y_of(step * i), 1), label=value_format(step * i)) for i in range(round(top_value / step) + 1)]
-    x_ticks = [Tick(position=round(x_of(when), 1), label=_time_label(when, end - start)) for when in time_ticks(start, end, X_TICKS)]
-    x_ticks = [Tick(tick.position, tick.label, _anchor(tick.position, left, right)) for tick in x_ticks]
-    band_y = bottom + 22
+    y_ticks = [
+        Tick(position=round(y_of(floor_value + step * i), 1), label=value_format(floor_value + step * i))
+        for i in range(round((top_value - floor_value) / step) + 1)
+    ]
+    x_ticks = [Tick(position=percent(x_of(when)), label=_time_label(when, end - start)) for when in time_ticks(start, end, X_TICKS)]
+    x_ticks = [Tick(tick.position, tick.label, _anchor(tick.position)) for tick in x_ticks]
     drawn_bands = []
     for band in bands:
         band_start, band_end = max(band.start, start), min(band.end, end)
         if band_start < band_end:
             drawn_bands.append(
-                DrawnBand(x=round(x_of(band_start), 1), width=round(x_of(band_end) - x_of(band_start), 1), css_class=band.css_class, title=band.title)
+                DrawnBand(
+                    x=percent(x_of(band_start)), width=round(percent(x_of(band_end)) - percent(x_of(band_start)), 2), css_class=band.css_class, title=band.title
+                )
             )
     return LineChart(
         title=title,
         width=width,
-        height=height,
-        left=left,
-        right=right,
-        top=top,
-        bottom=bottom,
+        plot_height=plot_height,
         x_ticks=x_ticks,
         y_ticks=y_ticks,
         series=drawn,
         bands=drawn_bands,
-        band_y=band_y,
+        hover=hover_columns([one.name for one in series], inside, x_of, value_format, 0, width),
+        empty_message=empty_message,
+        zero_y=round(y_of(0.0), 1) if signed else None,
     )
+
+
+def hover_columns(
+    names: Sequence[str], points: Sequence[Sequence[Point]], x_of: Callable[[datetime], float], value_format: Formatter, left: float, right: float
+) -> list[HoverColumn]:
+    """One column per point in time of any series, reaching halfway to its neighbours (the
+    first from ``left``, the last to ``right``); its tooltip lists each series' exact value
+    then ("—" for none)."""
+    times = sorted({when for series_points in points for when, _ in series_points})
+    values = [dict(series_points) for series_points in points]
+    columns = []
+    for index, when in enumerate(times):
+        x = x_of(when)
+        start = left if index == 0 else (x_of(times[index - 1]) + x) / 2
+        end = right if index == len(times) - 1 else (x + x_of(times[index + 1])) / 2
+        lines = [f"{when:%Y-%m-%d %H:%M:%S} UTC"]
+        for name, by_time in zip(names, values, strict=True):
+            value = by_time.get(when)
+            lines.append(f"{name}: {'—' if value is None else f'{value_format(value)} ({exact(value)})'}")
+        columns.append(HoverColumn(x=round(start, 1), width=round(max(end - start, 0.5), 1), title="\n".join(lines)))
+    return columns
+
+
+def exact(value: float) -> str:
+    """The value itself, with thousands separators: ``1,536`` or ``2.5``."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.6g}" if abs(value) < 1000 else f"{value:,.2f}"
 
 
 def status_bands(points: Sequence[tuple[datetime, str]], end: datetime, longest: timedelta) -> list[Band]:
@@ -199,9 +256,22 @@ def nice_scale(highest: float, ticks: int, binary: bool = False) -> tuple[float,
     return step, step * math.ceil(highest / step - 1e-9)
 
 
+def signed_scale(lowest: float, highest: float, ticks: int) -> tuple[float, float, float]:
+    """(step, floor, top) of an axis through zero that holds ``lowest`` and ``highest``: a
+    round step (:func:`nice_scale` of the span), and the multiples of it at or below the lowest
+    value (zero at most) and at or above the highest (zero at least); (1, -1, 1) when every
+    value is zero."""
+    lowest, highest = min(lowest, 0.0), max(highest, 0.0)
+    if lowest == highest:
+        return 1.0, -1.0, 1.0
+    step, _ = nice_scale(highest - lowest, ticks)
+    return step, -step * math.ceil(-lowest / step - 1e-9), step * math.ceil(highest / step - 1e-9)
+
+
 def thin(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
-    """At most ``limit`` points: consecutive slices replaced by their largest value, at the
-    slice's first time (None only when the whole slice is None)."""
+    """At most ``limit`` points: consecutive slices replaced by their value farthest from zero
+    (the largest, when none is negative), at the slice's first time (None only when the whole
+    slice is None), so that peaks and troughs survive."""
     if len(points) <= limit:
         return list(points)
     size = math.ceil(len(points) / limit)
@@ -209,7 +279,7 @@ def thin(points: Sequence[Point], limit: int = MAX_POINTS) -> list[Point]:
     for first in range(0, len(points), size):
         chunk = points[first : first + size]
         values = [value for _, value in chunk if value is not None]
-        thinned.append((chunk[0][0], max(values) if values else None))
+        thinned.append((chunk[0][0], max(values, key=abs) if values else None))
     return thinned
 
 
@@ -276,10 +346,11 @@ def time_ticks(start: datetime, end: datetime, count: int) -> list[datetime]:
     return ticks
 
 
-def _anchor(position: float, left: float, right: float) -> str:
-    if position - left < 20:
+def _anchor(percent: float) -> str:
+    """Labels near the plot's ends grow inwards, so they are not cut (``percent`` of its width)."""
+    if percent < 6:
         return "start"
-    if right - position < 20:
+    if percent > 94:
         return "end"
     return "middle"
 

@@ -1,4 +1,5 @@
-"""The dashboard's window onto the data plane: read a partition's records, produce one record.
+"""The dashboard's window onto the data plane: scan a topic's records (the message browser and
+its live tail, see ``webapp.dashboard.record_scan``), produce one record.
 
 Both go through the SDK (``weir.Consumer`` / ``weir.Producer``) against
 ``settings.WEIR_BOOTSTRAP_SERVERS`` with a short-lived tenant token (``weir.tenant.token``,
@@ -24,10 +25,12 @@ from typing import Any
 
 from django.views.decorators.debug import sensitive_variables
 
+from webapp.dashboard.record_scan import Budget, Chunk, ChunkReader, Direction, Order, PartitionRange, RecordFilter, ScanResult, scan
 from webapp.tenant_clients import REQUEST_TIMEOUT_SECONDS, client_config
 from weir import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from weir.consumer import consume_available
 from weir.errors import BadBatchError
-from weir.message import TIMESTAMP_LOG_APPEND_TIME
+from weir.message import TIMESTAMP_LOG_APPEND_TIME, Message
 
 # Longest a page waits for records to arrive or for a produced record to be acknowledged.
 PAGE_WAIT_SECONDS = 5.0
@@ -49,15 +52,6 @@ class DataPlaneError(Exception):
 
 
 @dataclass(frozen=True)
-class StartAt:
-    """Where a browse starts: ``mode`` is ``offset`` (``value`` is an offset),
-    ``timestamp`` (``value`` is epoch milliseconds) or ``latest`` (the last N records)."""
-
-    mode: str
-    value: int = 0
-
-
-@dataclass(frozen=True)
 class BrowsedRecord:
     """One row of the browser: a record, or (``error`` set) a stored batch that cannot be
     decoded, covering ``offset`` to ``last_offset``. ``timestamp`` is None when the record has
@@ -72,20 +66,11 @@ class BrowsedRecord:
     timestamp_ms: int = -1
     error: str = ""
     last_offset: int = -1
+    partition: int = 0
 
     @property
     def is_error(self) -> bool:
         return bool(self.error)
-
-
-@dataclass(frozen=True)
-class BrowseResult:
-    """Records from ``start_offset`` on; ``log_start_offset`` / ``high_watermark`` bound the partition."""
-
-    records: list[BrowsedRecord]
-    start_offset: int
-    log_start_offset: int
-    high_watermark: int
 
 
 @dataclass(frozen=True)
@@ -94,86 +79,21 @@ class ProducedRecord:
     offset: int
 
 
-@sensitive_variables()
-def read_records(tenant_public_id: str, topic: str, partition: int, start: StartAt, limit: int) -> BrowseResult:
-    """Up to ``limit`` records of one partition from ``start``.
-
-    Precondition: ``1 <= limit <= MAX_BROWSE_RECORDS``. Raises :class:`DataPlaneError`.
-    """
-    limit = max(1, min(limit, MAX_BROWSE_RECORDS))
-    config = client_config(tenant_public_id) | {
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "fetch.wait.max.ms": 200,
-    }
-    try:
-        consumer = Consumer(config)
-    except KafkaException as error:
-        raise DataPlaneError.from_kafka(error.error, "Connecting to the brokers") from None
-    try:
-        topic_partition = TopicPartition(topic, partition)
-        try:
-            low, high = consumer.get_watermark_offsets(topic_partition, timeout=REQUEST_TIMEOUT_SECONDS)  # type: ignore[misc]
-            first = _first_offset(consumer, topic_partition, start, limit, low, high)
-        except KafkaException as error:
-            raise DataPlaneError.from_kafka(error.error, "Reading the partition's offsets") from None
-        if first >= high:
-            return BrowseResult([], first, low, high)
-        consumer.assign([TopicPartition(topic, partition, first)])
-        records = _consume(consumer, limit, last_offset=high - 1)
-        return BrowseResult(records, first, low, high)
-    finally:
-        consumer.close()
+def _row(message: Message) -> BrowsedRecord:
+    timestamp_type, timestamp_ms = message.timestamp()
+    return BrowsedRecord(
+        offset=message.offset(),  # type: ignore[arg-type]
+        timestamp=_datetime_or_none(timestamp_ms),
+        timestamp_is_log_append_time=timestamp_type == TIMESTAMP_LOG_APPEND_TIME,
+        key=message.key(),
+        value=message.value(),
+        headers=list(message.headers() or []),
+        timestamp_ms=timestamp_ms,
+        partition=message.partition(),  # type: ignore[arg-type]
+    )
 
 
-def _first_offset(consumer: Consumer, topic_partition: TopicPartition, start: StartAt, limit: int, low: int, high: int) -> int:
-    if start.mode == "latest":
-        return max(low, high - limit)
-    if start.mode == "timestamp":
-        [found] = consumer.offsets_for_times([TopicPartition(topic_partition.topic, topic_partition.partition, start.value)], timeout=REQUEST_TIMEOUT_SECONDS)
-        if found.error is not None:
-            raise KafkaException(found.error)
-        # -1: every record is older than the timestamp.
-        return high if found.offset < 0 else max(low, found.offset)
-    return min(max(low, start.value), high)
-
-
-def _consume(consumer: Consumer, limit: int, last_offset: int) -> list[BrowsedRecord]:
-    """Records until ``limit``, the partition's high watermark at the start, or the deadline."""
-    records: list[BrowsedRecord] = []
-    deadline = time.monotonic() + PAGE_WAIT_SECONDS
-    while len(records) < limit:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        for message in consumer.consume(limit - len(records), timeout=remaining):
-            error = message.error()
-            if isinstance(error, BadBatchError):
-                # A stored batch that cannot be decoded: one row says so, the rest is shown.
-                records.append(_bad_batch_row(message.offset(), error))  # type: ignore[arg-type]
-                consumer.seek(TopicPartition(message.topic(), message.partition(), error.next_offset))  # type: ignore[arg-type]
-                break
-            if error is not None:
-                raise DataPlaneError.from_kafka(error, "Fetching records")
-            timestamp_type, timestamp_ms = message.timestamp()
-            records.append(
-                BrowsedRecord(
-                    offset=message.offset(),  # type: ignore[arg-type]
-                    timestamp=_datetime_or_none(timestamp_ms),
-                    timestamp_is_log_append_time=timestamp_type == TIMESTAMP_LOG_APPEND_TIME,
-                    key=message.key(),
-                    value=message.value(),
-                    headers=list(message.headers() or []),
-                    timestamp_ms=timestamp_ms,
-                )
-            )
-        if records and max(records[-1].offset, records[-1].last_offset) >= last_offset:
-            break
-    return records[:limit]
-
-
-def _bad_batch_row(offset: int, error: BadBatchError) -> BrowsedRecord:
+def _bad_batch_row(offset: int, error: BadBatchError, partition: int = 0) -> BrowsedRecord:
     return BrowsedRecord(
         offset=offset,
         timestamp=None,
@@ -183,6 +103,7 @@ def _bad_batch_row(offset: int, error: BadBatchError) -> BrowsedRecord:
         headers=[],
         error=error.str(),
         last_offset=error.last_offset,
+        partition=partition,
     )
 
 
@@ -195,6 +116,133 @@ def _datetime_or_none(timestamp_ms: int) -> datetime | None:
         return datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+# Longest one consume() call of a scan waits before the reader checks its position again.
+SCAN_POLL_SECONDS = 0.25
+# The most new records one live-tail poll returns.
+MAX_TAIL_RECORDS = 100
+
+
+@dataclass(frozen=True)
+class ScanStart:
+    """Where a scan of several partitions starts: ``mode`` is ``newest`` (backwards from the
+    end), ``beginning``, ``end`` (nothing now: a live tail's start), ``offset`` (``offsets``
+    per partition, clamped to what the partition holds) or ``timestamp`` (epoch ms)."""
+
+    mode: str
+    offsets: dict[int, int] | None = None
+    timestamp_ms: int = 0
+
+
+@sensitive_variables()
+def scan_topic(
+    tenant_public_id: str,
+    topic: str,
+    partitions: list[int],
+    start: ScanStart,
+    record_filter: RecordFilter,
+    *,
+    order: Order,
+    limit: int,
+    budget: Budget,
+) -> ScanResult:
+    """Up to ``limit`` records of ``partitions`` matching ``record_filter``, read within
+    ``budget`` (see ``webapp.dashboard.record_scan``). Raises :class:`DataPlaneError`."""
+    consumer = _browse_consumer(tenant_public_id)
+    try:
+        try:
+            ranges = [_partition_range(consumer, topic, partition, start) for partition in partitions]
+        except KafkaException as error:
+            raise DataPlaneError.from_kafka(error.error, "Reading the partitions' offsets") from None
+        if start.mode == "end":
+            return ScanResult([], 0, 0, 0, "", {r.partition: r.high for r in ranges})
+        direction = Direction.NEWEST_FIRST if start.mode == "newest" else Direction.FORWARD
+        return scan(_chunk_reader(consumer, topic), ranges, record_filter, direction=direction, order=order, limit=limit, budget=budget)
+    finally:
+        consumer.close()
+
+
+@sensitive_variables()
+def tail_topic(tenant_public_id: str, topic: str, positions: dict[int, int], record_filter: RecordFilter, *, budget: Budget) -> ScanResult:
+    """The records written to the partitions of ``positions`` since those offsets (at most
+    ``MAX_TAIL_RECORDS``), and the offsets the next poll starts from. Raises :class:`DataPlaneError`."""
+    consumer = _browse_consumer(tenant_public_id)
+    try:
+        try:
+            ranges = []
+            for partition, position in sorted(positions.items()):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT_SECONDS)  # type: ignore[misc]
+                ranges.append(PartitionRange(partition, low, high, start=max(low, min(position, high))))
+        except KafkaException as error:
+            raise DataPlaneError.from_kafka(error.error, "Reading the partitions' offsets") from None
+        reader = _chunk_reader(consumer, topic)
+        return scan(reader, ranges, record_filter, direction=Direction.FORWARD, order=Order.TIMESTAMP, limit=MAX_TAIL_RECORDS, budget=budget)
+    finally:
+        consumer.close()
+
+
+def _browse_consumer(tenant_public_id: str) -> Consumer:
+    config = client_config(tenant_public_id) | {
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 100,
+    }
+    try:
+        return Consumer(config)
+    except KafkaException as error:
+        raise DataPlaneError.from_kafka(error.error, "Connecting to the brokers") from None
+
+
+def _partition_range(consumer: Consumer, topic: str, partition: int, start: ScanStart) -> PartitionRange:
+    topic_partition = TopicPartition(topic, partition)
+    low, high = consumer.get_watermark_offsets(topic_partition, timeout=REQUEST_TIMEOUT_SECONDS)  # type: ignore[misc]
+    if start.mode == "timestamp":
+        [found] = consumer.offsets_for_times([TopicPartition(topic, partition, start.timestamp_ms)], timeout=REQUEST_TIMEOUT_SECONDS)
+        if found.error is not None:
+            raise KafkaException(found.error)
+        # -1: every record is older than the time.
+        first = high if found.offset < 0 else found.offset
+    elif start.mode == "offset":
+        first = (start.offsets or {}).get(partition, low)
+    elif start.mode in ("end", "newest"):
+        first = high
+    else:
+        first = low
+    return PartitionRange(partition, low, high, start=max(low, min(first, high)))
+
+
+def _chunk_reader(consumer: Consumer, topic: str) -> ChunkReader:
+    """Reads ``[first, end)`` of a partition with ``consumer`` (re-assigned for each chunk)."""
+
+    def read(partition: int, first: int, end: int, seconds: float) -> Chunk:
+        consumer.assign([TopicPartition(topic, partition, first)])
+        records: list[BrowsedRecord] = []
+        deadline = time.monotonic() + min(seconds, PAGE_WAIT_SECONDS)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Chunk(records, complete=False)
+            for message in consume_available(consumer, end - first, min(remaining, SCAN_POLL_SECONDS)):
+                if message.partition() != partition:
+                    continue
+                error = message.error()
+                if isinstance(error, BadBatchError):
+                    records.append(_bad_batch_row(message.offset(), error, partition))  # type: ignore[arg-type]
+                    consumer.seek(TopicPartition(topic, partition, error.next_offset))
+                    break
+                if error is not None:
+                    raise DataPlaneError.from_kafka(error, "Fetching records")
+                if first <= message.offset() < end:  # type: ignore[operator]
+                    records.append(_row(message))
+            if records and max(records[-1].offset, records[-1].last_offset) >= end - 1:
+                return Chunk([record for record in records if record.offset < end], complete=True)
+            [position] = consumer.position([TopicPartition(topic, partition)])
+            if position.offset >= end:
+                return Chunk(records, complete=True)
+
+    return read
 
 
 @sensitive_variables()

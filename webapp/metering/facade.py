@@ -29,6 +29,7 @@ from webapp.metering.models import (
     PartitionStatus,
     Pipeline,
     PipelineRun,
+    RetentionStatus,
     RunStatus,
     UsageAggregate,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "PartitionStatus",
     "Pipeline",
     "PipelineRun",
+    "RetentionStatus",
     "RunStatus",
     "STALE_AFTER_INTERVALS",
     "TOPIC_NAME_MAX_LENGTH",
@@ -184,15 +186,10 @@ def last_succeeded_run(pipeline: str) -> PipelineRun | None:
 
 
 def not_evaluated_message(group: str) -> str:
-    """What to tell a caller asking for the evaluation of a group the pipeline has none of."""
-    last = last_succeeded_run("lag")
-    if last is None:
-        since = "it has not completed a run yet"
-    else:
-        since = f"its last successful run finished at {(last.finished_at or last.started_at).isoformat()}"
+    """What to tell a caller asking for the evaluation of a group the evaluator has none of."""
     return (
-        f"The lag pipeline has not evaluated consumer group '{group}' (yet): it evaluates the groups with "
-        f"committed offsets every {lag_interval_seconds():g} s, and {since}. The live lag, asked from the brokers, "
+        f"The lag evaluator has not evaluated consumer group '{group}' (yet): it evaluates every group with "
+        f"committed offsets within seconds of a commit. The live lag, asked from the brokers, "
         f"is at /api/v1/consumer-groups/{quote(group, safe='')}/lag-summary."
     )
 

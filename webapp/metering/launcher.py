@@ -93,6 +93,17 @@ class UnknownPipeline(LaunchError):
         self.pipeline = pipeline
 
 
+class NotAJob(LaunchError):
+    """The pipeline has no job to launch (lag is evaluated continuously by its own process)."""
+
+    def __init__(self, pipeline: str) -> None:
+        super().__init__(
+            f"The {pipeline} pipeline is not launched as a job: consumer lag is evaluated continuously by "
+            "`python -m spark_pipelines.lag_monitor` (make up starts it; deploy/ runs it as lag-monitor)."
+        )
+        self.pipeline = pipeline
+
+
 class PipelineAlreadyRunning(LaunchError):
     """Another run of the pipeline is RUNNING; ``running`` is it (None if it ended meanwhile)."""
 
@@ -133,7 +144,10 @@ def stale_after_seconds() -> float:
 
 
 def job_command(pipeline: str) -> list[str]:
-    """The command that runs ``pipeline``: its job module under this interpreter."""
+    """The command that runs ``pipeline``: its job module under this interpreter. Raises
+    :class:`NotAJob` for lag, which has no job (``spark_pipelines.lag_monitor`` runs continuously)."""
+    if pipeline == Pipeline.LAG:
+        raise NotAJob(pipeline)
     return [sys.executable, "-m", f"spark_pipelines.jobs.{pipeline}"]
 
 
@@ -160,19 +174,20 @@ def launch(
     """Run ``pipeline`` now and return its finished run (SUCCEEDED or FAILED).
 
     ``command`` replaces :func:`job_command` (tests run a small script); ``timeout`` replaces
-    ``WEIR_PIPELINE_TIMEOUT_SECONDS``. Raises :class:`UnknownPipeline`, and
+    ``WEIR_PIPELINE_TIMEOUT_SECONDS``. Raises :class:`UnknownPipeline`, :class:`NotAJob` (lag), and
     :class:`PipelineAlreadyRunning` without starting anything when a run is RUNNING.
     """
     if pipeline not in Pipeline.values:
         raise UnknownPipeline(pipeline)
     if trigger not in RunTrigger.values:
         raise ValueError(f"trigger must be one of {', '.join(RunTrigger.values)}, not {trigger!r}")
+    argv = list(command or job_command(pipeline))
     now = clock()
     fail_stale_runs(pipeline, now)
     run = _start(pipeline, trigger, now)
     logger.info("pipeline %s: run %s started (%s)", pipeline, run.public_id, trigger)
     try:
-        outcome = run_job_process(list(command or job_command(pipeline)), timeout if timeout is not None else timeout_seconds())
+        outcome = run_job_process(argv, timeout if timeout is not None else timeout_seconds())
     except BaseException as error:
         # The launcher itself failed or is being stopped (worker shutdown): the job was
         # stopped; record why, then let the error go on.

@@ -3,10 +3,11 @@
 * :class:`UsageAggregate`: one tenant's traffic and storage on one topic over one hour or
   one day (``granularity``), written by the usage job. The topic is a name, not a foreign
   key: a deleted topic's usage is history and stays.
-* :class:`PartitionLag` / :class:`GroupLag`: the lag job's latest evaluation of each group
-  (per partition and for the group as a whole), replaced at every evaluation.
-  :class:`GroupLagHistory` keeps one row per group per evaluation for the lag-over-time
-  chart, pruned after ``WEIR_METERING_HISTORY_DAYS``.
+* :class:`PartitionLag` / :class:`GroupLag`: the lag evaluator's latest evaluation of each
+  group (per partition and for the group as a whole), upserted when it changes.
+  :class:`GroupLagHistory` keeps a row per group each minute and at each status change for
+  the lag-over-time chart, pruned after ``WEIR_METERING_HISTORY_DAYS``. :class:`LagWindow`
+  holds the evaluator's windows of commits, so that a restart resumes with them.
 * :class:`PipelineRun`: one run of a pipeline, written by :mod:`webapp.metering.launcher`.
 * :class:`PipelineState`: a JSON document per pipeline (its cursor and small state).
 
@@ -58,6 +59,14 @@ class GroupStatus(models.TextChoices):
     OK = "OK"
     WARNING = "WARNING"
     ERROR = "ERROR"
+
+
+class RetentionStatus(models.TextChoices):
+    """Whether retention deletes records before the group reads them (``spark_pipelines.lag_trends``)."""
+
+    OK = "OK"
+    AT_RISK = "AT_RISK"
+    LOST = "LOST"
 
 
 class RunStatus(models.TextChoices):
@@ -122,8 +131,15 @@ class PartitionLag(models.Model):
     offset_lag = models.BigIntegerField()
     time_lag_seconds = models.FloatField(null=True)
     status = models.CharField(max_length=8, choices=PartitionStatus.choices)
-    # The committed offset is close to the log start: retention may delete unread records.
+    # Retention is about to delete (AT_RISK) or deleted (LOST) records the group has not read.
     retention_risk = models.BooleanField(default=False)
+    # Beyond Burrow (spark_pipelines.lag_trends): records/s the lag grows (+) or shrinks (-), seconds
+    # to catch up at that rate (null: not catching up), seconds until retention deletes the next
+    # unconsumed record (null: unknown or no time retention), and OK / AT_RISK / LOST.
+    lag_rate = models.FloatField(null=True)
+    catch_up_seconds = models.FloatField(null=True)
+    retention_seconds = models.FloatField(null=True)
+    retention_status = models.CharField(max_length=8, choices=RetentionStatus.choices, default="OK")
     last_commit_at = models.DateTimeField(null=True)
     evaluated_at = models.DateTimeField()
 
@@ -150,6 +166,13 @@ class GroupLag(models.Model):
     worst_topic = models.CharField(max_length=TOPIC_NAME_MAX_LENGTH, blank=True)
     worst_partition = models.PositiveIntegerField(null=True)
     worst_status = models.CharField(max_length=8, choices=PartitionStatus.choices, blank=True)
+    # Beyond Burrow (spark_pipelines.lag_trends): the sum of the partitions' records/s the lag grows (+) or shrinks (-), the longest of its partitions' seconds
+    # to catch up at that rate (null: not catching up), the soonest seconds until retention deletes the next
+    # unconsumed record (null: unknown or no time retention), and the worst of OK / AT_RISK / LOST.
+    lag_rate = models.FloatField(null=True)
+    catch_up_seconds = models.FloatField(null=True)
+    retention_seconds = models.FloatField(null=True)
+    retention_status = models.CharField(max_length=8, choices=RetentionStatus.choices, default="OK")
     evaluated_at = models.DateTimeField()
 
     class Meta:
@@ -160,8 +183,27 @@ class GroupLag(models.Model):
         return f"{self.group} {self.status}"
 
 
+class LagWindow(models.Model):
+    """The lag evaluator's window of recent commits of one group-partition (Burrow's ring of
+    ``intervals`` commits), saved when it changes so that a restarted evaluator resumes with it.
+    Tenants by public id, as brokers name them; the evaluator's cursor is its PipelineState."""
+
+    tenant_public_id = models.CharField(max_length=64)
+    group = models.CharField(max_length=GROUP_ID_MAX_LENGTH)
+    topic = models.CharField(max_length=TOPIC_NAME_MAX_LENGTH)
+    partition = models.PositiveIntegerField()
+    window = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant_public_id", "group", "topic", "partition"], name="lag_one_window_per_group_partition")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_public_id} {self.group} {self.topic}[{self.partition}]"
+
+
 class GroupLagHistory(models.Model):
-    """One evaluation of a group, kept for the lag-over-time chart."""
+    """One evaluation of a group, kept for the lag-over-time and lag-rate charts."""
 
     tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="+")
     group = models.CharField(max_length=GROUP_ID_MAX_LENGTH)
@@ -170,6 +212,11 @@ class GroupLagHistory(models.Model):
     total_lag = models.BigIntegerField()
     max_lag = models.BigIntegerField()
     max_time_lag_seconds = models.FloatField(null=True)
+    # The group's lag rate then (GroupLag.lag_rate: the sum of its partitions'); null when no
+    # partition had enough points for one, and for points recorded before it was kept.
+    lag_rate = models.FloatField(
+        null=True, help_text="Records per second the group's lag grew (positive) or shrank (negative) then: the sum over its partitions; null when unknown."
+    )
 
     class Meta:
         indexes = [

@@ -18,10 +18,11 @@ logger = logging.getLogger(__name__)
 
 @app.task(name="webapp.metering.tasks.run_pipeline")
 def run_pipeline(pipeline: str, trigger: str = RunTrigger.SCHEDULE) -> str:
-    """Run ``pipeline`` (``usage`` or ``lag``) now; returns a one-line outcome."""
+    """Run ``pipeline`` (``usage``) now; returns a one-line outcome. ``lag`` (queued by a beat of
+    an earlier version) is skipped: lag is evaluated continuously by its own process."""
     try:
         run = launcher.launch(pipeline, trigger)
-    except launcher.PipelineAlreadyRunning as refused:
+    except (launcher.PipelineAlreadyRunning, launcher.NotAJob) as refused:
         logger.info("%s", refused.message)
         return f"skipped: {refused.message}"
     return f"{run.pipeline} {run.public_id} {run.status}"

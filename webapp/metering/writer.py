@@ -101,11 +101,54 @@ def write_usage(granularity: str, rows: Iterable[Mapping[str, Any]]) -> int:
     return len(aggregates)
 
 
-def write_lag(evaluated_at: datetime, partitions: Iterable[Mapping[str, Any]], groups: Iterable[Mapping[str, Any]]) -> int:
-    """Replace the current lag of every group in ``groups`` with this evaluation (their
-    partitions not in ``partitions`` are removed), append one history row per group, and
-    drop what is older than ``WEIR_METERING_HISTORY_DAYS``. Returns the partition and group
-    rows written. Every partition row's group must be among ``groups``."""
+PARTITION_LAG_FIELDS = (
+    "committed_offset",
+    "end_offset",
+    "log_start_offset",
+    "offset_lag",
+    "time_lag_seconds",
+    "status",
+    "retention_risk",
+    "lag_rate",
+    "catch_up_seconds",
+    "retention_seconds",
+    "retention_status",
+    "last_commit_at",
+    "evaluated_at",
+)
+GROUP_LAG_FIELDS = (
+    "status",
+    "max_lag",
+    "total_lag",
+    "max_time_lag_seconds",
+    "partition_count",
+    "retention_risk",
+    "worst_topic",
+    "worst_partition",
+    "worst_status",
+    "lag_rate",
+    "catch_up_seconds",
+    "retention_seconds",
+    "retention_status",
+    "evaluated_at",
+)
+RETENTION_STATUSES = ("OK", "AT_RISK", "LOST")
+LAG_MONITOR_STATE = "lag-monitor"
+
+
+def write_lag_changes(
+    evaluated_at: datetime,
+    partitions: Iterable[Mapping[str, Any]],
+    groups: Iterable[Mapping[str, Any]],
+    *,
+    removed_partitions: Iterable[tuple[str, str, str, int]] = (),
+    removed_groups: Iterable[tuple[str, str]] = (),
+    history: Iterable[Mapping[str, Any]] = (),
+) -> int:
+    """Upsert the partition and group rows that changed (by (tenant, group, topic, partition) and
+    (tenant, group)), delete the removed ones (keys by tenant public id), append ``history``
+    (group rows) to the lag-over-time series, in one transaction. Returns the rows upserted.
+    Nothing else is touched: unchanged groups keep their rows (see :func:`touch_lag`)."""
     evaluated_at = _aware(evaluated_at, "evaluated_at")
     ensure_django()
     from django.db import transaction
@@ -114,30 +157,22 @@ def write_lag(evaluated_at: datetime, partitions: Iterable[Mapping[str, Any]], g
 
     partitions = list(partitions)
     groups = list(groups)
-    tenants = _tenant_pks(row.get("tenant_id") for row in [*partitions, *groups])
+    history = list(history)
+    removed_partitions = list(removed_partitions)
+    removed_groups = list(removed_groups)
+    tenants = _tenant_pks(
+        [row.get("tenant_id") for row in [*partitions, *groups, *history]] + [key[0] for key in removed_partitions] + [key[0] for key in removed_groups]
+    )
     skipped: Counter[str] = Counter()
-
-    group_rows: dict[tuple[int, str], GroupLag] = {}
-    for index, row in enumerate(groups):
-        tenant_pk = tenants.get(row.get("tenant_id") or "")
-        if tenant_pk is None:
-            skipped[row.get("tenant_id") or "(none)"] += 1
-            continue
-        group = _group_lag(row, tenant_pk, evaluated_at, index)
-        group_rows[(tenant_pk, group.group)] = group
-
-    partition_rows: dict[tuple[int, str, str, int], PartitionLag] = {}
-    for index, row in enumerate(partitions):
-        tenant_pk = tenants.get(row.get("tenant_id") or "")
-        if tenant_pk is None:
-            skipped[row.get("tenant_id") or "(none)"] += 1
-            continue
-        lag = _partition_lag(row, tenant_pk, evaluated_at, index)
-        if (tenant_pk, lag.group) not in group_rows:
-            raise InvalidRow("partition", index, f"its group {lag.group!r} is not among the groups evaluated")
-        partition_rows[(tenant_pk, lag.group, lag.topic, lag.partition)] = lag
-
-    history = [
+    group_rows = _keyed_rows(groups, tenants, skipped, lambda row, pk, index: _group_lag(row, pk, evaluated_at, index), lambda lag: (lag.tenant_id, lag.group))
+    partition_rows = _keyed_rows(
+        partitions,
+        tenants,
+        skipped,
+        lambda row, pk, index: _partition_lag(row, pk, evaluated_at, index),
+        lambda lag: (lag.tenant_id, lag.group, lag.topic, lag.partition),
+    )
+    history_rows = [
         GroupLagHistory(
             tenant_id=group.tenant_id,
             group=group.group,
@@ -146,34 +181,112 @@ def write_lag(evaluated_at: datetime, partitions: Iterable[Mapping[str, Any]], g
             total_lag=group.total_lag,
             max_lag=group.max_lag,
             max_time_lag_seconds=group.max_time_lag_seconds,
+            lag_rate=group.lag_rate,
         )
-        for group in group_rows.values()
+        for group in _keyed_rows(
+            history, tenants, Counter(), lambda row, pk, index: _group_lag(row, pk, evaluated_at, index), lambda lag: (lag.tenant_id, lag.group)
+        ).values()
     ]
     with transaction.atomic():
-        _delete_current_partitions(PartitionLag, group_rows.keys())
-        PartitionLag.objects.bulk_create(list(partition_rows.values()), batch_size=BATCH_SIZE)
-        GroupLag.objects.bulk_create(
-            list(group_rows.values()),
+        PartitionLag.objects.bulk_create(
+            list(partition_rows.values()),
             batch_size=BATCH_SIZE,
             update_conflicts=True,
-            unique_fields=["tenant", "group"],
-            update_fields=[
-                "status",
-                "max_lag",
-                "total_lag",
-                "max_time_lag_seconds",
-                "partition_count",
-                "retention_risk",
-                "worst_topic",
-                "worst_partition",
-                "worst_status",
-                "evaluated_at",
-            ],
+            unique_fields=["tenant", "group", "topic", "partition"],
+            update_fields=list(PARTITION_LAG_FIELDS),
         )
-        GroupLagHistory.objects.bulk_create(history, batch_size=BATCH_SIZE)
-        _prune(evaluated_at)
-    _log_skipped("write_lag", skipped, len(partitions) + len(groups))
+        GroupLag.objects.bulk_create(
+            list(group_rows.values()), batch_size=BATCH_SIZE, update_conflicts=True, unique_fields=["tenant", "group"], update_fields=list(GROUP_LAG_FIELDS)
+        )
+        for tenant_public_id, group, topic, partition in removed_partitions:
+            if tenant_public_id in tenants:
+                PartitionLag.objects.filter(tenant_id=tenants[tenant_public_id], group=group, topic=topic, partition=partition).delete()
+        for tenant_public_id, group in removed_groups:
+            if tenant_public_id in tenants:
+                GroupLag.objects.filter(tenant_id=tenants[tenant_public_id], group=group).delete()
+        GroupLagHistory.objects.bulk_create(history_rows, batch_size=BATCH_SIZE)
+    _log_skipped("write_lag_changes", skipped, len(partitions) + len(groups))
     return len(partition_rows) + len(group_rows)
+
+
+def touch_lag(evaluated_at: datetime) -> int:
+    """Mark every current lag row as evaluated at ``evaluated_at`` (the evaluator holds them all and
+    re-evaluated them; their values did not change), and drop history older than kept. One
+    UPDATE per table; returns the group rows touched."""
+    evaluated_at = _aware(evaluated_at, "evaluated_at")
+    ensure_django()
+    from django.db import transaction
+
+    from webapp.metering.models import GroupLag, PartitionLag
+
+    with transaction.atomic():
+        PartitionLag.objects.update(evaluated_at=evaluated_at)
+        touched = GroupLag.objects.update(evaluated_at=evaluated_at)
+        _prune(evaluated_at)
+    return int(touched)
+
+
+def close_broken_connections() -> None:
+    """Close database connections that broke or outlived ``CONN_MAX_AGE``, as Django does around
+    each request: a long-running writer (the lag evaluator) calls it every round, so that a
+    database restart costs one failed round, not every round after it."""
+    ensure_django()
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
+def load_lag_monitor_state() -> tuple[dict[str, Any], list[tuple[tuple[str, str, str, int], dict[str, Any]]]]:
+    """(the evaluator's cursor document, every saved window as ((tenant, group, topic, partition), window))."""
+    ensure_django()
+    from webapp.metering.models import LagWindow
+
+    windows = [
+        ((tenant, group, topic, partition), dict(window))
+        for tenant, group, topic, partition, window in LagWindow.objects.order_by("pk").values_list("tenant_public_id", "group", "topic", "partition", "window")
+    ]
+    return load_state(LAG_MONITOR_STATE), windows
+
+
+def save_lag_monitor_state(
+    document: dict[str, Any], changed: Mapping[tuple[str, str, str, int], Mapping[str, Any]], removed: Iterable[tuple[str, str, str, int]]
+) -> None:
+    """Save the evaluator's cursor document with the windows that changed (upserts) and without
+    those forgotten, in one transaction: a restart resumes from a cursor that matches its windows."""
+    if not isinstance(document, dict):
+        raise TypeError(f"the lag monitor's state is a dict, not {type(document).__name__}")
+    ensure_django()
+    from django.db import transaction
+
+    from webapp.metering.models import LagWindow, PipelineState
+
+    rows = [
+        LagWindow(tenant_public_id=tenant, group=group, topic=topic, partition=partition, window=dict(window))
+        for (tenant, group, topic, partition), window in changed.items()
+    ]
+    with transaction.atomic():
+        LagWindow.objects.bulk_create(
+            rows,
+            batch_size=BATCH_SIZE,
+            update_conflicts=True,
+            unique_fields=["tenant_public_id", "group", "topic", "partition"],
+            update_fields=["window", "updated_at"],
+        )
+        for tenant, group, topic, partition in removed:
+            LagWindow.objects.filter(tenant_public_id=tenant, group=group, topic=topic, partition=partition).delete()
+        PipelineState.objects.update_or_create(pipeline=LAG_MONITOR_STATE, defaults={"state": document})
+
+
+def _keyed_rows(rows: list[Mapping[str, Any]], tenants: Mapping[str, int], skipped: Counter[str], build: Any, key: Any) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    for index, row in enumerate(rows):
+        tenant_pk = tenants.get(row.get("tenant_id") or "")
+        if tenant_pk is None:
+            skipped[row.get("tenant_id") or "(none)"] += 1
+            continue
+        built = build(row, tenant_pk, index)
+        result[key(built)] = built
+    return result
 
 
 def load_state(pipeline: str) -> dict[str, Any]:
@@ -231,6 +344,7 @@ def _group_lag(row: Mapping[str, Any], tenant_pk: int, evaluated_at: datetime, i
         worst_topic=str(worst.get("topic") or "")[:TOPIC_NAME_MAX_LENGTH],
         worst_partition=int(worst["partition"]) if worst.get("partition") is not None else None,
         worst_status=worst_status,
+        **_trend_fields(row, "group", index),
         evaluated_at=evaluated_at,
     )
 
@@ -251,19 +365,19 @@ def _partition_lag(row: Mapping[str, Any], tenant_pk: int, evaluated_at: datetim
         time_lag_seconds=_optional_number(row, "time_lag_seconds", "partition", index),
         status=_choice(row, "status", PARTITION_STATUSES, "partition", index),
         retention_risk=bool(row.get("retention_risk", False)),
+        **_trend_fields(row, "partition", index),
         last_commit_at=_aware(last_commit_at, f"partition row {index}: last_commit_at") if last_commit_at is not None else None,
         evaluated_at=evaluated_at,
     )
 
 
-def _delete_current_partitions(model: Any, groups: Iterable[tuple[int, str]]) -> None:
-    # One DELETE per tenant evaluated (not per group): a run evaluates a few tenants' groups.
-    by_tenant: dict[int, list[str]] = {}
-    for tenant_pk, group in groups:
-        by_tenant.setdefault(tenant_pk, []).append(group)
-    for tenant_pk, names in by_tenant.items():
-        for start in range(0, len(names), BATCH_SIZE):
-            model.objects.filter(tenant_id=tenant_pk, group__in=names[start : start + BATCH_SIZE]).delete()
+def _trend_fields(row: Mapping[str, Any], what: str, index: int) -> dict[str, Any]:
+    return {
+        "lag_rate": _optional_number(row, "lag_rate", what, index),
+        "catch_up_seconds": _optional_number(row, "catch_up_seconds", what, index),
+        "retention_seconds": _optional_number(row, "retention_seconds", what, index),
+        "retention_status": _choice({"retention_status": row.get("retention_status", "OK")}, "retention_status", RETENTION_STATUSES, what, index),
+    }
 
 
 def _prune(now: datetime) -> None:

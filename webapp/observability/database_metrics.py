@@ -11,7 +11,17 @@ so the web process reports them:
 * ``weir_pipeline_last_success_timestamp_seconds{pipeline}``: when the latest successful run
   finished (a pipeline that stopped running shows as an old timestamp);
 * ``weir_pipeline_consumer_groups{status}``: consumer groups by their current lag status (OK,
-  WARNING, ERROR), evaluations older than the metering facade's staleness limit left out.
+  WARNING, ERROR), evaluations older than the metering facade's staleness limit left out;
+* per group (``tenant``: public id, ``group``), from the lag evaluator's current rows, stale
+  ones left out: ``weir_consumer_group_lag_records`` (total lag),
+  ``weir_consumer_group_lag_seconds`` (the most delayed partition's time lag),
+  ``weir_consumer_group_lag_rate`` (records/s the lag grows, negative while it shrinks),
+  ``weir_consumer_group_catch_up_seconds`` (at that rate; absent while not catching up),
+  ``weir_consumer_group_retention_seconds`` (until retention deletes an unconsumed record),
+  ``weir_consumer_group_status{status}`` and ``weir_consumer_group_retention_status{status}``
+  (1 for the current one);
+* ``weir_lag_evaluated_timestamp_seconds``: when the evaluator last evaluated (a stopped
+  evaluator shows as an old timestamp).
 
 The metering models are looked up by name, and a database without their tables (not
 migrated yet) or an unreachable one yields no samples instead of failing the scrape: the
@@ -106,6 +116,40 @@ class PipelineCollector(Collector):
         for status, count in counts.items():
             groups.add_metric([status], count)
         yield groups
+        yield from self._group_lag(group_model, fresh_since)
+
+    def _group_lag(self, group_model, fresh_since) -> Iterator[GaugeMetricFamily]:  # type: ignore[no-untyped-def]
+        labels = ["tenant", "group"]
+        families = {
+            "total_lag": GaugeMetricFamily("weir_consumer_group_lag_records", "Total lag of the consumer group in records (lag evaluator).", labels=labels),
+            "max_time_lag_seconds": GaugeMetricFamily(
+                "weir_consumer_group_lag_seconds", "Age of the oldest unconsumed record among the group's partitions.", labels=labels
+            ),
+            "lag_rate": GaugeMetricFamily("weir_consumer_group_lag_rate", "Records per second the group's lag grows (negative: shrinks).", labels=labels),
+            "catch_up_seconds": GaugeMetricFamily(
+                "weir_consumer_group_catch_up_seconds", "Seconds until the group catches up at its current rate (absent while it does not).", labels=labels
+            ),
+            "retention_seconds": GaugeMetricFamily(
+                "weir_consumer_group_retention_seconds", "Seconds until retention deletes a record the group has not consumed.", labels=labels
+            ),
+        }
+        status = GaugeMetricFamily("weir_consumer_group_status", "1 for the group's current Burrow status.", labels=[*labels, "status"])
+        retention = GaugeMetricFamily("weir_consumer_group_retention_status", "1 for the group's current retention status.", labels=[*labels, "status"])
+        evaluated = GaugeMetricFamily("weir_lag_evaluated_timestamp_seconds", "Unix time the lag evaluator last evaluated the consumer groups.")
+        latest = None
+        rows = group_model.objects.filter(evaluated_at__gte=fresh_since).select_related("tenant").order_by("tenant__public_id", "group")
+        for row in rows:
+            key = [row.tenant.public_id, row.group]
+            for field, family in families.items():
+                value = getattr(row, field)
+                if value is not None:
+                    family.add_metric(key, float(value))
+            status.add_metric([*key, row.status], 1)
+            retention.add_metric([*key, row.retention_status], 1)
+            latest = row.evaluated_at if latest is None or row.evaluated_at > latest else latest
+        if latest is not None:
+            evaluated.add_metric([], latest.timestamp())
+        yield from (*families.values(), status, retention, evaluated)
 
 
 def _seconds(value: object) -> float:

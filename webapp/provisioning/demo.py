@@ -80,6 +80,7 @@ class DemoCredentials:
     password: str
     tenant: str
     api_url: str
+    schema_registry_url: str  # Confluent Schema Registry's API for the tenant (webapp/urls.py: /schema-registry/)
     dashboard_url: str
     bootstrap_servers: str
     kafka_bootstrap_servers: str  # the brokers' Kafka-protocol listeners, for stock Kafka clients ("" when none has one)
@@ -197,6 +198,7 @@ def set_up_demo(tenant_name: str = "demo") -> DemoSetup:
         password=password,
         tenant=actor.tenant.public_id,
         api_url=f"{public_url}/api/v1",
+        schema_registry_url=f"{public_url}/schema-registry",
         dashboard_url=f"{public_url}/",
         bootstrap_servers=bootstrap_servers(),
         kafka_bootstrap_servers=kafka_bootstrap_servers(),

@@ -9,6 +9,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from grpc_protos.weir.v1 import admin_pb2
 from webapp import tenant_clients
+from webapp.accounts.facade import Tenant
 from webapp.catalog.facade import Partition, Topic
 from webapp.fleet.facade import BrokerNode
 from webapp.provisioning.broker_client import BrokerAddress, BrokerAdminClient, BrokerCallError
@@ -35,6 +36,13 @@ class PartitionDescription:
     log_end_offset: int | None = None
     high_watermark: int | None = None
     size_bytes: int | None = None
+    # Clients' traffic at the leader since its process (``counted_by``) started: two
+    # descriptions counted by the same process give rates (the dashboard's live throughput).
+    counted_by: str | None = None
+    bytes_in_total: int = 0
+    records_in_total: int = 0
+    bytes_out_total: int = 0
+    records_out_total: int = 0
 
 
 @sensitive_variables("tenant_token")
@@ -67,9 +75,11 @@ def describe_partitions(topic: Topic) -> list[PartitionDescription]:
     states = _describe_brokers([BrokerAddress(node.node_id, node.address) for node in nodes], token)
     topic_id = str(topic.topic_id)
     hosted: dict[tuple[int, int], admin_pb2.HostedPartition] = {}
+    incarnations: dict[int, str] = {}
     for node_id, state in states.items():
         if state is None:
             continue
+        incarnations[node_id] = state.incarnation
         for entry in state.partitions:
             if entry.topic_id == topic_id:
                 hosted[(node_id, entry.partition)] = entry
@@ -88,6 +98,53 @@ def describe_partitions(topic: Topic) -> list[PartitionDescription]:
                 log_end_offset=entry.log_end_offset if entry is not None else None,
                 high_watermark=entry.high_watermark if entry is not None else None,
                 size_bytes=entry.size_bytes if entry is not None else None,
+                counted_by=incarnations.get(partition.leader) or None if entry is not None else None,
+                bytes_in_total=entry.bytes_in_total if entry is not None else 0,
+                records_in_total=entry.records_in_total if entry is not None else 0,
+                bytes_out_total=entry.bytes_out_total if entry is not None else 0,
+                records_out_total=entry.records_out_total if entry is not None else 0,
             )
         )
     return descriptions
+
+
+@dataclass(frozen=True)
+class PartitionTraffic:
+    """Clients' traffic to one partition at one broker since that broker process
+    (``counted_by``) started."""
+
+    topic_id: str
+    partition: int
+    node_id: int
+    counted_by: str
+    bytes_in_total: int
+    records_in_total: int
+    bytes_out_total: int
+    records_out_total: int
+
+
+def describe_tenant_traffic(tenant: Tenant) -> list[PartitionTraffic]:
+    """The traffic totals of every partition of ``tenant`` at every broker that answered
+    (one DescribeState per broker, with a token of that tenant: it sees its partitions only)."""
+    nodes = BrokerNode.objects.all()
+    states = _describe_brokers([BrokerAddress(node.node_id, node.address) for node in nodes], tenant_clients.tenant_token(tenant.public_id))
+    traffic = []
+    for node_id, state in states.items():
+        if state is None:
+            continue
+        for entry in state.partitions:
+            if entry.tenant_id != tenant.public_id:
+                continue
+            traffic.append(
+                PartitionTraffic(
+                    topic_id=entry.topic_id,
+                    partition=entry.partition,
+                    node_id=node_id,
+                    counted_by=state.incarnation,
+                    bytes_in_total=entry.bytes_in_total,
+                    records_in_total=entry.records_in_total,
+                    bytes_out_total=entry.bytes_out_total,
+                    records_out_total=entry.records_out_total,
+                )
+            )
+    return traffic

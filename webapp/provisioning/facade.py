@@ -29,7 +29,7 @@ from webapp.fleet.facade import (
     ReplicationFactorTooLargeError,
 )
 from webapp.provisioning.broker_client import INTERNAL_TOKEN_METADATA, BrokerAddress, BrokerAdminClient, BrokerCallError
-from webapp.provisioning.describe import PartitionDescription, describe_partitions
+from webapp.provisioning.describe import PartitionDescription, PartitionTraffic, describe_partitions, describe_tenant_traffic
 from webapp.provisioning.metrics import JobTableCollector
 from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind, SnapshotVersion
 from webapp.provisioning.push import push_snapshots, push_targets, push_to_broker
@@ -46,6 +46,7 @@ __all__ = [
     "JobState",
     "JobTableCollector",
     "PartitionDescription",
+    "PartitionTraffic",
     "PlacementError",
     "ProvisioningJob",
     "ReplicationFactorTooLargeError",
@@ -56,6 +57,7 @@ __all__ = [
     "bump_versions",
     "current_versions",
     "describe_partitions",
+    "describe_tenant_traffic",
     "locked_versions",
     "place_partitions",
     "push_snapshots",

@@ -10,6 +10,13 @@ partition is charged only to the job whose target is that partition's topic (sam
 same name): that job fails naming the broker and the reason (after its retries when the
 broker says the failure may pass), while the jobs of every other topic and tenant succeed.
 
+An attempt that every broker applied without any failure also settles the PENDING jobs whose
+changes its snapshots already carry (see ``snapshots``: jobs of kinds that change only the
+pushed snapshots, with ids up to the snapshots' ``last_job_id``): they succeed with it, and
+their own tasks then find them finished. A burst of changes (a thousand topics created at
+once) thus costs a few full pushes instead of one per change; an attempt with any failure
+settles nothing but its own job, so that each job still reports its own broker's refusal.
+
 A job whose Celery message is lost (a worker killed mid-attempt, or while holding a delayed
 retry) would stay PENDING or RUNNING forever: every step of a live job refreshes its
 ``heartbeat_at``, and :func:`recover_lost_jobs` (run by the reconciler) re-queues a job silent
@@ -32,10 +39,10 @@ from django.utils import timezone
 from server_runtime.request_ids import current_request_id, request_id_scope
 from webapp.provisioning import metrics
 from webapp.provisioning.broker_client import BrokerCallError
-from webapp.provisioning.models import JobKind, JobState, ProvisioningJob
+from webapp.provisioning.models import JobKind, JobState, ProvisioningJob, SnapshotKind
 from webapp.provisioning.push import BrokerPush, PartitionNotApplied, push_targets, push_to_brokers
-from webapp.provisioning.snapshots import build_snapshots
-from webapp.provisioning.versions import snapshot_kinds_for
+from webapp.provisioning.snapshots import Snapshots, build_snapshots
+from webapp.provisioning.versions import JOB_KINDS_OF_SNAPSHOTS, snapshot_kinds_for
 from weir.backoff import exponential_backoff
 
 logger = logging.getLogger(__name__)
@@ -132,10 +139,13 @@ def _push(job: ProvisioningJob) -> AttemptOutcome:
     snapshots = build_snapshots(snapshot_kinds_for(job.kind))
     targets = push_targets()
     logger.info("job %s (%s %s): attempt %d pushes to %d broker(s)", job.public_id, job.kind, job.target, job.attempts, len(targets))
-    failures = _failures_of(job, push_to_brokers(snapshots, targets))
+    pushes = push_to_brokers(snapshots, targets)
+    failures = _failures_of(job, pushes)
     if not failures:
         _finish(job, JobState.SUCCEEDED, "")
         logger.info("job %s SUCCEEDED", job.public_id)
+        if not any(push.not_applied for push in pushes):
+            _settle_covered_jobs(job, snapshots)
         return AttemptOutcome(state=JobState.SUCCEEDED)
     reasons = "; ".join(str(failure) for failure in failures)
     if all(failure.retriable for failure in failures) and job.attempts < max_attempts():
@@ -149,6 +159,28 @@ def _push(job: ProvisioningJob) -> AttemptOutcome:
     _finish(job, JobState.FAILED, error)
     logger.warning("job %s FAILED: %s", job.public_id, error)
     return AttemptOutcome(state=JobState.FAILED)
+
+
+def _settle_covered_jobs(job: ProvisioningJob, snapshots: Snapshots) -> list[str]:
+    """Mark SUCCEEDED the PENDING jobs whose changes ``snapshots`` carry and every broker just
+    applied (see the module docstring); their public ids."""
+    pushed = tuple(kind for kind, snapshot in ((SnapshotKind.PARTITIONS, snapshots.partitions), (SnapshotKind.SECURITY, snapshots.security)) if snapshot)
+    covered_kinds = JOB_KINDS_OF_SNAPSHOTS.get(tuple(sorted(pushed)), ())
+    if not covered_kinds or not snapshots.last_job_id:
+        return []
+    covered = ProvisioningJob.objects.filter(pk__lte=snapshots.last_job_id, state=JobState.PENDING, kind__in=covered_kinds).exclude(pk=job.pk)
+    settled = list(covered.values_list("pk", "public_id", "kind", "created_at"))
+    if not settled:
+        return []
+    finished_at = timezone.now()
+    # Only still-PENDING rows: a job whose own attempt started meanwhile finishes by itself.
+    ProvisioningJob.objects.filter(pk__in=[pk for pk, *_ in settled], state=JobState.PENDING).update(
+        state=JobState.SUCCEEDED, error="", started_at=Coalesce("started_at", Now()), finished_at=finished_at
+    )
+    for _pk, _public_id, kind, created_at in settled:
+        metrics.job_finished(kind, JobState.SUCCEEDED, created_at, finished_at)
+    logger.info("job %s: its push also delivered %d pending job(s), now SUCCEEDED", job.public_id, len(settled))
+    return [public_id for _pk, public_id, *_ in settled]
 
 
 # The attempt count of a lost job once the loss is recorded: see recover_lost_jobs.

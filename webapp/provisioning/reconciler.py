@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grpc_protos.weir.v1 import admin_pb2
-from webapp.accounts.facade import do_record_cluster_key_use
+from webapp.accounts.facade import SeenApplication, do_record_cluster_key_use, do_record_key_applications
 from webapp.catalog.facade import Partition
 from webapp.fleet.facade import BrokerNode, BrokerState
 from webapp.provisioning import metrics
@@ -144,13 +144,21 @@ def _mark_brokers(online: list[int], offline: list[int]) -> None:
 
 
 def _record_cluster_key_use(states: list[admin_pb2.DescribeStateResponse]) -> None:
-    """Cluster keys are used on brokers, not here: record each key's latest use any broker reported."""
+    """Cluster keys are used on brokers, not here: record each key's latest use any broker
+    reported, and the applications each broker saw using it."""
     latest: dict[str, int] = {}
+    applications: dict[str, list[SeenApplication]] = {}
     for state in states:
         for use in state.credential_uses:
             latest[use.api_key] = max(latest.get(use.api_key, 0), use.last_used_ms)
+            applications.setdefault(use.api_key, []).extend(
+                SeenApplication(app.client_id, app.software_name, app.software_version, app.address, app.first_seen_ms, app.last_seen_ms)
+                for app in use.applications
+            )
     if latest:
         do_record_cluster_key_use(latest)
+    if any(applications.values()):
+        do_record_key_applications(applications)
 
 
 def reconcile(now: datetime | None = None) -> ReconcileReport:

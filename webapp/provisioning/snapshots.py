@@ -10,6 +10,11 @@
 Each snapshot is read in one transaction after locking its version row (see
 ``webapp.provisioning.versions``), so the version it carries covers exactly its content.
 The number of queries is fixed, whatever the number of tenants, topics or keys.
+
+The same transaction reads the newest job id (``last_job_id``). A change inserts its job
+while holding the lock of its snapshot's version row, so every job of a kind that changes
+only these snapshots, with an id at most ``last_job_id``, has its change in them: a push of
+these snapshots also delivers those jobs' changes (``jobs`` settles them with it).
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, Tenant
+from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, Tenant, key_is_cluster_admin
 from webapp.catalog.facade import AclBinding, Partition, Topic
 from webapp.fleet.facade import BrokerNode
-from webapp.provisioning.models import SnapshotKind
+from webapp.provisioning.models import ProvisioningJob, SnapshotKind
 from webapp.provisioning.versions import locked_versions
 
 # Names the cluster in ApplyPartitions unless settings.WEIR_CLUSTER_ID says otherwise.
@@ -35,6 +41,7 @@ _RESOURCE_TYPES = {
     "TOPIC": admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
     "GROUP": admin_pb2.ACL_RESOURCE_TYPE_GROUP,
     "CLUSTER": admin_pb2.ACL_RESOURCE_TYPE_CLUSTER,
+    "TRANSACTIONAL_ID": admin_pb2.ACL_RESOURCE_TYPE_TRANSACTIONAL_ID,
 }
 _PATTERN_TYPES = {"LITERAL": admin_pb2.ACL_PATTERN_TYPE_LITERAL, "PREFIXED": admin_pb2.ACL_PATTERN_TYPE_PREFIXED}
 _PERMISSIONS = {"ALLOW": admin_pb2.ACL_PERMISSION_ALLOW, "DENY": admin_pb2.ACL_PERMISSION_DENY}
@@ -50,6 +57,8 @@ class Snapshots:
 
     partitions: admin_pb2.ApplyPartitionsRequest | None = None
     security: admin_pb2.ApplySecurityRequest | None = None
+    # The newest job id when the snapshots were read (0: none); see the module docstring.
+    last_job_id: int = 0
 
 
 def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int = 0) -> Snapshots:
@@ -63,7 +72,8 @@ def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int
         versions = locked_versions(kinds)
         partitions = _partitions_snapshot(versions[SnapshotKind.PARTITIONS], controller_epoch) if SnapshotKind.PARTITIONS in versions else None
         security = _security_snapshot(versions[SnapshotKind.SECURITY]) if SnapshotKind.SECURITY in versions else None
-    return Snapshots(partitions=partitions, security=security)
+        last_job_id = ProvisioningJob.objects.aggregate(last=Max("pk"))["last"] or 0
+    return Snapshots(partitions=partitions, security=security, last_job_id=last_job_id)
 
 
 def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.ApplyPartitionsRequest:
@@ -118,6 +128,9 @@ def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
             tenant_id=key.tenant.public_id,
             principal=key.principal,
             scram=[_scram_credential(scram) for scram in sorted(key.scram_credentials.all(), key=lambda scram: scram.mechanism)],
+            # A member's key acts with the member's role; a service account's, by ACLs alone
+            # (the same rule the REST API and the dashboard show: accounts.key_access).
+            cluster_admin=key_is_cluster_admin(key),
         )
         for key in keys
     ]

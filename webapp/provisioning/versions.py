@@ -26,6 +26,16 @@ _SNAPSHOTS_OF_JOB_KIND: dict[str, tuple[str, ...]] = {
     JobKind.RECONCILE: (SnapshotKind.PARTITIONS, SnapshotKind.SECURITY),
 }
 
+# The job kinds whose changes a push of exactly these snapshot kinds (sorted) delivers in full.
+JOB_KINDS_OF_SNAPSHOTS: dict[tuple[str, ...], tuple[str, ...]] = {
+    pushed: tuple(kind for kind, changed in _SNAPSHOTS_OF_JOB_KIND.items() if set(changed) <= set(pushed))
+    for pushed in (
+        (SnapshotKind.PARTITIONS,),
+        (SnapshotKind.SECURITY,),
+        tuple(sorted((SnapshotKind.PARTITIONS, SnapshotKind.SECURITY))),
+    )
+}
+
 
 def snapshot_kinds_for(job_kind: str) -> tuple[str, ...]:
     """The snapshot kinds a job of ``job_kind`` changes and pushes."""

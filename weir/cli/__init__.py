@@ -1,4 +1,4 @@
-"""The ``weir`` command line: topics, groups, produce and consume.
+"""The ``weir`` command line: topics, groups, transactions, ACLs, the cluster, produce and consume.
 
 Commands reach brokers only through the SDK (``weir.Producer``, ``weir.Consumer``,
 ``weir.admin.AdminClient``), exactly as an application would, so the CLI is also a working
@@ -17,8 +17,8 @@ Conventions, for people and for scripts:
 
 Modules: ``app`` (entry point, exit codes), ``connection`` (options -> SDK config, shared
 broker calls), ``output`` (streams, tables, progress bars), ``arguments`` and ``values``
-(parser building blocks), one module per command (``topics``, ``groups``, ``produce``,
-``consume``).
+(parser building blocks), one module per command (``topics``, ``groups``, ``transactions``,
+``acls`` (with ``cluster describe``), ``produce``, ``consume``).
 """
 
 from weir.cli.app import build_parser, main

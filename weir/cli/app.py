@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import BinaryIO, TextIO
 
-from weir.cli import consume, groups, produce, topics, transactions
+from weir.cli import acls, consume, groups, produce, topics, transactions
 from weir.cli.connection import add_connection_options, bootstrap_servers
 from weir.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CommandError, UsageError, describe_kafka_error
 from weir.cli.output import Streams
@@ -21,11 +21,11 @@ DEBUG_ENVIRONMENT = "WEIR_DEBUG"  # set to 1 to see the traceback of an unexpect
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``weir`` parser; every leaf command sets ``run`` and ``command_parser``."""
     parser = argparse.ArgumentParser(
-        prog="weir", description="Weir command line: manage topics, consumer groups and transactions, produce and consume records."
+        prog="weir", description="Weir command line: manage topics, consumer groups, transactions and ACLs, produce and consume records."
     )
     add_connection_options(parser, top_level=True)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command_module in (topics, groups, transactions, produce, consume):
+    for command_module in (topics, groups, transactions, acls, produce, consume):
         command_module.register(commands)
     return parser
 

@@ -18,6 +18,7 @@ from weir.cli.arguments import add_command, add_progress_option
 from weir.cli.errors import EXIT_OK, CommandError, UsageError, describe_kafka_error
 from weir.cli.output import Streams, progress_bar
 from weir.cli.values import non_negative_int, positive_int
+from weir.consumer import consume_available
 from weir.errors import ErrorCode, KafkaError
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, TopicPartition
 
@@ -152,14 +153,15 @@ def _consume_until_done(consumer: Any, args: argparse.Namespace, streams: Stream
             wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
             wait = POLL_SECONDS if idle_limit is None else max(0.0, min(POLL_SECONDS, last_record_at + idle_limit - time.monotonic()))
             lines = []
-            for message in consumer.consume(num_messages=wanted, timeout=wait):
+            for message in consume_available(consumer, wanted, wait):
                 error = message.error()
                 if error is not None:
                     _handle_error(streams, error)
                     continue
                 lines.append(printer.format(message))
-                if committer is not None:
-                    committer.printed(message.partition(), message.offset())
+                partition, offset = message.partition(), message.offset()
+                if committer is not None and partition is not None and offset is not None:  # a record (no error) has both
+                    committer.printed(partition, offset)
             now = time.monotonic()
             if lines:
                 printer.write(lines)

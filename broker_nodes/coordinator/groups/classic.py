@@ -30,9 +30,10 @@ Timers (``now_ms`` passed in, from the coordinator's injected clock): session de
 sync deadline and the deadlines of pending (MEMBER_ID_REQUIRED) members; :meth:`expire`
 applies them.
 
-Classic membership lives in memory only (not in ``__consumer_offsets``): after a coordinator
-failover the members get NOT_COORDINATOR or UNKNOWN_MEMBER_ID, find the new coordinator and
-rejoin, which every classic client does. Committed offsets stay durable as for every group.
+Each completed generation is written to ``__consumer_offsets`` as Kafka's GroupMetadata record
+(``classic_records``, written by ``classic_groups``): after a coordinator failover the members
+find the new coordinator, which loaded the group Stable in that generation, and carry on with
+their member ids, generation and assignments.
 
 Not thread-safe: the coordinator holds the group's lock around every call.
 """
@@ -228,6 +229,7 @@ class ClassicGroup:
     earliest_join_ms: int = 0  # a group leaving Empty waits group.initial.rebalance.delay.ms for more members
     sync_deadline_ms: int | None = None
     commits_in_flight: int = 0  # checked offset commits not yet stored: the next generation waits for them
+    persisted: object = None  # what its record in the log holds (a classic_records.StoredClassicGroup; None: no record)
 
     # ------------------------------------------------------------------ views
 

@@ -2,10 +2,15 @@
 
 A classic group lives under the leadership of its offsets partition (the ``OffsetsPartition``
 object of that leadership is its ``home``): when the leadership ends or begins again, the
-group is dropped on its next use or timer check, its waiting JoinGroup/SyncGroup requests are
-answered NOT_COORDINATOR, and its members rejoin at the new coordinator (classic membership is
-not written to the log; see ``classic``). A group that becomes Empty is forgotten at once, so
-memory holds only groups with members; its committed offsets stay in the offsets partition.
+group is dropped on its next use or timer check and its waiting JoinGroup/SyncGroup requests
+are answered NOT_COORDINATOR. Each completed generation is in the log (``classic_records``:
+written under the group's lock, acks=all, after every change that alters it), so the new
+coordinator takes the group over from the record its load read (``OffsetsPartition.classic_records``)
+on first use or timer check, Stable in that generation: its members carry on. A group that
+becomes Empty is forgotten at once and its record tombstoned, so memory holds only groups with
+members; its committed offsets stay in the offsets partition. A record that could not be
+written is logged and written with the group's next change; until then a failover finds the
+previous generation and its members rejoin, as before the record existed.
 
 A group id is one kind of group at a time: every call here runs under the same per-group lock
 as the KIP-848 group of that id (``LoadedGroups.lock``), so a classic join and a consumer-group
@@ -24,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from broker_nodes import names
 from broker_nodes.clock import Clock
+from broker_nodes.coordinator.groups import classic_records
 from broker_nodes.coordinator.groups.classic import (
     ClassicDescription,
     ClassicGroup,
@@ -35,7 +41,7 @@ from broker_nodes.coordinator.groups.classic import (
 from broker_nodes.coordinator.groups.classic_errors import InconsistentGroupProtocolError, NotConsumerGroupError
 from broker_nodes.coordinator.groups.classic_subscription import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from broker_nodes.coordinator.groups.errors import NonEmptyGroupError, UnknownMemberIdError
-from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, NotCoordinatorError, OffsetStore
+from broker_nodes.coordinator.offset_store import CoordinatorLoadingError, CoordinatorNotAvailableError, NotCoordinatorError, OffsetStore
 from broker_nodes.coordinator.offsets_partition import OffsetsPartition
 
 logger = logging.getLogger(__name__)
@@ -153,6 +159,7 @@ class ClassicGroups:
 
     def listed(self, partition: OffsetsPartition) -> list[ClassicDescription]:
         """The classic groups of one led offsets partition (summaries without members)."""
+        self._take_over_loaded(partition)
         found = []
         for group_id, group in list(self._groups.items()):
             if group.home is partition:
@@ -189,7 +196,10 @@ class ClassicGroups:
 
     def expire(self) -> int:
         """Apply the timers of every group, drop groups whose leadership ended; returns how many members were removed."""
-        led = {id(partition) for partition in self._offsets.led_partitions()}
+        led_partitions = self._offsets.led_partitions()
+        for partition in led_partitions:
+            self._take_over_loaded(partition)
+        led = {id(partition) for partition in led_partitions}
         now = self._clock.milliseconds()
         removed = 0
         for group_id, group in list(self._groups.items()):
@@ -220,12 +230,32 @@ class ClassicGroups:
     # ------------------------------------------------------------------ keeping the dict
 
     def _current(self, partition: OffsetsPartition, group_id: str) -> ClassicGroup | None:
-        """The group if it lives under this leadership; one of an earlier leadership is dropped (its waiters told NOT_COORDINATOR)."""
+        """The group if it lives under this leadership; one of an earlier leadership is dropped (its waiters told NOT_COORDINATOR).
+
+        A group this leadership loaded from the log and nobody used yet is taken over now.
+        """
         group = self._groups.get(group_id)
-        if group is None or group.home is partition:
+        if group is not None and group.home is partition:
             return group
-        self._abandon(group)
-        return None
+        if group is not None:
+            self._abandon(group)
+        return self._restore(partition, group_id)
+
+    def _restore(self, partition: OffsetsPartition, group_id: str) -> ClassicGroup | None:
+        """Under the group's lock: the group of the record this leadership loaded, Stable, its members' sessions starting now."""
+        stored = partition.classic_records.pop(group_id, None)
+        if stored is None or not stored.members:
+            return None
+        group = classic_records.restore(group_id, stored, partition, self._clock.milliseconds())
+        self._groups[group_id] = group
+        logger.info("classic group %s loaded in generation %d with %d members", group_id, group.generation, len(group.members))
+        return group
+
+    def _take_over_loaded(self, partition: OffsetsPartition) -> None:
+        """Take over every group ``partition``'s load read, so its timers run and listings show it."""
+        for group_id in list(partition.classic_records):
+            with partition.groups.lock(group_id):
+                self._current(partition, group_id)
 
     def _require(self, partition: OffsetsPartition, group_id: str, member_id: str) -> ClassicGroup:
         group = self._current(partition, group_id)
@@ -234,11 +264,31 @@ class ClassicGroups:
         return group
 
     def _keep(self, group: ClassicGroup) -> None:
+        """Under the group's lock, after every change: keep it (or forget it once empty) and bring its record up to date."""
         if group.is_empty and group.state == ClassicState.EMPTY:
             if self._groups.get(group.group_id) is group:
                 del self._groups[group.group_id]
         else:
             self._groups[group.group_id] = group
+        self._persist(group)
+
+    def _persist(self, group: ClassicGroup) -> None:
+        """Write the group's record when what it should hold changed (see the module docstring); a failure is logged."""
+        try:
+            wanted = classic_records.stored_form(group)
+        except LookupError:
+            return  # a rebalance in progress: the record keeps the last completed generation
+        if wanted == group.persisted or not isinstance(group.home, OffsetsPartition):
+            return
+        value = None if wanted is None else classic_records.encode_value(wanted, self._clock.milliseconds())
+        try:
+            self._offsets.write_records(group.home, group.group_id, [(classic_records.encode_key(group.group_id), value)])
+        except (NotCoordinatorError, CoordinatorLoadingError, CoordinatorNotAvailableError) as error:
+            logger.warning(
+                "classic group %s: its generation %d could not be written (%s); it is written with its next change", group.group_id, group.generation, error
+            )
+            return
+        group.persisted = wanted
 
     def _drop_if_stale(self, group_id: str) -> None:
         group = self._groups.get(group_id)

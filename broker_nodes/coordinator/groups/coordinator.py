@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from broker_nodes.clock import Clock
+from broker_nodes.coordinator.groups import classic_records
 from broker_nodes.coordinator.groups.classic import ClassicSettings, ClassicState
 from broker_nodes.coordinator.groups.classic_errors import GroupSubscribedToTopicError
 from broker_nodes.coordinator.groups.classic_groups import ClassicGroups
@@ -112,7 +113,7 @@ class GroupCoordinator:
         self._clock = clock
         self.settings = settings
         self._member_ids = member_ids
-        # Classic (JoinGroup/SyncGroup) groups, in memory, under the same per-group locks.
+        # Classic (JoinGroup/SyncGroup) groups: in memory, each completed generation in the log (classic_records), under the same per-group locks.
         self.classic = ClassicGroups(offset_store, clock, classic_settings or ClassicSettings(), classic_member_ids, self._drop_empty_consumer_group)
 
     # ------------------------------------------------------------------ the protocol
@@ -195,7 +196,7 @@ class GroupCoordinator:
                 raise GroupIdNotFoundError(group_id)
             if group is not None and group.members:
                 raise NonEmptyGroupError(group_id, len(group.members))
-            self._delete_locked(partition, group_id, group, commits)
+            self._delete_locked(partition, group_id, group, commits, classic_tombstone=True)
         logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
 
     def delete_offsets(self, group_id: str, topic_partitions: list[TopicPartition]) -> list[Exception | None]:
@@ -286,8 +287,14 @@ class GroupCoordinator:
                     raise UnknownMemberIdError(group_id, member_id)
             return self._offsets.commit_transactional(partition, group_id, producer_id, producer_epoch, entries)
 
-    def _delete_locked(self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition]) -> None:
+    def _delete_locked(
+        self, partition: OffsetsPartition, group_id: str, group: ConsumerGroup | None, commits: list[TopicPartition], *, classic_tombstone: bool = False
+    ) -> None:
         records = group_records(group, None)
+        if classic_tombstone:
+            # A classic group's record is tombstoned when it empties; again here, as Kafka's deletion does,
+            # in case that write failed (a record left behind would bring its members back on failover).
+            records.append((classic_records.encode_key(group_id), None))
         records.extend((encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in commits)
         self._offsets.write_records(partition, group_id, records)
         partition.groups.remove(group_id)

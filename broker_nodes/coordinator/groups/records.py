@@ -29,9 +29,7 @@ deleted topic's id can no longer be looked up. Group and topic names are stored 
 
 from __future__ import annotations
 
-import builtins
 import enum
-import functools
 import struct
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -39,7 +37,7 @@ from dataclasses import dataclass
 
 from broker_nodes.coordinator.groups.group import ConsumerGroup, TopicInfo
 from broker_nodes.coordinator.groups.member import Member, MemberState, TopicPartition
-from weir.records import RecordFormatError, decode_unsigned_varint, encode_unsigned_varint
+from log_formats.kafka_schema import SchemaReader, SchemaWriter
 
 VALUE_VERSION = 0  # every group record value is version 0 (flexible)
 ZERO_UUID = bytes(16)  # Kafka's Uuid.ZERO_UUID: no topic id known
@@ -48,10 +46,7 @@ TAG_SESSION_TIMEOUT = 1000  # ConsumerGroupMemberMetadataValue: int32 session ti
 TAG_SUBSCRIBED_TOPICS = 1001  # ConsumerGroupMemberMetadataValue: compact array of resolved topic names
 TAG_TOPIC_NAME = 1000  # TopicPartitions struct: the topic's (qualified) name
 
-_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
 
 
 class RecordKind(enum.IntEnum):
@@ -78,114 +73,26 @@ class GroupRecordError(ValueError):
 # ---------------------------------------------------------------------- primitives
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-
-    def bytes(self) -> bytes:
-        return b"".join(self._parts)
-
-    def int8(self, value: int) -> None:
-        self._parts.append(_INT8.pack(value))
-
-    def int16(self, value: int) -> None:
-        self._parts.append(_INT16.pack(value))
-
-    def int32(self, value: int) -> None:
-        self._parts.append(_INT32.pack(value))
-
-    def int64(self, value: int) -> None:
-        self._parts.append(_INT64.pack(value))
-
-    def uvarint(self, value: int) -> None:
-        self._parts.append(encode_unsigned_varint(value))
-
-    def string(self, text: str | None) -> None:
-        """A compact (nullable) string."""
-        if text is None:
-            self.uvarint(0)
-            return
-        encoded = text.encode("utf-8")
-        self.uvarint(len(encoded) + 1)
-        self._parts.append(encoded)
-
-    # builtins.bytes: inside this class body, ``bytes`` names the method above.
-    def uuid(self, value: builtins.bytes) -> None:
-        self._parts.append(value)
-
-    def tags(self, tagged: Mapping[int, builtins.bytes]) -> None:
-        self.uvarint(len(tagged))
-        for tag in sorted(tagged):
-            self.uvarint(tag)
-            self.uvarint(len(tagged[tag]))
-            self._parts.append(tagged[tag])
+def _writer() -> SchemaWriter:
+    """A writer of values (flexible)."""
+    return SchemaWriter(GroupRecordError, flexible=True)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._position = 0
-
-    def _take(self, size: int) -> bytes:
-        end = self._position + size
-        if size < 0 or end > len(self._data):
-            raise GroupRecordError(f"record ends after {len(self._data)} bytes, {size} more were expected at byte {self._position}")
-        chunk = self._data[self._position : end]
-        self._position = end
-        return chunk
-
-    def int8(self) -> int:
-        return int(_INT8.unpack(self._take(1))[0])
-
-    def int16(self) -> int:
-        return int(_INT16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_INT32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_INT64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        try:
-            value, self._position = decode_unsigned_varint(self._data, self._position)
-        except IndexError:
-            raise GroupRecordError(f"record ends after {len(self._data)} bytes, inside a varint at byte {self._position}") from None
-        except RecordFormatError as error:
-            raise GroupRecordError(error.reason) from None
-        return value
-
-    def string(self) -> str | None:
-        length = self.uvarint()
-        if length == 0:
-            return None
-        return self._take(length - 1).decode("utf-8")
-
-    def uuid(self) -> bytes:
-        return self._take(16)
-
-    def count(self) -> int:
-        """The element count of a compact array (a null array counts as empty)."""
-        return max(0, self.uvarint() - 1)
-
-    def tags(self) -> dict[int, bytes]:
-        tagged = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            tagged[tag] = self._take(self.uvarint())
-        return tagged
-
-    def string_key(self) -> str:
-        (length,) = _INT16.unpack(self._take(2))
-        if length < 0:
-            raise GroupRecordError("a key string must not be null")
-        return self._take(length).decode("utf-8")
+def _reader(data: bytes) -> SchemaReader:
+    """A reader of values or of their tagged fields (flexible)."""
+    return SchemaReader(data, GroupRecordError, flexible=True)
 
 
-def _tag_bytes(write: Callable[[_Writer], None]) -> bytes:
-    writer = _Writer()
+def _tag_bytes(write: Callable[[SchemaWriter], None]) -> bytes:
+    writer = _writer()
     write(writer)
-    return writer.bytes()
+    return writer.to_bytes()
+
+
+def _compact_string_bytes(text: str) -> bytes:
+    writer = _writer()
+    writer.string(text)
+    return writer.to_bytes()
 
 
 def _topic_id_bytes(topic_id: str | None) -> bytes:
@@ -245,13 +152,18 @@ class GroupRecord:
 
 
 def encode_key(kind: RecordKind, group_id: str, member_id: str = "") -> bytes:
-    parts = [_INT16.pack(int(kind))]
+    writer = SchemaWriter(GroupRecordError)  # keys are not flexible
+    writer.int16(int(kind))
     for text in (group_id, member_id) if kind in _MEMBER_KINDS else (group_id,):
-        encoded = text.encode("utf-8")
-        if len(encoded) > 0x7FFF:
-            raise GroupRecordError(f"a key string of {len(encoded)} bytes does not fit Kafka's int16 length")
-        parts.append(_INT16.pack(len(encoded)) + encoded)
-    return b"".join(parts)
+        writer.string(text)
+    return writer.to_bytes()
+
+
+def _key_string(reader: SchemaReader) -> str:
+    text = reader.string()
+    if text is None:
+        raise GroupRecordError("a key string must not be null")
+    return text
 
 
 def key_version(key: bytes) -> int:
@@ -263,35 +175,35 @@ def key_version(key: bytes) -> int:
 # ---------------------------------------------------------------------- values
 
 
-def _value_writer() -> _Writer:
-    writer = _Writer()
+def _value_writer() -> SchemaWriter:
+    writer = _writer()
     writer.int16(VALUE_VERSION)
     return writer
 
 
-def _write_topic_partitions(writer: _Writer, partitions: frozenset[TopicPartition], topic_ids: Mapping[str, str]) -> None:
+def _write_topic_partitions(writer: SchemaWriter, partitions: frozenset[TopicPartition], topic_ids: Mapping[str, str]) -> None:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
-    writer.uvarint(len(by_topic) + 1)
+    writer.count(len(by_topic))
     for topic in sorted(by_topic):
-        writer.uuid(_topic_id_bytes(topic_ids.get(topic)))
+        writer.raw(_topic_id_bytes(topic_ids.get(topic)))
         numbers = sorted(by_topic[topic])
-        writer.uvarint(len(numbers) + 1)
+        writer.count(len(numbers))
         for number in numbers:
             writer.int32(number)
-        writer.tags({TAG_TOPIC_NAME: _tag_bytes(functools.partial(_Writer.string, text=topic))})
+        writer.tagged_fields({TAG_TOPIC_NAME: _compact_string_bytes(topic)})
 
 
-def _read_topic_partitions(reader: _Reader) -> frozenset[TopicPartition]:
+def _read_topic_partitions(reader: SchemaReader) -> frozenset[TopicPartition]:
     result: set[TopicPartition] = set()
     for _ in range(reader.count()):
         reader.uuid()
         numbers = [reader.int32() for _ in range(reader.count())]
-        tagged = reader.tags()
+        tagged = reader.tagged_fields()
         if TAG_TOPIC_NAME not in tagged:
             continue  # written without Weir's topic name: the partitions cannot be named here
-        topic = _Reader(tagged[TAG_TOPIC_NAME]).string() or ""
+        topic = _reader(tagged[TAG_TOPIC_NAME]).string() or ""
         result.update((topic, number) for number in numbers)
     return frozenset(result)
 
@@ -299,22 +211,22 @@ def _read_topic_partitions(reader: _Reader) -> frozenset[TopicPartition]:
 def encode_group_metadata(epoch: int, empty_since_ms: int) -> bytes:
     writer = _value_writer()
     writer.int32(epoch)
-    writer.tags({TAG_EMPTY_SINCE: _tag_bytes(lambda tag: tag.int64(empty_since_ms))})
-    return writer.bytes()
+    writer.tagged_fields({TAG_EMPTY_SINCE: _tag_bytes(lambda tag: tag.int64(empty_since_ms))})
+    return writer.to_bytes()
 
 
 def encode_partition_metadata(epoch: int, topics: Mapping[str, TopicInfo]) -> bytes:
     writer = _value_writer()
     writer.int32(epoch)
-    writer.uvarint(len(topics) + 1)
+    writer.count(len(topics))
     for name in sorted(topics):
-        writer.uuid(_topic_id_bytes(topics[name].topic_id))
+        writer.raw(_topic_id_bytes(topics[name].topic_id))
         writer.string(name)
         writer.int32(topics[name].partitions)
-        writer.uvarint(1)  # PartitionRacks: empty (no rack-aware assignment)
-        writer.tags({})
-    writer.tags({})
-    return writer.bytes()
+        writer.count(0)  # PartitionRacks: empty (no rack-aware assignment)
+        writer.tagged_fields({})
+    writer.tagged_fields({})
+    return writer.to_bytes()
 
 
 def encode_member_metadata(member: Member) -> bytes:
@@ -323,34 +235,34 @@ def encode_member_metadata(member: Member) -> bytes:
     writer.string(member.rack_id or None)
     writer.string(member.client_id)
     writer.string(member.client_host)
-    writer.uvarint(len(member.subscribed_topic_names) + 1)
+    writer.count(len(member.subscribed_topic_names))
     for name in member.subscribed_topic_names:
         writer.string(name)
     writer.string(member.subscribed_topic_regex or None)
     writer.int32(member.rebalance_timeout_ms)
     writer.string(member.server_assignor or None)
 
-    def subscribed(tag: _Writer) -> None:
-        tag.uvarint(len(member.subscribed_topics) + 1)
+    def subscribed(tag: SchemaWriter) -> None:
+        tag.count(len(member.subscribed_topics))
         for name in sorted(member.subscribed_topics):
             tag.string(name)
 
-    writer.tags({TAG_SESSION_TIMEOUT: _tag_bytes(lambda tag: tag.int32(member.session_timeout_ms)), TAG_SUBSCRIBED_TOPICS: _tag_bytes(subscribed)})
-    return writer.bytes()
+    writer.tagged_fields({TAG_SESSION_TIMEOUT: _tag_bytes(lambda tag: tag.int32(member.session_timeout_ms)), TAG_SUBSCRIBED_TOPICS: _tag_bytes(subscribed)})
+    return writer.to_bytes()
 
 
 def encode_target_metadata(assignment_epoch: int) -> bytes:
     writer = _value_writer()
     writer.int32(assignment_epoch)
-    writer.tags({})
-    return writer.bytes()
+    writer.tagged_fields({})
+    return writer.to_bytes()
 
 
 def encode_target_member(partitions: frozenset[TopicPartition], topic_ids: Mapping[str, str]) -> bytes:
     writer = _value_writer()
     _write_topic_partitions(writer, partitions, topic_ids)
-    writer.tags({})
-    return writer.bytes()
+    writer.tagged_fields({})
+    return writer.to_bytes()
 
 
 def encode_current_assignment(member: Member, topic_ids: Mapping[str, str]) -> bytes:
@@ -360,18 +272,18 @@ def encode_current_assignment(member: Member, topic_ids: Mapping[str, str]) -> b
     writer.int8(int(member.state))
     _write_topic_partitions(writer, member.assigned, topic_ids)
     _write_topic_partitions(writer, member.pending_revocation, topic_ids)
-    writer.tags({})
-    return writer.bytes()
+    writer.tagged_fields({})
+    return writer.to_bytes()
 
 
-def _decode_group_metadata(reader: _Reader, member_id: str) -> GroupMetadataValue:
+def _decode_group_metadata(reader: SchemaReader, member_id: str) -> GroupMetadataValue:
     epoch = reader.int32()
-    tagged = reader.tags()
-    empty_since = _Reader(tagged[TAG_EMPTY_SINCE]).int64() if TAG_EMPTY_SINCE in tagged else -1
+    tagged = reader.tagged_fields()
+    empty_since = _reader(tagged[TAG_EMPTY_SINCE]).int64() if TAG_EMPTY_SINCE in tagged else -1
     return GroupMetadataValue(epoch, empty_since)
 
 
-def _decode_partition_metadata(reader: _Reader, member_id: str) -> PartitionMetadataValue:
+def _decode_partition_metadata(reader: SchemaReader, member_id: str) -> PartitionMetadataValue:
     epoch = reader.int32()
     topics = {}
     for _ in range(reader.count()):
@@ -379,21 +291,21 @@ def _decode_partition_metadata(reader: _Reader, member_id: str) -> PartitionMeta
         name = reader.string() or ""
         partitions = reader.int32()
         _skip_partition_racks(reader)
-        reader.tags()
+        reader.tagged_fields()
         topics[name] = TopicInfo(str(uuid.UUID(bytes=topic_id)) if topic_id != ZERO_UUID else "", partitions)
     return PartitionMetadataValue(epoch, topics)
 
 
-def _skip_partition_racks(reader: _Reader) -> None:
+def _skip_partition_racks(reader: SchemaReader) -> None:
     """PartitionRacks ([Partition int32, Racks [string]]): Kafka writes them, this broker's assignors do not read them."""
     for _ in range(reader.count()):
         reader.int32()
         for _ in range(reader.count()):
             reader.string()
-        reader.tags()
+        reader.tagged_fields()
 
 
-def _decode_member_metadata(reader: _Reader, member_id: str) -> Member:
+def _decode_member_metadata(reader: SchemaReader, member_id: str) -> Member:
     instance_id = reader.string() or ""
     rack_id = reader.string() or ""
     client_id = reader.string() or ""
@@ -402,8 +314,8 @@ def _decode_member_metadata(reader: _Reader, member_id: str) -> Member:
     regex = reader.string() or ""
     rebalance_timeout_ms = reader.int32()
     assignor = reader.string() or ""
-    tagged = reader.tags()
-    session_timeout_ms = _Reader(tagged[TAG_SESSION_TIMEOUT]).int32() if TAG_SESSION_TIMEOUT in tagged else Member("").session_timeout_ms
+    tagged = reader.tagged_fields()
+    session_timeout_ms = _reader(tagged[TAG_SESSION_TIMEOUT]).int32() if TAG_SESSION_TIMEOUT in tagged else Member("").session_timeout_ms
     # Without the tag (a record written by Kafka), the subscribed names are the resolved topics.
     subscribed = _read_string_set(tagged[TAG_SUBSCRIBED_TOPICS]) if TAG_SUBSCRIBED_TOPICS in tagged else frozenset(names)
     return Member(
@@ -422,19 +334,19 @@ def _decode_member_metadata(reader: _Reader, member_id: str) -> Member:
 
 
 def _read_string_set(data: bytes) -> frozenset[str]:
-    reader = _Reader(data)
+    reader = _reader(data)
     return frozenset(reader.string() or "" for _ in range(reader.count()))
 
 
-def _decode_target_metadata(reader: _Reader, member_id: str) -> TargetMetadataValue:
+def _decode_target_metadata(reader: SchemaReader, member_id: str) -> TargetMetadataValue:
     return TargetMetadataValue(reader.int32())
 
 
-def _decode_target_member(reader: _Reader, member_id: str) -> TargetMemberValue:
+def _decode_target_member(reader: SchemaReader, member_id: str) -> TargetMemberValue:
     return TargetMemberValue(_read_topic_partitions(reader))
 
 
-def _decode_current_assignment(reader: _Reader, member_id: str) -> CurrentAssignmentValue:
+def _decode_current_assignment(reader: SchemaReader, member_id: str) -> CurrentAssignmentValue:
     member_epoch = reader.int32()
     previous = reader.int32()
     state_value = reader.int8()
@@ -448,7 +360,7 @@ def _decode_current_assignment(reader: _Reader, member_id: str) -> CurrentAssign
 
 
 # The value reader of each record kind; each gets the reader past the value version, and the member id of the key.
-_VALUE_DECODERS: dict[RecordKind, Callable[[_Reader, str], object]] = {
+_VALUE_DECODERS: dict[RecordKind, Callable[[SchemaReader, str], object]] = {
     RecordKind.GROUP_METADATA: _decode_group_metadata,
     RecordKind.PARTITION_METADATA: _decode_partition_metadata,
     RecordKind.MEMBER_METADATA: _decode_member_metadata,
@@ -459,7 +371,7 @@ _VALUE_DECODERS: dict[RecordKind, Callable[[_Reader, str], object]] = {
 
 
 def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
-    reader = _Reader(data)
+    reader = _reader(data)
     version = reader.int16()
     if version != VALUE_VERSION:
         raise GroupRecordError(f"unknown value version {version} of a record with key version {int(kind)}")
@@ -469,10 +381,10 @@ def _decode_value(kind: RecordKind, member_id: str, data: bytes) -> object:
 def decode(key: bytes, value: bytes | None) -> GroupRecord:
     """The group record of ``key`` / ``value`` (key version 3 to 8); GroupRecordError for bytes that do not decode."""
     try:
-        reader = _Reader(key)
+        reader = SchemaReader(key, GroupRecordError)  # keys are not flexible
         kind = RecordKind(reader.int16())
-        group_id = reader.string_key()
-        member_id = reader.string_key() if kind in _MEMBER_KINDS else ""
+        group_id = _key_string(reader)
+        member_id = _key_string(reader) if kind in _MEMBER_KINDS else ""
         decoded = None if value is None else _decode_value(kind, member_id, value)
     except (struct.error, UnicodeDecodeError) as error:
         raise GroupRecordError(f"group record does not decode: {error}") from None

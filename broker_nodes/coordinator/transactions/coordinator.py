@@ -18,7 +18,12 @@ markers are then written on a completer thread through the injected :class:`Mark
 lasts, since a decided transaction must complete), and CompleteCommit / CompleteAbort is
 stored last. The producer's next AddPartitionsToTxn, usually sent while that completion runs,
 waits for it (bounded by ``completion_wait_ms``) and is woken when it ends, rather than being
-answered CONCURRENT_TRANSACTIONS and retried by the client after a fixed backoff. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
+answered CONCURRENT_TRANSACTIONS and retried by the client after a fixed backoff. It waits
+only for the markers: once every marker is durable it is decided on the completed state and its
+Ongoing record is stored in place of CompleteCommit / CompleteAbort (the record that follows
+PrepareCommit says the markers are done either way, as a loading coordinator reads it), which
+takes one acks=all round trip of ``__transaction_state`` off every transaction of a producer
+that commits in a loop. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
 (transaction.timeout.ms) and :meth:`expire_transactional_ids`
 (transactional.id.expiration.ms).
 
@@ -30,16 +35,15 @@ or a marker write.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.coordinator.offset_store import OFFSETS_TOPIC
+from broker_nodes.coordinator.partition_leadership import PartitionLeadership
 from broker_nodes.coordinator.transactions import state as machine
 from broker_nodes.coordinator.transactions.errors import (
     ConcurrentTransactionsError,
@@ -52,7 +56,7 @@ from broker_nodes.coordinator.transactions.errors import (
 from broker_nodes.coordinator.transactions.markers import MarkerRequest, MarkerWriter
 from broker_nodes.coordinator.transactions.partition import TransactionsPartition
 from broker_nodes.coordinator.transactions.state import TopicPartition, TransactionMetadata
-from broker_nodes.replica_manager import ACKS_ALL, LEADER_EPOCH, ReplicaManager
+from broker_nodes.replica_manager import ACKS_ALL, ReplicaManager
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from log_formats.offset_commit_records import partition_for_group
 from log_formats.transaction_log_records import (
@@ -68,7 +72,6 @@ from weir.records import BatchHeader, RecordBatchBuilder, RecordFormatError, bat
 logger = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka's name for the internal topic of transaction states
-LOAD_READ_BYTES = 1024 * 1024  # bytes read per step while loading a partition's log
 T = TypeVar("T")
 
 
@@ -91,12 +94,16 @@ class ProducerIdAndEpoch:
     producer_epoch: int
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
     """Coordinates the transactional ids of the led ``__transaction_state`` partitions. See the module docstring.
 
     Lifecycle: standalone, :meth:`lead_every_partition` at startup; managed,
-    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end.
+    :meth:`follow_leadership` with every cluster map; :meth:`shutdown` at the end (see
+    ``partition_leadership``).
     """
+
+    topic = TRANSACTION_STATE_TOPIC
+    coordinates = "its transactions"
 
     def __init__(
         self,
@@ -110,18 +117,12 @@ class TransactionCoordinator:
         loader: Executor | None = None,
         completer: Executor | None = None,
     ) -> None:
-        self._replica_manager = replica_manager
-        self._registry = registry
-        self._clock = clock
+        # Injected so that tests decide when a load or a completion runs.
+        super().__init__(replica_manager, registry, clock, loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-loader"))
         self._allocate = allocate_producer_id
         self._markers = markers
         self._settings = settings
-        self._leadership_lock = threading.Lock()
-        self._partitions: dict[int, TransactionsPartition] = {}
-        # Injected so that tests decide when a load or a completion runs.
-        self._loader = loader if loader is not None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-loader")
         self._completer = completer if completer is not None else ThreadPoolExecutor(max_workers=4, thread_name_prefix="txn-markers")
-        self._stopping = threading.Event()
 
     # ------------------------------------------------------------------ placement
 
@@ -144,94 +145,17 @@ class TransactionCoordinator:
             raise TransactionCoordinatorLoadingError(transactional_id, partition)
         return state
 
-    def is_loaded(self, partition: int) -> bool:
-        state = self._partitions.get(partition)
-        return state is not None and state.active
-
     # ------------------------------------------------------------------ leadership
 
-    def lead_every_partition(self) -> int:
-        """Standalone: lead every partition and load them now; returns the records read."""
-        topic = self._registry.require(TRANSACTION_STATE_TOPIC)
-        loaded = 0
-        with self._leadership_lock:
-            self._partitions.clear()
-            states = [TransactionsPartition(partition, LEADER_EPOCH, topic.topic_id) for partition in range(topic.partitions)]
-            self._partitions.update((state.partition, state) for state in states)
-        for state in states:
-            loaded += self._load(state)
-        return loaded
+    def _new_partition(self, partition: int, leader_epoch: int, topic_id: str) -> TransactionsPartition:
+        return TransactionsPartition(partition, leader_epoch, topic_id)
 
-    def follow_leadership(self, led: Mapping[int, int]) -> None:
-        """Managed: lead exactly the partitions in ``led`` (partition -> leader epoch), as the cluster map says.
-
-        A partition led anew (or with a higher epoch, or of a recreated topic) loads on the
-        loader thread; one no longer led is dropped at once (its ids answer NOT_COORDINATOR and
-        its running completions stop at their next step).
-        """
-        topic = self._registry.get(TRANSACTION_STATE_TOPIC)
-        topic_id = topic.topic_id if topic is not None else None
-        partition_count = topic.partitions if topic is not None else 0
-        with self._leadership_lock:
-            for partition, state in list(self._partitions.items()):
-                epoch = led.get(partition)
-                if epoch is None or state.topic_id != topic_id or epoch > state.leader_epoch:
-                    del self._partitions[partition]
-                    logger.info(
-                        "partition %d of %s: no longer coordinating its transactions (coordinator epoch %d)",
-                        partition,
-                        TRANSACTION_STATE_TOPIC,
-                        state.leader_epoch,
-                    )
-            if topic_id is None or self._stopping.is_set():
-                return
-            for partition, epoch in sorted(led.items()):
-                if partition in self._partitions or partition >= partition_count:
-                    continue
-                state = TransactionsPartition(partition, epoch, topic_id)
-                self._partitions[partition] = state
-                self._loader.submit(self._load_in_background, state)
-
-    def _is_current(self, state: TransactionsPartition) -> bool:
-        return self._partitions.get(state.partition) is state and not self._stopping.is_set()
-
-    def _load_in_background(self, state: TransactionsPartition) -> None:
-        try:
-            loaded = self._load(state)
-        except Exception:
-            # Drop the leadership rather than load forever; the next map that makes this broker leader loads again.
-            logger.exception("partition %d of %s: loading transactions failed", state.partition, TRANSACTION_STATE_TOPIC)
-            with self._leadership_lock:
-                if self._partitions.get(state.partition) is state:
-                    del self._partitions[state.partition]
-            return
-        if self._is_current(state):
-            logger.info(
-                "partition %d of %s: loaded %d records; coordinating %d transactional ids with coordinator epoch %d",
-                state.partition,
-                TRANSACTION_STATE_TOPIC,
-                loaded,
-                len(state.transactions),
-                state.leader_epoch,
-            )
+    def _loaded_summary(self, state: TransactionsPartition) -> str:
+        return f"{len(state.transactions)} transactional ids"
 
     def _load(self, state: TransactionsPartition) -> int:
         """Replay the partition's log into ``state``, activate it and complete the transactions it left decided."""
-        log = self._replica_manager.partition_log(TRANSACTION_STATE_TOPIC, state.partition)
-        offset = log.log_start_offset
-        end = log.log_end_offset  # as leader this broker's log is the partition's truth, up to its end
-        loaded = 0
-        while offset < end and self._is_current(state):
-            data = log.read(offset, LOAD_READ_BYTES, max_offset=end).records
-            next_offset = offset
-            for position, header in iter_batch_positions(data):
-                next_offset = header.next_offset
-                if header.next_offset <= offset or header.is_control:
-                    continue
-                loaded += self._replay_batch(state, data, position, header, offset)
-            if next_offset <= offset:
-                break
-            offset = next_offset
+        loaded = self._replay_log(state, lambda data, min_offset: self._replay_batches(state, data, min_offset))
         with state.lock:
             if not self._is_current(state):
                 return loaded
@@ -247,6 +171,14 @@ class TransactionCoordinator:
             )
             self._start_completion(state, transactional_id)
         return loaded
+
+    def _replay_batches(self, state: TransactionsPartition, data: bytes, min_offset: int) -> int:
+        """Replay the data batches of ``data`` from ``min_offset`` (markers hold no state of this topic); return the records replayed."""
+        return sum(
+            self._replay_batch(state, data, position, header, min_offset)
+            for position, header in iter_batch_positions(data)
+            if header.next_offset > min_offset and not header.is_control
+        )
 
     def _replay_batch(self, state: TransactionsPartition, data: bytes, position: int, header: BatchHeader, min_offset: int) -> int:
         """Replay one batch's records; an undecodable batch or record is skipped with a warning (one bad record must not orphan a partition)."""
@@ -271,10 +203,7 @@ class TransactionCoordinator:
 
     def shutdown(self) -> None:
         """Stop loads and completions at their next step and drop every leadership."""
-        self._stopping.set()
-        with self._leadership_lock:
-            self._partitions.clear()
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        self._stop_leading()
         self._completer.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ operations
@@ -306,14 +235,26 @@ class TransactionCoordinator:
         """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open)."""
         state = self.coordinating(transactional_id)
         wanted = list(partitions)
-        self._await_settled(state, transactional_id)
-        now = self._clock.milliseconds()
-        self._change(
-            state,
-            transactional_id,
-            lambda current: machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now),
-            lambda metadata: metadata,
-        )
+        with state.lock:
+            state.adding[transactional_id] += 1
+        try:
+            self._await_settled(state, transactional_id)
+            now = self._clock.milliseconds()
+
+            def decide(current: TransactionMetadata | None) -> TransactionMetadata | None:
+                # Called under the partition's lock. The previous transaction's markers are all durable:
+                # the next one begins from its completed state, and this record takes CompleteCommit's place.
+                if current is not None and state.markers_written.get(transactional_id) is current:
+                    current = machine.complete(current, now_ms=now)
+                return machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now)
+
+            self._change(state, transactional_id, decide, lambda metadata: metadata)
+        finally:
+            with state.lock:
+                state.adding[transactional_id] -= 1
+                if not state.adding[transactional_id]:
+                    del state.adding[transactional_id]
+                state.settled.notify_all()
 
     def _await_settled(self, state: TransactionsPartition, transactional_id: str) -> None:
         """Wait (at most completion_wait_ms) while the id's previous transaction completes or a state change of it is written.
@@ -328,17 +269,27 @@ class TransactionCoordinator:
         included when the wait ran out (markers retried for a moved leader).
         """
         with state.lock:
-            if transactional_id not in state.completing and transactional_id not in state.pending:
+            if self._settled(state, transactional_id):
                 return
             state.waiting += 1
             try:
                 # A real-time bound, as every wait on a condition; a shutdown or a lost leadership ends it at the bound.
                 state.settled.wait_for(
-                    lambda: (transactional_id not in state.completing and transactional_id not in state.pending) or not self._is_current(state),
+                    lambda: self._settled(state, transactional_id) or not self._is_current(state),
                     timeout=self._settings.completion_wait_ms / 1000.0,
                 )
             finally:
                 state.waiting -= 1
+
+    @staticmethod
+    def _settled(state: TransactionsPartition, transactional_id: str) -> bool:
+        """No state change of the id is being written, and it is not decided with markers still to write. Under the lock."""
+        if transactional_id in state.pending:
+            return False
+        current = state.transactions.get(transactional_id)
+        if current is None or not current.state.completing:
+            return True  # an older completion still finishing concerns a transaction that is over
+        return state.markers_written.get(transactional_id) is current
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TopicPartition:
         """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction; returns it."""
@@ -532,11 +483,7 @@ class TransactionCoordinator:
                     if not self._is_current(state):
                         raise NotTransactionCoordinatorError(transactional_id, state.partition)
                     info = self._replica_manager.append_to_partition(TRANSACTION_STATE_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
-                replication = self._replica_manager.replication
-                if replication is not None and replication.is_replicated_leader(TRANSACTION_STATE_TOPIC, state.partition):
-                    timeout_ms = self._settings.write_timeout_ms
-                    deadline = self._clock.monotonic() + timeout_ms / 1000.0
-                    replication.wait_for_replication(TRANSACTION_STATE_TOPIC, state.partition, info.last_offset + 1, deadline, timeout_ms)
+                self._wait_for_replicas(state.partition, info.last_offset + 1, self._settings.write_timeout_ms)
         except NotTransactionCoordinatorError:
             raise
         except NotLeaderOrFollowerError:
@@ -545,10 +492,6 @@ class TransactionCoordinator:
             raise TransactionCoordinatorNotAvailableError(
                 transactional_id, f"its state could not be stored in partition {state.partition} of {TRANSACTION_STATE_TOPIC}: {error}"
             ) from error
-
-    def _wait_slot(self) -> AbstractContextManager[None]:
-        replication = self._replica_manager.replication
-        return replication.wait_slot() if replication is not None else nullcontext()
 
     # ------------------------------------------------------------------ completion (markers)
 
@@ -565,7 +508,14 @@ class TransactionCoordinator:
                 state.settled.notify_all()
 
     def _complete(self, state: TransactionsPartition, transactional_id: str) -> None:
-        """Write the markers of a decided transaction until every partition has its own, then store CompleteCommit / CompleteAbort."""
+        """Write the markers of a decided transaction until every partition has its own, then store CompleteCommit / CompleteAbort.
+
+        Once the markers are durable the id is in ``markers_written``: the producer's next
+        AddPartitionsToTxn may then store its Ongoing record first, in place of the completion,
+        and this completion ends. Should a later transaction be decided before this completion
+        has left ``completing``, it is started again for that one when it ends.
+        """
+        prepared: TransactionMetadata | None = None
         try:
             done: set[TopicPartition] = set()
             while self._is_current(state):
@@ -573,18 +523,50 @@ class TransactionCoordinator:
                     metadata = state.transactions.get(transactional_id)
                 if metadata is None or not metadata.state.completing:
                     return
+                if prepared is None:
+                    prepared = metadata
+                elif metadata is not prepared:
+                    return  # a later decision (the next transaction began from this one's markers): restarted below
                 remaining = sorted(metadata.partitions - done)
                 if remaining:
                     done |= self._write_markers(state, metadata, remaining)
-                if metadata.partitions <= done and self._store_completion(state, transactional_id, metadata):
-                    return
+                if metadata.partitions <= done:
+                    with state.lock:
+                        if state.transactions.get(transactional_id) is metadata:
+                            state.markers_written[transactional_id] = metadata
+                            state.settled.notify_all()
+                            self._yield_to_next_transaction(state, transactional_id, metadata)
+                    stored = self._store_completion(state, transactional_id, metadata)
+                    if stored is True:
+                        return
+                    if stored is None:
+                        # Another change of the id is being written (the next AddPartitionsToTxn): look again once it is.
+                        with state.lock:
+                            state.settled.wait_for(
+                                lambda: transactional_id not in state.pending or not self._is_current(state),
+                                timeout=self._settings.marker_retry_backoff_ms / 1000.0,
+                            )
+                        continue
                 self._stopping.wait(self._settings.marker_retry_backoff_ms / 1000.0)
         except Exception:
             logger.exception("%s: completing its transaction failed; the next leader of partition %d completes it", transactional_id, state.partition)
         finally:
             with state.lock:
                 state.completing.discard(transactional_id)
+                if prepared is not None and state.markers_written.get(transactional_id) is prepared:
+                    del state.markers_written[transactional_id]
                 state.settled.notify_all()
+                current = state.transactions.get(transactional_id)
+                again = prepared is not None and current is not None and current is not prepared and current.state.completing and self._is_current(state)
+            if again:
+                self._start_completion(state, transactional_id)
+
+    def _yield_to_next_transaction(self, state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> None:
+        """Under the lock, markers durable: while the producer's next AddPartitionsToTxn is being served, let it store its record first (bounded)."""
+        state.settled.wait_for(
+            lambda: not state.adding[transactional_id] or state.transactions.get(transactional_id) is not prepared or not self._is_current(state),
+            timeout=self._settings.completion_wait_ms / 1000.0,
+        )
 
     def _write_markers(self, state: TransactionsPartition, metadata: TransactionMetadata, partitions: list[TopicPartition]) -> set[TopicPartition]:
         """The partitions that got their marker (or no longer exist); logs the rest, which are retried."""
@@ -619,16 +601,19 @@ class TransactionCoordinator:
                 )
         return written
 
-    def _store_completion(self, state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> bool:
+    def _store_completion(self, state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> bool | None:
+        """True when the completion is stored or no longer needed, None while another change of the id is written, False to retry."""
         now = self._clock.milliseconds()
         try:
             self._change(
                 state,
                 transactional_id,
-                lambda current: machine.complete(prepared, now_ms=now) if current == prepared else None,
+                lambda current: machine.complete(prepared, now_ms=now) if current is prepared else None,
                 lambda metadata: metadata,
             )
-        except (ConcurrentTransactionsError, TransactionCoordinatorNotAvailableError) as error:
+        except ConcurrentTransactionsError:
+            return None
+        except TransactionCoordinatorNotAvailableError as error:
             logger.info("%s: storing the completion failed, retrying: %s", transactional_id, error)
             return False
         except NotTransactionCoordinatorError:

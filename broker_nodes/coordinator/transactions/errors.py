@@ -125,6 +125,28 @@ class TransactionalIdAuthorizationError(TransactionCoordinatorError):
         self.operation = operation
 
 
+class TransactionalBatchWithoutIdError(TransactionalIdAuthorizationError):
+    """A Produce carries a transactional batch but no transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers it).
+
+    Only the id's coordinator can verify (KIP-890) that the partition is in the producer's
+    ongoing transaction: appended unverified, such a batch could open a transaction no
+    coordinator knows, which would hold the partition's last stable offset back for ever.
+    ``topic`` is the caller's plain name.
+    """
+
+    def __init__(self, topic: str, partition: int, batch_index: int) -> None:
+        TransactionCoordinatorError.__init__(
+            self,
+            f"a transactional batch needs its producer's transactional id on the Produce request, and this request names none "
+            f"(topic {topic!r} partition {partition}, batch {batch_index}); nothing of the request was appended",
+        )
+        self.transactional_id = ""
+        self.operation = "use"
+        self.topic = topic
+        self.partition = partition
+        self.batch_index = batch_index
+
+
 class TransactionVerificationUnavailableError(TransactionCoordinatorError):
     """A transactional batch could not be verified with its coordinator now; nothing was appended.
 

@@ -15,6 +15,8 @@ are being written; one completion runs per id. :attr:`settled` (a condition over
 is notified whenever an id stops being pending or completing, so that a request that must wait
 for either (the next transaction's AddPartitionsToTxn while the previous one completes) is
 woken at once instead of being answered CONCURRENT_TRANSACTIONS and retried after a backoff.
+Once every marker of a decided transaction is durable (:attr:`markers_written`), that request
+need not wait for CompleteCommit / CompleteAbort to be stored: its own record supersedes it.
 
 Thread-safety: every field is read and changed under :attr:`lock`, except :attr:`active`
 (a bool, read without it).
@@ -23,6 +25,7 @@ Thread-safety: every field is read and changed under :attr:`lock`, except :attr:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 from broker_nodes.coordinator.transactions.state import TransactionMetadata
 from log_formats.transaction_log_records import TransactionLogValue
@@ -40,7 +43,13 @@ class TransactionsPartition:
         self.transactions: dict[str, TransactionMetadata] = {}  # qualified transactional id -> state
         self.pending: set[str] = set()  # ids with a state change being written
         self.completing: set[str] = set()  # ids whose markers are being written
-        self.settled = threading.Condition(self.lock)  # notified when an id leaves ``pending`` or ``completing``
+        # ids whose decided transaction (the value, the very object in ``transactions``) has every
+        # marker durable while its CompleteCommit / CompleteAbort is not stored yet
+        self.markers_written: dict[str, TransactionMetadata] = {}
+        # AddPartitionsToTxn requests of each id being served: a completion whose markers are
+        # durable lets them store their record first rather than racing them with its own
+        self.adding: Counter[str] = Counter()
+        self.settled = threading.Condition(self.lock)  # notified when an id leaves ``pending`` or ``completing``, or its markers are written
         self.waiting = 0  # requests waiting on :attr:`settled` now (tests and metrics)
 
     @property

@@ -124,7 +124,11 @@ class TransactionMetadata:
 
     ``ended_by`` is the (producer id, epoch) of the EndTxn that ended the latest transaction,
     kept so that its retry is recognised; None when that transaction was aborted by the
-    coordinator (timeout, fencing) or none ended yet.
+    coordinator (timeout, fencing) or none ended yet. ``ended_by_inferred``: it was inferred
+    from a replayed record, which cannot say who ended an aborted transaction (a coordinator
+    abort bumps the epoch as the producer's own EndTxn does): a retry with the same outcome is
+    taken for the producer's own, and a commit after such an abort is a fenced producer's
+    (Kafka's TV2 answer to a timed-out producer's late EndTxn).
     """
 
     transactional_id: str  # qualified: tenant~id
@@ -138,6 +142,7 @@ class TransactionMetadata:
     previous_producer_id: int = log_records.NO_PRODUCER_ID
     next_producer_id: int = log_records.NO_PRODUCER_ID
     ended_by: tuple[int, int] | None = None
+    ended_by_inferred: bool = False
 
     def transition(self, target: TransactionState, **changes: object) -> TransactionMetadata:
         """This metadata in ``target`` with ``changes``; IllegalTransitionError when Kafka forbids it."""
@@ -180,6 +185,7 @@ class TransactionMetadata:
             previous_producer_id=value.previous_producer_id,
             next_producer_id=value.next_producer_id,
             ended_by=ended_by,
+            ended_by_inferred=ended_by is not None,
         )
 
 
@@ -252,6 +258,7 @@ def init_producer_id(
             last_update_timestamp_ms=now_ms,
             next_producer_id=log_records.NO_PRODUCER_ID,
             ended_by=None,
+            ended_by_inferred=False,
             **bumped,
         )
     )
@@ -280,7 +287,9 @@ def add_partitions(
     if not current.state.idle:
         raise InvalidTransactionStateError(transactional_id, f"partitions cannot be added in state {current.state.kafka_name}")
     # A new transaction: a late EndTxn of the previous one is no retry any more (PRODUCER_FENCED by its epoch).
-    return current.transition(TransactionState.ONGOING, partitions=added, start_timestamp_ms=now_ms, last_update_timestamp_ms=now_ms, ended_by=None)
+    return current.transition(
+        TransactionState.ONGOING, partitions=added, start_timestamp_ms=now_ms, last_update_timestamp_ms=now_ms, ended_by=None, ended_by_inferred=False
+    )
 
 
 def verify_partitions(
@@ -329,7 +338,7 @@ def end_transaction(
     and only a retry of the same EndTxn is recognised (KIP-890's defence needs version 2).
     """
     if current is not None and current.ended_by == (producer_id, producer_epoch):
-        return _retried_end(current, transactional_id, commit)
+        return _retried_end(current, transactional_id, producer_epoch, commit)
     current = _check_producer(current, transactional_id, producer_id, producer_epoch)
     _check_not_busy(current)
     target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
@@ -346,10 +355,13 @@ def end_transaction(
     raise InvalidTransactionStateError(transactional_id, f"cannot {'commit' if commit else 'abort'} in state {current.state.kafka_name}")
 
 
-def _retried_end(current: TransactionMetadata, transactional_id: str, commit: bool) -> EndOutcome:
+def _retried_end(current: TransactionMetadata, transactional_id: str, producer_epoch: int, commit: bool) -> EndOutcome:
     committed = current.state in (TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT)
     aborted = current.state in (TransactionState.PREPARE_ABORT, TransactionState.COMPLETE_ABORT)
     if (commit and not committed) or (not commit and not aborted):
+        if current.ended_by_inferred and aborted:
+            # After a reload an abort may have been the coordinator's (a timeout): the late commit is a fenced producer's.
+            raise ProducerFencedError(transactional_id, producer_epoch, current.producer_epoch)
         raise InvalidTransactionStateError(
             transactional_id, f"a retried {'commit' if commit else 'abort'} of a transaction that ended otherwise ({current.state.kafka_name})"
         )
@@ -429,6 +441,7 @@ def _prepare(
         start_timestamp_ms=start,
         last_update_timestamp_ms=now_ms,
         ended_by=ended_by,
+        ended_by_inferred=False,
     )
 
 

@@ -14,13 +14,17 @@ verified: once the partition's producer state holds an open transaction of that 
 and epoch, the partition was verified and its later batches are appended without asking
 (the marker that ends the transaction there closes it, so a late batch is verified again).
 
+Each entry is verified by its first batch's producer id and epoch, which covers the whole entry
+only because an entry holds exactly one batch: ``requests.produce`` refuses any other
+(INVALID_RECORD, Kafka's rule from Produce v3 on) before the append, so a transactional batch
+behind a plain one can never be appended unverified.
+
 Thread-safe: channels are opened once per coordinator address under a lock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import grpc
 
@@ -40,9 +44,6 @@ from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER
 from grpc_protos.weir.v1 import replication_pb2
 from weir.errors import ErrorCode
 from weir.records import RecordFormatError, read_batch_header
-
-if TYPE_CHECKING:
-    pass
 
 VERIFY_DEADLINE_SECONDS = 10.0  # a verification is an in-memory lookup at the coordinator; this bounds an unreachable one
 
@@ -71,8 +72,8 @@ class TransactionVerifier:
     def refused_entries(self, transactional_id: str, entries: Sequence[tuple[str, int, bytes]]) -> dict[int, Exception]:
         """The entries (by index) that must not be appended, with why; ``transactional_id`` is qualified.
 
-        Each entry's producer id and epoch are read from its first batch; entries whose batches
-        are not transactional are left to the log's own checks.
+        Precondition: each entry holds one batch (see the module docstring), whose producer id
+        and epoch are read; entries whose batch is not transactional are left to the log's own checks.
         """
         by_producer: dict[tuple[int, int], list[int]] = {}
         for index, (_, _, records) in enumerate(entries):

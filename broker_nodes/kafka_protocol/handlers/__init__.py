@@ -21,6 +21,7 @@ from broker_nodes.kafka_protocol.handlers import describe_cluster as describe_cl
 from broker_nodes.kafka_protocol.handlers import describe_configs as describe_configs
 from broker_nodes.kafka_protocol.handlers import describe_producers as describe_producers
 from broker_nodes.kafka_protocol.handlers import describe_transactions as describe_transactions
+from broker_nodes.kafka_protocol.handlers import elect_leaders as elect_leaders
 from broker_nodes.kafka_protocol.handlers import end_txn as end_txn
 from broker_nodes.kafka_protocol.handlers import fetch as fetch
 from broker_nodes.kafka_protocol.handlers import find_coordinator as find_coordinator

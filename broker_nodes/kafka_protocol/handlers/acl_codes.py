@@ -2,7 +2,7 @@
 ACL messages carry), both ways; used by the ACL handlers and DescribeCluster's authorized operations.
 
 A code Weir does not know becomes a name the catalog refuses with a clear message (``UNKNOWN(9)``),
-so a binding for, say, TRANSACTIONAL_ID is answered INVALID_REQUEST rather than dropped.
+so a binding for, say, DELEGATION_TOKEN is answered INVALID_REQUEST rather than dropped.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from broker_nodes.coordinator.groups.member import TopicPartition
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, error_fields, response_module, timeout_ms
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
+from broker_nodes.kafka_protocol.handlers.group_admin import group_operations
 from broker_nodes.requests import groups as group_requests
 from broker_nodes.requests.topics import plain_name_of_topic_id
 from broker_nodes.security.access import CallContext
@@ -169,7 +170,7 @@ def handle_consumer_group_describe(context: api.KafkaRequestContext, request: An
                 assignment_epoch=snapshot.assignment_epoch,
                 assignor_name=snapshot.assignor_name,
                 members=members,
-                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=group_operations(context, outcome.group_id, request.include_authorized_operations),
             )
         )
     return schema.ConsumerGroupDescribeResponse(throttle_time=throttle_time(0), groups=tuple(groups))

@@ -60,11 +60,9 @@ def _entry(
     context: api.KafkaRequestContext, schema: Any, resource_type: int, entry: broker_pb2.ConfigEntryResult, include_synonyms: bool, include_documentation: bool
 ) -> Any:
     synonyms: tuple[Any, ...] = ()
-    if include_synonyms and resource_type == broker_pb2.RESOURCE_TYPE_TOPIC:
-        found = config_requests.topic_config_synonyms(context.broker, entry)
+    if include_synonyms:
+        found = config_requests.config_synonyms(context.broker, resource_type, entry)
         synonyms = tuple(build(schema.DescribeConfigsSynonym, name=synonym.name, value=synonym.value, source=synonym.source) for synonym in found)
-    elif include_synonyms:
-        synonyms = (build(schema.DescribeConfigsSynonym, name=entry.name, value=entry.value, source=int(entry.source)),)
     return build(
         schema.DescribeConfigsResourceResult,
         name=entry.name,

@@ -4,8 +4,8 @@ DescribeGroups shows classic groups as Kafka does (members' metadata and assignm
 Stable), a KIP-848 group in the same shape without the bytes, and a group that does not exist
 as Dead without an error. ListGroups lists the groups this broker coordinates that the caller
 may describe, with the states filter (v4+) and the types filter (v5: ``classic`` or ``consumer``).
-Authorized operations (``include_authorized_operations``) are not computed: Kafka's "not
-provided" value (INT32_MIN) is answered.
+With ``include_authorized_operations`` (v3+) a described group carries the caller's operations
+on it (``requests.groups.authorized_group_operations``), else Kafka's "not provided" (INT32_MIN).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from kio.schema.errors import ErrorCode
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module
 from broker_nodes.kafka_protocol.handlers.data_common import throttle_time
+from broker_nodes.kafka_protocol.handlers.describe_cluster import operation_bits
 from broker_nodes.requests import groups as group_requests
 from broker_nodes.server.errors import InvalidRequestError, error_code_and_message
 
 DESCRIBE_GROUPS_KEY = 15
 LIST_GROUPS_KEY = 16
 DELETE_GROUPS_KEY = 42
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 @api.handles(DESCRIBE_GROUPS_KEY, 0, 5)
@@ -52,10 +52,17 @@ def handle_describe_groups(context: api.KafkaRequestContext, request: Any) -> An
                 protocol_type=outcome.protocol_type,
                 protocol_data=outcome.protocol_name,
                 members=members,
-                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=group_operations(
+                    context, outcome.group_id, getattr(request, "include_authorized_operations", False) and not outcome.error_code
+                ),
             )
         )
     return build(schema.DescribeGroupsResponse, throttle_time=throttle_time(0), groups=tuple(groups))
+
+
+def group_operations(context: api.KafkaRequestContext, group_id: str, requested: bool) -> int:
+    """The caller's operations on the group as Kafka's bit field, or "not requested"."""
+    return operation_bits(frozenset(group_requests.authorized_group_operations(context.call, group_id)) if requested else None)
 
 
 @api.handles(LIST_GROUPS_KEY, 0, 5)

@@ -1,12 +1,15 @@
 """Produce (key 0, v3-v11): the RecordBatch v2 bytes as received, through ``requests.produce``.
 
 The batches are not decoded here: the broker's append validates them (CRC, magic, producer
-id/epoch/sequence for idempotent producers) exactly as for the gRPC SDK. acks=0 is answered
+id/epoch/sequence for idempotent producers) exactly as for the gRPC SDK. A partition's data
+holding more than one batch is INVALID_RECORD, Kafka's rule for every version served here (v3+),
+checked by the request layer for both doors. acks=0 is answered
 with no response at all (the handler returns None, see ``api``), as Kafka does. A partition
 this broker does not (or no longer) lead names its current leader and that leader's endpoint
 (v10+, KIP-951), so the client moves without a Metadata round trip. A partition
 named twice in one request is refused on its repeats (INVALID_REQUEST), its first occurrence
-is appended.
+is appended. Records refused by broker-side schema validation are listed in ``record_errors``
+(KIP-467, v8+) with the partition's INVALID_RECORD.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, timeout_ms
@@ -79,7 +83,14 @@ def _partition(schema: Any, outcome: ProducePartitionOutcome) -> Any:
         base_offset=outcome.base_offset,
         log_append_time=append_time,
         log_start_offset=outcome.log_start_offset,
-        record_errors=(),
+        record_errors=_record_errors(schema, outcome),
         error_message=outcome.error_message or None,
         current_leader=current_leader(schema, outcome.current_leader) if hasattr(schema, "LeaderIdAndEpoch") else None,
     )
+
+
+def _record_errors(schema: Any, outcome: ProducePartitionOutcome) -> tuple[Any, ...]:
+    """KIP-467's per-record errors (v8+): the records schema validation refused, by batch index."""
+    if not outcome.record_errors or not hasattr(schema, "BatchIndexAndErrorMessage"):
+        return ()
+    return tuple(schema.BatchIndexAndErrorMessage(batch_index=i32(index), batch_index_error_message=message) for index, message in outcome.record_errors)

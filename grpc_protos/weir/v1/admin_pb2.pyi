@@ -14,6 +14,7 @@ class AclResourceType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACL_RESOURCE_TYPE_TOPIC: _ClassVar[AclResourceType]
     ACL_RESOURCE_TYPE_GROUP: _ClassVar[AclResourceType]
     ACL_RESOURCE_TYPE_CLUSTER: _ClassVar[AclResourceType]
+    ACL_RESOURCE_TYPE_TRANSACTIONAL_ID: _ClassVar[AclResourceType]
 
 class AclPatternType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -44,6 +45,7 @@ ACL_RESOURCE_TYPE_UNSPECIFIED: AclResourceType
 ACL_RESOURCE_TYPE_TOPIC: AclResourceType
 ACL_RESOURCE_TYPE_GROUP: AclResourceType
 ACL_RESOURCE_TYPE_CLUSTER: AclResourceType
+ACL_RESOURCE_TYPE_TRANSACTIONAL_ID: AclResourceType
 ACL_PATTERN_TYPE_UNSPECIFIED: AclPatternType
 ACL_PATTERN_TYPE_LITERAL: AclPatternType
 ACL_PATTERN_TYPE_PREFIXED: AclPatternType
@@ -137,18 +139,20 @@ class PartitionFailure(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., retriable: _Optional[bool] = ...) -> None: ...
 
 class Credential(_message.Message):
-    __slots__ = ("api_key", "secret_sha256", "tenant_id", "principal", "scram")
+    __slots__ = ("api_key", "secret_sha256", "tenant_id", "principal", "scram", "cluster_admin")
     API_KEY_FIELD_NUMBER: _ClassVar[int]
     SECRET_SHA256_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     SCRAM_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ADMIN_FIELD_NUMBER: _ClassVar[int]
     api_key: str
     secret_sha256: str
     tenant_id: str
     principal: str
     scram: _containers.RepeatedCompositeFieldContainer[ScramCredential]
-    def __init__(self, api_key: _Optional[str] = ..., secret_sha256: _Optional[str] = ..., tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., scram: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ...) -> None: ...
+    cluster_admin: bool
+    def __init__(self, api_key: _Optional[str] = ..., secret_sha256: _Optional[str] = ..., tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., scram: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., cluster_admin: _Optional[bool] = ...) -> None: ...
 
 class ScramCredential(_message.Message):
     __slots__ = ("mechanism", "salt", "iterations", "stored_key", "server_key")
@@ -217,7 +221,7 @@ class DescribeStateRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class HostedPartition(_message.Message):
-    __slots__ = ("tenant_id", "topic", "topic_id", "partition", "is_leader", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark", "size_bytes", "segment_count", "isr", "replicas", "leader_id")
+    __slots__ = ("tenant_id", "topic", "topic_id", "partition", "is_leader", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark", "size_bytes", "segment_count", "isr", "replicas", "leader_id", "bytes_in_total", "records_in_total", "bytes_out_total", "records_out_total")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +236,10 @@ class HostedPartition(_message.Message):
     ISR_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    BYTES_IN_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_IN_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    BYTES_OUT_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_OUT_TOTAL_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     topic: str
     topic_id: str
@@ -246,18 +254,40 @@ class HostedPartition(_message.Message):
     isr: _containers.RepeatedScalarFieldContainer[int]
     replicas: _containers.RepeatedScalarFieldContainer[int]
     leader_id: int
-    def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., leader_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segment_count: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[int]] = ..., leader_id: _Optional[int] = ...) -> None: ...
+    bytes_in_total: int
+    records_in_total: int
+    bytes_out_total: int
+    records_out_total: int
+    def __init__(self, tenant_id: _Optional[str] = ..., topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., is_leader: _Optional[bool] = ..., leader_epoch: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., size_bytes: _Optional[int] = ..., segment_count: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[int]] = ..., leader_id: _Optional[int] = ..., bytes_in_total: _Optional[int] = ..., records_in_total: _Optional[int] = ..., bytes_out_total: _Optional[int] = ..., records_out_total: _Optional[int] = ...) -> None: ...
 
 class CredentialUse(_message.Message):
-    __slots__ = ("api_key", "last_used_ms")
+    __slots__ = ("api_key", "last_used_ms", "applications")
     API_KEY_FIELD_NUMBER: _ClassVar[int]
     LAST_USED_MS_FIELD_NUMBER: _ClassVar[int]
+    APPLICATIONS_FIELD_NUMBER: _ClassVar[int]
     api_key: str
     last_used_ms: int
-    def __init__(self, api_key: _Optional[str] = ..., last_used_ms: _Optional[int] = ...) -> None: ...
+    applications: _containers.RepeatedCompositeFieldContainer[ClientApplication]
+    def __init__(self, api_key: _Optional[str] = ..., last_used_ms: _Optional[int] = ..., applications: _Optional[_Iterable[_Union[ClientApplication, _Mapping]]] = ...) -> None: ...
+
+class ClientApplication(_message.Message):
+    __slots__ = ("client_id", "software_name", "software_version", "address", "first_seen_ms", "last_seen_ms")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOFTWARE_NAME_FIELD_NUMBER: _ClassVar[int]
+    SOFTWARE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    first_seen_ms: int
+    last_seen_ms: int
+    def __init__(self, client_id: _Optional[str] = ..., software_name: _Optional[str] = ..., software_version: _Optional[str] = ..., address: _Optional[str] = ..., first_seen_ms: _Optional[int] = ..., last_seen_ms: _Optional[int] = ...) -> None: ...
 
 class DescribeStateResponse(_message.Message):
-    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses", "controller_epoch", "broker_epoch", "failed_partitions")
+    __slots__ = ("node_id", "rack", "partitions_version", "security_version", "partitions", "credential_uses", "controller_epoch", "broker_epoch", "failed_partitions", "incarnation")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +297,7 @@ class DescribeStateResponse(_message.Message):
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FAILED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     rack: str
     partitions_version: int
@@ -276,4 +307,5 @@ class DescribeStateResponse(_message.Message):
     controller_epoch: int
     broker_epoch: int
     failed_partitions: _containers.RepeatedCompositeFieldContainer[PartitionFailure]
-    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., failed_partitions: _Optional[_Iterable[_Union[PartitionFailure, _Mapping]]] = ...) -> None: ...
+    incarnation: str
+    def __init__(self, node_id: _Optional[int] = ..., rack: _Optional[str] = ..., partitions_version: _Optional[int] = ..., security_version: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., credential_uses: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., failed_partitions: _Optional[_Iterable[_Union[PartitionFailure, _Mapping]]] = ..., incarnation: _Optional[str] = ...) -> None: ...

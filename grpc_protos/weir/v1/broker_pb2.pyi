@@ -24,6 +24,8 @@ class AlterConfigOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ALTER_CONFIG_OP_SET: _ClassVar[AlterConfigOp]
     ALTER_CONFIG_OP_DELETE: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_APPEND: _ClassVar[AlterConfigOp]
+    ALTER_CONFIG_OP_SUBTRACT: _ClassVar[AlterConfigOp]
 
 class IsolationLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -43,18 +45,22 @@ CONFIG_SOURCE_STATIC_BROKER_CONFIG: ConfigSource
 CONFIG_SOURCE_DEFAULT_CONFIG: ConfigSource
 ALTER_CONFIG_OP_SET: AlterConfigOp
 ALTER_CONFIG_OP_DELETE: AlterConfigOp
+ALTER_CONFIG_OP_APPEND: AlterConfigOp
+ALTER_CONFIG_OP_SUBTRACT: AlterConfigOp
 READ_UNCOMMITTED: IsolationLevel
 READ_COMMITTED: IsolationLevel
 COORDINATOR_KEY_TYPE_GROUP: CoordinatorKeyType
 COORDINATOR_KEY_TYPE_TRANSACTION: CoordinatorKeyType
 
 class MetadataRequest(_message.Message):
-    __slots__ = ("topics", "allow_auto_topic_creation")
+    __slots__ = ("topics", "allow_auto_topic_creation", "include_topic_authorized_operations")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_AUTO_TOPIC_CREATION_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_TOPIC_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedScalarFieldContainer[str]
     allow_auto_topic_creation: bool
-    def __init__(self, topics: _Optional[_Iterable[str]] = ..., allow_auto_topic_creation: _Optional[bool] = ...) -> None: ...
+    include_topic_authorized_operations: bool
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., allow_auto_topic_creation: _Optional[bool] = ..., include_topic_authorized_operations: _Optional[bool] = ...) -> None: ...
 
 class BrokerNode(_message.Message):
     __slots__ = ("node_id", "host", "port", "rack", "kafka_port")
@@ -91,20 +97,24 @@ class PartitionMetadata(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., partition: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TopicMetadata(_message.Message):
-    __slots__ = ("error_code", "error_message", "name", "is_internal", "partitions", "topic_id")
+    __slots__ = ("error_code", "error_message", "name", "is_internal", "partitions", "topic_id", "authorized_operations_included", "authorized_operations")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     IS_INTERNAL_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     error_message: str
     name: str
     is_internal: bool
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionMetadata]
     topic_id: str
-    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., name: _Optional[str] = ..., is_internal: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[PartitionMetadata, _Mapping]]] = ..., topic_id: _Optional[str] = ...) -> None: ...
+    authorized_operations_included: bool
+    authorized_operations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., name: _Optional[str] = ..., is_internal: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[PartitionMetadata, _Mapping]]] = ..., topic_id: _Optional[str] = ..., authorized_operations_included: _Optional[bool] = ..., authorized_operations: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class MetadataResponse(_message.Message):
     __slots__ = ("brokers", "cluster_id", "controller_id", "topics")
@@ -219,15 +229,27 @@ class ConfigResourceRef(_message.Message):
     def __init__(self, type: _Optional[_Union[ResourceType, str]] = ..., name: _Optional[str] = ..., config_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DescribeConfigsRequest(_message.Message):
-    __slots__ = ("resources", "include_documentation")
+    __slots__ = ("resources", "include_documentation", "include_synonyms")
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_DOCUMENTATION_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SYNONYMS_FIELD_NUMBER: _ClassVar[int]
     resources: _containers.RepeatedCompositeFieldContainer[ConfigResourceRef]
     include_documentation: bool
-    def __init__(self, resources: _Optional[_Iterable[_Union[ConfigResourceRef, _Mapping]]] = ..., include_documentation: _Optional[bool] = ...) -> None: ...
+    include_synonyms: bool
+    def __init__(self, resources: _Optional[_Iterable[_Union[ConfigResourceRef, _Mapping]]] = ..., include_documentation: _Optional[bool] = ..., include_synonyms: _Optional[bool] = ...) -> None: ...
+
+class ConfigSynonym(_message.Message):
+    __slots__ = ("name", "value", "source")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    source: ConfigSource
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[_Union[ConfigSource, str]] = ...) -> None: ...
 
 class ConfigEntryResult(_message.Message):
-    __slots__ = ("name", "value", "read_only", "is_default", "is_sensitive", "source", "documentation", "type")
+    __slots__ = ("name", "value", "read_only", "is_default", "is_sensitive", "source", "documentation", "type", "synonyms")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     READ_ONLY_FIELD_NUMBER: _ClassVar[int]
@@ -236,6 +258,7 @@ class ConfigEntryResult(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTATION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    SYNONYMS_FIELD_NUMBER: _ClassVar[int]
     name: str
     value: str
     read_only: bool
@@ -244,7 +267,8 @@ class ConfigEntryResult(_message.Message):
     source: ConfigSource
     documentation: str
     type: str
-    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., read_only: _Optional[bool] = ..., is_default: _Optional[bool] = ..., is_sensitive: _Optional[bool] = ..., source: _Optional[_Union[ConfigSource, str]] = ..., documentation: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+    synonyms: _containers.RepeatedCompositeFieldContainer[ConfigSynonym]
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., read_only: _Optional[bool] = ..., is_default: _Optional[bool] = ..., is_sensitive: _Optional[bool] = ..., source: _Optional[_Union[ConfigSource, str]] = ..., documentation: _Optional[str] = ..., type: _Optional[str] = ..., synonyms: _Optional[_Iterable[_Union[ConfigSynonym, _Mapping]]] = ...) -> None: ...
 
 class ConfigResourceResult(_message.Message):
     __slots__ = ("type", "name", "error_code", "error_message", "configs")
@@ -331,20 +355,30 @@ class ProduceRequest(_message.Message):
     def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class ProducePartitionResponse(_message.Message):
-    __slots__ = ("partition", "error_code", "error_message", "base_offset", "log_append_time_ms", "log_start_offset")
+    __slots__ = ("partition", "error_code", "error_message", "base_offset", "log_append_time_ms", "log_start_offset", "record_errors")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LOG_APPEND_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RECORD_ERRORS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     error_code: int
     error_message: str
     base_offset: int
     log_append_time_ms: int
     log_start_offset: int
-    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., base_offset: _Optional[int] = ..., log_append_time_ms: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...
+    record_errors: _containers.RepeatedCompositeFieldContainer[ProduceRecordError]
+    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., base_offset: _Optional[int] = ..., log_append_time_ms: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., record_errors: _Optional[_Iterable[_Union[ProduceRecordError, _Mapping]]] = ...) -> None: ...
+
+class ProduceRecordError(_message.Message):
+    __slots__ = ("batch_index", "message")
+    BATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    batch_index: int
+    message: str
+    def __init__(self, batch_index: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ProduceTopicResponse(_message.Message):
     __slots__ = ("topic", "partitions")
@@ -739,10 +773,12 @@ class ConsumerGroupHeartbeatResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[OwnedPartitions, _Mapping]] = ...) -> None: ...
 
 class ConsumerGroupDescribeRequest(_message.Message):
-    __slots__ = ("group_ids",)
+    __slots__ = ("group_ids", "include_authorized_operations")
     GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     group_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    include_authorized_operations: bool
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ..., include_authorized_operations: _Optional[bool] = ...) -> None: ...
 
 class GroupMemberDescription(_message.Message):
     __slots__ = ("member_id", "instance_id", "rack_id", "member_epoch", "client_id", "client_host", "subscribed_topic_names", "subscribed_topic_regex", "assignment", "target_assignment")
@@ -769,7 +805,7 @@ class GroupMemberDescription(_message.Message):
     def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., target_assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
 
 class GroupDescription(_message.Message):
-    __slots__ = ("group_id", "error_code", "error_message", "state", "group_epoch", "assignment_epoch", "assignor_name", "members", "group_type", "protocol_type")
+    __slots__ = ("group_id", "error_code", "error_message", "state", "group_epoch", "assignment_epoch", "assignor_name", "members", "group_type", "protocol_type", "authorized_operations_included", "authorized_operations")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -780,6 +816,8 @@ class GroupDescription(_message.Message):
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     error_code: int
     error_message: str
@@ -790,7 +828,9 @@ class GroupDescription(_message.Message):
     members: _containers.RepeatedCompositeFieldContainer[GroupMemberDescription]
     group_type: str
     protocol_type: str
-    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberDescription, _Mapping]]] = ..., group_type: _Optional[str] = ..., protocol_type: _Optional[str] = ...) -> None: ...
+    authorized_operations_included: bool
+    authorized_operations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberDescription, _Mapping]]] = ..., group_type: _Optional[str] = ..., protocol_type: _Optional[str] = ..., authorized_operations_included: _Optional[bool] = ..., authorized_operations: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConsumerGroupDescribeResponse(_message.Message):
     __slots__ = ("groups",)
@@ -1099,3 +1139,231 @@ class FindHangingTransactionsResponse(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     partitions: _containers.RepeatedCompositeFieldContainer[HangingPartition]
     def __init__(self, partitions: _Optional[_Iterable[_Union[HangingPartition, _Mapping]]] = ...) -> None: ...
+
+class DescribeClusterRequest(_message.Message):
+    __slots__ = ("include_authorized_operations",)
+    INCLUDE_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    include_authorized_operations: bool
+    def __init__(self, include_authorized_operations: _Optional[bool] = ...) -> None: ...
+
+class DescribeClusterResponse(_message.Message):
+    __slots__ = ("cluster_id", "controller_id", "brokers", "authorized_operations_included", "authorized_operations")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    controller_id: int
+    brokers: _containers.RepeatedCompositeFieldContainer[BrokerNode]
+    authorized_operations_included: bool
+    authorized_operations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster_id: _Optional[str] = ..., controller_id: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerNode, _Mapping]]] = ..., authorized_operations_included: _Optional[bool] = ..., authorized_operations: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ClientAclBinding(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+    def __init__(self, resource_type: _Optional[str] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[str] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[str] = ..., permission: _Optional[str] = ...) -> None: ...
+
+class ClientAclFilter(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+    def __init__(self, resource_type: _Optional[str] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[str] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[str] = ..., permission: _Optional[str] = ...) -> None: ...
+
+class CreateAclsRequest(_message.Message):
+    __slots__ = ("creations",)
+    CREATIONS_FIELD_NUMBER: _ClassVar[int]
+    creations: _containers.RepeatedCompositeFieldContainer[ClientAclBinding]
+    def __init__(self, creations: _Optional[_Iterable[_Union[ClientAclBinding, _Mapping]]] = ...) -> None: ...
+
+class ClientAclCreationResult(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ClientCreateAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ClientAclCreationResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ClientAclCreationResult, _Mapping]]] = ...) -> None: ...
+
+class DescribeAclsRequest(_message.Message):
+    __slots__ = ("filter",)
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    filter: ClientAclFilter
+    def __init__(self, filter: _Optional[_Union[ClientAclFilter, _Mapping]] = ...) -> None: ...
+
+class ClientDescribeAclsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "bindings")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    bindings: _containers.RepeatedCompositeFieldContainer[ClientAclBinding]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[ClientAclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsRequest(_message.Message):
+    __slots__ = ("filters",)
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[ClientAclFilter]
+    def __init__(self, filters: _Optional[_Iterable[_Union[ClientAclFilter, _Mapping]]] = ...) -> None: ...
+
+class ClientDeleteAclsFilterResult(_message.Message):
+    __slots__ = ("error_code", "error_message", "deleted")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    deleted: _containers.RepeatedCompositeFieldContainer[ClientAclBinding]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., deleted: _Optional[_Iterable[_Union[ClientAclBinding, _Mapping]]] = ...) -> None: ...
+
+class ClientDeleteAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ClientDeleteAclsFilterResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ClientDeleteAclsFilterResult, _Mapping]]] = ...) -> None: ...
+
+class DeleteRecordsPartition(_message.Message):
+    __slots__ = ("partition", "offset")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    offset: int
+    def __init__(self, partition: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordsTopic(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedCompositeFieldContainer[DeleteRecordsPartition]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DeleteRecordsPartition, _Mapping]]] = ...) -> None: ...
+
+class DeleteRecordsRequest(_message.Message):
+    __slots__ = ("topics", "timeout_ms")
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DeleteRecordsTopic]
+    timeout_ms: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[DeleteRecordsTopic, _Mapping]]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordsResult(_message.Message):
+    __slots__ = ("topic", "partition", "error_code", "error_message", "low_watermark")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LOW_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str
+    low_watermark: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., low_watermark: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeleteRecordsResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeleteRecordsResult, _Mapping]]] = ...) -> None: ...
+
+class DescribeUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, users: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScramCredentialInfo(_message.Message):
+    __slots__ = ("mechanism", "iterations")
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    mechanism: str
+    iterations: int
+    def __init__(self, mechanism: _Optional[str] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class UserScramCredentialsResult(_message.Message):
+    __slots__ = ("user", "error_code", "error_message", "credential_infos")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_INFOS_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    error_code: int
+    error_message: str
+    credential_infos: _containers.RepeatedCompositeFieldContainer[ScramCredentialInfo]
+    def __init__(self, user: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., credential_infos: _Optional[_Iterable[_Union[ScramCredentialInfo, _Mapping]]] = ...) -> None: ...
+
+class DescribeUserScramCredentialsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[UserScramCredentialsResult]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[UserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
+
+class ElectLeadersRequest(_message.Message):
+    __slots__ = ("election_type", "all_partitions", "partitions", "timeout_ms")
+    ELECTION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ALL_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    election_type: int
+    all_partitions: bool
+    partitions: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
+    timeout_ms: int
+    def __init__(self, election_type: _Optional[int] = ..., all_partitions: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class ElectionResult(_message.Message):
+    __slots__ = ("topic", "partition", "error_code", "error_message")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ElectLeadersResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[ElectionResult]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ElectionResult, _Mapping]]] = ...) -> None: ...

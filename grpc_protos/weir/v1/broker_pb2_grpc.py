@@ -159,6 +159,41 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.FromString,
                 _registered_method=True)
+        self.DescribeCluster = channel.unary_unary(
+                '/weir.v1.Broker/DescribeCluster',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterResponse.FromString,
+                _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/weir.v1.Broker/CreateAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientCreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/weir.v1.Broker/DescribeAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/weir.v1.Broker/DeleteAcls',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/weir.v1.Broker/DeleteRecords',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/weir.v1.Broker/DescribeUserScramCredentials',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.ElectLeaders = channel.unary_unary(
+                '/weir.v1.Broker/ElectLeaders',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -340,6 +375,60 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeCluster(self, request, context):
+        """The cluster as the caller sees it (Kafka's DescribeCluster): id, the controller id clients
+        see (the answering broker), the brokers, and when asked the caller's operations on the cluster.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateAcls(self, request, context):
+        """ACL administration (Kafka's CreateAcls, DescribeAcls, DeleteAcls), forwarded to the
+        controller exactly as the Kafka listener's requests are (``requests.acls``): ALTER on the
+        cluster to create or delete, DESCRIBE to list; SECURITY_DISABLED without a tenant or controller.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRecords(self, request, context):
+        """Raise partitions' log start offsets (Kafka's DeleteRecords), answered by each partition's
+        leader (NOT_LEADER_OR_FOLLOWER elsewhere) once the in-sync replicas followed, within timeout_ms.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """The SCRAM credentials (mechanisms and iterations) of the caller's tenant's API keys
+        (Kafka's DescribeUserScramCredentials): DESCRIBE on the cluster.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ElectLeaders(self, request, context):
+        """Leader elections a tenant asks for (Kafka's ElectLeaders, KIP-460), forwarded to the
+        controller exactly as the Kafka listener's requests are (``requests.elections``): ALTER on
+        the cluster; only the caller's tenant's topics (another tenant's: UNKNOWN_TOPIC_OR_PARTITION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -467,6 +556,41 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.FindHangingTransactions,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.SerializeToString,
+            ),
+            'DescribeCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeCluster,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientCreateAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDescribeAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDeleteAclsResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'ElectLeaders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ElectLeaders,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1144,6 +1268,195 @@ class Broker:
             '/weir.v1.Broker/FindHangingTransactions',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FindHangingTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DescribeCluster',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeClusterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/CreateAcls',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.CreateAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientCreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DescribeAcls',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DeleteAcls',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteAclsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ClientDeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DeleteRecords',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/DescribeUserScramCredentials',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ElectLeaders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/ElectLeaders',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
             options,
             channel_credentials,
             insecure,

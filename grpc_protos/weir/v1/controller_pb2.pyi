@@ -104,14 +104,18 @@ class ControlledShutdownResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., remaining_partitions: _Optional[_Iterable[_Union[PartitionRef, _Mapping]]] = ...) -> None: ...
 
 class ForwardedCaller(_message.Message):
-    __slots__ = ("tenant_id", "principal", "api_key")
+    __slots__ = ("tenant_id", "principal", "api_key", "client_host", "door")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    DOOR_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     principal: str
     api_key: str
-    def __init__(self, tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., api_key: _Optional[str] = ...) -> None: ...
+    client_host: str
+    door: str
+    def __init__(self, tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., api_key: _Optional[str] = ..., client_host: _Optional[str] = ..., door: _Optional[str] = ...) -> None: ...
 
 class ForwardedCreateTopicsRequest(_message.Message):
     __slots__ = ("caller", "request")
@@ -244,3 +248,29 @@ class DeleteAclsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[DeleteAclsFilterResult]
     def __init__(self, results: _Optional[_Iterable[_Union[DeleteAclsFilterResult, _Mapping]]] = ...) -> None: ...
+
+class SchemaSubjectsRequest(_message.Message):
+    __slots__ = ("tenant_id", "schema_id")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    schema_id: int
+    def __init__(self, tenant_id: _Optional[str] = ..., schema_id: _Optional[int] = ...) -> None: ...
+
+class SchemaSubjectsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "subjects")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SUBJECTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    subjects: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ForwardedElectLeadersRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.ElectLeadersRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.ElectLeadersRequest, _Mapping]] = ...) -> None: ...

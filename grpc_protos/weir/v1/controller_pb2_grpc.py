@@ -90,6 +90,16 @@ class ControllerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
                 _registered_method=True)
+        self.SchemaSubjects = channel.unary_unary(
+                '/weir.v1.Controller/SchemaSubjects',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsResponse.FromString,
+                _registered_method=True)
+        self.ElectLeaders = channel.unary_unary(
+                '/weir.v1.Controller/ElectLeaders',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -179,6 +189,24 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SchemaSubjects(self, request, context):
+        """Broker-side schema validation (confluent.value.schema.validation): the subjects a tenant's
+        schema id is a live version of, empty for an id the tenant does not have (another tenant's
+        ids are never visible). Brokers cache the answer; nothing of the schema itself travels.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ElectLeaders(self, request, context):
+        """Leader elections a client sent to a broker (Kafka's ElectLeaders), forwarded like topic
+        administration: the broker checked ALTER on the tenant's CLUSTER resource; the controller
+        elects among the live brokers for the caller's tenant's partitions only and pushes the map.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +264,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DeleteAcls,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'SchemaSubjects': grpc.unary_unary_rpc_method_handler(
+                    servicer.SchemaSubjects,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsResponse.SerializeToString,
+            ),
+            'ElectLeaders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ElectLeaders,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -535,6 +573,60 @@ class Controller:
             '/weir.v1.Controller/DeleteAcls',
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedDeleteAclsRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SchemaSubjects(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/SchemaSubjects',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.SchemaSubjectsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ElectLeaders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/ElectLeaders',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
             options,
             channel_credentials,
             insecure,

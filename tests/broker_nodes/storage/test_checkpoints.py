@@ -52,3 +52,14 @@ def test_leader_epoch_checkpoint_round_trips(tmp_path: Path) -> None:
     checkpoint.write([(0, 0), (3, 120)])
     assert checkpoint.path.read_text() == "0\n2\n0 0\n3 120\n"
     assert checkpoint.read() == [(0, 0), (3, 120)]
+
+
+def test_writing_unchanged_offsets_again_leaves_the_file_alone(tmp_path: Path) -> None:
+    checkpoint = OffsetCheckpointFile(tmp_path / "checkpoint")
+    checkpoint.write({("orders", 0): 1, ("orders", 1): 7})
+    first = checkpoint.path.stat().st_ino
+    checkpoint.write({("orders", 1): 7, ("orders", 0): 1})
+    assert checkpoint.path.stat().st_ino == first  # not replaced: each write renames a new file over it
+    checkpoint.write({("orders", 0): 2, ("orders", 1): 7})
+    assert checkpoint.path.stat().st_ino != first
+    assert checkpoint.read() == {("orders", 0): 2, ("orders", 1): 7}

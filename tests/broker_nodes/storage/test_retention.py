@@ -70,3 +70,20 @@ def test_deleted_segments_are_removed_after_the_file_delete_delay(open_log, cloc
     assert queue.delete_due(clock.milliseconds() + 59_999) == 0
     assert queue.delete_due(clock.milliseconds() + 60_000) > 0
     assert not any(name.name.endswith(".deleted") for name in (tmp_path / "orders-0").iterdir())
+
+
+def test_an_empty_cleanup_policy_neither_deletes_nor_compacts(open_log, clock) -> None:
+    # Kafka 4.0 (KIP-1030): cleanup.policy="" keeps every record until delete_records moves the log start.
+    from broker_nodes.storage.cleaner import LogCleaner
+
+    log = open_log({"segment.bytes": "1024", "retention.ms": "1", "retention.bytes": "100", "cleanup.policy": ""})
+    assert (log.config.deletes, log.config.compacts) == (False, False)
+    for _ in range(30):  # the same key throughout: compaction would keep one record
+        log.append_as_leader(make_batch([b"x" * 100], keys=[b"k"], timestamp=START_MS), 0)
+    log.append_as_leader(make_batch([b"no key"], timestamp=START_MS), 0)  # no key required, unlike compact
+    assert log.apply_retention(START_MS + 10 * DAY_MS) == 0
+    assert LogCleaner(clock).clean(log, clock.milliseconds(), force=True) is None
+    assert len(read_all(log)) == 31
+    log.increase_log_start_offset(20)  # delete_records still removes records below an offset
+    log.apply_retention(START_MS + 10 * DAY_MS)
+    assert log.log_start_offset == 20 and [offset for offset, *_ in read_all(log)] == list(range(20, 31))

@@ -52,6 +52,7 @@ def test_duplicate_acl_answers_409(acme: TenantFixture, service_account: Service
         ({"principal": "User:sa-doesnotexist"}, "principal"),
         ({"principal": "Group:x"}, "principal"),
         ({"resource_type": "GROUP", "operation": "WRITE"}, "operation"),
+        ({"resource_type": "TRANSACTIONAL_ID", "operation": "READ"}, "operation"),
         ({"resource_type": "CLUSTER", "resource_name": "orders"}, "resource_name"),
         ({"resource_name": "a~b"}, "resource_name"),
         ({"resource_name": ""}, "resource_name"),
@@ -65,6 +66,22 @@ def test_invalid_acl_answers_400_with_the_field(acme: TenantFixture, service_acc
     assert response.status_code == 400
     assert field in response.json()["errors"]
     assert not AclBinding.objects.exists()
+
+
+def test_a_transactional_id_binding_reaches_the_brokers_snapshot(acme: TenantFixture, service_account: ServiceAccount) -> None:
+    from broker_nodes.security.authorizer import Operation, ResourceType
+    from broker_nodes.security.snapshot import SecuritySnapshot
+    from webapp.provisioning.models import SnapshotKind
+    from webapp.provisioning.snapshots import build_snapshots
+
+    fields = {"resource_type": "TRANSACTIONAL_ID", "resource_name": "etl-", "pattern_type": "PREFIXED", "operation": "WRITE"}
+    response = acme.client(Role.ADMIN).post(ACLS, binding(service_account.principal, **fields), format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["acl"]["resource_type"] == "TRANSACTIONAL_ID"
+    security = build_snapshots([SnapshotKind.SECURITY]).security
+    assert security is not None
+    [acl] = SecuritySnapshot.from_request(security).acls_of(acme.tenant.public_id)
+    assert (acl.resource_type, acl.resource_name, acl.operation) == (ResourceType.TRANSACTIONAL_ID, "etl-", Operation.WRITE)
 
 
 def test_principal_of_another_tenant_is_refused(acme: TenantFixture, globex: TenantFixture) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.api.conftest import TenantFixture, basic_client
+from webapp.accounts.actions.key_use import SeenApplication, do_record_key_applications
 from webapp.accounts.api_keys import hash_secret
 from webapp.accounts.models import ApiKey, Role, ServiceAccount
 from webapp.provisioning.models import JobKind
@@ -55,6 +56,25 @@ def test_create_cluster_key_for_service_account_shows_secret_once_and_syncs_brok
     fetched = acme.client(Role.VIEWER).get(f"{KEYS}/{body['id']}").json()
     assert all("secret" not in entry for entry in listed) and "secret" not in fetched
     assert body["secret"] not in str(listed)
+
+
+def test_key_detail_lists_the_applications_brokers_saw_using_it(acme: TenantFixture, service_account: ServiceAccount) -> None:
+    key_id = acme.client(Role.ADMIN).post(KEYS, {"kind": "cluster", "owner": service_account.public_id}, format="json").json()["id"]
+    do_record_key_applications({key_id: [SeenApplication("billing", "librdkafka", "2.5.0", "10.0.0.8", 1_700_000_000_000, 1_700_000_060_000)]})
+
+    fetched = acme.client(Role.VIEWER).get(f"{KEYS}/{key_id}").json()
+
+    assert fetched["applications"] == [
+        {
+            "client_id": "billing",
+            "software_name": "librdkafka",
+            "software_version": "2.5.0",
+            "address": "10.0.0.8",
+            "first_seen_at": "2023-11-14T22:13:20Z",
+            "last_seen_at": "2023-11-14T22:14:20Z",
+        }
+    ]
+    assert "applications" not in acme.client(Role.VIEWER).get(KEYS).json()["results"][0]  # the list stays one query
 
 
 def test_developer_creates_own_key_but_not_for_others(acme: TenantFixture, service_account: ServiceAccount) -> None:

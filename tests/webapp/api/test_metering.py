@@ -19,7 +19,7 @@ from django.utils import timezone as django_timezone
 from rest_framework.test import APIClient
 
 from tests.webapp.api.conftest import PASSWORD, TenantFixture
-from tests.webapp.metering.test_writer import group_row, partition_row, usage_row
+from tests.webapp.metering.test_writer import group_row, partition_row, usage_row, write_snapshot
 from webapp.accounts.models import Role
 from webapp.metering import writer
 from webapp.metering.models import PipelineRun, RunStatus
@@ -190,7 +190,7 @@ def lag(acme: TenantFixture, globex: TenantFixture) -> datetime:
     tenant = acme.tenant.public_id
     now = django_timezone.now().replace(microsecond=0)
     for minutes_ago, total in ((2, 10), (1, 20)):
-        writer.write_lag(
+        write_snapshot(
             now - timedelta(minutes=minutes_ago), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", "WARNING", total)]
         )
     stalled = {**partition_row(tenant, "billing", "orders", 1, lag=40, status="STALL"), "retention_risk": True, "time_lag_seconds": None}
@@ -200,12 +200,12 @@ def lag(acme: TenantFixture, globex: TenantFixture) -> datetime:
         "retention_risk": True,
         "worst_partition": {"topic": "orders", "partition": 1, "status": "STALL"},
     }
-    writer.write_lag(
+    write_snapshot(
         now,
         [partition_row(tenant, "billing", "orders", 0, lag=30), stalled, partition_row(tenant, "audit", "orders", 0, lag=0)],
         [billing, group_row(tenant, "audit", "OK", 0)],
     )
-    writer.write_lag(now, [partition_row(globex.tenant.public_id, "billing", "orders", 0, lag=1)], [group_row(globex.tenant.public_id, "billing", "OK", 1)])
+    write_snapshot(now, [partition_row(globex.tenant.public_id, "billing", "orders", 0, lag=1)], [group_row(globex.tenant.public_id, "billing", "OK", 1)])
     return now
 
 
@@ -230,7 +230,7 @@ def test_group_lag_is_the_pipelines_latest_evaluation(acme: TenantFixture, lag: 
 def test_an_evaluation_older_than_three_intervals_is_stale(acme: TenantFixture, lag: datetime, settings: Any) -> None:
     settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS = 60
     tenant = acme.tenant.public_id
-    writer.write_lag(lag - timedelta(minutes=10), [partition_row(tenant, "forgotten", "orders", 0)], [group_row(tenant, "forgotten")])
+    write_snapshot(lag - timedelta(minutes=10), [partition_row(tenant, "forgotten", "orders", 0)], [group_row(tenant, "forgotten")])
 
     body = acme.client(Role.VIEWER).get("/api/v1/consumer-groups/forgotten/lag").json()
     listed = acme.client(Role.VIEWER).get("/api/v1/consumer-groups:lag-status").json()["results"]
@@ -248,9 +248,9 @@ def test_a_group_the_pipeline_has_not_evaluated_answers_404_saying_so(acme: Tena
 
     assert unknown.status_code == 404 and foreign.status_code == 404 and nul.status_code == 404
     message = unknown.json()["message"]
-    assert message.startswith("The lag pipeline has not evaluated consumer group 'fresh-group' (yet)")
-    assert "its last successful run finished at" in message and "/api/v1/consumer-groups/fresh-group/lag-summary" in message
-    assert foreign.json()["message"].startswith("The lag pipeline has not evaluated consumer group 'audit'")
+    assert message.startswith("The lag evaluator has not evaluated consumer group 'fresh-group' (yet)")
+    assert "within seconds of a commit" in message and "/api/v1/consumer-groups/fresh-group/lag-summary" in message
+    assert foreign.json()["message"].startswith("The lag evaluator has not evaluated consumer group 'audit'")
     assert "billing" not in foreign.content.decode()
 
 
@@ -368,7 +368,7 @@ def test_members_do_not_read_pipeline_runs_which_hold_every_tenants_figures(acme
 def test_each_tenant_sees_when_its_own_usage_and_lag_were_last_evaluated(acme: TenantFixture, globex: TenantFixture, runs: list[PipelineRun]) -> None:
     evaluated = django_timezone.now().replace(microsecond=0) - timedelta(minutes=5)
     writer.write_usage("hour", [usage_row(acme.tenant.public_id, "orders", this_hour(1), bytes_in=100)])
-    writer.write_lag(evaluated, [partition_row(globex.tenant.public_id, "billing", "orders", 0)], [group_row(globex.tenant.public_id, "billing")])
+    write_snapshot(evaluated, [partition_row(globex.tenant.public_id, "billing", "orders", 0)], [group_row(globex.tenant.public_id, "billing")])
 
     mine = acme.client(Role.VIEWER).get("/api/v1/pipelines")
     theirs = globex.client(Role.VIEWER).get("/api/v1/pipelines")

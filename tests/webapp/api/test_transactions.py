@@ -12,6 +12,7 @@ from tests.support.transaction_setup import hang_transaction, open_transaction
 from tests.webapp.api.conftest import TenantFixture
 from tests.webapp.group_broker import control_plane_broker, provision_topic, tenant_client_config
 from webapp.accounts.models import Role
+from webapp.audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ TRANSACTIONS = "/api/v1/transactions"
 
 
 def test_transactions_api_against_a_real_broker(acme: TenantFixture, globex: TenantFixture, settings, tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
-    with control_plane_broker(tmp_path / "broker", settings):
+    with control_plane_broker(tmp_path / "broker", settings) as broker:
         provision_topic(acme.actor(), "orders", partitions=2)
         config = tenant_client_config(acme.actor())
         producer_id, epoch = open_transaction(config, "billing-app", "orders", 0)
@@ -56,6 +57,7 @@ def test_transactions_api_against_a_real_broker(acme: TenantFixture, globex: Ten
             "actor": acme.actor(Role.DEVELOPER).principal,
             "door": "api",
         }
+        assert AuditEvent.objects.filter(tenant=acme.tenant, action="transaction.abort", target="billing-app", door="rest").exists()
         deadline = time.monotonic() + 20
         while (state := viewer.get(f"{TRANSACTIONS}/billing-app").json()["state"]) != "CompleteAbort":
             assert time.monotonic() < deadline, state
@@ -65,11 +67,17 @@ def test_transactions_api_against_a_real_broker(acme: TenantFixture, globex: Ten
         assert developer.post(f"{TRANSACTIONS}/unknown-app:abort").status_code == 404
 
         assert viewer.get(f"{TRANSACTIONS}:hanging", {"topic": "orders"}).json()["data"] == []
-        hang_transaction(config, "orders", 1)
+        lost_id, lost_epoch = hang_transaction(config, broker, "orders", 1)  # last: the broker restarts without its coordinator's log
         hanging = viewer.get(f"{TRANSACTIONS}:hanging", {"topic": "orders"})
         assert hanging.status_code == 200, hanging.json()
         [found] = hanging.json()["data"]
-        assert (found["topic_name"], found["partition_id"], found["producer_id"], found["producer_epoch"], found["start_offset"]) == ("orders", 1, 4242, 5, 0)
+        assert (found["topic_name"], found["partition_id"], found["producer_id"], found["producer_epoch"], found["start_offset"]) == (
+            "orders",
+            1,
+            lost_id,
+            lost_epoch,
+            0,
+        )
         assert viewer.get(f"{TRANSACTIONS}:hanging", {"topic": "missing"}).status_code == 404
         assert viewer.get(f"{TRANSACTIONS}:hanging").status_code == 400
         assert globex.client(Role.OWNER).get(f"{TRANSACTIONS}:hanging", {"topic": "orders"}).status_code == 404

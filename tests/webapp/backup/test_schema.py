@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.apps import apps
 
-from webapp.backup.schema import REFERENCE, REFERENCE_LIST, SECTIONS, SECTIONS_BY_NAME, SKIPPED_MODELS
+from webapp.backup.schema import MIGRATED_APPS, REFERENCE, REFERENCE_LIST, SECTIONS, SECTIONS_BY_NAME, SKIPPED_MODELS
 
 
 def test_every_model_is_backed_up_or_skipped_with_a_reason() -> None:
@@ -24,13 +24,24 @@ def test_every_field_of_a_backed_up_model_is_in_its_section_or_skipped_with_a_re
         assert classified - on_model == set(), f"{section.model}: the section names fields the model does not have"
 
 
-def test_references_name_an_earlier_section_by_its_one_field_key() -> None:
+def test_references_name_an_earlier_section_by_its_key() -> None:
     order = [section.name for section in SECTIONS]
     for section in SECTIONS:
         for member in section.fields:
             if member.kind in (REFERENCE, REFERENCE_LIST):
                 target = SECTIONS_BY_NAME[member.target]
-                assert len(target.key) == 1, f"{section.name}.{member.name} names {target.name}, whose key has {len(target.key)} fields"
+                assert target.key, f"{section.name}.{member.name} names {target.name}, whose rows have no key"
+                if member.kind == REFERENCE_LIST:  # many-to-many lists hold one-field keys
+                    assert len(target.key) == 1, f"{section.name}.{member.name} lists {target.name}, whose key has {len(target.key)} fields"
                 assert order.index(target.name) < order.index(section.name), f"{section.name} is restored before {target.name}, which it names"
         assert set(section.key) <= set(section.field_names)
         assert section.key or section.singleton, f"{section.name}: rows need a key unless the section is a singleton"
+
+
+def test_the_schema_registry_is_backed_up_in_dependency_order() -> None:
+    order = [section.name for section in SECTIONS]
+    assert order.index("tenants") < order.index("schema_registries") < order.index("schemas")
+    assert order.index("schemas") < min(order.index("schema_references"), order.index("subject_versions"))
+    assert SECTIONS_BY_NAME["schemas"].key == ("tenant", "schema_id")
+    assert SECTIONS_BY_NAME["subject_versions"].key == ("tenant", "subject", "version")
+    assert "schemas" in MIGRATED_APPS

@@ -65,7 +65,7 @@ def test_revoke_key_marks_it_revoked_and_records_a_job(owner: Member) -> None:
     account = create_account(owner)
     owner.client.post(reverse("dashboard:api_key_create"), {"kind": "cluster", "owner": account.public_id})
     key = ApiKey.objects.get()
-    response = owner.client.post(reverse("dashboard:api_key_revoke", args=[key.key_id]))
+    response = owner.client.post(reverse("dashboard:api_key_revoke", args=[key.key_id]), {"confirm": key.key_id})
     key.refresh_from_db()
     assert key.revoked_at is not None
     assert response.status_code == 302 and "?job=job-" in response["Location"]
@@ -77,7 +77,7 @@ def test_another_tenants_keys_and_accounts_are_not_found(owner: Member, other_ow
     key = ApiKey.objects.get()
     assert owner.client.get(reverse("dashboard:service_account", args=[account.public_id])).status_code == 404
     assert owner.client.post(reverse("dashboard:service_account_delete", args=[account.public_id])).status_code == 404
-    assert owner.client.post(reverse("dashboard:api_key_revoke", args=[key.key_id])).status_code == 404
+    assert owner.client.post(reverse("dashboard:api_key_revoke", args=[key.key_id]), {"confirm": key.key_id}).status_code == 404
     assert key.key_id not in owner.client.get(reverse("dashboard:api_keys")).content.decode()
     key.refresh_from_db()
     assert key.revoked_at is None and ServiceAccount.objects.filter(pk=account.pk).exists()

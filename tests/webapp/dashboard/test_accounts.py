@@ -102,7 +102,8 @@ def test_owner_changes_roles_but_not_the_last_owners(roles: dict[str, Member]) -
 def test_owner_removes_a_member_of_its_tenant_only(roles: dict[str, Member], other_owner: Member) -> None:
     owner = roles[Role.OWNER]
     assert owner.client.post(reverse("dashboard:member_remove", args=[other_owner.membership.public_id])).status_code == 404
-    owner.client.post(reverse("dashboard:member_remove", args=[roles[Role.VIEWER].membership.public_id]))
+    viewer_id = roles[Role.VIEWER].membership.public_id
+    owner.client.post(reverse("dashboard:member_remove", args=[viewer_id]), {"confirm": viewer_id})
     assert not Membership.objects.filter(pk=roles[Role.VIEWER].membership.pk).exists()
     assert roles[Role.VIEWER].client.get(reverse("dashboard:overview"))["Location"] == reverse("dashboard:no_tenant")
 

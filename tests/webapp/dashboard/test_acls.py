@@ -33,7 +33,7 @@ def test_admin_creates_and_deletes_an_acl(roles: dict[str, Member]) -> None:
     assert response.status_code == 302 and "?job=job-" in response["Location"]
     listing = admin.client.get(response["Location"]).content.decode()
     assert account.principal in listing and "billing" in listing
-    deleted = admin.client.post(reverse("dashboard:acl_delete", args=[binding.public_id]))
+    deleted = admin.client.post(reverse("dashboard:acl_delete", args=[binding.public_id]), {"confirm": binding.public_id})
     assert deleted.status_code == 302
     assert not AclBinding.objects.exists()
 
@@ -68,13 +68,13 @@ def test_developer_sees_acls_but_cannot_change_them(roles: dict[str, Member]) ->
     developer = roles[Role.DEVELOPER]
     assert developer.client.get(reverse("dashboard:acls")).status_code == 200
     assert developer.client.post(reverse("dashboard:acl_create"), acl_fields("User:*", operation="READ")).status_code == 403
-    assert developer.client.post(reverse("dashboard:acl_delete", args=[binding.public_id])).status_code == 403
+    assert developer.client.post(reverse("dashboard:acl_delete", args=[binding.public_id]), {"confirm": binding.public_id}).status_code == 403
     assert AclBinding.objects.count() == 1
 
 
 def test_another_tenants_acl_cannot_be_deleted(owner: Member, other_owner: Member) -> None:
     other_owner.client.post(reverse("dashboard:acl_create"), acl_fields("User:*"))
     binding = AclBinding.objects.get()
-    assert owner.client.post(reverse("dashboard:acl_delete", args=[binding.public_id])).status_code == 404
+    assert owner.client.post(reverse("dashboard:acl_delete", args=[binding.public_id]), {"confirm": binding.public_id}).status_code == 404
     assert binding.public_id not in owner.client.get(reverse("dashboard:acls")).content.decode()
     assert AclBinding.objects.count() == 1

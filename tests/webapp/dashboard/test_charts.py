@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from webapp.dashboard.charts import (
-    MARGIN_LEFT,
+    PAD_TOP,
+    PAD_X,
+    PLOT_HEIGHT,
     WIDTH,
     Band,
     Series,
@@ -37,14 +39,12 @@ def test_nice_scale_picks_round_steps_from_zero(highest: float, step: float, top
 def test_points_map_onto_the_window_and_the_y_axis_starts_at_zero() -> None:
     chart = line_chart("t", [Series("in", [(at(0), 0.0), (at(12), 50.0), (at(24), 100.0)])], at(0), at(24), format_count)
 
-    # The point at the window's end is outside [start, end) and left out.
-    # 50 on a 0..60 axis (steps of 20) is five sixths of the way up.
-    assert (
-        chart.series[0].path
-        == f"M{MARGIN_LEFT:.1f},{chart.bottom:.1f} L{(MARGIN_LEFT + chart.right) / 2:.1f},{chart.bottom - (chart.bottom - chart.top) * 5 / 6:.1f}"
-    )
+    # The point at the window's end is outside [start, end) and left out; the plot keeps PAD_X
+    # free at both ends. 50 on a 0..60 axis (steps of 20) is five sixths of the way up.
+    bottom = chart.y_ticks[0].position
+    assert chart.series[0].path == f"M{PAD_X:.1f},{bottom:.1f} L{WIDTH / 2:.1f},{bottom - (bottom - PAD_TOP) * 5 / 6:.1f}"
     assert [tick.label for tick in chart.y_ticks] == ["0", "20", "40", "60"]
-    assert chart.y_ticks[-1].position == chart.top
+    assert chart.y_ticks[-1].position == PAD_TOP and bottom < PLOT_HEIGHT
     assert [(tick.label, tick.anchor) for tick in chart.x_ticks] == [
         ("00:00", "start"),
         ("06:00", "middle"),
@@ -52,8 +52,40 @@ def test_points_map_onto_the_window_and_the_y_axis_starts_at_zero() -> None:
         ("18:00", "middle"),
         ("00:00", "end"),
     ]
-    assert chart.x_ticks[0].position == MARGIN_LEFT and chart.x_ticks[-1].position == WIDTH - 12
+    # Time labels are placed in percent of the plot's width (their text is not stretched).
+    assert chart.x_ticks[0].position == round(100 * PAD_X / WIDTH, 2) and chart.x_ticks[2].position == 50.0
     assert chart.series[0].latest == "50" and not chart.empty
+
+
+def test_a_lone_point_is_a_dot_away_from_the_edges() -> None:
+    chart = line_chart("t", [Series("lag", [(at(24) - timedelta(seconds=1), 7.0)])], at(0), at(24), format_count)
+
+    [(x, _)] = chart.series[0].dots
+    assert x <= WIDTH - PAD_X and WIDTH - x >= PAD_X - 0.1
+
+
+def test_each_point_in_time_has_a_tooltip_with_every_series_exact_value() -> None:
+    chart = line_chart("t", [Series("in", [(at(1), 1536.0), (at(2), 2048.0)]), Series("out", [(at(2), 12.5)])], at(0), at(4), format_bytes, binary=True)
+
+    first, second = chart.hover
+    assert first.title == "2025-03-01 01:00:00 UTC\nin: 1.5 KB (1,536)\nout: —"
+    assert second.title == "2025-03-01 02:00:00 UTC\nin: 2.0 KB (2,048)\nout: 12 B (12.5)"
+    # The columns tile the plot: the first from its left end, the last to its right end.
+    assert first.x == 0 and first.x + first.width == pytest.approx(second.x) and second.x + second.width == pytest.approx(WIDTH)
+
+
+def test_the_template_draws_labels_outside_the_stretched_plot() -> None:
+    from django.template.loader import render_to_string
+
+    chart = line_chart("Bytes", [Series("in", [(at(1), 5.0), (at(2), 6.0)])], at(0), at(4), format_count)
+    html = render_to_string("dashboard/charts/line.html", {"chart": chart})
+    # The y labels' SVG has no viewBox: its units are pixels, so 12px text stays 12px.
+    assert '<svg class="chart-axis chart-y" width="64" height="160" aria-hidden="true">' in html
+    assert 'preserveAspectRatio="none"' in html and 'vector-effect="non-scaling-stroke"' in html
+    assert '<text x="50.0%" y="13" text-anchor="middle">02:00</text>' in html
+    assert "<title>2025-03-01 02:00:00 UTC\nin: 6 (6)</title>" in html
+    empty = render_to_string("dashboard/charts/line.html", {"chart": line_chart("Lag", [], at(0), at(1), format_count, empty_message="No lag yet.")})
+    assert "No lag yet." in empty and "<svg" not in empty
 
 
 def test_a_missing_value_breaks_the_line_and_lone_points_become_dots() -> None:
@@ -91,7 +123,7 @@ def test_status_bands_merge_equal_statuses_and_leave_gaps_blank() -> None:
     assert [(band.start, band.end, band.css_class) for band in bands] == [(at(0), at(2), "OK"), (at(2), at(4), "ERROR"), (at(10), at(11), "OK")]
     chart = line_chart("t", [Series("s", [(at(0), 1.0)])], at(1), at(11), format_count, bands=bands)
     # The first band is cut at the window's start.
-    assert chart.bands[0].x == MARGIN_LEFT and chart.bands[0].css_class == "OK"
+    assert chart.bands[0].x == round(100 * PAD_X / WIDTH, 2) and chart.bands[0].css_class == "OK"
     assert [band.css_class for band in chart.bands] == ["OK", "ERROR", "OK"]
     assert chart.bands[0].title.startswith("OK from 2025-03-01 00:00")
 

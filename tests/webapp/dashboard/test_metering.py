@@ -18,7 +18,7 @@ from tests.support.processes import free_port
 from tests.webapp.api.test_metering import this_hour
 from tests.webapp.dashboard.conftest import PASSWORD, Member
 from tests.webapp.dashboard.test_groups import admins, cluster  # noqa: F401  (fixtures)
-from tests.webapp.metering.test_writer import group_row, partition_row, usage_row
+from tests.webapp.metering.test_writer import group_row, partition_row, usage_row, write_snapshot
 from webapp.accounts.models import Role
 from webapp.metering import writer
 from webapp.metering.models import PipelineRun, RunStatus
@@ -142,7 +142,19 @@ def evaluated(owner: Member, cluster: FakeGroupAdmin) -> None:  # noqa: F811
     now = timezone.now()
     for minutes_ago, status, lag in ((3, "OK", 2), (2, "WARNING", 9), (1, "ERROR", 30)):
         partition = partition_row(tenant, "busy", "orders", 1, lag=lag, status="STALL" if status == "ERROR" else status)
-        writer.write_lag(now - timedelta(minutes=minutes_ago), [partition], [{**group_row(tenant, "busy", status, lag), "retention_risk": status == "ERROR"}])
+        write_snapshot(
+            now - timedelta(minutes=minutes_ago),
+            [partition],
+            [
+                {
+                    **group_row(tenant, "busy", status, lag),
+                    "retention_risk": status == "ERROR",
+                    "retention_status": "AT_RISK" if status == "ERROR" else "OK",
+                    "retention_seconds": 120.0,
+                    "lag_rate": 3.0,
+                }
+            ],
+        )
 
 
 def test_group_list_shows_the_lag_pipelines_status(owner: Member, evaluated: None) -> None:
@@ -160,6 +172,7 @@ def test_group_detail_shows_the_status_and_the_lag_over_time(roles: dict[str, Me
 
     panel = page[page.index('id="lag-status"') : page.index("<h2>Members</h2>")]
     assert '<span class="badge ERROR">ERROR</span>' in panel and "30 records" in panel and "at risk" in panel
+    assert "growing 3.0 records/s; not catching up" in panel and "deleted in 120 s, before the group catches up" in panel
     assert "Lag over time (records)" in panel and 'class="chart-line"' in panel
     assert [band for band in re.findall(r'class="chart-band (\w+)"', panel)] == ["OK", "WARNING", "ERROR"]
     assert '<span class="badge STALL">STALL</span>' in panel

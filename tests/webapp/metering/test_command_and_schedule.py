@@ -79,13 +79,19 @@ def test_the_task_runs_a_scheduled_run_and_skips_while_one_runs(job: Callable[[s
     assert skipped.startswith("skipped: The lag pipeline is already running")
 
 
-def test_beat_runs_usage_and_lag_at_their_intervals() -> None:
+def test_a_queued_lag_run_is_skipped_saying_why(db: None) -> None:
+    assert tasks.run_pipeline("lag").startswith("skipped: The lag pipeline is not launched as a job")
+    with pytest.raises(CommandError, match="spark_pipelines.lag_monitor"):
+        call_command("run_pipeline", "lag")
+
+
+def test_beat_runs_usage_at_its_interval_and_never_the_lag_job() -> None:
     celery_module.app.finalize(auto=True)  # as worker and beat do at start: on_after_finalize runs
     schedule = celery_module.app.conf.beat_schedule
 
-    usage, lag = schedule["run the usage pipeline"], schedule["run the lag pipeline"]
+    usage = schedule["run the usage pipeline"]
     assert (usage["task"], usage["args"], usage["schedule"], usage["options"]["expires"]) == ("webapp.metering.tasks.run_pipeline", ("usage",), 3600, 3600)
-    assert (lag["task"], lag["args"], lag["schedule"], lag["options"]["expires"]) == ("webapp.metering.tasks.run_pipeline", ("lag",), 60, 60)
+    assert "run the lag pipeline" not in schedule  # the lag evaluator runs continuously (spark_pipelines.lag_monitor)
     assert "webapp.metering.tasks.run_pipeline" in celery_module.app.tasks
 
 
@@ -111,6 +117,5 @@ def test_beat_schedule_follows_the_settings(settings: Any) -> None:
 
     assert [(interval, signature[1]["args"], name) for interval, signature, name in configured.added] == [
         (600, ("usage",), "run the usage pipeline"),
-        (15, ("lag",), "run the lag pipeline"),
     ]
     assert disabled.added == []

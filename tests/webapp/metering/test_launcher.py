@@ -160,8 +160,14 @@ def test_unknown_pipelines_and_triggers_are_refused(db: None) -> None:
     assert not PipelineRun.objects.exists()
 
 
+def test_lag_is_not_launched_as_a_job_and_says_what_evaluates_it(db: None) -> None:
+    with pytest.raises(launcher.NotAJob, match="spark_pipelines.lag_monitor"):
+        launcher.launch("lag")
+    assert not PipelineRun.objects.exists()
+
+
 def test_the_default_command_runs_the_job_module_with_the_settings_module() -> None:
-    assert launcher.job_command("lag") == [sys.executable, "-m", "spark_pipelines.jobs.lag"]
+    assert launcher.job_command("usage") == [sys.executable, "-m", "spark_pipelines.jobs.usage"]
     assert launcher.job_environment()["DJANGO_SETTINGS_MODULE"] == os.environ.get("DJANGO_SETTINGS_MODULE", "webapp.settings")
     assert (launcher.REPOSITORY_ROOT / "spark_pipelines").is_dir()
 

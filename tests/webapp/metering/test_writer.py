@@ -1,6 +1,7 @@
 """The pipelines' writer: bulk upserts that are idempotent, unknown tenants skipped and
-counted, lag replaced per evaluated group with history appended and pruned, state per
-pipeline, and malformed rows refused before anything is written."""
+counted, lag upserted row by row as the evaluator finds it changed (history appended when
+given, pruned when rows are touched), state per pipeline and the evaluator's windows, and
+malformed rows refused before anything is written."""
 
 from __future__ import annotations
 
@@ -147,83 +148,107 @@ def test_write_usage_takes_numpy_like_integers_and_whole_floats(acme: TenantFixt
     assert (UsageAggregate.objects.get().bytes_in, UsageAggregate.objects.get().records_in) == (7, 12)
 
 
-def test_write_lag_replaces_the_groups_current_lag_and_drops_partitions_gone(acme: TenantFixture, globex: TenantFixture) -> None:
+def write_snapshot(evaluated_at: datetime, partitions: list[dict[str, Any]], groups: list[dict[str, Any]]) -> int:
+    """The evaluator's write of groups that all changed, with a history point each (the other tests' fixtures)."""
+    return writer.write_lag_changes(evaluated_at, partitions, groups, history=groups)
+
+
+def test_write_lag_changes_upserts_only_the_rows_given_and_deletes_the_removed(acme: TenantFixture, globex: TenantFixture) -> None:
     tenant = acme.tenant.public_id
     first = HOUR
-    writer.write_lag(
+    write_snapshot(
         first,
         [partition_row(tenant, "billing", "orders", 0), partition_row(tenant, "billing", "orders", 1), partition_row(tenant, "audit", "orders", 0)],
         [group_row(tenant, "billing", partitions=2), group_row(tenant, "audit")],
     )
-    writer.write_lag(first, [partition_row(globex.tenant.public_id, "billing", "orders", 0)], [group_row(globex.tenant.public_id, "billing")])
+    write_snapshot(first, [partition_row(globex.tenant.public_id, "billing", "orders", 0)], [group_row(globex.tenant.public_id, "billing")])
+    first_ids = dict(PartitionLag.objects.filter(tenant=acme.tenant).values_list("group", "pk"))
 
-    written = writer.write_lag(
+    written = writer.write_lag_changes(
         first + timedelta(minutes=1),
-        [partition_row(tenant, "billing", "orders", 0, lag=50, status="WARNING")],
-        [group_row(tenant, "billing", status="WARNING", total=50)],
+        [{**partition_row(tenant, "billing", "orders", 0, lag=50, status="WARNING"), "lag_rate": 2.5, "catch_up_seconds": None, "retention_status": "AT_RISK"}],
+        [{**group_row(tenant, "billing", status="WARNING", total=50), "retention_seconds": 30.0, "retention_status": "AT_RISK"}],
+        removed_partitions=[(tenant, "billing", "orders", 1)],
     )
 
     assert written == 2
     billing = PartitionLag.objects.filter(tenant=acme.tenant, group="billing")
-    assert [(row.partition, row.offset_lag, row.status) for row in billing] == [(0, 50, "WARNING")]
-    # Groups not evaluated this time, and other tenants' groups of the same name, keep theirs.
-    assert PartitionLag.objects.filter(tenant=acme.tenant, group="audit").count() == 1
+    assert [(row.partition, row.offset_lag, row.status, row.lag_rate, row.retention_status) for row in billing] == [(0, 50, "WARNING", 2.5, "AT_RISK")]
+    # Rows not given keep theirs (and their primary keys: an update, not delete and insert), as do other tenants'.
+    assert PartitionLag.objects.get(tenant=acme.tenant, group="audit").pk == first_ids["audit"]
     assert PartitionLag.objects.filter(tenant=globex.tenant, group="billing").get().offset_lag == 5
     group = GroupLag.objects.get(tenant=acme.tenant, group="billing")
-    assert (group.status, group.total_lag, group.evaluated_at, group.worst_topic, group.worst_partition) == (
+    assert (group.status, group.total_lag, group.evaluated_at, group.retention_seconds, group.retention_status) == (
         "WARNING",
         50,
         first + timedelta(minutes=1),
-        "orders",
-        0,
+        30.0,
+        "AT_RISK",
     )
+    writer.write_lag_changes(first + timedelta(minutes=2), [], [], removed_partitions=[(tenant, "audit", "orders", 0)], removed_groups=[(tenant, "audit")])
+    assert not GroupLag.objects.filter(tenant=acme.tenant, group="audit").exists()
+    assert not PartitionLag.objects.filter(tenant=acme.tenant, group="audit").exists()
 
 
-def test_write_lag_appends_one_history_row_per_group_and_evaluation(acme: TenantFixture) -> None:
+def test_history_points_are_appended_only_when_given(acme: TenantFixture) -> None:
     tenant = acme.tenant.public_id
     for minute, total in enumerate([5, 9, 2]):
-        writer.write_lag(
+        write_snapshot(
             HOUR + timedelta(minutes=minute), [partition_row(tenant, "billing", "orders", 0, lag=total)], [group_row(tenant, "billing", total=total)]
         )
+    writer.write_lag_changes(HOUR + timedelta(minutes=4), [partition_row(tenant, "billing", "orders", 0, lag=3)], [group_row(tenant, "billing", total=3)])
 
     history = GroupLagHistory.objects.filter(tenant=acme.tenant, group="billing").order_by("evaluated_at")
     assert [point.total_lag for point in history] == [5, 9, 2]
+    assert GroupLag.objects.get(tenant=acme.tenant, group="billing").total_lag == 3
 
 
-def test_write_lag_forgets_history_and_vanished_groups_after_the_days_kept(acme: TenantFixture, settings: Any) -> None:
+def test_touch_marks_every_row_evaluated_and_forgets_old_history(acme: TenantFixture, settings: Any) -> None:
     settings.WEIR_METERING_HISTORY_DAYS = 1
     tenant = acme.tenant.public_id
-    writer.write_lag(HOUR, [partition_row(tenant, "deleted-later", "orders", 0)], [group_row(tenant, "deleted-later")])
-    writer.write_lag(HOUR + timedelta(hours=2), [partition_row(tenant, "billing", "orders", 0)], [group_row(tenant, "billing")])
-    assert GroupLagHistory.objects.count() == 2
+    write_snapshot(HOUR, [partition_row(tenant, "billing", "orders", 0)], [group_row(tenant, "billing")])
+    later = HOUR + timedelta(days=1, minutes=1)
 
-    writer.write_lag(HOUR + timedelta(days=1, minutes=1), [partition_row(tenant, "billing", "orders", 0)], [group_row(tenant, "billing")])
+    assert writer.touch_lag(later) == 1
 
-    assert sorted(GroupLagHistory.objects.values_list("group", flat=True)) == ["billing", "billing"]
-    assert list(GroupLag.objects.values_list("group", flat=True)) == ["billing"]
-    assert list(PartitionLag.objects.values_list("group", flat=True)) == ["billing"]
+    assert GroupLag.objects.get().evaluated_at == later and PartitionLag.objects.get().evaluated_at == later
+    assert not GroupLagHistory.objects.exists()
 
 
-def test_write_lag_refuses_partitions_of_a_group_not_evaluated(acme: TenantFixture) -> None:
+def test_write_lag_changes_refuses_malformed_rows_and_writes_nothing(acme: TenantFixture) -> None:
     tenant = acme.tenant.public_id
 
-    with pytest.raises(writer.InvalidRow, match="'other' is not among the groups"):
-        writer.write_lag(HOUR, [partition_row(tenant, "other", "orders", 0)], [group_row(tenant, "billing")])
     with pytest.raises(writer.InvalidRow, match="status must be one of"):
-        writer.write_lag(HOUR, [], [group_row(tenant, "billing", status="STALL")])
+        writer.write_lag_changes(HOUR, [], [group_row(tenant, "billing", status="STALL")])
+    with pytest.raises(writer.InvalidRow, match="retention_status must be one of"):
+        writer.write_lag_changes(HOUR, [{**partition_row(tenant, "billing", "orders", 0), "retention_status": "SOON"}], [])
     with pytest.raises(ValueError, match="timezone-aware"):
-        writer.write_lag(HOUR.replace(tzinfo=None), [], [])
+        writer.write_lag_changes(HOUR.replace(tzinfo=None), [], [])
 
-    assert not GroupLag.objects.exists() and not GroupLagHistory.objects.exists()
+    assert not GroupLag.objects.exists() and not GroupLagHistory.objects.exists() and not PartitionLag.objects.exists()
 
 
-def test_write_lag_skips_unknown_tenants(acme: TenantFixture) -> None:
-    written = writer.write_lag(
+def test_write_lag_changes_skips_unknown_tenants(acme: TenantFixture) -> None:
+    written = writer.write_lag_changes(
         HOUR, [partition_row("tn-gone000000", "g", "t", 0)], [group_row("tn-gone000000", "g"), group_row(acme.tenant.public_id, "mine", partitions=0)]
     )
 
     assert written == 1
     assert list(GroupLag.objects.values_list("group", flat=True)) == ["mine"]
+
+
+def test_the_lag_monitor_state_saves_changed_windows_with_its_cursor(db: None) -> None:
+    assert writer.load_lag_monitor_state() == ({}, [])
+    key = ("tn-a", "billing", "orders", 0)
+    other = ("tn-a", "billing", "orders", 1)
+    writer.save_lag_monitor_state({"version": 1, "offsets": {"0": 5}}, {key: {"commits": [[1, 2, 3, 4]]}, other: {"commits": []}}, [])
+    writer.save_lag_monitor_state({"version": 1, "offsets": {"0": 9}}, {key: {"commits": [[5, 6, 7, None]]}}, [other])
+
+    document, windows = writer.load_lag_monitor_state()
+    assert document == {"version": 1, "offsets": {"0": 9}}
+    assert windows == [(key, {"commits": [[5, 6, 7, None]]})]
+    with pytest.raises(TypeError):
+        writer.save_lag_monitor_state([], {}, [])  # type: ignore[arg-type]
 
 
 def test_state_is_kept_per_pipeline(db: None) -> None:

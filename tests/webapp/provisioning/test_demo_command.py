@@ -23,6 +23,7 @@ EXPECTED_KEYS = {
     "password",
     "tenant",
     "api_url",
+    "schema_registry_url",
     "dashboard_url",
     "bootstrap_servers",
     "kafka_bootstrap_servers",
@@ -62,6 +63,7 @@ def test_demo_json_prints_exactly_the_documented_keys() -> None:
     assert printed["kafka_bootstrap_servers"] == "127.0.0.1:29092"
     assert printed["service_account"].startswith("sa-")
     assert printed["api_url"].endswith("/api/v1")
+    assert printed["schema_registry_url"].endswith("/schema-registry")
 
 
 def test_demo_credentials_are_usable() -> None:

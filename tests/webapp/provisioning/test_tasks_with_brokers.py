@@ -53,11 +53,15 @@ def fast_retries(settings) -> None:  # type: ignore[no-untyped-def]
     settings.WEIR_PROVISIONING_RETRY_BACKOFF_SECONDS = 0.2
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def worker(django_db_blocker) -> Iterator[None]:  # type: ignore[no-untyped-def]
-    """A Celery worker thread on Redis, consuming a queue no other run uses.
+    """A Celery worker thread on Redis, consuming this session's default queue.
 
-    One worker for the module, consuming this session's default queue.
+    One worker per test, stopped before the test database is flushed: a job of one test
+    retrying later (held by the worker as a scheduled task) must neither run during the next
+    test nor write while the flush truncates the tables (a deadlock there fails the flush and
+    leaves the rows for the next test). Stopping it hands its scheduled tasks back to the
+    queue, which the next test's worker purges before it starts.
     """
     # The default queue is already this test session's own: settings derive it from the
     # session's temporary WEIR_DATA_DIR. Celery fixes its routing on first use, so changing
@@ -143,7 +147,9 @@ def test_created_topic_reaches_every_broker_that_holds_its_partitions(worker: No
     first, second = start_broker(1), start_broker(2)
     topic, job_id = create_topic(owner, "orders", 4)
     job = wait_for_job(job_id)
-    assert (job.state, job.error, job.attempts) == (JobState.SUCCEEDED, "", 1)
+    # One attempt of its own, or none: the push of a job running meanwhile (the reconciler's, for
+    # a broker that just registered) carried the new topic to every broker and settled it.
+    assert (job.state, job.error) == (JobState.SUCCEEDED, "") and job.attempts <= 1, (job.state, job.error, job.attempts)
     assert hosted(first, topic) == expected_on(topic, 1)
     assert hosted(second, topic) == expected_on(topic, 2)
     assert hosted(first, topic) | hosted(second, topic) == {0, 1, 2, 3}

@@ -21,6 +21,7 @@ from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Membership, Role, ScramCredential, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
 from webapp.accounts.scram import new_scram_credentials
+from webapp.audit.facade import record_event
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_DESCRIPTION_LENGTH = 256
@@ -91,6 +92,8 @@ def do_create_key(actor: Actor, kind: str, owner: KeyOwner, description: str, re
             description=description,
             created_by=actor.user,
         )
+        owner_principal = (owner.service_account or owner.membership).principal  # type: ignore[union-attr]
+        record_event(actor, "api_key.create", key_id, {"kind": kind, "owner": owner_principal, "description": description})
         job = None
         if kind == ApiKeyKind.CLUSTER:
             _store_scram_credentials(key, secret)
@@ -130,6 +133,7 @@ def do_revoke_key(actor: Actor, key: ApiKey, request_id: str = "") -> tuple[ApiK
             return locked, None
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at"])
+        record_event(actor, "api_key.revoke", locked.key_id, {"kind": locked.kind, "owner": locked.principal})
         job = None
         if locked.kind == ApiKeyKind.CLUSTER:
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, locked.key_id, created_by=actor.user, request_id=request_id)

@@ -18,7 +18,8 @@ from django.utils import timezone
 from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed, NotFound, StateConflict
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Invitation, Membership, Role, Tenant
-from webapp.accounts.roles import require_role
+from webapp.accounts.roles import acts_as_cluster_admin, require_role
+from webapp.audit.facade import record_event, record_tenant_event
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
 INVITATION_LIFETIME = timedelta(days=7)
@@ -54,6 +55,7 @@ def do_invite(actor: Actor, email: str, role: str) -> NewInvitation:
         invited_by=actor.user,
         expires_at=timezone.now() + INVITATION_LIFETIME,
     )
+    record_event(actor, "member.invite", email, {"role": role})
     return NewInvitation(invitation, token)
 
 
@@ -78,7 +80,11 @@ def do_accept_invitation(invitation: Invitation, user: AbstractBaseUser) -> Memb
             used = Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).update(accepted_at=timezone.now())
             if not used:
                 raise NotFound("No such invitation, or it was used or has expired.")
-            return Membership.objects.create(tenant=invitation.tenant, user=user, role=invitation.role)
+            membership = Membership.objects.create(tenant=invitation.tenant, user=user, role=invitation.role)
+            record_tenant_event(
+                invitation.tenant, "member.join", membership.public_id, {"role": invitation.role}, principal=membership.principal, name=user.get_username()
+            )
+            return membership
     except IntegrityError as error:
         raise Conflict("You are already a member of this tenant.") from error
 
@@ -93,15 +99,29 @@ def check_change_role(actor: Actor, membership: Membership, role: str) -> None:
         raise InvalidInput.for_field("role", f"One of {', '.join(Role.values)}.")
 
 
-def do_change_role(actor: Actor, membership: Membership, role: str) -> Membership:
+def do_change_role(actor: Actor, membership: Membership, role: str, request_id: str = "") -> tuple[Membership, RecordedChange | None]:
+    """Give the member ``role``; returns it and the SYNC_SECURITY job recorded when the change
+    crosses the admin line while the member holds cluster keys (None otherwise)."""
+    job: RecordedChange | None = None
     with transaction.atomic():
         Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
         locked = Membership.objects.select_related("user", "tenant").get(pk=membership.pk, tenant=actor.tenant)
         if locked.role == Role.OWNER and role != Role.OWNER and _owner_count(actor.tenant) == 1:
             raise StateConflict.for_field("role", "The last owner cannot be demoted; make another member owner first.")
+        previous_role = locked.role
         locked.role = role
         locked.save(update_fields=["role"])
-    return locked
+        record_event(actor, "member.change_role", locked.public_id, {"user": locked.user.get_username(), "role": role, "previous_role": previous_role})
+        # The member's cluster keys act with its role (roles.acts_as_cluster_admin): a change
+        # across the admin line reaches the brokers with SYNC_SECURITY, so that a demoted
+        # admin's keys fall back to ACLs as soon as the snapshot is stored.
+        if acts_as_cluster_admin(previous_role) != acts_as_cluster_admin(role) and _holds_cluster_keys(locked):
+            job = record_change(actor.tenant, JobKind.SYNC_SECURITY, locked.public_id, created_by=actor.user, request_id=request_id)
+    return locked, job
+
+
+def _holds_cluster_keys(membership: Membership) -> bool:
+    return ApiKey.objects.filter(owner_membership=membership, kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True).exists()
 
 
 def do_remove_member(actor: Actor, membership: Membership, request_id: str = "") -> RecordedChange | None:
@@ -113,8 +133,9 @@ def do_remove_member(actor: Actor, membership: Membership, request_id: str = "")
         locked = Membership.objects.get(pk=membership.pk, tenant=actor.tenant)
         if locked.role == Role.OWNER and _owner_count(actor.tenant) == 1:
             raise StateConflict.for_field("role", "The last owner cannot be removed.")
-        had_cluster_keys = ApiKey.objects.filter(owner_membership=locked, kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True).exists()
+        had_cluster_keys = _holds_cluster_keys(locked)
         public_id = locked.public_id
+        record_event(actor, "member.remove", public_id, {"user": locked.user.get_username(), "role": locked.role})
         locked.delete()
         if had_cluster_keys:
             return record_change(actor.tenant, JobKind.SYNC_SECURITY, public_id, created_by=actor.user, request_id=request_id)

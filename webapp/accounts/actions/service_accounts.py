@@ -8,6 +8,7 @@ from webapp.accounts.errors import Conflict, InvalidInput, NotAllowed
 from webapp.accounts.identity import Actor
 from webapp.accounts.models import ApiKey, ApiKeyKind, Role, ServiceAccount
 from webapp.accounts.roles import require_role, role_at_least
+from webapp.audit.facade import record_event
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_NAME_LENGTH = 64
@@ -38,7 +39,9 @@ def do_create_service_account(actor: Actor, name: str, description: str, role: s
         with transaction.atomic():
             if ServiceAccount.objects.filter(tenant=actor.tenant, name=name).exists():
                 raise Conflict(f"A service account named '{name}' exists.")
-            return ServiceAccount.objects.create(tenant=actor.tenant, name=name, description=description, role=role)
+            account = ServiceAccount.objects.create(tenant=actor.tenant, name=name, description=description, role=role)
+            record_event(actor, "service_account.create", account.public_id, {"name": name, "description": description, "role": role})
+            return account
     except IntegrityError as error:
         raise Conflict(f"A service account named '{name}' exists.") from error
 
@@ -56,6 +59,8 @@ def do_update_service_account(actor: Actor, account: ServiceAccount, name: str |
             if role is not None:
                 locked.role = role
             locked.save(update_fields=["name", "description", "role"])
+            changed = {"name": name, "description": description, "role": role}
+            record_event(actor, "service_account.update", locked.public_id, {field: value for field, value in changed.items() if value is not None})
             return locked
     except IntegrityError as error:
         raise Conflict(f"A service account named '{name}' exists.") from error
@@ -67,6 +72,7 @@ def do_delete_service_account(actor: Actor, account: ServiceAccount, request_id:
     with transaction.atomic():
         had_cluster_keys = ApiKey.objects.filter(owner_service_account=account, kind=ApiKeyKind.CLUSTER, revoked_at__isnull=True).exists()
         public_id = account.public_id
+        record_event(actor, "service_account.delete", public_id, {"name": account.name})
         ServiceAccount.objects.filter(pk=account.pk, tenant=actor.tenant).delete()
         if had_cluster_keys:
             return record_change(actor.tenant, JobKind.SYNC_SECURITY, public_id, created_by=actor.user, request_id=request_id)

@@ -16,6 +16,7 @@ from django.utils.text import slugify
 from webapp.accounts.errors import Conflict, InvalidInput
 from webapp.accounts.models import Membership, Plan, Role, Tenant
 from webapp.accounts.tenant_hooks import run_sign_up_hooks
+from webapp.audit.facade import record_tenant_event
 
 MAX_TENANT_NAME_LENGTH = 100
 MAX_USERNAME_LENGTH = 150
@@ -96,4 +97,5 @@ def do_sign_up(username: str, email: str, password: str, tenant_name: str, plan:
         membership = Membership.objects.create(tenant=tenant, user=user, role=Role.OWNER)
         # Catalog's hook creates the quota row (webapp.catalog.limits.create_quota_row).
         run_sign_up_hooks(tenant)
+        record_tenant_event(tenant, "tenant.create", tenant.public_id, {"name": tenant.name, "plan": plan}, principal=membership.principal, name=username)
     return SignUp(user=user, tenant=tenant, membership=membership)

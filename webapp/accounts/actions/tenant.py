@@ -9,6 +9,7 @@ from webapp.accounts.identity import Actor
 from webapp.accounts.models import PLAN_LIMITS, Plan, Role, Tenant
 from webapp.accounts.roles import require_role
 from webapp.accounts.tenant_hooks import plan_fit_problems
+from webapp.audit.facade import record_event
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
 MAX_NAME_LENGTH = 100
@@ -44,4 +45,5 @@ def do_update_tenant(actor: Actor, name: str | None, plan: str | None, request_i
             tenant.plan = plan
             job = record_change(tenant, JobKind.SYNC_SECURITY, "plan", created_by=actor.user, request_id=request_id)
         tenant.save(update_fields=["name", "plan"])
+        record_event(actor, "tenant.update", tenant.public_id, {field: value for field, value in {"name": name, "plan": plan}.items() if value is not None})
     return tenant, job

@@ -7,7 +7,21 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.accounts.facade import PLAN_LIMITS, ApiKey, ApiKeyKind, Invitation, Membership, Plan, Role, ServiceAccount, Tenant
+from webapp.accounts.facade import (
+    PLAN_LIMITS,
+    ApiKey,
+    ApiKeyApplication,
+    ApiKeyKind,
+    Invitation,
+    KeyAccess,
+    Membership,
+    Plan,
+    Role,
+    ServiceAccount,
+    Tenant,
+    key_access,
+)
+from webapp.api.serializers.common import JobSummarySerializer
 from webapp.api.serializers.strict import InputSerializer
 from webapp.catalog.facade import Quota
 
@@ -54,6 +68,24 @@ class MemberSerializer(serializers.ModelSerializer):
     class Meta:
         model = Membership
         fields = ["id", "username", "email", "role", "principal", "created_at"]
+
+
+class MemberRoleChangeSerializer(MemberSerializer):
+    """The member after a role change, with the job that tells the brokers (``PATCH /members/{id}``)."""
+
+    job = serializers.SerializerMethodField(
+        help_text=(
+            "SYNC_SECURITY when the role crossed the admin line and the member holds cluster keys (they become, or stop being, the tenant's"
+            " cluster administrator once the brokers have it); null otherwise."
+        )
+    )
+
+    class Meta(MemberSerializer.Meta):
+        fields = MemberSerializer.Meta.fields + ["job"]
+
+    @extend_schema_field(JobSummarySerializer(allow_null=True))
+    def get_job(self, membership: Membership) -> dict[str, Any] | None:
+        return self.context["job"]
 
 
 class MemberUpdateSerializer(InputSerializer):
@@ -136,10 +168,19 @@ class ApiKeySerializer(serializers.ModelSerializer):
     id = serializers.CharField(source="key_id")
     owner = serializers.SerializerMethodField()
     state = serializers.SerializerMethodField()
+    access = serializers.SerializerMethodField(
+        help_text=(
+            "What the key acts with, from its owner's current role. cluster_admin: a cluster key of a member with the admin or owner role is its"
+            " tenant's cluster administrator; the brokers consult no ACL for it (Confluent Cloud's CloudClusterAdmin, Kafka's super.users within"
+            " the tenant). acls: every other cluster key (developers', viewers' and every service account's, whatever its role): the ACL"
+            " bindings naming the owner's principal decide. role: a cloud key, which the REST API authorizes with its owner's role."
+            " A revoked key does nothing."
+        )
+    )
 
     class Meta:
         model = ApiKey
-        fields = ["id", "kind", "owner", "description", "state", "created_at", "last_used_at", "revoked_at"]
+        fields = ["id", "kind", "owner", "access", "description", "state", "created_at", "last_used_at", "revoked_at"]
 
     @extend_schema_field(KeyOwnerSerializer)
     def get_owner(self, key: ApiKey) -> dict[str, str]:
@@ -150,6 +191,31 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     def get_state(self, key: ApiKey) -> str:
         return "ACTIVE" if key.revoked_at is None else "REVOKED"
+
+    @extend_schema_field(serializers.ChoiceField(choices=KeyAccess.choices))
+    def get_access(self, key: ApiKey) -> str:
+        return key_access(key).value
+
+
+class KeyApplicationSerializer(serializers.ModelSerializer):
+    """An application brokers saw using a cluster key. ``client_id``, ``software_name`` and
+    ``software_version`` are what the client sent (Kafka client.id, KIP-511 client software):
+    untrusted text, at most 128 characters, to be escaped wherever it is shown."""
+
+    class Meta:
+        model = ApiKeyApplication
+        fields = ["client_id", "software_name", "software_version", "address", "first_seen_at", "last_seen_at"]
+        read_only_fields = fields
+
+
+class ApiKeyDetailSerializer(ApiKeySerializer):
+    """One key with the applications brokers saw using it (the 20 most recently seen, newest
+    first; empty for cloud keys and for cluster keys no broker has reported)."""
+
+    applications = KeyApplicationSerializer(many=True, read_only=True)
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = ApiKeySerializer.Meta.fields + ["applications"]
 
 
 class NewApiKeySerializer(ApiKeySerializer):
@@ -166,6 +232,19 @@ class NewApiKeySerializer(ApiKeySerializer):
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_job(self, key: ApiKey) -> dict[str, Any] | None:
         return self.context.get("job")
+
+
+class RevokedApiKeySerializer(ApiKeySerializer):
+    """The revoked key, with the job that makes the brokers forget a cluster key (``DELETE /api-keys/{id}``)."""
+
+    job = serializers.SerializerMethodField(help_text="SYNC_SECURITY for a cluster key; null for a cloud key and for a key already revoked.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = ApiKeySerializer.Meta.fields + ["job"]
+
+    @extend_schema_field(JobSummarySerializer(allow_null=True))
+    def get_job(self, key: ApiKey) -> dict[str, Any] | None:
+        return self.context["job"]
 
 
 class ApiKeyFilterSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework import serializers
@@ -47,8 +48,34 @@ class NameFilterSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, max_length=300, help_text="Only those whose name contains this text (any case).")
 
 
+# Values that stand for a link's arguments while its template is reversed: digits only, so
+# that they match every URL pattern of the API (names, ids and partition numbers alike).
+_PLACEHOLDER = "90817263545{}"
+# Values put into a template as they are: reverse() would neither quote nor change them.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9._~-]+")
+
+
 def link(request: Request, name: str, **kwargs: Any) -> str:
-    return reverse(name, kwargs=kwargs, request=request)
+    """The absolute URL of the route ``name`` with ``kwargs``, as DRF's ``reverse`` gives it.
+
+    A page of resources links each of them: reversing every link costs more than the rest of
+    the page (each call walks the resolver and Django's thread-local URL configuration). So
+    each request reverses a route once, with placeholder arguments, keeps that template on
+    the request, and fills it in for every resource. Values that are not plain URL characters
+    (or hold a placeholder) go through ``reverse`` itself, which quotes them.
+    """
+    values = {key: str(value) for key, value in kwargs.items()}
+    if not all(_PLAIN_VALUE.fullmatch(value) and _PLACEHOLDER[:-2] not in value for value in values.values()):
+        return reverse(name, kwargs=kwargs, request=request)
+    templates: dict[tuple[str, tuple[str, ...]], str] = request.__dict__.setdefault("_weir_link_templates", {})
+    keys = tuple(sorted(values))
+    template = templates.get((name, keys))
+    if template is None:
+        template = reverse(name, kwargs={key: _PLACEHOLDER.format(index) for index, key in enumerate(keys)}, request=request)
+        templates[(name, keys)] = template
+    for index, key in enumerate(keys):
+        template = template.replace(_PLACEHOLDER.format(index), values[key], 1)
+    return template
 
 
 def job_summary(job: ProvisioningJob | None, request: Request) -> dict[str, Any] | None:

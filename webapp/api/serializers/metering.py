@@ -30,6 +30,7 @@ from webapp.metering.facade import (
     PartitionStatus,
     Pipeline,
     PipelineRun,
+    RetentionStatus,
     RunStatus,
     UsageAggregate,
     is_stale,
@@ -176,8 +177,22 @@ class PartitionLagStatusSerializer(serializers.ModelSerializer):
             "lag",
             "time_lag_seconds",
             "retention_risk",
+            "lag_rate",
+            "catch_up_seconds",
+            "retention_seconds",
+            "retention_status",
             "last_commit_at",
         ]
+        extra_kwargs = {
+            "lag_rate": {"help_text": "Records per second the lag grows (positive) or shrinks (negative) over the window of recent commits."},
+            "catch_up_seconds": {"help_text": "Seconds until the lag reaches 0 at the current rate; null while it is not shrinking."},
+            "retention_seconds": {
+                "help_text": "Seconds until retention deletes the next record the group has not consumed (its timestamp + retention.ms); 0 once records were lost; null when unknown or without time retention."
+            },
+            "retention_status": {
+                "help_text": "OK; AT_RISK when retention deletes unconsumed records within the risk horizon or before the group catches up; LOST once it has."
+            },
+        }
 
 
 class GroupLagStatusSerializer(serializers.ModelSerializer):
@@ -204,6 +219,10 @@ class GroupLagStatusSerializer(serializers.ModelSerializer):
             "max_time_lag_seconds",
             "partitions_count",
             "retention_risk",
+            "lag_rate",
+            "catch_up_seconds",
+            "retention_seconds",
+            "retention_status",
             "worst_partition",
             "lag",
         ]
@@ -246,7 +265,19 @@ class GroupLagEvaluationSerializer(serializers.Serializer):
     partitions_count = serializers.IntegerField(source="group.partition_count")
     retention_risk = serializers.BooleanField(
         source="group.retention_risk",
-        help_text="A partition's committed offset is close to its log start: retention may delete records before they are consumed.",
+        help_text="Retention is about to delete (AT_RISK) or has deleted (LOST) records of a partition before the group consumed them.",
+    )
+    lag_rate = serializers.FloatField(source="group.lag_rate", allow_null=True, help_text="Records per second the group's total lag grows (+) or shrinks (-).")
+    catch_up_seconds = serializers.FloatField(
+        source="group.catch_up_seconds",
+        allow_null=True,
+        help_text="Seconds until every partition has caught up at its current rate; null while one is not catching up.",
+    )
+    retention_seconds = serializers.FloatField(
+        source="group.retention_seconds", allow_null=True, help_text="The soonest a partition's next unconsumed record is deleted by retention, in seconds."
+    )
+    retention_status = serializers.ChoiceField(
+        source="group.retention_status", choices=RetentionStatus.values, help_text="The worst partition's: OK, AT_RISK or LOST."
     )
     worst_partition = serializers.SerializerMethodField()
     partitions = PartitionLagStatusSerializer(many=True)
@@ -283,7 +314,7 @@ class GroupLagEvaluationSerializer(serializers.Serializer):
 class LagHistoryPointSerializer(serializers.ModelSerializer):
     class Meta:
         model = GroupLagHistory
-        fields = ["evaluated_at", "status", "total_lag", "max_lag", "max_time_lag_seconds"]
+        fields = ["evaluated_at", "status", "total_lag", "max_lag", "max_time_lag_seconds", "lag_rate"]
 
 
 class GroupLagStatusQuerySerializer(serializers.Serializer):

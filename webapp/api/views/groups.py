@@ -32,7 +32,8 @@ from webapp.api.serializers.groups import (
     PlannedChangeSerializer,
 )
 from webapp.api.views.base import ActionErrorsMixin
-from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group, get_group_lag, list_groups, plan_reset
+from webapp.consumer_groups import BrokerError, ResetOutcome, get_group, get_group_lag, list_groups, plan_reset
+from webapp.group_changes import apply_recorded_reset, delete_recorded_group, undo_last_reset
 
 ConsumerGroupListSerializer = single_object(
     inline_serializer("KafkaConsumerGroupList", {"kind": serializers.CharField(), "data": ConsumerGroupSerializer(many=True)})
@@ -103,7 +104,7 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
         description="Delete a group without members and its committed offsets.",
     )
     def destroy(self, request: Request, consumer_group_id: str) -> Response:
-        delete_group(self.tenant_id, consumer_group_id)
+        delete_recorded_group(self.actor, consumer_group_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses={200: ConsumerListSerializer, 503: UNAVAILABLE})
@@ -148,8 +149,29 @@ class ConsumerGroupViewSet(ActionErrorsMixin, viewsets.ViewSet):
         payload = OffsetResetSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         dry_run = payload.validated_data["dry_run"]
-        reset = plan_reset if dry_run else apply_reset
-        outcome = reset(self.tenant_id, consumer_group_id, payload.reset_request())
+        if dry_run:
+            outcome = plan_reset(self.tenant_id, consumer_group_id, payload.reset_request())
+        else:
+            # Applied resets are audited with the offsets they replaced (what offsets:undo-reset writes back).
+            outcome = apply_recorded_reset(self.actor, consumer_group_id, payload.reset_request())
+        return self._reset_response(consumer_group_id, outcome, dry_run)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: OffsetResetResultSerializer,
+            404: OpenApiResponse(description="The group has no applied reset to undo (or the last one was an undo)."),
+            409: OpenApiResponse(description="The group has members, or committed offsets since the reset: undoing would discard that progress."),
+            503: UNAVAILABLE,
+        },
+        description="Write back the offsets committed just before the group's last applied reset (recorded in the audit log), "
+        "while the group has no members and has committed nothing since. Partitions with no commit before the reset keep their offset.",
+    )
+    @action(detail=True, methods=["post"], url_path="offsets:undo-reset", url_name="offsets-undo-reset")
+    def undo_reset_offsets(self, request: Request, consumer_group_id: str) -> Response:
+        return self._reset_response(consumer_group_id, undo_last_reset(self.actor, consumer_group_id), dry_run=False)
+
+    def _reset_response(self, consumer_group_id: str, outcome: ResetOutcome, dry_run: bool) -> Response:
         return Response(
             {
                 "kind": "KafkaConsumerGroupOffsetReset",

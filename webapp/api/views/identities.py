@@ -23,9 +23,11 @@ from webapp.accounts.facade import (
 from webapp.api.query import validated_query
 from webapp.api.serializers.accounts import (
     ApiKeyCreateSerializer,
+    ApiKeyDetailSerializer,
     ApiKeyFilterSerializer,
     ApiKeySerializer,
     NewApiKeySerializer,
+    RevokedApiKeySerializer,
     ServiceAccountCreateSerializer,
     ServiceAccountSerializer,
     ServiceAccountUpdateSerializer,
@@ -89,6 +91,8 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
 
     def safely_get_queryset(self, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
         queryset = queryset.select_related("owner_service_account", "owner_membership")
+        if self.action == "retrieve":
+            return queryset.prefetch_related("applications")
         if self.action != "list":
             return queryset
         query = validated_query(ApiKeyFilterSerializer, self.request).validated_data
@@ -105,6 +109,11 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
     def list(self, request: Request) -> Response:
         return super().list(request)
 
+    @extend_schema(responses={200: ApiKeyDetailSerializer})
+    def retrieve(self, request: Request, api_key_id: str) -> Response:
+        """The key and the applications brokers saw using it (client.id, client software, address, first and last seen)."""
+        return Response(ApiKeyDetailSerializer(self.get_object()).data)
+
     @extend_schema(request=ApiKeyCreateSerializer, responses={201: NewApiKeySerializer})
     def create(self, request: Request) -> Response:
         payload = ApiKeyCreateSerializer(data=request.data)
@@ -115,7 +124,7 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
         context = {"secret": created.secret, "job": job_summary(created.job, request)}
         return Response(NewApiKeySerializer(created.key, context=context).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: ApiKeySerializer})
+    @extend_schema(responses={200: RevokedApiKeySerializer})
     def destroy(self, request: Request, api_key_id: str) -> Response:
         key, job = do_revoke_key(self.actor, self.get_object(), self.request_id)
-        return Response({**ApiKeySerializer(key).data, "job": job_summary(job, request)})
+        return Response(RevokedApiKeySerializer(key, context={"job": job_summary(job, request)}).data)

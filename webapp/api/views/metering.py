@@ -5,8 +5,8 @@ Two views of consumer lag sit side by side under ``/consumer-groups``:
 
 * live, asked from the brokers on each request (``/consumer-groups/{g}/lags`` and
   ``/lag-summary``, in ``webapp.api.views.groups``): exact now, 503 when brokers are down;
-* evaluated by the lag pipeline every ``WEIR_LAG_PIPELINE_INTERVAL_SECONDS`` (here):
-  ``/consumer-groups/{g}/lag`` (Burrow-style status per partition and group, time lag,
+* evaluated continuously by the lag evaluator (``spark_pipelines.lag_monitor``, here):
+  ``/consumer-groups/{g}/lag`` (Burrow-style status per partition and group, time lag, lag rate, time to catch up,
   retention risk), ``/consumer-groups/{g}/lag/history`` (the lag over time) and
   ``/consumer-groups:lag-status`` (every group's status at once). These read the database
   only, so they answer while brokers are down, and say when the evaluation is stale.
@@ -217,17 +217,17 @@ LagHistorySerializer = inline_serializer(
         "results": LagHistoryPointSerializer(many=True),
     },
 )
-NOT_EVALUATED = OpenApiResponse(description="The lag pipeline has not evaluated this group (yet), or it is not the caller's tenant's.")
+NOT_EVALUATED = OpenApiResponse(description="The lag evaluator has not evaluated this group (yet), or it is not the caller's tenant's.")
 
 
 class LagStatusView(TenantReadView):
-    """``GET /consumer-groups:lag-status``: every group the lag pipeline evaluated, with its status."""
+    """``GET /consumer-groups:lag-status``: every group the lag evaluator evaluated, with its status."""
 
     @extend_schema(
         operation_id="v1_consumer_groups_lag_status",
         parameters=[GroupLagStatusQuerySerializer, *PAGING],
         responses={200: LagStatusListSerializer},
-        description="The lag pipeline's latest status of each of the tenant's consumer groups, by group id, with how many groups are in each status. For lag asked from the brokers now, see /consumer-groups/{consumer_group_id}/lag-summary.",
+        description="The lag evaluator's latest status of each of the tenant's consumer groups, by group id, with how many groups are in each status. For lag asked from the brokers now, see /consumer-groups/{consumer_group_id}/lag-summary.",
     )
     def get(self, request: Request) -> Response:
         query = validated_query(GroupLagStatusQuerySerializer, request)
@@ -238,13 +238,13 @@ class LagStatusView(TenantReadView):
 
 
 class GroupLagView(TenantReadView):
-    """``GET /consumer-groups/{g}/lag``: the lag pipeline's latest evaluation of one group."""
+    """``GET /consumer-groups/{g}/lag``: the lag evaluator's latest evaluation of one group."""
 
     @extend_schema(
         operation_id="v1_consumer_groups_lag_evaluation",
         parameters=[GROUP_ID],
         responses={200: GroupLagEvaluationSerializer, 404: NOT_EVALUATED},
-        description="The lag pipeline's latest evaluation of the group: status of the group and of each partition (Burrow's OK, WARNING, ERROR, STOP, STALL, REWIND), lag in records and seconds, retention risk. 404 until the pipeline has evaluated the group.",
+        description="The lag evaluator's latest evaluation of the group, within seconds of a commit: status of the group and of each partition (Burrow's OK, WARNING, ERROR, STOP, STALL, REWIND), lag in records and seconds, lag rate, time to catch up, and retention status (seconds until retention deletes an unconsumed record; AT_RISK before data is lost). 404 until the evaluator has evaluated the group.",
     )
     def get(self, request: Request, consumer_group_id: str) -> Response:
         evaluation = facade.group_evaluation(self.actor.tenant, consumer_group_id, timezone.now())
@@ -260,7 +260,7 @@ class GroupLagHistoryView(TenantReadView):
         operation_id="v1_consumer_groups_lag_history",
         parameters=[GROUP_ID, *WINDOW, *PAGING],
         responses={200: LagHistorySerializer, 404: NOT_EVALUATED},
-        description="The group's status, total and max lag at each evaluation of the lag pipeline in the window (default: the last 6 hours), oldest first.",
+        description="The group's status, total and max lag, and lag rate (records/s the lag grew, positive, or shrank, negative; the sum over its partitions; null when unknown) at each recorded evaluation of the lag evaluator (a point a minute and at each status change) in the window (default: the last 6 hours), oldest first.",
     )
     def get(self, request: Request, consumer_group_id: str) -> Response:
         query = validated_query(TimeWindowQuerySerializer, request)

@@ -36,6 +36,7 @@ from webapp.api.serializers.accounts import (
     InvitationAcceptSerializer,
     InvitationCreateSerializer,
     InvitationSerializer,
+    MemberRoleChangeSerializer,
     MemberSerializer,
     MemberUpdateSerializer,
     NewInvitationSerializer,
@@ -116,14 +117,16 @@ class MemberViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScop
     def safely_get_queryset(self, queryset: QuerySet[Membership]) -> QuerySet[Membership]:
         return queryset.select_related("user")
 
-    @extend_schema(request=MemberUpdateSerializer, responses={200: MemberSerializer})
+    @extend_schema(request=MemberUpdateSerializer, responses={200: MemberRoleChangeSerializer})
     def partial_update(self, request: Request, member_id: str) -> Response:
+        """Change the member's role. Its cluster keys act with it: across the admin line they become,
+        or stop being, the tenant's cluster administrator, and ``job`` tells the brokers."""
         membership = self.get_object()
         payload = MemberUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         check_change_role(self.actor, membership, payload.validated_data["role"])
-        updated = do_change_role(self.actor, membership, payload.validated_data["role"])
-        return Response(MemberSerializer(updated).data)
+        updated, job = do_change_role(self.actor, membership, payload.validated_data["role"], self.request_id)
+        return Response(MemberRoleChangeSerializer(updated, context={"job": job_summary(job, request)}).data)
 
     @extend_schema(responses={200: JobResponseSerializer})
     def destroy(self, request: Request, member_id: str) -> Response:

@@ -83,7 +83,7 @@ class TransactionViewSet(ActionErrorsMixin, viewsets.ViewSet):
         description="Abort the transactional id's ongoing transaction: its producer is fenced and ABORT markers end it in every partition.",
     )
     def abort(self, request: Request, transactional_id: str) -> Response:
-        abort_transaction(self.tenant_id, transactional_id, actor=self.actor.principal, door="api")
+        abort_transaction(self.tenant_id, transactional_id, actor=self.actor, door="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

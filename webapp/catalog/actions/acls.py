@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from django.db import IntegrityError, transaction
 
 from log_formats.topic_names import TENANT_SEPARATOR  # brokers qualify names as tenant~name; it may never appear in a name
 from webapp.accounts.facade import Actor, Conflict, InvalidInput, Membership, Role, ServiceAccount, require_role
+from webapp.audit.facade import record_event
 from webapp.catalog.acl_filters import WILDCARD_RESOURCE, AclFilter, apply_acl_filter
 from webapp.catalog.models import CLUSTER_RESOURCE_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
 from webapp.common.changes import JobKind, RecordedChange, record_change
@@ -33,10 +34,12 @@ OPERATIONS_BY_RESOURCE_TYPE: dict[str, frozenset[str]] = {
     ResourceType.CLUSTER: frozenset(
         {Operation.ALL, Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE}
     ),
+    ResourceType.TRANSACTIONAL_ID: frozenset({Operation.ALL, Operation.WRITE, Operation.DESCRIBE}),
 }
 WILDCARD_PRINCIPAL = "User:*"
 PRINCIPAL_PREFIX = "User:"
 MAX_RESOURCE_NAME_LENGTH = 255
+MAX_PRINCIPAL_LENGTH = AclBinding._meta.get_field("principal").max_length or 128  # the stored column
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,16 @@ def check_create_acl(
     host: str,
     operation: str,
     permission: str,
+    known_principal: bool = True,
 ) -> NewAclBinding:
     """Validate a binding: Kafka's vocabulary, an operation the resource type supports, a
     principal of this tenant (``User:sa-...``, ``User:u-...`` or ``User:*``), a host that is
-    ``*`` or an IP address."""
+    ``*`` or an IP address.
+
+    ``known_principal=False`` (Kafka's AdminClient doors, forwarded by a broker): as Kafka, any
+    ``User:<name>`` is accepted, whether or not such an identity exists yet. The binding lives
+    in this tenant and is evaluated for this tenant's callers only, so a name no identity has
+    matches nobody. The dashboard and REST keep the check (a typo there is a mistake)."""
     require_role(actor, Role.ADMIN, "manage ACLs")
     errors: dict[str, object] = {}
     if resource_type not in ResourceType.values:
@@ -80,7 +89,7 @@ def check_create_acl(
     name_problem = _resource_name_problem(resource_type, resource_name, pattern_type)
     if name_problem:
         errors["resource_name"] = [name_problem]
-    principal_problem = _principal_problem(actor, principal)
+    principal_problem = _principal_problem(actor, principal) if known_principal else _principal_form_problem(principal)
     if principal_problem:
         errors["principal"] = [principal_problem]
     if host != "*":
@@ -107,6 +116,17 @@ def _resource_name_problem(resource_type: str, resource_name: str, pattern_type:
     return None
 
 
+def _principal_form_problem(principal: str) -> str | None:
+    """Kafka's form of a principal: ``User:<name>``, printable, within the stored length."""
+    if not principal.startswith(PRINCIPAL_PREFIX) or len(principal) == len(PRINCIPAL_PREFIX):
+        return "A principal is 'User:<name>'."
+    if len(principal) > MAX_PRINCIPAL_LENGTH:
+        return f"At most {MAX_PRINCIPAL_LENGTH} characters."
+    if not principal.isprintable():
+        return "A principal has no control characters."
+    return None
+
+
 def _principal_problem(actor: Actor, principal: str) -> str | None:
     if principal == WILDCARD_PRINCIPAL:
         return None
@@ -124,12 +144,13 @@ def _principal_problem(actor: Actor, principal: str) -> str | None:
 
 def do_create_acl(actor: Actor, binding: NewAclBinding, request_id: str = "") -> tuple[AclBinding, RecordedChange]:
     """Store the binding and record SYNC_SECURITY; an identical binding is a Conflict."""
-    fields = asdict(binding)  # the binding's fields are the model's, name for name
+    values = asdict(binding)  # the binding's fields are the model's, name for name
     try:
         with transaction.atomic():
-            if AclBinding.objects.filter(tenant=actor.tenant, **fields).exists():
+            if AclBinding.objects.filter(tenant=actor.tenant, **values).exists():
                 raise Conflict("An identical ACL binding already exists.")
-            created = AclBinding.objects.create(tenant=actor.tenant, **fields)
+            created = AclBinding.objects.create(tenant=actor.tenant, **values)
+            record_event(actor, "acl.create", created.public_id, values)
             job = record_change(actor.tenant, JobKind.SYNC_SECURITY, created.public_id, created_by=actor.user, request_id=request_id)
     except IntegrityError as error:
         raise Conflict("An identical ACL binding already exists.") from error
@@ -145,6 +166,8 @@ def do_delete_acls(actor: Actor, acl_filter: AclFilter, request_id: str = "") ->
         if not matched:
             return [], None
         AclBinding.objects.filter(pk__in=[binding.pk for binding in matched]).delete()
+        for binding in matched:
+            record_event(actor, "acl.delete", binding.public_id, {field.name: getattr(binding, field.name) for field in fields(NewAclBinding)})
         target = matched[0].public_id if len(matched) == 1 else f"{len(matched)} ACL bindings"
         job = record_change(actor.tenant, JobKind.SYNC_SECURITY, target, created_by=actor.user, request_id=request_id)
     return matched, job

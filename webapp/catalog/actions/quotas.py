@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from webapp.accounts.facade import Actor, InvalidInput, Role, StateConflict, require_role
+from webapp.audit.facade import record_event
 from webapp.catalog.models import Quota
 from webapp.common.changes import JobKind, RecordedChange, record_change
 
@@ -48,5 +49,11 @@ def do_set_quota(
         quota.consume_bytes_per_second = consume_bytes_per_second
         quota.save(update_fields=["produce_bytes_per_second", "consume_bytes_per_second", "updated_at"])
         job = record_change(actor.tenant, JobKind.SYNC_SECURITY, QUOTA_TARGET, created_by=actor.user, request_id=request_id)
+        record_event(
+            actor,
+            "quota.set",
+            QUOTA_TARGET,
+            {"produce_bytes_per_second": produce_bytes_per_second, "consume_bytes_per_second": consume_bytes_per_second},
+        )
     quota.tenant = actor.tenant
     return quota, job

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from webapp.accounts.facade import Actor, Conflict, InvalidInput, Role, Tenant, require_role
+from webapp.audit.facade import record_event
 from webapp.catalog.limits import check_growth_fits_plan
 from webapp.catalog.models import Topic
 from webapp.catalog.placement_rows import PlacementError, place_partitions
@@ -95,6 +96,12 @@ def do_create_topic(actor: Actor, new_topic: NewTopic, request_id: str = "") -> 
             )
             _place(topic, 0, new_topic.partitions_count)
             job = record_change(tenant, JobKind.CREATE_TOPIC, topic.name, created_by=actor.user, request_id=request_id)
+            record_event(
+                actor,
+                "topic.create",
+                topic.name,
+                {"partitions": new_topic.partitions_count, "replication_factor": new_topic.replication_factor, "configs": dict(new_topic.configs)},
+            )
     except IntegrityError as error:
         # Two creations of one name raced past the existence check; the constraint decides.
         raise Conflict(f"Topic '{new_topic.name}' already exists.") from error
@@ -108,6 +115,7 @@ def do_delete_topic(actor: Actor, topic: Topic, request_id: str = "") -> Recorde
     with transaction.atomic():
         name = topic.name
         Topic.objects.filter(pk=topic.pk, tenant=actor.tenant).delete()
+        record_event(actor, "topic.delete", name, {"partitions": topic.partition_count})
         return record_change(actor.tenant, JobKind.DELETE_TOPIC, name, created_by=actor.user, request_id=request_id)
 
 
@@ -139,7 +147,9 @@ def do_alter_topic_configs(actor: Actor, topic: Topic, overrides: Mapping[str, s
     """Replace the topic's overrides and record ALTER_TOPIC_CONFIGS."""
     with transaction.atomic():
         locked = Topic.objects.select_for_update().get(pk=topic.pk, tenant=actor.tenant)
+        previous = dict(locked.configs)
         locked.configs = dict(overrides)
+        record_event(actor, "topic.alter_configs", locked.name, {"configs": dict(overrides), "previous": previous})
         locked.save(update_fields=["configs", "updated_at"])
         job = record_change(actor.tenant, JobKind.ALTER_TOPIC_CONFIGS, locked.name, created_by=actor.user, request_id=request_id)
     return TopicChange(locked, job)
@@ -170,6 +180,7 @@ def do_create_partitions(actor: Actor, topic: Topic, partitions_count: int, requ
             raise InvalidInput.for_field("partitions_count", f"Partitions can only be added: the topic has {current}.")
         check_growth_fits_plan(tenant, new_topics=0, new_partitions=partitions_count - current)
         locked.partition_count = partitions_count
+        record_event(actor, "topic.create_partitions", locked.name, {"partitions": partitions_count, "previous": current})
         locked.save(update_fields=["partition_count", "updated_at"])
         _place(locked, current, partitions_count - current)
         job = record_change(tenant, JobKind.CREATE_PARTITIONS, locked.name, created_by=actor.user, request_id=request_id)

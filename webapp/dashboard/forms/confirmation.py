@@ -1,4 +1,5 @@
-"""Confirming an irreversible action by typing the name of what it destroys (topics, groups)."""
+"""Confirming an irreversible action: by typing the name of what it destroys (topics, groups),
+or by a second, explicit step after reading what stops working (ACLs, API keys, members)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,21 @@ class TypedConfirmationForm(forms.Form):
         if typed != self.expected:
             raise forms.ValidationError(f"That is not the {self.what}.")
         return typed
+
+
+class ExplicitConfirmationForm(forms.Form):
+    """The confirmation page's hidden field: the id of the object shown there. A POST without it
+    (a single click on a list, a forged form) only shows the confirmation page."""
+
+    confirm = forms.CharField(widget=forms.HiddenInput)
+
+    def __init__(self, *args: object, expected: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.expected = expected
+        self.fields["confirm"].initial = expected
+
+    def clean_confirm(self) -> str:
+        value = self.cleaned_data["confirm"]
+        if value != self.expected:
+            raise forms.ValidationError("This confirmation is for another object.")
+        return value

@@ -17,6 +17,23 @@ TARGET_CHOICES = [
 ]
 
 
+MAX_PARTITION_NUMBER = 100_000  # far above any topic's partition count; bounds a range like 0-999999999
+
+
+def parse_partition_numbers(text: str) -> tuple[int, ...]:
+    """``"0,2-3"`` -> (0, 2, 3); empty -> (). ValidationError says what is wrong."""
+    numbers: set[int] = set()
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        low, dash, high = part.partition("-")
+        if not low.strip().isdigit() or (dash and not high.strip().isdigit()):
+            raise forms.ValidationError(f"{part!r} is not a partition number or a range like 2-5.")
+        first, last = int(low), int(high) if dash else int(low)
+        if first > last or last > MAX_PARTITION_NUMBER:
+            raise forms.ValidationError(f"{part!r} is not a range of partition numbers from 0 to {MAX_PARTITION_NUMBER}.")
+        numbers.update(range(first, last + 1))
+    return tuple(sorted(numbers))
+
+
 class ResetOffsetsForm(forms.Form):
     """Topics (the tenant's, by name) and where to move the group's offsets in all their partitions."""
 
@@ -29,10 +46,19 @@ class ResetOffsetsForm(forms.Form):
         help_text="With “a time”, in UTC.",
     )
     offset = forms.IntegerField(min_value=0, required=False, help_text="With “a given offset”.")
+    partitions = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Only these partitions of each topic, e.g. 0,2-3; empty: every partition.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "inputmode": "numeric"}),
+    )
 
     def __init__(self, *args: object, topic_names: list[str], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.fields["topics"].choices = [(name, name) for name in topic_names]  # type: ignore[attr-defined]
+
+    def clean_partitions(self) -> tuple[int, ...]:
+        return parse_partition_numbers(self.cleaned_data.get("partitions") or "")
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
@@ -49,7 +75,7 @@ class ResetOffsetsForm(forms.Form):
             # datetime-local carries no zone: the form says UTC, so read it as UTC.
             moment = data["timestamp"].replace(tzinfo=UTC) if data["timestamp"].tzinfo is None else data["timestamp"]
             timestamp_ms = int(moment.timestamp() * 1000)
-        return ResetRequest(to=data["to"], topics=list(data["topics"]), timestamp_ms=timestamp_ms, offset=data.get("offset"))
+        return ResetRequest(to=data["to"], topics=list(data["topics"]), timestamp_ms=timestamp_ms, offset=data.get("offset"), partitions=data["partitions"])
 
 
 class ConfirmResetForm(forms.Form):

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.accounts.facade import (
     ApiKey,
+    ApiKeyApplication,
+    KeyAccess,
     Membership,
     Role,
     ServiceAccount,
@@ -24,11 +27,15 @@ from webapp.accounts.facade import (
     do_create_service_account,
     do_delete_service_account,
     do_revoke_key,
+    key_access,
     owns,
     role_at_least,
 )
 from webapp.dashboard.action_calls import call_action
+from webapp.dashboard.consequences import key_revocation_consequences
 from webapp.dashboard.forms.access import ApiKeyForm, ServiceAccountForm
+from webapp.dashboard.forms.confirmation import ExplicitConfirmationForm
+from webapp.dashboard.key_access import key_access_explanation, key_access_summary
 from webapp.dashboard.tenancy import page_context, tenant_page
 from webapp.dashboard.views.jobs import job_in_progress
 
@@ -75,7 +82,7 @@ def service_account_detail(request: HttpRequest, public_id: str) -> HttpResponse
     tenant = request.actor.tenant  # type: ignore[attr-defined]
     account = get_object_or_404(ServiceAccount, tenant=tenant, public_id=public_id)
     can_manage = role_at_least(request.actor.role, Role.ADMIN)  # type: ignore[attr-defined]
-    rows = [(key, can_manage) for key in tenant_keys(tenant).filter(owner_service_account=account)]
+    rows = [(key, can_manage, key_access_summary(key)) for key in tenant_keys(tenant).filter(owner_service_account=account)]
     context = page_context(request, "service_accounts", account=account, rows=rows, can_manage=can_manage, job=job_in_progress(request, request.GET.get("job")))
     return render(request, "dashboard/access/service_account_detail.html", context)
 
@@ -114,7 +121,7 @@ def api_key_list(request: HttpRequest) -> HttpResponse:
     actor = request.actor  # type: ignore[attr-defined]
     keys = list(tenant_keys(actor.tenant))
     is_admin = role_at_least(actor.role, Role.ADMIN)
-    rows = [(key, is_admin or owns(actor, key)) for key in keys]
+    rows = [(key, is_admin or owns(actor, key), key_access_summary(key)) for key in keys]
     context = page_context(
         request, "api_keys", rows=rows, can_create=role_at_least(actor.role, Role.DEVELOPER), job=job_in_progress(request, request.GET.get("job"))
     )
@@ -139,11 +146,58 @@ def api_key_create(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/access/api_key_create.html", page_context(request, "api_keys", form=form))
 
 
-@tenant_page(Role.DEVELOPER)
-@require_POST
-def api_key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+def key_applications(key: ApiKey) -> list[ApiKeyApplication]:
+    """The applications brokers saw using ``key``, most recently seen first (one query; bounded per key)."""
+    return list(ApiKeyApplication.objects.filter(api_key=key).order_by("-last_seen_at", "-pk"))
+
+
+@tenant_page()
+def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
+    """One key: its facts and the applications brokers saw using it (another tenant's key answers 404)."""
     actor = request.actor  # type: ignore[attr-defined]
-    key = get_object_or_404(ApiKey, tenant=actor.tenant, key_id=key_id)
+    key = get_object_or_404(tenant_keys(actor.tenant), key_id=key_id)
+    can_revoke = owns(actor, key) or role_at_least(actor.role, Role.ADMIN)
+    context = page_context(
+        request,
+        "api_keys",
+        key=key,
+        access=key_access_explanation(key),
+        acls_decide=key_access(key) == KeyAccess.ACLS,
+        applications=key_applications(key),
+        can_revoke=can_revoke and role_at_least(actor.role, Role.DEVELOPER),
+    )
+    return render(request, "dashboard/access/api_key_detail.html", context)
+
+
+@tenant_page(Role.DEVELOPER)
+@require_http_methods(["GET", "POST"])
+def api_key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+    """GET (or a POST without the confirmation): who uses the key and what stops; the confirmed POST revokes."""
+    actor = request.actor  # type: ignore[attr-defined]
+    key = get_object_or_404(tenant_keys(actor.tenant), key_id=key_id)
+    form = ExplicitConfirmationForm(request.POST if "confirm" in request.POST else None, expected=key.key_id)
+    if request.method != "POST" or not form.is_valid():
+        if not owns(actor, key) and not role_at_least(actor.role, Role.ADMIN):
+            raise PermissionDenied(f"Your role ({actor.role}) may revoke only your own keys.")
+        if key.revoked_at is not None:
+            messages.info(request, f"Key {key.key_id} is already revoked.")
+            return redirect("dashboard:api_keys")
+        applications = key_applications(key)
+        context = page_context(
+            request,
+            "api_keys",
+            applications_of_key=key,
+            applications=applications,
+            title=f"Revoke API key {key.key_id}",
+            question=f"Revoke the {key.kind} key {key.key_id}?",
+            facts=[("Owner", key.principal), ("Description", key.description or "—"), ("Created", f"{key.created_at:%Y-%m-%d %H:%M} UTC")],
+            consequences=key_revocation_consequences(key, applications),
+            form=form,
+            action=reverse("dashboard:api_key_revoke", args=[key.key_id]),
+            button="Revoke key",
+            cancel_url=reverse("dashboard:api_keys"),
+        )
+        return render(request, "dashboard/confirm.html", context)
     revoked = call_action(forms.Form(), do_revoke_key, actor, key)
     _, job = revoked.value  # type: ignore[misc]
     messages.success(request, f"Key {key.key_id} is revoked.")

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from webapp.catalog.facade import BrokerPartitionCounts, broker_partition_counts
+from webapp.dashboard.fragments import fragment_of
 from webapp.dashboard.tenancy import member_or_operator_page, page_context
 from webapp.fleet.facade import BrokerNode, brokers
 
@@ -43,4 +45,5 @@ def _broker_table(request: HttpRequest) -> HttpResponse:
 
 
 broker_list = member_or_operator_page(_broker_list)
-broker_table = never_cache(member_or_operator_page(_broker_table))
+# A browser opening the table as a page is sent to the Brokers page.
+broker_table = never_cache(fragment_of(lambda: f"{reverse('dashboard:brokers')}#brokers")(member_or_operator_page(_broker_table)))

@@ -20,12 +20,13 @@ from django.utils.http import urlencode
 
 from webapp.accounts.facade import Conflict, InvalidInput, NotFound, Role, role_at_least
 from webapp.catalog.facade import Topic
-from webapp.consumer_groups import BrokerError, apply_reset, delete_group, get_group_lag, list_groups, plan_reset
+from webapp.consumer_groups import BrokerError, get_group_lag, list_groups, plan_reset
 from webapp.dashboard.action_calls import add_field_errors
-from webapp.dashboard.forms.confirmation import TypedConfirmationForm
+from webapp.dashboard.forms.confirmation import ExplicitConfirmationForm, TypedConfirmationForm
 from webapp.dashboard.forms.groups import ConfirmResetForm, ResetOffsetsForm
-from webapp.dashboard.lag_panels import group_lag_panel, group_statuses
+from webapp.dashboard.lag_panels import group_lag_panel, group_statuses, lag_trend
 from webapp.dashboard.tenancy import page_context, tenant_page
+from webapp.group_changes import apply_recorded_reset, delete_recorded_group, undo_last_reset, undo_plan
 
 SECTION = "groups"
 
@@ -49,7 +50,7 @@ def group_list(request: HttpRequest) -> HttpResponse:
     except BrokerError as error:
         return _unavailable(request, "dashboard/groups/list.html", error, rows=[])
     statuses = group_statuses(request.actor.tenant)  # type: ignore[attr-defined]
-    rows = [(overview, statuses.get(overview.group.group_id)) for overview in overviews]
+    rows = [(overview, statuses.get(overview.group.group_id), lag_trend(statuses.get(overview.group.group_id))) for overview in overviews]
     return render(request, "dashboard/groups/list.html", page_context(request, SECTION, rows=rows))
 
 
@@ -64,6 +65,8 @@ def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
     except BrokerError as error:
         return _unavailable(request, "dashboard/groups/detail.html", error, **values)
     topics = sorted({row.topic for row in lag.partitions})
+    if group is None or not group.members:
+        values["undo"] = undo_plan(request.actor.tenant, group_id)  # type: ignore[attr-defined]
     reset_url = f"{reverse('dashboard:group_reset_offsets', args=[group_id])}?{urlencode([('topic', topic) for topic in topics])}"
     return render(request, "dashboard/groups/detail.html", page_context(request, SECTION, group=group, lag=lag, reset_url=reset_url, **values))
 
@@ -79,7 +82,7 @@ def group_reset_offsets(request: HttpRequest, group_id: str) -> HttpResponse:
         confirm = ConfirmResetForm(request.POST)
         if confirm.is_valid():
             try:
-                outcome = apply_reset(tenant_id, group_id, confirm.reset_request())
+                outcome = apply_recorded_reset(request.actor, group_id, confirm.reset_request())  # type: ignore[attr-defined]
             except (Conflict, InvalidInput, BrokerError) as error:
                 values["apply_errors"] = [error.message]
             else:
@@ -106,11 +109,41 @@ def group_reset_offsets(request: HttpRequest, group_id: str) -> HttpResponse:
 
 
 @tenant_page(Role.DEVELOPER)
+def group_undo_reset(request: HttpRequest, group_id: str) -> HttpResponse:
+    """GET: the offsets the undo writes back; the confirmed POST writes them (``webapp.group_changes``)."""
+    plan = undo_plan(request.actor.tenant, group_id)  # type: ignore[attr-defined]
+    if plan is None:
+        messages.info(request, f"Consumer group {group_id} has no offset reset to undo.")
+        return redirect("dashboard:group", group_id)
+    form = ExplicitConfirmationForm(request.POST if "confirm" in request.POST else None, expected=plan.event_id)
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            outcome = undo_last_reset(request.actor, group_id)  # type: ignore[attr-defined]
+        except (Conflict, NotFound, InvalidInput, BrokerError) as error:
+            errors.append(error.message)
+        else:
+            count = len(outcome.changes)
+            messages.success(request, f"Undid the last reset of group {group_id}: {count} partition{'s' if count != 1 else ''} back where they were.")
+            return redirect("dashboard:group", group_id)
+    context = page_context(
+        request,
+        SECTION,
+        group_id=group_id,
+        plan=plan,
+        rows=[(topic, partition, plan.expected.get((topic, partition)), offset) for (topic, partition), offset in sorted(plan.restore.items())],
+        form=form,
+        apply_errors=errors,
+    )
+    return render(request, "dashboard/groups/undo_reset.html", context, status=409 if errors else 200)
+
+
+@tenant_page(Role.DEVELOPER)
 def group_delete(request: HttpRequest, group_id: str) -> HttpResponse:
     form = TypedConfirmationForm(request.POST or None, expected=group_id, what="group's id")
     if request.method == "POST" and form.is_valid():
         try:
-            delete_group(_tenant_id(request), group_id)
+            delete_recorded_group(request.actor, group_id)  # type: ignore[attr-defined]
         except NotFound as error:
             raise Http404(error.message) from error
         except (Conflict, BrokerError) as error:

@@ -9,10 +9,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.accounts.facade import Invitation, Membership, Role, check_change_role, check_invite, do_change_role, do_invite, do_remove_member, role_at_least
 from webapp.dashboard.action_calls import call_action
+from webapp.dashboard.consequences import member_removal_consequences
+from webapp.dashboard.forms.confirmation import ExplicitConfirmationForm
 from webapp.dashboard.forms.members import InviteForm, RoleForm
 from webapp.dashboard.tenancy import page_context, tenant_page
 
@@ -67,8 +69,14 @@ def member_change_role(request: HttpRequest, public_id: str) -> HttpResponse:
     form = RoleForm(request.POST)
     if form.is_valid():
         role = form.cleaned_data["role"]
-        if call_action(form, check_change_role, actor, membership, role).ok and call_action(form, do_change_role, actor, membership, role).ok:
+        changed = call_action(form, do_change_role, actor, membership, role) if call_action(form, check_change_role, actor, membership, role).ok else None
+        if changed is not None and changed.ok:
+            _, job = changed.value  # type: ignore[misc]
             messages.success(request, f"{membership.user.get_username()} is now {role}.")
+            if job is not None:
+                # Across the admin line: the member's cluster keys become, or stop being, the
+                # cluster administrator once the brokers have the job's snapshot.
+                return redirect("dashboard:job", job.public_id)
             return redirect("dashboard:members")
     for error in form.errors.get("__all__", []) + form.errors.get("role", []):
         messages.error(request, error)
@@ -76,10 +84,26 @@ def member_change_role(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @tenant_page(Role.OWNER)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def member_remove(request: HttpRequest, public_id: str) -> HttpResponse:
+    """GET (or a POST without the confirmation): what the member loses; the confirmed POST removes."""
     actor = request.actor  # type: ignore[attr-defined]
     membership = get_object_or_404(Membership.objects.select_related("user"), tenant=actor.tenant, public_id=public_id)
+    confirmation = ExplicitConfirmationForm(request.POST if "confirm" in request.POST else None, expected=membership.public_id)
+    if request.method != "POST" or not confirmation.is_valid():
+        context = page_context(
+            request,
+            "members",
+            title=f"Remove {membership.user.get_username()}",
+            question=f"Remove {membership.user.get_username()} ({membership.role}) from {actor.tenant.name}?",
+            facts=[("Member", membership.principal), ("E-mail", membership.user.email or "—")],
+            consequences=member_removal_consequences(membership),
+            form=confirmation,
+            action=reverse("dashboard:member_remove", args=[membership.public_id]),
+            button="Remove member",
+            cancel_url=reverse("dashboard:members"),
+        )
+        return render(request, "dashboard/confirm.html", context)
     form = RoleForm()
     removed = call_action(form, do_remove_member, actor, membership)
     if not removed.ok:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from webapp.accounts.facade import Role, role_at_least
@@ -32,13 +33,15 @@ from webapp.catalog.facade import (
     topic_partition_health,
 )
 from webapp.dashboard.action_calls import call_action
+from webapp.dashboard.config_display import config_rows
 from webapp.dashboard.forms.confirmation import TypedConfirmationForm
 from webapp.dashboard.forms.topics import AddPartitionsForm, TopicConfigsForm, TopicCreateForm
+from webapp.dashboard.fragments import fragment_of
 from webapp.dashboard.tenancy import page_context, tenant_page
+from webapp.dashboard.throughput_panels import topic_panel
 from webapp.dashboard.views.jobs import job_in_progress
 from webapp.fleet.facade import default_replication_factor
 from webapp.provisioning.facade import ProvisioningJob, describe_partitions
-from weir.topic_config import TOPIC_CONFIGS
 
 
 def tenant_topic(request: HttpRequest, name: str) -> Topic:
@@ -131,10 +134,7 @@ def topic_create(request: HttpRequest) -> HttpResponse:
 def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
     topic = tenant_topic(request, name)
     partitions = describe_partitions(topic)
-    configs = [
-        {"name": key, "value": topic.configs.get(key, spec.default), "is_default": key not in topic.configs, "documentation": spec.documentation}
-        for key, spec in sorted(TOPIC_CONFIGS.items())
-    ]
+    configs = config_rows(dict(topic.configs))
     actor = request.actor  # type: ignore[attr-defined]
     job = job_in_progress(request, request.GET.get("job"))
     context = page_context(
@@ -148,16 +148,30 @@ def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
         can_change=role_at_least(actor.role, Role.DEVELOPER),
         total_size=sum(partition.size_bytes or 0 for partition in partitions),
         **replication_context(topic),
+        **topic_panel(topic, partitions, timezone.now()),
     )
     return render(request, "dashboard/topics/detail.html", context)
 
 
 @never_cache
+@fragment_of(lambda name: f"{reverse('dashboard:topic', args=[name])}#replication")
 @tenant_page()
 def topic_replication(request: HttpRequest, name: str) -> HttpResponse:
-    """The detail page's replication table alone, for its periodic refresh."""
+    """The detail page's replication table alone, for its periodic refresh (a browser that
+    opens it as a page is sent to the topic's page)."""
     topic = tenant_topic(request, name)
     return render(request, "dashboard/topics/replication.html", {"topic": topic, **replication_context(topic)})
+
+
+@never_cache
+@fragment_of(lambda name: f"{reverse('dashboard:topic', args=[name])}#throughput")
+@tenant_page()
+def topic_throughput(request: HttpRequest, name: str) -> HttpResponse:
+    """The detail page's live throughput alone, for its periodic refresh: each refresh reads
+    the brokers' counters once more (one DescribeState per leader)."""
+    topic = tenant_topic(request, name)
+    context = topic_panel(topic, describe_partitions(topic), timezone.now())
+    return render(request, "dashboard/topics/throughput.html", {"topic": topic, **context})
 
 
 @tenant_page(Role.DEVELOPER)

@@ -65,7 +65,7 @@ def transaction_abort(request: HttpRequest, transactional_id: str) -> HttpRespon
     form = TypedConfirmationForm(request.POST or None, expected=transactional_id, what="transactional id")
     if request.method == "POST" and form.is_valid():
         try:
-            abort_transaction(_tenant_id(request), transactional_id, actor=request.actor.principal, door="dashboard")  # type: ignore[attr-defined]
+            abort_transaction(_tenant_id(request), transactional_id, actor=request.actor, door="dashboard")  # type: ignore[attr-defined]
         except NotFound as error:
             raise Http404(error.message) from error
         except (Conflict, BrokerError) as error:

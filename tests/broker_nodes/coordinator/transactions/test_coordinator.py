@@ -21,6 +21,7 @@ from broker_nodes.coordinator.transactions.errors import (
     ProducerFencedError,
     TransactionalIdNotFoundError,
     TransactionCoordinatorLoadingError,
+    TransactionCoordinatorNotAvailableError,
 )
 from broker_nodes.coordinator.transactions.markers import MarkerRequest, TopicPartition
 from broker_nodes.coordinator.transactions.state import TransactionState
@@ -165,7 +166,7 @@ def test_markers_refused_by_a_moved_leader_are_retried_and_deleted_partitions_dr
     assert coordinator.describe(TXN).state is TransactionState.COMPLETE_ABORT
 
 
-def test_add_partitions_of_the_next_transaction_is_woken_by_the_completion_instead_of_refused(coordinator, markers, completer):
+def test_add_partitions_of_the_next_transaction_is_woken_by_the_completion_instead_of_refused(broker, coordinator, markers, completer):
     """The producer's next AddPartitionsToTxn, sent while the markers of its commit are written, waits for the
     completion and is answered when it ends, not CONCURRENT_TRANSACTIONS (which librdkafka retries after 20 ms)."""
     ids = begin(coordinator)
@@ -190,6 +191,85 @@ def test_add_partitions_of_the_next_transaction_is_woken_by_the_completion_inste
     assert len(markers.requests) == 1
     assert coordinator.describe(TXN).state is TransactionState.ONGOING
     assert coordinator.describe(TXN).partitions == frozenset([ORDERS])
+    # The completion let the waiting request store its record in place of CompleteCommit.
+    assert stored_states(broker, TXN)[-2:] == [TransactionState.PREPARE_COMMIT, TransactionState.ONGOING]
+
+
+def _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, then: Callable[[], None]) -> None:
+    """Run ``then`` in the completer once the markers are durable, just before it would store CompleteCommit."""
+    store = coordinator._store_completion
+
+    def interleaved(*args):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(coordinator, "_store_completion", store)
+        then()
+        return store(*args)
+
+    monkeypatch.setattr(coordinator, "_store_completion", interleaved)
+
+
+def test_the_next_transaction_begins_once_the_markers_are_durable_and_its_record_replaces_the_completion(broker, coordinator, markers, completer, monkeypatch):
+    """One acks=all round trip less per transaction: AddPartitionsToTxn needs the markers, not the stored CompleteCommit."""
+    ids = begin(coordinator)
+    bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    _next_transaction_before_the_completion_is_stored(
+        coordinator, monkeypatch, lambda: coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
+    )
+    completer.run_all()
+    described = coordinator.describe(TXN)
+    assert (described.state, described.partitions, described.producer_epoch) == (TransactionState.ONGOING, frozenset([ORDERS]), bumped.producer_epoch)
+    assert stored_states(broker, TXN) == [TransactionState.EMPTY, TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.ONGOING]
+    assert coordinator.coordinating(TXN).markers_written == {}
+    # The previous commit's retry is no retry any more; the new transaction commits as usual.
+    with pytest.raises(ProducerFencedError):
+        coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    coordinator.end_transaction(TXN, bumped.producer_id, bumped.producer_epoch, commit=True)
+    completer.run_all()
+    assert coordinator.describe(TXN).state is TransactionState.COMPLETE_COMMIT
+    assert [sorted(request.partitions) for request in markers.requests] == [sorted([ORDERS, PAYMENTS]), [ORDERS]]
+
+
+def test_a_transaction_decided_while_the_previous_completion_winds_down_still_gets_its_markers(broker, coordinator, markers, completer, monkeypatch):
+    ids = begin(coordinator)
+    bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    ended: list[int] = []
+
+    def next_transaction() -> None:
+        coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [PAYMENTS])
+        ended.append(coordinator.end_transaction(TXN, bumped.producer_id, bumped.producer_epoch, commit=False).producer_epoch)
+
+    _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, next_transaction)
+    completer.run_all()
+    assert [(request.commit, request.producer_epoch, sorted(request.partitions)) for request in markers.requests] == [
+        (True, bumped.producer_epoch, sorted([ORDERS, PAYMENTS])),
+        (False, ended[0], [PAYMENTS]),
+    ]
+    assert coordinator.describe(TXN).state is TransactionState.COMPLETE_ABORT
+    assert stored_states(broker, TXN)[2:] == [
+        TransactionState.PREPARE_COMMIT,
+        TransactionState.ONGOING,
+        TransactionState.PREPARE_ABORT,
+        TransactionState.COMPLETE_ABORT,
+    ]
+
+
+def test_a_failed_write_of_the_next_transaction_leaves_the_completion_to_be_stored(broker, coordinator, markers, completer, monkeypatch):
+    ids = begin(coordinator)
+    bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    write = coordinator._write
+
+    def refuse_once() -> None:
+        def failing(*args):  # type: ignore[no-untyped-def]
+            monkeypatch.setattr(coordinator, "_write", write)
+            raise TransactionCoordinatorNotAvailableError(TXN, "replicas away")
+
+        monkeypatch.setattr(coordinator, "_write", failing)
+        with pytest.raises(TransactionCoordinatorNotAvailableError):
+            coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
+
+    _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, refuse_once)
+    completer.run_all()
+    assert coordinator.describe(TXN).state is TransactionState.COMPLETE_COMMIT
+    assert stored_states(broker, TXN)[2:] == [TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT]
 
 
 def test_add_partitions_still_refused_when_the_completion_outlasts_the_wait(broker, clock, markers, completer):

@@ -236,6 +236,35 @@ def test_a_transaction_past_its_timeout_is_aborted_with_the_epoch_bumped(ids):
         machine.end_transaction(machine.complete(aborted, now_ms=NOW), TXN, 100, 0, commit=False, now_ms=NOW, allocate=ids)
 
 
+@pytest.mark.parametrize("completed", [False, True])
+def test_after_a_reload_a_timed_out_producers_late_commit_is_fenced(ids, completed):
+    # The coordinator aborted the transaction at epoch 0 -> 1; the log cannot say who ended it.
+    aborted = machine.abort_timed_out(ongoing(ids), now_ms=NOW + 60_000, allocate=ids)
+    assert aborted is not None
+    stored = machine.complete(aborted, now_ms=NOW) if completed else aborted
+    reloaded = TransactionMetadata.from_log_value(TXN, stored.to_log_value())
+    with pytest.raises(ProducerFencedError):
+        machine.end_transaction(reloaded, TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids)
+    # Without a reload the coordinator knows: fenced as well.
+    with pytest.raises(ProducerFencedError):
+        machine.end_transaction(stored, TXN, 100, 0, commit=True, now_ms=NOW, allocate=ids)
+
+
+@pytest.mark.parametrize("commit", [False, True])
+def test_after_a_reload_the_producers_own_end_is_still_a_retry(ids, commit):
+    prepared = machine.end_transaction(ongoing(ids), TXN, 100, 0, commit=commit, now_ms=NOW, allocate=ids).metadata
+    assert prepared is not None
+    reloaded = TransactionMetadata.from_log_value(TXN, machine.complete(prepared, now_ms=NOW).to_log_value())
+    retried = machine.end_transaction(reloaded, TXN, 100, 0, commit=commit, now_ms=NOW, allocate=ids)
+    assert retried.metadata is None and (retried.producer_id, retried.producer_epoch) == (100, 1)
+    # The other outcome at the ended epoch: a commit after an abort the log shows is a fenced producer's.
+    with pytest.raises(ProducerFencedError if commit is False else InvalidTransactionStateError):
+        machine.end_transaction(reloaded, TXN, 100, 0, commit=not commit, now_ms=NOW, allocate=ids)
+    # Before a reload the coordinator knows the producer ended it itself: INVALID_TXN_STATE, as Kafka.
+    with pytest.raises(InvalidTransactionStateError):
+        machine.end_transaction(machine.complete(prepared, now_ms=NOW), TXN, 100, 0, commit=not commit, now_ms=NOW, allocate=ids)
+
+
 def test_only_idle_ids_expire(ids):
     assert machine.expired(initialised(ids), now_ms=NOW + 10, expiration_ms=10)
     assert not machine.expired(initialised(ids), now_ms=NOW + 9, expiration_ms=10)

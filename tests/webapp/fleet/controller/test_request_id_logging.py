@@ -32,6 +32,11 @@ def test_registration_lines_carry_the_calls_request_id() -> None:
     server, port = create_controller_server(service, "127.0.0.1:0", internal_token=TOKEN)
     recorder = Recorder()
     service_logger = logging.getLogger("webapp.controller.service")
+    # Another test in this process may have set the root level (Celery's test worker sets WARNING)
+    # or disabled existing loggers (dictConfig): this test's lines are INFO, on this logger.
+    previous = (service_logger.level, service_logger.disabled)
+    service_logger.setLevel(logging.INFO)
+    service_logger.disabled = False
     service_logger.addHandler(recorder)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -41,6 +46,8 @@ def test_registration_lines_carry_the_calls_request_id() -> None:
             stub.RegisterBroker(request, metadata=(("x-weir-internal-token", TOKEN),), timeout=10)
     finally:
         service_logger.removeHandler(recorder)
+        service_logger.setLevel(previous[0])
+        service_logger.disabled = previous[1]
         server.stop(None)
     registered = [record for record in recorder.records if "registered at" in record.getMessage()]
     assert [record.request_id for record in registered] == ["register-1", None]  # type: ignore[attr-defined]

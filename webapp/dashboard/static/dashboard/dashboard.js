@@ -29,3 +29,17 @@ document.querySelectorAll("[data-live-url]").forEach(function (element) {
       .then(function () { busy = false; });
   }, seconds * 1000);
 });
+
+// On a narrow screen the navigation collapses behind a Menu button (the CSS hides it only when
+// this script runs, so that without the script every link stays visible).
+(function () {
+  var toggle = document.querySelector(".nav-toggle");
+  if (!toggle) return;
+  var sidebar = toggle.closest(".sidebar");
+  document.documentElement.classList.add("js-nav");
+  toggle.hidden = false;
+  toggle.addEventListener("click", function () {
+    var open = sidebar.classList.toggle("nav-open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+})();

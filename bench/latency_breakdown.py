@@ -1,0 +1,333 @@
+"""Where the end-to-end latency goes: the e2e scenario with a timestamp at every stage.
+
+``python -m bench.latency_breakdown [--bootstrap HOST:PORT] [--rate 5000] [--seconds 5] [--runs 3]
+[--acks 1|all] [--replication-factor N]`` (or ``python -m bench e2e-breakdown [--bootstrap ...]
+[--e2e-rate ...] [--e2e-seconds ...] [--runs ...]``) runs Weir's end-to-end scenario (fixed rate, ``linger.ms=0``, consumer in another process) and
+splits each record's latency into stages, by the system-wide monotonic clock:
+
+1. ``produce()``: due time -> ``produce()`` returned (the application's thread, pacing included)
+2. sender wake-up: ``produce()`` returned -> the Produce call started (sender thread woke,
+   drained, encoded)
+3. broker: Produce call started -> the consumer's Fetch answer arrived (the Produce RPC, the
+   append, the long poll's wake-up and the Fetch answer); beside it, the producer's own
+   round trip (Produce call started -> answer arrived)
+4. fetcher hand-off: Fetch answer arrived (gRPC's callback) -> its records queued for the
+   application (the fetcher thread woke and parsed)
+5. consumer hand-off: queued -> ``consume()`` returned them to the application
+
+Stage times are taken by wrapping the SDK's per-batch (not per-record) methods in the
+benchmark's processes only; the SDK itself carries no tracing. At ``linger.ms=0`` and a few
+thousand records a second almost every batch holds one record, so per-batch is per-record.
+The report shows each stage's p50 / p99 / p99.9 over every record of every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+import uuid
+from array import array
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from bench.latency_receiver import LatencyReceiver, ReceiverSpec
+from bench.pacing import RatePacer
+from bench.payloads import read_stamp, stamped_value, value_pool
+
+ADMIN_TIMEOUT = 30.0
+# Defaults of a measurement: seconds per run and runs.
+DEFAULT_SECONDS = 5.0
+DEFAULT_RUNS = 3
+FLUSH_TIMEOUT = 60.0
+# Fields of one received record in the receiver's answer (see receive_traced).
+RECEIVED_FIELDS = 4  # offset, fetch answer arrived, records queued, consume() returned
+STAGES = (
+    "produce()",
+    "sender wake-up",
+    "broker (produce+append+fetch wake+answer)",
+    "  of it: producer's Produce round trip",
+    "fetcher hand-off",
+    "consumer hand-off",
+    "end to end",
+)
+
+
+def _cpu_ns() -> int:
+    """User + system CPU time of this process so far, in ns."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return int((usage.ru_utime + usage.ru_stime) * 1e9)
+
+
+@contextmanager
+def _patched(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    original = owner.__dict__[name]
+    setattr(owner, name, make(original))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+# ------------------------------------------------------------------ consumer side (child process)
+
+
+def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str) -> array:
+    """Consume ``expected`` records; per record (offset, fetch answer arrived, queued, consume() returned) in ns."""
+    from weir import OFFSET_BEGINNING, TopicPartition
+    from weir import fetcher as fetcher_module
+    from weir.consumer import Consumer, consume_available
+
+    arrived: dict[int, int] = {}  # fetch offset -> answer arrived
+    queued: list[tuple[int, int, int]] = []  # (first offset, next offset, queued at)
+
+    def wrap_arrived(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _arrived(self: Any, address: str, sent: list[tuple[Any, int, int]], future: Any, sent_at: float) -> None:
+            now = time.monotonic_ns()
+            for _state, _generation, offset in sent:
+                arrived[offset] = now
+            original(self, address, sent, future, sent_at)
+
+        return _arrived
+
+    def wrap_apply(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _apply(self: Any, state: Any, generation: int, fetch_offset: int, answer: Any) -> None:
+            original(self, state, generation, fetch_offset, answer)
+            if state.fetch_position is not None and state.fetch_position > fetch_offset:
+                queued.append((fetch_offset, state.fetch_position, time.monotonic_ns()))
+
+        return _apply
+
+    received = array("q")
+    with _patched(fetcher_module.Fetcher, "_arrived", wrap_arrived), _patched(fetcher_module.Fetcher, "_apply", wrap_apply):
+        consumer = Consumer(consumer_config)
+        try:
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            consumer.consume(num_messages=1, timeout=0.1)
+            on_ready()
+            count = 0
+            while count < expected and time.monotonic_ns() < deadline_ns:
+                messages = consume_available(consumer, 1000, 0.1)
+                now = time.monotonic_ns()
+                for message in messages:
+                    value, offset = message.value(), message.offset()
+                    if message.error() is None and value is not None and offset is not None:
+                        received.extend((offset, read_stamp(value), now))
+                        count += 1
+        finally:
+            consumer.close()
+    # First row: the receiving process's CPU time; then per record, its fetch answer's arrival and queueing time.
+    answer = array("q", (-1, _cpu_ns(), 0, 0))
+    chunks = sorted(queued)
+    chunk_index = 0
+    for position in range(0, len(received), 3):
+        offset, _due, returned = received[position], received[position + 1], received[position + 2]
+        while chunk_index + 1 < len(chunks) and chunks[chunk_index][1] <= offset:
+            chunk_index += 1
+        first, _next, queued_at = chunks[chunk_index] if chunks else (offset, offset + 1, returned)
+        answer.extend((offset, arrived.get(first, queued_at), queued_at, returned))
+    return answer
+
+
+# ------------------------------------------------------------------ producer side
+
+
+@dataclass
+class RunTrace:
+    """Per offset: due, produce() returned, Produce started, Produce answered (ns), and the receiver's rows;
+    CPU time (ns) of the producing process during the run and of the receiving process in all."""
+
+    due: list[int]
+    returned: list[int]
+    sent: dict[int, int]
+    acknowledged: dict[int, int]
+    received: array
+    producer_cpu_ns: int = 0
+    receiver_cpu_ns: int = 0
+
+
+def _produce_traced(
+    bootstrap: str, topic: str, rate: int, records: int, acks: str, values: list[bytes]
+) -> tuple[list[int], list[int], dict[int, int], dict[int, int]]:
+    from weir import producer_sender
+    from weir.producer import Producer
+
+    sent_by_batch: dict[int, int] = {}
+    sent: dict[int, int] = {}
+    acknowledged: dict[int, int] = {}
+
+    def wrap_send(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _send_request(self: Any, address: str, batches: list[Any]) -> None:
+            now = time.monotonic_ns()
+            for batch in batches:
+                sent_by_batch[id(batch)] = now
+            original(self, address, batches)
+
+        return _send_request
+
+    def wrap_arrived(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _arrived(self: Any, address: str, batches: list[Any], future: Any, sent_at: float) -> None:
+            now = time.monotonic_ns()
+            try:
+                response = future.result()
+                offsets = {(topic_answer.topic, part.partition): part.base_offset for topic_answer in response.topics for part in topic_answer.partitions}
+                for batch in batches:
+                    base = offsets.get((batch.topic, batch.partition), -1)
+                    started = sent_by_batch.pop(id(batch), now)
+                    for offset in range(base, base + batch.record_count) if base >= 0 else ():
+                        sent[offset] = started
+                        acknowledged[offset] = now
+            except Exception:  # a failed call is reported by the producer itself
+                pass
+            original(self, address, batches, future, sent_at)
+
+        return _arrived
+
+    due: list[int] = []
+    returned: list[int] = []
+    with _patched(producer_sender.Sender, "_send_request", wrap_send), _patched(producer_sender.Sender, "_arrived", wrap_arrived):
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "enable.idempotence": acks == "all"})
+        errors: list[Any] = []
+
+        def on_delivery(error: Any, message: Any) -> None:
+            if error is not None:
+                errors.append(error)
+
+        produce, poll = producer.produce, producer.poll
+        pacer = RatePacer(rate)
+        for index in range(records):
+            wait = pacer.seconds_until_due(index)
+            if wait:
+                time.sleep(wait)
+            due_ns = pacer.due_ns(index)
+            produce(topic, stamped_value(values[index % len(values)], due_ns), on_delivery=on_delivery)
+            returned.append(time.monotonic_ns())
+            due.append(due_ns)
+            poll(0)
+        remaining = producer.flush(FLUSH_TIMEOUT)
+        producer.close()
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} records undelivered, first error: {errors[0] if errors else None}")
+    return due, returned, sent, acknowledged
+
+
+def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replication_factor: int = 1) -> RunTrace:
+    from weir.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"weir-breakdown-{uuid.uuid4().hex}"
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor)])[topic].result(timeout=ADMIN_TIMEOUT)
+    records = max(1, int(rate * seconds))
+    consumer_config = {"bootstrap.servers": bootstrap, "group.id": f"weir-breakdown-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    spec = ReceiverSpec(__name__, "receive_traced", {"consumer_config": consumer_config, "topic": topic})
+    try:
+        with LatencyReceiver(spec, records, seconds_limit=seconds + 15) as receiver:
+            cpu_before = _cpu_ns()
+            due, returned, sent, acknowledged = _produce_traced(bootstrap, topic, rate, records, acks, value_pool(100))
+            producer_cpu = _cpu_ns() - cpu_before
+            received = receiver.latencies(timeout=20)
+    finally:
+        admin.delete_topics([topic])[topic].result(timeout=ADMIN_TIMEOUT)
+    receiver_cpu = received[1] if len(received) >= RECEIVED_FIELDS and received[0] == -1 else 0
+    return RunTrace(due, returned, sent, acknowledged, received[RECEIVED_FIELDS:] if receiver_cpu else received, producer_cpu, receiver_cpu)
+
+
+def stage_samples(traces: list[RunTrace]) -> dict[str, list[int]]:
+    """Nanoseconds per stage (see STAGES) over every record received in ``traces``."""
+    samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
+    for trace in traces:
+        rows = trace.received
+        for position in range(0, len(rows), RECEIVED_FIELDS):
+            offset, fetched, queued, returned_to_app = rows[position : position + RECEIVED_FIELDS]
+            if offset >= len(trace.due) or offset not in trace.sent:
+                continue
+            due, produced, started = trace.due[offset], trace.returned[offset], trace.sent[offset]
+            values = (
+                produced - due,
+                started - produced,
+                fetched - started,
+                trace.acknowledged[offset] - started,
+                queued - fetched,
+                returned_to_app - queued,
+                returned_to_app - due,
+            )
+            for stage, value in zip(STAGES, values, strict=True):
+                samples[stage].append(value)
+    return samples
+
+
+def percentile(sorted_values: list[int], fraction: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))] / 1e6
+
+
+def cpu_per_record(traces: list[RunTrace]) -> tuple[float, float]:
+    """Microseconds of CPU per record: (producing process, receiving process)."""
+    records = sum(len(trace.due) for trace in traces) or 1
+    return sum(trace.producer_cpu_ns for trace in traces) / records / 1e3, sum(trace.receiver_cpu_ns for trace in traces) / records / 1e3
+
+
+def format_table(samples: dict[str, list[int]]) -> str:
+    lines = [f"{'stage':45s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s}"]
+    for stage, values in samples.items():
+        ordered = sorted(values)
+        lines.append(f"{stage:45s} {percentile(ordered, 0.5):8.3f} {percentile(ordered, 0.99):8.3f} {percentile(ordered, 0.999):9.3f}")
+    lines.append(f"records: {len(samples['end to end'])}")
+    return "\n".join(lines)
+
+
+def run(*, bootstrap: str | None, rate: int, seconds: float, runs: int, acks: str = "1", replication_factor: int = 1) -> str:
+    """Measure ``runs`` runs (against ``bootstrap``, or a broker started for them) and return the report."""
+    if rate <= 0 or seconds <= 0 or runs <= 0:
+        raise ValueError(f"rate, seconds and runs must be positive, got {rate}, {seconds}, {runs}")
+
+    def measure(address: str) -> list[RunTrace]:
+        return [run_once(address, rate, seconds, acks, replication_factor) for _ in range(runs)]
+
+    if bootstrap:
+        traces = measure(bootstrap)
+    else:
+        from bench.broker_launcher import LocalBroker
+
+        with LocalBroker() as broker:
+            traces = measure(broker.address)
+    producer_cpu, receiver_cpu = cpu_per_record(traces)
+    return "\n".join(
+        (
+            f"latency breakdown: {runs} run(s) of {seconds:g} s at {rate:,} records/s, linger.ms=0, acks={acks}, replication factor {replication_factor}",
+            format_table(stage_samples(traces)),
+            f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life)",
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.latency_breakdown", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--bootstrap", help="a running Weir broker (default: start one)")
+    parser.add_argument("--rate", type=int, default=5000, help="records/s (default 5000)")
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help=f"seconds per run (default {DEFAULT_SECONDS:g})")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"runs (default {DEFAULT_RUNS})")
+    parser.add_argument("--acks", choices=("1", "all"), default="1")
+    parser.add_argument("--replication-factor", type=int, default=1, help="of the run's topic (needs that many brokers at --bootstrap)")
+    arguments = parser.parse_args(argv)
+    try:
+        print(
+            run(
+                bootstrap=arguments.bootstrap,
+                rate=arguments.rate,
+                seconds=arguments.seconds,
+                runs=arguments.runs,
+                acks=arguments.acks,
+                replication_factor=arguments.replication_factor,
+            )
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

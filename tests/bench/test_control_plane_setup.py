@@ -1,0 +1,36 @@
+"""bench.control_plane without a stack: its PostgreSQL database per run and its verdicts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from bench.control_plane import POSTGRES_ADMIN_URL, PostgresDatabase, RunResult, verdicts
+from bench.measurements import LatencySummary
+
+
+def database_exists(name: str) -> bool:
+    completed = subprocess.run(
+        ["psql", POSTGRES_ADMIN_URL, "-Atc", f"SELECT count(*) FROM pg_database WHERE datname = '{name}'"], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.strip() == "1"
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="needs psql and the machine's PostgreSQL")
+def test_each_run_gets_a_fresh_postgres_database_dropped_afterwards() -> None:
+    with PostgresDatabase() as first, PostgresDatabase() as second:
+        assert first.name != second.name and first.name.startswith("weir_bench_")
+        assert first.url.endswith("/" + first.name) and first.url.startswith("postgres://")
+        assert database_exists(first.name) and database_exists(second.name)
+    assert not database_exists(first.name) and not database_exists(second.name)
+
+
+def test_verdicts_name_issue_3_targets_and_issue_19_goals() -> None:
+    result = RunResult(readiness_seconds=[0.08, 0.5, 0.09], api_latency=LatencySummary.from_nanoseconds([40_000_000] * 99 + [60_000_000]))
+    ready, api = verdicts([result])
+    assert ready == "topic ready (median of run medians): 90 ms; issue 3 target < 1,000 ms: met; issue 19 goal <= 100 ms at 1,000 topics per tenant: met"
+    assert api.startswith("API p99 (median of runs): ")
+    assert api.endswith("issue 3 target < 100 ms at 50 requests/s: met; issue 19 goal <= 50 ms at 200 requests/s on PostgreSQL: met")

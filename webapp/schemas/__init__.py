@@ -1,0 +1,1 @@
+"""Per-tenant schema registry: Confluent Schema Registry's REST API over the control-plane database."""

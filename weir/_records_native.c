@@ -1,0 +1,793 @@
+/* weir._records_native: the per-record loops of weir/records.py and of the broker's batch
+ * validation (broker_nodes/storage/batch_validation.py) in C.
+ *
+ * The pure-Python functions are the reference: every function here gives the same values, the
+ * same bytes and the same errors (same message, same position) on every input, which the
+ * property tests in tests/weir/test_records_native.py check on random and corrupt records.
+ * Where the Python path would produce integers outside int64 (a ten-byte varint whose last
+ * byte carries more than one bit, offsets that overflow), a function returns None and the
+ * caller runs the Python path instead: those inputs are corrupt and rare, and exactness wins.
+ *
+ * Every loop is bounded by the buffer's length: each step reads at least one byte or stops.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static PyObject *RecordFormatError = NULL; /* weir.records.RecordFormatError, given by init() */
+
+enum { V_OK = 0, V_END, V_LONG, V_WIDE };
+
+/* weir.records.decode_varint: a zig-zag varint at *pos. V_END: the buffer ends inside it (Python's
+ * IndexError); V_LONG: longer than 10 bytes (*pos is then the position the Python error names);
+ * V_WIDE: a value outside int64, left to the Python path. */
+static int
+read_varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int64_t *out)
+{
+    uint64_t result = 0;
+    Py_ssize_t p = *pos;
+    for (int shift = 0; shift <= 63; shift += 7) {
+        if (p >= end) {
+            return V_END;
+        }
+        uint8_t byte = data[p++];
+        if (shift == 63) {
+            if (byte & 0x80) {
+                *pos = p;
+                return V_LONG;
+            }
+            if (byte & 0x7E) {
+                return V_WIDE;
+            }
+        }
+        result |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) {
+            *pos = p;
+            *out = (int64_t)((result >> 1) ^ (uint64_t)(-(int64_t)(result & 1)));
+            return V_OK;
+        }
+    }
+    return V_LONG; /* not reached */
+}
+
+/* ------------------------------------------------------------------ broker: walk_records */
+
+static PyObject *
+problem(PyObject *reason, long long index, int corrupt)
+{
+    if (reason == NULL) {
+        return NULL;
+    }
+    PyObject *result = Py_BuildValue("(NLO)", reason, index, corrupt ? Py_True : Py_False);
+    return result;
+}
+
+static PyObject *
+signed_difference(long long difference)
+{
+    /* Python's f"{difference:+d}" */
+    return difference >= 0 ? PyUnicode_FromFormat("+%lld", difference) : PyUnicode_FromFormat("%lld", difference);
+}
+
+static int
+is_utf8(const uint8_t *data, Py_ssize_t length, int *valid)
+{
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)data, length, NULL);
+    if (text != NULL) {
+        Py_DECREF(text);
+        *valid = 1;
+        return 0;
+    }
+    if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        *valid = 0;
+        return 0;
+    }
+    return -1;
+}
+
+/* walk_records(data, records_count, require_keys) -> (min_delta, max_delta) when the records
+ * parse; (reason, record_index, corrupt) for the first problem, as batch_validation's
+ * _RecordsProblem; None when the Python path must decide (integers beyond int64). */
+static PyObject *
+walk_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long records_count;
+    int require_keys;
+    if (!PyArg_ParseTuple(args, "y*Lp", &view, &records_count, &require_keys)) {
+        return NULL;
+    }
+    const uint8_t *data = view.buf;
+    const Py_ssize_t end = view.len;
+    Py_ssize_t pos = 0;
+    int64_t min_delta = INT64_MAX, max_delta = INT64_MIN;
+    long long index = 0;
+    PyObject *result = NULL;
+    int rc;
+
+#define WALK_VARINT(target)                                  \
+    do {                                                     \
+        rc = read_varint(data, end, &pos, &(target));        \
+        if (rc == V_WIDE) {                                  \
+            goto wide;                                       \
+        }                                                    \
+        if (rc != V_OK) {                                    \
+            goto ends_inside;                                \
+        }                                                    \
+    } while (0)
+
+    while (index < records_count) {
+        if (pos >= end) {
+            result = problem(PyUnicode_FromFormat("the header says %lld records but the records section holds %lld", records_count, index), index, 0);
+            goto done;
+        }
+        int64_t length, delta, offset_delta, key_length, value_length;
+        WALK_VARINT(length);
+        if (length <= 0 || length > end - pos) {
+            result = problem(PyUnicode_FromFormat("record length %lld runs past the end of the records section", (long long)length), index, 1);
+            goto done;
+        }
+        const Py_ssize_t record_end = pos + (Py_ssize_t)length;
+        pos += 1; /* record attributes */
+        WALK_VARINT(delta);
+        if (delta < min_delta) {
+            min_delta = delta;
+        }
+        if (delta > max_delta) {
+            max_delta = delta;
+        }
+        WALK_VARINT(offset_delta);
+        if (offset_delta != index) {
+            result = problem(PyUnicode_FromFormat("offset delta %lld where %lld was expected", (long long)offset_delta, index), index, 0);
+            goto done;
+        }
+        WALK_VARINT(key_length);
+        if (key_length < 0) {
+            if (key_length != -1) {
+                result = problem(PyUnicode_FromFormat("negative key length %lld", (long long)key_length), index, 1);
+                goto done;
+            }
+            if (require_keys) {
+                result = problem(PyUnicode_FromString("a compacted topic cannot accept a record without a key"), index, 0);
+                goto done;
+            }
+        }
+        else {
+            if (key_length >= end - pos) {
+                goto ends_inside; /* the value's length cannot be read */
+            }
+            pos += (Py_ssize_t)key_length;
+        }
+        WALK_VARINT(value_length);
+        if (value_length < -1) {
+            result = problem(PyUnicode_FromFormat("negative value length %lld", (long long)value_length), index, 1);
+            goto done;
+        }
+        if (value_length > 0) {
+            if (value_length >= end - pos) {
+                goto ends_inside; /* the header count cannot be read */
+            }
+            pos += (Py_ssize_t)value_length;
+        }
+        if (pos >= end) {
+            goto ends_inside;
+        }
+        if (data[pos] == 0) {
+            pos += 1;
+        }
+        else {
+            int64_t count;
+            WALK_VARINT(count);
+            if (count < 0 || count > record_end - pos) {
+                result = problem(PyUnicode_FromFormat("header count %lld does not fit the record", (long long)count), index, 1);
+                goto done;
+            }
+            for (int64_t header = 0; header < count; header++) {
+                int64_t header_key_length, header_value_length;
+                WALK_VARINT(header_key_length);
+                if (header_key_length < 0 || header_key_length > record_end - pos) {
+                    result = problem(PyUnicode_FromFormat("header key length %lld does not fit the record", (long long)header_key_length), index, 1);
+                    goto done;
+                }
+                int valid;
+                if (is_utf8(data + pos, (Py_ssize_t)header_key_length, &valid) < 0) {
+                    goto done;
+                }
+                if (!valid) {
+                    result = problem(PyUnicode_FromString("a header key is not UTF-8"), index, 0);
+                    goto done;
+                }
+                pos += (Py_ssize_t)header_key_length;
+                WALK_VARINT(header_value_length);
+                if (header_value_length < -1 || (header_value_length > 0 && header_value_length > record_end - pos)) {
+                    result = problem(PyUnicode_FromFormat("header value length %lld does not fit the record", (long long)header_value_length), index, 1);
+                    goto done;
+                }
+                if (header_value_length > 0) {
+                    pos += (Py_ssize_t)header_value_length;
+                }
+            }
+        }
+        if (pos != record_end) {
+            PyObject *difference = signed_difference((long long)(pos - record_end));
+            if (difference == NULL) {
+                goto done;
+            }
+            result = problem(PyUnicode_FromFormat("record length %lld disagrees with its fields (%U bytes)", (long long)length, difference), index, 1);
+            Py_DECREF(difference);
+            goto done;
+        }
+        index++;
+    }
+    if (pos != end) {
+        result = problem(PyUnicode_FromFormat("%lld bytes follow the last of the %lld records the header announces", (long long)(end - pos), records_count), records_count - 1, 0);
+        goto done;
+    }
+    result = Py_BuildValue("(LL)", (long long)min_delta, (long long)max_delta);
+    goto done;
+ends_inside:
+    result = problem(PyUnicode_FromString("the records section ends inside a record"), index, 1);
+    goto done;
+wide:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return result;
+#undef WALK_VARINT
+}
+
+/* ------------------------------------------------------------------ consumer: decode_records */
+
+static PyObject *
+format_error(const char *reason, Py_ssize_t position)
+{
+    if (RecordFormatError == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "weir._records_native.init() was not called");
+        return NULL;
+    }
+    PyObject *error = PyObject_CallFunction(RecordFormatError, "sn", reason, position);
+    if (error != NULL) {
+        PyErr_SetObject(RecordFormatError, error);
+        Py_DECREF(error);
+    }
+    return NULL;
+}
+
+/* One varint of decode_records' per-record loop, as the Python path reads it: one-byte and
+ * two-byte forms inline (signed or, where Python skips the zig-zag sign, unsigned), longer
+ * ones through decode_varint. Returns V_OK, V_END, V_LONG (a RecordFormatError at *pos) or V_WIDE. */
+static int
+read_field(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int64_t *out, int one_signed, int two_signed)
+{
+    Py_ssize_t p = *pos;
+    if (p >= end) {
+        return V_END;
+    }
+    uint8_t byte = data[p];
+    if (byte < 0x80) {
+        *out = one_signed ? (int64_t)((byte >> 1) ^ -(byte & 1)) : (int64_t)(byte >> 1);
+        *pos = p + 1;
+        return V_OK;
+    }
+    if (p + 1 >= end) {
+        return V_END;
+    }
+    if (data[p + 1] < 0x80) {
+        int64_t raw = (int64_t)((byte & 0x7F) | (data[p + 1] << 7));
+        *out = two_signed ? ((raw >> 1) ^ -(raw & 1)) : (raw >> 1);
+        *pos = p + 2;
+        return V_OK;
+    }
+    return read_varint(data, end, pos, out);
+}
+
+static PyObject *
+decode_headers(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int *wide)
+{
+    int64_t count;
+    int rc = read_varint(data, end, pos, &count);
+    if (rc == V_WIDE) {
+        *wide = 1;
+        return NULL;
+    }
+    if (rc == V_LONG) {
+        return format_error("varint is longer than 10 bytes", *pos);
+    }
+    if (rc == V_END) {
+        return format_error("records section ends inside a record", 0);
+    }
+    PyObject *headers = PyList_New(0);
+    if (headers == NULL) {
+        return NULL;
+    }
+    for (int64_t index = 0; index < count; index++) { /* each header reads two bytes at least */
+        int64_t key_length, value_length;
+        rc = read_varint(data, end, pos, &key_length);
+        if (rc != V_OK) {
+            goto varint_error;
+        }
+        if (key_length < 0) {
+            PyObject *reason = PyUnicode_FromFormat("negative header key length %lld", (long long)key_length);
+            if (reason != NULL) {
+                format_error(PyUnicode_AsUTF8(reason), 0);
+                Py_DECREF(reason);
+            }
+            goto fail;
+        }
+        Py_ssize_t available = end - *pos;
+        Py_ssize_t taken = key_length < available ? (Py_ssize_t)key_length : available;
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)data + *pos, taken, NULL);
+        if (key == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                format_error("a header key is not UTF-8", 0);
+            }
+            goto fail;
+        }
+        if (key_length > available) {
+            Py_DECREF(key);
+            rc = V_END; /* the value's length cannot be read */
+            goto varint_error;
+        }
+        *pos += taken;
+        rc = read_varint(data, end, pos, &value_length);
+        if (rc != V_OK) {
+            Py_DECREF(key);
+            goto varint_error;
+        }
+        PyObject *value;
+        if (value_length < -1) {
+            Py_DECREF(key);
+            PyObject *reason = PyUnicode_FromFormat("negative header value length %lld", (long long)value_length);
+            if (reason != NULL) {
+                format_error(PyUnicode_AsUTF8(reason), 0);
+                Py_DECREF(reason);
+            }
+            goto fail;
+        }
+        if (value_length == -1) {
+            value = Py_NewRef(Py_None);
+        }
+        else {
+            available = end - *pos;
+            taken = value_length < available ? (Py_ssize_t)value_length : available;
+            value = PyBytes_FromStringAndSize((const char *)data + *pos, taken);
+            if (value_length > available) {
+                /* Python's position runs past the end; the caller's length check names it.
+                 * Past PY_SSIZE_T_MAX only the Python path can count. */
+                if (value_length - available > PY_SSIZE_T_MAX / 2 - end) {
+                    Py_XDECREF(value);
+                    Py_DECREF(key);
+                    *wide = 1;
+                    goto fail;
+                }
+                taken = (Py_ssize_t)value_length;
+            }
+            *pos += taken;
+        }
+        if (value == NULL) {
+            Py_DECREF(key);
+            goto fail;
+        }
+        PyObject *pair = PyTuple_Pack(2, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (pair == NULL || PyList_Append(headers, pair) < 0) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+        if (*pos > end && index + 1 < count) {
+            rc = V_END; /* the next header's key length cannot be read */
+            goto varint_error;
+        }
+    }
+    PyObject *result = PyList_AsTuple(headers);
+    Py_DECREF(headers);
+    return result;
+varint_error:
+    if (rc == V_WIDE) {
+        *wide = 1;
+    }
+    else if (rc == V_LONG) {
+        format_error("varint is longer than 10 bytes", *pos);
+    }
+    else {
+        format_error("records section ends inside a record", 0);
+    }
+fail:
+    Py_DECREF(headers);
+    return NULL;
+}
+
+/* decode_records(data, records_count, base_offset, base_timestamp, max_timestamp, log_append,
+ * min_offset) -> list of (offset, timestamp, key, value, headers), as weir.records.decode_records;
+ * None when the Python path must decide. */
+static PyObject *
+decode_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long records_count, base_offset, base_timestamp, max_timestamp, min_offset;
+    int log_append;
+    if (!PyArg_ParseTuple(args, "y*LLLLpL", &view, &records_count, &base_offset, &base_timestamp, &max_timestamp, &log_append, &min_offset)) {
+        return NULL;
+    }
+    const uint8_t *data = view.buf;
+    const Py_ssize_t end = view.len;
+    Py_ssize_t pos = 0;
+    int rc, wide = 0;
+    PyObject *out = PyList_New(0);
+    PyObject *empty = PyTuple_New(0);
+    if (out == NULL || empty == NULL) {
+        goto fail;
+    }
+
+#define FIELD(target, one_signed, two_signed)                                     \
+    do {                                                                          \
+        rc = read_field(data, end, &pos, &(target), (one_signed), (two_signed)); \
+        if (rc != V_OK) {                                                         \
+            goto varint_error;                                                    \
+        }                                                                         \
+    } while (0)
+
+    for (long long index = 0; index < records_count; index++) {
+        int64_t length, timestamp_delta, offset_delta, key_length, value_length;
+        FIELD(length, 1, 0);
+        if (length < 0 || length > end - pos) {
+            PyObject *reason = PyUnicode_FromFormat("record of %lld bytes runs past the end of the batch", (long long)length);
+            if (reason != NULL) {
+                format_error(PyUnicode_AsUTF8(reason), 0);
+                Py_DECREF(reason);
+            }
+            goto fail;
+        }
+        const Py_ssize_t record_end = pos + (Py_ssize_t)length;
+        pos += 1; /* record attributes */
+        FIELD(timestamp_delta, 1, 1);
+        FIELD(offset_delta, 0, 0);
+        PyObject *key, *value, *headers;
+        if (pos >= end) {
+            goto ends_inside;
+        }
+        if (data[pos] == 1) {
+            key = Py_NewRef(Py_None);
+            pos += 1;
+        }
+        else {
+            FIELD(key_length, 0, 0);
+            if (key_length < 0) {
+                PyObject *reason = PyUnicode_FromFormat("negative key length %lld", (long long)key_length);
+                if (reason != NULL) {
+                    format_error(PyUnicode_AsUTF8(reason), 0);
+                    Py_DECREF(reason);
+                }
+                goto fail;
+            }
+            if (key_length >= end - pos) {
+                goto ends_inside; /* the value's length cannot be read */
+            }
+            key = PyBytes_FromStringAndSize((const char *)data + pos, (Py_ssize_t)key_length);
+            if (key == NULL) {
+                goto fail;
+            }
+            pos += (Py_ssize_t)key_length;
+        }
+        if (pos >= end) {
+            Py_DECREF(key);
+            goto ends_inside;
+        }
+        if (data[pos] == 1) {
+            value = Py_NewRef(Py_None);
+            pos += 1;
+        }
+        else {
+            rc = read_field(data, end, &pos, &value_length, 0, 0);
+            if (rc != V_OK) {
+                Py_DECREF(key);
+                goto varint_error;
+            }
+            if (value_length < 0) {
+                Py_DECREF(key);
+                PyObject *reason = PyUnicode_FromFormat("negative value length %lld", (long long)value_length);
+                if (reason != NULL) {
+                    format_error(PyUnicode_AsUTF8(reason), 0);
+                    Py_DECREF(reason);
+                }
+                goto fail;
+            }
+            if (value_length >= end - pos) {
+                Py_DECREF(key);
+                goto ends_inside; /* the header count cannot be read */
+            }
+            value = PyBytes_FromStringAndSize((const char *)data + pos, (Py_ssize_t)value_length);
+            if (value == NULL) {
+                Py_DECREF(key);
+                goto fail;
+            }
+            pos += (Py_ssize_t)value_length;
+        }
+        if (pos >= end) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto ends_inside;
+        }
+        if (data[pos] == 0) {
+            headers = Py_NewRef(empty);
+            pos += 1;
+        }
+        else {
+            headers = decode_headers(data, end, &pos, &wide);
+            if (headers == NULL) {
+                Py_DECREF(key);
+                Py_DECREF(value);
+                goto fail;
+            }
+        }
+        if (pos != record_end) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            PyObject *difference = signed_difference((long long)(pos - record_end));
+            if (difference == NULL) {
+                goto fail;
+            }
+            PyObject *reason = PyUnicode_FromFormat("record length %lld disagrees with its fields (%U bytes)", (long long)length, difference);
+            Py_DECREF(difference);
+            if (reason != NULL) {
+                format_error(PyUnicode_AsUTF8(reason), 0);
+                Py_DECREF(reason);
+            }
+            goto fail;
+        }
+        long long offset, timestamp;
+        if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset) ||
+            __builtin_add_overflow(base_timestamp, (long long)timestamp_delta, &timestamp)) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            wide = 1;
+            goto fail;
+        }
+        if (offset < min_offset) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            continue;
+        }
+        PyObject *record = PyTuple_New(5);
+        PyObject *offset_object = PyLong_FromLongLong(offset);
+        PyObject *timestamp_object = PyLong_FromLongLong(log_append ? max_timestamp : timestamp);
+        if (record == NULL || offset_object == NULL || timestamp_object == NULL) {
+            Py_XDECREF(record);
+            Py_XDECREF(offset_object);
+            Py_XDECREF(timestamp_object);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(record, 0, offset_object); /* each steals its reference */
+        PyTuple_SET_ITEM(record, 1, timestamp_object);
+        PyTuple_SET_ITEM(record, 2, key);
+        PyTuple_SET_ITEM(record, 3, value);
+        PyTuple_SET_ITEM(record, 4, headers);
+        int appended = PyList_Append(out, record);
+        Py_DECREF(record);
+        if (appended < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(empty);
+    PyBuffer_Release(&view);
+    return out;
+varint_error:
+    if (rc == V_WIDE) {
+        wide = 1;
+    }
+    else if (rc == V_LONG) {
+        format_error("varint is longer than 10 bytes", pos);
+    }
+    else {
+    ends_inside:
+        format_error("records section ends inside a record", 0);
+    }
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&view);
+    if (wide) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return NULL;
+#undef FIELD
+}
+
+/* ------------------------------------------------------------------ producer: encode_record */
+
+static inline Py_ssize_t
+varint_size(int64_t value)
+{
+    uint64_t raw = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    Py_ssize_t size = 1;
+    while (raw >= 0x80) {
+        raw >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static inline uint8_t *
+write_varint(uint8_t *out, int64_t value)
+{
+    uint64_t raw = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    while (raw >= 0x80) {
+        *out++ = (uint8_t)((raw & 0x7F) | 0x80);
+        raw >>= 7;
+    }
+    *out++ = (uint8_t)raw;
+    return out;
+}
+
+/* A key or value: bytes, bytearray or None; -2 for anything else (the Python path decides). */
+static Py_ssize_t
+field_length(PyObject *field, const char **start)
+{
+    if (field == Py_None) {
+        *start = NULL;
+        return -1;
+    }
+    if (PyBytes_CheckExact(field)) {
+        *start = PyBytes_AS_STRING(field);
+        return PyBytes_GET_SIZE(field);
+    }
+    if (PyByteArray_CheckExact(field)) {
+        *start = PyByteArray_AS_STRING(field);
+        return PyByteArray_GET_SIZE(field);
+    }
+    return -2;
+}
+
+static int
+as_int64(PyObject *number, int64_t *out)
+{
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (overflow) {
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+#define MAX_NATIVE_HEADERS 64
+
+/* encode_record(offset_delta, timestamp_delta, key, value, headers) -> the record's bytes with
+ * its length prefix, as RecordBatchBuilder.append encodes it; None when the Python path must
+ * (integers beyond int64, types other than bytes/bytearray/None, headers other than a list
+ * or tuple of (str, bytes | bytearray | None) pairs, more than 64 headers). */
+static PyObject *
+encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "encode_record takes 5 arguments");
+        return NULL;
+    }
+    int64_t offset_delta, timestamp_delta;
+    if (!PyLong_Check(args[0]) || !PyLong_Check(args[1]) || as_int64(args[0], &offset_delta) < 0 || as_int64(args[1], &timestamp_delta) < 0) {
+        Py_RETURN_NONE;
+    }
+    const char *key, *value;
+    Py_ssize_t key_length = field_length(args[2], &key);
+    Py_ssize_t value_length = field_length(args[3], &value);
+    if (key_length == -2 || value_length == -2) {
+        Py_RETURN_NONE;
+    }
+    PyObject *headers = args[4];
+    Py_ssize_t header_count = 0;
+    const char *header_keys[MAX_NATIVE_HEADERS], *header_values[MAX_NATIVE_HEADERS];
+    Py_ssize_t header_key_lengths[MAX_NATIVE_HEADERS], header_value_lengths[MAX_NATIVE_HEADERS];
+    Py_ssize_t body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta);
+    body += key_length < 0 ? 1 : varint_size(key_length) + key_length;
+    body += value_length < 0 ? 1 : varint_size(value_length) + value_length;
+    if (headers != Py_None) {
+        if (!PyList_CheckExact(headers) && !PyTuple_CheckExact(headers)) {
+            Py_RETURN_NONE;
+        }
+        header_count = PySequence_Fast_GET_SIZE(headers);
+        if (header_count > MAX_NATIVE_HEADERS) {
+            Py_RETURN_NONE;
+        }
+    }
+    if (header_count == 0) {
+        body += 1;
+    }
+    else {
+        body += varint_size(header_count);
+        PyObject **items = PySequence_Fast_ITEMS(headers);
+        for (Py_ssize_t index = 0; index < header_count; index++) {
+            PyObject *pair = items[index];
+            if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0))) {
+                Py_RETURN_NONE;
+            }
+            header_keys[index] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(pair, 0), &header_key_lengths[index]);
+            if (header_keys[index] == NULL) {
+                return NULL; /* a key that is not encodable: UnicodeEncodeError, as str.encode */
+            }
+            header_value_lengths[index] = field_length(PyTuple_GET_ITEM(pair, 1), &header_values[index]);
+            if (header_value_lengths[index] == -2) {
+                Py_RETURN_NONE;
+            }
+            body += varint_size(header_key_lengths[index]) + header_key_lengths[index];
+            body += header_value_lengths[index] < 0 ? 1 : varint_size(header_value_lengths[index]) + header_value_lengths[index];
+        }
+    }
+    PyObject *record = PyBytes_FromStringAndSize(NULL, varint_size(body) + body);
+    if (record == NULL) {
+        return NULL;
+    }
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(record);
+    out = write_varint(out, body);
+    *out++ = 0; /* attributes */
+    out = write_varint(out, timestamp_delta);
+    out = write_varint(out, offset_delta);
+    out = write_varint(out, key_length);
+    if (key_length > 0) {
+        memcpy(out, key, key_length);
+        out += key_length;
+    }
+    out = write_varint(out, value_length);
+    if (value_length > 0) {
+        memcpy(out, value, value_length);
+        out += value_length;
+    }
+    out = write_varint(out, header_count);
+    for (Py_ssize_t index = 0; index < header_count; index++) {
+        out = write_varint(out, header_key_lengths[index]);
+        memcpy(out, header_keys[index], header_key_lengths[index]);
+        out += header_key_lengths[index];
+        out = write_varint(out, header_value_lengths[index]);
+        if (header_value_lengths[index] > 0) {
+            memcpy(out, header_values[index], header_value_lengths[index]);
+            out += header_value_lengths[index];
+        }
+    }
+    return record;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyObject *
+init(PyObject *self, PyObject *error_class)
+{
+    if (!PyType_Check(error_class) || !PyType_IsSubtype((PyTypeObject *)error_class, (PyTypeObject *)PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "init() takes an exception class");
+        return NULL;
+    }
+    Py_XSETREF(RecordFormatError, Py_NewRef(error_class));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"init", init, METH_O, "init(RecordFormatError): the exception class decode_records raises."},
+    {"walk_records", walk_records, METH_VARARGS, "walk_records(data, records_count, require_keys): the broker's per-batch record walk."},
+    {"decode_records", decode_records, METH_VARARGS, "decode_records(data, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset)."},
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "encode_record(offset_delta, timestamp_delta, key, value, headers): one record with its length."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "weir._records_native", "Native record codec: see weir/records.py, the reference.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__records_native(void)
+{
+    return PyModule_Create(&module);
+}
