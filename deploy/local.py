@@ -37,7 +37,11 @@ WEIR_METRICS_BASE_PORT      9300                         Prometheus /metrics: co
                                                          the web process's own /metrics)
 WEIR_DEMO_TENANT            demo                         tenant `manage.py demo` sets up
 REDIS_URL                   redis://127.0.0.1:6379/0     Celery's broker (filesystem if absent)
-WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting
+WEIR_BROKER_<SETTING>       see broker_nodes/config.py   any broker setting; `make up` turns
+                                                         auto.create.topics.enable on (Kafka's
+                                                         default) unless
+                                                         WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE
+                                                         says otherwise
 WEIR_LOG_FORMAT             text                         json: every process (and make up
                                                          itself) logs one JSON object per line
 WEIR_TLS                    0                            1: make (once) a local CA and a
@@ -101,6 +105,12 @@ FAILOVER_VIEWING_SECONDS = 10.0
 # Control-plane settings whose names brokers would otherwise read as broker settings
 # (WEIR_BROKER_<SETTING>) and refuse as unknown.
 CONTROL_PLANE_VARIABLES = ("WEIR_BROKER_TLS_CA", "WEIR_BROKER_SESSION_TIMEOUT_MS")
+# Broker settings a local developer stack gives its brokers unless the environment sets them:
+# Kafka's own defaults where Weir's production default differs. auto.create.topics.enable is on
+# in Kafka, so an application that produces to (or a consumer that subscribes to) a new topic
+# behaves here as against a local Kafka; the production deploy files (Kubernetes, systemd,
+# compose) keep the broker's default, off, where topics are created through the control plane.
+LOCAL_BROKER_DEFAULTS = {"WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE": "true"}
 # What the active controller's gRPC health service reports SERVING for (a standby: NOT_SERVING).
 CONTROLLER_SERVICE_NAME = "weir.v1.Controller"
 # Offsets from WEIR_METRICS_BASE_PORT: controller N at +N, the worker at +9, broker N at +10+N.
@@ -446,7 +456,7 @@ def broker_stop_timeout(environment: dict[str, str]) -> float:
 
 def broker_processes(settings: StackSettings, environment: dict[str, str], tls: TlsFiles | None = None) -> list[SupervisedProcess]:
     """The brokers, each ready once it has registered with the active controller."""
-    broker_environment = {name: value for name, value in environment.items() if name not in CONTROL_PLANE_VARIABLES}
+    broker_environment = LOCAL_BROKER_DEFAULTS | {name: value for name, value in environment.items() if name not in CONTROL_PLANE_VARIABLES}
     arguments: list[str] = ["--controller", settings.controller_quorum]
     if "WEIR_INTERNAL_TOKEN" not in environment:
         # The control plane's settings create this file; brokers read the same secret.

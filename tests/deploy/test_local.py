@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local import StackSettings, child_environment, failover_instructions, startup_stages
+from broker_nodes.config import parse_settings
+from deploy.local import StackSettings, broker_processes, child_environment, failover_instructions, startup_stages
 from deploy.processes import ChildFailedError, SupervisedProcess
 from tests.support.processes import free_port
 from webapp.runtime import celery_broker_url
@@ -94,6 +95,19 @@ def test_brokers_name_both_controllers_and_wait_to_be_registered(tmp_path: Path)
         assert broker.environment["WEIR_BROKER_LOG_SEGMENT_BYTES"] == "1048576"
     # The controllers fence a silent broker after the stack's session timeout.
     assert all(child.environment["WEIR_BROKER_SESSION_TIMEOUT_MS"] == "4000" for child in controllers + control_plane)
+
+
+def test_local_brokers_create_unknown_topics_as_kafka_does_unless_told_otherwise(tmp_path: Path) -> None:
+    settings = StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_BROKERS": "2"})
+    for environment, expected in (({"PATH": "/usr/bin"}, True), ({"WEIR_BROKER_AUTO_CREATE_TOPICS_ENABLE": "false"}, False)):
+        for broker in broker_processes(settings, child_environment(settings, environment)):
+            # What the broker process itself reads from that environment (and would refuse if unknown).
+            values, _ = parse_settings([], broker.environment)
+            assert values["auto.create.topics.enable"] is expected
+    # Production deploy files keep the broker's default (off): topics come from the control plane.
+    deploy_dir = Path(__file__).resolve().parents[2] / "deploy"
+    for path in [*deploy_dir.glob("kubernetes/*.yaml"), *deploy_dir.glob("systemd/*"), deploy_dir / "docker-compose.yml"]:
+        assert "AUTO_CREATE_TOPICS" not in path.read_text(encoding="utf-8"), path
 
 
 @pytest.mark.parametrize(("brokers", "killed"), [("3", "broker-2.pid"), ("1", "broker-1.pid")])
