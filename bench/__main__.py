@@ -8,7 +8,7 @@ and the usage job's seconds over 10 million usage rows on local[2] (``usage-job`
 issue 12's produce latency of a well-behaved tenant while another floods its broker with
 maximum-size requests (``flood``, one secured broker); or issue 15's transactional produce
 throughput beside the idempotent producer's, commit latency and read_committed end-to-end latency
-through librdkafka (``transactions``); or issue 19's end-to-end latency split into stages, each
+through librdkafka and the SDK (``transactions``, ``--client``); or issue 19's end-to-end latency split into stages, each
 record timed at produce(), the sender's Produce call, the consumer's Fetch answer, its queueing
 and consume() (``e2e-breakdown``, one broker, see ``bench.latency_breakdown``); or issue 19's scale of
 one broker: 10,000 partitions of 100 tenants, its RSS, idle CPU, produce to random partitions and
@@ -58,6 +58,15 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or any(size < 8 for size in sizes):
         raise argparse.ArgumentTypeError("record sizes must be a comma-separated list of integers >= 8")
     return sizes
+
+
+def _clients(text: str) -> tuple[str, ...]:
+    from bench.transactions import parse_clients
+
+    try:
+        return parse_clients(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _peers(text: str) -> tuple[str, ...]:
@@ -208,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--idle-stack", action="store_true", help="partition-scale: measure the idle CPU of every process of a `make up`-like stack instead of one broker"
     )
+    parser.add_argument("--client", type=_clients, metavar="NAMES", help="transactions: the clients measured, comma-separated: librdkafka, sdk (default both)")
     parser.add_argument("--quick", action="store_true", help="small runs for a smoke test (20,000 records, 1 run, 1 s end to end) unless given explicitly")
     return parser
 
@@ -329,7 +339,8 @@ def _run_transactions(arguments: argparse.Namespace, console: Console) -> int:
     runs = _chosen(arguments, arguments.runs, 1, transactions.DEFAULT_RUNS)
     records = _chosen(arguments, arguments.records, transactions.QUICK_RECORDS, transactions.DEFAULT_RECORDS)
     e2e_seconds = _chosen(arguments, arguments.e2e_seconds, transactions.QUICK_E2E_SECONDS, transactions.DEFAULT_E2E_SECONDS)
-    return transactions.main(runs=runs, records=records, record_bytes=arguments.record_bytes, e2e_seconds=e2e_seconds, console=console)
+    clients = arguments.client or transactions.DEFAULT_CLIENTS
+    return transactions.main(runs=runs, records=records, record_bytes=arguments.record_bytes, e2e_seconds=e2e_seconds, console=console, clients=clients)
 
 
 def _run_e2e_breakdown(arguments: argparse.Namespace, console: Console) -> int:

@@ -1,6 +1,7 @@
-"""``python -m bench transactions``: issue 15's cost of transactions, through librdkafka.
+"""``python -m bench transactions``: issue 15's cost of transactions, through librdkafka and Weir's SDK.
 
-Three figures, measured with librdkafka (confluent-kafka) over the Kafka listeners of a
+Three figures, measured with each client of ``--client`` (librdkafka, i.e. confluent-kafka over
+the Kafka listeners, and Weir's SDK over gRPC; both by default) on a
 :class:`bench.stack.LocalStack` (three brokers), each run to fresh one-partition topics with
 replication factor 3 and min.insync.replicas=2:
 
@@ -10,13 +11,14 @@ replication factor 3 and min.insync.replicas=2:
   only at the end). Each run times the first produce() to the last commit (or flush), set-up
   excluded on both sides (metadata fetched, the transactional producer initialised), and checks
   the partition's end offset: the records plus one marker per transaction. The ratio of the
-  medians at 1,000 records per transaction is held against the target (>= 0.8);
+  medians at 1,000 records per transaction is held against the target (>= 0.8), for each client
+  against its own idempotent baseline;
 - commit latency: the time commit_transaction() takes (the flush of the transaction's
   outstanding records included, as an application sees it), p50 and p99 per run;
 - end-to-end latency at read_committed: a producer paced at E2E_RATE records/s commits every
   E2E_RECORDS_PER_TRANSACTION records; a read_committed consumer in the same process measures
   each record from its due time (:mod:`bench.pacing`: the sender's delays count) to when it is
-  read, so the figure includes the wait for the transaction's commit.
+  read, so the figure includes the wait for the transaction's commit (librdkafka only).
 
 Workloads alternate their order from run to run; every figure is the median over ``--runs``.
 """
@@ -40,7 +42,7 @@ from bench.payloads import read_stamp, stamped_value, value_pool
 from bench.replicated_topics import TopicSetupError, create_topic, wait_until_healthy
 from bench.report import machine_description
 from bench.stack import ApiClient, Credentials, LocalStack, StackError
-from bench.systems.weir_system import LIBRDKAFKA, WeirOptions
+from bench.systems.weir_system import LIBRDKAFKA, SDK, ClientLibrary, WeirOptions
 from weir.admin import AdminClient
 
 RATIO_TARGET = 0.8  # issue 15: transactional throughput at 1,000 records per transaction >= 0.8 x idempotent
@@ -63,6 +65,42 @@ E2E_DRAIN_SECONDS = 30.0  # longest the consumer may take to read the last recor
 POLL_EVERY = 1_000  # produce() calls between two poll(0) (delivery reports served)
 
 
+@dataclass(frozen=True)
+class Client:
+    """A client the throughput rows are measured with: its name in ``--client`` and the table, and its library."""
+
+    name: str
+    library: ClientLibrary
+
+    def producer_config(self, credentials: Credentials, workload: Workload, run: int) -> dict[str, Any]:
+        """acks=all, idempotence, the batching of ``python -m bench produce``; a fresh transactional id for a transactional workload."""
+        if self.library == LIBRDKAFKA:
+            bootstrap, security = credentials.kafka_bootstrap_servers, credentials.kafka_security_config()
+        else:
+            bootstrap, security = credentials.bootstrap_servers, credentials.security_config()
+        config = WeirOptions(bootstrap=bootstrap, acks="all", idempotence=True, client_settings=security, library=self.library).producer_config()
+        if workload.records_per_transaction is not None:
+            config["transactional.id"] = f"{workload.topic_name(run, self)}-{time.time_ns()}"
+        return config
+
+
+LIBRDKAFKA_CLIENT = Client("librdkafka", LIBRDKAFKA)
+SDK_CLIENT = Client("sdk", SDK)
+CLIENTS = {client.name: client for client in (LIBRDKAFKA_CLIENT, SDK_CLIENT)}
+DEFAULT_CLIENTS = ("librdkafka", "sdk")
+
+
+def parse_clients(text: str) -> tuple[str, ...]:
+    """``--client``: comma-separated names of CLIENTS, each once; ValueError naming what is wrong."""
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in CLIENTS]
+    if unknown or not names:
+        raise ValueError(f"unknown client {', '.join(map(repr, unknown)) or repr(text)}: choose from {', '.join(CLIENTS)} (comma-separated)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a client is named twice in {text!r}")
+    return names
+
+
 class TransactionsRunError(Exception):
     """A run could not be measured (its topic, its producer or its records); the message says which."""
 
@@ -76,9 +114,10 @@ class Workload:
     label: str
     records_per_transaction: int | None
 
-    def topic_name(self, run: int) -> str:
+    def topic_name(self, run: int, client: Client | None = None) -> str:
         kind = "idempotent" if self.records_per_transaction is None else f"txn{self.records_per_transaction}"
-        return f"{TOPIC_PREFIX}-{kind}-run{run}"
+        by = "" if client is None or client.library == LIBRDKAFKA else f"-{client.name}"
+        return f"{TOPIC_PREFIX}{by}-{kind}-run{run}"
 
 
 IDEMPOTENT = Workload("idempotent (baseline)", None)
@@ -109,25 +148,16 @@ def throughput_ratio(samples: Mapping[Workload, Sequence[RunSample]], workload: 
     return statistics.median(s.throughput.records_per_second for s in measured) / statistics.median(s.throughput.records_per_second for s in baseline)
 
 
-def verdict(ratio: float | None) -> str:
-    what = "transactional (1,000 records/txn) / idempotent (median records/s)"
+def verdict(ratio: float | None, client: str | None = None) -> str:
+    what = f"{client + ': ' if client else ''}transactional (1,000 records/txn) / idempotent (median records/s)"
     if ratio is None:
         return f"{what}: not measured, target >= {RATIO_TARGET:g}: target NOT met"
     return f"{what}: {ratio:.2f}, target >= {RATIO_TARGET:g}: target {'met' if ratio >= RATIO_TARGET else 'NOT met'}"
 
 
 def producer_config(credentials: Credentials, workload: Workload, run: int) -> dict[str, Any]:
-    options = WeirOptions(
-        bootstrap=credentials.kafka_bootstrap_servers,
-        acks="all",
-        idempotence=True,
-        client_settings=credentials.kafka_security_config(),
-        library=LIBRDKAFKA,
-    )
-    config = options.producer_config()
-    if workload.records_per_transaction is not None:
-        config["transactional.id"] = f"{workload.topic_name(run)}-{time.time_ns()}"
-    return config
+    """librdkafka's settings for ``workload`` (the end-to-end run and the end-offset checks use librdkafka)."""
+    return LIBRDKAFKA_CLIENT.producer_config(credentials, workload, run)
 
 
 class _Deliveries:
@@ -156,11 +186,11 @@ def _commit(producer: Any, commit_latencies_ns: list[int]) -> None:
     commit_latencies_ns.append(time.perf_counter_ns() - started)
 
 
-def produce_run(config: Mapping[str, Any], topic: str, workload: Workload, records: int, values: list[bytes]) -> tuple[RunSample, int]:
-    """Produce ``records`` values to ``topic`` as ``workload`` says; the sample and the number of transactions."""
-    from confluent_kafka import Producer
-
-    producer = Producer(dict(config))
+def produce_run(
+    config: Mapping[str, Any], topic: str, workload: Workload, records: int, values: list[bytes], client: Client = LIBRDKAFKA_CLIENT
+) -> tuple[RunSample, int]:
+    """Produce ``records`` values to ``topic`` with ``client`` as ``workload`` says; the sample and the number of transactions."""
+    producer = client.library.load().Producer(dict(config))
     per_transaction = workload.records_per_transaction
     deliveries = _Deliveries()
     commit_latencies_ns: list[int] = []
@@ -181,6 +211,8 @@ def produce_run(config: Mapping[str, Any], topic: str, workload: Workload, recor
         _commit(producer, commit_latencies_ns)
     remaining = producer.flush(CLIENT_SECONDS)
     seconds = time.perf_counter() - started
+    if client.library != LIBRDKAFKA:
+        producer.close()  # the SDK's producer holds a sender thread and channels until closed
     if remaining or deliveries.first_error is not None:
         raise TransactionsRunError(f"{topic}: {remaining} records undelivered, first delivery error {deliveries.first_error}")
     sample = ThroughputSample(records=records, record_size=len(values[0]), seconds=seconds)
@@ -213,27 +245,45 @@ def _consumer_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     return {key: config[key] for key in keep if key in config} | {"isolation.level": "read_committed", "enable.auto.commit": False}
 
 
+Samples = dict[str, dict[Workload, list[RunSample]]]  # client name -> workload -> one sample per run
+
+
 def measure_throughput(
-    credentials: Credentials, api: ApiClient, admin: AdminClient, runs: int, records: int, record_bytes: int, console: Console
-) -> dict[Workload, list[RunSample]]:
+    credentials: Credentials,
+    api: ApiClient,
+    admin: AdminClient,
+    runs: int,
+    records: int,
+    record_bytes: int,
+    console: Console,
+    clients: Sequence[str] = DEFAULT_CLIENTS,
+    samples: Samples | None = None,
+) -> Samples:
+    """Every workload with every client, run after run (the clients' rows of one run back to back); fills and returns ``samples``."""
     values = value_pool(record_bytes)
-    samples: dict[Workload, list[RunSample]] = {workload: [] for workload in WORKLOADS}
+    samples = {} if samples is None else samples
+    for name in clients:
+        samples.setdefault(name, {workload: [] for workload in WORKLOADS})
     for run in range(1, runs + 1):
         for workload in run_order(run):
-            topic = workload.topic_name(run)
-            config = producer_config(credentials, workload, run)
-            try:
-                create_topic(api, topic, 1, REPLICATION_FACTOR, TOPIC_CONFIGS)
-                wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
-                sample, transactions = produce_run(config, topic, workload, records, values)
-                expected = records + transactions  # one COMMIT marker per transaction
-                found = end_offset(config, topic, expected)
-            except Exception as error:  # noqa: BLE001 - any failure of a run is reported with the run it broke
-                raise TransactionsRunError(f"run {run}, {workload.label}: {type(error).__name__}: {error}") from None
-            if found != expected:
-                raise TransactionsRunError(f"run {run}, {workload.label}: end offset {found}, expected {expected} ({records} records, {transactions} markers)")
-            samples[workload].append(sample)
-            console.print(f"transactions: run {run} of {runs}: {workload.label}: {sample.throughput.records_per_second:,.0f} records/s", markup=False)
+            for name in clients if run % 2 == 1 else tuple(reversed(clients)):
+                client = CLIENTS[name]
+                topic = workload.topic_name(run, client)
+                what = f"run {run}, {name}, {workload.label}"
+                try:
+                    create_topic(api, topic, 1, REPLICATION_FACTOR, TOPIC_CONFIGS)
+                    wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
+                    sample, transactions = produce_run(client.producer_config(credentials, workload, run), topic, workload, records, values, client)
+                    expected = records + transactions  # one COMMIT marker per transaction
+                    found = end_offset(producer_config(credentials, IDEMPOTENT, run), topic, expected)
+                except Exception as error:  # noqa: BLE001 - any failure of a run is reported with the run it broke
+                    raise TransactionsRunError(f"{what}: {type(error).__name__}: {error}") from None
+                if found != expected:
+                    raise TransactionsRunError(f"{what}: end offset {found}, expected {expected} ({records} records, {transactions} markers)")
+                samples[name][workload].append(sample)
+                console.print(
+                    f"transactions: run {run} of {runs}: {name}: {workload.label}: {sample.throughput.records_per_second:,.0f} records/s", markup=False
+                )
     return samples
 
 
@@ -308,38 +358,45 @@ def _milliseconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def results_table(samples: Mapping[Workload, Sequence[RunSample]], end_to_end: Sequence[LatencySample], records: int, record_bytes: int, command: str) -> Table:
+def results_table(
+    samples: Mapping[str, Mapping[Workload, Sequence[RunSample]]], end_to_end: Sequence[LatencySample], records: int, record_bytes: int, command: str
+) -> Table:
+    """One row per client and workload (each ratio against that client's own idempotent row), then the end-to-end row (librdkafka)."""
+    clients = ", ".join(samples) or "no client"
     table = Table(
-        title=f"Transactional produce through librdkafka: {records:,} records of {record_bytes} B per run, one partition, RF=3",
+        title=f"Transactional produce ({clients}): {records:,} records of {record_bytes} B per run, one partition, RF=3",
         caption=(
             f"{command}\nacks=all, enable.idempotence=true, min.insync.replicas=2, batch.size 1,000,000, linger.ms 10; "
             "p50/p99: commit_transaction() for the transactional rows, due time to read at read_committed for the end-to-end row "
-            f"({E2E_RATE:,} records/s paced); medians over runs"
+            f"({E2E_RATE:,} records/s paced); vs idempotent: the same client's idempotent row; medians over runs"
         ),
     )
-    for column in ("workload", "runs", "records/s", "MiB/s", "vs idempotent", "p50 ms", "p99 ms"):
-        table.add_column(column, justify="left" if column == "workload" else "right")
-    for workload in WORKLOADS:
-        runs = samples.get(workload, ())
-        if not runs:
-            table.add_row(workload.label, "0", "-", "-", "-", "-", "-")
-            continue
-        figures = median_figures([run.throughput for run in runs])
-        commits = [run.commit_latency for run in runs if run.commit_latency is not None]
-        ratio = throughput_ratio(samples, workload)
-        table.add_row(
-            workload.label,
-            str(figures.runs),
-            f"{figures.records_per_second:,.0f}",
-            f"{figures.mebibytes_per_second:,.1f}",
-            "-" if ratio is None else f"{ratio:.2f}",
-            _milliseconds(statistics.median(c.p50_ms for c in commits) if commits else None),
-            _milliseconds(statistics.median(c.p99_ms for c in commits) if commits else None),
-        )
+    for column in ("client", "workload", "runs", "records/s", "MiB/s", "vs idempotent", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column in ("client", "workload") else "right")
+    for name, by_workload in samples.items():
+        for workload in WORKLOADS:
+            runs = by_workload.get(workload, ())
+            if not runs:
+                table.add_row(name, workload.label, "0", "-", "-", "-", "-", "-")
+                continue
+            figures = median_figures([run.throughput for run in runs])
+            commits = [run.commit_latency for run in runs if run.commit_latency is not None]
+            ratio = throughput_ratio(by_workload, workload)
+            table.add_row(
+                name,
+                workload.label,
+                str(figures.runs),
+                f"{figures.records_per_second:,.0f}",
+                f"{figures.mebibytes_per_second:,.1f}",
+                "-" if ratio is None else f"{ratio:.2f}",
+                _milliseconds(statistics.median(c.p50_ms for c in commits) if commits else None),
+                _milliseconds(statistics.median(c.p99_ms for c in commits) if commits else None),
+            )
     if end_to_end:
         figures = median_figures(list(end_to_end))
         latency = figures.latency
         table.add_row(
+            LIBRDKAFKA_CLIENT.name,
             E2E_LABEL,
             str(figures.runs),
             f"{figures.records_per_second:,.0f}",
@@ -349,13 +406,13 @@ def results_table(samples: Mapping[Workload, Sequence[RunSample]], end_to_end: S
             _milliseconds(latency.p99_ms if latency else None),
         )
     else:
-        table.add_row(E2E_LABEL, "0", "-", "-", "-", "-", "-")
+        table.add_row(LIBRDKAFKA_CLIENT.name, E2E_LABEL, "0", "-", "-", "-", "-", "-")
     return table
 
 
-def main(runs: int, records: int, record_bytes: int, e2e_seconds: float, console: Console) -> int:
-    """Start a stack, measure, print the table and the verdict; 1 on any failure."""
-    samples: dict[Workload, list[RunSample]] = {}
+def main(runs: int, records: int, record_bytes: int, e2e_seconds: float, console: Console, clients: Sequence[str] = DEFAULT_CLIENTS) -> int:
+    """Start a stack, measure with each client, print the table and a verdict per client; 1 on any failure."""
+    samples: Samples = {}
     end_to_end: list[LatencySample] = []
     failure = None
     try:
@@ -365,7 +422,7 @@ def main(runs: int, records: int, record_bytes: int, e2e_seconds: float, console
             api = ApiClient.for_stack(credentials)
             admin = AdminClient(credentials.client_config())
             try:
-                samples = measure_throughput(credentials, api, admin, runs, records, record_bytes, console)
+                measure_throughput(credentials, api, admin, runs, records, record_bytes, console, clients, samples)
                 end_to_end = measure_end_to_end(credentials, api, admin, runs, e2e_seconds, record_bytes, console)
             except (TransactionsRunError, TopicSetupError) as error:
                 failure = str(error)
@@ -374,10 +431,11 @@ def main(runs: int, records: int, record_bytes: int, e2e_seconds: float, console
                 admin.close()
     except StackError as error:
         failure = str(error)
-    command = f"python -m bench transactions --runs {runs} --records {records} --record-bytes {record_bytes}"
+    command = f"python -m bench transactions --runs {runs} --records {records} --record-bytes {record_bytes} --client {','.join(clients)}"
     console.print(results_table(samples, end_to_end, records, record_bytes, command))
     console.print(machine_description(malloc_tuned=False), markup=False)
-    console.print(verdict(throughput_ratio(samples)), markup=False)
+    for name in clients:
+        console.print(verdict(throughput_ratio(samples.get(name, {})), name), markup=False)
     if failure is not None:
         console.print(f"failure: {failure}", markup=False)
         return 1

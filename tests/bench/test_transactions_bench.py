@@ -25,6 +25,7 @@ from bench.transactions import (
     TRANSACTIONAL_1000,
     WORKLOADS,
     RunSample,
+    parse_clients,
     results_table,
     run_order,
     throughput_ratio,
@@ -33,7 +34,7 @@ from bench.transactions import (
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # A row: "│ transactional, 1,000 records/txn │    1 │  12,345 │  1.2 │  0.93 │  12.0 │  30.1 │"
-ROW = r"│ {label}\s+│\s+(\d+) │\s+([\d,]+) │\s+([\d.,]+) │\s+([\d.]+|-) │\s+([\d.,]+|-) │\s+([\d.,]+|-) │"
+ROW = r"│ {client}\s+│ {label}\s+│\s+(\d+) │\s+([\d,]+) │\s+([\d.,]+) │\s+([\d.]+|-) │\s+([\d.,]+|-) │\s+([\d.,]+|-) │"
 
 
 def runs_at(*records_per_second: int, commit_ms: float | None = None) -> list[RunSample]:
@@ -68,28 +69,54 @@ def test_verdict_says_met_at_the_target_and_not_met_below_or_unmeasured() -> Non
 def test_the_table_has_a_row_per_workload_and_the_end_to_end_row() -> None:
     samples = {IDEMPOTENT: runs_at(200_000), TRANSACTIONAL_100: runs_at(100_000, commit_ms=5.0), TRANSACTIONAL_1000: runs_at(180_000, commit_ms=20.0)}
     end_to_end = [LatencySample(record_size=100, target_rate=1000, seconds=1.0, latencies_ns=array("q", [30_000_000] * 1000))]
-    text = rendered(results_table(samples, end_to_end, 1000, 100, "python -m bench transactions --runs 1"))
+    sdk = {IDEMPOTENT: runs_at(100_000), TRANSACTIONAL_1000: runs_at(30_000, commit_ms=25.0)}
+    text = rendered(results_table({"librdkafka": samples, "sdk": sdk}, end_to_end, 1000, 100, "python -m bench transactions --runs 1"))
     assert "python -m bench transactions --runs 1" in text
-    idempotent = re.search(ROW.format(label=re.escape(IDEMPOTENT.label)), text)
+    idempotent = re.search(ROW.format(client="librdkafka", label=re.escape(IDEMPOTENT.label)), text)
     assert idempotent is not None and idempotent.group(2) == "200,000" and idempotent.group(4) == "1.00" and idempotent.group(5) == "-", text
-    thousand = re.search(ROW.format(label=re.escape(TRANSACTIONAL_1000.label)), text)
+    thousand = re.search(ROW.format(client="librdkafka", label=re.escape(TRANSACTIONAL_1000.label)), text)
     assert thousand is not None and thousand.groups()[3:] == ("0.90", "20.0", "40.0"), text
-    e2e = re.search(ROW.format(label=re.escape(E2E_LABEL)), text)
+    # each client's ratio is against its own idempotent row
+    sdk_thousand = re.search(ROW.format(client="sdk", label=re.escape(TRANSACTIONAL_1000.label)), text)
+    assert sdk_thousand is not None and sdk_thousand.group(2) == "30,000" and sdk_thousand.groups()[3:] == ("0.30", "25.0", "50.0"), text
+    e2e = re.search(ROW.format(client="librdkafka", label=re.escape(E2E_LABEL)), text)
     assert e2e is not None and e2e.group(5) == "30.0", text
 
 
 def test_an_unmeasured_workload_shows_an_empty_row() -> None:
-    text = rendered(results_table({}, [], 1000, 100, "cmd"))
-    assert re.search(rf"│ {re.escape(TRANSACTIONAL_100.label)}\s+│\s+0 │\s+- │", text), text
-    assert re.search(rf"│ {re.escape(E2E_LABEL)}\s+│\s+0 │\s+- │", text), text
+    text = rendered(results_table({"sdk": {}}, [], 1000, 100, "cmd"))
+    assert re.search(rf"│ sdk\s+│ {re.escape(TRANSACTIONAL_100.label)}\s+│\s+0 │\s+- │", text), text
+    assert re.search(rf"│ librdkafka\s+│ {re.escape(E2E_LABEL)}\s+│\s+0 │\s+- │", text), text
+
+
+def test_verdict_names_its_client() -> None:
+    assert verdict(0.5, "sdk") == "sdk: transactional (1,000 records/txn) / idempotent (median records/s): 0.50, target >= 0.8: target NOT met"
+
+
+def test_clients_are_named_comma_separated_each_once() -> None:
+    assert parse_clients("sdk") == ("sdk",)
+    assert parse_clients("sdk, librdkafka") == ("sdk", "librdkafka")
+    with pytest.raises(ValueError, match="unknown client 'java': choose from librdkafka, sdk"):
+        parse_clients("sdk,java")
+    with pytest.raises(ValueError, match="named twice"):
+        parse_clients("sdk,sdk")
+
+
+def test_an_unknown_client_is_refused_by_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench_main(["transactions", "--client", "kafkajs"])
+    assert "unknown client 'kafkajs'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["transactions", "--quick"], {"runs": 1, "records": 3_000, "record_bytes": 100, "e2e_seconds": 2.0}),
-        (["transactions", "--records", "7", "--runs", "2", "--e2e-seconds", "4"], {"runs": 2, "records": 7, "record_bytes": 100, "e2e_seconds": 4.0}),
-        (["transactions"], {"runs": 3, "records": 100_000, "record_bytes": 100, "e2e_seconds": 10.0}),
+        (["transactions", "--quick"], {"runs": 1, "records": 3_000, "record_bytes": 100, "e2e_seconds": 2.0, "clients": ("librdkafka", "sdk")}),
+        (
+            ["transactions", "--records", "7", "--runs", "2", "--e2e-seconds", "4", "--client", "sdk"],
+            {"runs": 2, "records": 7, "record_bytes": 100, "e2e_seconds": 4.0, "clients": ("sdk",)},
+        ),
+        (["transactions"], {"runs": 3, "records": 100_000, "record_bytes": 100, "e2e_seconds": 10.0, "clients": ("librdkafka", "sdk")}),
     ],
 )
 def test_the_scenario_runs_with_its_options(monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: dict[str, Any]) -> None:
@@ -102,7 +129,9 @@ def test_the_scenario_runs_with_its_options(monkeypatch: pytest.MonkeyPatch, arg
         recorded.update(options)
         return 3
 
-    module = types.SimpleNamespace(**{name: getattr(transactions, name) for name in dir(transactions) if name.isupper()}, main=fake_main)
+    module = types.SimpleNamespace(
+        **{name: getattr(transactions, name) for name in dir(transactions) if name.isupper()}, main=fake_main, parse_clients=transactions.parse_clients
+    )
     monkeypatch.setitem(sys.modules, "bench.transactions", module)
     monkeypatch.setattr(bench, "transactions", module, raising=False)
     assert bench_main(argv) == 3
