@@ -304,6 +304,11 @@ class RecordAccumulator:
                 return
             self.changed.wait(timeout)
 
+    def open_partitions(self) -> list[tuple[str, int]]:
+        """The partitions with an open batch: records appended and not drained yet (a transaction adds them at once)."""
+        with self._lock:
+            return [(topic, partition) for topic, partitions in self._open.items() for partition, batch in enumerate(partitions) if batch is not None]
+
     def _any_open(self) -> bool:
         return any(batch is not None for partitions in self._open.values() for batch in partitions)
 

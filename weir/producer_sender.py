@@ -336,7 +336,12 @@ class Sender:
         wake = self._next_wake(now, next_ready)
         if self._producer_id == NO_PRODUCER_ID or transactions.failed:
             return wake  # before init_transactions(), or until abort_transaction() purges the batches
-        missing = transactions.missing(key for key, queue in self._queues.items() if queue.waiting or queue.retries)
+        # As librdkafka: a partition joins the transaction at its first record (the accumulator
+        # wakes the sender when a batch opens), so AddPartitionsToTxn overlaps the application's
+        # produce() calls and linger.ms instead of running only once the batch is drained.
+        wanted = {key for key, queue in self._queues.items() if queue.waiting or queue.retries}
+        wanted.update(self._accumulator.open_partitions())
+        missing = transactions.missing(sorted(wanted))
         if missing and now >= self._next_add_attempt:
             error = transactions.add_partitions(missing)
             if error is not None:

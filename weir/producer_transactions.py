@@ -15,8 +15,9 @@ What librdkafka does, and so this does:
 - init_transactions() finds the id's transaction coordinator (FindCoordinator, key type
   TRANSACTION) and asks it InitProducerId with ``transaction.timeout.ms``; that fences any
   older producer of the id (its open transaction is aborted).
-- A partition joins the transaction (AddPartitionsToTxn) before its first batch is sent; the
-  sender holds the partition's batches until then (:meth:`TransactionManager.add_partitions`).
+- A partition joins the transaction (AddPartitionsToTxn) as soon as it gets its first record,
+  while the application goes on producing and the batch lingers; the sender holds the
+  partition's batches until it has joined (:meth:`TransactionManager.add_partitions`).
 - commit_transaction() flushes first, then sends EndTxn; a transaction that wrote nothing
   ends locally. abort_transaction() purges what was not sent (delivery reports with
   ``_PURGE_QUEUE``), waits for what is in flight, then sends EndTxn. EndTxn answers the

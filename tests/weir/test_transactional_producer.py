@@ -237,3 +237,30 @@ def test_closing_a_producer_whose_transaction_failed_purges_what_it_holds(broker
     assert wait_for(lambda: producer.poll(0.1) > 0 or bool(reports), timeout=20)
     assert producer.close(10) == 0  # not the 60 s of delivery.timeout.ms: the held record is purged
     assert sorted(error.code() for error in reports if error is not None) == sorted([KafkaError.MESSAGE_TOO_LARGE, KafkaError._PURGE_QUEUE])
+
+
+def test_a_partition_joins_the_transaction_at_its_first_record_before_the_batch_is_sent(broker) -> None:
+    """As librdkafka: AddPartitionsToTxn goes out when a partition gets its first record, not once its batch
+    leaves the accumulator (here linger.ms holds it), so it overlaps the application's produce() calls."""
+    from weir.admin import AdminClient
+
+    create_topic(broker.address, TOPIC, partitions=2)
+    producer = transactional_producer(broker.address, "early-join", **{"linger.ms": 60_000})
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(TOPIC, value=b"held-by-linger", partition=1)
+
+        def described() -> object:
+            return admin.describe_transactions(["early-join"])["early-join"].result(10)
+
+        assert wait_for(lambda: getattr(described(), "state", "") == "Ongoing", timeout=15), described()
+        description = described()
+        assert [(tp.topic, tp.partition) for tp in description.topic_partitions] == [(TOPIC, 1)]
+        assert len(producer) == 1  # the record itself is still in its open batch
+        producer.commit_transaction(30)  # the flush sends it; no second AddPartitionsToTxn is needed
+    finally:
+        producer.close()
+        admin.close()
+    assert read_committed(broker.address, 1) == [b"held-by-linger"]
