@@ -90,8 +90,6 @@ from server_runtime.logging_setup import LogFormatError, configure_logging
 from server_runtime.private_files import make_new_files_private, restrict_directory
 from server_runtime.stop_signals import StopSignals
 
-# Threads of the single gunicorn worker: enough for the dashboard and API on one machine.
-WEB_THREADS = 8
 # How long `demo` may wait for its provisioning jobs.
 DEMO_WAIT_SECONDS = 90
 # One active controller and one standby that takes over when the active one dies.
@@ -506,7 +504,9 @@ def broker_processes(settings: StackSettings, environment: dict[str, str], tls: 
 
 
 def web_command(settings: StackSettings, tls: TlsFiles | None = None) -> list[str]:
-    """gunicorn serving the dashboard and API; HTTPS with WEIR_TLS_CERT/KEY, else the local certificate."""
+    """gunicorn serving the dashboard and API; HTTPS with WEIR_TLS_CERT/KEY, else the local certificate.
+    Its workers and threads are webapp.gunicorn_config's: one worker per CPU unless WEIR_WEB_WORKERS
+    and WEIR_WEB_THREADS say otherwise."""
     command = [
         sys.executable,
         "-m",
@@ -517,10 +517,6 @@ def web_command(settings: StackSettings, tls: TlsFiles | None = None) -> list[st
         "python:webapp.gunicorn_config",
         "--bind",
         f"{settings.host}:{settings.http_port}",
-        "--workers",
-        "1",
-        "--threads",
-        str(WEB_THREADS),
         "--access-logfile",
         "-",
     ]
