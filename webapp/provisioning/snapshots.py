@@ -20,12 +20,15 @@ these snapshots also delivers those jobs' changes (``jobs`` settles them with it
 from __future__ import annotations
 
 import base64
+import json
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, TextField
+from django.db.models.functions import Cast
 
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, Tenant, key_is_cluster_admin
@@ -81,27 +84,53 @@ def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.Apply
         broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack, kafka_port=node.kafka_port)
         for node in BrokerNode.objects.order_by("node_id")
     ]
+    # The JSON columns are read as text and each distinct text is decoded once: a map of a
+    # thousand topics holds a handful of distinct replica lists and config overrides, and
+    # decoding every row's value through the field's converter was half of building the map.
+    decoded = _JsonTexts()
     partitions_of_topic: dict[int, list[admin_pb2.PartitionAssignment]] = defaultdict(list)
     for topic_pk, index, leader, leader_epoch, replicas, isr in Partition.objects.order_by("topic_id", "index").values_list(
-        "topic_id", "index", "leader", "leader_epoch", "replicas", "isr"
+        "topic_id", "index", "leader", "leader_epoch", Cast("replicas", TextField()), Cast("isr", TextField())
     ):
         partitions_of_topic[topic_pk].append(
-            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=leader_epoch, replicas=replicas, isr=isr)
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=leader_epoch, replicas=decoded(replicas), isr=decoded(isr))
         )
+    config_entries: dict[str, list[broker_pb2.TopicConfigEntry]] = {}
+
+    def entries(configs: str | None) -> list[broker_pb2.TopicConfigEntry]:
+        text = configs or "{}"
+        if text not in config_entries:
+            config_entries[text] = [broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((decoded(text) or {}).items())]
+        return config_entries[text]
+
     topics = [
         admin_pb2.TopicAssignment(
             tenant_id=tenant_id or "",  # None: an internal topic, which brokers know by its plain name
             name=name,
             topic_id=str(topic_id),
-            configs=[broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((configs or {}).items())],
+            configs=entries(configs),
             partitions=partitions_of_topic.get(topic_pk, []),
         )
         for topic_pk, tenant_id, name, topic_id, configs in Topic.objects.order_by("tenant__public_id", "name").values_list(
-            "pk", "tenant__public_id", "name", "topic_id", "configs"
+            "pk", "tenant__public_id", "name", "topic_id", Cast("configs", TextField())
         )
     ]
     cluster_id = getattr(settings, "WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
     return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics, controller_epoch=controller_epoch)
+
+
+class _JsonTexts:
+    """Decodes JSON texts, each distinct text once (the values are shared: do not change them)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        try:
+            return self._values[text]
+        except KeyError:
+            value = self._values[text] = json.loads(text)
+            return value
 
 
 def _scram_credential(credential: ScramCredential) -> admin_pb2.ScramCredential:
