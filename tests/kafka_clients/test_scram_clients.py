@@ -76,6 +76,7 @@ def test_stock_clients_produce_and_consume_with_scram_sha_256_and_512(cluster: R
         "sasl_plain_username": access.api_key,
         "sasl_plain_password": access.api_secret,
         "request_timeout_ms": int(CLIENT_SECONDS * 1000),
+        "api_version_auto_timeout_ms": int(CLIENT_SECONDS * 1000),  # its 2 s default is too short on a loaded machine
     }
     producer = KafkaProducer(**kafka_python, acks="all")
     try:
@@ -83,14 +84,15 @@ def test_stock_clients_produce_and_consume_with_scram_sha_256_and_512(cluster: R
             producer.send(TOPIC, f"kafka-python-{index}".encode(), partition=0).get(timeout=CLIENT_SECONDS)
     finally:
         producer.close(timeout=CLIENT_SECONDS)
-    consumer = KafkaConsumer(TOPIC, **kafka_python, auto_offset_reset="earliest", consumer_timeout_ms=int(CLIENT_SECONDS * 1000), group_id="kafka-python")
+    consumer = KafkaConsumer(TOPIC, **kafka_python, auto_offset_reset="earliest", group_id="kafka-python")
+    read: list[bytes] = []
     try:
-        read = []
-        for message in consumer:
-            if message.value.startswith(b"kafka-python-"):
-                read.append(message.value)
-            if len(read) == RECORDS:
-                break
+        # Polled until every record is read or the deadline passes: joining the group, syncing and the first
+        # fetch may each take seconds on a loaded machine, longer than one consumer_timeout_ms of silence.
+        deadline = time.monotonic() + 3 * CLIENT_SECONDS
+        while time.monotonic() < deadline and len(read) < RECORDS:
+            for records in consumer.poll(timeout_ms=1000).values():
+                read.extend(record.value for record in records if record.value.startswith(b"kafka-python-"))
     finally:
         consumer.close()
     assert read == [f"kafka-python-{index}".encode() for index in range(RECORDS)]

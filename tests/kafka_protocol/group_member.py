@@ -69,6 +69,7 @@ def run_kafka_python(bootstrap: str, group: str, topic: str, session_ms: int, st
         heartbeat_interval_ms=300,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        api_version_auto_timeout_ms=30_000,  # its 2 s default probe gives up on a loaded machine
     )
     consumer.subscribe([topic])
     last: set[int] | None = None

@@ -145,6 +145,9 @@ def test_kafka_python_admin_client_creates_and_deletes_topics(cluster: RealClust
         sasl_plain_username=access.api_key,
         sasl_plain_password=access.api_secret,
         request_timeout_ms=30000,
+        # kafka-python probes the broker's API versions within 2 s by default, then reports NoBrokersAvailable:
+        # too short for a SASL handshake on a machine loaded far beyond its cores.
+        api_version_auto_timeout_ms=30000,
     )
     try:
         created = admin.create_topics([KafkaPythonNewTopic("clicks", num_partitions=2, replication_factor=2)], timeout_ms=30000)

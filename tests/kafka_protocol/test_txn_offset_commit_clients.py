@@ -29,6 +29,7 @@ INPUT, OUTPUT, GROUP, TRANSACTIONAL_ID = "input", "output", "transformer", "tran
 PARTITIONS = 2
 RECORDS_PER_PARTITION = 15
 CLIENT_SECONDS = 30.0  # every client call finishes well within this
+KAFKA_PYTHON_PROBE_MS = 30_000  # kafka-python's API-version probe (2 s by default, then NoBrokersAvailable) on a loaded machine
 
 
 @pytest.fixture
@@ -153,9 +154,15 @@ def kafka_python_run(address: str, group: str) -> tuple[dict[int, int], list[byt
     from kafka.structs import OffsetAndMetadata
 
     source = KafkaConsumer(
-        INPUT, bootstrap_servers=address, group_id=group, isolation_level="read_committed", enable_auto_commit=False, auto_offset_reset="earliest"
+        INPUT,
+        bootstrap_servers=address,
+        group_id=group,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        api_version_auto_timeout_ms=KAFKA_PYTHON_PROBE_MS,
     )
-    producer = KafkaProducer(bootstrap_servers=address, transactional_id=f"{TRANSACTIONAL_ID}-{group}")
+    producer = KafkaProducer(bootstrap_servers=address, transactional_id=f"{TRANSACTIONAL_ID}-{group}", api_version_auto_timeout_ms=KAFKA_PYTHON_PROBE_MS)
     try:
         producer.init_transactions()
         positions: dict[int, int] = {}
