@@ -27,6 +27,7 @@ Thread-safety: an AdminClient may be used from any thread; requests run on a sma
 from __future__ import annotations
 
 import enum
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,6 +60,9 @@ from weir.admin_cluster import (
 )
 from weir.admin_elections import check_elect_leaders, election_request, election_results
 from weir.admin_scram import (
+    MAX_SCRAM_ITERATIONS,
+    MIN_SCRAM_ITERATIONS,
+    SCRAM_HASHES,
     ElectionType,
     ScramCredentialInfo,
     ScramMechanism,
@@ -66,6 +70,7 @@ from weir.admin_scram import (
     UserScramCredentialDeletion,
     UserScramCredentialsDescription,
     UserScramCredentialUpsertion,
+    salted_password,
 )
 from weir.cluster import BrokerMetadata, Cluster, ClusterMetadata, PartitionMetadata, TopicMetadata
 from weir.commit_metadata import decode_commit_metadata, encode_commit_metadata
@@ -372,6 +377,42 @@ _INCREMENTAL_OPS = {
 
 
 _SCRAM_MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
+# Bytes of the random salt an upsertion without one gets (librdkafka's size).
+SCRAM_SALT_BYTES = 64
+
+
+def _scram_mechanism_name(mechanism: ScramMechanism) -> str:
+    """The SASL name of ``mechanism``; UNKNOWN is sent as such and refused by the broker (UNSUPPORTED_SASL_MECHANISM)."""
+    return next((name for name, member in _SCRAM_MECHANISMS.items() if member == mechanism), mechanism.name)
+
+
+def _scram_upsertion(upsertion: UserScramCredentialUpsertion) -> broker_pb2.ScramCredentialUpsertion:
+    """The upsertion as the broker takes it: the salted password, computed here, never the password."""
+    mechanism = _scram_mechanism_name(upsertion.scram_credential_info.mechanism)
+    iterations = upsertion.scram_credential_info.iterations
+    salt = upsertion.salt if upsertion.salt is not None else secrets.token_bytes(SCRAM_SALT_BYTES)
+    # Nothing is computed for a mechanism or a count the broker refuses anyway (a huge count would hang here).
+    computable = mechanism in SCRAM_HASHES and MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS
+    salted = salted_password(mechanism, upsertion.password, salt, iterations) if computable else b""
+    return broker_pb2.ScramCredentialUpsertion(user=upsertion.user, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted)
+
+
+def _check_scram_upsertion(alteration: UserScramCredentialUpsertion) -> None:
+    """confluent-kafka's checks of one upsertion (TypeError / ValueError)."""
+    if not isinstance(alteration.password, bytes):
+        raise TypeError("'password' must be bytes")
+    if not alteration.password:
+        raise ValueError("'password' cannot be empty")
+    if alteration.salt is not None and not isinstance(alteration.salt, bytes):
+        raise TypeError("'salt' must be bytes")
+    if alteration.salt is not None and not alteration.salt:
+        raise ValueError("'salt' can be None but cannot be empty")
+    if not isinstance(alteration.scram_credential_info, ScramCredentialInfo):
+        raise TypeError("Expected credential_info to be ScramCredentialInfo Type")
+    if not isinstance(alteration.scram_credential_info.mechanism, ScramMechanism):
+        raise TypeError("Expected the mechanism to be ScramMechanism Type")
+    if alteration.scram_credential_info.iterations < 1:
+        raise ValueError("Iterations should be positive")
 
 
 def _config_source(source: int) -> ConfigSource:
@@ -1342,10 +1383,10 @@ class AdminClient:
     # ------------------------------------------------------------------ SCRAM credentials
 
     def describe_user_scram_credentials(self, users: list[str] | None = None, request_timeout: float | None = None) -> Future | dict[str, Future]:
-        """The SCRAM credentials (mechanism, iterations) of the tenant's API keys, Weir's SCRAM users.
+        """The SCRAM credentials (mechanism, iterations) of the tenant's SCRAM users and API keys.
 
-        ``users`` None: one Future[{user: UserScramCredentialsDescription}] of every key with a
-        credential; else {user: Future[UserScramCredentialsDescription]}, an unknown user (or
+        ``users`` None: one Future[{user: UserScramCredentialsDescription}] of every user and key
+        with a credential; else {user: Future[UserScramCredentialsDescription]}, an unknown user (or
         another tenant's key) failing with RESOURCE_NOT_FOUND. Needs DESCRIBE on the cluster.
         """
         given: object = users  # checked at run time: callers need not be type-checked
@@ -1375,18 +1416,53 @@ class AdminClient:
         return self._run(names, call)
 
     def alter_user_scram_credentials(self, alterations: list[UserScramCredentialAlteration], request_timeout: float | None = None) -> dict[str, Future]:
-        """Refused for every user -> {user: Future failing with INVALID_REQUEST}: Weir's SCRAM users are
-        API keys, whose credentials the control plane makes with the key (create a new key to get
-        new ones); nothing is sent to a broker."""
-        if not _is_non_empty_list_of(alterations, UserScramCredentialAlteration):
-            raise TypeError("Expected a non-empty list of UserScramCredentialAlteration")
+        """Create, replace or delete SCRAM credentials of the tenant's users -> {user: Future[None]}.
+
+        As confluent-kafka's: ``UserScramCredentialUpsertion`` (the salt is random when None) and
+        ``UserScramCredentialDeletion``; the password never leaves this process (its PBKDF2
+        salted form is sent, as Kafka's protocol does). Needs ALTER on the cluster. A user's
+        future fails with Kafka's code: UNACCEPTABLE_CREDENTIAL (iterations outside 4096..16384,
+        a reserved name), UNSUPPORTED_SASL_MECHANISM, DUPLICATE_RESOURCE (a mechanism twice),
+        RESOURCE_NOT_FOUND (deleting what is not there). The user then logs in with
+        SASL/SCRAM as ``<user>@<tenant id>`` (``weir.admin_scram.scram_login_name``).
+        """
+        self._check_scram_alterations(alterations)
         users = list(dict.fromkeys(alteration.user for alteration in alterations))
-        reason = "SCRAM credentials are made by the control plane with each cluster API key (create a new key); they cannot be altered"
+        request = broker_pb2.AlterUserScramCredentialsRequest(
+            deletions=[
+                broker_pb2.ScramCredentialDeletion(user=item.user, mechanism=_scram_mechanism_name(item.mechanism))
+                for item in alterations
+                if isinstance(item, UserScramCredentialDeletion)
+            ],
+            upsertions=[_scram_upsertion(item) for item in alterations if isinstance(item, UserScramCredentialUpsertion)],
+        )
+        timeout = self._timeout(request_timeout)
 
         def call() -> dict[str, tuple[KafkaException | None, Any]]:
-            return {user: (KafkaException(KafkaError(ErrorCode.INVALID_REQUEST, f"user {user!r}: {reason}")), None) for user in users}
+            response = self._cluster.call_any("AlterUserScramCredentials", request, timeout=timeout)
+            return {result.user: (_item_error(result.error_code, result.error_message), None) for result in response.results}
 
         return self._run(users, call)
+
+    @staticmethod
+    def _check_scram_alterations(alterations: object) -> None:
+        """confluent-kafka's checks of the alterations (TypeError / ValueError before anything is sent)."""
+        if not isinstance(alterations, list):
+            raise TypeError("Expected input to be list")
+        if not alterations:
+            raise ValueError("Expected at least one alteration")
+        for alteration in alterations:
+            if not isinstance(alteration, (UserScramCredentialUpsertion, UserScramCredentialDeletion)):
+                raise TypeError("Expected each element of list 'alterations' to be either a UserScramCredentialUpsertion or a UserScramCredentialDeletion")
+            if not isinstance(alteration.user, str):
+                raise TypeError("'user' must be a string")
+            if not alteration.user:
+                raise ValueError("'user' cannot be empty")
+            if isinstance(alteration, UserScramCredentialDeletion):
+                if not isinstance(alteration.mechanism, ScramMechanism):
+                    raise TypeError("Expected the mechanism to be ScramMechanism Type")
+            else:
+                _check_scram_upsertion(alteration)
 
     def poll(self, timeout: float | None = None) -> int:
         """Present for confluent-kafka compatibility: results arrive through futures, nothing to serve."""

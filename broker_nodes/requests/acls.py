@@ -49,7 +49,8 @@ def _controller_for(broker: Broker, call: CallContext, operation: Operation, ver
     return broker.controller
 
 
-def _forward(controller: ControllerClient, method: str, request: object) -> object:
+def forward_admin_request(controller: ControllerClient, method: str, request: object) -> object:
+    """The controller's answer to a forwarded admin request; AclRequestRefusedError(NOT_CONTROLLER) when none answers."""
     try:
         return controller.call(method, request, timeout=FORWARD_TIMEOUT_SECONDS)
     except ControllerUnavailableError as error:
@@ -64,7 +65,7 @@ def create_acls(broker: Broker, call: CallContext, creations: Sequence[controlle
     try:
         controller = _controller_for(broker, call, Operation.ALTER, "creating")
         request = controller_pb2.ForwardedCreateAclsRequest(caller=forwarded_caller(call), creations=creations)
-        response = _forward(controller, "CreateAcls", request)
+        response = forward_admin_request(controller, "CreateAcls", request)
     except AclRequestRefusedError as error:
         return [controller_pb2.AclCreationResult(error_code=error.code, error_message=error.message) for _ in creations]
     assert isinstance(response, controller_pb2.CreateAclsResponse)
@@ -75,7 +76,9 @@ def describe_acls(broker: Broker, call: CallContext, acl_filter: controller_pb2.
     """The caller's tenant's bindings the filter matches, or the error that refused the request."""
     try:
         controller = _controller_for(broker, call, Operation.DESCRIBE, "describing")
-        response = _forward(controller, "DescribeAcls", controller_pb2.ForwardedDescribeAclsRequest(caller=forwarded_caller(call), filter=acl_filter))
+        response = forward_admin_request(
+            controller, "DescribeAcls", controller_pb2.ForwardedDescribeAclsRequest(caller=forwarded_caller(call), filter=acl_filter)
+        )
     except AclRequestRefusedError as error:
         return controller_pb2.DescribeAclsResponse(error_code=error.code, error_message=error.message)
     assert isinstance(response, controller_pb2.DescribeAclsResponse)
@@ -86,7 +89,7 @@ def delete_acls(broker: Broker, call: CallContext, filters: Sequence[controller_
     """One result per filter, in order: the bindings it matched (now deleted) or its error."""
     try:
         controller = _controller_for(broker, call, Operation.ALTER, "deleting")
-        response = _forward(controller, "DeleteAcls", controller_pb2.ForwardedDeleteAclsRequest(caller=forwarded_caller(call), filters=filters))
+        response = forward_admin_request(controller, "DeleteAcls", controller_pb2.ForwardedDeleteAclsRequest(caller=forwarded_caller(call), filters=filters))
     except AclRequestRefusedError as error:
         return [controller_pb2.DeleteAclsFilterResult(error_code=error.code, error_message=error.message) for _ in filters]
     assert isinstance(response, controller_pb2.DeleteAclsResponse)

@@ -19,7 +19,10 @@ A key is looked up by its public id in the current security snapshot and its sec
 SHA-256 compared in constant time; a key absent from the snapshot (revoked, or never pushed)
 is refused. Kafka's SASL/SCRAM looks a key's SCRAM credential up here
 (:meth:`Authenticator.scram_credential`; the proof is checked in ``broker_nodes.security.scram``)
-and re-checks its StoredKey before each request as PLAIN re-checks the digest. With ``security.required=false`` a call without the internal token is anonymous
+and re-checks its StoredKey before each request as PLAIN re-checks the digest. A SCRAM username
+that is no key may be a tenant's SCRAM user, ``<name>@<tenant id>`` (``weir.admin_scram``): it
+acts as principal ``User:<name>`` of that tenant under the tenant's ACLs (never as a cluster
+administrator), and a user deleted or given a new password is refused at its next request. With ``security.required=false`` a call without the internal token is anonymous
 and unrestricted (the standalone mode of issue 2). Thread-safe (reads immutable snapshots).
 """
 
@@ -34,8 +37,9 @@ from broker_nodes.clock import SYSTEM_CLOCK, Clock
 from broker_nodes.security.access import INTERNAL_PRINCIPAL, CallContext, CallerKind, anonymous_context, client_host_of
 from broker_nodes.security.key_use import ClientApplication, KeyUse, grpc_application
 from broker_nodes.security.scram import ScramCredential
-from broker_nodes.security.snapshot import Credential, SecuritySnapshot, SecurityStore
+from broker_nodes.security.snapshot import Credential, ScramUser, SecuritySnapshot, SecurityStore
 from weir import tenant_tokens
+from weir.admin_scram import SCRAM_LOGIN_SEPARATOR
 from weir.tenant_tokens import TENANT_TOKEN_HEADER, TenantTokenError
 
 API_KEY_HEADER = "x-weir-api-key"
@@ -45,6 +49,9 @@ TENANT_HEADER = "x-weir-tenant"  # no longer accepted: refused with a message na
 # Compared against when a key is unknown, so that an unknown key costs the same as a wrong secret.
 _UNKNOWN_KEY_DIGEST = "0" * 64
 _INVALID_KEY_MESSAGE = "invalid API key or secret (unknown, revoked, or not a cluster key)"
+_INVALID_SCRAM_LOGIN_MESSAGE = (
+    "invalid SCRAM user or password (a tenant's SCRAM user logs in as <name>@<tenant id>; deleted, or no credential for this mechanism)"
+)
 
 
 class AuthenticationError(Exception):
@@ -174,7 +181,11 @@ class Authenticator:
             raise CredentialsUnavailableError()
         credential = snapshot.credentials.get(api_key)
         if credential is None:
-            raise AuthenticationError(_INVALID_KEY_MESSAGE)
+            user = snapshot.scram_users.get(api_key)
+            user_scram = user.scram.get(mechanism) if user is not None else None
+            if user_scram is None:
+                raise AuthenticationError(_INVALID_SCRAM_LOGIN_MESSAGE if SCRAM_LOGIN_SEPARATOR in api_key else _INVALID_KEY_MESSAGE)
+            return user_scram
         scram = credential.scram.get(mechanism)
         if scram is None:
             raise AuthenticationError(
@@ -196,10 +207,19 @@ class Authenticator:
         if snapshot is None:
             raise CredentialsUnavailableError()
         credential = snapshot.credentials.get(api_key)
+        if credential is None and api_key in snapshot.scram_users:
+            return self._scram_user_context(snapshot.scram_users[api_key], mechanism, stored_key, snapshot, client_host)
         scram = credential.scram.get(mechanism) if credential is not None else None
         if credential is None or scram is None or not hmac.compare_digest(scram.stored_key, stored_key):
             raise AuthenticationError(_INVALID_KEY_MESSAGE)
         return self._client_context(credential, snapshot, client_host, client)
+
+    def _scram_user_context(self, user: ScramUser, mechanism: str, stored_key: bytes, snapshot: SecuritySnapshot, client_host: str) -> CallContext:
+        """The context of a tenant's SCRAM user whose credential still has ``stored_key``: its ACLs decide."""
+        scram = user.scram.get(mechanism)
+        if scram is None or not hmac.compare_digest(scram.stored_key, stored_key):
+            raise AuthenticationError(_INVALID_SCRAM_LOGIN_MESSAGE)
+        return CallContext(user.tenant_id, user.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(user.tenant_id))
 
     def _client_context(self, credential: Credential, snapshot: SecuritySnapshot, client_host: str, client: ClientApplication | None) -> CallContext:
         """The context of a client holding a valid cluster key (and the key's use noted, by ``client`` when known)."""

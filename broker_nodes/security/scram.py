@@ -7,7 +7,7 @@ One authentication is two round trips (Kafka's ``ScramSaslServer``)::
     client-final   c=<base64 gs2 header>,r=<combined nonce>,p=<base64 ClientProof>
     server-final   v=<base64 ServerSignature>
 
-The username is the cluster API key (a SASLname: ``=2C`` stands for ``,`` and ``=3D`` for
+The username is the cluster API key or a SCRAM user's login name (a SASLname: ``=2C`` stands for ``,`` and ``=3D`` for
 ``=``). The broker holds, per key and mechanism, only a salt, an iteration count, StoredKey and
 ServerKey (``webapp.accounts.scram`` derives them when the key is created). With ``AuthMessage``
 = client-first-bare ``,`` server-first ``,`` client-final-without-proof, the proof is checked
@@ -240,7 +240,7 @@ class ScramExchange:
             raise ScramError(f"the proof must be {len(client_signature)} bytes for {self.mechanism}")
         client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
         if not hmac.compare_digest(hashlib.new(self._hash_name, client_key).digest(), credential.stored_key):
-            raise ScramError("invalid API key or secret: the proof does not match")
+            raise ScramError("wrong API secret or SCRAM password: the proof does not match")
         self._verified = True
         server_signature = hmac.digest(credential.server_key, auth_message, self._hash_name)
         return b"v=" + base64.b64encode(server_signature)

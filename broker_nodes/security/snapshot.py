@@ -7,6 +7,10 @@ SCRAM entries (``"scram"``: mechanism, base64 salt, iterations, base64 StoredKey
 are absent for keys that have none and in files written before SCRAM support; ``"cluster_admin":
 true`` marks a key that acts as its tenant's cluster administrator (absent: ACLs decide).
 
+``"scram_users"`` (absent in files written before tenant SCRAM users) lists the SCRAM users
+tenants' admins made: tenant, name and the same SCRAM entries; a Kafka client logs in as one
+with the login name ``<name>@<tenant id>`` (:func:`weir.admin_scram.scram_login_name`).
+
 A key absent from the latest snapshot does not exist: revoking a key is pushing a snapshot
 without it, and it stops working the moment that snapshot is stored.
 
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -30,6 +34,7 @@ from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, P
 from broker_nodes.security.scram import ScramCredential
 from broker_nodes.storage.atomic_files import write_atomically
 from grpc_protos.weir.v1 import admin_pb2
+from weir.admin_scram import SCRAM_LOGIN_SEPARATOR, scram_login_name
 
 SECURITY_STATE_FILE_NAME = "security-state.json"  # in the data directory
 SECURITY_STATE_FORMAT = 1  # the "format" field of security-state.json
@@ -52,25 +57,19 @@ class Credential:
     def to_json(self) -> dict[str, object]:
         document: dict[str, object] = {"api_key": self.api_key, "secret_sha256": self.secret_sha256, "tenant_id": self.tenant_id, "principal": self.principal}
         if self.scram:
-            document["scram"] = [
-                [item.mechanism, _base64(item.salt), item.iterations, _base64(item.stored_key), _base64(item.server_key)] for item in self.scram.values()
-            ]
+            document["scram"] = _scram_to_json(self.scram)
         if self.cluster_admin:
             document["cluster_admin"] = True
         return document
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Credential:
-        scram = {
-            str(mechanism): ScramCredential(str(mechanism), base64.b64decode(salt), int(iterations), base64.b64decode(stored), base64.b64decode(server))
-            for mechanism, salt, iterations, stored, server in data.get("scram", ())
-        }
         return cls(
             str(data["api_key"]),
             str(data["secret_sha256"]),
             str(data["tenant_id"]),
             str(data["principal"]),
-            MappingProxyType(scram) if scram else _NO_SCRAM,
+            _scram_from_json(data.get("scram", ())),
             data.get("cluster_admin") is True,
         )
 
@@ -79,18 +78,69 @@ def _base64(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
 
 
-def _scram_of(entry: admin_pb2.Credential) -> Mapping[str, ScramCredential]:
-    """A pushed credential's SCRAM entries by mechanism; InvalidSnapshotError names the first problem."""
+def _scram_of(items: Iterable[admin_pb2.ScramCredential], owner: str) -> Mapping[str, ScramCredential]:
+    """Pushed SCRAM entries by mechanism; InvalidSnapshotError names the first problem and ``owner`` (a key or a user)."""
     scram: dict[str, ScramCredential] = {}
-    for item in entry.scram:
+    for item in items:
         credential = ScramCredential(item.mechanism, item.salt, item.iterations, item.stored_key, item.server_key)
         problem = credential.problem()
         if problem is not None:
-            raise InvalidSnapshotError(f"credential {entry.api_key!r}: {problem}")
+            raise InvalidSnapshotError(f"{owner}: {problem}")
         if item.mechanism in scram:
-            raise InvalidSnapshotError(f"credential {entry.api_key!r} has {item.mechanism} more than once")
+            raise InvalidSnapshotError(f"{owner} has {item.mechanism} more than once")
         scram[item.mechanism] = credential
     return MappingProxyType(scram) if scram else _NO_SCRAM
+
+
+def _scram_to_json(scram: Mapping[str, ScramCredential]) -> list[list[object]]:
+    return [[item.mechanism, _base64(item.salt), item.iterations, _base64(item.stored_key), _base64(item.server_key)] for item in scram.values()]
+
+
+def _scram_from_json(entries: Iterable[Sequence[Any]]) -> Mapping[str, ScramCredential]:
+    scram = {
+        str(mechanism): ScramCredential(str(mechanism), base64.b64decode(salt), int(iterations), base64.b64decode(stored), base64.b64decode(server))
+        for mechanism, salt, iterations, stored, server in entries
+    }
+    return MappingProxyType(scram) if scram else _NO_SCRAM
+
+
+@dataclass(frozen=True, slots=True)
+class ScramUser:
+    """A SCRAM user a tenant's admin made (not an API key): principal ``User:<name>`` in ``tenant_id``."""
+
+    tenant_id: str
+    name: str
+    scram: Mapping[str, ScramCredential]  # mechanism -> credential; at least one
+
+    @property
+    def login_name(self) -> str:
+        return scram_login_name(self.name, self.tenant_id)
+
+    @property
+    def principal(self) -> str:
+        return f"User:{self.name}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"tenant_id": self.tenant_id, "name": self.name, "scram": _scram_to_json(self.scram)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScramUser:
+        return cls(str(data["tenant_id"]), str(data["name"]), _scram_from_json(data["scram"]))
+
+
+def _scram_users_of(request: admin_pb2.ApplySecurityRequest) -> dict[str, ScramUser]:
+    """The pushed SCRAM users by login name; InvalidSnapshotError names the first problem."""
+    users: dict[str, ScramUser] = {}
+    for entry in request.scram_users:
+        if not entry.tenant_id or names.TENANT_SEPARATOR in entry.tenant_id or SCRAM_LOGIN_SEPARATOR in entry.tenant_id or not entry.name:
+            raise InvalidSnapshotError(f"SCRAM user {entry.name!r} needs a name and a valid tenant id")
+        user = ScramUser(entry.tenant_id, entry.name, _scram_of(entry.scram, f"SCRAM user {entry.name!r} of tenant {entry.tenant_id}"))
+        if not user.scram:
+            raise InvalidSnapshotError(f"SCRAM user {entry.name!r} of tenant {entry.tenant_id} has no credential")
+        if user.login_name in users:
+            raise InvalidSnapshotError(f"SCRAM user {entry.name!r} of tenant {entry.tenant_id} occurs more than once")
+        users[user.login_name] = user
+    return users
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +161,11 @@ class SecuritySnapshot:
     credentials: Mapping[str, Credential] = field(default_factory=lambda: MappingProxyType({}))
     acls: Mapping[str, tuple[AclEntry, ...]] = field(default_factory=lambda: MappingProxyType({}))
     quotas: Mapping[str, TenantQuota] = field(default_factory=lambda: MappingProxyType({}))
+    scram_users: Mapping[str, ScramUser] = field(default_factory=lambda: MappingProxyType({}))  # by login name
+
+    def scram_users_of(self, tenant_id: str) -> dict[str, ScramUser]:
+        """The tenant's SCRAM users by name."""
+        return {user.name: user for user in self.scram_users.values() if user.tenant_id == tenant_id}
 
     def acls_of(self, tenant_id: str) -> tuple[AclEntry, ...]:
         return self.acls.get(tenant_id, _NO_ACLS)
@@ -130,7 +185,12 @@ class SecuritySnapshot:
             if entry.api_key in credentials:
                 raise InvalidSnapshotError(f"API key {entry.api_key!r} occurs more than once")
             credentials[entry.api_key] = Credential(
-                entry.api_key, entry.secret_sha256.lower(), entry.tenant_id, entry.principal, _scram_of(entry), entry.cluster_admin
+                entry.api_key,
+                entry.secret_sha256.lower(),
+                entry.tenant_id,
+                entry.principal,
+                _scram_of(entry.scram, f"credential {entry.api_key!r}"),
+                entry.cluster_admin,
             )
         acls: dict[str, list[AclEntry]] = {}
         for binding in request.acls:
@@ -159,6 +219,7 @@ class SecuritySnapshot:
             MappingProxyType(credentials),
             MappingProxyType({tenant: tuple(entries) for tenant, entries in acls.items()}),
             MappingProxyType(quotas),
+            MappingProxyType(_scram_users_of(request)),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -173,6 +234,7 @@ class SecuritySnapshot:
                 for tenant, entries in self.acls.items()
             },
             "quotas": {tenant: [quota.produce_bytes_per_second, quota.consume_bytes_per_second] for tenant, quota in self.quotas.items()},
+            "scram_users": [user.to_json() for user in self.scram_users.values()],
         }
 
     @classmethod
@@ -187,7 +249,9 @@ class SecuritySnapshot:
             for tenant, entries in dict(data["acls"]).items()
         }
         quotas = {tenant: TenantQuota(int(produce), int(consume)) for tenant, (produce, consume) in dict(data["quotas"]).items()}
-        return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas))
+        users = (ScramUser.from_json(item) for item in data.get("scram_users", ()))
+        scram_users = {user.login_name: user for user in users}
+        return cls(int(data["version"]), MappingProxyType(credentials), MappingProxyType(acls), MappingProxyType(quotas), MappingProxyType(scram_users))
 
 
 class SecurityStore:

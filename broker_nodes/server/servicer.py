@@ -211,6 +211,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         )
 
     @_handler
+    def AlterUserScramCredentials(
+        self, request: broker_pb2.AlterUserScramCredentialsRequest, call: CallContext
+    ) -> broker_pb2.AlterUserScramCredentialsResponse:
+        return broker_pb2.AlterUserScramCredentialsResponse(results=scram_requests.alter_scram_credentials(self.broker, call, request))
+
+    @_handler
     def ElectLeaders(self, request: broker_pb2.ElectLeadersRequest, call: CallContext) -> broker_pb2.ElectLeadersResponse:
         return election_requests.elect_leaders(self.broker, call, request)
 

@@ -22,6 +22,15 @@ from webapp.accounts.actions.members import (
     do_invite,
     do_remove_member,
 )
+from webapp.accounts.actions.scram_users import (
+    ScramDeletion,
+    ScramUpsertion,
+    ScramUserResult,
+    ScramUserSummary,
+    do_alter_scram_users,
+    do_delete_scram_user,
+    scram_users,
+)
 from webapp.accounts.actions.service_accounts import (
     check_service_account_fields,
     do_create_service_account,
@@ -45,6 +54,7 @@ from webapp.accounts.models import (
     PlanLimits,
     Role,
     ScramCredential,
+    ScramUserCredential,
     ServiceAccount,
     Tenant,
 )
@@ -71,6 +81,14 @@ __all__ = [
     "Role",
     "SESSION_TENANT_KEY",
     "ScramCredential",
+    "ScramDeletion",
+    "ScramUpsertion",
+    "ScramUserCredential",
+    "ScramUserResult",
+    "ScramUserSummary",
+    "do_alter_scram_users",
+    "do_delete_scram_user",
+    "scram_users",
     "ServiceAccount",
     "SessionActorAuthentication",
     "StateConflict",

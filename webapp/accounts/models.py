@@ -246,3 +246,33 @@ class ScramCredential(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mechanism} credential of {self.api_key_id}"
+
+
+# Longest SCRAM user name a tenant may choose (Kafka sets none; this keeps login names and principals short).
+MAX_SCRAM_USER_NAME_CHARS = 128
+
+
+class ScramUserCredential(models.Model):
+    """A tenant's SCRAM user's credential for one mechanism: what Kafka's AlterUserScramCredentials
+    upserts (``webapp.accounts.actions.scram_users``). A SCRAM user is its name in its tenant, with
+    one row per mechanism; it exists while it has a row. Kafka clients log in as
+    ``<user_name>@<tenant public id>`` and act as principal ``User:<user_name>`` in the tenant.
+    Salt, iterations, StoredKey and ServerKey only (base64 text), never the password nor the salted one.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="scram_user_credentials")
+    user_name = models.CharField(max_length=MAX_SCRAM_USER_NAME_CHARS)
+    mechanism = models.CharField(max_length=16, choices=ScramMechanism.choices)
+    salt = models.CharField(max_length=200)  # base64
+    iterations = models.PositiveIntegerField()
+    stored_key = models.CharField(max_length=100)  # base64 of H(ClientKey)
+    server_key = models.CharField(max_length=100)  # base64 of HMAC(SaltedPassword, "Server Key")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "user_name", "mechanism"], name="scram_user_credential_one_per_mechanism")]
+        ordering = ["user_name", "mechanism"]
+
+    def __str__(self) -> str:
+        return f"{self.mechanism} credential of SCRAM user {self.user_name}"

@@ -19,8 +19,8 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-# Mechanism name (as Kafka spells it) -> hashlib name of its hash function.
-SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+from weir.admin_scram import SCRAM_HASHES  # mechanism name (as Kafka spells it) -> hashlib name
+
 SCRAM_ITERATIONS = 4096  # Kafka's minimum iteration count (and RFC 7677's recommendation)
 SCRAM_SALT_BYTES = 32  # random salt per key and mechanism
 
@@ -44,7 +44,13 @@ def derive_scram_credential(mechanism: str, password: str, salt: bytes, iteratio
     hash_name = SCRAM_HASHES.get(mechanism)
     if hash_name is None:
         raise ValueError(f"unknown SCRAM mechanism {mechanism!r}: one of {', '.join(SCRAM_HASHES)}")
-    salted_password = hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations)
+    return credential_from_salted_password(mechanism, salt, iterations, hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations))
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, iterations: int, salted_password: bytes) -> DerivedScramCredential:
+    """StoredKey and ServerKey from RFC 5802's SaltedPassword, which Kafka's AlterUserScramCredentials
+    carries instead of the password (the caller checked the mechanism and the length)."""
+    hash_name = SCRAM_HASHES[mechanism]
     client_key = hmac.digest(salted_password, b"Client Key", hash_name)
     stored_key = hashlib.new(hash_name, client_key).digest()
     server_key = hmac.digest(salted_password, b"Server Key", hash_name)

@@ -16,6 +16,7 @@ from webapp.api.views.groups import ConsumerGroupViewSet
 from webapp.api.views.identities import ApiKeyViewSet, ServiceAccountViewSet
 from webapp.api.views.metering import GroupLagHistoryView, GroupLagView, LagStatusView, PipelineRunViewSet, PipelineStatusView, UsageView
 from webapp.api.views.operations import JobViewSet
+from webapp.api.views.scram_users import ScramUserViewSet
 from webapp.api.views.tenants import (
     InvitationAcceptView,
     InvitationViewSet,
@@ -34,6 +35,7 @@ router.register("topics", TopicViewSet, basename="topic")
 router.register("consumer-groups", ConsumerGroupViewSet, basename="consumer-group")
 router.register("service-accounts", ServiceAccountViewSet, basename="service-account")
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
+router.register("scram-users", ScramUserViewSet, basename="scram-user")
 router.register("members", MemberViewSet, basename="member")
 router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("jobs", JobViewSet, basename="job")

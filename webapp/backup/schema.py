@@ -3,7 +3,7 @@
 A backup is the desired state the control plane cannot rebuild from anywhere else: who may
 sign in (users with their password hashes, Django groups and permissions), tenants,
 memberships, invitations, service accounts, API keys (the SHA-256 of each secret and the
-SCRAM credentials of cluster keys, never a secret: the database holds nothing more), topics with their configs and partition placement,
+SCRAM credentials of cluster keys and tenants' SCRAM users, never a secret: the database holds nothing more), topics with their configs and partition placement,
 ACL bindings, quotas, each tenant's schema registry (schemas with their ids, references,
 subjects' versions and settings), the broker registry, the controller epoch and the snapshot versions.
 Rows name each other by natural keys (``tn-...``, ``sa-...``, a topic's UUID, a user name),
@@ -210,6 +210,25 @@ SECTIONS: tuple[Section, ...] = (
             Field("iterations", INTEGER),
             Field("stored_key", TEXT),  # H(ClientKey): verifies a client's proof, cannot make one
             Field("server_key", TEXT),
+        ),
+        MappingProxyType(_PRIMARY_KEY),
+    ),
+    Section(
+        "scram_users",
+        "accounts.ScramUserCredential",
+        ("tenant", "user_name", "mechanism"),
+        (
+            # Kept: tenants' SCRAM users (Kafka's AlterUserScramCredentials) can be made again only
+            # with their passwords, which exist nowhere. Salt and keys are base64 text.
+            Field("tenant", REFERENCE, target="tenants"),
+            Field("user_name", TEXT),
+            Field("mechanism", TEXT, choices=("SCRAM-SHA-256", "SCRAM-SHA-512")),
+            Field("salt", TEXT),
+            Field("iterations", INTEGER),
+            Field("stored_key", TEXT),  # H(ClientKey): verifies a client's proof, cannot make one
+            Field("server_key", TEXT),
+            Field("created_at", DATETIME),
+            Field("updated_at", DATETIME),
         ),
         MappingProxyType(_PRIMARY_KEY),
     ),

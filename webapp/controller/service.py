@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from grpc_protos.weir.v1 import broker_pb2, controller_pb2
-from webapp.controller import acl_requests, actions, election_requests, internal_topics, metrics, topic_requests
+from webapp.controller import acl_requests, actions, election_requests, internal_topics, metrics, scram_requests, topic_requests
 from webapp.controller.epoch import ControllerFencedError, become_active, current_epoch
 from webapp.controller.pusher import ClusterMapPusher
 from webapp.controller.sessions import BrokerSessions
@@ -305,3 +305,8 @@ class ControllerService:
     def delete_acls(self, forwarded: controller_pb2.ForwardedDeleteAclsRequest) -> controller_pb2.DeleteAclsResponse:
         """A client's DeleteAcls forwarded by a broker (``acl_requests.delete_acls``)."""
         return self._forwarded_acls(acl_requests.delete_acls, forwarded.caller, list(forwarded.filters))
+
+    def alter_user_scram_credentials(self, forwarded: controller_pb2.ForwardedAlterUserScramCredentialsRequest) -> broker_pb2.AlterUserScramCredentialsResponse:
+        """A client's AlterUserScramCredentials forwarded by a broker (``scram_requests``); the
+        security snapshot is pushed before the answer, as for ACL changes."""
+        return self._forwarded_acls(scram_requests.alter_user_scram_credentials, forwarded.caller, forwarded.request)

@@ -210,6 +210,17 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
 
         return self._forwarded(self._service.delete_acls, request, context, not_controller)
 
+    def AlterUserScramCredentials(
+        self, request: controller_pb2.ForwardedAlterUserScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.AlterUserScramCredentialsResponse:
+        def not_controller(message: str) -> broker_pb2.AlterUserScramCredentialsResponse:
+            users = dict.fromkeys([*(item.user for item in request.request.deletions), *(item.user for item in request.request.upsertions)])
+            return broker_pb2.AlterUserScramCredentialsResponse(
+                results=[broker_pb2.AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.NOT_CONTROLLER, error_message=message) for user in users]
+            )
+
+        return self._forwarded(self._service.alter_user_scram_credentials, request, context, not_controller)
+
     def ElectLeaders(self, request: controller_pb2.ForwardedElectLeadersRequest, context: grpc.ServicerContext) -> broker_pb2.ElectLeadersResponse:
         def not_controller(message: str) -> broker_pb2.ElectLeadersResponse:
             return broker_pb2.ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=message)

@@ -4,7 +4,8 @@
   tenant's topics with tenant id, topic id, config overrides and partition placement; the
   internal topics (``__consumer_offsets``...) are there too, with an empty tenant id.
 * Security snapshot (``ApplySecurityRequest``): every active cluster API key as a credential
-  (tenant and principal, secret as its SHA-256, SCRAM credentials where the key has them), every ACL binding, and every tenant's
+  (tenant and principal, secret as its SHA-256, SCRAM credentials where the key has them), every tenant's SCRAM user (its
+  credentials by mechanism), every ACL binding, and every tenant's
   effective byte-rate quotas.
 
 Each snapshot is read in one transaction after locking its version row (see
@@ -31,7 +32,7 @@ from django.db.models import Max, TextField
 from django.db.models.functions import Cast
 
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, Tenant, key_is_cluster_admin
+from webapp.accounts.facade import ApiKey, ApiKeyKind, ScramCredential, ScramUserCredential, Tenant, key_is_cluster_admin
 from webapp.catalog.facade import AclBinding, Partition, Topic
 from webapp.fleet.facade import BrokerNode
 from webapp.provisioning.models import ProvisioningJob, SnapshotKind
@@ -133,7 +134,7 @@ class _JsonTexts:
             return value
 
 
-def _scram_credential(credential: ScramCredential) -> admin_pb2.ScramCredential:
+def _scram_credential(credential: ScramCredential | ScramUserCredential) -> admin_pb2.ScramCredential:
     return admin_pb2.ScramCredential(
         mechanism=credential.mechanism,
         salt=base64.b64decode(credential.salt),
@@ -185,4 +186,15 @@ def _security_snapshot(version: int) -> admin_pb2.ApplySecurityRequest:
         produce = quota.produce_bytes_per_second if quota is not None and quota.produce_bytes_per_second is not None else limits.produce_bytes_per_second
         consume = quota.consume_bytes_per_second if quota is not None and quota.consume_bytes_per_second is not None else limits.consume_bytes_per_second
         quotas.append(admin_pb2.TenantQuota(tenant_id=tenant.public_id, produce_bytes_per_second=produce, consume_bytes_per_second=consume))
-    return admin_pb2.ApplySecurityRequest(version=version, credentials=credentials, acls=acls, quotas=quotas)
+    return admin_pb2.ApplySecurityRequest(version=version, credentials=credentials, acls=acls, quotas=quotas, scram_users=_scram_users())
+
+
+def _scram_users() -> list[admin_pb2.ScramUser]:
+    """Every tenant's SCRAM users (one query), each with its credentials by mechanism."""
+    users: dict[tuple[str, str], admin_pb2.ScramUser] = {}
+    rows = ScramUserCredential.objects.select_related("tenant").order_by("tenant__public_id", "user_name", "mechanism")
+    for row in rows:
+        key = (row.tenant.public_id, row.user_name)
+        user = users.setdefault(key, admin_pb2.ScramUser(tenant_id=row.tenant.public_id, name=row.user_name))
+        user.scram.append(_scram_credential(row))
+    return list(users.values())

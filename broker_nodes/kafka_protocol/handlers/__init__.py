@@ -38,4 +38,5 @@ from broker_nodes.kafka_protocol.handlers import offset_for_leader_epoch as offs
 from broker_nodes.kafka_protocol.handlers import produce as produce
 from broker_nodes.kafka_protocol.handlers import sasl as sasl
 from broker_nodes.kafka_protocol.handlers import txn_offset_commit as txn_offset_commit
+from broker_nodes.kafka_protocol.handlers import user_scram_credentials as user_scram_credentials
 from broker_nodes.kafka_protocol.handlers import write_txn_markers as write_txn_markers

@@ -199,16 +199,28 @@ class TenantQuota(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., produce_bytes_per_second: _Optional[int] = ..., consume_bytes_per_second: _Optional[int] = ...) -> None: ...
 
 class ApplySecurityRequest(_message.Message):
-    __slots__ = ("version", "credentials", "acls", "quotas")
+    __slots__ = ("version", "credentials", "acls", "quotas", "scram_users")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     ACLS_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_USERS_FIELD_NUMBER: _ClassVar[int]
     version: int
     credentials: _containers.RepeatedCompositeFieldContainer[Credential]
     acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
     quotas: _containers.RepeatedCompositeFieldContainer[TenantQuota]
-    def __init__(self, version: _Optional[int] = ..., credentials: _Optional[_Iterable[_Union[Credential, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., quotas: _Optional[_Iterable[_Union[TenantQuota, _Mapping]]] = ...) -> None: ...
+    scram_users: _containers.RepeatedCompositeFieldContainer[ScramUser]
+    def __init__(self, version: _Optional[int] = ..., credentials: _Optional[_Iterable[_Union[Credential, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., quotas: _Optional[_Iterable[_Union[TenantQuota, _Mapping]]] = ..., scram_users: _Optional[_Iterable[_Union[ScramUser, _Mapping]]] = ...) -> None: ...
+
+class ScramUser(_message.Message):
+    __slots__ = ("tenant_id", "name", "scram")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    name: str
+    scram: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    def __init__(self, tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., scram: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ...) -> None: ...
 
 class ApplySecurityResponse(_message.Message):
     __slots__ = ("applied_version",)

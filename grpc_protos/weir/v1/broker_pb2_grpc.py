@@ -189,6 +189,11 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
                 _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/weir.v1.Broker/AlterUserScramCredentials',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
         self.ElectLeaders = channel.unary_unary(
                 '/weir.v1.Broker/ElectLeaders',
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersRequest.SerializeToString,
@@ -413,8 +418,17 @@ class BrokerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeUserScramCredentials(self, request, context):
-        """The SCRAM credentials (mechanisms and iterations) of the caller's tenant's API keys
-        (Kafka's DescribeUserScramCredentials): DESCRIBE on the cluster.
+        """The SCRAM credentials (mechanisms and iterations) of the caller's tenant's SCRAM users and
+        API keys (Kafka's DescribeUserScramCredentials): DESCRIBE on the cluster.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterUserScramCredentials(self, request, context):
+        """Create, replace or delete SCRAM credentials of the caller's tenant's users (Kafka's
+        AlterUserScramCredentials, KIP-554): ALTER on the cluster; forwarded to the controller, which
+        stores them and pushes them to every broker in the security snapshot before answering.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -586,6 +600,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.DescribeUserScramCredentials,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.SerializeToString,
             ),
             'ElectLeaders': grpc.unary_unary_rpc_method_handler(
                     servicer.ElectLeaders,
@@ -1430,6 +1449,33 @@ class Broker:
             '/weir.v1.Broker/DescribeUserScramCredentials',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Broker/AlterUserScramCredentials',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -274,3 +274,11 @@ class ForwardedElectLeadersRequest(_message.Message):
     caller: ForwardedCaller
     request: _broker_pb2.ElectLeadersRequest
     def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.ElectLeadersRequest, _Mapping]] = ...) -> None: ...
+
+class ForwardedAlterUserScramCredentialsRequest(_message.Message):
+    __slots__ = ("caller", "request")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    caller: ForwardedCaller
+    request: _broker_pb2.AlterUserScramCredentialsRequest
+    def __init__(self, caller: _Optional[_Union[ForwardedCaller, _Mapping]] = ..., request: _Optional[_Union[_broker_pb2.AlterUserScramCredentialsRequest, _Mapping]] = ...) -> None: ...

@@ -100,6 +100,11 @@ class ControllerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
                 _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/weir.v1.Controller/AlterUserScramCredentials',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -207,6 +212,16 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterUserScramCredentials(self, request, context):
+        """SCRAM credential changes a client sent to a broker (Kafka's AlterUserScramCredentials),
+        forwarded like ACL administration: the broker checked ALTER on the tenant's CLUSTER
+        resource; the controller validates (Kafka's rules and codes), stores the users' StoredKey
+        and ServerKey in the caller's tenant and pushes the security snapshot before answering.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -274,6 +289,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.ElectLeaders,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterUserScramCredentialsRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -627,6 +647,33 @@ class Controller:
             '/weir.v1.Controller/ElectLeaders',
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedElectLeadersRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ElectLeadersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Controller/AlterUserScramCredentials',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.ForwardedAlterUserScramCredentialsRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.AlterUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,
