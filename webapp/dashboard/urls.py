@@ -80,6 +80,7 @@ urlpatterns = [
     path("api-keys/new/", access.api_key_create, name="api_key_create"),
     path("api-keys/<str:key_id>/", access.api_key_detail, name="api_key"),
     path("api-keys/<str:key_id>/revoke/", access.api_key_revoke, name="api_key_revoke"),
+    path("scram-users/<str:name>/delete/", access.scram_user_delete, name="scram_user_delete"),
     path("members/", members.member_list, name="members"),
     path("members/invite/", members.member_invite, name="member_invite"),
     path("members/<str:public_id>/role/", members.member_change_role, name="member_role"),

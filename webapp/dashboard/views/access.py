@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -25,11 +25,13 @@ from webapp.accounts.facade import (
     check_service_account_fields,
     do_create_key,
     do_create_service_account,
+    do_delete_scram_user,
     do_delete_service_account,
     do_revoke_key,
     key_access,
     owns,
     role_at_least,
+    scram_users,
 )
 from webapp.dashboard.action_calls import call_action
 from webapp.dashboard.consequences import key_revocation_consequences
@@ -123,9 +125,27 @@ def api_key_list(request: HttpRequest) -> HttpResponse:
     is_admin = role_at_least(actor.role, Role.ADMIN)
     rows = [(key, is_admin or owns(actor, key), key_access_summary(key)) for key in keys]
     context = page_context(
-        request, "api_keys", rows=rows, can_create=role_at_least(actor.role, Role.DEVELOPER), job=job_in_progress(request, request.GET.get("job"))
+        request,
+        "api_keys",
+        rows=rows,
+        can_create=role_at_least(actor.role, Role.DEVELOPER),
+        job=job_in_progress(request, request.GET.get("job")),
+        scram_users=scram_users(actor.tenant),
+        can_delete_scram_users=is_admin,
     )
     return render(request, "dashboard/access/api_keys.html", context)
+
+
+@tenant_page(Role.ADMIN)
+@require_POST
+def scram_user_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Delete a SCRAM user with every credential it has (another tenant's user, like an unknown one, is 404)."""
+    actor = request.actor  # type: ignore[attr-defined]
+    deleted = call_action(forms.Form(), do_delete_scram_user, actor, name)
+    if not deleted.ok:
+        raise Http404(f"No SCRAM user {name!r}.")
+    messages.success(request, f"SCRAM user {name} is deleted: its Kafka connections are refused from their next request.")
+    return redirect("dashboard:api_keys")
 
 
 @tenant_page(Role.DEVELOPER)
