@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, link, resource_name
+from webapp.api.serializers.common import RelatedLinkSerializer, ResourceMetadataSerializer, Timestamps, link, resource_name
 from webapp.api.serializers.strict import InputSerializer
 from webapp.catalog.facade import (
     TENANT_TOPIC_NAME_MAX_LENGTH,
@@ -90,6 +90,28 @@ class TopicSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         # The three counts come from one pass over a topic's partitions.
         self._health_by_topic: dict[int, HealthCounts] = {}
+        self._timestamps = Timestamps()
+
+    def to_representation(self, topic: Topic) -> dict[str, Any]:
+        """The declared fields, in their order, built directly: DRF's per-field machinery cost more
+        than the rest of a page of topics. The declarations stay for the OpenAPI schema."""
+        health = self._health(topic)
+        return {
+            "kind": self.get_kind(topic),
+            "metadata": self.get_metadata(topic),
+            "cluster_id": self.get_cluster_id(topic),
+            "topic_name": topic.name,
+            "topic_id": str(topic.topic_id),
+            "is_internal": self.get_is_internal(topic),
+            "replication_factor": int(topic.replication_factor),
+            "partitions_count": int(topic.partition_count),
+            "partitions": self.get_partitions(topic),
+            "configs": self.get_configs(topic),
+            "under_replicated_partitions_count": health.under_replicated,
+            "under_min_isr_partitions_count": health.under_min_isr,
+            "offline_partitions_count": health.offline,
+            "created_at": self._timestamps(topic.created_at),
+        }
 
     def get_kind(self, topic: Topic) -> str:
         return "KafkaTopic"
@@ -134,6 +156,9 @@ class TopicSerializer(serializers.Serializer):
 
 class TopicWithJobSerializer(TopicSerializer):
     job = serializers.SerializerMethodField()
+
+    def to_representation(self, topic: Topic) -> dict[str, Any]:
+        return {**super().to_representation(topic), "job": self.get_job(topic)}
 
     @extend_schema_field(serializers.DictField())
     def get_job(self, topic: Topic) -> dict[str, Any] | None:

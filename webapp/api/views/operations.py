@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -11,6 +13,7 @@ from rest_framework.response import Response
 from webapp.accounts.facade import Actor, is_operator
 from webapp.api.permissions import IsTenantMemberOrOperator
 from webapp.api.query import validated_query
+from webapp.api.serializers.common import Timestamps
 from webapp.api.views.base import ActionErrorsMixin
 from webapp.provisioning.facade import JobKind, JobState, ProvisioningJob
 
@@ -22,6 +25,28 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ProvisioningJob
         fields = ["id", "tenant_id", "kind", "target", "state", "attempts", "error", "request_id", "created_at", "started_at", "finished_at"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._timestamps = Timestamps()
+
+    def to_representation(self, job: ProvisioningJob) -> dict[str, Any]:
+        """Meta.fields, in their order, built directly (the declarations stay for the OpenAPI
+        schema): DRF's per-field machinery was most of the cost of a page of jobs."""
+        timestamps = self._timestamps
+        return {
+            "id": job.public_id,
+            "tenant_id": job.tenant.public_id if job.tenant is not None else None,
+            "kind": str(job.kind),
+            "target": job.target,
+            "state": str(job.state),
+            "attempts": int(job.attempts),
+            "error": job.error,
+            "request_id": job.request_id,
+            "created_at": timestamps(job.created_at),
+            "started_at": timestamps(job.started_at),
+            "finished_at": timestamps(job.finished_at),
+        }
 
 
 class JobFilterSerializer(serializers.Serializer):
