@@ -62,6 +62,7 @@ class ProducerBatch:
         "deadline",
         "last_error",
         "maybe_persisted",
+        "sent_behind",
         "sent_to",
     )
 
@@ -81,6 +82,9 @@ class ProducerBatch:
         self.deadline = 0.0
         self.last_error: Any = None
         self.maybe_persisted = False
+        # Whether a batch numbered before it was unacknowledged when it was last sent: an
+        # OUT_OF_ORDER_SEQUENCE_NUMBER answer then says it overtook that one (see producer_idempotence).
+        self.sent_behind = False
         self.sent_to: str | None = None  # the broker address of the last attempt
 
     @property
@@ -233,8 +237,9 @@ class RecordAccumulator:
 
         The open batch of a ``muted`` partition (one with a request in flight or batches
         queued at the sender) stays open past linger.ms, as in Kafka's accumulator: records
-        keep joining it until the partition can send again, instead of queueing one tiny
-        batch per record behind the request in flight. Full batches still leave.
+        keep joining it until the partition's requests are answered, instead of queueing one
+        tiny batch per record behind the request in flight. Full batches still leave (and the
+        sender may pipeline them, see weir.producer_idempotence).
         """
         now = self._monotonic()
         with self._lock:

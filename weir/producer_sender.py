@@ -7,13 +7,16 @@ One thread per producer runs :meth:`Sender.run`. Each round it
 2. takes ready batches from the accumulator, encodes them (compression and CRC happen
    here, off produce()'s path) and numbers them when idempotent,
 3. fails batches whose ``delivery.timeout.ms`` has passed,
-4. groups the sendable batch of every partition by leader into ProduceRequests of at most
+4. groups the sendable batches of every partition by leader into ProduceRequests of at most
    ``message.max.bytes`` of records each (librdkafka's meaning: the largest request; a batch
    larger than that goes alone), so that no request exceeds what brokers accept
    (``max.request.size``, 8 MiB by default), keeping at most
-   ``max.in.flight.requests.per.connection`` requests in flight per broker (non-blocking:
+   ``max.in.flight.requests.per.connection`` requests in flight per broker and as many
+   batches of one partition (one partition per request, so a partition's batches are
+   pipelined over consecutive requests; without idempotence one per partition unless the
+   application set the property, see :mod:`weir.producer_idempotence`), non-blocking:
    each call runs on a :class:`weir.call_threads.CallThreads` thread, which starts no thread
-   per call as gRPC's ``.future()`` does),
+   per call as gRPC's ``.future()`` does,
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
 
@@ -66,7 +69,7 @@ from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.producer_accumulator import ProducerBatch, RecordAccumulator
-from weir.producer_idempotence import SEQUENCE_MODULUS, PartitionQueue, stamp_producer_state
+from weir.producer_idempotence import SEQUENCE_MODULUS, PartitionQueue, partition_in_flight_limit, stamp_producer_state
 from weir.producer_transactions import TransactionManager
 from weir.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from weir.statistics import ClientCounters
@@ -134,6 +137,7 @@ class Sender:
         self._backoff = config["retry.backoff.ms"] / 1000.0
         self._backoff_max = config["retry.backoff.max.ms"] / 1000.0
         self._max_in_flight = config["max.in.flight.requests.per.connection"]
+        self._partition_in_flight = partition_in_flight_limit(self._max_in_flight, self._idempotent, config.is_set("max.in.flight.requests.per.connection"))
         self._max_request_bytes = config["message.max.bytes"]
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
         self._in_flight: dict[str, int] = {}
@@ -210,7 +214,7 @@ class Sender:
             if (producer_id, producer_epoch) != (self._producer_id, self._producer_epoch):
                 self._adopt_producer(producer_id, producer_epoch, renumber=True)
         now = time.monotonic()
-        muted = {key for key, queue in self._queues.items() if queue.in_flight or queue.waiting or queue.retries}
+        muted = {key for key, queue in self._queues.items() if queue.muted}
         batches, next_ready = self._accumulator.drain(muted)
         for batch in batches:
             self._enqueue(batch, now)
@@ -242,7 +246,7 @@ class Sender:
         key = (batch.topic, batch.partition)
         queue = self._queues.get(key)
         if queue is None:
-            queue = self._queues[key] = PartitionQueue()
+            queue = self._queues[key] = PartitionQueue(self._partition_in_flight)
         queue.add(batch, assign_sequence=self._idempotent)
         if self._idempotent and self._producer_id != NO_PRODUCER_ID:
             batch.payload = stamp_producer_state(batch.payload, self._producer_id, self._producer_epoch, batch.base_sequence)
@@ -278,8 +282,9 @@ class Sender:
         if self._leaders_missing or any(self._waits_for_new_leader(topic, partition, queue, now) for (topic, partition), queue in self._queues.items()):
             wake = min(wake, now + max(self._cluster.next_refresh_in(), self._backoff))
         for queue in self._queues.values():
-            if queue.retries:
-                wake = min(wake, queue.retries[0][1].retry_at)
+            due = queue.retry_due_at()  # None while answers in flight hold the retry: they wake the sender
+            if due is not None:
+                wake = min(wake, due)
             if queue.waiting:
                 wake = min(wake, queue.waiting[0].deadline)
         return max(wake - now, 0.0)
@@ -443,7 +448,7 @@ class Sender:
             self._in_flight[address] -= 1
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
-                queue.answered()
+                queue.answered(batch)
                 self._fail(batch, KafkaError(KafkaError._DESTROY, "the producer was closed"), queue)
             return
         for batch in batches:
@@ -493,7 +498,7 @@ class Sender:
             self._cluster.note_failure(address, error)
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
-                queue.answered()
+                queue.answered(batch)
                 if self._acks != 0:
                     self._handle_error(batch, error, queue)
             return
@@ -504,23 +509,38 @@ class Sender:
         results = {(topic.topic, partition.partition): partition for topic in response.topics for partition in topic.partitions}
         for batch in batches:
             queue = self._queues[(batch.topic, batch.partition)]
-            queue.answered()
+            queue.answered(batch)
             if self._acks == 0:
                 continue
             result = results.get((batch.topic, batch.partition))
             if result is None:
                 self._handle_error(batch, KafkaError(KafkaError._BAD_MSG, f"the broker's answer has no result for {batch.topic}-{batch.partition}"), queue)
             elif result.error_code == 0:
-                queue.finish(batch)
+                self._acknowledge(batch, queue)
                 self._succeed(batch, result.base_offset, result.log_append_time_ms)
             elif result.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
                 # Appended by an earlier send whose answer was lost; where is not known.
-                queue.finish(batch)
+                self._acknowledge(batch, queue)
                 self._succeed(batch, -1, -1)
             else:
                 self._handle_error(batch, KafkaError(result.error_code, result.error_message or None), queue)
 
+    def _acknowledge(self, batch: ProducerBatch, queue: PartitionQueue) -> None:
+        if not self._idempotent:
+            queue.finish(batch)
+            return
+        for earlier in queue.acknowledge(batch):
+            # Waiting for a retry after a lost answer, but appended: the leader appended this later batch.
+            self._succeed(earlier, -1, -1)
+
     def _handle_error(self, batch: ProducerBatch, error: KafkaError, queue: PartitionQueue) -> None:
+        if self._idempotent and queue.acknowledged_after(batch):
+            # A later batch of the partition was appended, which the leader does only in sequence
+            # order: this one was appended before it, and this answer (or its lack) came late.
+            # Where is not known, as with DUPLICATE_SEQUENCE_NUMBER.
+            queue.finish(batch)
+            self._succeed(batch, -1, -1)
+            return
         code = error.code()
         now = time.monotonic()
         if code in _METADATA_ERRORS:
@@ -528,26 +548,29 @@ class Sender:
         if code in _MAYBE_APPENDED:
             batch.maybe_persisted = True
         batch.last_error = error
-        if (
-            self._transactions is None
-            and self._idempotent
-            and code == ErrorCode.UNKNOWN_PRODUCER_ID
-            and not batch.maybe_persisted
-            and not queue.has_earlier_unacknowledged(batch)
-        ):
-            # The leader lost this producer's state and nothing of the batch was appended:
-            # renumber under a new epoch and send again (librdkafka does the same).
-            self._needs_new_epoch = True
+        # A batch that may have overtaken (or followed) an earlier one still unacknowledged
+        # when it was sent, or one that still has an earlier one to wait for.
+        behind = batch.sent_behind or queue.has_earlier_unacknowledged(batch)
+        if self._transactions is None and self._idempotent and code == ErrorCode.UNKNOWN_PRODUCER_ID and not batch.maybe_persisted:
+            if not behind:
+                # The leader lost this producer's state and nothing of the batch was appended:
+                # renumber under a new epoch and send again (librdkafka does the same).
+                self._needs_new_epoch = True
             if now < batch.deadline:
+                # A pipelined batch behind it goes back in line and is renumbered with it.
                 queue.retry(batch, now + self._backoff)
                 return
-        # A later batch refused as out of order because an earlier one is being retried is
-        # not at fault: it goes back in line behind the earlier one.
-        out_of_order_behind_retry = code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and queue.has_earlier_unacknowledged(batch)
-        retriable = error.retriable() or out_of_order_behind_retry
-        if retriable and batch.attempts <= self._retries and now < batch.deadline:
+        if code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and behind and batch.attempts <= self._retries and now < batch.deadline:
+            # Refused because an earlier batch was not (yet) appended: it overtook that batch, or
+            # that batch is being retried or failed for good (then the epoch bump renumbers this
+            # one). Not at fault, and nothing was appended: back in line behind the earlier one,
+            # resent as soon as the partition has nothing in flight, without a backoff.
+            queue.retry(batch, now)
+            return
+        if error.retriable() and batch.attempts <= self._retries and now < batch.deadline:
             queue.retry(batch, now + self._cluster.backoff(batch.attempts - 1))
             return
+        retriable = error.retriable()
         if retriable and now >= batch.deadline:
             error = KafkaError(KafkaError._MSG_TIMED_OUT, f"Local: Message timed out after retrying: {error.str()}")
         self._fail(batch, error, queue)

@@ -48,7 +48,7 @@ def test_one_batch_per_partition_is_in_flight_at_a_time() -> None:
     assert queue.next_sendable(0.0) is first
     queue.mark_sent(first)
     assert queue.next_sendable(0.0) is None
-    queue.answered()
+    queue.answered(first)
     queue.finish(first)
     assert queue.next_sendable(0.0) is second
 
@@ -59,14 +59,14 @@ def test_retried_batch_goes_before_newer_ones_after_its_backoff() -> None:
     queue.add(first, True)
     queue.add(second, True)
     queue.mark_sent(first)
-    queue.answered()
+    queue.answered(first)
     queue.retry(first, at=1.0)
     assert queue.has_earlier_unacknowledged(second)
     assert queue.next_sendable(0.5) is None  # backoff not over, and second must wait behind first
     assert queue.next_sendable(2.0) is first
     queue.mark_sent(first)
     assert queue.next_sendable(2.0) is None
-    queue.answered()
+    queue.answered(first)
     queue.finish(first)
     assert not queue.has_earlier_unacknowledged(second)
     assert queue.next_sendable(2.0) is second
