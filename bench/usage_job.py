@@ -4,9 +4,9 @@ Two figures, each the median over runs:
 
 1. **The job over N usage rows** (default 10 million, 1,000 tenants, 10,000 partitions), without the brokers and the database:
    the job's own code (:func:`spark_pipelines.jobs.usage.store_and_aggregate`) from
-   ``__usage``-shaped records (Kafka's columns, JSON values as brokers write them) to the raw,
+   ``__usage``-shaped records (Kafka's columns, binary values as brokers write them) to the raw,
    hourly and daily Parquet and the rows handed to the database writer (collected, not
-   written). That is: parse and validate the JSON, drop duplicates by identity, append the
+   written). That is: decode and validate the rows, drop duplicates by identity, append the
    rows to an empty raw store (with its anti-join), recompute every hour and day bucket, write
    them. The input is generated once, before any timing, into Parquet (so each run starts by
    reading it, where the job reads its records from the brokers): ``tenants x topics x
@@ -139,9 +139,33 @@ def spark_for_bench():  # type: ignore[no-untyped-def]
     return session
 
 
-def generate_records(spark, rows: int, path: Path, shape: Shape = Shape(), first_row: int = 0) -> None:  # type: ignore[no-untyped-def]  # noqa: B008 - frozen
+def _binary_value(row, kind: str):  # type: ignore[no-untyped-def]
+    """The binary encoding of ``log_formats.usage_records`` (``encode``) of a struct of a row's fields, with Spark's column functions."""
+    from pyspark.sql import functions as F
+
+    from log_formats.usage_records import BINARY_FORMAT, COUNTER_SLOTS, KIND_CODES, KIND_FIELDS, STRING_FIELDS_IN_ORDER
+
+    def integer(column, size: int):  # type: ignore[no-untyped-def]
+        # hex() of a negative long is its 16 two's-complement digits; the fields that are 4 or 2 bytes are never negative.
+        return F.unhex(F.lpad(F.hex(column.cast("long")), 2 * size, "0"))
+
+    counters = [row[name] for name in KIND_FIELDS[kind]]
+    counters += [F.lit(0)] * (COUNTER_SLOTS - len(counters))
+    strings = [F.encode(row[name], "UTF-8") for name in STRING_FIELDS_IN_ORDER]
+    return F.concat(
+        F.lit(bytearray([BINARY_FORMAT, KIND_CODES[kind]])),
+        *(integer(row[name], 8) for name in ("node_id", "sequence", "window_start_ms", "window_end_ms")),
+        integer(row["partition"], 4),
+        *(integer(counter, 8) for counter in counters),
+        *(integer(F.octet_length(value), 2) for value in strings),
+        *strings,
+    )
+
+
+def generate_records(spark, rows: int, path: Path, shape: Shape = Shape(), first_row: int = 0, encoding: str = "binary") -> None:  # type: ignore[no-untyped-def]  # noqa: B008 - frozen
     """Write ``rows`` synthetic ``__usage`` records (see the module docstring) as Parquet at
-    ``path``: the rows numbered from ``first_row`` on (a later batch continues the windows)."""
+    ``path``: the rows numbered from ``first_row`` on (a later batch continues the windows);
+    values in the binary encoding brokers write, or ``encoding="json"``, the one they wrote before."""
     from pyspark.sql import functions as F
 
     partitions = shape.partitions
@@ -189,10 +213,13 @@ def generate_records(spark, rows: int, path: Path, shape: Shape = Shape(), first
         (F.col("window") * 100).alias("high_watermark"),
         F.lit(0).alias("leader_epoch"),
     )
-    value = F.when(F.col("is_traffic"), F.to_json(traffic)).otherwise(F.to_json(stored))
+    if encoding == "json":
+        value = F.when(F.col("is_traffic"), F.to_json(traffic)).otherwise(F.to_json(stored)).cast("binary")
+    else:
+        value = F.when(F.col("is_traffic"), _binary_value(traffic, "traffic")).otherwise(_binary_value(stored, "partition"))
     records = frame.select(
         F.col("node_id").cast("string").cast("binary").alias("key"),
-        value.cast("binary").alias("value"),
+        value.alias("value"),
         F.lit("__usage").alias("topic"),
         (F.col("node_id") - 1).cast("int").alias("partition"),
         F.col("offset_id").alias("offset"),

@@ -1,13 +1,15 @@
 """Usage windows not yet acknowledged by ``__usage``: bounded, and kept on disk until they are.
 
 A closed window becomes a :class:`PendingWindow`: its rows already encoded (schema
-``weir.usage/1``), each row unsent, in flight or acknowledged. The emitter sends the unsent
+``weir.usage/1``, binary encoding), each row unsent, in flight or acknowledged. The emitter sends the unsent
 rows, and a row that fails becomes unsent again and is sent again later with the same
 content, so with the same identity: readers drop the repeats.
 
 On disk: one file per window in ``<data dir>/metering/``, written atomically when the window
 closes (before its first row is sent) and deleted once every row is acknowledged. File
-layout: the window's encoded rows, one JSON object per line; name
+layout: the window's encoded rows, each preceded by its length (4 bytes, big-endian), since a
+binary row may hold any byte; files of earlier versions, one JSON row per line (first byte
+``{``), are read too. Name
 ``<window end ms, 15 digits>-<incarnation>-<sequence, 10 digits>.usage``, so that sorting the
 names sorts the windows by age. A broker that starts finds the windows of its previous runs
 there and sends them again (their identities name the old incarnation): a crash loses only
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,7 +41,35 @@ logger = logging.getLogger(__name__)
 
 BACKLOG_DIRECTORY_NAME = "metering"  # in the data directory; never parsed as a partition (no -<n> suffix)
 WINDOW_FILE_SUFFIX = ".usage"
-ROW_SEPARATOR = b"\n"  # compact JSON never holds a raw newline
+LEGACY_ROW_SEPARATOR = b"\n"  # files of JSON rows (compact JSON never holds a raw newline)
+_ROW_LENGTH = struct.Struct(">I")
+
+
+class MalformedBacklogFileError(ValueError):
+    """A backlog file whose row lengths do not add up to its size (a torn or foreign file)."""
+
+
+def pack_rows(values: tuple[bytes, ...]) -> bytes:
+    """A window file's content: every row preceded by its length."""
+    return b"".join(_ROW_LENGTH.pack(len(value)) + value for value in values)
+
+
+def unpack_rows(content: bytes) -> tuple[bytes, ...]:
+    """The rows of a window file, of this version (length-prefixed) or an earlier one (JSON lines)."""
+    if content.startswith(b"{"):
+        return tuple(line for line in content.split(LEGACY_ROW_SEPARATOR) if line)
+    rows = []
+    position = 0
+    while position < len(content):
+        if position + _ROW_LENGTH.size > len(content):
+            raise MalformedBacklogFileError(f"{len(content) - position} bytes after the last row are not a row length")
+        (length,) = _ROW_LENGTH.unpack_from(content, position)
+        position += _ROW_LENGTH.size
+        if position + length > len(content):
+            raise MalformedBacklogFileError(f"a row of {length} bytes at byte {position} runs past the end of the file ({len(content)} bytes)")
+        rows.append(content[position : position + length])
+        position += length
+    return tuple(rows)
 
 
 def window_file_name(end_ms: int, incarnation: str, sequence: int) -> str:
@@ -186,9 +217,9 @@ class UsageBacklog:
 
     def _read(self, path: Path) -> PendingWindow | None:
         try:
-            values = tuple(line for line in path.read_bytes().split(ROW_SEPARATOR) if line)
+            values = unpack_rows(path.read_bytes())
             rows = [decode(value) for value in values]
-        except (OSError, UsageRecordError) as error:
+        except (OSError, UsageRecordError, MalformedBacklogFileError) as error:
             logger.warning("usage backlog file %s is unreadable (%s): removed; the usage in it is lost", path, error)
             path.unlink(missing_ok=True)
             return None
@@ -207,7 +238,7 @@ class UsageBacklog:
             if not directory.is_dir():
                 directory.mkdir(parents=True, exist_ok=True)
                 fsync_directory(directory.parent)
-            write_atomically(path, ROW_SEPARATOR.join(window.values) + ROW_SEPARATOR)
+            write_atomically(path, pack_rows(window.values))
         except OSError as error:
             # Still sent from memory; only a crash before its acknowledgement would lose it.
             logger.warning("cannot keep usage %s on disk at %s (%s): it is held in memory only", window.describe(), path, error)

@@ -5,18 +5,24 @@ the control-plane database (``webapp.metering.writer.write_usage``) and in Parqu
 The figures are defined in :mod:`spark_pipelines.transforms.usage`. Under
 ``<output_dir>/usage/`` (``WEIR_PIPELINE_DIR``):
 
-=====================  =================================================================
-``raw/date=D/hour=H/`` every usage row read, deduplicated by identity (D, H: UTC date and
-                       hour of day of the window start); what the hour buckets are
-                       computed from
-``hourly/date=D/``     hour buckets of day D (``bucket_start`` UTC timestamps), with the
-                       sums a day is rolled up from (``storage_bytes_sum``,
-                       ``storage_windows``, ``partition_ms``)
-``daily/date=D/``      the day bucket of day D, rolled up from ``hourly/date=D/``
-``rejected/``          records that are not valid ``weir.usage/1`` rows, with their
-                       ``__usage`` partition, offset, text and what is wrong (kept, counted
-                       in the result as ``rejected``, never counted in a bucket)
-=====================  =================================================================
+=========================  =============================================================
+``raw/date=D/hour=H/``     every usage row read, deduplicated by identity (D, H: UTC date
+                           and hour of day of the window start): the record of what was
+                           counted, and what a window is recomputed from when needed
+``sent_windows/date=D/``   the broker windows (node, incarnation, sequence) with rows in
+                           ``raw/``, and their start: what a new row can collide with
+``windows/date=D/hour=H/`` per tenant, topic and window: the window's traffic sums,
+                           topic size and partition-milliseconds (``window_usage``); what
+                           the hour buckets are summed from
+``hourly/date=D/``         hour buckets of day D (``bucket_start`` UTC timestamps), with the
+                           sums a day is rolled up from (``storage_bytes_sum``,
+                           ``storage_windows``, ``partition_ms``)
+``daily/date=D/``          the day bucket of day D, rolled up from ``hourly/date=D/``
+``rejected/``              records that are not valid ``weir.usage/1`` rows (either
+                           encoding), with their ``__usage`` partition, offset, text and
+                           what is wrong (kept, counted in the result as ``rejected``, never
+                           counted in a bucket)
+=========================  =============================================================
 
 One run, in this order:
 
@@ -24,15 +30,22 @@ One run, in this order:
    read (a partition it does not name is read from its log start).
 2. Pin the end: ``resolve_offsets`` asks the brokers for every partition's end offset now.
    The run reads exactly ``[cursor, end)``, however much the brokers append meanwhile.
-3. Read that range (``format("weir")``, internal token, at least one task per core), parse
-   it, set invalid records aside (``rejected/``), drop duplicates by identity.
-4. Append to ``raw/`` the rows whose identity is not stored yet in their (date, hour)
-   partitions (one anti-join against those partitions only).
-5. Recompute the hour buckets of the hours the rows READ in step 3 fall in, from those
-   hours' ``raw/`` partitions (all runs' rows of those hours, no other hour), then the day
-   buckets of their dates from the dates' hour buckets (the stored ones of the other hours
-   and the recomputed ones): a run costs in proportion to the hours it touches, not to the
-   days' rows.
+3. Read that range (``format("weir")``, internal token, at least one task per core), decode
+   it (binary rows with column functions, JSON rows with ``from_json``), set invalid records
+   aside (``rejected/``), drop duplicates by identity within the batch.
+4. Record the batch's broker windows in ``sent_windows/`` (those not there yet), then append
+   to ``raw/`` the batch's rows not stored yet. A row can be stored already only if its broker
+   window is in ``sent_windows/``: only those windows' rows are compared (an anti-join with
+   the stored rows of the same broker windows); the rows of new broker windows are appended
+   as they are.
+5. The figures of every window the batch has rows in: from the batch's rows for a window with
+   no stored rows before this run (the common case), from all its ``raw/`` rows otherwise (a
+   window whose rows came over several runs, or a run that died); they replace those windows'
+   figures in ``windows/``. The hour buckets of the batch's hours are summed from those hours'
+   window figures, the day buckets of their dates from the dates' hour buckets (the stored
+   ones of the other hours and the new ones). A run reads no stored raw row unless one of its
+   windows had some: its cost follows its new rows, plus a few window figures per tenant-topic
+   of the hours it touches.
 6. Upsert the hour and day buckets of the tenants and topics the read rows belong to into
    the database; overwrite those dates' partitions of ``hourly/`` and ``daily/`` (dynamic
    overwrite).
@@ -42,14 +55,16 @@ Why a run that dies anywhere needs nothing but the next run:
 
 - Until step 7 the saved cursor is the old one, so the next run reads the same records
   again (and perhaps more). Nothing is skipped.
-- Step 4 adds only identities not stored yet, so reading records again adds nothing twice,
-  whatever part of an earlier append reached the disk (Parquet files appear whole: each is
-  written aside and renamed into place).
-- Step 5 recomputes whole hours from everything stored and never adds to a stored figure:
-  a bucket whose rows arrive over several runs (several brokers' reports of a window, a
-  window re-sent late) comes out right, and a repeated recomputation gives the same
-  figures. The buckets recomputed are those of every row read, not only of the rows added,
-  so a run that died after step 4 has its buckets computed by the next one.
+- ``sent_windows/`` is written before ``raw/``, so every broker window with stored rows is
+  named there; step 4 compares the rows of those windows with the stored ones and adds only
+  identities not stored yet, so reading records again adds nothing twice, whatever part of
+  an earlier append reached the disk (Parquet files appear whole: each is written aside and
+  renamed into place).
+- Step 5 never adds to a stored figure: a window with stored rows is recomputed from all of
+  them, and an hour is summed from all its windows. The windows recomputed are those of every
+  row read, not only of the rows added, so a run that died after step 4 has its windows and
+  buckets computed by the next one. Hours stored by an earlier version of the job (rows in
+  ``raw/``, none in ``windows/``) have all their windows computed from ``raw/`` once.
 - Step 6 upserts rows and replaces partitions: repeating it leaves the same state.
 - The cursor moves last, once everything it covers is stored.
 
@@ -72,7 +87,7 @@ from pyspark.sql import functions as F
 
 from log_formats.usage_records import USAGE_TOPIC
 from spark_pipelines.jobs.entrypoint import run_job
-from spark_pipelines.parquet_store import append_new_rows, in_values, overwrite_partitions, read_partitions
+from spark_pipelines.parquet_store import append_new_rows, in_values, overwrite_partitions, read_partitions, stored_partitions
 from spark_pipelines.read_range import Offsets, nothing_to_read, pending_range
 from spark_pipelines.settings import PipelineSettings, internal_source_options
 from spark_pipelines.source import resolve_offsets
@@ -86,6 +101,7 @@ from spark_pipelines.transforms.usage import (
     RAW_COLUMNS,
     RAW_SCHEMA_DDL,
     STORED_AGGREGATE_SCHEMA_DDL,
+    TRAFFIC_COLUMNS,
     UNUSABLE_COLUMNS,
     days_from_hours,
     deduplicate_usage_records,
@@ -101,7 +117,16 @@ PIPELINE = "usage"
 STATE_VERSION = 1  # the shape of the saved state: {"version": 1, "offsets": {"__usage": {"0": 42}}}
 REJECTED_SCHEMA_DDL = "source_partition INT, source_offset BIGINT, source_value STRING, problem STRING"
 REJECTED_KEYS = ("source_partition", "source_offset")
-RAW_PARTITIONING = (DATE_COLUMN, HOUR_COLUMN)  # raw/date=D/hour=H/
+RAW_PARTITIONING = (DATE_COLUMN, HOUR_COLUMN)  # raw/date=D/hour=H/, windows/date=D/hour=H/
+# A broker's window: the rows a broker sent for one window carry the same (node, incarnation, sequence).
+BROKER_WINDOW_COLUMNS = ("node_id", "incarnation", "sequence")
+SENT_WINDOWS_SCHEMA_DDL = f"node_id BIGINT, incarnation STRING, sequence BIGINT, window_start_ms BIGINT, {HOUR_COLUMN} INT, {DATE_COLUMN} DATE"
+WINDOW_KEYS = ("tenant_id", "topic", "window_start_ms")
+WINDOWS_SCHEMA_DDL = (
+    "tenant_id STRING, topic STRING, window_start_ms BIGINT, "
+    + ", ".join(f"{name} BIGINT" for name in TRAFFIC_COLUMNS)
+    + f", storage_bytes BIGINT, partition_ms BIGINT, {DATE_COLUMN} DATE, {HOUR_COLUMN} INT"
+)
 # Up to this many rejected records are named in the result (all are in rejected/).
 REJECTED_NAMED = 5
 # Runtime settings the job's plans need, set on the session it is given.
@@ -185,6 +210,14 @@ class UsagePaths:
     def rejected(self) -> Path:
         return self.root / "rejected"
 
+    @property
+    def windows(self) -> Path:
+        return self.root / "windows"
+
+    @property
+    def sent_windows(self) -> Path:
+        return self.root / "sent_windows"
+
 
 def cursor_offsets(state: Mapping[str, Any]) -> Offsets:
     """The cursor of a saved state (``{}`` before the first run); InvalidUsageStateError when malformed."""
@@ -239,11 +272,11 @@ def store_and_aggregate(spark: SparkSession, records: DataFrame, usage_partition
         # ones rather than carrying text through the aggregation (which would sort every row).
         result.update(_set_rejected_aside(spark, usage_problems(parse_usage_records(records)), counts["rejected"], usage_partitions, paths))
     batch = usable_rows(deduplicated)
-    keys = _batch_keys(batch)
-    hours = _affected_hours(keys)
-    if hours:
-        result["raw_rows_added"] = append_new_rows(spark, batch, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, hours, IDENTITY_COLUMNS)
-        result.update(_recompute_buckets(spark, keys, hours, paths, write_usage))
+    sent = [tuple(row) for row in batch.select(*BROKER_WINDOW_COLUMNS, "window_start_ms", HOUR_COLUMN, DATE_COLUMN).distinct().collect()]
+    if sent:
+        hours = sorted({(day, hour) for *_window, hour, day in sent})
+        result["raw_rows_added"], recompute = _store_new_rows(spark, batch, sent, hours, paths)
+        result.update(_update_buckets(spark, batch, recompute, hours, paths, write_usage))
         result["dates"] = [str(day) for day in sorted({day for day, _hour in hours})]
     return result
 
@@ -280,34 +313,109 @@ def _set_rejected_aside(spark: SparkSession, problems: DataFrame, rejected: int,
     }
 
 
-def _batch_keys(batch: DataFrame) -> DataFrame:
-    """The (tenant, topic, hour bucket start, date, hour of day) the batch's rows fall in, computed
-    in one pass over the batch and kept: a few rows per tenant-topic and hour, from which both the
-    raw partitions to write and the buckets to upsert are taken without reading the batch again."""
-    hour_start = (F.floor(F.col("window_start_ms") / MILLISECONDS_PER_HOUR).cast("long") * MILLISECONDS_PER_HOUR).alias("hour_start_ms")
-    return batch.select("tenant_id", "topic", hour_start, DATE_COLUMN, HOUR_COLUMN).distinct().localCheckpoint(eager=True)
+SentWindow = tuple[int, str, int, int, int, date]  # BROKER_WINDOW_COLUMNS, window_start_ms, hour, date
 
 
-def _affected_hours(keys: DataFrame) -> list[tuple[date, int]]:
-    """The (date, hour of day) pairs of the batch's keys, sorted: the raw partitions its rows go to."""
-    return sorted((row[DATE_COLUMN], row[HOUR_COLUMN]) for row in keys.select(DATE_COLUMN, HOUR_COLUMN).distinct().collect())
+@dataclass(frozen=True)
+class Recompute:
+    """The windows whose figures are recomputed from the stored raw rows rather than taken from
+    the batch: those that had raw rows before this run (``window_starts``), and every window of
+    the hours stored before the window figures were (``hours``)."""
+
+    window_starts: list[int]
+    hours: list[tuple[date, int]]
 
 
-def _recompute_buckets(spark: SparkSession, keys: DataFrame, hours: list[tuple[date, int]], paths: UsagePaths, write_usage: WriteUsage) -> dict[str, int]:
-    """Steps 5 and 6: the hour buckets of ``hours`` from their stored raw rows, the day buckets
-    of their dates from the stored hour buckets; the batch's tenant-topic buckets upserted into
-    the database, the dates' partitions of ``hourly/`` and ``daily/`` replaced."""
-    stored = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, hours)
+def _store_new_rows(spark: SparkSession, batch: DataFrame, sent: list[SentWindow], hours: list[tuple[date, int]], paths: UsagePaths) -> tuple[int, Recompute]:
+    """Step 4: record the batch's broker windows in ``sent_windows/``, then append to ``raw/`` the
+    batch's rows that are not stored yet; returns how many, and what :func:`_update_buckets` must
+    recompute from ``raw/``.
+
+    A row can only be stored already when its broker window is (an earlier run read part of it, or
+    all of it before dying): only the rows of those broker windows are compared with the stored
+    rows, and only with the stored rows of the same broker windows. ``sent_windows/`` is written
+    before ``raw/``, so it names every broker window with raw rows, whatever a dead run left.
+    """
+    dates = sorted({day for day, _hour in hours})
+    known = {tuple(row) for row in _stored_frame(spark, paths.sent_windows, SENT_WINDOWS_SCHEMA_DDL, DATE_COLUMN, dates)}
+    # Hours stored by a version of the job without sent_windows/ and windows/: their broker
+    # windows are read from raw/ (once: they are recorded now) and their figures recomputed.
+    legacy_hours = [
+        hour for hour in hours if stored_partitions(paths.raw, RAW_PARTITIONING, [hour]) and not stored_partitions(paths.windows, RAW_PARTITIONING, [hour])
+    ]
+    legacy = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, legacy_hours)
+    if legacy is not None:
+        known |= {tuple(row) for row in legacy.select(*BROKER_WINDOW_COLUMNS, "window_start_ms", HOUR_COLUMN, DATE_COLUMN).distinct().collect()}
+    new_windows = sorted(set(sent) - known)
+    if new_windows:
+        spark.createDataFrame(new_windows, SENT_WINDOWS_SCHEMA_DDL).coalesce(1).write.mode("append").partitionBy(DATE_COLUMN).parquet(str(paths.sent_windows))
+    known_broker_windows = {window[:3] for window in known}
+    colliding = sorted({window for window in sent if window[:3] in known_broker_windows})
+    starts_stored = {window[3] for window in known}
+    recompute = Recompute(sorted({window[3] for window in sent} & starts_stored), legacy_hours)
+    if not colliding:
+        return _append_rows(batch, paths.raw), recompute
+    colliding_frame = F.broadcast(spark.createDataFrame([window[:3] for window in colliding], "node_id BIGINT, incarnation STRING, sequence BIGINT"))
+    stored = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, sorted({(window[5], window[4]) for window in colliding}))
     if stored is None:
-        raise MissingRawRowsError(paths.raw, sorted({day for day, _hour in hours}))
-    new_hours = usage_sums(window_usage(stored.select(*RAW_COLUMNS)), "hour")
+        return _append_rows(batch, paths.raw), recompute
+    stored_keys = stored.join(colliding_frame, list(BROKER_WINDOW_COLUMNS), "left_semi").select(*IDENTITY_COLUMNS)
+    new_rows = batch.join(F.broadcast(stored_keys), list(IDENTITY_COLUMNS), "left_anti").select(*batch.columns)
+    return _append_rows(new_rows, paths.raw), recompute
+
+
+def _stored_frame(spark: SparkSession, root: Path, schema_ddl: str, columns: str, values: list[date]) -> list[Any]:
+    frame = read_partitions(spark, root, schema_ddl, columns, values)
+    if frame is None:
+        return []
+    return frame.select(*(name.split()[0] for name in schema_ddl.split(", "))).collect()
+
+
+def _append_rows(rows: DataFrame, root: Path) -> int:
+    """Append ``rows`` to ``root`` (partitioned by date and hour); how many."""
+    count = rows.count()
+    if count:
+        rows.write.mode("append").partitionBy(*RAW_PARTITIONING).parquet(str(root))
+    return count
+
+
+def _update_buckets(
+    spark: SparkSession, batch: DataFrame, recompute: Recompute, hours: list[tuple[date, int]], paths: UsagePaths, write_usage: WriteUsage
+) -> dict[str, int]:
+    """Steps 5 and 6: the figures of the batch's windows (from the batch, or from ``raw/`` for the
+    windows of ``recompute``) replace theirs in ``windows/``; the hour buckets of ``hours`` are
+    summed from their windows' figures, the day buckets of their dates from the dates' hour buckets;
+    the batch's tenant-topic buckets are upserted into the database and the dates' partitions of
+    ``hourly/`` and ``daily/`` replaced."""
+    again_rows = in_values("window_start_ms", recompute.window_starts)
+    for day, hour in recompute.hours:
+        again_rows = again_rows | ((F.col(DATE_COLUMN) == F.lit(day)) & (F.col(HOUR_COLUMN) == F.lit(hour)))
+    again_hours = sorted({_hour_of(start) for start in recompute.window_starts} | set(recompute.hours))
+    figures = _with_hour(window_usage(batch.where(~again_rows) if again_hours else batch))
+    if again_hours:
+        raw = read_partitions(spark, paths.raw, RAW_SCHEMA_DDL, RAW_PARTITIONING, again_hours)
+        if raw is None:
+            raise MissingRawRowsError(paths.raw, sorted({day for day, _hour in again_hours}))
+        figures = figures.unionByName(_with_hour(window_usage(raw.where(again_rows).select(*RAW_COLUMNS))))
+    # The windows' figures are kept (a local checkpoint: they are written, summed and compared below).
+    figures = figures.localCheckpoint(eager=True)
+    touched_starts = [row[0] for row in figures.select("window_start_ms").distinct().collect()]
+    kept = read_partitions(spark, paths.windows, WINDOWS_SCHEMA_DDL, RAW_PARTITIONING, hours)
+    hour_windows = figures
+    if kept is not None:
+        hour_windows = kept.where(~in_values("window_start_ms", touched_starts)).unionByName(figures).localCheckpoint(eager=True)
+    overwrite_partitions(hour_windows, paths.windows, RAW_PARTITIONING)
+    new_hours = usage_sums(hour_windows.drop(DATE_COLUMN, HOUR_COLUMN), "hour")
+    keys = figures.select(
+        "tenant_id", "topic", (F.floor(F.col("window_start_ms") / MILLISECONDS_PER_HOUR).cast("long") * MILLISECONDS_PER_HOUR).alias("hour_start_ms")
+    ).distinct()
     dates = sorted({day for day, _hour in hours})
     hour_starts = [_hour_start_ms(day, hour) for day, hour in hours]
-    kept = read_partitions(spark, paths.hourly, STORED_AGGREGATE_SCHEMA_DDL, DATE_COLUMN, dates)
+    kept_hours = read_partitions(spark, paths.hourly, STORED_AGGREGATE_SCHEMA_DDL, DATE_COLUMN, dates)
     day_hours = new_hours
-    if kept is not None:
+    if kept_hours is not None:
         # The dates' other hours as stored; materialised below, before their partitions are replaced.
-        others = kept.withColumn("bucket_start_ms", F.unix_millis("bucket_start")).where(~in_values("bucket_start_ms", hour_starts))
+        others = kept_hours.withColumn("bucket_start_ms", F.unix_millis("bucket_start")).where(~in_values("bucket_start_ms", hour_starts))
         day_hours = others.unionByName(new_hours)
     day_hours = day_hours.localCheckpoint(eager=True)
     days = days_from_hours(day_hours)
@@ -316,6 +424,19 @@ def _recompute_buckets(spark: SparkSession, keys: DataFrame, hours: list[tuple[d
     overwrite_partitions(day_hours.drop("bucket_start_ms"), paths.hourly, DATE_COLUMN)
     overwrite_partitions(days.drop("bucket_start_ms"), paths.daily, DATE_COLUMN)
     return {"rows": hour_rows + day_rows, "hour_rows": hour_rows, "day_rows": day_rows}
+
+
+def _with_hour(windows: DataFrame) -> DataFrame:
+    """Window figures with the date and hour of day of their start (``windows/``' partition columns)."""
+    start = F.col("window_start_ms")
+    return windows.withColumn(DATE_COLUMN, F.date_from_unix_date(F.floor(start / MILLISECONDS_PER_DAY).cast("int"))).withColumn(
+        HOUR_COLUMN, (F.floor(start / MILLISECONDS_PER_HOUR) % 24).cast("int")
+    )
+
+
+def _hour_of(window_start_ms: int) -> tuple[date, int]:
+    moment = datetime.fromtimestamp(window_start_ms / 1000, tz=UTC)
+    return moment.date(), moment.hour
 
 
 def _hour_start_ms(day: date, hour: int) -> int:

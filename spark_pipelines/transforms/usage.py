@@ -2,11 +2,13 @@
 
 The input is what ``spark.read.format("weir")`` returns for the internal topic ``__usage``
 (Kafka's columns: ``value`` binary, ``partition``, ``offset``...). Each record value is one
-JSON row of the schema "weir.usage/1" (``log_formats/usage_records.py``, shared with the brokers
-that write it). The functions, chained in this order:
+row of the schema "weir.usage/1" (``log_formats/usage_records.py``, shared with the brokers
+that write it), in its binary encoding (what brokers write) or its JSON one (what they wrote
+before; stored records keep their meaning). The functions, chained in this order:
 
-1. :func:`parse_usage_records` decodes every value with ``from_json`` and the shared Spark
-   schema, keeping the record's ``__usage`` partition and offset, and names what is wrong
+1. :func:`parse_usage_records` decodes every value: a binary row with column functions on the
+   bytes at the positions of ``BINARY_LAYOUT`` (``substring``, ``conv``), a JSON row with
+   ``from_json`` and the shared Spark schema; keeping the record's ``__usage`` partition and offset, and names what is wrong
    with a row in ``problem`` (null when the row is valid).
 2. :func:`usage_problems` keeps the invalid rows with their position and text (the job
    stores them aside and counts them in its result: a row is never dropped unseen) and
@@ -50,7 +52,19 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from log_formats.usage_records import FIELD_TYPES, KIND_PARTITION, KIND_TRAFFIC, SCHEMA_V1, SPARK_SCHEMA_DDL
+from log_formats.usage_records import (
+    BINARY_FORMAT,
+    BINARY_HEADER_SIZE,
+    BINARY_LAYOUT,
+    FIELD_TYPES,
+    KIND_CODES,
+    KIND_FIELDS,
+    KIND_PARTITION,
+    KIND_TRAFFIC,
+    SCHEMA_V1,
+    SPARK_SCHEMA_DDL,
+    STRING_FIELDS_IN_ORDER,
+)
 
 KINDS = (KIND_TRAFFIC, KIND_PARTITION)
 
@@ -111,29 +125,79 @@ class UnknownGranularityError(ValueError):
 def parse_usage_records(records: DataFrame) -> DataFrame:
     """Decode ``__usage`` records (columns ``value``, ``partition``, ``offset`` as the weir source
     returns them) into one row per record: ``source_partition``, ``source_offset``,
-    ``source_value`` (the value as text, kept for unusable rows only: null when the row is
-    fine), every field of the schema, and ``problem`` (why the row is unusable, null when it
-    is fine)."""
+    ``source_value`` (the value as text, or ``0x`` and its hex digits for a binary row, kept for
+    unusable rows only: null when the row is fine), every field of the schema, and ``problem``
+    (why the row is unusable, null when it is fine). Rows of both encodings give the same
+    columns; each value is decoded by the branch of its encoding only."""
+    value = F.col("value")
+    binary = F.substring(value, 1, 1) == F.lit(bytearray([BINARY_FORMAT]))
     decoded = records.select(
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
-        F.col("value").cast("string").alias("text"),
+        value,
+        binary.alias("binary"),
     )
     # The decoded struct's fields become columns through a generator (inline of a one-item array),
     # not through ``row.<field>`` selections: the optimiser may inline a projection into the next
     # one, and an aggregation over ``row.<field>`` then decoded the JSON once per field (a
     # deduplication straight over the parsed records cost 7 times the CPU). A generator is never
     # inlined, so every value is decoded exactly once whatever is built on the result. A value
-    # that is not JSON decodes to a row of nulls, as before.
-    flat = decoded.select("source_partition", "source_offset", "text", F.inline(F.array(F.from_json(F.col("text"), SPARK_SCHEMA_DDL)))).withColumn(
-        "problem", _problem()
-    )
+    # that is neither binary nor JSON decodes to a row of nulls, as before.
+    row = F.when(F.col("binary"), _binary_row(value)).otherwise(F.from_json(value.cast("string"), _PARSED_SCHEMA_DDL))
+    flat = decoded.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(row))).withColumn("problem", _problem())
+    text = F.when(F.col("binary"), F.concat(F.lit("0x"), F.hex(value))).otherwise(value.cast("string"))
     return flat.select(
         "source_partition",
         "source_offset",
-        F.when(F.col("problem").isNotNull(), F.col("text")).alias("source_value"),
+        F.when(F.col("problem").isNotNull(), text).alias("source_value"),
         *RAW_COLUMNS,
         "problem",
+    )
+
+
+# What is wrong with a binary row's framing (null in JSON rows), decoded beside the schema's fields.
+_BINARY_PROBLEM = "__binary_problem"
+_PARSED_SCHEMA_DDL = f"{SPARK_SCHEMA_DDL}, `{_BINARY_PROBLEM}` STRING"
+
+
+def _binary_integer(value: Column, field: str) -> Column:
+    """The big-endian signed integer at ``field``'s place in a binary row (``BINARY_LAYOUT``)."""
+    offset, size = BINARY_LAYOUT[field]
+    # conv with a negative target base reads the hex digits as a signed 64-bit number; 8-byte
+    # fields are signed that way, shorter ones are never negative.
+    return F.conv(F.hex(F.substring(value, offset + 1, size)), 16, -10 if size == 8 else 10).cast("long")
+
+
+def _binary_row(value: Column) -> Column:
+    """A struct of :data:`_PARSED_SCHEMA_DDL`'s fields from a binary row (``value`` starts with the format byte)."""
+    kind_code = _binary_integer(value, "kind")
+    kinds = {kind: kind_code == F.lit(code) for kind, code in KIND_CODES.items()}
+    kind = F.when(kinds[KIND_TRAFFIC], F.lit(KIND_TRAFFIC)).when(kinds[KIND_PARTITION], F.lit(KIND_PARTITION)).otherwise(F.concat(F.lit("code "), kind_code))
+    fields: dict[str, Column] = {"schema": F.lit(SCHEMA_V1), "kind": kind}
+    for name in ("node_id", "sequence", "window_start_ms", "window_end_ms", "partition"):
+        fields[name] = _binary_integer(value, name)
+    for row_kind, names in KIND_FIELDS.items():
+        for slot, name in enumerate(names):
+            fields[name] = F.when(kinds[row_kind], _binary_integer(value, f"slot{slot}"))
+    lengths = [_binary_integer(value, f"{name}_length").cast("int") for name in STRING_FIELDS_IN_ORDER]
+    position: Column = F.lit(BINARY_HEADER_SIZE + 1)
+    strings = []
+    for name, length in zip(STRING_FIELDS_IN_ORDER, lengths, strict=True):
+        fields[name] = F.substring(value, position, length).cast("string")
+        strings.append(F.substring(value, position, length))
+        position = position + length
+    size = F.octet_length(value)
+    expected = F.lit(BINARY_HEADER_SIZE) + lengths[0] + lengths[1] + lengths[2]
+    utf8_problem = F.lit(None).cast("string")
+    for name, raw in reversed(list(zip(STRING_FIELDS_IN_ORDER, strings, strict=True))):
+        utf8_problem = F.when(~F.is_valid_utf8(raw.cast("string")), F.lit(f"{name} of a binary row is not UTF-8")).otherwise(utf8_problem)
+    fields[_BINARY_PROBLEM] = (
+        F.when(size < BINARY_HEADER_SIZE, F.format_string(f"a binary row of %d bytes is shorter than its {BINARY_HEADER_SIZE}-byte header", size))
+        .when(size != expected, F.format_string("a binary row of %d bytes, its header says %d", size, expected))
+        .otherwise(utf8_problem)
+    )
+    return F.struct(
+        *(fields[name].cast(FIELD_TYPES[name]).alias(name) if name in FIELD_TYPES else fields[name].alias(name) for name in (*FIELD_TYPES, _BINARY_PROBLEM))
     )
 
 
@@ -144,7 +208,8 @@ def _problem() -> Column:
     traffic_missing = (F.col("kind") == KIND_TRAFFIC) & _any_null(TRAFFIC_COLUMNS)
     size_missing = (F.col("kind") == KIND_PARTITION) & F.col("log_size_bytes").isNull()
     return (
-        F.when(F.col("schema").isNull(), F.lit(f"not a JSON object of schema {SCHEMA_V1}"))
+        F.when(F.col(_BINARY_PROBLEM).isNotNull(), F.col(_BINARY_PROBLEM))
+        .when(F.col("schema").isNull(), F.lit(f"neither a binary row nor a JSON object of schema {SCHEMA_V1}"))
         .when(F.col("schema") != SCHEMA_V1, F.concat(F.lit("unknown schema "), F.col("schema")))
         .when(
             F.col("kind").isNull() | ~F.col("kind").isin(*KINDS),

@@ -192,7 +192,7 @@ def test_runs_complete_a_run_that_died_half_way_change_nothing_when_repeated_and
 
     recovered = usage_job.run(spark, settings)
     assert (recovered["records_read"], recovered["rejected"], recovered["raw_rows_added"], recovered["rows"]) == (10, 1, 0, 4)
-    assert recovered["rejected_examples"] == [{"partition": 0, "offset": 5, "problem": "not a JSON object of schema weir.usage/1"}]
+    assert recovered["rejected_examples"] == [{"partition": 0, "offset": 5, "problem": "neither a binary row nor a JSON object of schema weir.usage/1"}]
     assert database_rows() == AFTER_FIRST
     snapshot = parquet_snapshot(spark, paths)
     assert len(snapshot["rejected"]) == 1

@@ -1,8 +1,9 @@
 """The usage transforms on small inline DataFrames: parsing, duplicates, every aggregate,
 windows on both sides of hour and day boundaries, tenants and topics kept apart.
 
-Record values are written with the brokers' own codec (``log_formats.usage_records.encode``), so a
-change of the format on one side shows here.
+Record values are written with the brokers' own codec (``log_formats.usage_records.encode``, the
+binary encoding; ``encode_json`` for the JSON rows brokers wrote before), so a change of the
+format on one side shows here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow, encode
+from log_formats.usage_records import PartitionRow, TrafficRow, UsageRow, encode, encode_json
 from spark_pipelines.transforms.usage import (
     AGGREGATE_COLUMNS,
     COPIES_COLUMN,
@@ -130,9 +131,9 @@ def test_parse_reads_every_field_the_broker_codec_writes(spark: SparkSession) ->
 
 
 def test_parse_names_the_record_and_the_problem_of_every_unusable_value(spark: SparkSession) -> None:
-    good = json.loads(encode(traffic(0, bytes_in=1)))
+    good = json.loads(encode_json(traffic(0, bytes_in=1)))
     without_counter = {key: value for key, value in good.items() if key != "bytes_in"}
-    partition_without_size = {key: value for key, value in json.loads(encode(partition(0, 5))).items() if key != "log_size_bytes"}
+    partition_without_size = {key: value for key, value in json.loads(encode_json(partition(0, 5))).items() if key != "log_size_bytes"}
     values: list[UsageRow | bytes] = [
         traffic(0, bytes_in=1),
         b"not json at all",
@@ -146,7 +147,7 @@ def test_parse_names_the_record_and_the_problem_of_every_unusable_value(spark: S
     parsed = parse_usage_records(records(spark, values))
     problems = {row["source_offset"]: row["problem"] for row in usage_problems(parsed).collect()}
     assert sorted(problems) == [1, 2, 3, 4, 5, 6, 7]
-    assert "not a JSON object" in problems[1]
+    assert "neither a binary row nor a JSON object" in problems[1]
     assert problems[2] == "unknown schema weir.usage/2"
     assert "billing" in problems[3]
     assert "bytes_in" in problems[4]
@@ -154,6 +155,54 @@ def test_parse_names_the_record_and_the_problem_of_every_unusable_value(spark: S
     assert "log_size_bytes" in problems[6]
     assert "identity" in problems[7]
     assert valid_usage_rows(parsed).count() == 1
+
+
+def test_parse_names_the_problem_of_a_malformed_binary_row(spark: SparkSession) -> None:
+    good = encode(traffic(0, bytes_in=1))
+    values: list[UsageRow | bytes] = [
+        good[:60],
+        good + b"!",
+        good[:1] + b"\x09" + good[2:],
+        good[:-2] + b"\xc3\x28",  # the topic's last two bytes: not UTF-8
+    ]
+    parsed = parse_usage_records(records(spark, values))
+    problems = {row["source_offset"]: (row["problem"], row["source_value"]) for row in usage_problems(parsed).collect()}
+    assert sorted(problems) == [0, 1, 2, 3]
+    assert problems[0][0] == "a binary row of 60 bytes is shorter than its 100-byte header"
+    assert problems[1][0] == f"a binary row of {len(good) + 1} bytes, its header says {len(good)}"
+    assert problems[2][0] == "kind is neither traffic nor partition: code 9"
+    assert problems[3][0] == "topic of a binary row is not UTF-8"
+    assert problems[1][1] == "0x" + (good + b"!").hex().upper()  # the bytes, as hex digits
+
+
+def test_binary_and_json_rows_give_the_same_rows_and_buckets(spark: SparkSession) -> None:
+    written: list[UsageRow] = [
+        traffic(0, bytes_in=100, records_in=2, bytes_out=50, records_out=1, produce_requests=1, fetch_requests=3, throttle_time_ms=7),
+        traffic(59, tenant="tn-é", topic="commandes", partition=3, node=2, bytes_in=2**40, records_out=5),
+        traffic(61, bytes_in=9),
+        partition(0, 4096),
+        partition(61, 2**45, number=2),
+        PartitionRow(3, "i3", 5, DAY_MS, DAY_MS + INTERVAL_MS, "tn-a", "orders", 1, 0, -1, -1, -1, -1),  # an empty log
+    ]
+    binary = records(spark, [encode(row) for row in written])
+    as_json = records(spark, [encode_json(row) for row in written])
+    # Half of each encoding in one batch too: a topic's records change encoding when its brokers are upgraded.
+    mixed = records(spark, [encode(row) if index % 2 else encode_json(row) for index, row in enumerate(written)])
+    expected_rows = deduplicate_usage_rows(valid_usage_rows(parse_usage_records(as_json)))
+    assert expected_rows.count() == len(written)
+    for frame in (binary, mixed):
+        parsed = parse_usage_records(frame)
+        assert usage_problems(parsed).count() == 0
+        rows = deduplicate_usage_rows(valid_usage_rows(parsed))
+        assertDataFrameEqual(rows, expected_rows)
+        assertDataFrameEqual(hourly_usage(rows), hourly_usage(expected_rows))
+        assertDataFrameEqual(daily_usage(rows), daily_usage(expected_rows))
+
+
+def test_a_row_resent_in_the_other_encoding_is_still_one_row(spark: SparkSession) -> None:
+    row = traffic(0, bytes_in=10, records_in=1)
+    deduplicated = usage_rows(spark, [encode_json(row), encode(row)])
+    assert [(found["bytes_in"], found["records_in"]) for found in deduplicated.collect()] == [(10, 1)]
 
 
 def test_deduplication_keeps_one_row_per_identity(spark: SparkSession) -> None:

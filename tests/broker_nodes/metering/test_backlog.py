@@ -2,8 +2,8 @@ import logging
 
 import pytest
 
-from broker_nodes.metering.backlog import PendingWindow, UsageBacklog, window_file_name
-from log_formats.usage_records import TrafficRow, encode
+from broker_nodes.metering.backlog import PendingWindow, UsageBacklog, unpack_rows, window_file_name
+from log_formats.usage_records import TrafficRow, decode, encode, encode_json
 
 
 def window(sequence: int, rows: int = 2, incarnation: str = "aa11") -> PendingWindow:
@@ -23,7 +23,7 @@ def test_a_window_is_on_disk_until_every_row_is_acknowledged(tmp_path):
     pending = window(0, rows=2)
     backlog.add(pending)
     path = tmp_path / "metering" / window_file_name(pending.end_ms, "aa11", 0)
-    assert path.read_bytes().splitlines() == list(pending.values)
+    assert unpack_rows(path.read_bytes()) == pending.values
     backlog.start_sending(pending, 0)
     backlog.acknowledge(pending, 0)
     assert path.exists() and backlog.windows == [pending]
@@ -106,3 +106,37 @@ def test_without_a_directory_windows_are_kept_in_memory_only(tmp_path):
 def test_the_bound_must_be_at_least_one_row():
     with pytest.raises(ValueError, match="at least one row"):
         UsageBacklog(None, max_rows=0)
+
+
+def test_binary_rows_holding_newline_bytes_come_back_whole_after_a_restart(tmp_path):
+    start = 1_700_000_000_000
+    # 10 is a newline byte in the binary encoding: a line-based file would split the row.
+    row = TrafficRow(10, "aa11", 10, start, start + 1000, "tn-a", "orders", 10, bytes_in=10, records_in=2570)
+    assert b"\n" in encode(row)
+    backlog = UsageBacklog(tmp_path, max_rows=100)
+    backlog.add(PendingWindow("aa11", 10, start, start + 1000, (encode(row), encode(row))))
+    restarted = UsageBacklog(tmp_path, max_rows=100)
+    assert restarted.load() == 2
+    [loaded] = restarted.windows
+    assert [decode(value) for value in loaded.values] == [row, row]
+
+
+def test_a_backlog_file_of_json_lines_left_by_an_earlier_version_is_sent_again_as_it_was(tmp_path):
+    start = 1_700_000_000_000
+    values = [encode_json(TrafficRow(1, "old1", 4, start, start + 1000, "tn-a", "orders", partition, bytes_in=7)) for partition in range(3)]
+    (tmp_path / window_file_name(start + 1000, "old1", 4)).write_bytes(b"\n".join(values) + b"\n")
+    backlog = UsageBacklog(tmp_path, max_rows=100)
+    assert backlog.load() == 3
+    [loaded] = backlog.windows
+    assert list(loaded.values) == values and (loaded.incarnation, loaded.sequence) == ("old1", 4)
+
+
+def test_a_torn_backlog_file_is_removed_with_a_warning(tmp_path, caplog):
+    start = 1_700_000_000_000
+    value = encode(TrafficRow(1, "aa11", 0, start, start + 1000, "tn-a", "orders", 0))
+    path = tmp_path / window_file_name(start + 1000, "aa11", 0)
+    path.write_bytes(len(value).to_bytes(4, "big") + value[:-3])
+    with caplog.at_level(logging.WARNING, logger="broker_nodes.metering.backlog"):
+        assert UsageBacklog(tmp_path, max_rows=100).load() == 0
+    assert not path.exists()
+    assert "runs past the end of the file" in caplog.text
