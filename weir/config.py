@@ -700,7 +700,12 @@ class ClientConfig:
                     ignored.append(name)
                     continue
                 raise invalid_argument(f'No such configuration property: "{name}"')
-            values[prop.name] = prop.parse(name, raw)
+            value = prop.parse(name, raw)  # a number, boolean or choice refuses None here, naming the key, as librdkafka does
+            if raw is None:
+                # confluent-kafka hands None to librdkafka, which resets a property that may be
+                # empty (a string, a callback, a logger) to its default: as if it were not given.
+                continue
+            values[prop.name] = value
             explicit.add(prop.name)
         if values["allow.auto.create.topics"] is None:
             values["allow.auto.create.topics"] = role == PRODUCER  # librdkafka's defaults differ by role

@@ -128,3 +128,18 @@ def test_consumer_keys_are_accepted_by_a_producer() -> None:
 def test_every_property_documents_itself() -> None:
     for prop in CONFIG_PROPERTIES.values():
         assert prop.doc and prop.roles, prop.name
+
+
+def test_none_is_as_if_not_given_where_librdkafka_resets_the_key() -> None:
+    """confluent-kafka passes None to librdkafka, which resets a string, callback or logger key
+    to its default; a key that needs a number, boolean or choice refuses None, naming the key."""
+    given = ClientConfig({**BASE, "client.id": None, "sasl.username": None, "group.id": None, "error_cb": None, "logger": None}, CONSUMER)
+    default = ClientConfig(BASE, CONSUMER)
+    for name in ("client.id", "sasl.username", "group.id", "error_cb", "logger"):
+        assert given[name] == default[name]
+        assert not given.is_set(name)
+    assert given.call_metadata() == default.call_metadata()  # no credential header with a None value
+    with pytest.raises(KafkaException, match='"bootstrap.servers" must be set'):
+        ClientConfig({"bootstrap.servers": None}, PRODUCER)  # ignored, then Weir's rule: the SDK connects at once
+    for name in ("linger.ms", "acks", "enable.idempotence", "compression.type"):
+        assert f'"{name}"' in invalid({name: None}).error.str()
