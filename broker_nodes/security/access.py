@@ -49,6 +49,7 @@ class CallContext:
     door: str = "sdk"  # the front door the call came through: "sdk" (gRPC) or "kafka" (the Kafka listener); the audit log names it
     api_key: str = ""  # the cluster key a CLIENT authenticated with ("" for other callers)
     cluster_admin: bool = False  # a CLIENT whose key is its tenant's cluster administrator: no ACL is consulted
+    scram_user: str = ""  # the tenant's SCRAM user a CLIENT logged in as (principal User:<scram_user>; never a cluster admin)
 
     @property
     def has_tenant(self) -> bool:

@@ -219,7 +219,7 @@ class Authenticator:
         scram = user.scram.get(mechanism)
         if scram is None or not hmac.compare_digest(scram.stored_key, stored_key):
             raise AuthenticationError(_INVALID_SCRAM_LOGIN_MESSAGE)
-        return CallContext(user.tenant_id, user.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(user.tenant_id))
+        return CallContext(user.tenant_id, user.principal, client_host, CallerKind.CLIENT, snapshot.acls_of(user.tenant_id), scram_user=user.name)
 
     def _client_context(self, credential: Credential, snapshot: SecuritySnapshot, client_host: str, client: ClientApplication | None) -> CallContext:
         """The context of a client holding a valid cluster key (and the key's use noted, by ``client`` when known)."""

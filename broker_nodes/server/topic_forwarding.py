@@ -32,8 +32,11 @@ FORWARD_TIMEOUT_SECONDS = 30.0  # the controller writes the catalog and pushes t
 
 
 def forwarded_caller(call: CallContext) -> controller_pb2.ForwardedCaller:
-    """The caller as the controller is told it (the broker authenticated it and checked its ACLs)."""
-    return controller_pb2.ForwardedCaller(tenant_id=call.tenant_id, principal=call.principal, client_host=call.client_host, door=call.door)
+    """The caller as the controller is told it (the broker authenticated it and checked its ACLs):
+    a cluster key's owner, or the tenant's SCRAM user the client logged in as."""
+    return controller_pb2.ForwardedCaller(
+        tenant_id=call.tenant_id, principal=call.principal, client_host=call.client_host, door=call.door, scram_user=call.scram_user
+    )
 
 
 def _forward(

@@ -17,9 +17,15 @@ TENANT_HEADER = "HTTP_X_WEIR_TENANT"  # ``X-Weir-Tenant: tn-...``
 class Actor:
     """A caller acting within one tenant with one role.
 
-    Exactly one of ``membership`` (a signed-in user or a user's cloud key) and
-    ``service_account`` (a service account's cloud key) is set. DRF sees it as the request's
-    user (``is_authenticated``).
+    Exactly one of ``membership`` (a signed-in user or a user's cloud key), ``service_account``
+    (a service account's cloud key) and ``scram_user`` is set. DRF sees it as the request's user
+    (``is_authenticated``).
+
+    ``scram_user`` is the name of a tenant's SCRAM user (``ScramUserCredential``) whose Kafka
+    client's administration a broker forwarded (``webapp.controller.topic_requests``): principal
+    ``User:<name>``, no API key, no Django user, never an operator. The broker's ACL check decided
+    what it may do; its role is only what the catalog's actions ask of any such caller, and it
+    never becomes its tenant's cluster administrator (that is a member's cluster key's right).
     """
 
     tenant: Tenant
@@ -27,6 +33,7 @@ class Actor:
     membership: Membership | None = None
     service_account: ServiceAccount | None = None
     api_key: ApiKey | None = None
+    scram_user: str = ""
 
     is_authenticated = True
     is_anonymous = False
@@ -37,6 +44,8 @@ class Actor:
 
     @property
     def principal(self) -> str:
+        if self.scram_user:
+            return f"User:{self.scram_user}"
         owner = self.membership or self.service_account
         assert owner is not None
         return owner.principal
@@ -45,6 +54,8 @@ class Actor:
     def display_name(self) -> str:
         if self.membership is not None:
             return self.membership.user.get_username()
+        if self.scram_user:
+            return self.scram_user
         assert self.service_account is not None
         return self.service_account.name
 

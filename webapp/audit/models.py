@@ -32,8 +32,9 @@ class AuditEvent(models.Model):
     public_id = models.CharField(max_length=20, unique=True, default=new_audit_event_id, editable=False)
     tenant = models.ForeignKey("accounts.Tenant", on_delete=models.CASCADE, related_name="audit_events")
     at = models.DateTimeField(db_index=True)
-    # Who: the principal (User:sa-... or User:u-...), a readable name, and the API key it used (never its secret).
-    actor_principal = models.CharField(max_length=64, blank=True)
+    # Who: the principal (User:sa-..., User:u-... or User:<SCRAM user name>, which is up to 128
+    # characters), a readable name, and the API key it used (never its secret).
+    actor_principal = models.CharField(max_length=140, blank=True)
     actor_name = models.CharField(max_length=150, blank=True)
     api_key_id = models.CharField(max_length=32, blank=True)
     door = models.CharField(max_length=12, choices=Door.choices)

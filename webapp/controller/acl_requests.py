@@ -1,11 +1,12 @@
 """ACL administration that brokers forward to the controller (Kafka's CreateAcls, DescribeAcls,
 DeleteAcls), applied to the catalog's ACL bindings exactly like the same REST request.
 
-The broker authenticated the client's cluster key and checked Kafka's rule before forwarding:
+The broker authenticated the client (a cluster key or a tenant's SCRAM user) and checked Kafka's rule before forwarding:
 ALTER on the tenant's CLUSTER resource to create or delete bindings, DESCRIBE on it to list
 them. On the data plane ACLs decide what a key may do (an admin or owner member's key needs none: webapp.accounts.roles), so the forwarded caller acts here
 as a tenant admin (the role the catalog's ACL actions ask of REST callers): a key its tenant
-allowed to ALTER the cluster administers that tenant's ACLs, as in Kafka. From there the path
+allowed to ALTER the cluster administers that tenant's ACLs, as in Kafka, and so does a SCRAM user
+its tenant's ACLs allow that (it still never becomes a cluster administrator on the brokers). From there the path
 is REST's: ``check_create_acl`` validates (Kafka's vocabulary, operations per resource type,
 hosts; any ``User:<name>`` principal, as Kafka accepts, where REST asks for an identity of the
 tenant), ``do_create_acl`` / ``do_delete_acls`` write and record the

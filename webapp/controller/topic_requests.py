@@ -1,7 +1,7 @@
 """Topic administration that brokers forward to the controller (CreateTopics, DeleteTopics,
 CreatePartitions, AlterConfigs), applied to the catalog exactly like the same REST request.
 
-A broker authenticated the client's cluster key and checked its ACLs (Kafka semantics:
+A broker authenticated the client's cluster key or SCRAM user and checked its ACLs (Kafka semantics:
 CREATE, DELETE, ALTER, ALTER_CONFIGS) before forwarding, and the forwarded call carries the
 internal token; the caller it names is therefore trusted as given and acts through
 :func:`actor_for_forwarded_caller`. From there the path is REST's: the catalog's ``check_*`` /
@@ -44,6 +44,7 @@ from webapp.accounts.facade import (
     NotAllowed,
     NotFound,
     Role,
+    ScramUserCredential,
     ServiceAccount,
     Tenant,
 )
@@ -65,7 +66,7 @@ from weir.errors import ErrorCode, error_name, is_retriable
 logger = logging.getLogger(__name__)
 
 USE_DEFAULT = -1  # num_partitions / replication_factor of CreatableTopic: the deployment's default
-PRINCIPAL_TYPE = "User"  # principals are "User:<public id>" (service accounts sa-..., members u-...)
+PRINCIPAL_TYPE = "User"  # principals are "User:<public id>" (service accounts sa-..., members u-...) or "User:<SCRAM user name>"
 
 Response = TypeVar("Response")
 Result = TypeVar("Result")
@@ -98,21 +99,24 @@ class Answered(Generic[Response]):
 
 
 def actor_for_forwarded_caller(caller: controller_pb2.ForwardedCaller) -> Actor:
-    """The actor of a data-plane client whose cluster key a broker authenticated and whose
-    ACLs that broker checked: the key's owner (a service account or a member) in its tenant,
-    with the developer role. On the data plane ACLs alone decide what a key may do, so the
-    role is only what the catalog's topic actions ask of any caller, never the owner's
-    dashboard role. Raises TopicRequestError: INVALID_REQUEST for a caller without a tenant
-    or naming no owner of that tenant, SASL_AUTHENTICATION_FAILED for a revoked key.
+    """The actor of a data-plane client that a broker authenticated and whose ACLs that broker
+    checked: the cluster key's owner (a service account or a member) in its tenant, or the
+    tenant's SCRAM user the client logged in as (``caller.scram_user``), with the developer
+    role. On the data plane ACLs alone decide what a caller may do, so the role is only what
+    the catalog's topic actions ask of any caller, never the owner's dashboard role. Raises
+    TopicRequestError: INVALID_REQUEST for a caller without a tenant or naming no owner of
+    that tenant, SASL_AUTHENTICATION_FAILED for a revoked key or a deleted SCRAM user.
     """
     if not caller.tenant_id:
         raise TopicRequestError(
             ErrorCode.INVALID_REQUEST,
-            "topic administration needs a tenant's API key; internal topics are managed by the controller only",
+            "topic administration needs a tenant's API key or SCRAM user; internal topics are managed by the controller only",
         )
     tenant = Tenant.objects.filter(public_id=caller.tenant_id).first()
     if tenant is None:
         raise TopicRequestError(ErrorCode.INVALID_REQUEST, f"no tenant {caller.tenant_id!r}")
+    if caller.scram_user:
+        return _scram_user_actor(tenant, caller)
     principal_type, _, public_id = caller.principal.partition(":")
     service_account = membership = None
     if principal_type == PRINCIPAL_TYPE and public_id:
@@ -133,6 +137,19 @@ def actor_for_forwarded_caller(caller: controller_pb2.ForwardedCaller) -> Actor:
             # The broker's credentials lag the catalog by one push; the catalog has the last word.
             raise TopicRequestError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"API key {caller.api_key!r} was revoked")
     return Actor(tenant=tenant, role=Role.DEVELOPER, membership=membership, service_account=service_account, api_key=api_key)
+
+
+def _scram_user_actor(tenant: Tenant, caller: controller_pb2.ForwardedCaller) -> Actor:
+    """The actor of ``tenant``'s SCRAM user ``caller.scram_user`` (principal ``User:<name>``, no key)."""
+    if caller.principal != f"{PRINCIPAL_TYPE}:{caller.scram_user}" or caller.api_key:
+        raise TopicRequestError(
+            ErrorCode.INVALID_REQUEST,
+            f"SCRAM user {caller.scram_user!r} acts as {PRINCIPAL_TYPE}:{caller.scram_user} without an API key, not as {caller.principal!r}",
+        )
+    if not ScramUserCredential.objects.filter(tenant=tenant, user_name=caller.scram_user).exists():
+        # The broker's users lag the catalog by one push; the catalog has the last word.
+        raise TopicRequestError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"SCRAM user {caller.scram_user!r} was deleted")
+    return Actor(tenant=tenant, role=Role.DEVELOPER, scram_user=caller.scram_user)
 
 
 # ---------------------------------------------------------------------------- defaults

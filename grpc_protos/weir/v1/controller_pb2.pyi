@@ -104,18 +104,20 @@ class ControlledShutdownResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., remaining_partitions: _Optional[_Iterable[_Union[PartitionRef, _Mapping]]] = ...) -> None: ...
 
 class ForwardedCaller(_message.Message):
-    __slots__ = ("tenant_id", "principal", "api_key", "client_host", "door")
+    __slots__ = ("tenant_id", "principal", "api_key", "client_host", "door", "scram_user")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     API_KEY_FIELD_NUMBER: _ClassVar[int]
     CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
     DOOR_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_USER_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     principal: str
     api_key: str
     client_host: str
     door: str
-    def __init__(self, tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., api_key: _Optional[str] = ..., client_host: _Optional[str] = ..., door: _Optional[str] = ...) -> None: ...
+    scram_user: str
+    def __init__(self, tenant_id: _Optional[str] = ..., principal: _Optional[str] = ..., api_key: _Optional[str] = ..., client_host: _Optional[str] = ..., door: _Optional[str] = ..., scram_user: _Optional[str] = ...) -> None: ...
 
 class ForwardedCreateTopicsRequest(_message.Message):
     __slots__ = ("caller", "request")

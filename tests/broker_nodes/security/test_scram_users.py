@@ -22,6 +22,7 @@ from broker_nodes.security.authenticator import AuthenticationError, Authenticat
 from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.security.scram import ScramExchange
 from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
+from broker_nodes.server.topic_forwarding import forwarded_caller
 from grpc_protos.weir.v1 import admin_pb2
 from webapp.accounts.scram import credential_from_salted_password
 from weir.admin_scram import salted_password, scram_login_name
@@ -78,7 +79,9 @@ def log_in(authenticator: Authenticator, login: str, password: str, mechanism: s
 
 def test_a_scram_user_logs_in_as_name_at_tenant_and_acts_as_its_principal_under_its_tenants_acls(authenticator: Authenticator) -> None:
     call, _ = log_in(authenticator, scram_login_name("alice", TENANT), "alice-password")
-    assert (call.tenant_id, call.principal, call.cluster_admin) == (TENANT, "User:alice", False)
+    assert (call.tenant_id, call.principal, call.cluster_admin, call.scram_user) == (TENANT, "User:alice", False, "alice")
+    forwarded = forwarded_caller(call)  # what the controller is told of the caller's administration
+    assert (forwarded.tenant_id, forwarded.principal, forwarded.scram_user, forwarded.api_key) == (TENANT, "User:alice", "alice", "")
     assert call.may(Operation.WRITE, ResourceType.TOPIC, "orders")
     assert not call.may(Operation.READ, ResourceType.TOPIC, "orders")  # Kafka's rule: no matching ACL, denied
     assert not call.may(Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster")

@@ -220,6 +220,29 @@ def test_caller_resolution(cluster: Cluster) -> None:
     assert codes([stranger, wrong_key, revoked]) == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST, ErrorCode.SASL_AUTHENTICATION_FAILED]
 
 
+def test_a_scram_user_acts_as_itself_and_is_audited(cluster: Cluster) -> None:
+    from webapp.accounts.actions.scram_users import ScramUpsertion, do_alter_scram_users
+    from webapp.audit.models import AuditEvent
+
+    name = "d" * 128  # the longest SCRAM user name: its principal fits the audit log
+    [result], _ = do_alter_scram_users(cluster.tenant, [], [ScramUpsertion(name, "SCRAM-SHA-256", 4096, b"salt", b"x" * 32)], principal="User:test")
+    assert result.error_code == 0
+    scram_caller = controller_pb2.ForwardedCaller(
+        tenant_id=cluster.tenant.public_id, principal=f"User:{name}", scram_user=name, door="kafka", client_host="127.0.0.1"
+    )
+    [created] = cluster.create(creatable("orders"), caller=scram_caller)
+    assert created.error_code == ErrorCode.NO_ERROR
+    event = AuditEvent.objects.get(tenant=cluster.tenant, action="topic.create")
+    assert (event.actor_principal, event.actor_name, event.api_key_id, event.door, event.client_ip) == (f"User:{name}", name, "", "kafka", "127.0.0.1")
+    assert ProvisioningJob.objects.get(kind=JobKind.CREATE_TOPIC).created_by is None  # no Django user behind it
+    [posing] = cluster.create(creatable("a"), caller=cluster.caller(scram_user=name))  # a service account's principal and key
+    [ghost] = cluster.create(
+        creatable("b"), caller=controller_pb2.ForwardedCaller(tenant_id=cluster.tenant.public_id, principal="User:ghost", scram_user="ghost")
+    )
+    assert codes([posing, ghost]) == [ErrorCode.INVALID_REQUEST, ErrorCode.SASL_AUTHENTICATION_FAILED]
+    assert "was deleted" in ghost.error_message
+
+
 def test_forwarded_calls_need_the_internal_token(cluster: Cluster) -> None:
     forwarded = controller_pb2.ForwardedCreateTopicsRequest(caller=cluster.caller(), request=broker_pb2.CreateTopicsRequest(topics=[creatable("orders")]))
     with pytest.raises(grpc.RpcError) as raised:
