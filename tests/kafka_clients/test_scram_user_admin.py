@@ -17,6 +17,9 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -110,11 +113,26 @@ def test_scram_user_creates_topics_and_acls_as_its_acls_allow(cluster: RealClust
     assert producer.flush(WAIT) == 0
     assert outcomes == [None]
 
+    # Configs and deletion: ALTER_CONFIGS and DELETE on the pattern.
+    create_acls(
+        tenant_admin,
+        [
+            allow(ResourceType.TOPIC, PREFIX, ResourcePatternType.PREFIXED, AclOperation.ALTER_CONFIGS),
+            allow(ResourceType.TOPIC, PREFIX, ResourcePatternType.PREFIXED, AclOperation.DELETE),
+        ],
+    )
+    retention = ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, f"{PREFIX}orders", incremental_configs=[retention])
+    assert user_admin.incremental_alter_configs([resource])[resource].result(WAIT) is None
+    assert user_admin.delete_topics([f"{PREFIX}orders"], request_timeout=WAIT)[f"{PREFIX}orders"].result(WAIT) is None
+
     # The audit log: who (the SCRAM user, no API key) and through which door.
     events = audited(access.tenant_id)
     assert [(action, door, name, key) for action, _, door, name, key in events] == [
         ("topic.create", "kafka", USER, ""),
         ("acl.create", "kafka", USER, ""),
         ("topic.create", "kafka", USER, ""),
+        ("topic.alter_configs", "kafka", USER, ""),
+        ("topic.delete", "kafka", USER, ""),
     ]
     assert [target for action, target, *_ in events if action == "topic.create"] == [f"{PREFIX}orders", f"{PREFIX}auto"]
