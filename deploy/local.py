@@ -11,8 +11,9 @@ that dies is restarted with backoff while the others keep running. A killed brok
 down until the controller has fenced it and a while longer, so that the dashboard shows it
 offline and its partitions' new leaders before it comes back and registers again. Every
 child's process id is in <WEIR_DATA_DIR>/run/<name>.pid. Ctrl-C or SIGTERM stops everything
-cleanly (a second one stops faster, never hangs); no child outlives `make up`, not even a
-``kill -9`` of it (server_runtime.lifeline).
+cleanly (a second one stops faster, never hangs), and so does the death of its parent (make, even
+by ``kill -9``); no child outlives `make up`, not even a ``kill -9`` of this process
+(server_runtime.lifeline).
 
 Configuration (environment, twelve-factor):
 
@@ -85,7 +86,7 @@ from deploy.processes import (
     stop_all,
 )
 from deploy.tls import TlsFiles, TlsSetupError, ensure_local_certificates
-from server_runtime.lifeline import signal_group, spawn
+from server_runtime.lifeline import set_parent_death_signal, signal_group, spawn
 from server_runtime.logging_setup import LogFormatError, configure_logging
 from server_runtime.private_files import make_new_files_private, restrict_directory
 from server_runtime.stop_signals import StopSignals
@@ -758,10 +759,15 @@ def main() -> int:
     except LogFormatError as error:
         raise SystemExit(f"weir: {error}") from None
     settings = StackSettings.from_environment(dict(os.environ))
+    parent = os.getppid()
     shutdown = Shutdown()
     # Ctrl-C and SIGTERM, once or many times: see server_runtime.stop_signals for why no handler sets
     # an Event itself.
     StopSignals(on_first=shutdown.begin, on_again=shutdown.hurry).install()
+    # This process is make's child under `make up`: make killed, even with -9, stops the stack as a
+    # SIGTERM does, so nothing outlives `make up` (the lifeline covers a kill -9 of this process).
+    if set_parent_death_signal(signal.SIGTERM) and os.getppid() != parent:
+        shutdown.begin()  # the parent died before the signal was asked for: none will come
     return run(settings, shutdown.requested, shutdown)
 
 
