@@ -143,8 +143,12 @@ def parse_usage_records(records: DataFrame) -> DataFrame:
     # deduplication straight over the parsed records cost 7 times the CPU). A generator is never
     # inlined, so every value is decoded exactly once whatever is built on the result. A value
     # that is neither binary nor JSON decodes to a row of nulls, as before.
+    # Binary rows in two generators: the header's integers first, each read once, then the row
+    # built from them (a field used in several places would otherwise be read in each).
+    header = F.struct(*(F.when(F.col("binary"), _binary_integer(value, name)).alias(_header_column(name)) for name in _HEADER_FIELDS))
+    with_header = decoded.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(header)))
     row = F.when(F.col("binary"), _binary_row(value)).otherwise(F.from_json(value.cast("string"), _PARSED_SCHEMA_DDL))
-    flat = decoded.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(row))).withColumn("problem", _problem())
+    flat = with_header.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(row))).withColumn("problem", _problem())
     text = F.when(F.col("binary"), F.concat(F.lit("0x"), F.hex(value))).otherwise(value.cast("string"))
     return flat.select(
         "source_partition",
@@ -168,18 +172,26 @@ def _binary_integer(value: Column, field: str) -> Column:
     return F.conv(F.hex(F.substring(value, offset + 1, size)), 16, -10 if size == 8 else 10).cast("long")
 
 
+_HEADER_FIELDS = tuple(name for name in BINARY_LAYOUT if name != "format")
+
+
+def _header_column(field: str) -> str:
+    return f"__binary_{field}"
+
+
 def _binary_row(value: Column) -> Column:
-    """A struct of :data:`_PARSED_SCHEMA_DDL`'s fields from a binary row (``value`` starts with the format byte)."""
-    kind_code = _binary_integer(value, "kind")
+    """A struct of :data:`_PARSED_SCHEMA_DDL`'s fields from a binary row (``value`` starts with the
+    format byte; its header's integers are in the columns of :func:`_header_column`)."""
+    kind_code = F.col(_header_column("kind"))
     kinds = {kind: kind_code == F.lit(code) for kind, code in KIND_CODES.items()}
     kind = F.when(kinds[KIND_TRAFFIC], F.lit(KIND_TRAFFIC)).when(kinds[KIND_PARTITION], F.lit(KIND_PARTITION)).otherwise(F.concat(F.lit("code "), kind_code))
     fields: dict[str, Column] = {"schema": F.lit(SCHEMA_V1), "kind": kind}
     for name in ("node_id", "sequence", "window_start_ms", "window_end_ms", "partition"):
-        fields[name] = _binary_integer(value, name)
+        fields[name] = F.col(_header_column(name))
     for row_kind, names in KIND_FIELDS.items():
         for slot, name in enumerate(names):
-            fields[name] = F.when(kinds[row_kind], _binary_integer(value, f"slot{slot}"))
-    lengths = [_binary_integer(value, f"{name}_length").cast("int") for name in STRING_FIELDS_IN_ORDER]
+            fields[name] = F.when(kinds[row_kind], F.col(_header_column(f"slot{slot}")))
+    lengths = [F.col(_header_column(f"{name}_length")).cast("int") for name in STRING_FIELDS_IN_ORDER]
     position: Column = F.lit(BINARY_HEADER_SIZE + 1)
     strings = []
     for name, length in zip(STRING_FIELDS_IN_ORDER, lengths, strict=True):
