@@ -39,11 +39,12 @@ WEIR_RECONCILE_INTERVAL_   30                                   seconds between 
 SECONDS
 WEIR_ADMIN_CALL_TIMEOUT_   5                                    deadline of each Admin call to a broker
 SECONDS
-WEIR_PIPELINES_ENABLED     true                                 Celery beat runs the usage and lag pipelines
+WEIR_PIPELINES_ENABLED     true                                 Celery beat runs the usage pipeline
 WEIR_USAGE_PIPELINE_       3600                                 seconds between usage pipeline runs (beat)
 INTERVAL_SECONDS
-WEIR_LAG_PIPELINE_         60                                   seconds between lag pipeline runs (beat)
-INTERVAL_SECONDS
+WEIR_LAG_REFRESH_SECONDS   2                                    the lag monitor's round (shown as lag's interval)
+WEIR_LAG_TOUCH_SECONDS     30                                   the lag monitor refreshes unchanged rows this often;
+                                                                three missed: an evaluation is stale
 WEIR_PIPELINE_TIMEOUT_     900                                  a pipeline run is killed and FAILED after this
 SECONDS                                                         long (a RUNNING one older than that plus a
                                                                 minute is taken as left by a dead launcher)
@@ -328,7 +329,11 @@ WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_
 # The metering pipelines (webapp.metering): beat schedule, run deadline, history kept.
 WEIR_PIPELINES_ENABLED = os.environ.get("WEIR_PIPELINES_ENABLED", "true").lower() == "true"
 WEIR_USAGE_PIPELINE_INTERVAL_SECONDS = float(os.environ.get("WEIR_USAGE_PIPELINE_INTERVAL_SECONDS", "3600"))
-WEIR_LAG_PIPELINE_INTERVAL_SECONDS = float(os.environ.get("WEIR_LAG_PIPELINE_INTERVAL_SECONDS", "60"))
+# Lag is the lag monitor's (spark_pipelines.lag_monitor), read from the same variables it reads: a round
+# every WEIR_LAG_REFRESH_SECONDS, and every lag row's evaluated_at refreshed at least every
+# WEIR_LAG_TOUCH_SECONDS while nothing changes.
+WEIR_LAG_REFRESH_SECONDS = float(os.environ.get("WEIR_LAG_REFRESH_SECONDS", "2"))
+WEIR_LAG_TOUCH_SECONDS = float(os.environ.get("WEIR_LAG_TOUCH_SECONDS", "30"))
 WEIR_PIPELINE_TIMEOUT_SECONDS = float(os.environ.get("WEIR_PIPELINE_TIMEOUT_SECONDS", "900"))
 WEIR_METERING_HISTORY_DAYS = float(os.environ.get("WEIR_METERING_HISTORY_DAYS", "7"))
 

@@ -1,8 +1,10 @@
 """What the REST API and the dashboard may read of metering: usage, the lag pipeline's
 evaluations, and pipeline runs. Every tenant read takes the tenant and filters by it first.
 
-These are the *pipeline's* views of lag: evaluated every ``WEIR_LAG_PIPELINE_INTERVAL_SECONDS``
-with Burrow-style statuses and kept as history. The live lag asked from the brokers on each
+These are the *lag monitor's* views of lag: evaluated every ``WEIR_LAG_REFRESH_SECONDS`` (2 s)
+with Burrow-style statuses and kept as history; an evaluation is stale once the monitor has not
+touched it for three of its ``WEIR_LAG_TOUCH_SECONDS`` (the monitor writes what changed each round
+and refreshes every row's ``evaluated_at`` at that interval). The live lag asked from the brokers on each
 request (``webapp.consumer_groups``) is the other view; the two meet only in the pages that
 show both.
 """
@@ -78,8 +80,8 @@ __all__ = [
 DEFAULT_USAGE_WINDOW = {Granularity.HOUR: timedelta(hours=24), Granularity.DAY: timedelta(days=30)}
 # The window of a lag history query that names no ``from``.
 DEFAULT_LAG_HISTORY_WINDOW = timedelta(hours=6)
-# An evaluation older than this many lag pipeline intervals is stale (the pipeline stopped,
-# or the group is gone and no longer evaluated).
+# An evaluation the lag monitor has not touched for this many touch intervals is stale (the
+# monitor stopped or is behind, or the group is gone and no longer evaluated).
 STALE_AFTER_INTERVALS = 3
 USAGE_SUM_FIELDS = ("bytes_in", "bytes_out", "records_in", "records_out", "produce_requests", "fetch_requests", "throttle_time_ms", "partition_hours")
 
@@ -94,7 +96,13 @@ class GroupEvaluation:
 
 
 def lag_interval_seconds() -> float:
-    return float(getattr(settings, "WEIR_LAG_PIPELINE_INTERVAL_SECONDS", 60))
+    """How often the lag monitor evaluates every group (a round)."""
+    return float(settings.WEIR_LAG_REFRESH_SECONDS)
+
+
+def lag_touch_seconds() -> float:
+    """The longest the lag monitor leaves a row's ``evaluated_at`` alone while it runs."""
+    return max(float(settings.WEIR_LAG_TOUCH_SECONDS), lag_interval_seconds())
 
 
 def default_usage_window(granularity: str) -> timedelta:
@@ -167,7 +175,7 @@ def lag_history(tenant: Tenant, group: str, start: datetime, end: datetime) -> Q
 
 
 def is_stale(evaluated_at: datetime, now: datetime) -> bool:
-    return (now - evaluated_at).total_seconds() > STALE_AFTER_INTERVALS * lag_interval_seconds()
+    return (now - evaluated_at).total_seconds() > STALE_AFTER_INTERVALS * lag_touch_seconds()
 
 
 def pipeline_runs(pipeline: str | None = None, status: str | None = None) -> QuerySet[PipelineRun]:

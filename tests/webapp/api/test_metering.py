@@ -228,7 +228,7 @@ def test_group_lag_is_the_pipelines_latest_evaluation(acme: TenantFixture, lag: 
 
 
 def test_an_evaluation_older_than_three_intervals_is_stale(acme: TenantFixture, lag: datetime, settings: Any) -> None:
-    settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS = 60
+    settings.WEIR_LAG_TOUCH_SECONDS = 60  # stale after 3 minutes without the monitor touching it
     tenant = acme.tenant.public_id
     write_snapshot(lag - timedelta(minutes=10), [partition_row(tenant, "forgotten", "orders", 0)], [group_row(tenant, "forgotten")])
 
@@ -383,6 +383,8 @@ def test_each_tenant_sees_when_its_own_usage_and_lag_were_last_evaluated(acme: T
     assert datetime.fromisoformat(globex_by_pipeline["lag"]["last_evaluated_at"].replace("Z", "+00:00")) == evaluated
     # The runs' status and times are the pipeline's; their figures (rows, errors) are no tenant's to read.
     assert (acme_by_pipeline["lag"]["last_run_status"], acme_by_pipeline["usage"]["last_run_status"]) == ("RUNNING", "SUCCEEDED")
+    # Usage runs on its beat schedule; lag is the lag monitor's, evaluated every round (2 s), not every minute.
+    assert (acme_by_pipeline["usage"]["interval_seconds"], acme_by_pipeline["lag"]["interval_seconds"]) == (3600, 2)
     for body in (mine.content.decode(), theirs.content.decode()):
         assert "rows_written" not in body and "secret-topic" not in body and "error" not in body
     assert set(acme_by_pipeline["usage"]) == {

@@ -108,7 +108,6 @@ class RecordingSender:
 
 def test_beat_schedule_follows_the_settings(settings: Any) -> None:
     settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS = 600
-    settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS = 15
     configured = RecordingSender()
     celery_module.schedule_pipelines(configured)  # type: ignore[arg-type]
     settings.WEIR_PIPELINES_ENABLED = False

@@ -196,8 +196,8 @@ class PartitionLagStatusSerializer(serializers.ModelSerializer):
 
 
 class GroupLagStatusSerializer(serializers.ModelSerializer):
-    """A group's latest evaluation (without partitions); ``stale`` when it is older than three
-    lag pipeline intervals. The context gives ``request``, ``tenant_public_id`` and ``now``."""
+    """A group's latest evaluation (without partitions); ``stale`` when the lag monitor has not
+    touched it for three of its touch intervals. The context gives ``request``, ``tenant_public_id`` and ``now``."""
 
     kind = serializers.SerializerMethodField()
     consumer_group_id = serializers.CharField(source="group")
@@ -256,7 +256,9 @@ class GroupLagEvaluationSerializer(serializers.Serializer):
         help_text="OK; WARNING when a partition's lag grows; ERROR when a partition is STOP, STALL, REWIND or ERROR.",
     )
     evaluated_at = serializers.DateTimeField(source="group.evaluated_at")
-    stale = serializers.BooleanField(help_text="The evaluation is older than three lag pipeline intervals.")
+    stale = serializers.BooleanField(
+        help_text="The lag monitor has not touched the evaluation for three of its touch intervals (WEIR_LAG_TOUCH_SECONDS, 30 s): it is not running or is behind."
+    )
     total_lag = serializers.IntegerField(source="group.total_lag")
     max_lag = serializers.IntegerField(source="group.max_lag")
     max_time_lag_seconds = serializers.FloatField(
@@ -356,7 +358,7 @@ class TenantPipelineStatusSerializer(serializers.Serializer):
     """One pipeline as the caller's tenant sees it (``webapp.metering.facade.TenantPipelineStatus``)."""
 
     pipeline = serializers.ChoiceField(choices=Pipeline.values)
-    interval_seconds = serializers.FloatField(help_text="How often it runs when scheduled.")
+    interval_seconds = serializers.FloatField(help_text="How often it runs when scheduled (usage: its Celery beat schedule; lag: the lag monitor's round).")
     last_run_started_at = serializers.DateTimeField(allow_null=True, help_text="When its latest run started.")
     last_run_status = serializers.ChoiceField(choices=RunStatus.values, allow_null=True, help_text="How its latest run went (RUNNING while it runs).")
     last_succeeded_at = serializers.DateTimeField(allow_null=True, help_text="When a run last succeeded.")

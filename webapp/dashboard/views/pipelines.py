@@ -39,7 +39,7 @@ def _runs(request: HttpRequest) -> dict[str, object]:
     status = status if status in RunStatus.values else ""
     runs = facade.pipeline_runs(pipeline or None, status or None)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    intervals = {Pipeline.USAGE: settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS, Pipeline.LAG: settings.WEIR_LAG_PIPELINE_INTERVAL_SECONDS}
+    intervals = {Pipeline.USAGE: settings.WEIR_USAGE_PIPELINE_INTERVAL_SECONDS, Pipeline.LAG: facade.lag_interval_seconds()}
     summaries = [{"pipeline": name, "interval_seconds": intervals[name], "last_succeeded": facade.last_succeeded_run(name)} for name in Pipeline.values]
     return {
         "page": page,
