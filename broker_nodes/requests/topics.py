@@ -15,6 +15,7 @@ Two paths, decided per call:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from broker_nodes.controller_client import ControllerClient
@@ -25,6 +26,10 @@ from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
 from broker_nodes.topic_registry import TopicMetadata
 from grpc_protos.weir.v1 import broker_pb2
+
+logger = logging.getLogger(__name__)
+
+MAP_WAIT_SECONDS = 10.0  # the longest a forwarded CreateTopics/DeleteTopics waits for the controller's push
 
 
 def topic_admin_controller(broker: Broker, call: CallContext) -> ControllerClient | None:
@@ -63,7 +68,11 @@ def create_topics(broker: Broker, call: CallContext, request: broker_pb2.CreateT
         request_parsing.require_unique((entry.name for entry in creatable.configs), f"config of topic {creatable.name!r}")
     controller = topic_admin_controller(broker, call)
     if controller is not None:
-        return topic_forwarding.create_topics(controller, call, request)
+        answer = topic_forwarding.create_topics(controller, call, request)
+        if not request.validate_only:
+            created = {call.qualify(result.name): result.topic_id for result in answer.topics if result.error_code == 0}
+            _wait_for_the_map(broker, created, (), request.timeout_ms)
+        return answer
     results = []
     for creatable in request.topics:
         try:
@@ -86,7 +95,9 @@ def delete_topics(broker: Broker, call: CallContext, names: Sequence[str], timeo
     names_to_delete = request_parsing.topic_names(names, required=True)
     controller = topic_admin_controller(broker, call)
     if controller is not None:
-        return topic_forwarding.delete_topics(controller, call, list(names_to_delete), timeout_ms)
+        answer = topic_forwarding.delete_topics(controller, call, list(names_to_delete), timeout_ms)
+        _wait_for_the_map(broker, {}, [call.qualify(result.name) for result in answer.topics if result.error_code == 0], timeout_ms)
+        return answer
     results = []
     for name in names_to_delete:
         try:
@@ -95,6 +106,17 @@ def delete_topics(broker: Broker, call: CallContext, names: Sequence[str], timeo
         except Exception as error:  # this topic's answer
             results.append(topic_error(name, error))
     return broker_pb2.DeleteTopicsResponse(topics=results)
+
+
+def _wait_for_the_map(broker: Broker, present: dict[str, str], absent: Sequence[str], timeout_ms: int) -> None:
+    """Answer a forwarded change once this broker's map shows it, as Kafka does (Broker.wait_for_topics),
+    within the request's timeout (at most MAP_WAIT_SECONDS; 0: no wait). The change is made either
+    way: when the push is late, the answer still says so and the map follows."""
+    if not (present or absent) or timeout_ms <= 0:
+        return
+    timeout = min(timeout_ms / 1000, MAP_WAIT_SECONDS)
+    if not broker.wait_for_topics(present, absent, timeout):
+        logger.warning("the controller's push of %d created and %d deleted topics had not arrived after %.1f s", len(present), len(absent), timeout)
 
 
 def create_partitions(broker: Broker, call: CallContext, request: broker_pb2.CreatePartitionsRequest) -> broker_pb2.CreatePartitionsResponse:

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
 
@@ -124,6 +125,8 @@ class Broker:
         self.quotas = QuotaManager(clock)
         # Snapshots are applied one at a time so that the version check and the store agree.
         self._apply_lock = threading.Lock()
+        # Notified after each cluster map applied: forwarded topic changes wait on it (wait_for_topics).
+        self._map_applied = threading.Condition()
         self.registry = TopicRegistry(config.data_dir, available_brokers=1)
         self.log_manager = LogManager(
             config.data_dir,
@@ -439,6 +442,8 @@ class Broker:
             self.cluster_state.record_failures(list(change.failures))
             self.replication.apply(snapshot)
             self._follow_offsets_leadership(snapshot)
+        with self._map_applied:
+            self._map_applied.notify_all()
         if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:
             logger.info(
                 "applied cluster map version %d: %d partitions created, %d deleted, %d topics reconfigured",
@@ -448,6 +453,33 @@ class Broker:
                 change.topics_reconfigured,
             )
         return change
+
+    def wait_for_topics(self, present: Mapping[str, str], absent: Sequence[str], timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds until this broker's cluster map holds every topic of
+        ``present`` (registry name -> topic id, or "" for any id) and none of ``absent``; whether it does.
+
+        The controller answers a forwarded CreateTopics or DeleteTopics once its catalog changed
+        and pushes the new map in the background. Kafka answers those requests only once the
+        receiving broker's metadata shows the change, and clients rely on it (KafkaJS asks this
+        broker's Metadata for the new topic's leaders right after and stops on
+        UNKNOWN_TOPIC_OR_PARTITION), so the answer waits for the push here.
+        """
+
+        def shown() -> bool:
+            for name, topic_id in present.items():
+                topic = self.registry.get(name)
+                if topic is None or (topic_id and topic.topic_id != topic_id):
+                    return False
+            return all(self.registry.get(name) is None for name in absent)
+
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._map_applied:
+            while not shown():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._map_applied.wait(remaining)
+        return True
 
     def apply_security(self, snapshot: SecuritySnapshot) -> None:
         """Swap credentials, ACLs and quotas at once; StaleSnapshotError for an older version."""
