@@ -111,8 +111,9 @@ def test_kill_9_of_make_stops_make_up_and_everything_it_started(tmp_path: Path) 
         # Early in the start: the first line comes before the database is migrated.
         stack.wait_for_line(FIRST_LINE, STACK_START_SECONDS)
         assert stack.process is not None
+        # The supervisor runs under the parent (a child it is forking may still show its command line).
         supervisors = [pid for pid, command in descendants(stack.process.pid).items() if "deploy.local" in command]
-        assert len(supervisors) == 1, _names(descendants(stack.process.pid))
+        assert supervisors, _names(descendants(stack.process.pid))
 
         os.kill(stack.process.pid, signal.SIGKILL)
         killed = time.monotonic()
