@@ -36,9 +36,13 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from weir.admin_scram import MIN_SCRAM_ITERATIONS, SCRAM_HASHES
+
 # Mechanism name (as Kafka spells it) -> hashlib name of its hash function.
-SCRAM_MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MIN_ITERATIONS = 4096  # Kafka's minimum; a credential with fewer is refused when a snapshot is applied
+# Kafka's mechanisms -> hashlib names, and its minimum iteration count (a credential with fewer is
+# refused when a snapshot is applied): the SDK's definitions, which the control plane checks too.
+SCRAM_MECHANISMS = SCRAM_HASHES
+MIN_ITERATIONS = MIN_SCRAM_ITERATIONS
 MAX_ITERATIONS = 1_000_000  # clients compute PBKDF2 with the count the server sends (kafka-python refuses more)
 SERVER_NONCE_BYTES = 24  # random bytes of the server's part of the nonce (32 base64url characters)
 
