@@ -114,18 +114,22 @@ def _outcome(future: Future, deadline: float) -> tuple[int | None, bool]:
         return None, False
 
 
+def _partition_offsets(
+    tenant_id: str, tp: TopicPartition, latest: Mapping[TopicPartition, Future], earliest: Mapping[TopicPartition, Future], deadline: float
+) -> PartitionOffsets:
+    """One partition's end offset and log start from its two list_offsets futures (deleted: both say so)."""
+    end_offset, end_deleted = _outcome(latest[tp], deadline)
+    log_start, start_deleted = _outcome(earliest[tp], deadline)
+    deleted = end_deleted and start_deleted
+    return PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted)
+
+
 def _offsets_of(admin: AdminClient, tenant_id: str, partitions: list[tuple[str, int]], timeout_seconds: float) -> list[PartitionOffsets]:
     deadline = time.monotonic() + timeout_seconds
     topic_partitions = [TopicPartition(topic, partition) for topic, partition in partitions]
     latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in topic_partitions}, request_timeout=timeout_seconds)
     earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in topic_partitions}, request_timeout=timeout_seconds)
-    results = []
-    for tp in topic_partitions:
-        end_offset, end_deleted = _outcome(latest[tp], deadline)
-        log_start, start_deleted = _outcome(earliest[tp], deadline)
-        deleted = end_deleted and start_deleted
-        results.append(PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted))
-    return results
+    return [_partition_offsets(tenant_id, tp, latest, earliest, deadline) for tp in topic_partitions]
 
 
 def partition_offsets(client_config: Mapping[str, Any], keys: Iterable[PartitionKey], *, timeout_seconds: float) -> list[PartitionOffsets]:
@@ -180,11 +184,7 @@ class TenantAdmins:
             asked.append((tenant_id, topic_partitions, latest, earliest))
         deadline = time.monotonic() + self._timeout
         for tenant_id, topic_partitions, latest, earliest in asked:
-            for tp in topic_partitions:
-                end_offset, end_deleted = _outcome(latest[tp], deadline)
-                log_start, start_deleted = _outcome(earliest[tp], deadline)
-                deleted = end_deleted and start_deleted
-                results.append(PartitionOffsets(tenant_id, tp.topic, tp.partition, None if deleted else end_offset, None if deleted else log_start, deleted))
+            results += [_partition_offsets(tenant_id, tp, latest, earliest, deadline) for tp in topic_partitions]
         return results
 
     def retention_ms(self, topics: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int | None]:
