@@ -162,74 +162,98 @@ class BrokerEndpoint:
     kafka_port: int = 0  # the broker's Kafka-protocol listener (same host); 0 when it has none
 
 
+@dataclass(frozen=True, slots=True)
+class _ParsedTopic:
+    """One topic entry of an ``ApplyPartitions`` request as parsed and checked, with the forms the
+    broker derives from it (its registry entry, its cluster-state.json entry). The controller
+    pushes the whole map at every change, so the next request carries nearly every entry again
+    byte for byte: those reuse this instead of being parsed, checked and derived again."""
+
+    topic: ManagedTopic
+    metadata: TopicMetadata
+    document: dict[str, object]
+
+    @classmethod
+    def of(cls, qualified: str, topic: ManagedTopic) -> _ParsedTopic:
+        metadata = TopicMetadata(
+            name=qualified,
+            topic_id=topic.topic_id,
+            partitions=len(topic.partitions),
+            replication_factor=topic.replication_factor,
+            configs=MappingProxyType(dict(topic.configs)),
+            internal=topic.internal,
+        )
+        return cls(topic, metadata, topic.to_json())
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
-    """One applied ``ApplyPartitions`` request: immutable, topics keyed by qualified name."""
+    """One applied ``ApplyPartitions`` request: immutable, topics keyed by qualified name.
+
+    ``parsed`` holds, by the serialized bytes of each topic entry of the request it was parsed
+    from, the parsed topic and its derived forms (empty for a snapshot built otherwise); it is
+    no part of the map's value (not compared) and only saves work.
+    """
 
     version: int
     cluster_id: str
     brokers: tuple[BrokerEndpoint, ...]
     topics: Mapping[str, ManagedTopic] = field(default_factory=lambda: MappingProxyType({}))
+    parsed: Mapping[bytes, _ParsedTopic] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     @classmethod
-    def from_request(cls, request: admin_pb2.ApplyPartitionsRequest) -> ClusterSnapshot:
-        """Parse and check a request; InvalidSnapshotError names the first contradiction."""
+    def from_request(cls, request: admin_pb2.ApplyPartitionsRequest, previous: ClusterSnapshot | None = None) -> ClusterSnapshot:
+        """Parse and check a request; InvalidSnapshotError names the first contradiction.
+
+        A topic entry identical, byte for byte, to one of ``previous`` (the map applied before, when
+        it was parsed from a request) is the same topic: its parsed form is reused, and only the
+        checks across entries (names and topic ids unique) run again for it.
+        """
         if request.version < 1:
             raise InvalidSnapshotError(f"version must be 1 or more, not {request.version}")
         brokers = tuple(BrokerEndpoint(node.node_id, node.host, node.port, node.rack, node.kafka_port) for node in request.brokers)
         if len({broker.node_id for broker in brokers}) != len(brokers):
             raise InvalidSnapshotError("a broker node id occurs more than once")
+        known = previous.parsed if previous is not None else {}
         topics: dict[str, ManagedTopic] = {}
         topic_ids: set[str] = set()
+        parsed: dict[bytes, _ParsedTopic] = {}
         for entry in request.topics:
-            if not entry.name or names.TENANT_SEPARATOR in entry.name or names.TENANT_SEPARATOR in entry.tenant_id:
-                raise InvalidSnapshotError(f"topic name {entry.name!r} of tenant {entry.tenant_id!r} is empty or contains {names.TENANT_SEPARATOR!r}")
-            if not entry.tenant_id and not is_internal_topic_name(entry.name):
-                raise InvalidSnapshotError(
-                    f"topic {entry.name!r} has no tenant id; only internal topics (names starting with {INTERNAL_TOPIC_PREFIX!r}) may have none"
-                )
-            if entry.tenant_id and is_internal_topic_name(entry.name):
-                raise InvalidSnapshotError(
-                    f"topic {entry.name!r} of tenant {entry.tenant_id!r}: names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics"
-                )
-            partitions = tuple(
-                PartitionAssignment(item.partition, item.leader_id, item.leader_epoch, tuple(item.replicas), tuple(item.isr))
-                for item in sorted(entry.partitions, key=lambda item: item.partition)
-            )
-            if not partitions or [item.partition for item in partitions] != list(range(len(partitions))):
-                raise InvalidSnapshotError(f"topic {entry.name!r} must have partitions numbered 0..n-1")
-            if not entry.topic_id or entry.topic_id in topic_ids:
-                raise InvalidSnapshotError(f"topic {entry.name!r} has an empty or repeated topic id {entry.topic_id!r}")
-            try:
-                validate_topic_configs({config.name: config.value for config in entry.configs})
-            except InvalidConfigError as error:
-                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r}: {error}") from None
-            topic = ManagedTopic(
-                entry.tenant_id,
-                entry.name,
-                entry.topic_id,
-                MappingProxyType({config.name: config.value for config in entry.configs}),
-                partitions,
-            )
-            if topic.qualified_name in topics:
-                raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r} occurs more than once")
-            topics[topic.qualified_name] = topic
+            serialized = entry.SerializeToString()
+            reused = known.get(serialized)
+            if reused is None:
+                reused = _ParsedTopic.of(*_parse_topic(entry))
+            topic = reused.topic
+            qualified = reused.metadata.name
+            if qualified in topics:
+                raise InvalidSnapshotError(f"topic {topic.name!r} of tenant {topic.tenant_id!r} occurs more than once")
+            if topic.topic_id in topic_ids:
+                raise InvalidSnapshotError(f"topic {topic.name!r} has an empty or repeated topic id {topic.topic_id!r}")
+            topics[qualified] = topic
             topic_ids.add(topic.topic_id)
-        return cls(request.version, request.cluster_id, brokers, MappingProxyType(topics))
+            parsed[serialized] = reused
+        return cls(request.version, request.cluster_id, brokers, MappingProxyType(topics), MappingProxyType(parsed))
+
+    def _derived(self) -> dict[str, _ParsedTopic]:
+        """Each topic's derived forms by qualified name: the parsed ones, the others computed now."""
+        derived = {item.metadata.name: item for item in self.parsed.values()}
+        return {qualified: derived.get(qualified) or _ParsedTopic.of(qualified, topic) for qualified, topic in self.topics.items()}
+
+    def changed_topics(self, previous: ClusterSnapshot) -> set[str]:
+        """Qualified names of the topics that differ between ``previous`` and this map: added,
+        removed, or changed in any way (topic id, configs, replicas, leaders, ISR, epochs)."""
+        changed = {name for name in previous.topics if name not in self.topics}
+        for name, topic in self.topics.items():
+            before = previous.topics.get(name)
+            # A topic reused from the previous request is the same object: no comparison needed.
+            if before is not topic and before != topic:
+                changed.add(name)
+        return changed
 
     def topic_metadata(self) -> list[TopicMetadata]:
-        """The map's topics as the topic registry keeps them (qualified names)."""
-        return [
-            TopicMetadata(
-                name=qualified,
-                topic_id=topic.topic_id,
-                partitions=len(topic.partitions),
-                replication_factor=topic.replication_factor,
-                configs=MappingProxyType(dict(topic.configs)),
-                internal=topic.internal,
-            )
-            for qualified, topic in sorted(self.topics.items())
-        ]
+        """The map's topics as the topic registry keeps them (qualified names), sorted by name."""
+        derived = self._derived()
+        return [derived[qualified].metadata for qualified in sorted(derived)]
 
     def broker(self, node_id: int) -> BrokerEndpoint | None:
         """The endpoint of broker ``node_id``; None when the map does not list it."""
@@ -243,6 +267,9 @@ class ClusterSnapshot:
         return {assignment.partition: assignment.leader_epoch for assignment in managed_topic.partitions if assignment.leader_id == node_id}
 
     def to_json(self) -> dict[str, object]:
+        """The map as cluster-state.json keeps it (the topics' entries may be shared with other
+        snapshots' documents: read, never change them)."""
+        derived = self._derived()
         return {
             "version": self.version,
             "cluster_id": self.cluster_id,
@@ -250,7 +277,7 @@ class ClusterSnapshot:
                 {"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": broker.rack, "kafka_port": broker.kafka_port}
                 for broker in self.brokers
             ],
-            "topics": [topic.to_json() for _, topic in sorted(self.topics.items())],
+            "topics": [derived[qualified].document for qualified in sorted(derived)],
         }
 
     @classmethod
@@ -262,6 +289,39 @@ class ClusterSnapshot:
         )
         topics = (ManagedTopic.from_json(item) for item in data["topics"])
         return cls(int(data["version"]), str(data["cluster_id"]), brokers, MappingProxyType({topic.qualified_name: topic for topic in topics}))
+
+
+def _parse_topic(entry: admin_pb2.TopicAssignment) -> tuple[str, ManagedTopic]:
+    """(qualified name, topic) of one topic entry of a request, checked on its own; the checks
+    across entries are the caller's."""
+    if not entry.name or names.TENANT_SEPARATOR in entry.name or names.TENANT_SEPARATOR in entry.tenant_id:
+        raise InvalidSnapshotError(f"topic name {entry.name!r} of tenant {entry.tenant_id!r} is empty or contains {names.TENANT_SEPARATOR!r}")
+    if not entry.tenant_id and not is_internal_topic_name(entry.name):
+        raise InvalidSnapshotError(f"topic {entry.name!r} has no tenant id; only internal topics (names starting with {INTERNAL_TOPIC_PREFIX!r}) may have none")
+    if entry.tenant_id and is_internal_topic_name(entry.name):
+        raise InvalidSnapshotError(
+            f"topic {entry.name!r} of tenant {entry.tenant_id!r}: names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for internal topics"
+        )
+    partitions = tuple(
+        PartitionAssignment(item.partition, item.leader_id, item.leader_epoch, tuple(item.replicas), tuple(item.isr))
+        for item in sorted(entry.partitions, key=lambda item: item.partition)
+    )
+    if not partitions or [item.partition for item in partitions] != list(range(len(partitions))):
+        raise InvalidSnapshotError(f"topic {entry.name!r} must have partitions numbered 0..n-1")
+    if not entry.topic_id:
+        raise InvalidSnapshotError(f"topic {entry.name!r} has an empty or repeated topic id {entry.topic_id!r}")
+    try:
+        validate_topic_configs({config.name: config.value for config in entry.configs})
+    except InvalidConfigError as error:
+        raise InvalidSnapshotError(f"topic {entry.name!r} of tenant {entry.tenant_id!r}: {error}") from None
+    topic = ManagedTopic(
+        entry.tenant_id,
+        entry.name,
+        entry.topic_id,
+        MappingProxyType({config.name: config.value for config in entry.configs}),
+        partitions,
+    )
+    return topic.qualified_name, topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +413,7 @@ class ClusterState:
     def store(self, snapshot: ClusterSnapshot) -> None:
         """Persist ``snapshot`` and make it the current map."""
         document = {"format": CLUSTER_STATE_FORMAT, "snapshot": snapshot.to_json()}
-        write_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        write_atomically(self._path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8"))
         self._snapshot = snapshot
 
     def hosts(self, topic: str, partition: int) -> bool:

@@ -281,10 +281,15 @@ class TopicRegistry:
         in managed mode internal topics come in the cluster map like any other.
         """
         desired = {topic.name: topic for topic in topics}
-        for topic in desired.values():
-            validate_topic_configs(topic.configs)
         with self._lock:
-            self._commit(desired)
+            current = self._topics
+            # The control plane pushes its whole map at every change: only the topics that differ
+            # from the registered ones are checked, and an unchanged set is not written again.
+            for topic in desired.values():
+                if current.get(topic.name) != topic:
+                    validate_topic_configs(topic.configs)
+            if desired != current:
+                self._commit(desired)
 
     def _check_partition_count(self, name: str, partitions: int) -> None:
         if partitions < 1:
@@ -303,5 +308,5 @@ class TopicRegistry:
         # Called with the lock held: persist first, then publish, so readers never see a
         # topic that a crash could make disappear.
         document = {"version": TOPICS_FILE_VERSION, "topics": [topic.to_json() for topic in sorted(topics.values(), key=lambda topic: topic.name)]}
-        write_atomically(self._path, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+        write_atomically(self._path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8"))
         self._topics = dict(topics)

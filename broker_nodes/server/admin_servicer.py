@@ -88,7 +88,9 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
 
     @_admin_handler
     def ApplyPartitions(self, request: admin_pb2.ApplyPartitionsRequest) -> admin_pb2.ApplyPartitionsResponse:
-        change = self.broker.apply_partitions(ClusterSnapshot.from_request(request), controller_epoch=request.controller_epoch)
+        change = self.broker.apply_partitions(
+            ClusterSnapshot.from_request(request, self.broker.cluster_state.snapshot), controller_epoch=request.controller_epoch
+        )
         return admin_pb2.ApplyPartitionsResponse(
             applied_version=self.broker.cluster_state.version,
             partitions_created=change.partitions_created,

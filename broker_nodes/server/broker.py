@@ -125,6 +125,10 @@ class Broker:
         self.quotas = QuotaManager(clock)
         # Snapshots are applied one at a time so that the version check and the store agree.
         self._apply_lock = threading.Lock()
+        # The last map that the registry and the logs were made to follow completely (None: none
+        # since this process started, or an apply failed midway): the next map is applied as a
+        # difference from it (see apply_partitions).
+        self._followed_map: ClusterSnapshot | None = None
         # Notified after each cluster map applied: forwarded topic changes wait on it (wait_for_topics).
         self._map_applied = threading.Condition()
         self.registry = TopicRegistry(config.data_dir, available_brokers=1)
@@ -437,11 +441,18 @@ class Broker:
             if controller_epoch and self.controller is not None and not self.controller.observe_controller_epoch(controller_epoch):
                 raise StaleControllerEpochError(controller_epoch, self.controller.controller_epoch)
             self.cluster_state.check_not_stale(snapshot.version)
+            followed, self._followed_map = self._followed_map, None
             self.cluster_state.store(snapshot)
-            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata())
+            # The controller pushes the whole map at every change: only the topics that differ from
+            # the map last followed completely, and the partitions that failed (tried again at every
+            # push), need their registry entry and logs looked at; the first map of a process, or
+            # one after an apply that failed midway, is applied whole.
+            touched = None if followed is None else snapshot.changed_topics(followed) | {failure.topic for failure in self.cluster_state.failed_partitions}
+            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata(), changed=touched)
             self.cluster_state.record_failures(list(change.failures))
             self.replication.apply(snapshot)
             self._follow_offsets_leadership(snapshot)
+            self._followed_map = snapshot
         with self._map_applied:
             self._map_applied.notify_all()
         if change.partitions_created or change.partitions_deleted or change.topics_reconfigured:

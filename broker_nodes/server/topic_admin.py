@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from broker_nodes.cluster_state import PartitionFailure
@@ -173,14 +174,17 @@ class TopicAdmin:
         with self._lock:
             return self._reconcile_logs_locked({})
 
-    def _reconcile_logs_locked(self, previous_topic_ids: Mapping[str, str]) -> ManagedTopicsChange:
+    def _reconcile_logs_locked(self, previous_topic_ids: Mapping[str, str], only: AbstractSet[str] | None = None) -> ManagedTopicsChange:
         # A log is deleted when its topic is gone, its partition is beyond the count, this
         # broker no longer hosts it, or the topic was recreated under the same name (its id
         # in ``previous_topic_ids`` differs from the registry's): old records must never
         # appear in a new topic. Each partition's failure is its own (see the module docstring).
+        # ``only``: the topics to look at (None: every topic and every log).
         failures: list[PartitionFailure] = []
         deleted = 0
         for log in self._log_manager.logs():
+            if only is not None and log.topic not in only:
+                continue
             topic = self._registry.get(log.topic)
             recreated = topic is not None and previous_topic_ids.get(log.topic, topic.topic_id) != topic.topic_id
             if topic is None or recreated or log.partition >= topic.partitions or not self._hosted(log.topic, log.partition):
@@ -193,7 +197,8 @@ class TopicAdmin:
         # The new logs' directories are made durable with one fsync of the data directory after
         # all of them, not one each (10,000 partitions in one map spent most of their time there).
         created: list[tuple[TopicMetadata, int]] = []
-        for topic in self._registry.topics():
+        registered = self._registry.topics() if only is None else [topic for name in sorted(only) if (topic := self._registry.get(name)) is not None]
+        for topic in registered:
             missing = [
                 partition
                 for partition in range(topic.partitions)
@@ -218,7 +223,7 @@ class TopicAdmin:
                 created = []
         return ManagedTopicsChange(len(created), deleted, 0, tuple(failures))
 
-    def apply_managed_topics(self, topics: Sequence[TopicMetadata]) -> ManagedTopicsChange:
+    def apply_managed_topics(self, topics: Sequence[TopicMetadata], *, changed: AbstractSet[str] | None = None) -> ManagedTopicsChange:
         """Managed mode: make the registry hold exactly ``topics`` (internal ones included) and the logs follow.
 
         The caller has already made ``hosted`` answer for the new cluster map. Logs of topics
@@ -226,13 +231,19 @@ class TopicAdmin:
         partitions created, and changed config overrides applied to the running logs. A
         standalone broker's own ``__consumer_offsets`` has another topic id than the map's, so
         the first map replaces it like a recreated topic.
+
+        ``changed`` (None: every topic) names the only topics whose logs may need a change: the
+        caller knows every other topic's logs already follow ``topics`` (the same map was applied
+        before), so a map of thousands of topics that adds one looks at that one only.
         """
         with self._lock:
             before = {topic.name: topic for topic in self._registry.topics()}
             self._registry.replace_managed_topics(topics)
-            logs = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()})
+            logs = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()}, changed)
             reconfigured = 0
             for topic in topics:
+                if changed is not None and topic.name not in changed:
+                    continue
                 previous = before.get(topic.name)
                 if previous is not None and previous.topic_id == topic.topic_id and dict(previous.configs) != dict(topic.configs):
                     self._log_manager.update_topic_config(topic.name, self.log_config(topic))
