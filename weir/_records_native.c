@@ -14,6 +14,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 static PyObject *RecordFormatError = NULL; /* weir.records.RecordFormatError, given by init() */
 
@@ -402,9 +403,87 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ consumer: Message construction */
+
+/* weir.message.Message is a Python class with __slots__; decode_messages fills its slots directly
+ * (as its __init__ would, without running Python per record). init_message() reads each slot's
+ * offset from the class's member descriptors and checks the layout it relies on. */
+enum {
+    M_TOPIC,
+    M_PARTITION,
+    M_OFFSET,
+    M_TIMESTAMP,
+    M_KEY,
+    M_VALUE,
+    M_HEADERS,
+    M_TIMESTAMP_TYPE,
+    M_ERROR,
+    M_LATENCY,
+    M_LEADER_EPOCH,
+    M_SLOTS
+};
+static const char *const message_slot_names[M_SLOTS] = {
+    "_topic", "_partition", "_offset", "_timestamp", "_key", "_value", "_headers", "_timestamp_type", "_error", "_latency", "_leader_epoch",
+};
+static PyTypeObject *MessageType = NULL;
+static Py_ssize_t message_slot_offsets[M_SLOTS];
+
+static PyObject *
+init_message(PyObject *self, PyObject *message_class)
+{
+    if (!PyType_Check(message_class)) {
+        PyErr_SetString(PyExc_TypeError, "init_message() takes the Message class");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)message_class;
+    if (type->tp_dictoffset != 0 || type->tp_itemsize != 0 || type->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "init_message(): Message must have __slots__ and no __dict__");
+        return NULL;
+    }
+    Py_ssize_t offsets[M_SLOTS];
+    for (int slot = 0; slot < M_SLOTS; slot++) {
+        PyObject *descriptor = PyDict_GetItemString(type->tp_dict, message_slot_names[slot]); /* borrowed */
+        if (descriptor == NULL || !Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "init_message(): Message has no slot %s", message_slot_names[slot]);
+            return NULL;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type != T_OBJECT_EX || member->offset <= 0 || member->offset + (Py_ssize_t)sizeof(PyObject *) > type->tp_basicsize) {
+            PyErr_Format(PyExc_TypeError, "init_message(): slot %s is not an object slot", message_slot_names[slot]);
+            return NULL;
+        }
+        offsets[slot] = member->offset;
+    }
+    memcpy(message_slot_offsets, offsets, sizeof(offsets));
+    Py_XSETREF(MessageType, (PyTypeObject *)Py_NewRef(message_class));
+    Py_RETURN_NONE;
+}
+
+/* A new Message: each value is a new reference that the Message takes over (NULL fails). */
+static PyObject *
+new_message(PyObject *const values[M_SLOTS])
+{
+    PyObject *message = MessageType->tp_alloc(MessageType, 0);
+    if (message == NULL) {
+        return NULL;
+    }
+    for (int slot = 0; slot < M_SLOTS; slot++) {
+        *(PyObject **)((char *)message + message_slot_offsets[slot]) = values[slot];
+    }
+    return message;
+}
+
 /* decode_records(data, records_count, base_offset, base_timestamp, max_timestamp, log_append,
  * min_offset) -> list of (offset, timestamp, key, value, headers), as weir.records.decode_records;
  * None when the Python path must decide. */
+/* The fields every Message of one batch shares (decode_messages), or NULL for tuples (decode_records). */
+typedef struct {
+    PyObject *topic, *partition, *timestamp_type, *leader_epoch;
+} MessageFields;
+
+static PyObject *decode_section(Py_buffer *view, long long records_count, long long base_offset, long long base_timestamp, long long max_timestamp, int log_append,
+                                long long min_offset, const MessageFields *fields);
+
 static PyObject *
 decode_records(PyObject *self, PyObject *args)
 {
@@ -414,10 +493,44 @@ decode_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*LLLLpL", &view, &records_count, &base_offset, &base_timestamp, &max_timestamp, &log_append, &min_offset)) {
         return NULL;
     }
-    const uint8_t *data = view.buf;
-    const Py_ssize_t end = view.len;
+    return decode_section(&view, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset, NULL);
+}
+
+/* decode_messages(data, records_count, base_offset, base_timestamp, max_timestamp, log_append,
+ * min_offset, topic, partition, timestamp_type, leader_epoch) -> list of weir.message.Message, as
+ * weir.message.decode_messages builds them from decode_records' tuples; None when the Python path
+ * must decide. */
+static PyObject *
+decode_messages(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long records_count, base_offset, base_timestamp, max_timestamp, min_offset;
+    int log_append;
+    MessageFields fields;
+    if (!PyArg_ParseTuple(args, "y*LLLLpLOOOO", &view, &records_count, &base_offset, &base_timestamp, &max_timestamp, &log_append, &min_offset, &fields.topic,
+                          &fields.partition, &fields.timestamp_type, &fields.leader_epoch)) {
+        return NULL;
+    }
+    if (MessageType == NULL) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "weir._records_native.init_message() was not called");
+        return NULL;
+    }
+    return decode_section(&view, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset, &fields);
+}
+
+/* The records section in view (released here) as tuples, or as Messages when fields is given. */
+static PyObject *
+decode_section(Py_buffer *view, long long records_count, long long base_offset, long long base_timestamp, long long max_timestamp, int log_append,
+               long long min_offset, const MessageFields *fields)
+{
+    const uint8_t *data = view->buf;
+    const Py_ssize_t end = view->len;
     Py_ssize_t pos = 0;
     int rc, wide = 0;
+    /* Records of one batch mostly share their timestamp: one int object serves a run of them. */
+    long long last_timestamp = 0;
+    PyObject *last_timestamp_object = NULL;
     PyObject *out = PyList_New(0);
     PyObject *empty = PyTuple_New(0);
     if (out == NULL || empty == NULL) {
@@ -556,23 +669,57 @@ decode_records(PyObject *self, PyObject *args)
             Py_DECREF(headers);
             continue;
         }
-        PyObject *record = PyTuple_New(5);
+        long long record_timestamp = log_append ? max_timestamp : timestamp;
+        if (last_timestamp_object == NULL || record_timestamp != last_timestamp) {
+            Py_XSETREF(last_timestamp_object, PyLong_FromLongLong(record_timestamp));
+            last_timestamp = record_timestamp;
+        }
         PyObject *offset_object = PyLong_FromLongLong(offset);
-        PyObject *timestamp_object = PyLong_FromLongLong(log_append ? max_timestamp : timestamp);
-        if (record == NULL || offset_object == NULL || timestamp_object == NULL) {
-            Py_XDECREF(record);
+        if (offset_object == NULL || last_timestamp_object == NULL) {
             Py_XDECREF(offset_object);
-            Py_XDECREF(timestamp_object);
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
             goto fail;
         }
-        PyTuple_SET_ITEM(record, 0, offset_object); /* each steals its reference */
-        PyTuple_SET_ITEM(record, 1, timestamp_object);
-        PyTuple_SET_ITEM(record, 2, key);
-        PyTuple_SET_ITEM(record, 3, value);
-        PyTuple_SET_ITEM(record, 4, headers);
+        PyObject *record;
+        if (fields != NULL) {
+            PyObject *const values[M_SLOTS] = {
+                [M_TOPIC] = Py_NewRef(fields->topic),
+                [M_PARTITION] = Py_NewRef(fields->partition),
+                [M_OFFSET] = offset_object,
+                [M_TIMESTAMP] = Py_NewRef(last_timestamp_object),
+                [M_KEY] = key,
+                [M_VALUE] = value,
+                [M_HEADERS] = headers,
+                [M_TIMESTAMP_TYPE] = Py_NewRef(fields->timestamp_type),
+                [M_ERROR] = Py_NewRef(Py_None),
+                [M_LATENCY] = Py_NewRef(Py_None),
+                [M_LEADER_EPOCH] = Py_NewRef(fields->leader_epoch),
+            };
+            record = new_message(values);
+            if (record == NULL) {
+                for (int slot = 0; slot < M_SLOTS; slot++) {
+                    Py_DECREF(values[slot]);
+                }
+                goto fail;
+            }
+        }
+        else {
+            record = PyTuple_New(5);
+            if (record == NULL) {
+                Py_DECREF(offset_object);
+                Py_DECREF(key);
+                Py_DECREF(value);
+                Py_DECREF(headers);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(record, 0, offset_object); /* each steals its reference */
+            PyTuple_SET_ITEM(record, 1, Py_NewRef(last_timestamp_object));
+            PyTuple_SET_ITEM(record, 2, key);
+            PyTuple_SET_ITEM(record, 3, value);
+            PyTuple_SET_ITEM(record, 4, headers);
+        }
         int appended = PyList_Append(out, record);
         Py_DECREF(record);
         if (appended < 0) {
@@ -580,7 +727,8 @@ decode_records(PyObject *self, PyObject *args)
         }
     }
     Py_DECREF(empty);
-    PyBuffer_Release(&view);
+    Py_XDECREF(last_timestamp_object);
+    PyBuffer_Release(view);
     return out;
 varint_error:
     if (rc == V_WIDE) {
@@ -596,7 +744,8 @@ varint_error:
 fail:
     Py_XDECREF(out);
     Py_XDECREF(empty);
-    PyBuffer_Release(&view);
+    Py_XDECREF(last_timestamp_object);
+    PyBuffer_Release(view);
     if (wide) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -778,6 +927,9 @@ static PyMethodDef methods[] = {
     {"init", init, METH_O, "init(RecordFormatError): the exception class decode_records raises."},
     {"walk_records", walk_records, METH_VARARGS, "walk_records(data, records_count, require_keys): the broker's per-batch record walk."},
     {"decode_records", decode_records, METH_VARARGS, "decode_records(data, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset)."},
+    {"init_message", init_message, METH_O, "init_message(Message): the class decode_messages builds (its slots' layout is checked)."},
+    {"decode_messages", decode_messages, METH_VARARGS,
+     "decode_messages(data, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset, topic, partition, timestamp_type, leader_epoch)."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "encode_record(offset_delta, timestamp_delta, key, value, headers): one record with its length."},
     {NULL, NULL, 0, NULL},
 };

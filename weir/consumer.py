@@ -74,15 +74,13 @@ from weir.errors import BadBatchError, ErrorCode, KafkaError, KafkaException
 from weir.fetcher import FetchedChunk, Fetcher, PartitionState
 from weir.group_membership import GroupMembership, Partition, parse_subscription
 from weir.group_metadata import ConsumerGroupMetadata
-from weir.message import OFFSET_INVALID, OFFSET_STORED, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, ThrottleEvent, TopicPartition
+from weir.message import OFFSET_INVALID, OFFSET_STORED, Message, ThrottleEvent, TopicPartition, decode_messages
 from weir.read_committed import committed_batches
 from weir.records import (
     CONTROL_FLAG_MASK,
-    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     RecordFormatError,
     batch_records_bytes,
-    decode_records,
     iter_batch_positions,
 )
 from weir.statistics import StatisticsSource, StatisticsTimer, statistics_json
@@ -510,17 +508,16 @@ class Consumer:
             for position, header in batches:
                 if header.attributes & CONTROL_FLAG_MASK or header.base_offset + header.last_offset_delta < min_offset:
                     continue
-                timestamp_type = TIMESTAMP_LOG_APPEND_TIME if header.attributes & TIMESTAMP_TYPE_MASK else TIMESTAMP_CREATE_TIME
                 epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
                 try:
-                    decoded = decode_records(batch_records_bytes(records, position, header), header, min_offset)
+                    # One C call per batch: records straight to Messages (weir.message.decode_messages).
+                    messages += decode_messages(batch_records_bytes(records, position, header), header, min_offset, topic, partition, epoch)
                 except RecordFormatError as error:
                     # A batch stored before brokers validated records, or a flipped bit: the
                     # records before it are delivered, then this error, and nothing after it
                     # until the application seeks past it (see _take_decoded).
                     messages.append(bad_batch_message(topic, partition, header, min_offset, error))
                     break
-                messages += [Message(topic, partition, record, timestamp_type, None, None, epoch) for record in decoded]
         finally:
             if collector_was_enabled:
                 gc.enable()

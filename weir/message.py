@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from weir import records
 from weir.errors import KafkaError
+from weir.records import TIMESTAMP_TYPE_LOG_APPEND_TIME, BatchHeader
 
 # Special offsets, as confluent-kafka numbers them.
 OFFSET_BEGINNING = -2  # the log start offset of the partition
@@ -33,12 +35,13 @@ _NO_RECORD: RecordTuple = (OFFSET_INVALID, -1, None, None, ())
 class Message:
     """One consumed record, one delivery report, or one event carrying an error.
 
-    The record's fields are kept as the tuple the decoder produced, so that building a
-    Message costs one object and four slot stores; consumers build hundreds of thousands of
-    them per second. Not thread-safe for the ``set_*`` methods, like confluent-kafka's.
+    Each field has a slot of its own, so that building a Message costs one object: consumers
+    build a million of them per second, in C (``decode_messages``, which fills these slots
+    directly; keep their names in step with weir/_records_native.c). Not thread-safe for the
+    ``set_*`` methods, like confluent-kafka's.
     """
 
-    __slots__ = ("_topic", "_partition", "_record", "_timestamp_type", "_error", "_latency", "_leader_epoch")
+    __slots__ = ("_topic", "_partition", "_offset", "_timestamp", "_key", "_value", "_headers", "_timestamp_type", "_error", "_latency", "_leader_epoch")
 
     def __init__(
         self,
@@ -52,7 +55,7 @@ class Message:
     ) -> None:
         self._topic = topic
         self._partition = partition
-        self._record = record
+        self._offset, self._timestamp, self._key, self._value, self._headers = record
         self._timestamp_type = timestamp_type
         self._error = error
         self._latency = latency
@@ -66,25 +69,25 @@ class Message:
 
     def offset(self) -> int | None:
         """The record's offset; None when there is no record (some error events); -1 for acks=0."""
-        offset = self._record[0]
+        offset = self._offset
         return None if offset == OFFSET_INVALID else offset
 
     def key(self) -> bytes | None:
-        return self._record[2]
+        return self._key
 
     def value(self) -> bytes | None:
-        return self._record[3]
+        return self._value
 
     def headers(self) -> Headers | None:
         """Headers as a list of (name, value) tuples, or None when the record has none (as confluent-kafka)."""
-        headers = self._record[4]
+        headers = self._headers
         return list(headers) if headers else None
 
     def timestamp(self) -> tuple[int, int]:
         """``(timestamp type, milliseconds since the epoch)``; ``(TIMESTAMP_NOT_AVAILABLE, -1)`` without one."""
         if self._timestamp_type == TIMESTAMP_NOT_AVAILABLE:
             return (TIMESTAMP_NOT_AVAILABLE, -1)
-        return (self._timestamp_type, self._record[1])
+        return (self._timestamp_type, self._timestamp)
 
     def error(self) -> KafkaError | None:
         return self._error
@@ -97,20 +100,17 @@ class Message:
         return self._leader_epoch
 
     def set_key(self, key: bytes | None) -> None:
-        offset, timestamp, _, value, headers = self._record
-        self._record = (offset, timestamp, key, value, headers)
+        self._key = key
 
     def set_value(self, value: bytes | None) -> None:
-        offset, timestamp, key, _, headers = self._record
-        self._record = (offset, timestamp, key, value, headers)
+        self._value = value
 
     def set_headers(self, headers: Headers | None) -> None:
-        offset, timestamp, key, value, _ = self._record
-        self._record = (offset, timestamp, key, value, tuple(headers or ()))
+        self._headers = tuple(headers or ())
 
     def __len__(self) -> int:
         """Size of the value in bytes (confluent-kafka's ``len(msg)``)."""
-        value = self._record[3]
+        value = self._value
         return 0 if value is None else len(value)
 
     def len(self) -> int:
@@ -120,6 +120,41 @@ class Message:
         if self._error is not None:
             return f"Message(topic={self._topic!r}, partition={self._partition}, error={self._error})"
         return f"Message(topic={self._topic!r}, partition={self._partition}, offset={self.offset()})"
+
+
+def decode_messages(data: bytes, header: BatchHeader, min_offset: int, topic: str, partition: int, leader_epoch: int | None) -> list[Message]:
+    """The records of one batch's (decompressed) records section as consumed Messages.
+
+    ``decode_records`` and a Message per record, in one C call when the native codec is on (the
+    consumer's hot path); records below ``min_offset`` are skipped. Raises RecordFormatError on
+    malformed records, as decode_records.
+    """
+    timestamp_type = TIMESTAMP_LOG_APPEND_TIME if header.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME else TIMESTAMP_CREATE_TIME
+    native = records._native
+    if native is not None and type(data) is bytes:
+        try:
+            decoded: list[Message] | None = native.decode_messages(
+                data,
+                header.records_count,
+                header.base_offset,
+                header.base_timestamp,
+                header.max_timestamp,
+                header.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME,
+                min_offset,
+                topic,
+                partition,
+                timestamp_type,
+                leader_epoch,
+            )
+        except OverflowError:  # a min_offset beyond int64: the Python path below
+            decoded = None
+        if decoded is not None:
+            return decoded
+    return [Message(topic, partition, record, timestamp_type, None, None, leader_epoch) for record in records.decode_records_python(data, header, min_offset)]
+
+
+if records._native is not None:
+    records._native.init_message(Message)
 
 
 class TopicPartition:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from broker_nodes.storage import batch_validation
 from weir import records
+from weir.message import TIMESTAMP_CREATE_TIME, Message, decode_messages
 from weir.records import HEADER_SIZE, RecordBatchBuilder, RecordFormatError
 
 native = pytest.importorskip("weir._records_native", reason="the native record codec was not built (no C compiler at install)")
@@ -242,3 +243,79 @@ def test_weir_pure_python_forces_the_python_codec():
     forced = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60, check=True)
     assert forced.stdout.strip() == "False"
     assert records.native_codec_active() is (os.environ.get("WEIR_PURE_PYTHON", "") in ("", "0"))
+
+
+# ------------------------------------------------------------------ (4) decode_messages: records straight to Messages
+
+
+def message_fields(message: Message) -> tuple[Any, ...]:
+    """Everything a consumed Message holds, through its public accessors."""
+    return (
+        type(message),
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        message.timestamp(),
+        message.key(),
+        message.value(),
+        message.headers(),
+        message.error(),
+        message.latency(),
+        message.leader_epoch(),
+    )
+
+
+def decode_messages_both(section: bytes, header: records.BatchHeader, min_offset: int = 0, leader_epoch: int | None = 7) -> tuple[Any, Any]:
+    def decode() -> list[tuple[Any, ...]]:
+        return [message_fields(message) for message in decode_messages(section, header, min_offset, "orders", 3, leader_epoch)]
+
+    native_outcome = outcome(decode)
+    with pure_python():
+        python_outcome = outcome(decode)
+    return native_outcome, python_outcome
+
+
+@SETTINGS
+@given(
+    rows=st.lists(record_strategy, min_size=1, max_size=8),
+    base_timestamp=base_timestamp_strategy,
+    log_append=st.booleans(),
+    min_offset=st.integers(-5, 20),
+    leader_epoch=st.sampled_from([None, 0, 12]),
+)
+def test_native_messages_hold_what_python_messages_hold(rows, base_timestamp, log_append, min_offset, leader_epoch):
+    batch = build(rows, base_timestamp, timestamp_type=int(log_append), base_offset=1000)
+    header = records.read_batch_header(batch)
+    native_outcome, python_outcome = decode_messages_both(batch[HEADER_SIZE:], header, 1000 + min_offset, leader_epoch)
+    assert native_outcome == python_outcome
+    assert native_outcome[0] == "value"
+    assert len(native_outcome[1]) == len([row for index, row in enumerate(rows) if index >= min_offset])
+
+
+@SETTINGS
+@given(rows=st.lists(record_strategy, min_size=1, max_size=6), count_change=st.sampled_from([0, 0, -1, 1, 5]), data=st.data())
+def test_native_messages_refuse_corrupt_sections_as_python_does(rows, count_change, data):
+    batch = build(rows, 1_700_000_000_000)
+    header = records.read_batch_header(batch)
+    header = dataclasses.replace(header, records_count=header.records_count + count_change)
+    native_outcome, python_outcome = decode_messages_both(mutate(batch[HEADER_SIZE:], data), header)
+    assert native_outcome == python_outcome
+
+
+def test_native_messages_are_whole_messages_that_can_be_changed():
+    batch = build([(0, b"k", b"v", [("h", b"1")]), (5, None, b"w", None)], 1_700_000_000_000)
+    first, second = decode_messages(batch[HEADER_SIZE:], records.read_batch_header(batch), 0, "orders", 3, None)
+    assert (first.timestamp(), second.timestamp()) == ((TIMESTAMP_CREATE_TIME, 1_700_000_000_000), (TIMESTAMP_CREATE_TIME, 1_700_000_000_005))
+    first.set_value(b"changed")
+    first.set_headers(None)
+    assert (first.value(), first.headers(), first.key(), len(first)) == (b"changed", None, b"k", 7)
+    assert repr(second) == "Message(topic='orders', partition=3, offset=1)"
+
+
+def test_native_message_construction_refuses_a_class_without_the_slots():
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="__slots__"):
+        native.init_message(Plain)
+    native.init_message(Message)  # restores the real class for the rest of the run
