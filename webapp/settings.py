@@ -35,6 +35,9 @@ WEIR_LOG_FORMAT            text                                 json: one JSON o
                                                                 level, logger, message, request_id...)
 WEIR_LOG_LEVEL             INFO                                 level of the root logger
 WEIR_CELERY_QUEUE          weir-<hash of WEIR_DATA_DIR>         Celery queue of this stack
+WEIR_API_KEY_CACHE_        2                                    seconds a verified cloud key is answered from
+SECONDS                                                         memory; a key revoked elsewhere stops within
+                                                                this (0: look it up at every request)
 WEIR_RECONCILE_INTERVAL_   30                                   seconds between reconciler runs (beat)
 SECONDS
 WEIR_ADMIN_CALL_TIMEOUT_   5                                    deadline of each Admin call to a broker
@@ -324,6 +327,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Redis never run each other's jobs.
 CELERY_TASK_DEFAULT_QUEUE = celery_queue_name(DATA_DIR, os.environ)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# A verified cloud API key is answered from memory this long (webapp.accounts.key_cache).
+WEIR_API_KEY_CACHE_SECONDS = float(os.environ.get("WEIR_API_KEY_CACHE_SECONDS", "2"))
 # Seconds between reconciler runs (Celery beat).
 WEIR_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("WEIR_RECONCILE_INTERVAL_SECONDS", "30"))
 # The metering pipelines (webapp.metering): beat schedule, run deadline, history kept.

@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions
 
 from webapp.accounts.api_keys import secret_matches
 from webapp.accounts.identity import SESSION_TENANT_KEY, TENANT_HEADER, Actor, actor_for_user
+from webapp.accounts.key_cache import verified_keys
 from webapp.accounts.models import ApiKey, ApiKeyKind
 
 # last_used_at is written at most this often per key, so that a busy key does not turn
@@ -20,12 +21,24 @@ class CloudApiKeyAuthentication(authentication.BasicAuthentication):
     """``Authorization: Basic base64(<key id>:<secret>)`` with an active cloud key.
 
     The request's user becomes an :class:`Actor` of the key's tenant with its owner's role.
-    Wrong, unknown, revoked and cluster keys all answer the same 401.
+    Wrong, unknown, revoked and cluster keys all answer the same 401. A key verified lately is
+    answered from this process's :mod:`webapp.accounts.key_cache` (no query); a key revoked or an
+    owner changed by another process takes effect within its TTL (``WEIR_API_KEY_CACHE_SECONDS``).
     """
 
     www_authenticate_realm = "weir"
 
     def authenticate_credentials(self, userid: str, password: str, request=None):  # type: ignore[no-untyped-def]
+        cache = verified_keys()
+        key = cache.get(userid, password)
+        if key is None:
+            key = self._verify(userid, password)
+            cache.put(userid, password, key)
+        return _actor_of(key), key
+
+    @staticmethod
+    def _verify(userid: str, password: str) -> ApiKey:
+        """The active cloud key with this id and secret, from the database; AuthenticationFailed otherwise."""
         key = (
             ApiKey.objects.select_related("tenant", "owner_service_account", "owner_membership__user")
             .filter(key_id=userid, kind=ApiKeyKind.CLOUD, revoked_at__isnull=True)
@@ -33,19 +46,22 @@ class CloudApiKeyAuthentication(authentication.BasicAuthentication):
         )
         if key is None or not secret_matches(password, key.secret_sha256):
             raise exceptions.AuthenticationFailed("Invalid API key or secret.")
-        if key.owner_membership is not None:
-            membership = key.owner_membership
-            if not membership.user.is_active:
-                raise exceptions.AuthenticationFailed("Invalid API key or secret.")
-            actor = Actor(tenant=key.tenant, role=membership.role, membership=membership, api_key=key)
-        else:
-            account = key.owner_service_account
-            assert account is not None
-            actor = Actor(tenant=key.tenant, role=account.role, service_account=account, api_key=key)
+        if key.owner_membership is not None and not key.owner_membership.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid API key or secret.")
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        return actor, key
+        return key
+
+
+def _actor_of(key: ApiKey) -> Actor:
+    """The caller a verified key acts as: its owner's role in its tenant."""
+    if key.owner_membership is not None:
+        membership = key.owner_membership
+        return Actor(tenant=key.tenant, role=membership.role, membership=membership, api_key=key)
+    account = key.owner_service_account
+    assert account is not None
+    return Actor(tenant=key.tenant, role=account.role, service_account=account, api_key=key)
 
 
 class SessionActorAuthentication(authentication.SessionAuthentication):
