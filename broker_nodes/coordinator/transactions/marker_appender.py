@@ -2,8 +2,10 @@
 
 Each marker is one control batch appended through the partition log's ``append_marker``
 (which fences older producer epochs and older coordinator epochs) with the leader epoch this
-broker leads the partition with, then waits, like an acks=all produce, until every in-sync
-replica has it (bounded by request.timeout.ms): the coordinator stores CompleteCommit /
+broker leads the partition with; once every marker of a request is appended, each is waited
+for, like an acks=all produce, until every in-sync replica has it (bounded by
+request.timeout.ms), so the replication of the markers of a transaction over several
+partitions runs at once instead of one partition after another. The coordinator stores CompleteCommit /
 CompleteAbort only after every marker is durable, so a marker can never be lost with a
 leader. A partition led elsewhere answers NOT_LEADER_OR_FOLLOWER and the coordinator retries
 it after the next cluster map.
@@ -48,43 +50,67 @@ class MarkerAppender:
         self._listener = listener
 
     def write_markers(self, request: MarkerRequest) -> dict[TopicPartition, Exception | None]:
-        """Append the request's marker to each of its partitions; None for a durable marker, else the error."""
+        """Append the request's marker to each of its partitions; None for a durable marker, else the error.
+
+        Every marker is appended before any is waited for, so a transaction over several
+        partitions led here waits for its markers' replication once (the slowest partition),
+        not once per partition. One acks=all wait slot covers the request: one thread waits.
+        """
         outcomes: dict[TopicPartition, Exception | None] = {}
-        for topic, partition in request.partitions:
-            try:
-                self._write(topic, partition, request)
-                outcomes[(topic, partition)] = None
-            except Exception as error:  # this partition's answer
-                outcomes[(topic, partition)] = error
+        try:
+            with self._wait_slot():
+                appended = []
+                for topic, partition in request.partitions:
+                    try:
+                        appended.append((topic, partition, self._append(topic, partition, request)))
+                    except Exception as error:  # this partition's answer
+                        outcomes[(topic, partition)] = error
+                for topic, partition, next_offset in appended:
+                    try:
+                        self._await_replicas(topic, partition, next_offset)
+                        outcomes[(topic, partition)] = None
+                    except Exception as error:  # this partition's answer
+                        outcomes[(topic, partition)] = error
+                        continue
+                    if topic == OFFSETS_TOPIC and self._listener is not None:
+                        self._listener.transaction_completed(partition, request.producer_id, request.producer_epoch, commit=request.commit)
+        except Exception as error:  # no wait slot free: every partition is retried
+            return dict.fromkeys(request.partitions, error)
         return outcomes
 
-    def _write(self, topic: str, partition: int, request: MarkerRequest) -> None:
+    def _append(self, topic: str, partition: int, request: MarkerRequest) -> int | None:
+        """Append the marker as leader; the offset after it when followers must catch up, None when the marker is durable already."""
         leader_epoch = self._replica_manager.leader_epoch(topic, partition)  # NotLeaderOrFollowerError when led elsewhere
         log = self._replica_manager.partition_log(topic, partition)
         replication = self._replica_manager.replication
         replicated = replication is not None and replication.is_replicated_leader(topic, partition)
-        with self._wait_slot():
-            if replicated:
-                assert replication is not None
-                replication.check_enough_replicas(topic, partition)
-            info = log.append_marker(
-                request.producer_id,
-                request.producer_epoch,
-                commit=request.commit,
-                coordinator_epoch=request.coordinator_epoch,
-                leader_epoch=leader_epoch,
-                now_ms=self._clock.milliseconds(),
-            )
-            if not replicated:
-                log.update_high_watermark(log.log_end_offset)
-            self._notify_append(topic, partition, info.size_bytes)
-            if replicated:
-                assert replication is not None
-                replication.after_leader_append(topic, partition, log)
-                deadline = self._clock.monotonic() + self._timeout_ms / 1000.0
-                replication.wait_for_replication(topic, partition, info.last_offset + 1, deadline, self._timeout_ms)
-        if topic == OFFSETS_TOPIC and self._listener is not None:
-            self._listener.transaction_completed(partition, request.producer_id, request.producer_epoch, commit=request.commit)
+        if replicated:
+            assert replication is not None
+            replication.check_enough_replicas(topic, partition)
+        info = log.append_marker(
+            request.producer_id,
+            request.producer_epoch,
+            commit=request.commit,
+            coordinator_epoch=request.coordinator_epoch,
+            leader_epoch=leader_epoch,
+            now_ms=self._clock.milliseconds(),
+        )
+        if not replicated:
+            log.update_high_watermark(log.log_end_offset)
+        self._notify_append(topic, partition, info.size_bytes)
+        if not replicated:
+            return None
+        assert replication is not None
+        replication.after_leader_append(topic, partition, log)
+        return info.last_offset + 1
+
+    def _await_replicas(self, topic: str, partition: int, next_offset: int | None) -> None:
+        """acks=all for one appended marker (bounded by request.timeout.ms); nothing to wait for when ``next_offset`` is None."""
+        replication = self._replica_manager.replication
+        if next_offset is None or replication is None:
+            return
+        deadline = self._clock.monotonic() + self._timeout_ms / 1000.0
+        replication.wait_for_replication(topic, partition, next_offset, deadline, self._timeout_ms)
 
     def _wait_slot(self) -> AbstractContextManager[None]:
         replication = self._replica_manager.replication
