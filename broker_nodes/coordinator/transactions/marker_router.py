@@ -3,7 +3,8 @@
 Partitions this broker leads (and every partition of a standalone broker) are written by the
 local :class:`MarkerAppender`; the others are sent, grouped by leader, to that broker's
 ``Replication.WriteTxnMarkers`` with the internal credential, as Kafka's coordinator sends
-WriteTxnMarkers to each partition leader. The leader is taken from the current cluster map;
+WriteTxnMarkers to each partition leader; every leader's call is started before the local markers
+are written and before any answer is awaited. The leader is taken from the current cluster map;
 a partition without a leader, or whose leader cannot be reached, gets a retriable error and
 the coordinator tries again after its backoff (with the map then current).
 
@@ -90,13 +91,17 @@ class MarkerRouter:
                 outcomes[(topic, partition)] = MarkerNotWrittenError(topic, partition, f"no reachable leader (leader id {leader_id})")
             else:
                 by_leader.setdefault(f"{leader.host}:{leader.port}", []).append((topic, partition))
+        # Every leader's call is on its way before the local markers are written and before any answer is awaited:
+        # the markers' replication on each leader runs at once, not one leader after another.
+        answers = [self._send(address, _with_partitions(request, partitions)) for address, partitions in by_leader.items()]
         if local:
             outcomes.update(self._appender.write_markers(_with_partitions(request, local)))
-        for address, partitions in by_leader.items():
-            outcomes.update(self._send(address, _with_partitions(request, partitions)))
+        for answer in answers:
+            outcomes.update(answer())
         return outcomes
 
-    def _send(self, address: str, request: MarkerRequest) -> dict[TopicPartition, Exception | None]:
+    def _send(self, address: str, request: MarkerRequest) -> Callable[[], dict[TopicPartition, Exception | None]]:
+        """Start the leader's WriteTxnMarkers call; the returned function waits for its answer and gives each partition's outcome."""
         message = replication_pb2.WriteTxnMarkersRequest(
             transactional_id=request.transactional_id,
             producer_id=request.producer_id,
@@ -105,27 +110,32 @@ class MarkerRouter:
             coordinator_epoch=request.coordinator_epoch,
             partitions=[replication_pb2.TxnMarkerPartition(topic=topic, partition=partition) for topic, partition in request.partitions],
         )
-        try:
-            response = self._stubs.stub(address).WriteTxnMarkers(message, timeout=self._timeout_seconds, metadata=self._metadata)
-        except grpc.RpcError as error:
-            reason = f"the leader at {address} did not answer ({error.code().name})"
-            return {(topic, partition): MarkerNotWrittenError(topic, partition, reason) for topic, partition in request.partitions}
-        outcomes: dict[TopicPartition, Exception | None] = {
-            (topic, partition): MarkerNotWrittenError(topic, partition, f"the leader at {address} did not answer for it")
-            for topic, partition in request.partitions
-        }
-        for result in response.partitions:
-            key = (result.topic, result.partition)
-            if result.error_code == ErrorCode.NO_ERROR:
-                outcomes[key] = None
-            elif result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                outcomes[key] = UnknownTopicOrPartitionError(result.topic, result.partition)
-            else:
-                outcomes[key] = MarkerNotWrittenError(result.topic, result.partition, result.error_message, result.error_code)
-        return outcomes
+        call = self._stubs.stub(address).WriteTxnMarkers.future(message, timeout=self._timeout_seconds, metadata=self._metadata)
+        return lambda: _outcomes(address, request, call)
 
     def close(self) -> None:
         self._stubs.close()
+
+
+def _outcomes(address: str, request: MarkerRequest, call: grpc.Future) -> dict[TopicPartition, Exception | None]:
+    """Each partition's outcome of a leader's WriteTxnMarkers call, once it answered (or failed)."""
+    try:
+        response = call.result()
+    except grpc.RpcError as error:
+        reason = f"the leader at {address} did not answer ({error.code().name})"
+        return {(topic, partition): MarkerNotWrittenError(topic, partition, reason) for topic, partition in request.partitions}
+    outcomes: dict[TopicPartition, Exception | None] = {
+        (topic, partition): MarkerNotWrittenError(topic, partition, f"the leader at {address} did not answer for it") for topic, partition in request.partitions
+    }
+    for result in response.partitions:
+        key = (result.topic, result.partition)
+        if result.error_code == ErrorCode.NO_ERROR:
+            outcomes[key] = None
+        elif result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            outcomes[key] = UnknownTopicOrPartitionError(result.topic, result.partition)
+        else:
+            outcomes[key] = MarkerNotWrittenError(result.topic, result.partition, result.error_message, result.error_code)
+    return outcomes
 
 
 def _with_partitions(request: MarkerRequest, partitions: list[TopicPartition]) -> MarkerRequest:
