@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
@@ -67,12 +68,31 @@ POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # the machin
 DATABASES = ("sqlite", "postgres")
 
 
+@dataclass(frozen=True)
+class ReadinessStages:
+    """Where one topic's readiness went, in seconds, from the client's clock and its job's timestamps
+    (same machine, same clock): the POST until the job row existed, the job's wait for a worker
+    (commit, Celery dispatch), its attempt (building the map, pushing it to every broker), and from
+    the job's end until the client had produced to every partition (metadata, produce)."""
+
+    post_to_job: float
+    job_queued: float
+    job_attempt: float
+    job_to_ready: float
+
+    NAMES = ("POST -> job", "job queued", "job attempt (map + push)", "job done -> ready")
+
+    def values(self) -> tuple[float, float, float, float]:
+        return (self.post_to_job, self.job_queued, self.job_attempt, self.job_to_ready)
+
+
 @dataclass
 class RunResult:
     """One run: how long each topic took to be ready, and the API latencies under load."""
 
     readiness_seconds: list[float] = field(default_factory=list)
     readiness_failures: list[str] = field(default_factory=list)
+    stages: list[ReadinessStages] = field(default_factory=list)
     api_latency: LatencySummary | None = None
     api_requests: int = 0
     api_failures: list[str] = field(default_factory=list)
@@ -149,11 +169,15 @@ def _jobs_settled(api: ApiClient) -> bool:
 # ----------------------------------------------------------------------------- figures
 
 
-def measure_topic_readiness(api: ApiClient, producer: Producer, names: Sequence[str], partitions: int) -> tuple[list[float], list[str]]:
-    """Create each topic in turn; seconds until a record reached every partition, and failures."""
+def measure_topic_readiness(
+    api: ApiClient, producer: Producer, names: Sequence[str], partitions: int, timings: list[tuple[str, float, float]] | None = None
+) -> tuple[list[float], list[str]]:
+    """Create each topic in turn; seconds until a record reached every partition, and failures.
+    ``timings`` receives (job id, wall time of the POST, wall time ready) of each ready topic."""
     seconds: list[float] = []
     failures: list[str] = []
     for name in names:
+        posted_at = time.time()
         started = time.perf_counter()
         try:
             status, body = api.request("POST", "/topics", {"topic_name": name, "partitions_count": partitions, "replication_factor": 1})
@@ -166,6 +190,9 @@ def measure_topic_readiness(api: ApiClient, producer: Producer, names: Sequence[
         problem = _produce_to_every_partition(producer, name, partitions, started + TOPIC_READY_TIMEOUT_SECONDS)
         if problem is None:
             seconds.append(time.perf_counter() - started)
+            job = body.get("job") if isinstance(body, dict) else None
+            if timings is not None and isinstance(job, dict) and job.get("id"):
+                timings.append((str(job["id"]), posted_at, posted_at + seconds[-1]))
         else:
             failures.append(f"{name}: not ready within {TOPIC_READY_TIMEOUT_SECONDS:g} s: {problem}")
     return seconds, failures
@@ -214,6 +241,21 @@ def _produce_to_every_partition(producer: Producer, topic: str, partitions: int,
     return last_problem
 
 
+def readiness_stages(api: ApiClient, timings: Sequence[tuple[str, float, float]]) -> list[ReadinessStages]:
+    """Each ready topic's stages (see :class:`ReadinessStages`) from its job's timestamps; a job
+    whose timestamps cannot be read is left out."""
+    stages = []
+    for job_id, posted_at, ready_at in timings:
+        status, body = api.request("GET", f"/jobs/{job_id}")
+        if status != 200 or not isinstance(body, dict) or not all(body.get(key) for key in ("created_at", "started_at", "finished_at")):
+            continue
+        created, started, finished = (
+            datetime.fromisoformat(str(body[key]).replace("Z", "+00:00")).timestamp() for key in ("created_at", "started_at", "finished_at")
+        )
+        stages.append(ReadinessStages(created - posted_at, started - created, finished - started, ready_at - finished))
+    return stages
+
+
 def load_paths(topic_names: Sequence[str]) -> Iterator[str]:
     """The endless mix of GET paths of the load: topics list, one topic, jobs list, in turn."""
     for topic in itertools.cycle(topic_names):
@@ -256,7 +298,9 @@ def run_api_load(api: ApiClient, topic_names: Sequence[str], rate: int, seconds:
 def run_once(api: ApiClient, producer: Producer, run: int, topics: int, rate: int, seconds: float) -> RunResult:
     names = [f"{TOPIC_PREFIX}-r{run}-t{index}" for index in range(topics)]
     result = RunResult()
-    result.readiness_seconds, result.readiness_failures = measure_topic_readiness(api, producer, names, TOPIC_PARTITIONS)
+    timings: list[tuple[str, float, float]] = []
+    result.readiness_seconds, result.readiness_failures = measure_topic_readiness(api, producer, names, TOPIC_PARTITIONS, timings)
+    result.stages = readiness_stages(api, timings)
     ready_names = [name for name in names if not any(failure.startswith(name + ":") for failure in result.readiness_failures)] or names
     result.api_latency, result.api_requests, result.api_failures, result.api_seconds = run_api_load(api, ready_names, rate, seconds)
     return result
@@ -308,6 +352,21 @@ def results_table(results: Sequence[RunResult], rate: int) -> Table:
             _ms(latency.max_ms if latency else None),
             str(len(result.readiness_failures) + len(result.api_failures)),
         )
+    return table
+
+
+def stages_table(results: Sequence[RunResult]) -> Table:
+    """Median milliseconds of each readiness stage per run (see :class:`ReadinessStages`)."""
+    table = Table(title="Where topic readiness went (median ms per stage)")
+    table.add_column("run", justify="right")
+    for name in ReadinessStages.NAMES:
+        table.add_column(name, justify="right")
+    for number, result in enumerate(results, start=1):
+        if not result.stages:
+            table.add_row(str(number), *("-" for _ in ReadinessStages.NAMES))
+            continue
+        medians = [statistics.median(stage.values()[index] for stage in result.stages) for index in range(len(ReadinessStages.NAMES))]
+        table.add_row(str(number), *(_ms(median * 1000) for median in medians))
     return table
 
 
@@ -395,6 +454,7 @@ def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console
         if fill_failures or any(result.readiness_failures or result.api_failures for result in results):
             console.print(stack.log_tails(), markup=False, highlight=False)
     console.print(results_table(results, rate))
+    console.print(stages_table(results))
     console.print(
         f"{database}, {DEFAULT_BROKER_COUNT} brokers, gunicorn, Celery: {stack.transport}; "
         f"tenant pre-filled with {topics_per_tenant:,} topics" + (f" in {fill_seconds:,.1f} s" if topics_per_tenant else ""),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import UTC
 
 import pytest
 
@@ -34,3 +35,26 @@ def test_verdicts_name_issue_3_targets_and_issue_19_goals() -> None:
     assert ready == "topic ready (median of run medians): 90 ms; issue 3 target < 1,000 ms: met; issue 19 goal <= 100 ms at 1,000 topics per tenant: met"
     assert api.startswith("API p99 (median of runs): ")
     assert api.endswith("issue 3 target < 100 ms at 50 requests/s: met; issue 19 goal <= 50 ms at 200 requests/s on PostgreSQL: met")
+
+
+class _JobsApi:
+    """Answers GET /jobs/<id> with fixed timestamps (job "gone" is unknown)."""
+
+    def request(self, method: str, path: str, body: object = None) -> tuple[int, object]:
+        if path == "/jobs/job-1":
+            return 200, {"created_at": "2026-01-01T00:00:00.010000Z", "started_at": "2026-01-01T00:00:00.030000Z", "finished_at": "2026-01-01T00:00:00.100000Z"}
+        return 404, {}
+
+
+def test_readiness_is_split_into_the_jobs_stages_and_a_job_without_timestamps_is_left_out() -> None:
+    from datetime import datetime
+
+    from bench.control_plane import ReadinessStages, readiness_stages, stages_table
+
+    posted = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    stages = readiness_stages(_JobsApi(), [("job-1", posted, posted + 0.150), ("gone", posted, posted + 1.0)])  # type: ignore[arg-type]
+
+    assert [tuple(round(value * 1000, 3) for value in stage.values()) for stage in stages] == [(10.0, 20.0, 70.0, 50.0)]
+    table = stages_table([RunResult(stages=stages), RunResult()])
+    assert [column.header for column in table.columns][1:] == list(ReadinessStages.NAMES)
+    assert table.row_count == 2
