@@ -46,6 +46,7 @@ from rich.table import Table
 
 from bench.measurements import LatencySummary
 from bench.pacing import RatePacer
+from bench.partition_scale import cpu_seconds, descendants
 from bench.stack import DEFAULT_BROKER_COUNT, ApiClient, LocalStack, StackError
 from weir import Producer
 from weir.errors import KafkaException
@@ -97,6 +98,7 @@ class RunResult:
     api_requests: int = 0
     api_failures: list[str] = field(default_factory=list)
     api_seconds: float = 0.0
+    web_cpu_seconds: float | None = None  # CPU of the web process (gunicorn and its workers) during the API load
 
 
 # ----------------------------------------------------------------------------- setup
@@ -295,14 +297,22 @@ def run_api_load(api: ApiClient, topic_names: Sequence[str], rate: int, seconds:
     return summary, len(latencies_ns), failures, wall
 
 
-def run_once(api: ApiClient, producer: Producer, run: int, topics: int, rate: int, seconds: float) -> RunResult:
+def process_tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds used so far by ``root_pid`` and every process below it that is still running."""
+    return sum(cpu_seconds(pid) or 0.0 for pid in descendants(root_pid))
+
+
+def run_once(api: ApiClient, producer: Producer, run: int, topics: int, rate: int, seconds: float, web_pid: int | None = None) -> RunResult:
     names = [f"{TOPIC_PREFIX}-r{run}-t{index}" for index in range(topics)]
     result = RunResult()
     timings: list[tuple[str, float, float]] = []
     result.readiness_seconds, result.readiness_failures = measure_topic_readiness(api, producer, names, TOPIC_PARTITIONS, timings)
     result.stages = readiness_stages(api, timings)
     ready_names = [name for name in names if not any(failure.startswith(name + ":") for failure in result.readiness_failures)] or names
+    web_cpu_before = process_tree_cpu_seconds(web_pid) if web_pid is not None else None
     result.api_latency, result.api_requests, result.api_failures, result.api_seconds = run_api_load(api, ready_names, rate, seconds)
+    if web_pid is not None and web_cpu_before is not None:
+        result.web_cpu_seconds = process_tree_cpu_seconds(web_pid) - web_cpu_before
     return result
 
 
@@ -334,6 +344,7 @@ def results_table(results: Sequence[RunResult], rate: int) -> Table:
         "API p50 ms",
         "API p99 ms",
         "API max ms",
+        "web CPU ms/req",
         "failures",
     ):
         table.add_column(column, justify="right")
@@ -350,6 +361,7 @@ def results_table(results: Sequence[RunResult], rate: int) -> Table:
             _ms(latency.p50_ms if latency else None),
             _ms(latency.p99_ms if latency else None),
             _ms(latency.max_ms if latency else None),
+            _ms(result.web_cpu_seconds * 1000 / result.api_requests if result.web_cpu_seconds is not None and result.api_requests else None),
             str(len(result.readiness_failures) + len(result.api_failures)),
         )
     return table
@@ -423,6 +435,14 @@ def main(runs: int, topics: int, rate: int, seconds: float, console: Console, da
         return 1
 
 
+def _web_pid(stack: LocalStack) -> int | None:
+    """The web process's (gunicorn master's) pid from its pid file; None when it cannot be read."""
+    try:
+        return int((stack.data_dir / "run" / "web.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console, settings: dict[str, str], topics_per_tenant: int, database: str) -> int:
     fill_failures: list[str] = []
     fill_seconds = 0.0
@@ -448,7 +468,7 @@ def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console
         try:
             for run in range(1, runs + 1):
                 console.print(f"control-plane: run {run} of {runs}: {topics} topics, then {seconds:g} s of GETs at {rate}/s")
-                results.append(run_once(api, producer, run, topics, rate, seconds))
+                results.append(run_once(api, producer, run, topics, rate, seconds, _web_pid(stack)))
         finally:
             producer.flush(5)
         if fill_failures or any(result.readiness_failures or result.api_failures for result in results):

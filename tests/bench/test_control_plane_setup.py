@@ -58,3 +58,21 @@ def test_readiness_is_split_into_the_jobs_stages_and_a_job_without_timestamps_is
     table = stages_table([RunResult(stages=stages), RunResult()])
     assert [column.header for column in table.columns][1:] == list(ReadinessStages.NAMES)
     assert table.row_count == 2
+
+
+def test_the_cpu_of_a_process_tree_counts_its_children() -> None:
+    import os
+    import sys
+
+    from bench.control_plane import process_tree_cpu_seconds
+
+    busy = "import sys; sum(range(5_000_000)); print('done', flush=True); sys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", busy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "done"
+        spent = process_tree_cpu_seconds(child.pid)
+        assert spent > 0
+        assert process_tree_cpu_seconds(os.getpid()) >= spent  # the child is below this process
+    finally:
+        child.kill()
+        child.wait()
