@@ -26,8 +26,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from weir.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker_nodes.replication.isr import IsrTracker
+    from broker_nodes.storage.log import PartitionLog
 
 PartitionKey = tuple[str, int]
 
@@ -74,6 +79,11 @@ class SessionPartition:
     sent_log_start_offset: int = -1
     changed: bool = True  # named by the current fetch: the leader records the follower's progress
     recorded_ms: int = -1  # when the leader last recorded the follower's progress here without reading (-1: never)
+    # The leadership (ISR tracker) and log the leader last read this partition under for this
+    # follower, checked as valid for it (epoch, replica). While the partition is still led by
+    # that very tracker, a look at whether it has news needs no log lookup (see
+    # ReplicationManager._unchanged_for_follower). None: not read yet, or the last read failed.
+    leadership: tuple[IsrTracker, PartitionLog] | None = None
 
     @property
     def told_high_watermark(self) -> int:
@@ -124,6 +134,7 @@ class FetchSession:
             if current.current_leader_epoch != state.current_leader_epoch:
                 # A new leader epoch: tell the follower everything again.
                 current.sent_high_watermark = current.sent_log_start_offset = -1
+                current.leadership = None
             current.fetch_offset = state.fetch_offset
             current.current_leader_epoch = state.current_leader_epoch
             current.log_start_offset = state.log_start_offset
@@ -243,12 +254,29 @@ class FollowerSession:
         self.epoch = INITIAL_EPOCH
         self._sent = {}
 
+    def state_of(self, key: PartitionKey, fetch_offset: int, current_leader_epoch: int, log_start_offset: int) -> PartitionState:
+        """The partition as the next fetch names it: the state the leader holds when nothing changed (no new object)."""
+        sent = self._sent.get(key)
+        if (
+            sent is not None
+            and sent.fetch_offset == fetch_offset
+            and sent.current_leader_epoch == current_leader_epoch
+            and sent.log_start_offset == log_start_offset
+        ):
+            return sent
+        return PartitionState(fetch_offset, current_leader_epoch, log_start_offset)
+
     def next_fetch(self, wanted: dict[PartitionKey, PartitionState]) -> tuple[list[tuple[PartitionKey, PartitionState]], list[PartitionKey]]:
-        """(partitions to name, partitions to forget): all of them for a full fetch, else the changes."""
+        """(partitions to name, partitions to forget): all of them for a full fetch, else the changes.
+
+        A state :meth:`state_of` handed out unchanged is the one sent: it is told apart by identity
+        before equality, so that a fetch's cost grows with the partitions that changed, not with all.
+        """
         if self.session_id == NO_SESSION:
             return list(wanted.items()), []
-        named = [(key, state) for key, state in wanted.items() if self._sent.get(key) != state]
-        forgotten = [key for key in self._sent if key not in wanted]
+        sent = self._sent
+        named = [(key, state) for key, state in wanted.items() if (previous := sent.get(key)) is not state and previous != state]
+        forgotten = [key for key in sent if key not in wanted]
         return named, forgotten
 
     def answered(self, session_id: int, named: list[tuple[PartitionKey, PartitionState]], forgotten: list[PartitionKey]) -> None:

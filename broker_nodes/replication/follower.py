@@ -186,17 +186,28 @@ class ReplicaFetcher:
 
     def _run_once(self) -> bool:
         """One round: truncate the partitions that need it, then one fetch. False when there was nothing to do."""
-        now = time.monotonic()
-        with self._lock:
-            due = {key: state.leader_epoch for key, state in self._partitions.items() if state.retry_at <= now}
-            to_truncate = {key: epoch for key, epoch in due.items() if not self._partitions[key].truncated}
+        to_truncate, to_fetch = self._due(time.monotonic())
         if to_truncate:
             self._truncate(to_truncate)
-        with self._lock:
-            to_fetch = {key: state.leader_epoch for key, state in self._partitions.items() if state.truncated and state.retry_at <= now}
+            # Those truncated now are fetched in this round too.
+            to_truncate, to_fetch = self._due(time.monotonic())
         if not to_fetch:
             return False
         return self._fetch(to_fetch)
+
+    def _due(self, now: float) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
+        """(partitions to truncate, partitions to fetch), each with its leader epoch: those not backing off at ``now``.
+
+        One pass over the partitions: a round runs after every answer, so its cost per partition
+        is in front of every acknowledgement that waits for this follower.
+        """
+        to_truncate: dict[PartitionKey, int] = {}
+        to_fetch: dict[PartitionKey, int] = {}
+        with self._lock:
+            for key, state in self._partitions.items():
+                if state.retry_at <= now:
+                    (to_fetch if state.truncated else to_truncate)[key] = state.leader_epoch
+        return to_truncate, to_fetch
 
     def _call(
         self, method: Callable[[replication_pb2_grpc.ReplicationStub], grpc.UnaryUnaryMultiCallable[_Request, _Response]], request: _Request
@@ -296,15 +307,15 @@ class ReplicaFetcher:
 
     def _fetch(self, partitions: dict[PartitionKey, int]) -> bool:
         """One fetch within the fetch session (KIP-227): a full one first, then only the changes."""
+        session = self._session
         wanted: dict[PartitionKey, PartitionState] = {}
         for key, leader_epoch in partitions.items():
             log = self._logs(*key)
             if log is not None:
                 # The log start offset: the leader's DeleteRecords waits for it.
-                wanted[key] = PartitionState(log.log_end_offset, leader_epoch, log.log_start_offset)
+                wanted[key] = session.state_of(key, log.log_end_offset, leader_epoch, log.log_start_offset)
         if not wanted:
             return False
-        session = self._session
         named, forgotten = session.next_fetch(wanted)
         request = replication_pb2.ReplicaFetchRequest(
             replica_id=self.node_id,

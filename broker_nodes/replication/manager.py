@@ -527,17 +527,21 @@ class ReplicationManager:
         urgent = False
         moved = False
         now_ms = self._clock.milliseconds()
-        for (topic, partition), state in list(session.partitions.items()):
-            if not full and not state.changed and self._unchanged_for_follower(replica_id, topic, partition, state, now_ms):
+        for key, state in list(session.partitions.items()):
+            if not full and not state.changed and self._unchanged_for_follower(replica_id, key, state, now_ms):
                 continue
             state.changed = False
+            topic, partition = key
             request = ReplicaFetchPartitionRequest(topic, partition, state.fetch_offset, state.current_leader_epoch, state.log_start_offset)
             try:
                 result = self._read_one_for_follower(replica_id, request, max_bytes)
             except Exception as error:  # this partition's answer, mapped by server.errors
+                state.leadership = None
                 results.append(ReplicaFetchPartitionResult(topic, partition, error=error))
                 urgent = True
                 continue
+            state.leadership = self._leadership_for(replica_id, key, state.current_leader_epoch)
+            state.recorded_ms = now_ms  # the read recorded the follower's fetch
             if result.records or result.log_start_offset != state.sent_log_start_offset:
                 urgent = True
             elif result.high_watermark != state.told_high_watermark:
@@ -554,23 +558,38 @@ class ReplicationManager:
             return read, total, any(result.error is not None for result in results)
         return read, total, urgent or (moved and stop_at_high_watermark_move)
 
-    def _unchanged_for_follower(self, replica_id: int, topic: str, partition: int, state: SessionPartition, now_ms: int) -> bool:
+    def _leadership_for(self, replica_id: int, key: PartitionKey, leader_epoch: int) -> tuple[IsrTracker, PartitionLog] | None:
+        """The partition's (tracker, log) when this broker leads it at ``leader_epoch`` with ``replica_id`` as a follower, else None."""
+        tracker = self._leaders.get(key)
+        log = self._log(*key)
+        if tracker is None or log is None or tracker.leader_epoch != leader_epoch or not tracker.is_follower(replica_id):
+            return None
+        return tracker, log
+
+    def _unchanged_for_follower(self, replica_id: int, key: PartitionKey, state: SessionPartition, now_ms: int) -> bool:
         """True when a partition the fetch did not name has nothing new for the follower (no read needed).
 
         The follower is at the leader's log end and was told the current high watermark and log
         start offset; its caught-up time is refreshed as a read would (so the ISR keeps it), at
-        most every UNCHANGED_RECORD_INTERVAL_MS.
+        most every UNCHANGED_RECORD_INTERVAL_MS. This runs for every partition of the session at
+        each read of it, so in between it looks only at the leadership and log of the last read:
+        while the partition is led by the same tracker (a tracker is one leader epoch, its
+        followers fixed), that read's checks of epoch and follower still hold; the log is looked
+        up again at each refresh.
         """
-        tracker = self._leaders.get((topic, partition))
-        log = self._log(topic, partition)
-        if tracker is None or log is None or tracker.leader_epoch != state.current_leader_epoch or not tracker.is_follower(replica_id):
+        leadership = state.leadership
+        if leadership is None or self._leaders.get(key) is not leadership[0]:
             return False
+        tracker, log = leadership
         log_end = log.log_end_offset
         high_watermark = log.high_watermark
         if state.fetch_offset != log_end or high_watermark != state.told_high_watermark or log.log_start_offset != state.sent_log_start_offset:
             return False
         if 0 <= now_ms - state.recorded_ms < UNCHANGED_RECORD_INTERVAL_MS:
             return True
+        if self._log(*key) is not log:
+            state.leadership = None
+            return False
         state.recorded_ms = now_ms
         expanded = tracker.record_fetch(
             replica_id,
@@ -581,8 +600,8 @@ class ReplicationManager:
             log_start_offset=state.log_start_offset,
         )
         if expanded is not None:
-            self._on_isr_change(topic, partition, expanded, tracker.leader_epoch)
-            self._advance((topic, partition), tracker, log)
+            self._on_isr_change(key[0], key[1], expanded, tracker.leader_epoch)
+            self._advance(key, tracker, log)
         return True
 
     def _read_for_follower(
@@ -688,9 +707,12 @@ class ReplicationManager:
 
     def _advance(self, key: PartitionKey, tracker: IsrTracker, log: PartitionLog) -> None:
         if advance_high_watermark(log, tracker.in_sync_follower_log_end_offsets()):
-            # Consumers read below the high watermark: the ones parked on this partition may now have data.
-            self._fetch_purgatory.wake_partition(*key)
+            # The acks=all produces first: their answers are the round trip a producer waits for,
+            # and each thread woken before them (parked fetches re-read their partitions) holds
+            # the interpreter lock they need. Then consumers (they read below the high watermark)
+            # and the followers' parked fetches, which pass the move on.
             self.acks.on_high_watermark(key[0], key[1], log.high_watermark)
+            self._fetch_purgatory.wake_partition(*key)
 
     def shutdown(self) -> None:
         """Stop every fetcher and wake every parked acks=all produce and DeleteRecords."""

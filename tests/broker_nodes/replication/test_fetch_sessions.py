@@ -301,3 +301,56 @@ def test_quiet_partitions_a_follower_does_not_name_keep_it_in_the_isr(leader: Re
         assert fetch(leader, 2, session, epoch).partitions == []
     leader.shrink_isrs()  # 18 s since replica 3's last fetch, 6 s since replica 2's (replica.lag.time.max.ms 10 s)
     assert leader.isr(TOPIC, 0) == leader.isr(TOPIC, 1) == (1, 2)
+
+
+def test_an_unchanged_partition_keeps_the_state_sent_and_is_not_named() -> None:
+    follower = FollowerSession()
+    named, forgotten = follower.next_fetch({P0: follower.state_of(P0, 5, 1, 0), P1: follower.state_of(P1, 7, 1, 0)})
+    follower.answered(41, named, forgotten)
+    unchanged = follower.state_of(P0, 5, 1, 0)
+    assert unchanged is dict(named)[P0]  # no new state for a partition that did not move
+    moved = follower.state_of(P1, 8, 1, 0)
+    assert moved == PartitionState(8, 1, 0)
+    assert follower.next_fetch({P0: unchanged, P1: moved}) == ([(P1, moved)], [])
+    assert follower.state_of(P0, 5, 2, 0) == PartitionState(5, 2, 0)  # a new leader epoch is a change
+
+
+def test_a_read_of_quiet_partitions_looks_up_no_log_while_their_leadership_lasts(leader: ReplicationManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = fetch(leader, 2, NO_SESSION, INITIAL_EPOCH, (0, 0), (1, 0)).session_id
+    lookups: list[tuple[str, int]] = []
+    original = leader._log_manager.get_log
+    monkeypatch.setattr(leader._log_manager, "get_log", lambda topic, partition: lookups.append((topic, partition)) or original(topic, partition))
+    assert fetch(leader, 2, session, 1).partitions == []
+    assert lookups == []  # within UNCHANGED_RECORD_INTERVAL_MS of the full fetch: nothing to look up
+    append(leader, 1, 2)
+    assert list(answered(fetch(leader, 2, session, 2))) == [1]  # news is still seen without a lookup of the quiet partition
+    assert P0 not in lookups
+
+
+def test_a_new_leadership_is_seen_by_a_session_naming_nothing(leader: ReplicationManager) -> None:
+    session = fetch(leader, 2, NO_SESSION, INITIAL_EPOCH, (0, 0), (1, 0)).session_id
+    leader.apply(
+        ClusterSnapshot(
+            version=2,
+            cluster_id="c",
+            brokers=tuple(BrokerEndpoint(node_id, "127.0.0.1", 9000 + node_id) for node_id in (1, 2, 3)),
+            topics={TOPIC: ManagedTopic("tn-s", "orders", "id", {}, tuple(PartitionAssignment(partition, 1, 5, (1, 2, 3), (1, 2, 3)) for partition in (0, 1)))},
+        )
+    )
+    answer = fetch(leader, 2, session, 1)  # the follower still at epoch 4: each partition answers that it is fenced
+    assert sorted((result.partition, type(result.error).__name__) for result in answer.partitions) == [
+        (0, "FencedLeaderEpochError"),
+        (1, "FencedLeaderEpochError"),
+    ]
+
+
+def test_a_high_watermark_move_wakes_the_acks_waiters_before_the_parked_fetches(leader: ReplicationManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+    on_high_watermark, wake_partition = leader.acks.on_high_watermark, leader._fetch_purgatory.wake_partition
+    monkeypatch.setattr(leader.acks, "on_high_watermark", lambda *args: (order.append("acks"), on_high_watermark(*args))[1])
+    monkeypatch.setattr(leader._fetch_purgatory, "wake_partition", lambda *args: (order.append("fetches"), wake_partition(*args))[1])
+    append(leader, 0, 2)
+    fetch(leader, 2, NO_SESSION, INITIAL_EPOCH, (0, 2))
+    fetch(leader, 3, NO_SESSION, INITIAL_EPOCH, (0, 2))  # both followers at the log end: the high watermark reaches 2
+    assert leader._log_manager.get_log(TOPIC, 0).high_watermark == 2  # type: ignore[union-attr]
+    assert order == ["acks", "fetches"]
