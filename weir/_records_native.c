@@ -14,6 +14,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <structmember.h>
 
 static PyObject *RecordFormatError = NULL; /* weir.records.RecordFormatError, given by init() */
@@ -910,6 +911,502 @@ encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return record;
 }
 
+/* ------------------------------------------------------------------ producer: delivery reports */
+
+/* serve_deliveries(deliveries, topic, partition, error, base_offset, log_append_time, timestamp_type,
+ * only_errors, now): calls each delivery record's callback with (error, Message), as
+ * weir.producer.Producer._serve_python does; stops at the first callback that raises. */
+static PyObject *
+serve_deliveries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "serve_deliveries(deliveries: list, topic, partition, error, base_offset, log_append_time, timestamp_type, only_errors, now)");
+        return NULL;
+    }
+    if (MessageType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "weir._records_native.init_message() was not called");
+        return NULL;
+    }
+    PyObject *deliveries = args[0], *topic = args[1], *partition = args[2], *error = args[3], *log_append_time = args[5], *timestamp_type = args[6];
+    long long base_offset = PyLong_AsLongLong(args[4]);
+    long long log_append = PyLong_AsLongLong(log_append_time);
+    int only_errors = PyObject_IsTrue(args[7]);
+    double now = PyFloat_AsDouble(args[8]);
+    if (PyErr_Occurred() || only_errors < 0) {
+        return NULL;
+    }
+    if (error == Py_None && only_errors) {
+        Py_RETURN_NONE; /* delivery.report.only.error: nothing to report */
+    }
+    for (Py_ssize_t index = 0; index < PyList_GET_SIZE(deliveries); index++) {
+        PyObject *delivery = Py_NewRef(PyList_GET_ITEM(deliveries, index));
+        if (!PyTuple_CheckExact(delivery) || PyTuple_GET_SIZE(delivery) != 7) {
+            Py_DECREF(delivery);
+            PyErr_SetString(PyExc_TypeError, "a delivery record is a 7-tuple");
+            return NULL;
+        }
+        PyObject *callback = PyTuple_GET_ITEM(delivery, 0), *headers = PyTuple_GET_ITEM(delivery, 4);
+        PyObject *offset_object;
+        if (error != Py_None) {
+            offset_object = PyLong_FromLong(-1001); /* OFFSET_INVALID */
+        }
+        else if (base_offset < 0) {
+            offset_object = PyLong_FromLong(-1);
+        }
+        else {
+            long long record_index = PyLong_AsLongLong(PyTuple_GET_ITEM(delivery, 1));
+            offset_object = record_index == -1 && PyErr_Occurred() ? NULL : PyLong_FromLongLong(base_offset + record_index);
+        }
+        PyObject *latency = PyFloat_FromDouble(now - PyFloat_AsDouble(PyTuple_GET_ITEM(delivery, 6)));
+        PyObject *header_tuple = headers == Py_None ? PyTuple_New(0) : PySequence_Tuple(headers);
+        if (offset_object == NULL || latency == NULL || header_tuple == NULL || PyErr_Occurred()) {
+            Py_XDECREF(offset_object);
+            Py_XDECREF(latency);
+            Py_XDECREF(header_tuple);
+            Py_DECREF(delivery);
+            return NULL;
+        }
+        PyObject *const values[M_SLOTS] = {
+            [M_TOPIC] = Py_NewRef(topic),
+            [M_PARTITION] = Py_NewRef(partition),
+            [M_OFFSET] = offset_object,
+            [M_TIMESTAMP] = Py_NewRef(log_append >= 0 ? log_append_time : PyTuple_GET_ITEM(delivery, 5)),
+            [M_KEY] = Py_NewRef(PyTuple_GET_ITEM(delivery, 2)),
+            [M_VALUE] = Py_NewRef(PyTuple_GET_ITEM(delivery, 3)),
+            [M_HEADERS] = header_tuple,
+            [M_TIMESTAMP_TYPE] = Py_NewRef(timestamp_type),
+            [M_ERROR] = Py_NewRef(error),
+            [M_LATENCY] = latency,
+            [M_LEADER_EPOCH] = Py_NewRef(Py_None),
+        };
+        PyObject *message = new_message(values);
+        if (message == NULL) {
+            for (int slot = 0; slot < M_SLOTS; slot++) {
+                Py_DECREF(values[slot]);
+            }
+            Py_DECREF(delivery);
+            return NULL;
+        }
+        PyObject *call_args[2] = {error, message};
+        PyObject *result = PyObject_Vectorcall(callback, call_args, 2, NULL);
+        Py_DECREF(message);
+        Py_DECREF(delivery);
+        if (result == NULL) {
+            return NULL;
+        }
+        Py_DECREF(result);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ producer: StickyAppender */
+
+/* The producer's per-record path for the common record (weir.producer, weir.producer_accumulator):
+ * a keyless record, no headers, no explicit partition, bytes value, to the topic whose sticky
+ * partition has an open batch. The accumulator *arms* the appender with that batch (its records
+ * buffer and counters) under its lock after a Python append; produce() then runs here: it takes the
+ * accumulator's lock without blocking, encodes the record into the armed batch's buffer exactly as
+ * RecordBatchBuilder.append would, and counts it. Anything else (another topic, a key, headers, a
+ * batch without room, buffer.memory nearly used, changed metadata, a lock held by another thread)
+ * goes to Producer.produce in Python, the reference, which disarms the appender first and may arm it
+ * again. What the appender counted reaches the Python objects through take() (lock held). */
+
+#define RECORD_OVERHEAD 21 /* weir.producer_accumulator.RECORD_OVERHEAD */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *slow;            /* Producer.produce in Python, bound: every record the fast path declines */
+    PyObject *cluster;         /* weir.cluster.Cluster: its .topics maps names to immutable TopicInfo */
+    PyObject *lock_acquire;    /* the accumulator lock's bound acquire and release */
+    PyObject *lock_release;
+    PyObject *close_armed;     /* RecordAccumulator._close_armed: the armed batch is full (lock held) */
+    PyObject *default_delivery; /* the on_delivery of the configuration, or None */
+    long long message_max_bytes, batch_size, batch_max_records, buffer_memory;
+    /* The armed batch; topic NULL when disarmed. */
+    PyObject *topic, *info, *records, *deliveries;
+    long long count, size, base_timestamp, max_timestamp, last_offset_delta, buffered;
+    /* Appended since the last take(). */
+    long long taken_count, added_records, added_bytes;
+} StickyAppender;
+
+static PyObject *str_topics = NULL;
+static PyObject *produce_keywords[8] = {NULL};
+static const char *const produce_keyword_names[8] = {"topic", "value", "key", "partition", "on_delivery", "callback", "timestamp", "headers"};
+
+static void
+appender_disarm(StickyAppender *self)
+{
+    Py_CLEAR(self->topic);
+    Py_CLEAR(self->info);
+    Py_CLEAR(self->records);
+    Py_CLEAR(self->deliveries);
+}
+
+static int
+appender_init(StickyAppender *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *slow, *cluster, *lock, *close_armed, *default_delivery;
+    long long message_max_bytes, batch_size, batch_max_records, buffer_memory;
+    if (!PyArg_ParseTuple(args, "OOOOOLLLL", &slow, &cluster, &lock, &close_armed, &default_delivery, &message_max_bytes, &batch_size, &batch_max_records,
+                          &buffer_memory)) {
+        return -1;
+    }
+    PyObject *acquire = PyObject_GetAttrString(lock, "acquire");
+    PyObject *release = acquire == NULL ? NULL : PyObject_GetAttrString(lock, "release");
+    if (release == NULL) {
+        Py_XDECREF(acquire);
+        return -1;
+    }
+    Py_XSETREF(self->slow, Py_NewRef(slow));
+    Py_XSETREF(self->cluster, Py_NewRef(cluster));
+    Py_XSETREF(self->lock_acquire, acquire);
+    Py_XSETREF(self->lock_release, release);
+    Py_XSETREF(self->close_armed, Py_NewRef(close_armed));
+    Py_XSETREF(self->default_delivery, Py_NewRef(default_delivery));
+    self->message_max_bytes = message_max_bytes;
+    self->batch_size = batch_size;
+    self->batch_max_records = batch_max_records;
+    self->buffer_memory = buffer_memory;
+    appender_disarm(self);
+    return 0;
+}
+
+static int
+appender_traverse(StickyAppender *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->slow);
+    Py_VISIT(self->cluster);
+    Py_VISIT(self->lock_acquire);
+    Py_VISIT(self->lock_release);
+    Py_VISIT(self->close_armed);
+    Py_VISIT(self->default_delivery);
+    Py_VISIT(self->topic);
+    Py_VISIT(self->info);
+    Py_VISIT(self->records);
+    Py_VISIT(self->deliveries);
+    return 0;
+}
+
+static int
+appender_clear(StickyAppender *self)
+{
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->cluster);
+    Py_CLEAR(self->lock_acquire);
+    Py_CLEAR(self->lock_release);
+    Py_CLEAR(self->close_armed);
+    Py_CLEAR(self->default_delivery);
+    appender_disarm(self);
+    return 0;
+}
+
+static void
+appender_dealloc(StickyAppender *self)
+{
+    PyObject_GC_UnTrack(self);
+    appender_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* arm(topic, info, records, deliveries, count, size, base_timestamp, max_timestamp, last_offset_delta,
+ * buffered): keyless records of topic go to this batch until disarm() (accumulator lock held). */
+static PyObject *
+appender_arm(StickyAppender *self, PyObject *args)
+{
+    PyObject *topic, *info, *records, *deliveries;
+    long long count, size, base_timestamp, max_timestamp, last_offset_delta, buffered;
+    if (!PyArg_ParseTuple(args, "UOO!O!LLLLLL", &topic, &info, &PyByteArray_Type, &records, &PyList_Type, &deliveries, &count, &size, &base_timestamp,
+                          &max_timestamp, &last_offset_delta, &buffered)) {
+        return NULL;
+    }
+    appender_disarm(self);
+    self->topic = Py_NewRef(topic);
+    self->info = Py_NewRef(info);
+    self->records = Py_NewRef(records);
+    self->deliveries = Py_NewRef(deliveries);
+    self->count = self->taken_count = count;
+    self->size = size;
+    self->base_timestamp = base_timestamp;
+    self->max_timestamp = max_timestamp;
+    self->last_offset_delta = last_offset_delta;
+    self->buffered = buffered;
+    self->added_records = self->added_bytes = 0;
+    Py_RETURN_NONE;
+}
+
+/* take() -> (records added, bytes added, record count, max timestamp, last offset delta) since the
+ * last take() or arm(); None when disarmed. The appender stays armed (accumulator lock held). */
+static PyObject *
+appender_take(StickyAppender *self, PyObject *unused)
+{
+    if (self->topic == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *result = Py_BuildValue("(LLLLL)", self->added_records, self->added_bytes, self->count, self->max_timestamp, self->last_offset_delta);
+    if (result != NULL) {
+        self->added_records = self->added_bytes = 0;
+        self->taken_count = self->count;
+    }
+    return result;
+}
+
+/* disarm(): the armed batch takes no more records here (take() first: counts not taken are lost). */
+static PyObject *
+appender_disarm_method(StickyAppender *self, PyObject *unused)
+{
+    appender_disarm(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+appender_armed(StickyAppender *self, void *closure)
+{
+    return PyBool_FromLong(self->topic != NULL);
+}
+
+static inline long long
+wall_clock_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now); /* time.time_ns()'s clock */
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static inline double
+monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* time.monotonic()'s clock */
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* 1 when the record was appended, 0 when Python must take it (nothing changed), -1 on error.
+ * Runs with the accumulator lock held. */
+static int
+appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject *timestamp_arg, PyObject *delivery)
+{
+    if (self->topic == NULL || (topic != self->topic && (!PyUnicode_CheckExact(topic) || PyUnicode_Compare(topic, self->topic) != 0))) {
+        return 0;
+    }
+    PyObject *topics = PyObject_GetAttr(self->cluster, str_topics);
+    if (topics == NULL) {
+        return -1;
+    }
+    PyObject *info = PyDict_CheckExact(topics) ? PyDict_GetItemWithError(topics, topic) : NULL; /* borrowed */
+    Py_DECREF(topics);
+    if (info != self->info) {
+        return PyErr_Occurred() ? -1 : 0; /* new metadata (or none): Python decides */
+    }
+    Py_ssize_t value_length = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+    long long size = value_length < 0 ? 0 : value_length;
+    long long needed = size + RECORD_OVERHEAD;
+    if (size > self->message_max_bytes || (self->buffered + needed > self->buffer_memory && self->buffered > 0) ||
+        self->size + needed > self->batch_size || self->count >= self->batch_max_records) {
+        return 0;
+    }
+    long long timestamp;
+    if (timestamp_arg == NULL) {
+        timestamp = wall_clock_ms();
+    }
+    else {
+        int overflow;
+        timestamp = PyLong_AsLongLongAndOverflow(timestamp_arg, &overflow);
+        if (timestamp == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow) {
+            return 0;
+        }
+        if (timestamp == 0) {
+            timestamp = wall_clock_ms();
+        }
+    }
+    long long offset_delta = self->last_offset_delta + 1;
+    long long timestamp_delta;
+    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &timestamp_delta)) {
+        return 0;
+    }
+    Py_ssize_t body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta) + 1 /* null key */;
+    body += value_length < 0 ? 1 : varint_size(value_length) + value_length;
+    body += 1; /* no headers */
+    Py_ssize_t added = varint_size(body) + body;
+    PyObject *report = NULL;
+    if (delivery != Py_None) {
+        /* weir.producer_accumulator.Delivery: (callback, index, key, value, headers, timestamp, produced at). */
+        PyObject *index = PyLong_FromLongLong(self->count);
+        PyObject *timestamp_object = PyLong_FromLongLong(timestamp);
+        PyObject *produced_at = PyFloat_FromDouble(monotonic_seconds());
+        report = PyTuple_New(7);
+        if (index == NULL || timestamp_object == NULL || produced_at == NULL || report == NULL) {
+            Py_XDECREF(index);
+            Py_XDECREF(timestamp_object);
+            Py_XDECREF(produced_at);
+            Py_XDECREF(report);
+            return -1;
+        }
+        PyTuple_SET_ITEM(report, 0, Py_NewRef(delivery)); /* each steals its reference */
+        PyTuple_SET_ITEM(report, 1, index);
+        PyTuple_SET_ITEM(report, 2, Py_NewRef(Py_None));
+        PyTuple_SET_ITEM(report, 3, Py_NewRef(value));
+        PyTuple_SET_ITEM(report, 4, Py_NewRef(Py_None));
+        PyTuple_SET_ITEM(report, 5, timestamp_object);
+        PyTuple_SET_ITEM(report, 6, produced_at);
+        /* Hundreds of thousands of these wait for their acknowledgement: left to the cyclic
+         * collector, each of its passes would walk them all (a fifth of produce()'s time with a
+         * callback per record). A delivery record is freed when its report is served, and a cycle
+         * through it (callback -> ... -> producer -> batch) is kept alive by the producer anyway. */
+        PyObject_GC_UnTrack(report);
+    }
+    Py_ssize_t start = PyByteArray_GET_SIZE(self->records);
+    if (PyByteArray_Resize(self->records, start + added) < 0) {
+        Py_XDECREF(report);
+        return -1;
+    }
+    if (report != NULL) {
+        int appended = PyList_Append(self->deliveries, report);
+        Py_DECREF(report);
+        if (appended < 0) {
+            PyByteArray_Resize(self->records, start);
+            return -1;
+        }
+    }
+    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(self->records) + start;
+    out = write_varint(out, body);
+    *out++ = 0; /* attributes */
+    out = write_varint(out, timestamp_delta);
+    out = write_varint(out, offset_delta);
+    out = write_varint(out, -1); /* null key */
+    out = write_varint(out, value_length);
+    if (value_length > 0) {
+        memcpy(out, PyBytes_AS_STRING(value), value_length);
+    }
+    out += value_length > 0 ? value_length : 0;
+    *out = 0; /* header count */
+    self->count += 1;
+    self->size += added;
+    self->buffered += added;
+    self->added_records += 1;
+    self->added_bytes += added;
+    self->last_offset_delta = offset_delta;
+    if (timestamp > self->max_timestamp) {
+        self->max_timestamp = timestamp;
+    }
+    if (self->size >= self->batch_size || self->count >= self->batch_max_records) {
+        PyObject *closed = PyObject_CallNoArgs(self->close_armed); /* disarms */
+        if (closed == NULL) {
+            return -1;
+        }
+        Py_DECREF(closed);
+    }
+    return 1;
+}
+
+/* produce(topic, value=None, key=None, partition=-1, on_delivery=None, callback=None, timestamp=0,
+ * headers=None): Producer.produce, here for the common record, else in Python. */
+static PyObject *
+appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *given[8] = {NULL};
+    int plain = nargs >= 1 && nargs <= 8;
+    for (Py_ssize_t index = 0; plain && index < nargs; index++) {
+        given[index] = args[index];
+    }
+    Py_ssize_t keyword_count = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t index = 0; plain && index < keyword_count; index++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, index);
+        int found = 0;
+        for (int slot = 1; slot < 8; slot++) {
+            if (name == produce_keywords[slot] || PyUnicode_Compare(name, produce_keywords[slot]) == 0) {
+                plain = given[slot] == NULL;
+                given[slot] = args[nargs + index];
+                found = 1;
+                break;
+            }
+        }
+        plain = plain && found;
+    }
+    PyObject *value = given[1] == NULL ? Py_None : given[1];
+    PyObject *partition = given[3];
+    plain = plain && PyUnicode_CheckExact(given[0]) && (value == Py_None || PyBytes_CheckExact(value)) && (given[2] == NULL || given[2] == Py_None) &&
+            (given[7] == NULL || given[7] == Py_None) && (partition == NULL || (PyLong_CheckExact(partition) && PyLong_AsLong(partition) == -1)) &&
+            (given[6] == NULL || PyLong_CheckExact(given[6]));
+    if (PyErr_Occurred()) {
+        PyErr_Clear(); /* a partition beyond a C long: Python's path says what it is */
+        plain = 0;
+    }
+    PyObject *delivery = self->default_delivery;
+    if (plain) {
+        for (int slot = 5; slot >= 4; slot--) { /* on_delivery or callback or the configuration's */
+            if (given[slot] != NULL) {
+                int truth = PyObject_IsTrue(given[slot]);
+                if (truth < 0) {
+                    return NULL;
+                }
+                if (truth) {
+                    delivery = given[slot];
+                }
+            }
+        }
+    }
+    if (plain && self->topic != NULL) {
+        PyObject *locked = PyObject_CallOneArg(self->lock_acquire, Py_False);
+        if (locked == NULL) {
+            return NULL;
+        }
+        int acquired = locked == Py_True;
+        Py_DECREF(locked);
+        if (acquired) {
+            Py_INCREF(delivery);
+            int appended = appender_append(self, given[0], value, given[6], delivery);
+            Py_DECREF(delivery);
+            PyObject *error_type, *error_value, *error_traceback;
+            PyErr_Fetch(&error_type, &error_value, &error_traceback);
+            PyObject *released = PyObject_CallNoArgs(self->lock_release);
+            PyErr_Restore(error_type, error_value, error_traceback);
+            if (released == NULL) {
+                return NULL;
+            }
+            Py_DECREF(released);
+            if (appended < 0) {
+                return NULL;
+            }
+            if (appended > 0) {
+                Py_RETURN_NONE;
+            }
+        }
+    }
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyMethodDef appender_methods[] = {
+    {"produce", (PyCFunction)(void (*)(void))appender_produce, METH_FASTCALL | METH_KEYWORDS, "Producer.produce: the common record here, others in Python."},
+    {"arm", (PyCFunction)appender_arm, METH_VARARGS,
+     "arm(topic, info, records, deliveries, count, size, base_timestamp, max_timestamp, last_offset_delta, buffered) (accumulator lock held)."},
+    {"take", (PyCFunction)appender_take, METH_NOARGS, "take() -> (records, bytes, count, max_timestamp, last_offset_delta) added since the last take(), or None."},
+    {"disarm", (PyCFunction)appender_disarm_method, METH_NOARGS, "disarm(): the armed batch takes no more records here."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef appender_getset[] = {
+    {"armed", (getter)appender_armed, NULL, "Whether a batch is armed.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StickyAppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "weir._records_native.StickyAppender",
+    .tp_basicsize = sizeof(StickyAppender),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "StickyAppender(slow_produce, cluster, lock, close_armed, default_delivery, message_max_bytes, batch_size, batch_max_records, buffer_memory)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)appender_init,
+    .tp_dealloc = (destructor)appender_dealloc,
+    .tp_traverse = (traverseproc)appender_traverse,
+    .tp_clear = (inquiry)appender_clear,
+    .tp_methods = appender_methods,
+    .tp_getset = appender_getset,
+};
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *
@@ -930,6 +1427,8 @@ static PyMethodDef methods[] = {
     {"init_message", init_message, METH_O, "init_message(Message): the class decode_messages builds (its slots' layout is checked)."},
     {"decode_messages", decode_messages, METH_VARARGS,
      "decode_messages(data, records_count, base_offset, base_timestamp, max_timestamp, log_append, min_offset, topic, partition, timestamp_type, leader_epoch)."},
+    {"serve_deliveries", (PyCFunction)(void (*)(void))serve_deliveries, METH_FASTCALL,
+     "serve_deliveries(deliveries, topic, partition, error, base_offset, log_append_time, timestamp_type, only_errors, now): delivery callbacks."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "encode_record(offset_delta, timestamp_delta, key, value, headers): one record with its length."},
     {NULL, NULL, 0, NULL},
 };
@@ -941,5 +1440,26 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__records_native(void)
 {
-    return PyModule_Create(&module);
+    str_topics = PyUnicode_InternFromString("topics");
+    if (str_topics == NULL) {
+        return NULL;
+    }
+    for (int slot = 0; slot < 8; slot++) {
+        produce_keywords[slot] = PyUnicode_InternFromString(produce_keyword_names[slot]);
+        if (produce_keywords[slot] == NULL) {
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&StickyAppenderType) < 0) {
+        return NULL;
+    }
+    PyObject *module_object = PyModule_Create(&module);
+    if (module_object == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module_object, "StickyAppender", (PyObject *)&StickyAppenderType) < 0) {
+        Py_DECREF(module_object);
+        return NULL;
+    }
+    return module_object;
 }

@@ -100,6 +100,11 @@ class StickyPartitions:
         # sticky.partitioning.linger.ms=0: a random partition for every record.
         self._per_record = per_record
 
+    @property
+    def per_record(self) -> bool:
+        """Whether every keyless record gets a partition of its own (sticky.partitioning.linger.ms=0)."""
+        return self._per_record
+
     def partition(self, topic: str, partition_count: int) -> int:
         """The topic's sticky partition, choosing one when there is none or the count shrank."""
         if self._per_record:
@@ -155,6 +160,11 @@ class Partitioner:
         self._hash_missing_key = name in _HASH_NULL_KEY
         # librdkafka's consistent_random treats an empty key as no key.
         self._empty_is_missing = name == "consistent_random"
+
+    @property
+    def null_key_is_sticky(self) -> bool:
+        """Whether a record without a key always goes to the sticky partition (keyed_partition(None, n) == -1)."""
+        return self._hash_key is None or not self._hash_missing_key
 
     def keyed_partition(self, key: bytes | None, partition_count: int) -> int:
         """The partition the key decides, or -1 when the record goes to the sticky partition.

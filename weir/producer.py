@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from weir import records
 from weir.cluster import Cluster, ClusterMetadata, TopicInfo
 from weir.config import PRODUCER, ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
@@ -153,6 +154,42 @@ class Producer:
         )
         self._sender.start()
         self._closed = False
+        self._fast_path = self._install_fast_path(config_values)
+
+    def _install_fast_path(self, config_values: ClientConfig) -> bool:
+        """Let weir._records_native's StickyAppender take produce() of keyless records (see
+        weir.producer_accumulator); False when it cannot apply to this producer.
+
+        It applies when every keyless record without headers goes to the sticky partition with
+        no per-record check: no transactions, no queue.buffering.max.* limits, sticky batches,
+        and Producer.produce itself (a subclass's produce() stays in charge).
+        """
+        native = records._native
+        if (
+            native is None
+            or self._transactions is not None
+            or self._max_messages is not None
+            or self._max_bytes is not None
+            or self._partitioner.sticky.per_record
+            or not self._partitioner.null_key_is_sticky
+            or type(self).produce is not Producer.produce
+        ):
+            return False
+        appender = native.StickyAppender(
+            Producer.produce.__get__(self, type(self)),  # the Python path, for every record the appender declines
+            self._cluster,
+            self._accumulator.lock,
+            self._accumulator._close_armed,
+            self._on_delivery,
+            self._message_max_bytes,
+            config_values["batch.size"],
+            config_values["batch.num.messages"],
+            config_values["buffer.memory"],
+        )
+        self._accumulator.attach_appender(appender)
+        # An instance attribute before the class's method: produce() runs in C from here on.
+        vars(self)["produce"] = appender.produce
+        return True
 
     # ------------------------------------------------------------------ produce
 
@@ -211,7 +248,9 @@ class Producer:
                 self._fail_now(topic, partition, error, delivery, key, value, headers, timestamp)
                 return
             raise KafkaException(error)
-        self._accumulator.append(topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block)
+        self._accumulator.append(
+            topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block, info if self._fast_path else None
+        )
 
     def _check_queue_room(self, size: int) -> None:
         """librdkafka's queue.buffering.max.messages / kbytes (when set): BufferError at once when full."""
@@ -355,27 +394,35 @@ class Producer:
 
     def _serve(self, report: _Report) -> int:
         topic, partition, deliveries, record_count, error, base_offset, log_append_time = report
-        if log_append_time >= 0:
-            timestamp_type = TIMESTAMP_LOG_APPEND_TIME
-        else:
-            timestamp_type = TIMESTAMP_CREATE_TIME
-        now = time.monotonic()
+        timestamp_type = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
+        native = records._native
         try:
-            for delivery, index, key, value, headers, timestamp, produced_at in deliveries:
-                if error is not None:
-                    offset = -1001
-                elif base_offset < 0:
-                    offset = -1
-                else:
-                    offset = base_offset + index
-                record_timestamp = log_append_time if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else timestamp
-                if error is None and self._only_errors:
-                    continue  # delivery.report.only.error
-                message = Message(topic, partition, (offset, record_timestamp, key, value, tuple(headers or ())), timestamp_type, error, now - produced_at)
-                delivery(error, message)
+            if native is not None:
+                # One C call per batch builds each Message and calls its callback (the Python loop below is the reference).
+                native.serve_deliveries(deliveries, topic, partition, error, base_offset, log_append_time, timestamp_type, self._only_errors, time.monotonic())
+            else:
+                self._serve_python(topic, partition, deliveries, error, base_offset, log_append_time, timestamp_type)
         finally:
             self._accumulator.records_done(record_count)
         return len(deliveries)
+
+    def _serve_python(
+        self, topic: str, partition: int, deliveries: list[Delivery], error: KafkaError | None, base_offset: int, log_append_time: int, timestamp_type: int
+    ) -> None:
+        """Each delivery callback of one batch's report, with its Message (the reference of serve_deliveries in C)."""
+        now = time.monotonic()
+        for delivery, index, key, value, headers, timestamp, produced_at in deliveries:
+            if error is not None:
+                offset = -1001
+            elif base_offset < 0:
+                offset = -1
+            else:
+                offset = base_offset + index
+            record_timestamp = log_append_time if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else timestamp
+            if error is None and self._only_errors:
+                continue  # delivery.report.only.error
+            message = Message(topic, partition, (offset, record_timestamp, key, value, tuple(headers or ())), timestamp_type, error, now - produced_at)
+            delivery(error, message)
 
     def flush(self, timeout: float | None = None) -> int:
         """Send every queued record and serve its report; return how many are still queued.

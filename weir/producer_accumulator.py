@@ -13,6 +13,16 @@ Back-pressure: the encoded bytes of every batch not yet released count against
 
 Thread-safety: every method takes the accumulator's single lock; produce() threads and the
 sender thread share it. The lock is held only for in-memory work, never for I/O.
+
+Native fast path: with the native codec, the producer's common record (keyless, no headers, to
+the sticky partition) never reaches :meth:`RecordAccumulator.append`. ``append`` *arms* a
+``weir._records_native.StickyAppender`` with the open batch of a sticky partition; the appender's
+``produce`` then takes this lock (without blocking), encodes such records straight into that
+batch's records buffer and counts them itself, and hands every other record to the Python
+``Producer.produce``. Every method that reads a batch's or the buffer's counters first folds what
+the appender counted into them (:meth:`RecordAccumulator._fold`), and every one that changes the
+armed batch (a Python append, closing, draining, purging) disarms it first, so the Python objects
+stay the single truth whenever the lock is free.
 """
 
 from __future__ import annotations
@@ -145,6 +155,56 @@ class RecordAccumulator:
         self._space_waiters = 0
         self._flushes = 0
         self._closing = False
+        # The native fast path (see the module docstring): its appender and the batch it is armed with.
+        self._appender: Any = None
+        self._armed: ProducerBatch | None = None
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The accumulator's lock: the native appender takes it around each record it appends."""
+        return self._lock
+
+    def attach_appender(self, appender: Any) -> None:
+        """Use ``appender`` (a weir._records_native.StickyAppender built on :attr:`lock`) for sticky records from now on."""
+        with self._lock:
+            self._disarm()
+            self._appender = appender
+
+    def _fold(self) -> None:
+        """Count the records the appender added to the armed batch since the last fold (lock held)."""
+        batch = self._armed
+        if batch is None:
+            return
+        taken = self._appender.take()
+        if taken is None:
+            self._armed = None
+            return
+        records, added, count, max_timestamp, last_offset_delta = taken
+        if records:
+            batch.builder.absorb_appended(count, added, max_timestamp, last_offset_delta)
+            batch.size += added
+            self._buffered += added
+            self._outstanding += records
+
+    def _disarm(self) -> None:
+        """Fold, then stop the appender from adding to the armed batch (lock held)."""
+        if self._armed is not None:
+            self._fold()
+            self._appender.disarm()
+            self._armed = None
+
+    def _arm(self, topic: str, batch: ProducerBatch, arm: Any) -> None:
+        """Let the appender add the topic's next sticky records to ``batch`` (lock held, batch open)."""
+        records, count, base_timestamp, max_timestamp, last_offset_delta = batch.builder.append_state()
+        self._appender.arm(topic, arm, records, batch.deliveries, count, batch.size, base_timestamp, max_timestamp, last_offset_delta, self._buffered)
+        self._armed = batch
+
+    def _close_armed(self) -> None:
+        """The appender filled the armed batch (it holds the lock): close it, as append() would have."""
+        batch = self._armed
+        if batch is not None:
+            self._disarm()
+            self._close(batch)
 
     # ------------------------------------------------------------------ produce() side
 
@@ -160,15 +220,18 @@ class RecordAccumulator:
         delivery: Callable[..., Any] | None,
         estimated_size: int,
         max_block: float,
+        arm: Any = None,
     ) -> None:
         """Encode one record into its partition's open batch.
 
         ``partition`` -1 means the topic's sticky partition. ``estimated_size`` is the key,
         value and header bytes; ``max_block`` the seconds to wait for buffer space before
-        raising BufferError.
+        raising BufferError. ``arm``: the topic's metadata (TopicInfo) when the native appender
+        may take the topic's next sticky records (the producer's metadata then still is this object).
         """
         needed = estimated_size + RECORD_OVERHEAD
         with self._lock:
+            self._disarm()
             if self._buffered + needed > self._buffer_memory and self._buffered > 0:
                 self._wait_for_space(needed, max_block)
             partitions = self._open.get(topic)
@@ -197,6 +260,8 @@ class RecordAccumulator:
                 batch.deliveries.append((delivery, batch.builder.record_count - 1, key, value, headers, timestamp, time.monotonic()))
             if batch.size >= self._batch_size or batch.builder.record_count >= self._batch_max_records:
                 self._close(batch)
+            elif sticky and arm is not None and self._appender is not None:
+                self._arm(topic, batch, arm)
 
     def _grow(self, topic: str, partition_count: int) -> list[ProducerBatch | None]:
         partitions = self._open.setdefault(topic, [])
@@ -206,6 +271,8 @@ class RecordAccumulator:
 
     def _close(self, batch: ProducerBatch) -> None:
         """Move an open batch to the ready queue (lock held) and wake the sender."""
+        if batch is self._armed:
+            self._disarm()
         self._open[batch.topic][batch.partition] = None
         self._closed.append(batch)
         self._sticky.batch_sent(batch.topic, batch.partition, self._partition_counts[batch.topic])
@@ -243,6 +310,7 @@ class RecordAccumulator:
         """
         now = self._monotonic()
         with self._lock:
+            self._fold()
             ready = list(self._closed)
             self._closed.clear()
             everything = self._flushes > 0 or self._space_waiters > 0 or self._closing
@@ -255,6 +323,8 @@ class RecordAccumulator:
                         continue  # the sender wakes when the partition's answer arrives
                     due = batch.created + self._linger
                     if everything or due <= now:
+                        if batch is self._armed:
+                            self._disarm()
                         partitions[partition] = None
                         self._sticky.batch_sent(topic, partition, self._partition_counts[topic])
                         ready.append(batch)
@@ -288,6 +358,7 @@ class RecordAccumulator:
     def abort_unsent(self) -> list[ProducerBatch]:
         """Remove every open and ready batch (purge()) and return them; their memory is released."""
         with self._lock:
+            self._disarm()
             batches = list(self._closed)
             self._closed.clear()
             for _topic, partitions in self._open.items():
@@ -330,6 +401,7 @@ class RecordAccumulator:
     @property
     def outstanding(self) -> int:
         with self._lock:
+            self._fold()
             return self._outstanding
 
     def wake(self) -> None:
@@ -340,6 +412,7 @@ class RecordAccumulator:
     @property
     def buffered_bytes(self) -> int:
         with self._lock:
+            self._fold()
             return self._buffered
 
     @property

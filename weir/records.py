@@ -612,7 +612,7 @@ class RecordBatchBuilder:
 
     __slots__ = (
         "_codec",
-        "_parts",
+        "_records",
         "_size",
         "_count",
         "_base_timestamp",
@@ -647,7 +647,9 @@ class RecordBatchBuilder:
         if codec not in COMPRESSION_NAMES:
             raise ValueError(f"unknown compression codec {codec}")
         self._codec = codec
-        self._parts: list[bytes] = []
+        # The encoded records, appended in place (also by the producer's native fast path, see
+        # weir.producer_accumulator, which then reports what it added through absorb_appended()).
+        self._records = bytearray()
         self._size = HEADER_SIZE
         self._count = 0
         self._base_timestamp = base_timestamp
@@ -705,7 +707,7 @@ class RecordBatchBuilder:
         if _native is not None:
             record = _native.encode_record(offset_delta, timestamp_delta, key, value, headers)
             if record is not None:
-                self._parts.append(record)
+                self._records += record
                 added = len(record)
                 self._size += added
                 self._count += 1
@@ -745,18 +747,33 @@ class RecordBatchBuilder:
         body = b"".join(parts)
         length = len(body)
         prefix = table[length] if length < _VARINT_TABLE_SIZE else _zigzag_varint(length)
-        self._parts.append(prefix)
-        self._parts.append(body)
+        self._records += prefix
+        self._records += body
         added = len(prefix) + length
         self._size += added
         self._count += 1
         self._last_offset_delta = offset_delta
         return added
 
+    def append_state(self) -> tuple[bytearray, int, int, int, int]:
+        """What a native appender needs to continue this builder's records after at least one
+        append: (records buffer, record count, base timestamp, max timestamp, last offset delta)."""
+        if self._base_timestamp is None:
+            raise RuntimeError("append_state() needs a record appended first (it fixes the base timestamp)")
+        return self._records, self._count, self._base_timestamp, self._max_timestamp, self._last_offset_delta
+
+    def absorb_appended(self, count: int, added: int, max_timestamp: int, last_offset_delta: int) -> None:
+        """Records were encoded straight into the records buffer (weir._records_native's
+        StickyAppender): take over the count, sizes and timestamps they leave."""
+        self._count = count
+        self._size += added
+        self._max_timestamp = max_timestamp
+        self._last_offset_delta = last_offset_delta
+
     def build(self, last_offset_delta: int | None = None) -> bytes:
         """Return the encoded batch. ``last_offset_delta`` may extend past the last record
         (compaction keeps a batch's original last offset so producer state survives)."""
-        records = b"".join(self._parts)
+        records = bytes(self._records)
         if self._codec != COMPRESSION_NONE:
             records = compress(self._codec, records)
         if last_offset_delta is None:

@@ -99,7 +99,7 @@ def test_native_record_encoding_covers_every_int64_varint(offset_delta, timestam
     builder = RecordBatchBuilder(base_timestamp=0)
     with pure_python():
         builder.append(timestamp_delta, key, value, None, offset_delta=offset_delta)
-    assert native.encode_record(offset_delta, timestamp_delta, key, value, None) == b"".join(builder._parts)
+    assert native.encode_record(offset_delta, timestamp_delta, key, value, None) == bytes(builder._records)
 
 
 def test_native_encoding_leaves_other_types_to_python():

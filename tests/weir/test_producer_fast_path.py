@@ -1,0 +1,247 @@
+"""The producer's native fast path (weir._records_native.StickyAppender) against the Python
+accumulator, its reference: the same batches, bytes, counters and delivery records, and every
+record it cannot take handed to the Python produce()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from broker_nodes.clock import ManualClock
+from weir import records
+from weir.partitioner import StickyPartitions
+from weir.producer_accumulator import ProducerBatch, RecordAccumulator
+
+native = pytest.importorskip("weir._records_native", reason="the native record codec was not built (no C compiler at install)")
+
+TIMESTAMP = 1_700_000_000_000
+PARTITIONS = 2
+
+
+class FakeCluster:
+    """What the appender reads of weir.cluster.Cluster: ``topics``, name -> immutable TopicInfo."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, object] = {"t": object()}
+
+
+def make(clock: ManualClock, batch_size: int, **overrides: int) -> RecordAccumulator:
+    options = dict(batch_size=batch_size, batch_max_records=10_000, linger_ms=5, buffer_memory=32 * 1024 * 1024, codec=0)
+    options.update(overrides)
+    return RecordAccumulator(**options, sticky=StickyPartitions(choose=lambda count: 0), monotonic=clock.monotonic)
+
+
+class FastProducer:
+    """A RecordAccumulator with an appender whose Python path appends as Producer.produce does."""
+
+    def __init__(self, clock: ManualClock, batch_size: int, **overrides: Any) -> None:
+        self.accumulator = make(clock, batch_size, **overrides)
+        self.cluster = FakeCluster()
+        self.declined: list[tuple[Any, ...]] = []
+        self.record_only = False  # the Python path only notes the record (tests of what is declined)
+        self.appender = native.StickyAppender(
+            self.python_produce,
+            self.cluster,
+            self.accumulator.lock,
+            self.accumulator._close_armed,
+            None,
+            1_000_000,
+            batch_size,
+            overrides.get("batch_max_records", 10_000),
+            overrides.get("buffer_memory", 32 * 1024 * 1024),
+        )
+        self.accumulator.attach_appender(self.appender)
+
+    def python_produce(
+        self, topic: str, value: Any = None, key: Any = None, partition: int = -1, on_delivery: Any = None, timestamp: int = 0, **others: Any
+    ) -> None:
+        self.declined.append((topic, value, key, partition))
+        if self.record_only:
+            return
+        size = len(value or b"") + len(key or b"")
+        self.accumulator.append(topic, partition, PARTITIONS, timestamp, key, value, None, on_delivery, size, 0.0, self.cluster.topics[topic])
+
+
+def python_append(accumulator: RecordAccumulator, value: bytes, timestamp: int, delivery: Any = None) -> None:
+    accumulator.append("t", -1, PARTITIONS, timestamp, None, value, None, delivery, len(value), 0.0)
+
+
+def batches(ready: list[ProducerBatch]) -> list[tuple[Any, ...]]:
+    """What a drained batch holds; a delivery record without its produce() time."""
+    return [(b.topic, b.partition, b.record_count, b.size, b.builder.build(), [d[:6] for d in b.deliveries]) for b in ready]
+
+
+def on_delivery(error: Any, message: Any) -> None:
+    """A delivery callback (never called here)."""
+
+
+@pytest.mark.parametrize("batch_size", [400, 1000, 1_000_000])
+def test_fast_path_builds_the_batches_of_the_python_accumulator(batch_size: int) -> None:
+    clock = ManualClock()
+    reference = make(clock, batch_size)
+    fast = FastProducer(clock, batch_size)
+    for index in range(40):
+        value = bytes([index]) * (index % 7 * 10)
+        delivery = on_delivery if index % 3 == 0 else None
+        python_append(reference, value, TIMESTAMP + index // 5, delivery)
+        fast.appender.produce("t", value, timestamp=TIMESTAMP + index // 5, on_delivery=delivery)
+    assert (fast.accumulator.outstanding, fast.accumulator.buffered_bytes) == (reference.outstanding, reference.buffered_bytes)
+    clock.advance(10)
+    expected = batches(reference.drain()[0])
+    assert batches(fast.accumulator.drain()[0]) == expected
+    assert len(fast.declined) == len(expected)  # one Python append opens each batch, the rest ran in C
+    assert sum(batch[2] for batch in expected) == 40
+
+
+def test_records_after_a_drain_go_to_the_next_batch() -> None:
+    clock = ManualClock()
+    fast = FastProducer(clock, 1_000_000)
+    for _ in range(3):
+        fast.appender.produce("t", b"x" * 10)
+    clock.advance(10)
+    first, _ = fast.accumulator.drain()
+    assert not fast.appender.armed
+    fast.appender.produce("t", b"y" * 10)
+    clock.advance(10)
+    second, _ = fast.accumulator.drain()
+    assert [batch.record_count for batch in first + second] == [3, 1]
+    assert [record.value for record in records.iter_records(second[0].builder.build())] == [b"y" * 10]
+
+
+def test_a_full_batch_closes_at_once_as_in_python() -> None:
+    clock = ManualClock()
+    fast = FastProducer(clock, 1_000_000, batch_max_records=4)
+    for _ in range(4):
+        fast.appender.produce("t", b"z")
+    ready, _ = fast.accumulator.drain()  # before linger.ms: only a closed batch leaves
+    assert [batch.record_count for batch in ready] == [4]
+    assert not fast.appender.armed
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("t", b"v", b"key"), {}),
+        (("t", b"v"), {"headers": [("h", b"1")]}),
+        (("t", b"v"), {"partition": 1}),
+        (("t", "text"), {}),
+        (("other", b"v"), {}),
+        (("t",), {"value": b"v", "unknown": 1}),
+    ],
+)
+def test_records_the_fast_path_cannot_take_go_to_python(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    fast = FastProducer(ManualClock(), 1_000_000)
+    fast.appender.produce("t", b"first")  # arms the appender with the sticky batch
+    fast.record_only = True
+    fast.appender.produce(*args, **kwargs)
+    assert len(fast.declined) == 2
+    assert fast.accumulator.outstanding == 1
+
+
+def test_new_metadata_or_a_held_lock_sends_the_record_to_python() -> None:
+    fast = FastProducer(ManualClock(), 1_000_000)
+    fast.appender.produce("t", b"first")
+    fast.appender.produce("t", b"second")
+    assert len(fast.declined) == 1
+    fast.cluster.topics["t"] = object()  # a metadata refresh: the partition count may have changed
+    fast.appender.produce("t", b"third")
+    assert len(fast.declined) == 2 and fast.appender.armed
+    fast.record_only = True
+    with fast.accumulator.lock:  # as the sender thread holds it while draining
+        fast.appender.produce("t", b"fourth")
+    assert len(fast.declined) == 3
+    assert fast.accumulator.outstanding == 3
+
+
+def test_producer_takes_the_fast_path_only_where_it_applies() -> None:
+    from weir.producer import Producer
+    from weir.serializing_producer import SerializingProducer
+
+    plain = Producer({"bootstrap.servers": "127.0.0.1:9"})
+    transactional = Producer({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "x"})
+    keyed_null = Producer({"bootstrap.servers": "127.0.0.1:9", "partitioner": "murmur2"})
+    limited = Producer({"bootstrap.servers": "127.0.0.1:9", "queue.buffering.max.messages": 10})
+    serializing = SerializingProducer({"bootstrap.servers": "127.0.0.1:9"})
+    try:
+        assert "produce" in vars(plain)
+        assert [("produce" in vars(producer)) for producer in (transactional, keyed_null, limited, serializing)] == [False] * 4
+    finally:
+        for producer in (plain, transactional, keyed_null, limited, serializing):
+            producer.close(0)
+
+
+# ------------------------------------------------------------------ delivery reports
+
+
+def served(serve: Any, deliveries: list[Any], error: Any, base_offset: int, log_append_time: int, only_errors: bool) -> list[tuple[Any, ...]]:
+    """What each delivery callback received, the latency as whether it is a float of at least 0."""
+    seen: list[tuple[Any, ...]] = []
+
+    def record(error: Any, message: Any) -> None:
+        latency = message.latency()
+        seen.append(
+            (
+                error,
+                message.topic(),
+                message.partition(),
+                message.offset(),
+                message.timestamp(),
+                message.key(),
+                message.value(),
+                message.headers(),
+                message.error(),
+                type(latency) is float and latency >= 0,
+                message.leader_epoch(),
+            )
+        )
+
+    from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
+
+    timestamp_type = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
+    ours = [(record, *delivery[1:]) for delivery in deliveries]
+    serve(ours, "orders", 2, error, base_offset, log_append_time, timestamp_type, only_errors)
+    return seen
+
+
+@pytest.mark.parametrize("error_code", [None, 7])
+@pytest.mark.parametrize(("base_offset", "log_append_time"), [(100, -1), (-1, -1), (100, 1_700_000_000_999)])
+@pytest.mark.parametrize("only_errors", [False, True])
+def test_native_delivery_reports_match_the_python_ones(error_code: int | None, base_offset: int, log_append_time: int, only_errors: bool) -> None:
+    import time
+    from types import SimpleNamespace
+
+    from weir.errors import KafkaError
+    from weir.producer import Producer
+
+    error = None if error_code is None else KafkaError(error_code)
+    produced = time.monotonic()
+    deliveries = [
+        (None, 0, None, b"v0", None, TIMESTAMP, produced),
+        (None, 1, b"k", None, [("h", b"1"), ("n", None)], TIMESTAMP + 1, produced),
+        (None, 5, b"", b"", [], TIMESTAMP + 2, produced),
+    ]
+    producer = SimpleNamespace(_only_errors=only_errors)
+
+    def python(deliveries: Any, topic: str, partition: int, *rest: Any) -> None:
+        Producer._serve_python(producer, topic, partition, deliveries, *rest[:-1])  # type: ignore[arg-type]
+
+    def in_c(*args: Any) -> None:
+        native.serve_deliveries(*args, time.monotonic())
+
+    expected = served(python, deliveries, error, base_offset, log_append_time, only_errors)
+    assert served(in_c, deliveries, error, base_offset, log_append_time, only_errors) == expected
+    assert len(expected) == (0 if only_errors and error is None else 3)
+
+
+def test_a_raising_delivery_callback_stops_the_report_in_c_as_in_python() -> None:
+    calls: list[int] = []
+
+    def failing(error: Any, message: Any) -> None:
+        calls.append(message.offset())
+        raise ValueError("application bug")
+
+    deliveries = [(failing, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
+    with pytest.raises(ValueError, match="application bug"):
+        native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)
+    assert calls == [10]
