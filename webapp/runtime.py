@@ -15,6 +15,9 @@ from urllib.parse import urlparse
 
 # How long the settings wait for Redis before falling back to the filesystem transport.
 REDIS_PROBE_TIMEOUT_SECONDS = 0.5
+# Seconds between a filesystem-transport worker's looks for new tasks (kombu's default is 1 s, which
+# a created topic waited half of on average); one directory listing each, about nothing when idle.
+FILESYSTEM_POLLING_SECONDS = 0.05
 # Where `make up` records its web process's URL (deploy.local.StackSettings.web_url_file), so that
 # a `manage.py demo` run beside the stack prints the stack's URL, whatever WEIR_HTTP_PORT it has.
 WEB_URL_FILE = Path("run") / "web-url"
@@ -102,7 +105,7 @@ def redis_answers(url: str, timeout: float = REDIS_PROBE_TIMEOUT_SECONDS) -> boo
         return False
 
 
-def celery_broker_url(redis_url: str, data_dir: Path, *, filesystem_fallback: bool = True) -> tuple[str, dict[str, str]]:
+def celery_broker_url(redis_url: str, data_dir: Path, *, filesystem_fallback: bool = True) -> tuple[str, dict[str, object]]:
     """Celery's broker URL and transport options: Redis if it answers, else kombu's filesystem
     transport under ``<data_dir>/celery`` (embedded default; one process tree on one machine).
 
@@ -127,5 +130,8 @@ def celery_broker_url(redis_url: str, data_dir: Path, *, filesystem_fallback: bo
         "store_processed": "false",
         # Exchange bindings; kombu's default is a "control" folder in the working directory.
         "control_folder": str(queue_dir / "control"),
+        # kombu's filesystem consumer looks at the queue directory every polling_interval (1 s by
+        # default): the wait between a job's queueing and its worker, on every topic created.
+        "polling_interval": FILESYSTEM_POLLING_SECONDS,
     }
     return "filesystem://", options
