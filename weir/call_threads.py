@@ -14,10 +14,17 @@ handed to an idle thread (one wake-up, no thread start), which completes a
 callbacks there, as gRPC's own future does on its spin thread. A thread is started only when
 every thread is busy (up to ``max_threads``; beyond that calls queue) and leaves after
 ``idle_seconds`` without work or at :meth:`close`. Thread-safe.
+
+A thread that has a call to make and nothing else to do right after can make it itself, so
+that its request leaves without waking another thread first: :meth:`prepare` builds the call
+(its future at once) and :meth:`PreparedCall.run` makes it on the calling thread, while
+:meth:`hand_over` gives the caller's own loop to an idle thread (a thread wakes, but off the
+request's path). The producer's sender does this with the last request of each round.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -26,12 +33,50 @@ from typing import Any
 
 import grpc
 
+logger = logging.getLogger(__name__)
+
 # Seconds an idle call thread waits for work before it exits.
 IDLE_SECONDS = 10.0
 # Threads per CallThreads at most: calls beyond that many in flight wait for a free thread.
 MAX_THREADS = 64
 
-Call = tuple[Callable[..., Any], Any, float | None, Sequence[tuple[str, str]] | None, "Future[Any]"]
+
+class PreparedCall:
+    """One unary call and the future its outcome completes; :meth:`run` makes it on the calling thread."""
+
+    __slots__ = ("method", "request", "timeout", "metadata", "future")
+
+    def __init__(self, method: Callable[..., Any], request: Any, timeout: float | None, metadata: Sequence[tuple[str, str]] | None) -> None:
+        self.method = method
+        self.request = request
+        self.timeout = timeout
+        self.metadata = metadata
+        self.future: Future[Any] = Future()
+
+    def run(self) -> None:
+        """Make the call here (blocking) and complete the future; its done callbacks run on this thread."""
+        if self.future.set_running_or_notify_cancel():
+            self.settle(*self.invoke())
+
+    def invoke(self) -> tuple[Any, BaseException | None]:
+        """Make the call (blocking): (answer, None), or (None, the error its future's result() is to raise)."""
+        try:
+            return self.method(self.request, timeout=self.timeout, metadata=self.metadata), None
+        except ValueError as closed:  # grpcio: "Cannot invoke RPC on closed channel!"
+            return None, ChannelClosedError(str(closed))
+        except BaseException as failure:  # the caller's result() raises it, as gRPC's future does
+            return None, failure
+
+    def settle(self, answer: Any, error: BaseException | None) -> None:
+        """Complete the future with :meth:`invoke`'s outcome (its done callbacks run here)."""
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(answer)
+
+
+# Work for a call thread: a call to make, or a function to run (a loop handed over, see hand_over).
+Work = PreparedCall | Callable[[], None]
 
 
 class ChannelClosedError(grpc.RpcError):
@@ -59,7 +104,7 @@ class CallThreads:
         self._idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
-        self._calls: deque[Call] = deque()
+        self._calls: deque[Work] = deque()
         self._threads = 0
         # Threads not running a call: waiting for one, or done with one and about to look for the next.
         self._available = 0
@@ -80,20 +125,64 @@ class CallThreads:
         to ``add_done_callback`` afterwards: a call that ends before that runs the callback on the
         caller's thread, inside whatever lock the caller holds.
         """
-        future: Future[Any] = Future()
+        prepared = self.prepare(method, request, timeout=timeout, metadata=metadata, on_done=on_done)
+        self.start(prepared)
+        return prepared.future
+
+    def prepare(
+        self,
+        method: Callable[..., Any],
+        request: Any,
+        *,
+        timeout: float | None = None,
+        metadata: Sequence[tuple[str, str]] | None = None,
+        on_done: Callable[[Future[Any]], object] | None = None,
+    ) -> PreparedCall:
+        """The call :meth:`call` would start, not started: :meth:`start` it on a call thread or :meth:`PreparedCall.run` it."""
+        prepared = PreparedCall(method, request, timeout, metadata)
         if on_done is not None:
-            future.add_done_callback(on_done)
+            prepared.future.add_done_callback(on_done)
+        return prepared
+
+    def start(self, prepared: PreparedCall) -> None:
+        """Make ``prepared`` on a call thread (an idle one, else a new one up to ``max_threads``, else the next one free).
+
+        Raises RuntimeError once closed.
+        """
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self._name}: the call threads are closed")
-            self._calls.append((method, request, timeout, metadata, future))
+            self._calls.append(prepared)
             if self._available >= len(self._calls):
                 self._work.notify()  # an available thread checks the queue before it waits
-                return future
+                return
             if self._threads >= self._max_threads:
-                return future  # a busy thread takes it when done
-            self._threads += 1
-            self._available += 1
+                return  # a busy thread takes it when done
+            self._claim_new_thread_locked()
+        self._start_thread()
+
+    def hand_over(self, function: Callable[[], None]) -> bool:
+        """Run ``function`` on a call thread now: an idle one, or a new one; False (nothing runs) when
+        every thread is busy at ``max_threads`` or the threads are closed, as it must not wait behind calls."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._available > len(self._calls):
+                self._calls.append(function)
+                self._work.notify()
+                return True
+            if self._threads >= self._max_threads:
+                return False
+            self._calls.append(function)
+            self._claim_new_thread_locked()
+        self._start_thread()
+        return True
+
+    def _claim_new_thread_locked(self) -> None:
+        self._threads += 1
+        self._available += 1
+
+    def _start_thread(self) -> None:
         try:
             threading.Thread(target=self._run, name=self._name, daemon=True).start()
         except BaseException:
@@ -101,13 +190,17 @@ class CallThreads:
                 self._threads -= 1
                 self._available -= 1
             raise
-        return future
 
     def close(self) -> None:
         """Let every thread exit once the calls queued now are done; later calls are refused."""
         with self._lock:
             self._closed = True
             self._work.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: :meth:`start` raises and :meth:`hand_over` refuses from then on."""
+        return self._closed
 
     @property
     def threads(self) -> int:
@@ -123,23 +216,22 @@ class CallThreads:
                         self._threads -= 1
                         self._available -= 1
                         return
-                method, request, timeout, metadata, future = self._calls.popleft()
+                work = self._calls.popleft()
                 self._available -= 1
-            if not future.set_running_or_notify_cancel():
+            if not isinstance(work, PreparedCall):
+                try:
+                    work()
+                except Exception:  # a handed-over loop ends on its own; an escaping error must not end the thread
+                    logger.exception("%s: a function handed over failed", self._name)
                 with self._lock:
                     self._available += 1
                 continue
-            error: BaseException | None = None
-            try:
-                answer = method(request, timeout=timeout, metadata=metadata)
-            except ValueError as closed:  # grpcio: "Cannot invoke RPC on closed channel!"
-                error = ChannelClosedError(str(closed))
-            except BaseException as failure:  # the caller's result() raises it, as gRPC's future does
-                error = failure
+            if not work.future.set_running_or_notify_cancel():
+                with self._lock:
+                    self._available += 1
+                continue
+            outcome = work.invoke()
             # Available before the callbacks run: a call they (or the waiting caller) make next reuses this thread.
             with self._lock:
                 self._available += 1
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(answer)
+            work.settle(*outcome)

@@ -1,9 +1,9 @@
 """The producer's background sender: from ready batches to ProduceRequests and delivery reports.
 
-One thread per producer runs :meth:`Sender.run`. Each round it
+One loop per producer, :meth:`Sender.run`, runs on one thread at a time. Each round it
 
 1. handles the answers that arrived (gRPC completes calls on its own threads and drops the
-   outcome in an inbox, so all state below is touched by this thread only),
+   outcome in an inbox, so all state below is touched by the loop only),
 2. takes ready batches from the accumulator, encodes them (compression and CRC happen
    here, off produce()'s path) and numbers them when idempotent,
 3. fails batches whose ``delivery.timeout.ms`` has passed,
@@ -19,6 +19,14 @@ One thread per producer runs :meth:`Sender.run`. Each round it
    per call as gRPC's ``.future()`` does,
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
+
+The loop's thread is not always the same one. The last request of a round
+is made by the thread that ran the round, after it handed the loop over to an idle call thread
+(:meth:`weir.call_threads.CallThreads.hand_over`): the request leaves at once instead of once
+another thread woke up to send it (at ``linger.ms=0`` that wake-up was in every record's
+latency, twice for a record that waited for the answer in flight). The thread that takes the
+loop over starts with a full round, so nothing that arrived meanwhile waits for a wake-up. The
+other requests of a round, and every request when no call thread is free, go to call threads.
 
 Answers: success -> a delivery report with the offsets (DUPLICATE_SEQUENCE_NUMBER, "appended
 before, the answer was lost", counts as success with offset -1, as in librdkafka); a
@@ -64,7 +72,7 @@ from typing import Any
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
-from weir.call_threads import CallThreads
+from weir.call_threads import CallThreads, ChannelClosedError, PreparedCall
 from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
@@ -143,6 +151,10 @@ class Sender:
         self._in_flight: dict[str, int] = {}
         self._inbox: deque[tuple[str, list[ProducerBatch], Future[Any]]] = deque()
         self._calls = CallThreads("weir-producer-call")
+        # Requests of the current round, ready to start at its end (see run()).
+        self._prepared: list[PreparedCall] = []
+        # Set once the loop has ended, on whichever thread ran it last (see the module docstring).
+        self._done = threading.Event()
         self._rtts: dict[int, float] = {}  # round trip of each answered request, by id(future), until handled
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
@@ -165,10 +177,10 @@ class Sender:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish: fail what cannot be sent and return once the thread ended (or ``timeout``)."""
+        """Finish: fail what cannot be sent and return once the loop ended (or ``timeout``)."""
         self._stopping = True
         self._accumulator.close()
-        self._thread.join(timeout)
+        self._done.wait(timeout)
         self._calls.close()
 
     def request_purge(self) -> None:
@@ -186,6 +198,7 @@ class Sender:
         return self._producer_id, self._producer_epoch
 
     def run(self) -> None:
+        """The send loop on this thread, until it ends or is handed over (see the module docstring)."""
         while True:
             try:
                 wait = self._run_once()
@@ -193,9 +206,28 @@ class Sender:
                 logger.exception("producer sender round failed")
                 self._report_error(KafkaError(KafkaError._FAIL, f"producer sender: {error!r}"))
                 wait = self._backoff
+            prepared, self._prepared = self._prepared, []
+            for call in prepared[:-1]:
+                self._start(call)
+            if prepared:
+                if self._calls.hand_over(self.run):
+                    # From here on this thread touches none of the sender's state: the call's
+                    # answer reaches the loop through the inbox, like any other.
+                    prepared[-1].run()
+                    return
+                self._start(prepared[-1])
             if self._stopping and self._finished():
+                self._done.set()
                 return
             self._accumulator.wait_for_work(wait, self._has_inbox)
+
+    def _start(self, call: PreparedCall) -> None:
+        try:
+            self._calls.start(call)
+        except RuntimeError:
+            # Closed since the round prepared it (stop() gave up waiting for the loop): the
+            # answer is a transport failure, handled as one.
+            call.future.set_exception(ChannelClosedError("the producer was closed"))
 
     def _has_inbox(self) -> bool:
         return bool(self._inbox)
@@ -443,7 +475,15 @@ class Sender:
         self._counters.request_sent(address, size)
         sent_at = time.monotonic()
         try:
-            future = self._calls.call(self._cluster.stub(address).Produce, request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
+            if self._calls.closed:
+                raise RuntimeError("the producer's call threads are closed")
+            call = self._calls.prepare(
+                self._cluster.stub(address).Produce,
+                request,
+                timeout=self._request_timeout,
+                metadata=self._cluster.call_metadata,
+                on_done=lambda done: self._arrived(address, batches, done, sent_at),
+            )
         except (KafkaException, RuntimeError):
             self._in_flight[address] -= 1
             for batch in batches:
@@ -460,7 +500,7 @@ class Sender:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.finish(batch)
                 self._succeed(batch, -1, -1)
-        future.add_done_callback(lambda done: self._arrived(address, batches, done, sent_at))
+        self._prepared.append(call)
 
     def _arrived(self, address: str, batches: list[ProducerBatch], future: Future[Any], sent_at: float) -> None:
         # Runs on a call thread: hand over to the sender thread and wake it.

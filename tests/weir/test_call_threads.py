@@ -90,3 +90,52 @@ def test_on_done_runs_on_the_call_thread_even_when_the_call_ends_at_once() -> No
         assert ran_on == ["test-calls-on-done"]
     finally:
         calls.close()
+
+
+def test_a_prepared_call_runs_on_the_calling_thread_and_completes_its_future_there() -> None:
+    ran_on: list[int] = []
+    calls = CallThreads("test-calls")
+    try:
+        prepared = calls.prepare(echo, 7, timeout=1.5, on_done=lambda future: ran_on.append(threading.get_ident()))
+        assert not prepared.future.done()  # prepared, not started
+        prepared.run()
+        assert prepared.future.result(timeout=0) == (7, 1.5, None)
+        assert ran_on == [threading.get_ident()]
+        assert calls.threads == 0  # no thread was needed
+    finally:
+        calls.close()
+
+
+def test_hand_over_runs_a_function_on_a_call_thread_at_once_and_refuses_rather_than_queue() -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    def blocks(request: Any, **_: Any) -> Any:
+        started.set()
+        assert release.wait(10)
+        return request
+
+    handed: list[str] = []
+    ran = threading.Event()
+
+    def loop() -> None:
+        handed.append(threading.current_thread().name)
+        ran.set()
+
+    calls = CallThreads("test-hand-over", max_threads=1)
+    try:
+        assert calls.hand_over(loop)
+        assert ran.wait(5)
+        assert handed == ["test-hand-over"]
+        busy = calls.call(blocks, 1)
+        assert started.wait(5)
+        # The only thread is busy: the function would wait behind the call, so it is refused.
+        assert not calls.hand_over(loop)
+        release.set()
+        assert busy.result(timeout=5) == 1
+        calls.close()
+        assert not calls.hand_over(loop)
+        assert handed == ["test-hand-over"]
+    finally:
+        release.set()
+        calls.close()
