@@ -108,22 +108,51 @@ class JobRun:
 
 
 def jvm_cpu_seconds(spark) -> float | None:  # type: ignore[no-untyped-def]
-    """User + system CPU seconds the session's JVM has used so far, None where /proc or the gateway process is not there.
+    """User + system CPU seconds the session's JVM and its Python workers have used so far, None
+    where /proc or the gateway process is not there.
 
     On a machine shared with other work, a run's wall-clock seconds grow with the others' load;
-    its CPU seconds much less: on an idle local[2] the run takes at least CPU seconds / 2.
+    its CPU seconds much less: on an idle local[2] the run takes at least CPU seconds / 2. The
+    Python workers (``mapInArrow``'s decoding) are children of the JVM's Python daemon and live
+    as long as it does, so their CPU is counted from their own /proc entries, not only once reaped.
     """
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
     pid = getattr(process, "pid", None)
     if pid is None:
         return None
+    ticks = os.sysconf("SC_CLK_TCK")
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(_process_ticks(member) for member in _process_tree(pid)) / ticks
     except OSError:
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    # Fields 14-17 of proc(5) (utime, stime, cutime, cstime), counted here from field 3 (state).
-    return sum(int(value) for value in fields[11:15]) / ticks
+
+
+def _process_tree(root: int) -> list[int]:
+    """``root`` and every living process descending from it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # ended while listed
+            children.setdefault(parent, []).append(int(entry.name))
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending.extend(children.get(pid, []))
+    return tree
+
+
+def _process_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime of ``pid`` (fields 14-17 of proc(5)), 0 if it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0
+    # Counted here from field 3 (state).
+    return sum(int(value) for value in fields[11:15])
 
 
 def spark_for_bench():  # type: ignore[no-untyped-def]
@@ -304,7 +333,7 @@ def time_read(spark, address: str, rows: int) -> float:  # type: ignore[no-untyp
 
 
 def _cpu(run: JobRun) -> str:
-    return f" ({run.cpu_seconds:.1f} CPU s in the JVM)" if run.cpu_seconds is not None else ""
+    return f" ({run.cpu_seconds:.1f} CPU s, JVM and Python workers)" if run.cpu_seconds is not None else ""
 
 
 def _seconds(values: Sequence[float]) -> str:
@@ -365,7 +394,7 @@ def report(console: Console, figures: Figures) -> None:
     cpu = [run.cpu_seconds for run in job_runs if run.cpu_seconds is not None]
     if cpu:
         console.print(
-            f"The job's JVM CPU seconds (user + system), median of {len(cpu)}: {statistics.median(cpu):.1f} (every run: {_seconds(cpu)}); "
+            f"The CPU seconds (user + system) of the JVM and its Python workers, median of {len(cpu)}: {statistics.median(cpu):.1f} (every run: {_seconds(cpu)}); "
             f"on an idle machine a run takes at least half of that on local[2], whatever others' load added to the seconds above"
         )
     console.print(

@@ -6,10 +6,11 @@ row of the schema "weir.usage/1" (``log_formats/usage_records.py``, shared with 
 that write it), in its binary encoding (what brokers write) or its JSON one (what they wrote
 before; stored records keep their meaning). The functions, chained in this order:
 
-1. :func:`parse_usage_records` decodes every value: a binary row with column functions on the
-   bytes at the positions of ``BINARY_LAYOUT`` (``substring``, ``conv``), a JSON row with
-   ``from_json`` and the shared Spark schema; keeping the record's ``__usage`` partition and offset, and names what is wrong
-   with a row in ``problem`` (null when the row is valid).
+1. :func:`parse_usage_records` decodes every value: binary rows a whole Arrow batch at a time
+   with numpy over the bytes at the positions of ``BINARY_LAYOUT`` (``mapInArrow`` with
+   :mod:`spark_pipelines.usage_binary`), JSON rows with ``from_json`` and the shared Spark
+   schema; keeping the record's ``__usage`` partition and offset, and names what is wrong with
+   a row in ``problem`` (null when the row is valid).
 2. :func:`usage_problems` keeps the invalid rows with their position and text (the job
    stores them aside and counts them in its result: a row is never dropped unseen) and
    :func:`valid_usage_rows` keeps the valid ones with the columns of the schema plus ``date``
@@ -42,7 +43,8 @@ case of an interval that does not divide an hour and a window crossing the bound
   the longest report when two brokers report the pair) in hours. A 3-partition topic that
   existed the whole hour has 3.0 partition-hours for that hour, 72.0 for a whole day.
 
-Only Spark SQL column functions are used (no Python UDF), so everything runs in the JVM.
+Apart from the binary decoding (numpy over whole Arrow batches, no Python per row), only Spark
+SQL column functions are used (no Python UDF): everything else runs in the JVM.
 """
 
 from __future__ import annotations
@@ -53,17 +55,25 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from log_formats.usage_records import (
-    BINARY_FORMAT,
     BINARY_HEADER_SIZE,
-    BINARY_LAYOUT,
     FIELD_TYPES,
     KIND_CODES,
-    KIND_FIELDS,
     KIND_PARTITION,
     KIND_TRAFFIC,
     SCHEMA_V1,
     SPARK_SCHEMA_DDL,
     STRING_FIELDS_IN_ORDER,
+)
+from spark_pipelines.usage_binary import (
+    ASCII_COLUMN,
+    BINARY_COLUMN,
+    DECODED_COLUMNS,
+    DECODED_SCHEMA_DDL,
+    EXPECTED_SIZE_COLUMN,
+    KIND_CODE_COLUMN,
+    SIZE_COLUMN,
+    UNDECODED_COLUMN,
+    decode_usage_batches,
 )
 
 KINDS = (KIND_TRAFFIC, KIND_PARTITION)
@@ -129,27 +139,24 @@ def parse_usage_records(records: DataFrame) -> DataFrame:
     unusable rows only: null when the row is fine), every field of the schema, and ``problem``
     (why the row is unusable, null when it is fine). Rows of both encodings give the same
     columns; each value is decoded by the branch of its encoding only."""
-    value = F.col("value")
-    binary = F.substring(value, 1, 1) == F.lit(bytearray([BINARY_FORMAT]))
-    decoded = records.select(
-        F.col("partition").alias("source_partition"),
-        F.col("offset").alias("source_offset"),
-        value,
-        binary.alias("binary"),
+    positioned = records.select(F.col("partition").alias("source_partition"), F.col("offset").alias("source_offset"), "value")
+    # Binary rows are decoded a whole Arrow batch at a time with numpy in the Python workers
+    # (spark_pipelines.usage_binary); JSON rows come back undecoded, for from_json below. The
+    # decoded columns are renamed so that they cannot clash with the fields of the row built from them.
+    arrow = positioned.mapInArrow(decode_usage_batches, DECODED_SCHEMA_DDL)
+    decoded = arrow.select(
+        *(F.col(f"`{name}`").alias(name if name in _KEPT_COLUMNS else _decoded_column(name)) for name in DECODED_COLUMNS),
     )
-    # The decoded struct's fields become columns through a generator (inline of a one-item array),
-    # not through ``row.<field>`` selections: the optimiser may inline a projection into the next
-    # one, and an aggregation over ``row.<field>`` then decoded the JSON once per field (a
+    # The row's fields become columns through a generator (inline of a one-item array), not
+    # through ``row.<field>`` selections: the optimiser may inline a projection into the next one,
+    # and an aggregation over ``row.<field>`` then decoded the JSON once per field (a
     # deduplication straight over the parsed records cost 7 times the CPU). A generator is never
     # inlined, so every value is decoded exactly once whatever is built on the result. A value
-    # that is neither binary nor JSON decodes to a row of nulls, as before.
-    # Binary rows in two generators: the header's integers first, each read once, then the row
-    # built from them (a field used in several places would otherwise be read in each).
-    header = F.struct(*(F.when(F.col("binary"), _binary_integer(value, name)).alias(_header_column(name)) for name in _HEADER_FIELDS))
-    with_header = decoded.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(header)))
-    row = F.when(F.col("binary"), _binary_row(value)).otherwise(F.from_json(value.cast("string"), _PARSED_SCHEMA_DDL))
-    flat = with_header.select("source_partition", "source_offset", "value", "binary", F.inline(F.array(row))).withColumn("problem", _problem())
-    text = F.when(F.col("binary"), F.concat(F.lit("0x"), F.hex(value))).otherwise(value.cast("string"))
+    # that is neither binary nor JSON decodes to a row of nulls.
+    undecoded = F.col(UNDECODED_COLUMN)
+    row = F.when(F.col(BINARY_COLUMN), _binary_row()).otherwise(F.from_json(undecoded.cast("string"), _PARSED_SCHEMA_DDL))
+    flat = decoded.select(*_KEPT_COLUMNS, F.inline(F.array(row))).withColumn("problem", _problem())
+    text = F.when(F.col(BINARY_COLUMN), F.concat(F.lit("0x"), F.hex(undecoded))).otherwise(undecoded.cast("string"))
     return flat.select(
         "source_partition",
         "source_offset",
@@ -162,50 +169,36 @@ def parse_usage_records(records: DataFrame) -> DataFrame:
 # What is wrong with a binary row's framing (null in JSON rows), decoded beside the schema's fields.
 _BINARY_PROBLEM = "__binary_problem"
 _PARSED_SCHEMA_DDL = f"{SPARK_SCHEMA_DDL}, `{_BINARY_PROBLEM}` STRING"
+# Columns of the Arrow decoding kept beside the row's fields.
+_KEPT_COLUMNS = ("source_partition", "source_offset", BINARY_COLUMN, UNDECODED_COLUMN)
 
 
-def _binary_integer(value: Column, field: str) -> Column:
-    """The big-endian signed integer at ``field``'s place in a binary row (``BINARY_LAYOUT``)."""
-    offset, size = BINARY_LAYOUT[field]
-    # conv with a negative target base reads the hex digits as a signed 64-bit number; 8-byte
-    # fields are signed that way, shorter ones are never negative.
-    return F.conv(F.hex(F.substring(value, offset + 1, size)), 16, -10 if size == 8 else 10).cast("long")
+def _decoded_column(name: str) -> str:
+    return f"__binary_{name}"
 
 
-_HEADER_FIELDS = tuple(name for name in BINARY_LAYOUT if name != "format")
-
-
-def _header_column(field: str) -> str:
-    return f"__binary_{field}"
-
-
-def _binary_row(value: Column) -> Column:
-    """A struct of :data:`_PARSED_SCHEMA_DDL`'s fields from a binary row (``value`` starts with the
-    format byte; its header's integers are in the columns of :func:`_header_column`)."""
-    kind_code = F.col(_header_column("kind"))
-    kinds = {kind: kind_code == F.lit(code) for kind, code in KIND_CODES.items()}
-    kind = F.when(kinds[KIND_TRAFFIC], F.lit(KIND_TRAFFIC)).when(kinds[KIND_PARTITION], F.lit(KIND_PARTITION)).otherwise(F.concat(F.lit("code "), kind_code))
+def _binary_row() -> Column:
+    """A struct of :data:`_PARSED_SCHEMA_DDL`'s fields from the columns :func:`decode_usage_batch`
+    decoded from a binary row (renamed by :func:`_decoded_column`)."""
+    kind_code = F.col(_decoded_column(KIND_CODE_COLUMN))
+    kind = (
+        F.when(kind_code == F.lit(KIND_CODES[KIND_TRAFFIC]), F.lit(KIND_TRAFFIC))
+        .when(kind_code == F.lit(KIND_CODES[KIND_PARTITION]), F.lit(KIND_PARTITION))
+        .otherwise(F.concat(F.lit("code "), kind_code))
+    )
     fields: dict[str, Column] = {"schema": F.lit(SCHEMA_V1), "kind": kind}
-    for name in ("node_id", "sequence", "window_start_ms", "window_end_ms", "partition"):
-        fields[name] = F.col(_header_column(name))
-    for row_kind, names in KIND_FIELDS.items():
-        for slot, name in enumerate(names):
-            fields[name] = F.when(kinds[row_kind], F.col(_header_column(f"slot{slot}")))
-    lengths = [F.col(_header_column(f"{name}_length")).cast("int") for name in STRING_FIELDS_IN_ORDER]
-    position: Column = F.lit(BINARY_HEADER_SIZE + 1)
-    strings = []
-    for name, length in zip(STRING_FIELDS_IN_ORDER, lengths, strict=True):
-        fields[name] = F.substring(value, position, length).cast("string")
-        strings.append(F.substring(value, position, length))
-        position = position + length
-    size = F.octet_length(value)
-    expected = F.lit(BINARY_HEADER_SIZE) + lengths[0] + lengths[1] + lengths[2]
+    for name in FIELD_TYPES:
+        if name not in fields:
+            fields[name] = F.col(_decoded_column(name))
+    size, expected = F.col(_decoded_column(SIZE_COLUMN)), F.col(_decoded_column(EXPECTED_SIZE_COLUMN))
+    # Strings of ASCII bytes only (nearly all) are UTF-8; the others are checked here.
     utf8_problem = F.lit(None).cast("string")
-    for name, raw in reversed(list(zip(STRING_FIELDS_IN_ORDER, strings, strict=True))):
-        utf8_problem = F.when(~F.is_valid_utf8(raw.cast("string")), F.lit(f"{name} of a binary row is not UTF-8")).otherwise(utf8_problem)
+    for name in reversed(STRING_FIELDS_IN_ORDER):
+        utf8_problem = F.when(~F.is_valid_utf8(fields[name].cast("string")), F.lit(f"{name} of a binary row is not UTF-8")).otherwise(utf8_problem)
     fields[_BINARY_PROBLEM] = (
         F.when(size < BINARY_HEADER_SIZE, F.format_string(f"a binary row of %d bytes is shorter than its {BINARY_HEADER_SIZE}-byte header", size))
         .when(size != expected, F.format_string("a binary row of %d bytes, its header says %d", size, expected))
+        .when(F.col(_decoded_column(ASCII_COLUMN)), F.lit(None).cast("string"))
         .otherwise(utf8_problem)
     )
     return F.struct(
