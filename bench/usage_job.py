@@ -21,8 +21,9 @@ The job's time for N rows read from the brokers is about (1) plus N divided by (
 report prints that estimate too. Also timed, once: **the next run**, N/10 new rows in the
 windows after the first run's, over the stores the first run left (a run's cost follows its
 new rows, not the stored ones); and with ``--usage-scale`` **the growth series**: N/4, N/2
-and N rows at the default shape, N/4 rows with 100 tenants (1,000 partitions) and with 100
-tenants of 50-partition topics (10,000 partitions), each into empty stores.
+and N rows at the default shape (1,000 tenants, 10,000 partitions), N/4 rows with 1,000 tenants
+of 1-partition topics (2,000 partitions), with 100 tenants (1,000 partitions) and with 100
+tenants of 50-partition topics (10,000 partitions), each into empty stores, with their CPU seconds.
 
 ``--workers 1,2`` times the same job over the same N rows on a Spark standalone cluster instead
 (:mod:`spark_pipelines.standalone`: a master and that many workers of one core each, started from
@@ -93,6 +94,7 @@ SCALE_CASES = (
     (0.25, Shape()),
     (0.5, Shape()),
     (1.0, Shape()),
+    (0.25, Shape(partitions_per_topic=1)),
     (0.25, Shape(tenants=100)),
     (0.25, Shape(tenants=100, partitions_per_topic=50)),
 )
@@ -350,7 +352,7 @@ class Figures:
     incremental: JobRun
     increment_rows: int
     read_seconds: list[float]
-    scale: list[tuple[int, Shape, float]]
+    scale: list[tuple[int, Shape, JobRun]]
 
 
 def report(console: Console, figures: Figures) -> None:
@@ -366,7 +368,7 @@ def report(console: Console, figures: Figures) -> None:
         f"{Shape().label()} ({TOPICS_PER_TENANT} topics x {PARTITIONS_PER_TOPIC} partitions each), 1-minute windows, {DUPLICATE_FRACTION:.0%} duplicates"
     )
     table = Table(title="Usage job on local[2]: seconds (median) and usage rows per second", title_justify="left")
-    for column, justify in (("Figure", "left"), ("Rows", "right"), ("Seconds", "right"), ("Rows/s", "right"), ("Every run (s)", "right")):
+    for column, justify in (("Figure", "left"), ("Rows", "right"), ("Seconds", "right"), ("Rows/s", "right"), ("Every run (s); growth: CPU s", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     table.add_row(
         "Job without brokers and database: parse, dedupe, store raw, hour+day buckets, Parquet",
@@ -388,8 +390,9 @@ def report(console: Console, figures: Figures) -> None:
     )
     estimate = job_median + rows / read_rate
     table.add_row("Estimate: the job reading them from the brokers (sum of the two)", f"{rows:,}", f"{estimate:.1f}", f"{rows / estimate:,.0f}", "-")
-    for scale_rows, shape, seconds in figures.scale:
-        table.add_row(f"Growth: {shape.label()}, empty stores", f"{scale_rows:,}", f"{seconds:.1f}", f"{scale_rows / seconds:,.0f}", "-")
+    for scale_rows, shape, run in figures.scale:
+        cpu = f"{run.cpu_seconds:.1f} CPU s" if run.cpu_seconds is not None else "-"
+        table.add_row(f"Growth: {shape.label()}, empty stores", f"{scale_rows:,}", f"{run.seconds:.1f}", f"{scale_rows / run.seconds:,.0f}", cpu)
     console.print(table)
     cpu = [run.cpu_seconds for run in job_runs if run.cpu_seconds is not None]
     if cpu:
@@ -425,8 +428,9 @@ def main(*, rows: int = DEFAULT_ROWS, read_rows: int = DEFAULT_READ_ROWS, runs: 
         for fraction, shape in SCALE_CASES if scale else ():
             scale_rows = max(1, int(rows * fraction))
             generate_records(spark, scale_rows, directory / "scale", shape)
-            scale_runs.append((scale_rows, shape, time_job(spark, directory / "scale", directory / "output").seconds))
-            console.print(f"  growth, {scale_rows:,} rows, {shape.label()}: {scale_runs[-1][2]:.1f} s")
+            scale_runs.append((scale_rows, shape, time_job(spark, directory / "scale", directory / "output")))
+            console.print(f"  growth, {scale_rows:,} rows, {shape.label()}: {scale_runs[-1][2].seconds:.1f} s{_cpu(scale_runs[-1][2])}")
+            console.file.flush()
         with LocalBroker() as broker:
             console.print(f"Producing {read_rows:,} usage records to a broker (not timed)...")
             fill_broker(broker.address, read_rows)
