@@ -596,6 +596,15 @@ class Fetcher:
         self._run_again_locked()
 
     def consumed(self, chunk: FetchedChunk) -> None:
-        """The application took ``chunk``: its bytes no longer count against the prefetch limit (lock held)."""
+        """The application took ``chunk`` (or dropped it): its bytes no longer count against the prefetch limit (lock held).
+
+        The fetcher thread is woken only when this brings the prefetched bytes back under
+        ``queued.max.messages.kbytes``, the one case in which fetching waited for the application.
+        Otherwise the next Fetch is already in flight (sent by the call thread that applied the
+        answer), and waking the fetcher thread for each chunk only made it run an empty round that
+        competed for the interpreter lock with the application and the next answer.
+        """
+        was_full = self.prefetched_bytes >= self._prefetch_limit
         self.prefetched_bytes -= len(chunk.records)
-        self._run_again_locked()
+        if was_full and self.prefetched_bytes < self._prefetch_limit:
+            self._run_again_locked()
