@@ -84,12 +84,18 @@ class LongPoll(Generic[Results]):
         self._released = False
         self._total = 0
         self.results: Results | None = None
-        # Until a waiter is parked the signal is one nobody sets: an owner never waits before the first advance.
-        self._idle_signal = WakeSignal()
+        # Until a waiter is parked the signal is one nobody sets: an owner never waits before the
+        # first advance. Made only if asked for: most fetches are answered by their first read or
+        # park (a wake signal is an Event, a lock and a condition), and one per fetch is enough.
+        self._idle_signal: WakeSignal | None = None
 
     @property
     def signal(self) -> WakeSignal:
-        return self._waiter.signal if self._waiter is not None else self._idle_signal
+        if self._waiter is not None:
+            return self._waiter.signal
+        if self._idle_signal is None:
+            self._idle_signal = WakeSignal()
+        return self._idle_signal
 
     def remaining_seconds(self) -> float:
         return self._deadline - self._monotonic()

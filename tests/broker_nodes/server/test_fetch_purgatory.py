@@ -1,5 +1,6 @@
 import threading
 
+from broker_nodes.server import fetch_purgatory
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
 
 KEY = ("orders", 0)
@@ -75,3 +76,29 @@ def test_waiting_thread_is_woken_by_an_append_from_another_thread():
     purgatory.notify_append("orders", 0, 1)
     thread.join(10)
     assert woken == [True]
+
+
+class CountedSignal(fetch_purgatory.WakeSignal):
+    made = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        CountedSignal.made += 1
+
+
+def test_a_long_poll_makes_no_wake_signal_until_it_parks_or_is_asked_for_one(monkeypatch):
+    monkeypatch.setattr(fetch_purgatory, "WakeSignal", CountedSignal)
+    CountedSignal.made = 0
+    purgatory = FetchPurgatory(max_parked=4)
+    answered = purgatory.start_long_poll([KEY], lambda: ("records", 10, False), min_bytes=1, max_wait_ms=500, monotonic=lambda: 0.0, holds_thread=True)
+    assert answered.advance()  # enough bytes at the first read: no wait, no signal
+    answered.release()
+    assert CountedSignal.made == 0
+    parked = purgatory.start_long_poll([KEY], lambda: ("nothing", 0, False), min_bytes=1, max_wait_ms=500, monotonic=lambda: 0.0, holds_thread=True)
+    idle = parked.signal  # an owner may ask before the first advance: a signal nobody sets
+    assert not idle.is_set()
+    assert not parked.advance()  # parked: its waiter's signal is the one appends set
+    purgatory.notify_append("orders", 0, 5)
+    assert parked.signal.is_set() and not idle.is_set()
+    parked.release()
+    assert CountedSignal.made == 2
