@@ -12,7 +12,9 @@ advance and the acks=all waiter's wake-up. An RF=1 acks=1 topic is measured besi
 same stack, alternating, so that the replication's own share can be read off.
 
 The report gives p50 / p99 / p99.9 per workload over all runs' records (the first ``--warmup``
-records of each run are not counted), and the machine's load average.
+records of each run are not counted), the three brokers' CPU time per record (user + system,
+from ``/proc``, warm-up included: a figure the machine's load sways less than latency), and the
+machine's load average.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from bench.broker_sampler import process_cpu_seconds
 from bench.measurements import LatencySummary
 from bench.replicated_topics import TopicSetupError, create_topic, wait_until_healthy
 from bench.stack import ApiClient, LocalStack, StackError
@@ -39,6 +42,7 @@ DEFAULT_RECORDS = 2000
 DEFAULT_RUNS = 3
 DEFAULT_WARMUP = 200
 RECORD = b"x" * 100
+BROKERS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -81,13 +85,27 @@ def sequential_round_trips(producer: Producer, topic: str, records: int) -> list
     return latencies
 
 
-def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, list[int]]:
-    """``runs`` alternating runs of both workloads, each on a fresh topic; every counted record's ns per workload."""
+@dataclass
+class Samples:
+    """Every counted record's round trip in ns, and the brokers' CPU seconds over every record produced (warm-up included)."""
+
+    latencies_ns: list[int] = field(default_factory=list)
+    broker_cpu_seconds: float = 0.0
+    produced: int = 0
+
+
+def brokers_cpu_seconds(stack: LocalStack) -> float:
+    """User + system CPU seconds the stack's brokers have used so far (a broker gone counts 0)."""
+    return sum(process_cpu_seconds(stack.broker_pid(node_id)) or 0.0 for node_id in BROKERS)
+
+
+def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, Samples]:
+    """``runs`` alternating runs of both workloads, each on a fresh topic; each workload's samples."""
     assert stack.credentials is not None
     credentials = stack.credentials
     api = ApiClient.for_stack(credentials)
     admin = AdminClient(credentials.client_config())
-    samples: dict[RoundTripWorkload, list[int]] = {workload: [] for workload in WORKLOADS}
+    samples = {workload: Samples() for workload in WORKLOADS}
     try:
         for run in range(1, runs + 1):
             for workload in WORKLOADS if run % 2 else tuple(reversed(WORKLOADS)):
@@ -96,10 +114,13 @@ def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Co
                 wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
                 producer = Producer({**credentials.client_config(), "acks": workload.acks, "enable.idempotence": workload.idempotence, "linger.ms": 0})
                 try:
+                    cpu_before = brokers_cpu_seconds(stack)
                     latencies = sequential_round_trips(producer, topic, warmup + records)[warmup:]
+                    samples[workload].broker_cpu_seconds += brokers_cpu_seconds(stack) - cpu_before
+                    samples[workload].produced += warmup + records
                 finally:
                     producer.close()
-                samples[workload].extend(latencies)
+                samples[workload].latencies_ns.extend(latencies)
                 summary = LatencySummary.from_nanoseconds(latencies)
                 console.print(f"run {run}: {workload.label}: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms", markup=False)
     finally:
@@ -107,15 +128,18 @@ def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Co
     return samples
 
 
-def report(samples: dict[RoundTripWorkload, list[int]], runs: int, records: int) -> str:
+def report(samples: dict[RoundTripWorkload, Samples], runs: int, records: int) -> str:
     lines = [
         f"sequential one-record produce round trip, {runs} run(s) of {records} records per workload (SDK, linger.ms=0, one partition)",
-        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s}",
+        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s} {'broker CPU us/record':>21s}",
     ]
-    for workload, latencies in samples.items():
-        if latencies:
-            summary = LatencySummary.from_nanoseconds(latencies)
-            lines.append(f"{workload.label:16s} {summary.p50_ms:8.3f} {summary.p99_ms:8.3f} {summary.p999_ms:9.3f} {summary.count:8d}")
+    for workload, sample in samples.items():
+        if sample.latencies_ns:
+            summary = LatencySummary.from_nanoseconds(sample.latencies_ns)
+            cpu_per_record_us = sample.broker_cpu_seconds / sample.produced * 1e6
+            lines.append(
+                f"{workload.label:16s} {summary.p50_ms:8.3f} {summary.p99_ms:8.3f} {summary.p999_ms:9.3f} {summary.count:8d} {cpu_per_record_us:21.0f}"
+            )
     load = os.getloadavg()
     lines.append(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
     return "\n".join(lines)
@@ -130,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.records <= 0 or arguments.runs <= 0 or arguments.warmup < 0:
         parser.error("--records and --runs must be positive, --warmup not negative")
     console = Console()
-    samples: dict[RoundTripWorkload, list[int]] = {}
+    samples: dict[RoundTripWorkload, Samples] = {}
     try:
         with LocalStack(console, "replication-round-trip") as stack:
             samples = measure(stack, arguments.runs, arguments.records, arguments.warmup, console)
