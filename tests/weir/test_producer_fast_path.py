@@ -14,6 +14,7 @@ from weir.partitioner import StickyPartitions
 from weir.producer_accumulator import ProducerBatch, RecordAccumulator
 
 native = pytest.importorskip("weir._records_native", reason="the native record codec was not built (no C compiler at install)")
+pytestmark = pytest.mark.skipif(records._native is None, reason="WEIR_PURE_PYTHON=1: the producer has no native fast path to compare")
 
 TIMESTAMP = 1_700_000_000_000
 PARTITIONS = 2
