@@ -4,6 +4,7 @@ record it cannot take handed to the Python produce()."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -246,3 +247,43 @@ def test_a_raising_delivery_callback_stops_the_report_in_c_as_in_python() -> Non
     with pytest.raises(ValueError, match="application bug"):
         native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)
     assert calls == [10]
+
+
+def test_threads_producing_while_the_sender_drains_lose_and_double_nothing() -> None:
+    clock = ManualClock()
+    fast = FastProducer(clock, 4000, linger_ms=0)
+    threads_count, per_thread = 4, 3000
+    drained: list[ProducerBatch] = []
+    producing = threading.Event()
+    producing.set()
+
+    def produce(thread: int) -> None:
+        for index in range(per_thread):
+            fast.appender.produce("t", b"%d:%d" % (thread, index))
+
+    def drain() -> None:
+        while producing.is_set():
+            drained.extend(fast.accumulator.drain()[0])
+
+    drainer = threading.Thread(target=drain)
+    producers = [threading.Thread(target=produce, args=(thread,)) for thread in range(threads_count)]
+    drainer.start()
+    for thread in producers:
+        thread.start()
+    for thread in producers:
+        thread.join(60)
+    producing.clear()
+    drainer.join(60)
+    drained.extend(fast.accumulator.drain()[0])
+    values = []
+    for batch in drained:
+        decoded = list(records.iter_records(batch.builder.build()))
+        assert [record.offset for record in decoded] == list(range(batch.record_count))
+        assert batch.size == len(batch.builder.build())
+        values += [record.value for record in decoded]
+    assert sorted(values) == sorted(b"%d:%d" % (thread, index) for thread in range(threads_count) for index in range(per_thread))
+    for thread in range(threads_count):  # each thread's records keep their order
+        mine = [value for value in values if value.startswith(b"%d:" % thread)]
+        assert mine == [b"%d:%d" % (thread, index) for index in range(per_thread)]
+    assert fast.accumulator.outstanding == threads_count * per_thread
+    assert fast.accumulator.buffered_bytes == sum(batch.size for batch in drained)
