@@ -1,0 +1,114 @@
+"""``python -m bench.client_cpu {produce,produce-callbacks,consume} [--records N] [--runs R]``: the SDK
+client's own CPU seconds per million 100-byte records (issue 19 goal 2).
+
+Records per second swing with the machine's load; the CPU time a client spends on a million records
+(user + system time of this process, every thread: the application's loop, the producer's sender or the
+consumer's fetcher, gRPC) swings much less, so it compares two versions of the SDK measured back to
+back on a busy machine. One broker is started (bench.broker_launcher), each run uses a topic of one
+partition, and the loop is the bench's: ``produce()`` with ``poll(0)`` every 1,000 records, then
+``flush()`` (``produce-callbacks``: a delivery callback on every record, the bench's default), or
+``consume(num_messages=10000)`` reading ``value()`` and ``error()`` of every Message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+
+from bench.broker_launcher import LocalBroker
+from weir import Consumer, Producer, TopicPartition
+from weir.admin import AdminClient, NewTopic
+from weir.message import OFFSET_BEGINNING
+
+RECORD_SIZE = 100
+POLL_EVERY = 1000  # records between poll(0) calls, as the bench's produce loop
+CONSUME_BATCH = 10_000
+TIMEOUT = 120.0  # seconds for admin calls, flush() and each consume()
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def produce(address: str, topic: str, records: int, value: bytes, callback: Callable[[object, object], None] | None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of producing ``records`` values and flushing them."""
+    producer = Producer({"bootstrap.servers": address, "acks": 1, "batch.size": 1_000_000, "batch.num.messages": 1_000_000, "linger.ms": 10})
+    try:
+        send, poll = producer.produce, producer.poll
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for _ in range(records // POLL_EVERY):
+            if callback is None:
+                for _ in range(POLL_EVERY):
+                    send(topic, value)
+            else:
+                for _ in range(POLL_EVERY):
+                    send(topic, value, on_delivery=callback)
+            poll(0)
+        if producer.flush(TIMEOUT):
+            raise RuntimeError(f"records still undelivered after flush({TIMEOUT})")
+        return time.perf_counter() - started, cpu_seconds() - cpu
+    finally:
+        producer.close()
+
+
+def consume(address: str, topic: str, records: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of reading ``records`` records from the beginning."""
+    consumer = Consumer({"bootstrap.servers": address, "group.id": f"client-cpu-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        received = 0
+        cpu, started = cpu_seconds(), time.perf_counter()
+        while received < records:
+            messages = consumer.consume(num_messages=min(CONSUME_BATCH, records - received), timeout=TIMEOUT)
+            if not messages:
+                raise RuntimeError(f"no record within {TIMEOUT}s after {received} of {records}")
+            for message in messages:
+                if message.error() is not None:
+                    raise RuntimeError(f"consume error: {message.error()}")
+                message.value()
+            received += len(messages)
+        return time.perf_counter() - started, cpu_seconds() - cpu
+    finally:
+        consumer.close()
+
+
+def one_run(address: str, scenario: str, records: int) -> tuple[float, float]:
+    """One run on a new topic: (wall seconds, CPU seconds) of the measured part."""
+    admin = AdminClient({"bootstrap.servers": address})
+    topic = f"client-cpu-{uuid.uuid4().hex}"
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=TIMEOUT)
+    value = os.urandom(RECORD_SIZE)
+    if scenario == "consume":
+        produce(address, topic, records, value, None)
+        return consume(address, topic, records)
+    return produce(address, topic, records, value, (lambda error, message: None) if scenario == "produce-callbacks" else None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=("produce", "produce-callbacks", "consume"))
+    parser.add_argument("--records", type=int, default=1_000_000, help=f"records per run, a multiple of {POLL_EVERY} (default 1,000,000)")
+    parser.add_argument("--runs", type=int, default=3)
+    options = parser.parse_args()
+    if options.records <= 0 or options.records % POLL_EVERY:
+        parser.error(f"--records must be a positive multiple of {POLL_EVERY}")
+    with LocalBroker() as broker:
+        results = [one_run(broker.address, options.scenario, options.records) for _ in range(options.runs)]
+    for run, (wall, cpu) in enumerate(results, 1):
+        print(
+            f"{options.scenario} run {run}/{options.runs}: {options.records / wall:,.0f} records/s, {cpu / options.records * 1e6:.2f} CPU-s per million records"
+        )
+    median_cpu = statistics.median(cpu for _, cpu in results) / options.records * 1e6
+    median_rate = statistics.median(options.records / wall for wall, _ in results)
+    print(f"{options.scenario} median: {median_rate:,.0f} records/s, {median_cpu:.2f} CPU-s per million records (load {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
