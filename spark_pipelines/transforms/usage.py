@@ -309,22 +309,21 @@ def window_usage(rows: DataFrame) -> DataFrame:
     Precondition: ``rows`` are deduplicated valid rows (:func:`deduplicate_usage_rows`).
     """
     keys = [*GROUP_COLUMNS, "window_start_ms"]
-    traffic = rows.where(F.col("kind") == KIND_TRAFFIC).groupBy(*keys).agg(*(F.sum(name).cast("long").alias(name) for name in TRAFFIC_COLUMNS))
-    # Around a leader change the old and the new leader may both report a partition for the same
-    # window; the partition is there once, so it counts once (its larger report).
-    partition_windows = (
-        rows.where(F.col("kind") == KIND_PARTITION)
-        .groupBy(*keys, "partition")
-        .agg(
-            F.max("log_size_bytes").cast("long").alias("log_size_bytes"),
-            F.max(F.col("window_end_ms") - F.col("window_start_ms")).cast("long").alias("window_ms"),
-        )
+    traffic, stored = F.col("kind") == KIND_TRAFFIC, F.col("kind") == KIND_PARTITION
+    # Two aggregations, no join: per partition first (the traffic rows' sums; around a leader
+    # change the old and the new leader may both report a partition for the same window, and the
+    # partition is there once, so it counts once: its larger report), then per window. A sum or
+    # maximum over no row of a kind is null, as for a window without that kind.
+    per_partition = rows.groupBy(*keys, "partition").agg(
+        *(F.sum(F.when(traffic, F.col(name))).alias(name) for name in TRAFFIC_COLUMNS),
+        F.max(F.when(stored, F.col("log_size_bytes"))).alias("log_size_bytes"),
+        F.max(F.when(stored, F.col("window_end_ms") - F.col("window_start_ms"))).alias("window_ms"),
     )
-    storage = partition_windows.groupBy(*keys).agg(
+    return per_partition.groupBy(*keys).agg(
+        *(F.sum(name).cast("long").alias(name) for name in TRAFFIC_COLUMNS),
         F.sum("log_size_bytes").cast("long").alias("storage_bytes"),
         F.sum("window_ms").cast("long").alias("partition_ms"),
     )
-    return traffic.join(storage, keys, "full_outer")
 
 
 def usage_aggregates(windows: DataFrame, granularity: Granularity) -> DataFrame:
