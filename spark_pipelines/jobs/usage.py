@@ -31,7 +31,7 @@ One run, in this order:
 2. Pin the end: ``resolve_offsets`` asks the brokers for every partition's end offset now.
    The run reads exactly ``[cursor, end)``, however much the brokers append meanwhile.
 3. Read that range (``format("weir")``, internal token, at least one task per core), decode
-   it (binary rows with column functions, JSON rows with ``from_json``), set invalid records
+   it (binary rows with numpy over whole Arrow batches, JSON rows with ``from_json``), set invalid records
    aside (``rejected/``), drop duplicates by identity within the batch.
 4. Record the batch's broker windows in ``sent_windows/`` (those not there yet), then append
    to ``raw/`` the batch's rows not stored yet. A row can be stored already only if its broker
