@@ -155,6 +155,12 @@ class RecordAccumulator:
         self._space_waiters = 0
         self._flushes = 0
         self._closing = False
+        # Every change the sender must see bumps ``_changes`` (see :meth:`_signal`); ``drain``
+        # notes the count it saw, so that a change between a drain and the sender's wait (a new
+        # batch whose linger.ms the drain could not know) ends the wait at once instead of
+        # being a notification nobody was waiting for.
+        self._changes = 0
+        self._drained_changes = 0
         # The native fast path (see the module docstring): its appender and the batch it is armed with.
         self._appender: Any = None
         self._armed: ProducerBatch | None = None
@@ -185,6 +191,11 @@ class RecordAccumulator:
             batch.size += added
             self._buffered += added
             self._outstanding += records
+
+    def _signal(self) -> None:
+        """Count a change the sender must see and wake it if it waits (lock held)."""
+        self._changes += 1
+        self.changed.notify()
 
     def _disarm(self) -> None:
         """Fold, then stop the appender from adding to the armed batch (lock held)."""
@@ -251,7 +262,7 @@ class RecordAccumulator:
                 partitions[partition] = batch
                 self._buffered += HEADER_SIZE
                 # The sender may be asleep with nothing to do: it must learn when linger.ms ends.
-                self.changed.notify()
+                self._signal()
             added = batch.builder.append(timestamp, key, value, headers)
             batch.size += added
             self._buffered += added
@@ -276,14 +287,14 @@ class RecordAccumulator:
         self._open[batch.topic][batch.partition] = None
         self._closed.append(batch)
         self._sticky.batch_sent(batch.topic, batch.partition, self._partition_counts[batch.topic])
-        self.changed.notify()
+        self._signal()
 
     def _wait_for_space(self, needed: int, max_block: float) -> None:
         deadline = time.monotonic() + max_block
         self._space_waiters += 1
         # A waiting producer makes every open batch ready (see drain), so that lingering
         # batches leave and free their memory instead of holding it until linger.ms.
-        self.changed.notify()
+        self._signal()
         try:
             while self._buffered + needed > self._buffer_memory and self._buffered > 0:
                 remaining = deadline - time.monotonic()
@@ -310,6 +321,7 @@ class RecordAccumulator:
         """
         now = self._monotonic()
         with self._lock:
+            self._drained_changes = self._changes
             self._fold()
             ready = list(self._closed)
             self._closed.clear()
@@ -342,7 +354,7 @@ class RecordAccumulator:
         """Make every batch ready until :meth:`end_flush` (flush() and purge())."""
         with self._lock:
             self._flushes += 1
-            self.changed.notify()
+            self._signal()
 
     def end_flush(self) -> None:
         with self._lock:
@@ -352,7 +364,7 @@ class RecordAccumulator:
         """Make every batch ready from now on and fail produce() calls waiting for space."""
         with self._lock:
             self._closing = True
-            self.changed.notify()
+            self._signal()
             self._space.notify_all()
 
     def abort_unsent(self) -> list[ProducerBatch]:
@@ -375,6 +387,9 @@ class RecordAccumulator:
         """Sender side: sleep up to ``timeout`` unless a batch is ready or ``pending()`` is true."""
         with self._lock:
             if self._closed or pending():
+                return
+            if self._changes != self._drained_changes:
+                self._drained_changes = self._changes  # once per change, even if no drain follows (a failed round)
                 return
             if (self._flushes or self._space_waiters or self._closing) and self._any_open():
                 return
@@ -407,7 +422,7 @@ class RecordAccumulator:
     def wake(self) -> None:
         """Wake the sender (a response arrived or a retry is due)."""
         with self._lock:
-            self.changed.notify()
+            self._signal()
 
     @property
     def buffered_bytes(self) -> int:

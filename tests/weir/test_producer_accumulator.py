@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from broker_nodes.clock import ManualClock
@@ -167,3 +169,39 @@ def test_flush_takes_the_open_batch_of_a_muted_partition() -> None:
     ready, _ = accumulator.drain(muted={("t", 0)})
     accumulator.end_flush()
     assert [batch.record_count for batch in ready] == [2]
+
+
+def _wait_returns(accumulator: RecordAccumulator) -> bool:
+    """Whether the sender's wait returns on its own; a wait still blocked after 10 s is ended by close()."""
+    waiter = threading.Thread(target=accumulator.wait_for_work, args=(60.0, lambda: False), daemon=True)
+    waiter.start()
+    waiter.join(10.0)
+    returned = not waiter.is_alive()
+    accumulator.close()
+    waiter.join(10.0)
+    return returned
+
+
+def test_a_batch_opened_between_drain_and_wait_ends_the_senders_wait() -> None:
+    # The sender drained (no batch open, so no linger.ms to wake for) and a produce() opened a
+    # batch before the sender began to wait: its notification found no waiter. The wait must
+    # still end at once, or the record sits until the wait times out (0.5 s in the sender).
+    clock = ManualClock()
+    accumulator = make(clock)
+    assert accumulator.drain() == ([], None)
+    append(accumulator)
+    assert _wait_returns(accumulator)
+
+
+def test_the_senders_wait_lasts_when_nothing_changed_since_its_drain() -> None:
+    clock = ManualClock()
+    accumulator = make(clock)
+    append(accumulator)
+    accumulator.drain()  # the batch's linger.ms is known to the sender: nothing new
+    waiter = threading.Thread(target=accumulator.wait_for_work, args=(60.0, lambda: False), daemon=True)
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()
+    accumulator.close()
+    waiter.join(10.0)
+    assert not waiter.is_alive()
