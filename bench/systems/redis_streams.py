@@ -11,6 +11,7 @@ import uuid
 from array import array
 
 import redis
+from redis.utils import HIREDIS_AVAILABLE
 
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.measurements import LatencySample, LatencySummary, ThroughputSample
@@ -47,7 +48,11 @@ class RedisStreamsSystem:
             raise SystemUnavailable(NAME, f"{url}: {error}") from None
 
     def describe_settings(self) -> str:
-        return f"Redis Streams at {self.url}: XADD in pipelines of {PIPELINE_DEPTH:,}, XREAD COUNT {READ_COUNT:,}; e2e XADD per record + XREAD BLOCK"
+        parser = "hiredis" if HIREDIS_AVAILABLE else "pure Python (hiredis missing)"
+        return (
+            f"Redis Streams at {self.url}: redis-py, replies parsed by {parser}; XADD in pipelines of {PIPELINE_DEPTH:,}, "
+            f"XREAD COUNT {READ_COUNT:,}; e2e XADD per record + XREAD BLOCK"
+        )
 
     def _new_key(self) -> str:
         return f"weir-bench:{uuid.uuid4().hex}"
