@@ -58,6 +58,10 @@ READINESS_TARGET_SECONDS = 1.0  # issue 3: a topic is ready within 1 s (median)
 API_P99_TARGET_MS = 100.0  # issue 3: API p99 under 100 ms at 50 requests/s
 READINESS_GOAL_SECONDS = 0.1  # issue 19 goal 6: ready p50 <= 100 ms at 1,000 topics per tenant
 API_P99_GOAL_MS = 50.0  # issue 19 goal 6: API p99 <= 50 ms at 200 requests/s on PostgreSQL
+# The conditions of issue 19's goals: a run under others is not judged against them.
+GOAL_TOPICS_PER_TENANT = 1_000
+GOAL_RATE = 200
+GOAL_DATABASE = "PostgreSQL"
 TOPIC_READY_TIMEOUT_SECONDS = 30.0  # a topic not ready by then counts as a failure
 READINESS_PROBE_PAUSE_SECONDS = 0.005  # between produce attempts while a topic is not ready
 LOAD_THREADS = 32  # enough that a slow request never delays the next one at 200 requests/s
@@ -386,8 +390,14 @@ def _seconds_ms(value: float | None) -> float | None:
     return None if value is None else value * 1000
 
 
-def verdicts(results: Sequence[RunResult]) -> list[str]:
-    """One line per figure: the median over runs against issue 3's target and issue 19's goal."""
+def verdicts(
+    results: Sequence[RunResult], *, topics_per_tenant: int = GOAL_TOPICS_PER_TENANT, rate: int = GOAL_RATE, database: str = GOAL_DATABASE
+) -> list[str]:
+    """One line per figure: the median over runs against issue 3's target and issue 19's goal.
+
+    Issue 19's goals hold at 1,000 topics per tenant, and (the API's) at 200 requests/s on
+    PostgreSQL: a run under other conditions is "not judged" against them, never "met".
+    """
     readiness_medians = [statistics.median(result.readiness_seconds) for result in results if result.readiness_seconds]
     p99s = [result.api_latency.p99_ms for result in results if result.api_latency is not None]
     lines = []
@@ -396,7 +406,12 @@ def verdicts(results: Sequence[RunResult]) -> list[str]:
         lines.append(
             f"topic ready (median of run medians): {median * 1000:,.0f} ms; "
             f"issue 3 target < {READINESS_TARGET_SECONDS * 1000:,.0f} ms: {_met(median < READINESS_TARGET_SECONDS)}; "
-            f"issue 19 goal <= {READINESS_GOAL_SECONDS * 1000:,.0f} ms at 1,000 topics per tenant: {_met(median <= READINESS_GOAL_SECONDS)}"
+            f"issue 19 goal <= {READINESS_GOAL_SECONDS * 1000:,.0f} ms at 1,000 topics per tenant: "
+            + (
+                _met(median <= READINESS_GOAL_SECONDS)
+                if topics_per_tenant >= GOAL_TOPICS_PER_TENANT
+                else f"not judged ({topics_per_tenant:,} topics per tenant here)"
+            )
         )
     else:
         lines.append("topic ready: no topic became ready: targets NOT met")
@@ -405,7 +420,8 @@ def verdicts(results: Sequence[RunResult]) -> list[str]:
         lines.append(
             f"API p99 (median of runs): {median:,.1f} ms; "
             f"issue 3 target < {API_P99_TARGET_MS:g} ms at 50 requests/s: {_met(median < API_P99_TARGET_MS)}; "
-            f"issue 19 goal <= {API_P99_GOAL_MS:g} ms at 200 requests/s on PostgreSQL: {_met(median <= API_P99_GOAL_MS)}"
+            f"issue 19 goal <= {API_P99_GOAL_MS:g} ms at 200 requests/s on PostgreSQL: "
+            + (_met(median <= API_P99_GOAL_MS) if rate >= GOAL_RATE and database == GOAL_DATABASE else f"not judged ({rate:,} requests/s on {database} here)")
         )
     else:
         lines.append("API p99: no request answered: targets NOT met")
@@ -480,7 +496,7 @@ def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console
         f"tenant pre-filled with {topics_per_tenant:,} topics" + (f" in {fill_seconds:,.1f} s" if topics_per_tenant else ""),
         markup=False,
     )
-    for line in verdicts(results):
+    for line in verdicts(results, topics_per_tenant=topics_per_tenant, rate=rate, database=database):
         console.print(line, markup=False)
     failures = fill_failures + [failure for result in results for failure in (*result.readiness_failures, *result.api_failures)]
     for failure in failures[:10]:

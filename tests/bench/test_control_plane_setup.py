@@ -76,3 +76,10 @@ def test_the_cpu_of_a_process_tree_counts_its_children() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_run_under_other_conditions_than_issue_19s_is_not_judged_against_its_goals() -> None:
+    result = RunResult(readiness_seconds=[0.05], api_latency=LatencySummary.from_nanoseconds([10_000_000] * 100))
+    ready, api = verdicts([result], topics_per_tenant=20, rate=50, database="SQLite")
+    assert ready.endswith("issue 19 goal <= 100 ms at 1,000 topics per tenant: not judged (20 topics per tenant here)")
+    assert api.endswith("issue 19 goal <= 50 ms at 200 requests/s on PostgreSQL: not judged (50 requests/s on SQLite here)")
