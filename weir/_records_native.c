@@ -999,19 +999,159 @@ serve_deliveries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ producer: key hashes */
+
+/* The partitioners' key hashes of weir/partitioner.py, the reference (tests/weir/test_partitioner_native.py
+ * checks both on random keys): CRC-32 (zlib.crc32), Kafka's murmur2 and Sarama's FNV-1a. */
+
+enum { HASH_NONE = 0, HASH_CRC32 = 1, HASH_MURMUR2 = 2, HASH_FNV1A = 3 };
+
+static uint32_t crc32_table[256];
+
+static void
+crc32_init(void)
+{
+    for (uint32_t index = 0; index < 256; index++) {
+        uint32_t value = index;
+        for (int bit = 0; bit < 8; bit++) {
+            value = value & 1 ? 0xEDB88320u ^ (value >> 1) : value >> 1;
+        }
+        crc32_table[index] = value;
+    }
+}
+
+static uint32_t
+crc32_of(const uint8_t *data, Py_ssize_t length)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    for (Py_ssize_t index = 0; index < length; index++) {
+        crc = crc32_table[(crc ^ data[index]) & 0xFF] ^ (crc >> 8);
+    }
+    return crc ^ 0xFFFFFFFFu;
+}
+
+/* Kafka's Utils.murmur2 (weir.partitioner.murmur2), as its unsigned 32 bits. */
+static uint32_t
+murmur2_of(const uint8_t *data, Py_ssize_t length)
+{
+    const uint32_t m = 0x5BD1E995u;
+    uint32_t h = 0x9747B28Cu ^ (uint32_t)length;
+    Py_ssize_t words = length / 4;
+    for (Py_ssize_t index = 0; index < words; index++) {
+        const uint8_t *at = data + 4 * index;
+        uint32_t k = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h = (h * m) ^ k;
+    }
+    Py_ssize_t base = length & ~(Py_ssize_t)3;
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)data[base + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)data[base + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= data[base];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+/* librdkafka's rd_fnv1a, then the absolute value of the int32 (INT32_MIN stays 0x80000000). */
+static uint32_t
+fnv1a_of(const uint8_t *data, Py_ssize_t length)
+{
+    uint32_t h = 0x811C9DC5u;
+    for (Py_ssize_t index = 0; index < length; index++) {
+        h = (h ^ data[index]) * 0x01000193u;
+    }
+    if (h & 0x80000000u) {
+        h = (uint32_t)(-(int64_t)(int32_t)h);
+    }
+    return h;
+}
+
+/* The partition of weir.partitioner's hash ``kind`` for the key's bytes (kind not HASH_NONE, count > 0). */
+static Py_ssize_t
+hash_partition(int kind, const uint8_t *data, Py_ssize_t length, Py_ssize_t count)
+{
+    uint32_t hash;
+    switch (kind) {
+    case HASH_CRC32:
+        hash = crc32_of(data, length);
+        break;
+    case HASH_MURMUR2:
+        hash = murmur2_of(data, length) & 0x7FFFFFFFu;
+        break;
+    default:
+        hash = fnv1a_of(data, length);
+        break;
+    }
+    return (Py_ssize_t)(hash % (uint32_t)count);
+}
+
+/* murmur2(data) -> Kafka's signed 32-bit murmur2 (weir.partitioner.murmur2). */
+static PyObject *
+murmur2_function(PyObject *self, PyObject *data)
+{
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "murmur2() takes bytes");
+        return NULL;
+    }
+    return PyLong_FromLong((int32_t)murmur2_of((const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)));
+}
+
+/* key_partition(kind, key, partition_count) -> the partition of the key under hash ``kind`` (1 CRC-32,
+ * 2 murmur2, 3 FNV-1a), as weir.partitioner's consistent_partition, murmur2_partition, fnv1a_partition. */
+static PyObject *
+key_partition_function(PyObject *self, PyObject *args)
+{
+    int kind;
+    Py_buffer key;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "iy*n", &kind, &key, &count)) {
+        return NULL;
+    }
+    if (kind < HASH_CRC32 || kind > HASH_FNV1A || count <= 0 || count > 0xFFFFFFFFLL) {
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_ValueError, "key_partition() takes a hash kind of 1 to 3 and a partition count of at least 1");
+        return NULL;
+    }
+    Py_ssize_t partition = hash_partition(kind, key.buf, key.len, count);
+    PyBuffer_Release(&key);
+    return PyLong_FromSsize_t(partition);
+}
+
 /* ------------------------------------------------------------------ producer: StickyAppender */
 
-/* The producer's per-record path for the common record (weir.producer, weir.producer_accumulator):
- * a keyless record, no headers, no explicit partition, bytes value, to the topic whose sticky
- * partition has an open batch. The accumulator *arms* the appender with that batch (its records
- * buffer and counters) under its lock after a Python append; produce() then runs here: it takes the
- * accumulator's lock without blocking, encodes the record into the armed batch's buffer exactly as
- * RecordBatchBuilder.append would, and counts it. Anything else (another topic, a key, headers, a
- * batch without room, buffer.memory nearly used, changed metadata, a lock held by another thread)
- * goes to Producer.produce in Python, the reference, which disarms the appender first and may arm it
- * again. What the appender counted reaches the Python objects through take() (lock held). */
+/* The producer's per-record path (weir.producer, weir.producer_accumulator) for a record without
+ * headers, with a bytes value and a bytes key or none, whose partition's open batch is *armed*: the
+ * explicit partition, else the partition its key hashes to (the producer's partitioner, in C above),
+ * else (no key) the topic's sticky partition. The accumulator arms the appender with an open batch
+ * (its records buffer and counters) under its lock after each Python append to it, for one topic at
+ * a time (any number of its partitions); produce() then runs here: it takes the accumulator's lock
+ * without blocking, encodes the record into the armed batch's buffer exactly as
+ * RecordBatchBuilder.append would, and counts it. Anything else (another topic, a partition without
+ * an armed batch, headers, a batch without room, buffer.memory nearly used, changed metadata, a lock
+ * held by another thread) goes to Producer.produce in Python, the reference, which disarms that
+ * partition's batch first and may arm it again. What the appender counted reaches the Python objects
+ * through take() (lock held): only the batches that took records since the last take() are listed. */
 
 #define RECORD_OVERHEAD 21 /* weir.producer_accumulator.RECORD_OVERHEAD */
+
+/* One partition's armed batch; records NULL when that partition is not armed. */
+typedef struct {
+    PyObject *records, *deliveries;
+    long long count, size, base_timestamp, max_timestamp, last_offset_delta;
+    long long added_records, added_bytes; /* since the last take() */
+    int listed;                           /* in the appender's ``touched`` list */
+} ArmedBatch;
 
 typedef struct {
     PyObject_HEAD
@@ -1019,14 +1159,19 @@ typedef struct {
     PyObject *cluster;         /* weir.cluster.Cluster: its .topics maps names to immutable TopicInfo */
     PyObject *lock_acquire;    /* the accumulator lock's bound acquire and release */
     PyObject *lock_release;
-    PyObject *close_armed;     /* RecordAccumulator._close_armed: the armed batch is full (lock held) */
+    PyObject *close_armed;     /* RecordAccumulator._close_armed(partition): that armed batch is full (lock held) */
     PyObject *default_delivery; /* the on_delivery of the configuration, or None */
     long long message_max_bytes, batch_size, batch_max_records, buffer_memory;
-    /* The armed batch; topic NULL when disarmed. */
-    PyObject *topic, *info, *records, *deliveries;
-    long long count, size, base_timestamp, max_timestamp, last_offset_delta, buffered;
-    /* Appended since the last take(). */
-    long long taken_count, added_records, added_bytes;
+    /* The partitioner (weir.partitioner.Partitioner.native_hash): kind -1 sends every keyed record to Python. */
+    int hash_kind, hash_missing_key, empty_is_missing;
+    /* The armed topic and its metadata; NULL when no batch is armed. */
+    PyObject *topic, *info;
+    ArmedBatch *batches; /* partition_count of them, kept across disarm() */
+    Py_ssize_t partition_count, armed_count;
+    Py_ssize_t sticky; /* the partition keyless records go to, -1 when its batch is not armed */
+    Py_ssize_t *touched; /* partitions whose batch took records since the last take() */
+    Py_ssize_t touched_count;
+    long long buffered; /* buffer.memory in use, as of the last arm() plus what was appended here */
 } StickyAppender;
 
 static PyObject *str_topics = NULL;
@@ -1034,12 +1179,29 @@ static PyObject *produce_keywords[8] = {NULL};
 static const char *const produce_keyword_names[8] = {"topic", "value", "key", "partition", "on_delivery", "callback", "timestamp", "headers"};
 
 static void
+batch_disarm(StickyAppender *self, Py_ssize_t partition)
+{
+    ArmedBatch *batch = &self->batches[partition];
+    if (batch->records != NULL) {
+        self->armed_count--;
+    }
+    Py_CLEAR(batch->records);
+    Py_CLEAR(batch->deliveries);
+    if (self->sticky == partition) {
+        self->sticky = -1;
+    }
+}
+
+static void
 appender_disarm(StickyAppender *self)
 {
+    for (Py_ssize_t partition = 0; self->armed_count > 0 && partition < self->partition_count; partition++) {
+        batch_disarm(self, partition);
+    }
+    self->armed_count = 0;
+    self->sticky = -1;
     Py_CLEAR(self->topic);
     Py_CLEAR(self->info);
-    Py_CLEAR(self->records);
-    Py_CLEAR(self->deliveries);
 }
 
 static int
@@ -1047,8 +1209,13 @@ appender_init(StickyAppender *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *slow, *cluster, *lock, *close_armed, *default_delivery;
     long long message_max_bytes, batch_size, batch_max_records, buffer_memory;
-    if (!PyArg_ParseTuple(args, "OOOOOLLLL", &slow, &cluster, &lock, &close_armed, &default_delivery, &message_max_bytes, &batch_size, &batch_max_records,
-                          &buffer_memory)) {
+    int hash_kind = -1, hash_missing_key = 0, empty_is_missing = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOLLLL|ipp", &slow, &cluster, &lock, &close_armed, &default_delivery, &message_max_bytes, &batch_size,
+                          &batch_max_records, &buffer_memory, &hash_kind, &hash_missing_key, &empty_is_missing)) {
+        return -1;
+    }
+    if (hash_kind < -1 || hash_kind > HASH_FNV1A) {
+        PyErr_SetString(PyExc_ValueError, "StickyAppender: the hash kind is -1 (keyed records in Python), 0 (keys ignored) or 1 to 3");
         return -1;
     }
     PyObject *acquire = PyObject_GetAttrString(lock, "acquire");
@@ -1067,6 +1234,9 @@ appender_init(StickyAppender *self, PyObject *args, PyObject *kwargs)
     self->batch_size = batch_size;
     self->batch_max_records = batch_max_records;
     self->buffer_memory = buffer_memory;
+    self->hash_kind = hash_kind;
+    self->hash_missing_key = hash_missing_key;
+    self->empty_is_missing = empty_is_missing;
     appender_disarm(self);
     return 0;
 }
@@ -1082,8 +1252,10 @@ appender_traverse(StickyAppender *self, visitproc visit, void *arg)
     Py_VISIT(self->default_delivery);
     Py_VISIT(self->topic);
     Py_VISIT(self->info);
-    Py_VISIT(self->records);
-    Py_VISIT(self->deliveries);
+    for (Py_ssize_t partition = 0; self->armed_count > 0 && partition < self->partition_count; partition++) {
+        Py_VISIT(self->batches[partition].records);
+        Py_VISIT(self->batches[partition].deliveries);
+    }
     return 0;
 }
 
@@ -1105,63 +1277,160 @@ appender_dealloc(StickyAppender *self)
 {
     PyObject_GC_UnTrack(self);
     appender_clear(self);
+    PyMem_Free(self->batches);
+    PyMem_Free(self->touched);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* arm(topic, info, records, deliveries, count, size, base_timestamp, max_timestamp, last_offset_delta,
- * buffered): keyless records of topic go to this batch until disarm() (accumulator lock held). */
+/* Room for partition_count batches (every batch disarmed, no topic armed). */
+static int
+appender_resize(StickyAppender *self, Py_ssize_t partition_count)
+{
+    if (partition_count == self->partition_count) {
+        return 0;
+    }
+    ArmedBatch *batches = PyMem_Calloc(partition_count, sizeof(ArmedBatch));
+    Py_ssize_t *touched = PyMem_Calloc(partition_count, sizeof(Py_ssize_t));
+    if (batches == NULL || touched == NULL) {
+        PyMem_Free(batches);
+        PyMem_Free(touched);
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyMem_Free(self->batches);
+    PyMem_Free(self->touched);
+    self->batches = batches;
+    self->touched = touched;
+    self->partition_count = partition_count;
+    self->touched_count = 0;
+    return 0;
+}
+
+/* arm(topic, info, partition_count, partition, sticky, records, deliveries, count, size, base_timestamp,
+ * max_timestamp, last_offset_delta, buffered): records of topic for that partition (and, when sticky,
+ * its keyless records) go to this batch until disarm() (accumulator lock held, every take() folded).
+ * Another topic, metadata or partition count disarms every batch first. */
 static PyObject *
 appender_arm(StickyAppender *self, PyObject *args)
 {
     PyObject *topic, *info, *records, *deliveries;
+    Py_ssize_t partition_count, partition;
+    int sticky;
     long long count, size, base_timestamp, max_timestamp, last_offset_delta, buffered;
-    if (!PyArg_ParseTuple(args, "UOO!O!LLLLLL", &topic, &info, &PyByteArray_Type, &records, &PyList_Type, &deliveries, &count, &size, &base_timestamp,
-                          &max_timestamp, &last_offset_delta, &buffered)) {
+    if (!PyArg_ParseTuple(args, "UOnnpO!O!LLLLLL", &topic, &info, &partition_count, &partition, &sticky, &PyByteArray_Type, &records, &PyList_Type,
+                          &deliveries, &count, &size, &base_timestamp, &max_timestamp, &last_offset_delta, &buffered)) {
         return NULL;
     }
-    appender_disarm(self);
-    self->topic = Py_NewRef(topic);
-    self->info = Py_NewRef(info);
-    self->records = Py_NewRef(records);
-    self->deliveries = Py_NewRef(deliveries);
-    self->count = self->taken_count = count;
-    self->size = size;
-    self->base_timestamp = base_timestamp;
-    self->max_timestamp = max_timestamp;
-    self->last_offset_delta = last_offset_delta;
+    if (partition_count <= 0 || partition_count > 0xFFFFFFFFLL || partition < 0 || partition >= partition_count) {
+        PyErr_Format(PyExc_ValueError, "arm(): partition %zd of %zd", partition, partition_count);
+        return NULL;
+    }
+    if (self->topic == NULL || info != self->info || partition_count != self->partition_count || PyUnicode_Compare(topic, self->topic) != 0) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        appender_disarm(self);
+        if (appender_resize(self, partition_count) < 0) {
+            return NULL;
+        }
+        self->topic = Py_NewRef(topic);
+        self->info = Py_NewRef(info);
+    }
+    ArmedBatch *batch = &self->batches[partition];
+    batch_disarm(self, partition);
+    batch->records = Py_NewRef(records);
+    batch->deliveries = Py_NewRef(deliveries);
+    batch->count = count;
+    batch->size = size;
+    batch->base_timestamp = base_timestamp;
+    batch->max_timestamp = max_timestamp;
+    batch->last_offset_delta = last_offset_delta;
+    batch->added_records = batch->added_bytes = 0;
+    self->armed_count++;
+    if (sticky) {
+        self->sticky = partition;
+    }
     self->buffered = buffered;
-    self->added_records = self->added_bytes = 0;
     Py_RETURN_NONE;
 }
 
-/* take() -> (records added, bytes added, record count, max timestamp, last offset delta) since the
- * last take() or arm(); None when disarmed. The appender stays armed (accumulator lock held). */
+/* take() -> [(partition, records added, bytes added, record count, max timestamp, last offset delta)]
+ * for every armed batch that took records since the last take() or its arm(); they stay armed
+ * (accumulator lock held). */
 static PyObject *
 appender_take(StickyAppender *self, PyObject *unused)
 {
-    if (self->topic == NULL) {
-        Py_RETURN_NONE;
+    PyObject *result = PyList_New(0);
+    if (result == NULL) {
+        return NULL;
     }
-    PyObject *result = Py_BuildValue("(LLLLL)", self->added_records, self->added_bytes, self->count, self->max_timestamp, self->last_offset_delta);
-    if (result != NULL) {
-        self->added_records = self->added_bytes = 0;
-        self->taken_count = self->count;
+    for (Py_ssize_t index = 0; index < self->touched_count; index++) {
+        Py_ssize_t partition = self->touched[index];
+        ArmedBatch *batch = &self->batches[partition];
+        if (batch->records == NULL || batch->added_records == 0) {
+            continue;
+        }
+        PyObject *entry = Py_BuildValue("(nLLLLL)", partition, batch->added_records, batch->added_bytes, batch->count, batch->max_timestamp,
+                                        batch->last_offset_delta);
+        if (entry == NULL || PyList_Append(result, entry) < 0) {
+            Py_XDECREF(entry);
+            Py_DECREF(result);
+            return NULL; /* nothing reset: a later take() lists them all again */
+        }
+        Py_DECREF(entry);
     }
+    for (Py_ssize_t index = 0; index < self->touched_count; index++) {
+        ArmedBatch *batch = &self->batches[self->touched[index]];
+        batch->listed = 0;
+        batch->added_records = batch->added_bytes = 0;
+    }
+    self->touched_count = 0;
     return result;
 }
 
-/* disarm(): the armed batch takes no more records here (take() first: counts not taken are lost). */
+/* disarm() / disarm(partition): every armed batch, or that partition's, takes no more records here
+ * (take() first: counts not taken are lost). */
 static PyObject *
-appender_disarm_method(StickyAppender *self, PyObject *unused)
+appender_disarm_method(StickyAppender *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    appender_disarm(self);
+    if (nargs == 0) {
+        appender_disarm(self);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t partition = nargs == 1 ? PyLong_AsSsize_t(args[0]) : -1;
+    if (partition == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (nargs != 1 || partition < 0) {
+        PyErr_SetString(PyExc_TypeError, "disarm() takes no argument or a partition");
+        return NULL;
+    }
+    if (partition < self->partition_count) {
+        batch_disarm(self, partition);
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *
 appender_armed(StickyAppender *self, void *closure)
 {
-    return PyBool_FromLong(self->topic != NULL);
+    return PyBool_FromLong(self->armed_count > 0);
+}
+
+static PyObject *
+appender_armed_partitions(StickyAppender *self, void *closure)
+{
+    PyObject *result = PyList_New(0);
+    for (Py_ssize_t partition = 0; result != NULL && partition < self->partition_count; partition++) {
+        if (self->batches[partition].records != NULL) {
+            PyObject *number = PyLong_FromSsize_t(partition);
+            if (number == NULL || PyList_Append(result, number) < 0) {
+                Py_CLEAR(result);
+            }
+            Py_XDECREF(number);
+        }
+    }
+    return result;
 }
 
 /* PyByteArray_Resize to size, doubling the allocation when it must grow: bytearray's own growth
@@ -1195,12 +1464,38 @@ monotonic_seconds(void)
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
+/* The partition of a record as Producer.produce chooses it (explicit, else keyed, else sticky), or -1
+ * when Python must decide (a partition out of range, a key the appender does not hash, no armed
+ * sticky batch). ``key`` is None or bytes. */
+static Py_ssize_t
+appender_partition(StickyAppender *self, long explicit_partition, PyObject *key)
+{
+    if (explicit_partition >= 0) {
+        return explicit_partition < self->partition_count ? (Py_ssize_t)explicit_partition : -1;
+    }
+    Py_ssize_t key_length = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+    if (self->hash_kind == HASH_NONE || (self->hash_kind < 0 && key_length < 0)) {
+        return self->sticky; /* Partitioner.keyed_partition is -1: the sticky partition */
+    }
+    if (self->hash_kind < 0) {
+        return -1;
+    }
+    if (key_length < 0 || (self->empty_is_missing && key_length == 0)) {
+        if (!self->hash_missing_key) {
+            return self->sticky;
+        }
+        return hash_partition(self->hash_kind, (const uint8_t *)"", 0, self->partition_count);
+    }
+    return hash_partition(self->hash_kind, (const uint8_t *)PyBytes_AS_STRING(key), key_length, self->partition_count);
+}
+
 /* 1 when the record was appended, 0 when Python must take it (nothing changed), -1 on error.
  * Runs with the accumulator lock held. */
 static int
-appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject *timestamp_arg, PyObject *delivery)
+appender_append(StickyAppender *self, PyObject *topic, PyObject *key, PyObject *value, long explicit_partition, PyObject *timestamp_arg,
+                PyObject *delivery)
 {
-    if (self->topic == NULL || (topic != self->topic && (!PyUnicode_CheckExact(topic) || PyUnicode_Compare(topic, self->topic) != 0))) {
+    if (self->topic == NULL || (topic != self->topic && PyUnicode_Compare(topic, self->topic) != 0)) {
         return 0;
     }
     PyObject *topics = PyObject_GetAttr(self->cluster, str_topics);
@@ -1212,11 +1507,20 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject
     if (info != self->info) {
         return PyErr_Occurred() ? -1 : 0; /* new metadata (or none): Python decides */
     }
+    Py_ssize_t partition = appender_partition(self, explicit_partition, key);
+    if (partition < 0) {
+        return 0;
+    }
+    ArmedBatch *batch = &self->batches[partition];
+    if (batch->records == NULL) {
+        return 0;
+    }
+    Py_ssize_t key_length = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
     Py_ssize_t value_length = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
-    long long size = value_length < 0 ? 0 : value_length;
+    long long size = (value_length < 0 ? 0 : value_length) + (key_length < 0 ? 0 : key_length);
     long long needed = size + RECORD_OVERHEAD;
     if (size > self->message_max_bytes || (self->buffered + needed > self->buffer_memory && self->buffered > 0) ||
-        self->size + needed > self->batch_size || self->count >= self->batch_max_records) {
+        batch->size + needed > self->batch_size || batch->count >= self->batch_max_records) {
         return 0;
     }
     long long timestamp;
@@ -1236,19 +1540,20 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject
             timestamp = wall_clock_ms();
         }
     }
-    long long offset_delta = self->last_offset_delta + 1;
+    long long offset_delta = batch->last_offset_delta + 1;
     long long timestamp_delta;
-    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &timestamp_delta)) {
+    if (__builtin_sub_overflow(timestamp, batch->base_timestamp, &timestamp_delta)) {
         return 0;
     }
-    Py_ssize_t body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta) + 1 /* null key */;
+    Py_ssize_t body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta);
+    body += key_length < 0 ? 1 : varint_size(key_length) + key_length;
     body += value_length < 0 ? 1 : varint_size(value_length) + value_length;
     body += 1; /* no headers */
     Py_ssize_t added = varint_size(body) + body;
     PyObject *report = NULL;
     if (delivery != Py_None) {
         /* weir.producer_accumulator.Delivery: (callback, index, key, value, headers, timestamp, produced at). */
-        PyObject *index = PyLong_FromLongLong(self->count);
+        PyObject *index = PyLong_FromLongLong(batch->count);
         PyObject *timestamp_object = PyLong_FromLongLong(timestamp);
         PyObject *produced_at = PyFloat_FromDouble(monotonic_seconds());
         report = PyTuple_New(7);
@@ -1261,7 +1566,7 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject
         }
         PyTuple_SET_ITEM(report, 0, Py_NewRef(delivery)); /* each steals its reference */
         PyTuple_SET_ITEM(report, 1, index);
-        PyTuple_SET_ITEM(report, 2, Py_NewRef(Py_None));
+        PyTuple_SET_ITEM(report, 2, Py_NewRef(key));
         PyTuple_SET_ITEM(report, 3, Py_NewRef(value));
         PyTuple_SET_ITEM(report, 4, Py_NewRef(Py_None));
         PyTuple_SET_ITEM(report, 5, timestamp_object);
@@ -1272,42 +1577,52 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject
          * through it (callback -> ... -> producer -> batch) is kept alive by the producer anyway. */
         PyObject_GC_UnTrack(report);
     }
-    Py_ssize_t start = PyByteArray_GET_SIZE(self->records);
-    if (grow_bytearray(self->records, start + added) < 0) {
+    Py_ssize_t start = PyByteArray_GET_SIZE(batch->records);
+    if (grow_bytearray(batch->records, start + added) < 0) {
         Py_XDECREF(report);
         return -1;
     }
     if (report != NULL) {
-        int appended = PyList_Append(self->deliveries, report);
+        int appended = PyList_Append(batch->deliveries, report);
         Py_DECREF(report);
         if (appended < 0) {
-            PyByteArray_Resize(self->records, start);
+            PyByteArray_Resize(batch->records, start);
             return -1;
         }
     }
-    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(self->records) + start;
+    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(batch->records) + start;
     out = write_varint(out, body);
     *out++ = 0; /* attributes */
     out = write_varint(out, timestamp_delta);
     out = write_varint(out, offset_delta);
-    out = write_varint(out, -1); /* null key */
+    out = write_varint(out, key_length);
+    if (key_length > 0) {
+        memcpy(out, PyBytes_AS_STRING(key), key_length);
+        out += key_length;
+    }
     out = write_varint(out, value_length);
     if (value_length > 0) {
         memcpy(out, PyBytes_AS_STRING(value), value_length);
+        out += value_length;
     }
-    out += value_length > 0 ? value_length : 0;
     *out = 0; /* header count */
-    self->count += 1;
-    self->size += added;
+    batch->count += 1;
+    batch->size += added;
     self->buffered += added;
-    self->added_records += 1;
-    self->added_bytes += added;
-    self->last_offset_delta = offset_delta;
-    if (timestamp > self->max_timestamp) {
-        self->max_timestamp = timestamp;
+    batch->added_records += 1;
+    batch->added_bytes += added;
+    batch->last_offset_delta = offset_delta;
+    if (timestamp > batch->max_timestamp) {
+        batch->max_timestamp = timestamp;
     }
-    if (self->size >= self->batch_size || self->count >= self->batch_max_records) {
-        PyObject *closed = PyObject_CallNoArgs(self->close_armed); /* disarms */
+    if (!batch->listed) {
+        batch->listed = 1;
+        self->touched[self->touched_count++] = partition;
+    }
+    if (batch->size >= self->batch_size || batch->count >= self->batch_max_records) {
+        PyObject *number = PyLong_FromSsize_t(partition);
+        PyObject *closed = number == NULL ? NULL : PyObject_CallOneArg(self->close_armed, number); /* disarms it */
+        Py_XDECREF(number);
         if (closed == NULL) {
             return -1;
         }
@@ -1317,7 +1632,7 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *value, PyObject
 }
 
 /* produce(topic, value=None, key=None, partition=-1, on_delivery=None, callback=None, timestamp=0,
- * headers=None): Producer.produce, here for the common record, else in Python. */
+ * headers=None): Producer.produce, here for a record whose partition's batch is armed, else in Python. */
 static PyObject *
 appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -1342,13 +1657,18 @@ appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyO
         plain = plain && found;
     }
     PyObject *value = given[1] == NULL ? Py_None : given[1];
+    PyObject *key = given[2] == NULL ? Py_None : given[2];
     PyObject *partition = given[3];
-    plain = plain && PyUnicode_CheckExact(given[0]) && (value == Py_None || PyBytes_CheckExact(value)) && (given[2] == NULL || given[2] == Py_None) &&
-            (given[7] == NULL || given[7] == Py_None) && (partition == NULL || (PyLong_CheckExact(partition) && PyLong_AsLong(partition) == -1)) &&
+    long explicit_partition = -1;
+    plain = plain && PyUnicode_CheckExact(given[0]) && (value == Py_None || PyBytes_CheckExact(value)) && (key == Py_None || PyBytes_CheckExact(key)) &&
+            (given[7] == NULL || given[7] == Py_None) && (partition == NULL || PyLong_CheckExact(partition)) &&
             (given[6] == NULL || PyLong_CheckExact(given[6]));
-    if (PyErr_Occurred()) {
-        PyErr_Clear(); /* a partition beyond a C long: Python's path says what it is */
-        plain = 0;
+    if (plain && partition != NULL) {
+        explicit_partition = PyLong_AsLong(partition);
+        if (explicit_partition == -1 && PyErr_Occurred()) {
+            PyErr_Clear(); /* a partition beyond a C long: Python's path says what it is */
+            plain = 0;
+        }
     }
     PyObject *delivery = self->default_delivery;
     if (plain) {
@@ -1364,7 +1684,7 @@ appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyO
             }
         }
     }
-    if (plain && self->topic != NULL) {
+    if (plain && self->armed_count > 0) {
         PyObject *locked = PyObject_CallOneArg(self->lock_acquire, Py_False);
         if (locked == NULL) {
             return NULL;
@@ -1373,7 +1693,7 @@ appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyO
         Py_DECREF(locked);
         if (acquired) {
             Py_INCREF(delivery);
-            int appended = appender_append(self, given[0], value, given[6], delivery);
+            int appended = appender_append(self, given[0], key, value, explicit_partition, given[6], delivery);
             Py_DECREF(delivery);
             PyObject *error_type, *error_value, *error_traceback;
             PyErr_Fetch(&error_type, &error_value, &error_traceback);
@@ -1395,16 +1715,19 @@ appender_produce(StickyAppender *self, PyObject *const *args, size_t nargsf, PyO
 }
 
 static PyMethodDef appender_methods[] = {
-    {"produce", (PyCFunction)(void (*)(void))appender_produce, METH_FASTCALL | METH_KEYWORDS, "Producer.produce: the common record here, others in Python."},
+    {"produce", (PyCFunction)(void (*)(void))appender_produce, METH_FASTCALL | METH_KEYWORDS, "Producer.produce: records of armed batches here, others in Python."},
     {"arm", (PyCFunction)appender_arm, METH_VARARGS,
-     "arm(topic, info, records, deliveries, count, size, base_timestamp, max_timestamp, last_offset_delta, buffered) (accumulator lock held)."},
-    {"take", (PyCFunction)appender_take, METH_NOARGS, "take() -> (records, bytes, count, max_timestamp, last_offset_delta) added since the last take(), or None."},
-    {"disarm", (PyCFunction)appender_disarm_method, METH_NOARGS, "disarm(): the armed batch takes no more records here."},
+     "arm(topic, info, partition_count, partition, sticky, records, deliveries, count, size, base_timestamp, max_timestamp, last_offset_delta, buffered) "
+     "(accumulator lock held)."},
+    {"take", (PyCFunction)appender_take, METH_NOARGS,
+     "take() -> [(partition, records, bytes, count, max_timestamp, last_offset_delta)] of the batches that took records since the last take()."},
+    {"disarm", (PyCFunction)(void (*)(void))appender_disarm_method, METH_FASTCALL, "disarm() / disarm(partition): those batches take no more records here."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef appender_getset[] = {
     {"armed", (getter)appender_armed, NULL, "Whether a batch is armed.", NULL},
+    {"armed_partitions", (getter)appender_armed_partitions, NULL, "The partitions whose batch is armed, ascending.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1412,7 +1735,8 @@ static PyTypeObject StickyAppenderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "weir._records_native.StickyAppender",
     .tp_basicsize = sizeof(StickyAppender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "StickyAppender(slow_produce, cluster, lock, close_armed, default_delivery, message_max_bytes, batch_size, batch_max_records, buffer_memory)",
+    .tp_doc = "StickyAppender(slow_produce, cluster, lock, close_armed, default_delivery, message_max_bytes, batch_size, batch_max_records, buffer_memory, "
+              "hash_kind=-1, hash_missing_key=False, empty_is_missing=False)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)appender_init,
     .tp_dealloc = (destructor)appender_dealloc,
@@ -1445,6 +1769,8 @@ static PyMethodDef methods[] = {
     {"serve_deliveries", (PyCFunction)(void (*)(void))serve_deliveries, METH_FASTCALL,
      "serve_deliveries(deliveries, topic, partition, error, base_offset, log_append_time, timestamp_type, only_errors, now): delivery callbacks."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "encode_record(offset_delta, timestamp_delta, key, value, headers): one record with its length."},
+    {"murmur2", murmur2_function, METH_O, "murmur2(data) -> Kafka's signed 32-bit murmur2 of the bytes (weir.partitioner.murmur2)."},
+    {"key_partition", key_partition_function, METH_VARARGS, "key_partition(kind, key, partition_count): the partition of the key under hash kind 1 CRC-32, 2 murmur2, 3 FNV-1a."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1465,6 +1791,7 @@ PyInit__records_native(void)
             return NULL;
         }
     }
+    crc32_init();
     if (PyType_Ready(&StickyAppenderType) < 0) {
         return NULL;
     }

@@ -105,6 +105,10 @@ class StickyPartitions:
         """Whether every keyless record gets a partition of its own (sticky.partitioning.linger.ms=0)."""
         return self._per_record
 
+    def current(self, topic: str) -> int | None:
+        """The topic's sticky partition if one is chosen and kept for the next keyless record (None per record)."""
+        return None if self._per_record else self._current.get(topic)
+
     def partition(self, topic: str, partition_count: int) -> int:
         """The topic's sticky partition, choosing one when there is none or the count shrank."""
         if self._per_record:
@@ -138,6 +142,8 @@ _HASHES: dict[str, Callable[[bytes, int], int] | None] = {
 }
 # Partitioners that hash a null key as the empty key instead of going sticky (librdkafka's).
 _HASH_NULL_KEY = frozenset({"consistent", "murmur2", "fnv1a"})
+# The hash kinds of weir._records_native (its key_partition() and StickyAppender): 0 keys ignored.
+_NATIVE_HASHES: dict[Callable[[bytes, int], int], int] = {consistent_partition: 1, murmur2_partition: 2, fnv1a_partition: 3}
 
 
 class Partitioner:
@@ -160,6 +166,13 @@ class Partitioner:
         self._hash_missing_key = name in _HASH_NULL_KEY
         # librdkafka's consistent_random treats an empty key as no key.
         self._empty_is_missing = name == "consistent_random"
+
+    @property
+    def native_hash(self) -> tuple[int, bool, bool]:
+        """(hash kind, whether a missing key is hashed as b"", whether an empty key is missing) for
+        weir._records_native.StickyAppender, which then chooses the partitions keyed_partition does."""
+        kind = 0 if self._hash_key is None else _NATIVE_HASHES[self._hash_key]
+        return kind, self._hash_missing_key, self._empty_is_missing
 
     @property
     def null_key_is_sticky(self) -> bool:

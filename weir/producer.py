@@ -157,12 +157,15 @@ class Producer:
         self._fast_path = self._install_fast_path(config_values)
 
     def _install_fast_path(self, config_values: ClientConfig) -> bool:
-        """Let weir._records_native's StickyAppender take produce() of keyless records (see
-        weir.producer_accumulator); False when it cannot apply to this producer.
+        """Let weir._records_native's StickyAppender take produce() of records without headers whose
+        partition's batch is armed (see weir.producer_accumulator); False when it cannot apply.
 
-        It applies when every keyless record without headers goes to the sticky partition with
-        no per-record check: no transactions, no queue.buffering.max.* limits, sticky batches,
-        and Producer.produce itself (a subclass's produce() stays in charge).
+        It applies when such records need no per-record check beyond the partition: no
+        transactions, no queue.buffering.max.* limits, sticky batches (with
+        sticky.partitioning.linger.ms=0 each keyless record would be armed for in vain), and
+        Producer.produce itself (a subclass's produce() stays in charge). The appender chooses the
+        partition as produce() does: the explicit one, else the key's under the configured
+        partitioner, else the sticky one.
         """
         native = records._native
         if (
@@ -171,7 +174,6 @@ class Producer:
             or self._max_messages is not None
             or self._max_bytes is not None
             or self._partitioner.sticky.per_record
-            or not self._partitioner.null_key_is_sticky
             or type(self).produce is not Producer.produce
         ):
             return False
@@ -185,6 +187,7 @@ class Producer:
             config_values["batch.size"],
             config_values["batch.num.messages"],
             config_values["buffer.memory"],
+            *self._partitioner.native_hash,
         )
         self._accumulator.attach_appender(appender)
         # An instance attribute before the class's method: produce() runs in C from here on.

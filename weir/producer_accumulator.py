@@ -14,15 +14,18 @@ Back-pressure: the encoded bytes of every batch not yet released count against
 Thread-safety: every method takes the accumulator's single lock; produce() threads and the
 sender thread share it. The lock is held only for in-memory work, never for I/O.
 
-Native fast path: with the native codec, the producer's common record (keyless, no headers, to
-the sticky partition) never reaches :meth:`RecordAccumulator.append`. ``append`` *arms* a
-``weir._records_native.StickyAppender`` with the open batch of a sticky partition; the appender's
-``produce`` then takes this lock (without blocking), encodes such records straight into that
-batch's records buffer and counts them itself, and hands every other record to the Python
-``Producer.produce``. Every method that reads a batch's or the buffer's counters first folds what
-the appender counted into them (:meth:`RecordAccumulator._fold`), and every one that changes the
-armed batch (a Python append, closing, draining, purging) disarms it first, so the Python objects
-stay the single truth whenever the lock is free.
+Native fast path: with the native codec, the producer's common records (no headers, a bytes value
+and a bytes key or none) never reach :meth:`RecordAccumulator.append` once their partition's open
+batch is armed. ``append`` *arms* a ``weir._records_native.StickyAppender`` with the open batch it
+just appended to (any number of partitions of one topic at a time; the batch of the topic's sticky
+partition also takes keyless records); the appender's ``produce`` then takes this lock (without
+blocking), chooses the record's partition as Producer.produce does (explicit, else the key's hash,
+else sticky), encodes the record straight into that partition's armed batch and counts it itself,
+and hands every other record to the Python ``Producer.produce``. Every method that reads a batch's
+or the buffer's counters first folds what the appender counted into them
+(:meth:`RecordAccumulator._fold`), and every one that changes an armed batch (a Python append to
+it, closing, draining, purging) disarms that batch first, so the Python objects stay the single
+truth whenever the lock is free.
 """
 
 from __future__ import annotations
@@ -161,9 +164,11 @@ class RecordAccumulator:
         # being a notification nobody was waiting for.
         self._changes = 0
         self._drained_changes = 0
-        # The native fast path (see the module docstring): its appender and the batch it is armed with.
+        # The native fast path (see the module docstring): its appender, the topic and metadata it is
+        # armed for, and the batches armed by partition (the appender's own list of them).
         self._appender: Any = None
-        self._armed: ProducerBatch | None = None
+        self._armed_topic: tuple[str, Any] | None = None
+        self._armed: dict[int, ProducerBatch] = {}
 
     @property
     def lock(self) -> threading.Lock:
@@ -173,20 +178,16 @@ class RecordAccumulator:
     def attach_appender(self, appender: Any) -> None:
         """Use ``appender`` (a weir._records_native.StickyAppender built on :attr:`lock`) for sticky records from now on."""
         with self._lock:
-            self._disarm()
+            self._disarm_all()
             self._appender = appender
 
     def _fold(self) -> None:
-        """Count the records the appender added to the armed batch since the last fold (lock held)."""
-        batch = self._armed
-        if batch is None:
+        """Count the records the appender added to the armed batches since the last fold (lock held)."""
+        if not self._armed:
             return
-        taken = self._appender.take()
-        if taken is None:
-            self._armed = None
-            return
-        records, added, count, max_timestamp, last_offset_delta = taken
-        if records:
+        armed = self._armed
+        for partition, records, added, count, max_timestamp, last_offset_delta in self._appender.take():
+            batch = armed[partition]
             batch.builder.absorb_appended(count, added, max_timestamp, last_offset_delta)
             batch.size += added
             self._buffered += added
@@ -197,24 +198,50 @@ class RecordAccumulator:
         self._changes += 1
         self.changed.notify()
 
-    def _disarm(self) -> None:
-        """Fold, then stop the appender from adding to the armed batch (lock held)."""
-        if self._armed is not None:
+    def _disarm_all(self) -> None:
+        """Fold, then stop the appender from adding to any batch (lock held)."""
+        if self._armed:
             self._fold()
             self._appender.disarm()
-            self._armed = None
+            self._armed.clear()
+        self._armed_topic = None
 
-    def _arm(self, topic: str, batch: ProducerBatch, arm: Any) -> None:
-        """Let the appender add the topic's next sticky records to ``batch`` (lock held, batch open)."""
+    def _disarm(self, batch: ProducerBatch) -> None:
+        """Fold, then stop the appender from adding to ``batch`` if it is armed (lock held)."""
+        if self._armed.get(batch.partition) is batch:
+            self._fold()
+            self._appender.disarm(batch.partition)
+            del self._armed[batch.partition]
+
+    def _arm(self, topic: str, partition_count: int, batch: ProducerBatch, arm: Any) -> None:
+        """Let the appender add the next records of ``batch``'s partition to it (lock held, batch open,
+        no record of the appender unfolded), and the topic's keyless ones when it is the sticky partition."""
+        if self._armed_topic is None or self._armed_topic[0] != topic or self._armed_topic[1] is not arm:
+            self._disarm_all()  # the appender keeps one topic's batches, of one metadata
+            self._armed_topic = (topic, arm)
+        sticky = self._sticky.current(topic) == batch.partition
         records, count, base_timestamp, max_timestamp, last_offset_delta = batch.builder.append_state()
-        self._appender.arm(topic, arm, records, batch.deliveries, count, batch.size, base_timestamp, max_timestamp, last_offset_delta, self._buffered)
-        self._armed = batch
+        self._appender.arm(
+            topic,
+            arm,
+            partition_count,
+            batch.partition,
+            sticky,
+            records,
+            batch.deliveries,
+            count,
+            batch.size,
+            base_timestamp,
+            max_timestamp,
+            last_offset_delta,
+            self._buffered,
+        )
+        self._armed[batch.partition] = batch
 
-    def _close_armed(self) -> None:
-        """The appender filled the armed batch (it holds the lock): close it, as append() would have."""
-        batch = self._armed
+    def _close_armed(self, partition: int) -> None:
+        """The appender filled the armed batch of ``partition`` (it holds the lock): close it, as append() would have."""
+        batch = self._armed.get(partition)
         if batch is not None:
-            self._disarm()
             self._close(batch)
 
     # ------------------------------------------------------------------ produce() side
@@ -238,13 +265,15 @@ class RecordAccumulator:
         ``partition`` -1 means the topic's sticky partition. ``estimated_size`` is the key,
         value and header bytes; ``max_block`` the seconds to wait for buffer space before
         raising BufferError. ``arm``: the topic's metadata (TopicInfo) when the native appender
-        may take the topic's next sticky records (the producer's metadata then still is this object).
+        may take the next records of the batch this one goes to (while the producer's metadata still
+        is this object).
         """
         needed = estimated_size + RECORD_OVERHEAD
         with self._lock:
-            self._disarm()
+            self._fold()
             if self._buffered + needed > self._buffer_memory and self._buffered > 0:
                 self._wait_for_space(needed, max_block)
+                self._fold()
             partitions = self._open.get(topic)
             if partitions is None or len(partitions) < partition_count:
                 partitions = self._grow(topic, partition_count)
@@ -263,6 +292,8 @@ class RecordAccumulator:
                 self._buffered += HEADER_SIZE
                 # The sender may be asleep with nothing to do: it must learn when linger.ms ends.
                 self._signal()
+            else:
+                self._disarm(batch)
             added = batch.builder.append(timestamp, key, value, headers)
             batch.size += added
             self._buffered += added
@@ -271,8 +302,8 @@ class RecordAccumulator:
                 batch.deliveries.append((delivery, batch.builder.record_count - 1, key, value, headers, timestamp, time.monotonic()))
             if batch.size >= self._batch_size or batch.builder.record_count >= self._batch_max_records:
                 self._close(batch)
-            elif sticky and arm is not None and self._appender is not None:
-                self._arm(topic, batch, arm)
+            elif arm is not None and self._appender is not None:
+                self._arm(topic, partition_count, batch, arm)
 
     def _grow(self, topic: str, partition_count: int) -> list[ProducerBatch | None]:
         partitions = self._open.setdefault(topic, [])
@@ -282,8 +313,7 @@ class RecordAccumulator:
 
     def _close(self, batch: ProducerBatch) -> None:
         """Move an open batch to the ready queue (lock held) and wake the sender."""
-        if batch is self._armed:
-            self._disarm()
+        self._disarm(batch)
         self._open[batch.topic][batch.partition] = None
         self._closed.append(batch)
         self._sticky.batch_sent(batch.topic, batch.partition, self._partition_counts[batch.topic])
@@ -335,8 +365,7 @@ class RecordAccumulator:
                         continue  # the sender wakes when the partition's answer arrives
                     due = batch.created + self._linger
                     if everything or due <= now:
-                        if batch is self._armed:
-                            self._disarm()
+                        self._disarm(batch)
                         partitions[partition] = None
                         self._sticky.batch_sent(topic, partition, self._partition_counts[topic])
                         ready.append(batch)
@@ -370,7 +399,7 @@ class RecordAccumulator:
     def abort_unsent(self) -> list[ProducerBatch]:
         """Remove every open and ready batch (purge()) and return them; their memory is released."""
         with self._lock:
-            self._disarm()
+            self._disarm_all()
             batches = list(self._closed)
             self._closed.clear()
             for _topic, partitions in self._open.items():

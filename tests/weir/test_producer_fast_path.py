@@ -162,14 +162,14 @@ def test_producer_takes_the_fast_path_only_where_it_applies() -> None:
 
     plain = Producer({"bootstrap.servers": "127.0.0.1:9"})
     transactional = Producer({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "x"})
-    keyed_null = Producer({"bootstrap.servers": "127.0.0.1:9", "partitioner": "murmur2"})
+    per_record = Producer({"bootstrap.servers": "127.0.0.1:9", "sticky.partitioning.linger.ms": 0})
     limited = Producer({"bootstrap.servers": "127.0.0.1:9", "queue.buffering.max.messages": 10})
     serializing = SerializingProducer({"bootstrap.servers": "127.0.0.1:9"})
     try:
         assert "produce" in vars(plain)
-        assert [("produce" in vars(producer)) for producer in (transactional, keyed_null, limited, serializing)] == [False] * 4
+        assert [("produce" in vars(producer)) for producer in (transactional, per_record, limited, serializing)] == [False] * 4
     finally:
-        for producer in (plain, transactional, keyed_null, limited, serializing):
+        for producer in (plain, transactional, per_record, limited, serializing):
             producer.close(0)
 
 
