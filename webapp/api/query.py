@@ -10,6 +10,7 @@ an input serializer through :func:`validated_query`, which names every bad param
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 from django.http import QueryDict
@@ -38,10 +39,16 @@ def query_data(query: QueryDict, fields: dict[str, serializers.Field]) -> dict[s
     return data
 
 
+@functools.cache
+def _declared_fields(serializer_class: type[serializers.Serializer]) -> dict[str, serializers.Field]:
+    """The fields ``serializer_class`` declares, built once per class (only their names and
+    kinds are read: building a serializer's fields copies every declared field)."""
+    return dict(serializer_class().fields)
+
+
 def validated_query(serializer_class: type[SerializerT], request: Request) -> SerializerT:
     """``serializer_class`` over the request's query string, validated (400 naming each bad
     parameter otherwise); read its ``validated_data``."""
-    fields = serializer_class().fields
-    serializer = serializer_class(data=query_data(request.query_params, fields))
+    serializer = serializer_class(data=query_data(request.query_params, _declared_fields(serializer_class)))
     serializer.is_valid(raise_exception=True)
     return serializer

@@ -66,8 +66,9 @@ class ConfigAlterSerializer(InputSerializer):
 
 
 class TopicSerializer(serializers.Serializer):
-    """A topic and the health of its partitions (counted from the controller's records;
-    prefetch ``partitions`` when serializing a page of topics)."""
+    """A topic and the health of its partitions (counted from the controller's records). For a
+    page of topics, the context's ``health_counts`` (``health_counts_by_topic``: one query for the
+    page) gives each topic's counts; without it, each topic's partitions are read on their own."""
 
     kind = serializers.SerializerMethodField()
     metadata = serializers.SerializerMethodField()
@@ -150,7 +151,8 @@ class TopicSerializer(serializers.Serializer):
 
     def _health(self, topic: Topic) -> HealthCounts:
         if topic.pk not in self._health_by_topic:
-            self._health_by_topic[topic.pk] = topic_health_counts(topic)
+            counted = self.context.get("health_counts")
+            self._health_by_topic[topic.pk] = counted[topic.pk] if counted is not None and topic.pk in counted else topic_health_counts(topic)
         return self._health_by_topic[topic.pk]
 
 

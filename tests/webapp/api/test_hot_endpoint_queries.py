@@ -1,0 +1,54 @@
+"""The endpoints issue 19's API load calls (topics list, one topic, jobs list) answer with a fixed
+number of queries whatever the page holds, and the page's partition health is counted from one
+query of rows, not from a Partition instance per partition."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.webapp.api.conftest import TenantFixture
+from webapp.accounts.models import Role
+from webapp.catalog.models import Partition
+from webapp.fleet.models import BrokerNode
+
+
+def queries_of(client, path: str) -> list[str]:  # type: ignore[no-untyped-def]
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(path)
+    assert response.status_code == 200, response.content
+    return [query["sql"] for query in captured.captured_queries]
+
+
+@pytest.fixture
+def client_with_topics(acme: TenantFixture, registered_broker: BrokerNode):  # type: ignore[no-untyped-def]
+    client = acme.client(Role.DEVELOPER)
+    for index in range(6):
+        response = client.post("/api/v1/topics", {"topic_name": f"hot-{index}", "partitions_count": 3}, format="json")
+        assert response.status_code == 201, response.content
+    client.get("/api/v1/jobs")  # the key is verified once and then cached (test_api_key_cache)
+    return client
+
+
+@pytest.mark.parametrize(("path", "expected"), [("/api/v1/topics", 2), ("/api/v1/topics?page_size=2", 2), ("/api/v1/topics/hot-1", 2), ("/api/v1/jobs", 1)])
+def test_hot_endpoints_answer_with_a_fixed_number_of_queries(client_with_topics, path: str, expected: int) -> None:  # type: ignore[no-untyped-def]
+    assert len(queries_of(client_with_topics, path)) == expected
+
+
+def test_the_topics_page_counts_partition_health_from_one_query_of_rows(client_with_topics, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    Partition.objects.filter(topic__name="hot-2", index=1).update(isr=[], leader=-1)
+    built: list[Partition] = []
+    original_init = Partition.__init__
+
+    def counting_init(self: Partition, *args: object, **kwargs: object) -> None:
+        built.append(self)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Partition, "__init__", counting_init)
+    body = client_with_topics.get("/api/v1/topics").json()
+
+    assert built == []
+    counts = {topic["topic_name"]: (topic["offline_partitions_count"], topic["under_replicated_partitions_count"]) for topic in body["results"]}
+    assert counts["hot-2"] == (1, 1)
+    assert counts["hot-1"] == (0, 0)
