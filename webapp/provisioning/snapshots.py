@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -80,44 +81,60 @@ def build_snapshots(kinds: tuple[str, ...] | list[str], *, controller_epoch: int
     return Snapshots(partitions=partitions, security=security, last_job_id=last_job_id)
 
 
+# The TopicAssignment of each topic of the last partitions snapshot this process built, by the
+# database values it was built from (see _partitions_snapshot). Replaced whole at every build,
+# so it holds one map's topics; concurrent builds each replace it with a complete map.
+_built_topics: dict[tuple[Any, ...], admin_pb2.TopicAssignment] = {}
+
+
 def _partitions_snapshot(version: int, controller_epoch: int) -> admin_pb2.ApplyPartitionsRequest:
+    """The map from the database. Every change pushes the whole map again, and from one push to
+    the next nearly every topic reads the same values: building a thousand topics' messages was
+    most of a provisioning job's attempt, so a topic whose values (its row and its partitions'
+    rows, JSON as text) are those of the previous build reuses that build's message."""
+    global _built_topics
     brokers = [
         broker_pb2.BrokerNode(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack, kafka_port=node.kafka_port)
         for node in BrokerNode.objects.order_by("node_id")
     ]
-    # The JSON columns are read as text and each distinct text is decoded once: a map of a
-    # thousand topics holds a handful of distinct replica lists and config overrides, and
-    # decoding every row's value through the field's converter was half of building the map.
-    decoded = _JsonTexts()
-    partitions_of_topic: dict[int, list[admin_pb2.PartitionAssignment]] = defaultdict(list)
-    for topic_pk, index, leader, leader_epoch, replicas, isr in Partition.objects.order_by("topic_id", "index").values_list(
+    rows_of_topic: dict[int, list[tuple[int, int, int, str, str]]] = defaultdict(list)
+    for topic_pk, *row in Partition.objects.order_by("topic_id", "index").values_list(
         "topic_id", "index", "leader", "leader_epoch", Cast("replicas", TextField()), Cast("isr", TextField())
     ):
-        partitions_of_topic[topic_pk].append(
-            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=leader_epoch, replicas=decoded(replicas), isr=decoded(isr))
-        )
-    config_entries: dict[str, list[broker_pb2.TopicConfigEntry]] = {}
-
-    def entries(configs: str | None) -> list[broker_pb2.TopicConfigEntry]:
-        text = configs or "{}"
-        if text not in config_entries:
-            config_entries[text] = [broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((decoded(text) or {}).items())]
-        return config_entries[text]
-
-    topics = [
-        admin_pb2.TopicAssignment(
-            tenant_id=tenant_id or "",  # None: an internal topic, which brokers know by its plain name
-            name=name,
-            topic_id=str(topic_id),
-            configs=entries(configs),
-            partitions=partitions_of_topic.get(topic_pk, []),
-        )
-        for topic_pk, tenant_id, name, topic_id, configs in Topic.objects.order_by("tenant__public_id", "name").values_list(
-            "pk", "tenant__public_id", "name", "topic_id", Cast("configs", TextField())
-        )
-    ]
+        rows_of_topic[topic_pk].append(tuple(row))  # type: ignore[arg-type]
+    previous, built = _built_topics, {}
+    # The JSON columns are read as text and each distinct text is decoded once: a map of a
+    # thousand topics holds a handful of distinct replica lists and config overrides.
+    decoded = _JsonTexts()
+    topics = []
+    for topic_pk, tenant_id, name, topic_id, configs in Topic.objects.order_by("tenant__public_id", "name").values_list(
+        "pk", "tenant__public_id", "name", "topic_id", Cast("configs", TextField())
+    ):
+        # The primary key stands for the topic id (a topic's id never changes), which hashes slower.
+        values = (topic_pk, tenant_id, name, configs, tuple(rows_of_topic.get(topic_pk, ())))
+        message = previous.get(values)
+        if message is None:
+            message = _topic_assignment(topic_id, values, decoded)
+        built[values] = message
+        topics.append(message)
+    _built_topics = built
     cluster_id = getattr(settings, "WEIR_CLUSTER_ID", DEFAULT_CLUSTER_ID)
     return admin_pb2.ApplyPartitionsRequest(version=version, cluster_id=cluster_id, brokers=brokers, topics=topics, controller_epoch=controller_epoch)
+
+
+def _topic_assignment(topic_id: uuid.UUID, values: tuple[Any, ...], decoded: _JsonTexts) -> admin_pb2.TopicAssignment:
+    """One topic's entry of the map from its id and values (see :func:`_partitions_snapshot`)."""
+    _topic_pk, tenant_id, name, configs, partition_rows = values
+    return admin_pb2.TopicAssignment(
+        tenant_id=tenant_id or "",  # None: an internal topic, which brokers know by its plain name
+        name=name,
+        topic_id=str(topic_id),
+        configs=[broker_pb2.TopicConfigEntry(name=key, value=str(value)) for key, value in sorted((decoded(configs or "{}") or {}).items())],
+        partitions=[
+            admin_pb2.PartitionAssignment(partition=index, leader_id=leader, leader_epoch=leader_epoch, replicas=decoded(replicas), isr=decoded(isr))
+            for index, leader, leader_epoch, replicas, isr in partition_rows
+        ],
+    )
 
 
 class _JsonTexts:
