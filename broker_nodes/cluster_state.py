@@ -30,6 +30,7 @@ serialized by the caller (the broker applies snapshots under one lock).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -40,7 +41,7 @@ from typing import Any
 
 from broker_nodes import names
 from broker_nodes.storage.atomic_files import write_atomically
-from broker_nodes.topic_registry import TopicMetadata, is_internal_topic_name
+from broker_nodes.topic_registry import TopicMetadata, compact_json, is_internal_topic_name
 from grpc_protos.weir.v1 import admin_pb2
 from log_formats.topic_names import INTERNAL_TOPIC_PREFIX
 from weir.topic_config import InvalidConfigError, validate_topic_configs
@@ -172,6 +173,7 @@ class _ParsedTopic:
     topic: ManagedTopic
     metadata: TopicMetadata
     document: dict[str, object]
+    text: str  # ``document`` as cluster-state.json holds it (compact JSON, keys sorted)
 
     @classmethod
     def of(cls, qualified: str, topic: ManagedTopic) -> _ParsedTopic:
@@ -183,7 +185,8 @@ class _ParsedTopic:
             configs=MappingProxyType(dict(topic.configs)),
             internal=topic.internal,
         )
-        return cls(topic, metadata, topic.to_json())
+        document = topic.to_json()
+        return cls(topic, metadata, document, compact_json(document))
 
 
 @dataclass(frozen=True)
@@ -234,10 +237,15 @@ class ClusterSnapshot:
             parsed[serialized] = reused
         return cls(request.version, request.cluster_id, brokers, MappingProxyType(topics), MappingProxyType(parsed))
 
-    def _derived(self) -> dict[str, _ParsedTopic]:
-        """Each topic's derived forms by qualified name: the parsed ones, the others computed now."""
+    @functools.cached_property
+    def _derived_by_name(self) -> Mapping[str, _ParsedTopic]:
         derived = {item.metadata.name: item for item in self.parsed.values()}
-        return {qualified: derived.get(qualified) or _ParsedTopic.of(qualified, topic) for qualified, topic in self.topics.items()}
+        return MappingProxyType({qualified: derived.get(qualified) or _ParsedTopic.of(qualified, topic) for qualified, topic in self.topics.items()})
+
+    def _derived(self) -> Mapping[str, _ParsedTopic]:
+        """Each topic's derived forms by qualified name: the parsed ones, the others computed at
+        the first call (an applied map asks twice: for the registry and for cluster-state.json)."""
+        return self._derived_by_name
 
     def changed_topics(self, previous: ClusterSnapshot) -> set[str]:
         """Qualified names of the topics that differ between ``previous`` and this map: added,
@@ -266,19 +274,31 @@ class ClusterSnapshot:
             return {}
         return {assignment.partition: assignment.leader_epoch for assignment in managed_topic.partitions if assignment.leader_id == node_id}
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, *, topics: bool = True) -> dict[str, object]:
         """The map as cluster-state.json keeps it (the topics' entries may be shared with other
-        snapshots' documents: read, never change them)."""
-        derived = self._derived()
-        return {
+        snapshots' documents: read, never change them); ``topics=False`` leaves the topics out."""
+        document: dict[str, object] = {
             "version": self.version,
             "cluster_id": self.cluster_id,
             "brokers": [
                 {"node_id": broker.node_id, "host": broker.host, "port": broker.port, "rack": broker.rack, "kafka_port": broker.kafka_port}
                 for broker in self.brokers
             ],
-            "topics": [derived[qualified].document for qualified in sorted(derived)],
         }
+        if topics:
+            derived = self._derived()
+            document["topics"] = [derived[qualified].document for qualified in sorted(derived)]
+        return document
+
+    def to_json_text(self) -> str:
+        """:meth:`to_json` as compact JSON with sorted keys, each topic's part serialized once per
+        parsed entry (a push of a thousand topics adds one: the others' text is reused)."""
+        derived = self._derived()
+        topics = ",".join(derived[qualified].text for qualified in sorted(derived))
+        # Sorted, the keys are brokers, cluster_id, topics, version: the topics go before the last one.
+        head = compact_json(self.to_json(topics=False))
+        version = f',"version":{self.version}}}'
+        return f'{head.removesuffix(version)},"topics":[{topics}]{version}'
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClusterSnapshot:
@@ -410,10 +430,16 @@ class ClusterState:
         if version < self.version:
             raise StaleSnapshotError("partitions", version, self.version)
 
-    def store(self, snapshot: ClusterSnapshot) -> None:
-        """Persist ``snapshot`` and make it the current map."""
-        document = {"format": CLUSTER_STATE_FORMAT, "snapshot": snapshot.to_json()}
-        write_atomically(self._path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    def store(self, snapshot: ClusterSnapshot, *, sync_directory: bool = True) -> None:
+        """Persist ``snapshot`` and make it the current map.
+
+        ``sync_directory=False``: the file is written and fsynced but its rename is durable only
+        once the caller fsyncs the data directory (a power loss before that leaves the previous
+        map, whole); the broker does it once per applied map for this file, topics.json and the
+        new partition directories.
+        """
+        text = f'{{"format":{CLUSTER_STATE_FORMAT},"snapshot":{snapshot.to_json_text()}}}'
+        write_atomically(self._path, text.encode("utf-8"), sync_directory=sync_directory)
         self._snapshot = snapshot
 
     def hosts(self, topic: str, partition: int) -> bool:

@@ -146,12 +146,19 @@ class TopicMetadata:
         )
 
 
+def compact_json(document: Mapping[str, object]) -> str:
+    """``document`` as the broker's state files (topics.json, cluster-state.json) hold JSON:
+    compact, keys sorted."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
 class TopicRegistry:
     """The persisted set of topics.
 
     On disk: ``<data_dir>/topics.json`` = ``{"version": 1, "topics": [TopicMetadata.to_json()...]}``,
-    replaced atomically (write ``topics.json.tmp``, fsync, rename, fsync the directory), so a
-    crash leaves either the old or the new set, never a mix.
+    replaced atomically (write ``topics.json.tmp``, fsync, rename, fsync the directory: in managed
+    mode the broker fsyncs the directory once per applied map), so a crash leaves either the old
+    or the new set, never a mix.
 
     Invariants: names are unique and valid; partitions >= 1 and never shrink; the replication
     factor is at most ``available_brokers``. Thread-safe: every method holds one lock; a
@@ -163,6 +170,10 @@ class TopicRegistry:
         self._available_brokers = available_brokers
         self._lock = threading.Lock()
         self._topics: dict[str, TopicMetadata] = {}
+        # Each registered topic's entry of topics.json as last written, with the value it was
+        # written from: a managed broker rewrites the file at every map with nearly every entry
+        # the same object as before, whose text is reused (see _commit).
+        self._texts: dict[str, tuple[TopicMetadata, str]] = {}
 
     @property
     def path(self) -> Path:
@@ -272,13 +283,17 @@ class TopicRegistry:
                 self._commit({**self._topics, name: changed})
             return changed
 
-    def replace_managed_topics(self, topics: Iterable[TopicMetadata]) -> None:
+    def replace_managed_topics(self, topics: Iterable[TopicMetadata], *, sync_directory: bool = True) -> None:
         """Managed mode: make ``topics`` the registry's topics, internal ones included, as the control plane decided.
 
         The control plane has validated names and counts; names here are qualified
         (``tenant~name``), which Kafka's name rules would refuse, so only configs are checked.
         A topic absent from ``topics`` is gone, a broker's own (standalone) internal topics too:
         in managed mode internal topics come in the cluster map like any other.
+
+        ``sync_directory=False``: topics.json is fsynced but not its directory; the caller fsyncs
+        the data directory (see ``ClusterState.store``). Until then a power loss leaves the
+        previous topics.json, whole, which the next start repairs like an apply cut short.
         """
         desired = {topic.name: topic for topic in topics}
         with self._lock:
@@ -286,10 +301,11 @@ class TopicRegistry:
             # The control plane pushes its whole map at every change: only the topics that differ
             # from the registered ones are checked, and an unchanged set is not written again.
             for topic in desired.values():
-                if current.get(topic.name) != topic:
+                known = current.get(topic.name)
+                if known is not topic and known != topic:
                     validate_topic_configs(topic.configs)
             if desired != current:
-                self._commit(desired)
+                self._commit(desired, sync_directory=sync_directory)
 
     def _check_partition_count(self, name: str, partitions: int) -> None:
         if partitions < 1:
@@ -304,9 +320,18 @@ class TopicRegistry:
             brokers = "only 1 broker is" if self._available_brokers == 1 else f"only {self._available_brokers} brokers are"
             raise InvalidReplicationFactorError(name, f"{replication_factor} replicas were asked for but {brokers} available")
 
-    def _commit(self, topics: Mapping[str, TopicMetadata]) -> None:
+    def _commit(self, topics: Mapping[str, TopicMetadata], *, sync_directory: bool = True) -> None:
         # Called with the lock held: persist first, then publish, so readers never see a
         # topic that a crash could make disappear.
-        document = {"version": TOPICS_FILE_VERSION, "topics": [topic.to_json() for topic in sorted(topics.values(), key=lambda topic: topic.name)]}
-        write_atomically(self._path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+        # The document is {"topics": [...], "version": 1} in compact JSON with sorted keys, each
+        # topic's entry serialized once for as long as the same value stays registered.
+        previous = self._texts
+        texts: dict[str, tuple[TopicMetadata, str]] = {}
+        for name in sorted(topics):
+            topic = topics[name]
+            known = previous.get(name)
+            texts[name] = known if known is not None and known[0] is topic else (topic, compact_json(topic.to_json()))
+        text = '{"topics":[' + ",".join(entry for _, entry in texts.values()) + f'],"version":{TOPICS_FILE_VERSION}}}'
+        write_atomically(self._path, text.encode("utf-8"), sync_directory=sync_directory)
         self._topics = dict(topics)
+        self._texts = texts

@@ -442,13 +442,18 @@ class Broker:
                 raise StaleControllerEpochError(controller_epoch, self.controller.controller_epoch)
             self.cluster_state.check_not_stale(snapshot.version)
             followed, self._followed_map = self._followed_map, None
-            self.cluster_state.store(snapshot)
+            # The map and topics.json are each fsynced, and their renames made durable by one fsync of
+            # the data directory below, which also covers the new partitions' directories: three
+            # fsyncs per map instead of five (each ~20 ms on a busy disk, on every push).
+            self.cluster_state.store(snapshot, sync_directory=False)
             # The controller pushes the whole map at every change: only the topics that differ from
             # the map last followed completely, and the partitions that failed (tried again at every
             # push), need their registry entry and logs looked at; the first map of a process, or
             # one after an apply that failed midway, is applied whole.
             touched = None if followed is None else snapshot.changed_topics(followed) | {failure.topic for failure in self.cluster_state.failed_partitions}
-            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata(), changed=touched)
+            change = self.topic_admin.apply_managed_topics(snapshot.topic_metadata(), changed=touched, sync_directory=False)
+            if not change.partitions_created:  # else fsynced after the partitions' directories were made
+                self.log_manager.sync_data_directory()
             self.cluster_state.record_failures(list(change.failures))
             self.replication.apply(snapshot)
             self._follow_offsets_leadership(snapshot)

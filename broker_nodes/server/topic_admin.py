@@ -223,7 +223,9 @@ class TopicAdmin:
                 created = []
         return ManagedTopicsChange(len(created), deleted, 0, tuple(failures))
 
-    def apply_managed_topics(self, topics: Sequence[TopicMetadata], *, changed: AbstractSet[str] | None = None) -> ManagedTopicsChange:
+    def apply_managed_topics(
+        self, topics: Sequence[TopicMetadata], *, changed: AbstractSet[str] | None = None, sync_directory: bool = True
+    ) -> ManagedTopicsChange:
         """Managed mode: make the registry hold exactly ``topics`` (internal ones included) and the logs follow.
 
         The caller has already made ``hosted`` answer for the new cluster map. Logs of topics
@@ -235,10 +237,12 @@ class TopicAdmin:
         ``changed`` (None: every topic) names the only topics whose logs may need a change: the
         caller knows every other topic's logs already follow ``topics`` (the same map was applied
         before), so a map of thousands of topics that adds one looks at that one only.
+        ``sync_directory=False``: the registry's rename is left for the caller's fsync of the data
+        directory (``TopicRegistry.replace_managed_topics``).
         """
         with self._lock:
             before = {topic.name: topic for topic in self._registry.topics()}
-            self._registry.replace_managed_topics(topics)
+            self._registry.replace_managed_topics(topics, sync_directory=sync_directory)
             logs = self._reconcile_logs_locked({name: topic.topic_id for name, topic in before.items()}, changed)
             reconfigured = 0
             for topic in topics:

@@ -23,12 +23,14 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-def write_atomically(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
+def write_atomically(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True, sync_directory: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
 
     The file has ``mode`` from its first byte: the owner's only by default, like every file of
     a data directory (server_runtime.private_files). ``durable=False``: no fsync (see the
-    module docstring).
+    module docstring). ``sync_directory=False``: the file is fsynced but not its directory, so
+    the rename may be lost in a power loss (the old file stays) until the caller fsyncs the
+    directory, once for several files replaced in it.
     """
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -44,5 +46,5 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o600, durable: boo
     finally:
         os.close(descriptor)
     os.replace(temporary, path)
-    if durable:
+    if durable and sync_directory:
         fsync_directory(path.parent)
