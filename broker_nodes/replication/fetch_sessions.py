@@ -32,6 +32,7 @@ from weir.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker_nodes.replication.isr import IsrTracker
+    from broker_nodes.replication.manager import ReplicaFetchPartitionResult
     from broker_nodes.storage.log import PartitionLog
 
 PartitionKey = tuple[str, int]
@@ -84,6 +85,12 @@ class SessionPartition:
     # that very tracker, a look at whether it has news needs no log lookup (see
     # ReplicationManager._unchanged_for_follower). None: not read yet, or the last read failed.
     leadership: tuple[IsrTracker, PartitionLog] | None = None
+    # The last read of this partition by the fetch of session generation ``read_generation``, and
+    # the answer it gave (None: nothing to say). While the leader's log end, high watermark and
+    # log start offset are still those of that answer, a read of the same fetch would give it
+    # again, so it is reused (see ReplicationManager._unchanged_since_last_read).
+    read_generation: int = 0
+    last_answer: ReplicaFetchPartitionResult | None = None
 
     @property
     def told_high_watermark(self) -> int:

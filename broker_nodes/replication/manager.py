@@ -487,23 +487,7 @@ class ReplicationManager:
         else:
             session, generation = self.fetch_sessions.resume(replica_id, session_id, session_epoch)
         session.update(zip(named, states, strict=True), forgotten)
-        keys = tuple(session.partitions)
-        deadline = self._clock.monotonic() + max(max_wait_ms, 0) / 1000.0
-
-        def long_poll(wait_ms: int, stop_at_high_watermark_move: bool) -> SessionRead:
-            return self._fetch_purgatory.long_poll(
-                keys,
-                lambda: self._read_session(replica_id, session, generation, max_bytes, full, stop_at_high_watermark_move),
-                min_bytes=min_bytes,
-                max_wait_ms=wait_ms,
-                monotonic=self._clock.monotonic,
-            )
-
-        read = long_poll(max_wait_ms, not full)
-        if not full and not read.urgent and read.high_watermark_moved and self._settings.high_watermark_linger_ms > 0:
-            # Only high watermark moves so far: linger for records and further moves, within the deadline.
-            remaining_ms = max(int((deadline - self._clock.monotonic()) * 1000.0), 0)
-            read = long_poll(min(self._settings.high_watermark_linger_ms, remaining_ms), False)
+        read = self._session_long_poll(replica_id, session, generation, full=full, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes)
         if session.is_current(generation):
             for result in read.partitions:
                 sent = session.partitions.get((result.topic, result.partition))
@@ -511,6 +495,43 @@ class ReplicationManager:
                     sent.sent_high_watermark = result.high_watermark
                     sent.sent_log_start_offset = result.log_start_offset
         return ReplicaFetchAnswer(session.session_id, read.partitions)
+
+    def _session_long_poll(
+        self, replica_id: int, session: FetchSession, generation: int, *, full: bool, max_wait_ms: int, min_bytes: int, max_bytes: int
+    ) -> SessionRead:
+        """One session fetch's long poll, the high watermark linger included (see :meth:`replica_fetch_in_session`).
+
+        One waiter for the whole fetch: when a read finds only high watermark moves, the fetch
+        keeps its waiter parked and waits at most the linger more, instead of starting a new
+        long poll (which would read every partition again before parking and once after).
+        """
+        deadline = self._clock.monotonic() + max(max_wait_ms, 0) / 1000.0
+        linger_ms = self._settings.high_watermark_linger_ms
+        lingering = full or linger_ms <= 0  # a full fetch answers no move alone: it has no linger to start
+
+        def read() -> tuple[SessionRead, int, bool]:
+            return self._read_session(replica_id, session, generation, max_bytes, full, stop_at_high_watermark_move=not lingering)
+
+        poll = self._fetch_purgatory.start_long_poll(
+            tuple(session.partitions), read, min_bytes=min_bytes, max_wait_ms=max_wait_ms, monotonic=self._clock.monotonic, holds_thread=True
+        )
+        try:
+            done = poll.advance()
+            while True:
+                if done:
+                    result = poll.results
+                    assert result is not None
+                    if lingering or result.urgent or not result.high_watermark_moved:
+                        return result
+                    # Only high watermark moves so far: linger for records and further moves, within the deadline.
+                    lingering = True
+                    remaining_ms = max(int((deadline - self._clock.monotonic()) * 1000.0), 0)
+                    if poll.wait_longer(min(linger_ms, remaining_ms)):
+                        continue
+                poll.signal.wait(poll.remaining_seconds())
+                done = poll.advance()
+        finally:
+            poll.release()
 
     def _read_session(
         self, replica_id: int, session: FetchSession, generation: int, max_bytes: int, full: bool, stop_at_high_watermark_move: bool
@@ -528,8 +549,17 @@ class ReplicationManager:
         moved = False
         now_ms = self._clock.milliseconds()
         for key, state in list(session.partitions.items()):
-            if not full and not state.changed and self._unchanged_for_follower(replica_id, key, state, now_ms):
-                continue
+            if not full and not state.changed:
+                if self._unchanged_for_follower(replica_id, key, state, now_ms):
+                    continue
+                if self._unchanged_since_last_read(key, state, generation, now_ms):
+                    answer = state.last_answer
+                    if answer is not None:  # what that read found to say (records or a move) still stands
+                        urgent = urgent or bool(answer.records) or answer.log_start_offset != state.sent_log_start_offset
+                        moved = moved or answer.high_watermark != state.told_high_watermark
+                        total += len(answer.records)
+                        results.append(answer)
+                    continue
             state.changed = False
             topic, partition = key
             request = ReplicaFetchPartitionRequest(topic, partition, state.fetch_offset, state.current_leader_epoch, state.log_start_offset)
@@ -542,12 +572,15 @@ class ReplicationManager:
                 continue
             state.leadership = self._leadership_for(replica_id, key, state.current_leader_epoch)
             state.recorded_ms = now_ms  # the read recorded the follower's fetch
+            state.read_generation = generation
+            state.last_answer = None
             if result.records or result.log_start_offset != state.sent_log_start_offset:
                 urgent = True
             elif result.high_watermark != state.told_high_watermark:
                 moved = True
             elif not full:
                 continue
+            state.last_answer = result
             total += len(result.records)
             results.append(result)
         read = SessionRead(results, urgent, moved)
@@ -603,6 +636,27 @@ class ReplicationManager:
             self._on_isr_change(key[0], key[1], expanded, tracker.leader_epoch)
             self._advance(key, tracker, log)
         return True
+
+    def _unchanged_since_last_read(self, key: PartitionKey, state: SessionPartition, generation: int, now_ms: int) -> bool:
+        """True when this fetch already read the partition and a read now would answer the same (no read needed).
+
+        A fetch reads its session again after every wake-up (an append or a high watermark move on
+        any of its partitions, a linger ending): the partitions that did not change since its last
+        read give that read's answer again. Same leadership (tracker), and the log end, high
+        watermark and log start offset of that answer; the follower's fetch offset is the fetch's
+        own. Its caught-up time was recorded by that read; after UNCHANGED_RECORD_INTERVAL_MS the
+        partition is read again, which records it anew.
+        """
+        leadership = state.leadership
+        if state.read_generation != generation or leadership is None or self._leaders.get(key) is not leadership[0]:
+            return False
+        if not 0 <= now_ms - state.recorded_ms < UNCHANGED_RECORD_INTERVAL_MS:
+            return False
+        answer = state.last_answer
+        if answer is None:  # that read had nothing to say: _unchanged_for_follower looks at such a partition
+            return False
+        log = leadership[1]
+        return log.log_end_offset == answer.log_end_offset and log.high_watermark == answer.high_watermark and log.log_start_offset == answer.log_start_offset
 
     def _read_for_follower(
         self, replica_id: int, requests: Sequence[ReplicaFetchPartitionRequest], max_bytes: int

@@ -109,6 +109,27 @@ class LongPoll(Generic[Results]):
         self._waiter.rearm(self._min_bytes - self._total)
         return self._read_again()
 
+    def wait_longer(self, max_wait_ms: int) -> bool:
+        """Keep waiting after :meth:`advance` gave an answer, for at most ``max_wait_ms`` from now.
+
+        For an owner that reads an answer as "not yet" after all (a follower's fetch that lingers
+        after a high watermark move): the waiter stays parked, so no wake-up since the last read
+        is lost and nothing is read again until the next one. True when :attr:`results` stays the
+        answer (no time left, the purgatory full or closed); False: wait for :attr:`signal` and
+        :meth:`advance` again.
+        """
+        if max_wait_ms <= 0 or not self._keys:
+            return True
+        self._deadline = self._monotonic() + max_wait_ms / 1000.0
+        if self._waiter is not None:
+            return self._purgatory.closed
+        # The first read answered before parking: park now, and read again so that an append
+        # between that read and the parking is seen.
+        self._waiter = self._purgatory.park(self._keys, self._min_bytes - self._total, holds_thread=self._holds_thread)
+        if self._waiter is None:
+            return True
+        return self._read_again()
+
     def _start(self) -> bool:
         self.results, self._total, failed = self._read()
         if failed or self._total >= self._min_bytes or self._max_wait_ms <= 0 or not self._keys:

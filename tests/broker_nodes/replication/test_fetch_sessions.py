@@ -354,3 +354,32 @@ def test_a_high_watermark_move_wakes_the_acks_waiters_before_the_parked_fetches(
     fetch(leader, 3, NO_SESSION, INITIAL_EPOCH, (0, 2))  # both followers at the log end: the high watermark reaches 2
     assert leader._log_manager.get_log(TOPIC, 0).high_watermark == 2  # type: ignore[union-attr]
     assert order == ["acks", "fetches"]
+
+
+@pytest.mark.parametrize("leader", [3_600_000], indirect=True)  # a linger no test outlasts: only records end the wait
+def test_a_lingering_fetch_reads_each_partition_again_only_when_it_changed(leader: ReplicationManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    append(leader, 0, 2)
+    session = fetch(leader, 2, NO_SESSION, INITIAL_EPOCH, (0, 2), (1, 0)).session_id  # replica 2 at the log end, high watermark 0
+    reads: list[int] = []  # partitions replica 2's fetches read
+    read_one = leader._read_one_for_follower
+    monkeypatch.setattr(
+        leader,
+        "_read_one_for_follower",
+        lambda replica_id, request, max_bytes: (replica_id != 2 or reads.append(request.partition), read_one(replica_id, request, max_bytes))[1],
+    )
+    answers: list[ReplicaFetchAnswer] = []
+    parked = _park(leader, lambda: fetch(leader, 2, session, 1, max_wait_ms=3_600_000), answers)
+    assert reads == []  # nothing new on either partition: parked without reading them
+    fetch(leader, 3, NO_SESSION, INITIAL_EPOCH, (0, 2))  # replica 3 at the log end: the high watermark reaches 2
+    pause = threading.Event()
+    for _ in range(1000):
+        if reads:
+            break
+        pause.wait(0.01)
+    assert reads == [0], "the parked fetch did not read the high watermark move"
+    append(leader, 1, 3)
+    parked.join(30)
+    assert not parked.is_alive(), "the lingering fetch did not answer the records"
+    assert answered(answers[0])[0] == (0, 2) and answered(answers[0])[1][0] > 0
+    # Partition 0 once for its move (not again before and after lingering, nor at the records' wake-up), partition 1 once for its records.
+    assert reads == [0, 1]
