@@ -103,6 +103,14 @@ class LogSegment:
         self._offset_of_max_timestamp = base_offset
         self._bytes_since_last_index_entry = 0
         self._tail_loaded = False
+        # The last batch a lookup found or scanned past: (truncation generation, position, header).
+        # Bytes below ``size`` are never rewritten but by a truncation, so while no truncation ran
+        # since it was taken (the generation, bumped before and after each cut) it still describes
+        # the batch at that position: a lookup of an offset at or after it starts there instead of
+        # at the offset index's entry, which makes the reads that follow the log end (followers'
+        # fetches, tailing consumers) look at the new batches only.
+        self._truncations = 0
+        self._last_found: tuple[int, int, BatchHeader] | None = None
 
     # -------------------------------------------------------------- construction
 
@@ -233,11 +241,31 @@ class LogSegment:
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``; None if none is."""
-        _, start = self.offset_index.lookup(offset)
+        generation = self._truncations
+        start = self._scan_start(offset, generation)
+        if isinstance(start, tuple):
+            return start
+        last: tuple[int, int, BatchHeader] | None = None
         for position, header in self.iter_headers(start):
+            last = (generation, position, header)
+            if header.last_offset >= offset:
+                self._last_found = last
+                return position, header
+        if last is not None:
+            self._last_found = last
+        return None
+
+    def _scan_start(self, offset: int, generation: int) -> int | tuple[int, BatchHeader]:
+        """Where a lookup of ``offset`` scans from, or the batch itself when the last one found holds it."""
+        last_found = self._last_found
+        if last_found is not None and last_found[0] == generation and last_found[2].base_offset <= offset:
+            _, position, header = last_found
             if header.last_offset >= offset:
                 return position, header
-        return None
+            # Past the last index entry, no entry can be closer to ``offset`` than the batch after it.
+            if header.base_offset >= self.offset_index.last_offset:
+                return position + header.size
+        return self.offset_index.lookup(offset)[1]
 
     def read(self, offset: int, max_bytes: int, *, max_position: int | None, min_one_batch: bool) -> bytes | None:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` (see ``PartitionLog.read``).
@@ -370,6 +398,7 @@ class LogSegment:
         removed = self.size - position
         if removed <= 0:
             return 0
+        self._forget_found_batches()
         with self._file_cache.lease(self.log_path, create=True) as descriptor:
             os.ftruncate(descriptor, position)
         self.size = position
@@ -388,7 +417,13 @@ class LogSegment:
         self._offset_of_max_timestamp = self.base_offset
         self._bytes_since_last_index_entry = 0
         self._load_tail()
+        self._forget_found_batches()
         return removed
+
+    def _forget_found_batches(self) -> None:
+        """Before and after a cut: a lookup that overlapped it keeps no batch it found (see ``_last_found``)."""
+        self._truncations += 1
+        self._last_found = None
 
     # -------------------------------------------------------------- recovery
 
@@ -403,6 +438,7 @@ class LogSegment:
         increase from ``expected_start_offset`` (default: the base offset) and stay within
         int32 of the base. The first failure ends the valid prefix.
         """
+        self._forget_found_batches()
         self.offset_index.reset()
         self.time_index.reset()
         self._max_timestamp = NO_TIMESTAMP
@@ -439,6 +475,7 @@ class LogSegment:
             self.size = valid
         self._next_offset = expected if valid > 0 else self.base_offset
         self._tail_loaded = True
+        self._forget_found_batches()
         if self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
         return SegmentRecovery(valid, truncated, reason if truncated > 0 else None, self._next_offset, tuple(epoch_starts))
