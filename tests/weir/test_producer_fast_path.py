@@ -249,6 +249,21 @@ def test_a_raising_delivery_callback_stops_the_report_in_c_as_in_python() -> Non
     assert calls == [10]
 
 
+def test_served_delivery_records_are_released_as_their_callbacks_return() -> None:
+    # Freed while still in the cache, not with the whole list later (random partitions scatter them).
+    def second_fails(error: Any, message: Any) -> None:
+        if message.offset() == 11:
+            raise ValueError("application bug")
+
+    deliveries: list[Any] = [(second_fails, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
+    with pytest.raises(ValueError, match="application bug"):
+        native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)
+    assert [entry if entry is None else entry[1] for entry in deliveries] == [None, 1, 2]
+    served = [(on_delivery, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
+    native.serve_deliveries(served, "t", 0, None, 10, -1, 1, False, 1.0)
+    assert served == [None, None, None]
+
+
 def test_threads_producing_while_the_sender_drains_lose_and_double_nothing() -> None:
     clock = ManualClock()
     fast = FastProducer(clock, 4000, linger_ms=0)
