@@ -128,6 +128,10 @@ class PartitionWaitlist(Generic[Waiter]):
             if not waiters:
                 del self._waiters[key]
 
+    def has_waiters(self, topic: str, partition: int) -> bool:
+        """Whether any waiter is parked on the partition now (unlocked: a waiter re-checks its condition after parking)."""
+        return (topic, partition) in self._waiters
+
     def wake_partition(self, topic: str, partition: int) -> None:
         """Wake every waiter of a partition whatever it needs (leadership moved, ISR shrank, partition deleted)."""
         with self._lock:

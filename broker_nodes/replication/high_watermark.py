@@ -26,6 +26,11 @@ def advance_high_watermark(log: PartitionLog, in_sync_follower_log_end_offsets: 
     may report less than the current high watermark only if it was added by mistake, and
     consumers may already have read up to it.
     """
+    # Most calls (every read of a follower's fetch) find nothing to move: they need not take the
+    # log's lock. The log end and the followers' offsets only grow while this broker leads, and
+    # whoever grows them calls this afterwards, so a move missed here is made by that call.
+    if high_watermark_over(log.log_end_offset, in_sync_follower_log_end_offsets) <= log.high_watermark:
+        return False
     with log.locked():
         candidate = high_watermark_over(log.log_end_offset, in_sync_follower_log_end_offsets)
         if candidate <= log.high_watermark:

@@ -697,7 +697,8 @@ class ReplicationManager:
         if expanded is not None:
             self._on_isr_change(request.topic, request.partition, expanded, tracker.leader_epoch)
         self._advance(key, tracker, log)
-        self.deletions.on_low_watermark(request.topic, request.partition, tracker.low_watermark(log.log_start_offset))
+        if self.deletions.has_waiters(request.topic, request.partition):  # a DeleteRecords parked later checks for itself
+            self.deletions.on_low_watermark(request.topic, request.partition, tracker.low_watermark(log.log_start_offset))
         info = log.read(request.fetch_offset, max_bytes, max_offset=log_end, min_one_batch=True)
         return ReplicaFetchPartitionResult(request.topic, request.partition, bytes(info.records), log.high_watermark, info.log_start_offset, log_end)
 
