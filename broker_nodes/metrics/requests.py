@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -72,23 +71,45 @@ def _split_method(full_method: str) -> tuple[str, str]:
     return service, method
 
 
-@dataclass(frozen=True)
 class _MethodMeter:
-    """The label children of one method, bound once (``labels()`` per call is needlessly slow)."""
+    """The label children of one method, bound once (``labels()`` per call is needlessly slow).
 
-    service: str
-    method: str
-    duration: Any
-    account: Callable[[object, object], None]
+    ``answered(code)`` is the call counter of one status code, bound at its first use (the
+    codes are gRPC's, a bounded set). Thread-safe: a lost race binds the same child twice.
+    """
+
+    __slots__ = ("service", "method", "duration", "account", "_requests", "_answered")
+
+    def __init__(self, requests: Counter, service: str, method: str, duration: Any, account: Callable[[object, object], None]) -> None:
+        self.service = service
+        self.method = method
+        self.duration = duration
+        self.account = account
+        self._requests = requests
+        self._answered: dict[str, Any] = {}
+
+    def answered(self, code: str) -> Any:
+        counter = self._answered.get(code)
+        if counter is None:
+            counter = self._answered[code] = self._requests.labels(self.service, self.method, code)
+        return counter
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):
-    """Counts every unary call of the server it is installed in. ``clock`` returns seconds."""
+    """Counts every unary call of the server it is installed in. ``clock`` returns seconds.
+
+    The measuring handler of a method is built once and handed out again while the handler it
+    wraps is the same object (the service's registered handler, as the interceptors inside
+    pass it through on the data path): building handlers per call cost a few microseconds of
+    every Produce and Fetch.
+    """
 
     def __init__(self, metrics: RequestMetrics, *, clock: Callable[[], float] = time.perf_counter) -> None:
         self._metrics = metrics
         self._clock = clock
         self._meters: dict[str, _MethodMeter] = {}
+        # method -> (the handler wrapped, its measuring handler)
+        self._measured: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
         self._lock = threading.Lock()
 
     def intercept_service(
@@ -100,9 +121,17 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             return self._counted_refusal(handler, handler.stream_unary, self._meter(handler_call_details.method))
         if handler is None or handler.unary_unary is None:
             return handler
-        meter = self._meter(handler_call_details.method)
-        inner = handler.unary_unary
-        metrics, clock = self._metrics, self._clock
+        method: str = handler_call_details.method
+        cached = self._measured.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        measuring = self._measuring(handler, handler.unary_unary, self._meter(method))
+        self._measured[method] = (handler, measuring)
+        return measuring
+
+    def _measuring(self, handler: grpc.RpcMethodHandler, inner: Callable[[Any, grpc.ServicerContext], object], meter: _MethodMeter) -> grpc.RpcMethodHandler:
+        """``handler`` with its unary behaviour ``inner`` wrapped to time and count each call."""
+        clock = self._clock
 
         def measured(request: object, context: grpc.ServicerContext) -> object:
             started = clock()
@@ -118,7 +147,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 raise
             finally:
                 meter.duration.observe(clock() - started)
-                metrics.requests.labels(meter.service, meter.method, code).inc()
+                meter.answered(code).inc()
 
         return grpc.unary_unary_rpc_method_handler(measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
 
@@ -126,13 +155,12 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self, handler: grpc.RpcMethodHandler, inner: Callable[[Iterator[Any], grpc.ServicerContext], object], meter: _MethodMeter
     ) -> grpc.RpcMethodHandler:
         """``handler`` with its stream-unary behaviour ``inner`` wrapped to count the call."""
-        metrics = self._metrics
 
         def counted(requests: Iterator[Any], context: grpc.ServicerContext) -> object:
             try:
                 return inner(requests, context)
             finally:
-                metrics.requests.labels(meter.service, meter.method, _code_name(context) or "UNKNOWN").inc()
+                meter.answered(_code_name(context) or "UNKNOWN").inc()
 
         return grpc.stream_unary_rpc_method_handler(counted, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
 
@@ -143,7 +171,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 meter = self._meters.get(full_method)
                 if meter is None:
                     service, method = _split_method(full_method)
-                    meter = _MethodMeter(service, method, self._metrics.duration.labels(service, method), _accounting(self._metrics, full_method, method))
+                    meter = _MethodMeter(
+                        self._metrics.requests, service, method, self._metrics.duration.labels(service, method), _accounting(self._metrics, full_method, method)
+                    )
                     self._meters[full_method] = meter
         return meter
 

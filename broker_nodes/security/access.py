@@ -51,6 +51,11 @@ class CallContext:
     cluster_admin: bool = False  # a CLIENT whose key is its tenant's cluster administrator: no ACL is consulted
     scram_user: str = ""  # the tenant's SCRAM user a CLIENT logged in as (principal User:<scram_user>; never a cluster admin)
 
+    def with_client_host(self, client_host: str) -> CallContext:
+        """This context with the client's address filled in (what ``dataclasses.replace`` does, at a
+        fraction of its cost: the gRPC servicer calls it once per call)."""
+        return CallContext(self.tenant_id, self.principal, client_host, self.kind, self.acls, self.door, self.api_key, self.cluster_admin, self.scram_user)
+
     @property
     def has_tenant(self) -> bool:
         return bool(self.tenant_id)

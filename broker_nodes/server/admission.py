@@ -113,21 +113,32 @@ class _SizedRequest:
 
 
 class RequestBudgetInterceptor(grpc.ServerInterceptor):
-    """Holds every ``Broker`` request's bytes in ``budget`` while its handler runs; see the module docstring."""
+    """Holds every ``Broker`` request's bytes in ``budget`` while its handler runs; see the module docstring.
+
+    The admitting handler of a method is built once and handed out again while the handler it
+    wraps is the same object (as on the data path), instead of per call. Thread-safe.
+    """
 
     def __init__(self, budget: RequestBudget) -> None:
         self._budget = budget
+        # method -> (the handler wrapped, its admitting handler)
+        self._admitting: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     def intercept_service(self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = continuation(handler_call_details)
         method: str = handler_call_details.method
         if handler is None or handler.unary_unary is None or not method.startswith(BROKER_METHOD_PREFIX):
             return handler  # refusals (stream handlers) and other services pass unchanged
-        return grpc.unary_unary_rpc_method_handler(
+        cached = self._admitting.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        admitting = grpc.unary_unary_rpc_method_handler(
             self._admitted(handler.unary_unary),
             request_deserializer=_sized(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
+        self._admitting[method] = (handler, admitting)
+        return admitting
 
     def _admitted(self, behaviour: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[_SizedRequest, grpc.ServicerContext], Any]:
         budget = self._budget

@@ -14,7 +14,6 @@ caller may not use is answered with TOPIC_AUTHORIZATION_FAILED whether or not it
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -135,7 +134,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             return self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
         client_host = client_host_of(context.peer())
         self.broker.authenticator.note_grpc_application(call, context.invocation_metadata(), client_host)
-        return dataclasses.replace(call, client_host=client_host)
+        return call.with_client_host(client_host)
 
     def set_port(self, port: int) -> None:
         """The port clients reach this broker on (known once the server is bound)."""
