@@ -36,7 +36,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,6 +103,9 @@ class RunResult:
     api_failures: list[str] = field(default_factory=list)
     api_seconds: float = 0.0
     web_cpu_seconds: float | None = None  # CPU of the web process (gunicorn and its workers) during the API load
+    # CPU seconds each kind of process (web, Celery worker, brokers) spent while the topics were
+    # made ready: unlike the readiness times, barely swayed by other work on the machine.
+    readiness_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- setup
@@ -306,11 +309,28 @@ def process_tree_cpu_seconds(root_pid: int) -> float:
     return sum(cpu_seconds(pid) or 0.0 for pid in descendants(root_pid))
 
 
-def run_once(api: ApiClient, producer: Producer, run: int, topics: int, rate: int, seconds: float, web_pid: int | None = None) -> RunResult:
+def cpu_by_kind(pids: Mapping[str, Sequence[int]]) -> dict[str, float]:
+    """CPU seconds used so far by each kind's processes (and their children), by kind."""
+    return {kind: sum(process_tree_cpu_seconds(pid) for pid in kind_pids) for kind, kind_pids in pids.items()}
+
+
+def run_once(
+    api: ApiClient,
+    producer: Producer,
+    run: int,
+    topics: int,
+    rate: int,
+    seconds: float,
+    web_pid: int | None = None,
+    process_pids: Mapping[str, Sequence[int]] | None = None,
+) -> RunResult:
+    """``process_pids``: the pids of each kind of process whose CPU during readiness is reported."""
     names = [f"{TOPIC_PREFIX}-r{run}-t{index}" for index in range(topics)]
     result = RunResult()
     timings: list[tuple[str, float, float]] = []
+    cpu_before = cpu_by_kind(process_pids or {})
     result.readiness_seconds, result.readiness_failures = measure_topic_readiness(api, producer, names, TOPIC_PARTITIONS, timings)
+    result.readiness_cpu_seconds = {kind: spent - cpu_before[kind] for kind, spent in cpu_by_kind(process_pids or {}).items()}
     result.stages = readiness_stages(api, timings)
     ready_names = [name for name in names if not any(failure.startswith(name + ":") for failure in result.readiness_failures)] or names
     web_cpu_before = process_tree_cpu_seconds(web_pid) if web_pid is not None else None
@@ -383,6 +403,21 @@ def stages_table(results: Sequence[RunResult]) -> Table:
             continue
         medians = [statistics.median(stage.values()[index] for stage in result.stages) for index in range(len(ReadinessStages.NAMES))]
         table.add_row(str(number), *(_ms(median * 1000) for median in medians))
+    return table
+
+
+def readiness_cpu_table(results: Sequence[RunResult]) -> Table:
+    """CPU milliseconds per ready topic of each kind of process, per run."""
+    kinds = sorted({kind for result in results for kind in result.readiness_cpu_seconds})
+    table = Table(title="CPU per ready topic (ms; each kind's processes, while the topics were made ready)")
+    table.add_column("run", justify="right")
+    for kind in kinds:
+        table.add_column(kind, justify="right")
+    for number, result in enumerate(results, start=1):
+        ready = len(result.readiness_seconds)
+        table.add_row(
+            str(number), *(_ms(result.readiness_cpu_seconds[kind] * 1000 / ready if ready and kind in result.readiness_cpu_seconds else None) for kind in kinds)
+        )
     return table
 
 
@@ -459,6 +494,18 @@ def _web_pid(stack: LocalStack) -> int | None:
         return None
 
 
+def _process_pids(stack: LocalStack) -> dict[str, list[int]]:
+    """The pids of the web process, the Celery worker and the brokers, by kind (a kind whose pid
+    file cannot be read is left out)."""
+    pids: dict[str, list[int]] = {}
+    for kind, stems in (("web", ["web"]), ("Celery worker", ["celery-worker"]), ("brokers", [f"broker-{node}" for node in range(1, DEFAULT_BROKER_COUNT + 1)])):
+        try:
+            pids[kind] = [int((stack.data_dir / "run" / f"{stem}.pid").read_text().strip()) for stem in stems]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
 def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console, settings: dict[str, str], topics_per_tenant: int, database: str) -> int:
     fill_failures: list[str] = []
     fill_seconds = 0.0
@@ -484,13 +531,14 @@ def _measure(runs: int, topics: int, rate: int, seconds: float, console: Console
         try:
             for run in range(1, runs + 1):
                 console.print(f"control-plane: run {run} of {runs}: {topics} topics, then {seconds:g} s of GETs at {rate}/s")
-                results.append(run_once(api, producer, run, topics, rate, seconds, _web_pid(stack)))
+                results.append(run_once(api, producer, run, topics, rate, seconds, _web_pid(stack), _process_pids(stack)))
         finally:
             producer.flush(5)
         if fill_failures or any(result.readiness_failures or result.api_failures for result in results):
             console.print(stack.log_tails(), markup=False, highlight=False)
     console.print(results_table(results, rate))
     console.print(stages_table(results))
+    console.print(readiness_cpu_table(results))
     console.print(
         f"{database}, {DEFAULT_BROKER_COUNT} brokers, gunicorn, Celery: {stack.transport}; "
         f"tenant pre-filled with {topics_per_tenant:,} topics" + (f" in {fill_seconds:,.1f} s" if topics_per_tenant else ""),

@@ -83,3 +83,14 @@ def test_a_run_under_other_conditions_than_issue_19s_is_not_judged_against_its_g
     ready, api = verdicts([result], topics_per_tenant=20, rate=50, database="SQLite")
     assert ready.endswith("issue 19 goal <= 100 ms at 1,000 topics per tenant: not judged (20 topics per tenant here)")
     assert api.endswith("issue 19 goal <= 50 ms at 200 requests/s on PostgreSQL: not judged (50 requests/s on SQLite here)")
+
+
+def test_the_readiness_cpu_table_gives_each_kinds_cpu_per_ready_topic() -> None:
+    from bench.control_plane import readiness_cpu_table
+
+    measured = RunResult(readiness_seconds=[0.1, 0.2], readiness_cpu_seconds={"brokers": 0.05, "web": 0.01})
+    table = readiness_cpu_table([measured, RunResult()])
+
+    assert [column.header for column in table.columns] == ["run", "brokers", "web"]
+    assert list(table.columns[1].cells) == ["25.0", "-"]
+    assert list(table.columns[2].cells) == ["5.0", "-"]
