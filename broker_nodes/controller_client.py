@@ -12,6 +12,13 @@ NOT_CONTROLLER. Every call goes to the controller that answered last and moves o
 next address when that one is unreachable or not the controller, so the broker follows a
 failover of the controller by itself.
 
+Leases: while registered, the broker also holds a ``BrokerLease`` stream open to the active
+controller (on its own thread), so that its death is seen from the closed connection rather
+than only after the session timeout; a stream that ends for any reason is opened again at once
+(after LEASE_RETRY_SECONDS the second time in a row), for the current session, to the address
+that answered last. A controller without leases (UNIMPLEMENTED) is asked again only every
+heartbeat interval: heartbeats alone keep the session then.
+
 Controller epochs: every answer carries the epoch of the controller that gave it, and cluster
 maps pushed by a controller carry it too. :meth:`ControllerClient.observe_controller_epoch`
 keeps the newest seen, so that a map from a deposed controller (an older epoch) is refused.
@@ -39,6 +46,7 @@ logger = logging.getLogger(__name__)
 INTERNAL_TOKEN_METADATA = "x-weir-internal-token"
 CALL_TIMEOUT_SECONDS = 5.0  # one call to one controller address
 REGISTRATION_RETRY_SECONDS = 1.0  # pause between rounds of registration attempts
+LEASE_RETRY_SECONDS = 0.1  # pause before opening a lease again after one ended right away
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 
 ChannelFactory = Callable[[str], grpc.Channel]
@@ -94,6 +102,9 @@ class ControllerClient:
         self._reregister = threading.Event()
         self.registered = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lease_thread: threading.Thread | None = None
+        self._lease_call: Any = None  # the lease stream held now (a grpc call), to cancel
+        self._lease_wake = threading.Event()  # ends a pause between leases (a new session, stop)
 
     # ------------------------------------------------------------------ state
 
@@ -123,6 +134,7 @@ class ControllerClient:
             self._broker_epoch = 0
         self.registered.clear()
         self._reregister.set()
+        self._cancel_lease()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -131,12 +143,19 @@ class ControllerClient:
         self._host, self._port, self._kafka_port = host, port, kafka_port
         self._thread = threading.Thread(target=self._run, name="controller-session", daemon=True)
         self._thread.start()
+        self._lease_thread = threading.Thread(target=self._hold_leases, name="controller-lease", daemon=True)
+        self._lease_thread.start()
 
     def stop(self) -> None:
         self._stopping.set()
         self._reregister.set()
+        self.registered.set()  # wakes the lease thread
+        self._lease_wake.set()
+        self._cancel_lease()
         if self._thread is not None:
             self._thread.join(CALL_TIMEOUT_SECONDS * 2)
+        if self._lease_thread is not None:
+            self._lease_thread.join(CALL_TIMEOUT_SECONDS)
         with self._lock:
             channels = list(self._channels.values())
             self._channels.clear()
@@ -174,6 +193,8 @@ class ControllerClient:
         with self._lock:
             self._broker_epoch = response.broker_epoch
             self._controller_epoch = max(self._controller_epoch, response.controller_epoch)
+        self._cancel_lease()  # a lease of an older session: hold one for this session instead
+        self._lease_wake.set()
         self.registered.set()
         logger.info(
             "registered with the controller (epoch %d) as broker %d at %s:%d: broker epoch %d, session timeout %d ms",
@@ -195,6 +216,64 @@ class ControllerClient:
         if response.fenced or response.error_code == ErrorCode.STALE_BROKER_EPOCH:
             logger.warning("the controller fenced broker epoch %d (the session expired); registering again", epoch)
             self.session_lost(epoch)
+
+    # ------------------------------------------------------------------ lease
+
+    def _hold_leases(self) -> None:
+        """Hold a lease stream for the current session while registered (see the module docstring)."""
+        quick_end = False
+        while not self._stopping.is_set():
+            epoch = self._broker_epoch
+            if epoch == 0:
+                self.registered.wait(self._heartbeat_seconds)
+                continue
+            started = self._monotonic()
+            pause = self._hold_lease(epoch)
+            # A lease that ended right after it opened twice in a row waits a little before the next.
+            ended_at_once = self._monotonic() - started < LEASE_RETRY_SECONDS
+            if pause or (quick_end and ended_at_once):
+                self._lease_wake.wait(pause or LEASE_RETRY_SECONDS)
+                self._lease_wake.clear()
+            quick_end = ended_at_once
+
+    def _hold_lease(self, epoch: int) -> float:
+        """Open a lease for ``epoch`` and hold it until it ends; the seconds to pause before the next."""
+        with self._lock:
+            address = self.addresses[self._current]
+        stub = controller_pb2_grpc.ControllerStub(self._channel(address))
+        call = stub.BrokerLease(controller_pb2.BrokerLeaseRequest(node_id=self.node_id, broker_epoch=epoch), metadata=self._metadata)
+        with self._lock:
+            if self._stopping.is_set() or epoch != self._broker_epoch:
+                call.cancel()
+                return 0.0
+            self._lease_call = call
+        try:
+            for event in call:
+                if event.error_code == ErrorCode.NO_ERROR:
+                    logger.debug("lease held at %s for broker epoch %d", address, epoch)
+                    continue
+                # NOT_CONTROLLER: heartbeats find the active controller; STALE: they register again.
+                logger.debug("lease refused by %s with error %d", address, event.error_code)
+                return self._heartbeat_seconds
+        except grpc.RpcError as error:
+            code = error.code()
+            if code == grpc.StatusCode.CANCELLED:
+                return 0.0
+            if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAUTHENTICATED):
+                logger.info("the controller at %s holds no lease for this broker (%s); heartbeats alone keep the session", address, code.name)
+                return self._heartbeat_seconds
+            logger.debug("lease at %s ended: %s", address, code.name)
+        finally:
+            with self._lock:
+                if self._lease_call is call:
+                    self._lease_call = None
+        return 0.0
+
+    def _cancel_lease(self) -> None:
+        with self._lock:
+            call, self._lease_call = self._lease_call, None
+        if call is not None:
+            call.cancel()
 
     # ------------------------------------------------------------------ calls
 

@@ -12,7 +12,9 @@ process, tests) never expose ``weir_controller_*`` samples they do not own:
 * ``weir_controller_partition_changes_total{reason}``: partitions whose leader or ISR the
   controller changed, by why (``broker_registered``, ``broker_fenced``,
   ``controlled_shutdown``, ``preferred_election``, ``alter_partition``);
-* ``weir_controller_registrations_total``, ``weir_controller_sessions_expired_total``;
+* ``weir_controller_registrations_total``, ``weir_controller_sessions_expired_total``,
+  ``weir_controller_leases_lost_total`` (brokers' lease streams that closed from their end) and
+  ``weir_controller_sessions_disconnected_total`` (brokers fenced because theirs closed);
 * ``weir_controller_pushes_total{outcome}`` and ``weir_controller_push_duration_seconds``:
   cluster maps pushed to brokers.
 
@@ -50,6 +52,12 @@ PARTITION_CHANGES = Counter(
 )
 REGISTRATIONS = Counter("weir_controller_registrations", "Broker registrations accepted (new sessions).", registry=REGISTRY)
 SESSIONS_EXPIRED = Counter("weir_controller_sessions_expired", "Broker sessions expired without a heartbeat (brokers fenced).", registry=REGISTRY)
+LEASES_LOST = Counter("weir_controller_leases_lost", "Broker lease streams that closed from the broker's end.", registry=REGISTRY)
+SESSIONS_DISCONNECTED = Counter(
+    "weir_controller_sessions_disconnected",
+    "Broker sessions ended because the lease closed and the broker's address refused (brokers fenced).",
+    registry=REGISTRY,
+)
 PUSHES = Counter("weir_controller_pushes", "Cluster-map pushes to brokers by outcome (ok, failed).", ["outcome"], registry=REGISTRY)
 PUSH_DURATION = Histogram(
     "weir_controller_push_duration_seconds",

@@ -11,6 +11,16 @@ an action finds that a newer controller exists, the service is *fenced* for good
 call raises ``ControllerFencedError`` (the servicer answers NOT_CONTROLLER) and
 ``run_controller`` steps down.
 
+Failure detection: a broker's session expires after ``broker.session.timeout.ms`` without a
+heartbeat, which also covers a broker that is alive but stalled (SIGSTOP, an overloaded
+machine): it keeps its connections, so nothing else fences it. A broker that died (kill -9, a
+crash) is fenced sooner: its lease stream (``open_lease``) closes with its process; once
+``broker.session.disconnect.grace.ms`` passed without a new lease or a heartbeat, the
+controller tries the broker's address, and only a refused connection (nothing listens there
+any more) fences it at once (``fence_if_gone``); anything else leaves the decision to the
+session timeout. A controller fences only for leases it held itself, and none once it
+stopped serving (``close_leases``): streams also end when a controller steps down.
+
 Thread-safety: calls are serialized by one lock (gRPC handler threads and the session timer
 share an instance); the database work of a call is one short transaction.
 """
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +52,12 @@ logger = logging.getLogger(__name__)
 
 # broker.session.timeout.ms unless settings (or the environment) say WEIR_BROKER_SESSION_TIMEOUT_MS.
 DEFAULT_SESSION_TIMEOUT_MS = 9000
+# broker.session.disconnect.grace.ms unless settings (or the environment) say WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS:
+# how long a broker whose lease stream closed has to open another (or heartbeat) before it is fenced.
+DEFAULT_DISCONNECT_GRACE_MS = 300
+# The connection attempt of ``address_refuses``: a live broker's kernel accepts at once even when
+# the process is stalled; a remote host that does not answer in this time is not taken as gone.
+PROBE_TIMEOUT_SECONDS = 1.0
 # Kafka's code for a heartbeat whose broker epoch is not the live session's.
 STALE_BROKER_EPOCH = ErrorCode.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
 
@@ -49,6 +66,25 @@ def session_timeout_ms() -> int:
     """``broker.session.timeout.ms`` of this deployment."""
     configured = getattr(settings, "WEIR_BROKER_SESSION_TIMEOUT_MS", None) or os.environ.get("WEIR_BROKER_SESSION_TIMEOUT_MS")
     return int(configured) if configured else DEFAULT_SESSION_TIMEOUT_MS
+
+
+def disconnect_grace_ms() -> int:
+    """``broker.session.disconnect.grace.ms`` of this deployment."""
+    configured = getattr(settings, "WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS", None) or os.environ.get("WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS")
+    return int(configured) if configured else DEFAULT_DISCONNECT_GRACE_MS
+
+
+def address_refuses(host: str, port: int) -> bool:
+    """True when a TCP connection to ``host:port`` is refused: no process listens there any more.
+    False when it is accepted, and when the attempt fails otherwise (a timeout, no route), which
+    says nothing certain about the broker."""
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_SECONDS):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
 
 
 def push_partitions(controller_epoch: int) -> None:
@@ -80,7 +116,8 @@ class ControlledShutdownResult:
 
 
 class ControllerService:
-    """See the module docstring. ``push`` and ``monotonic`` are injected for tests.
+    """See the module docstring. ``push``, ``monotonic``, ``sleep`` and ``probe`` (``address_refuses``)
+    are injected for tests.
 
     ``controller_epoch`` is the epoch this controller won (``epoch.become_active``, called by
     ``run_controller`` once it holds the controller lock); ``None`` takes a new one now, which
@@ -95,7 +132,12 @@ class ControllerService:
         first_epoch: int | None = None,
         controller_epoch: int | None = None,
         push: Callable[[], None] | None = None,
+        disconnect_grace_ms: int = DEFAULT_DISCONNECT_GRACE_MS,
+        sleep: Callable[[float], None] = time.sleep,
+        probe: Callable[[str, int], bool] = address_refuses,
     ) -> None:
+        if disconnect_grace_ms < 0:
+            raise ValueError(f"the disconnect grace must not be negative, not {disconnect_grace_ms} ms")
         self.sessions = BrokerSessions(
             session_timeout_ms=session_timeout_ms,
             first_epoch=first_epoch if first_epoch is not None else int(time.time() * 1000),
@@ -110,9 +152,22 @@ class ControllerService:
         self._push = push
         self._lock = threading.Lock()
         self._superseded: ControllerFencedError | None = None
+        self.disconnect_grace_seconds = disconnect_grace_ms / 1000.0
+        self._sleep = sleep
+        self._probe = probe
+        self._addresses: dict[int, tuple[str, int]] = {}  # node id -> gRPC address it registered with
+        self._leases_closed = False
+
+    def close_leases(self) -> None:
+        """Stop serving: lease streams that end from now on (the server stops) fence nobody."""
+        self._leases_closed = True
+
+    def _leases_closed_now(self) -> bool:
+        return self._leases_closed
 
     def stop(self) -> None:
         """Stop the background pushes (at the end of ``run_controller``)."""
+        self._leases_closed = True
         if self._pusher is not None:
             self._pusher.stop()
 
@@ -152,6 +207,7 @@ class ControllerService:
         """
         with self._lock, self._while_active():
             epoch = self.sessions.register(node_id)
+            self._addresses[node_id] = (host, port)
             changed = actions.mark_broker_online(
                 node_id, host, port, rack, self.sessions.electable(), controller_epoch=self.controller_epoch, kafka_port=kafka_port
             )
@@ -170,6 +226,55 @@ class ControllerService:
         """True when the session goes on; False: the broker is fenced and must register again."""
         with self._while_active():
             return self.sessions.heartbeat(node_id, broker_epoch)
+
+    def open_lease(self, node_id: int, broker_epoch: int) -> int | None:
+        """A lease stream for the session ``broker_epoch`` of ``node_id``: its id, None when that
+        is not the live session (or this controller stopped serving)."""
+        with self._while_active():
+            return None if self._leases_closed else self.sessions.open_lease(node_id, broker_epoch)
+
+    def holds_lease(self, node_id: int, broker_epoch: int, lease: int) -> bool:
+        """True while ``lease`` is still the live session's lease and this controller serves."""
+        return not self._leases_closed and not self.fenced and self.sessions.holds_lease(node_id, broker_epoch, lease)
+
+    def lease_lost(self, node_id: int, broker_epoch: int, lease: int) -> None:
+        """The broker's end of ``lease`` closed: fence the broker if it stays disconnected for the
+        grace and its address refuses connections (``fence_if_gone``). Blocks for the grace."""
+        if self._leases_closed or self.fenced or not self.sessions.lease_lost(node_id, broker_epoch, lease):
+            return
+        metrics.LEASES_LOST.inc()
+        logger.info("broker %d: lease of broker epoch %d closed from its end", node_id, broker_epoch)
+        self.fence_if_gone(node_id, broker_epoch)
+
+    def fence_if_gone(self, node_id: int, broker_epoch: int) -> bool:
+        """Wait out the disconnect grace of the session ``broker_epoch`` of ``node_id``; fence the
+        broker when it is still disconnected then and its address refuses connections. True
+        when it was fenced."""
+        while (left := self.sessions.grace_left(node_id, broker_epoch, self.disconnect_grace_seconds)) is not None and left > 0.0:
+            self._sleep(left)
+        if left is None or self._leases_closed:
+            return False
+        address = self._addresses.get(node_id)
+        if address is None or not self._probe(*address):
+            logger.info(
+                "broker %d: no lease for %d ms, but %s accepts connections; its session timeout decides",
+                node_id,
+                self.disconnect_grace_seconds * 1000,
+                f"{address[0]}:{address[1]}" if address else "its address",
+            )
+            return False
+        with self._lock, self._while_active():
+            # Checked again: the broker may have come back, or the controller stopped, while the address was tried.
+            if self._leases_closed_now() or self.sessions.grace_left(node_id, broker_epoch, self.disconnect_grace_seconds) != 0.0:
+                return False
+            self.sessions.end(node_id, broker_epoch)
+            logger.warning("broker %d: lease closed and %s:%d refuses connections (the process is gone); fencing it", node_id, address[0], address[1])
+            changed = actions.fence_broker(node_id, self.sessions.electable(), controller_epoch=self.controller_epoch)
+        metrics.SESSIONS_DISCONNECTED.inc()
+        metrics.PARTITION_CHANGES.labels("broker_fenced").inc(changed)
+        if changed:
+            self._push()
+        return True
 
     def alter_partition(
         self, topic: str, partition: int, leader_id: int, leader_epoch: int, new_isr: list[int], broker_epoch: int

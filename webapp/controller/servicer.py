@@ -14,7 +14,9 @@ certificate and key the server speaks TLS only (brokers verify it with their --t
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -36,8 +38,16 @@ from webapp.controller.service import STALE_BROKER_EPOCH, ControllerService
 from webapp.provisioning.facade import INTERNAL_TOKEN_METADATA
 from weir.errors import ErrorCode, error_name
 
-# Handler threads: brokers call rarely (a heartbeat every two seconds each).
-SERVER_THREADS = 8
+logger = logging.getLogger(__name__)
+
+# Handler threads: brokers call rarely (a heartbeat every two seconds each), but each also holds
+# one thread with its lease stream (BrokerLease): up to MAX_LEASES of them. Threads start on demand.
+CALL_THREADS = 8
+MAX_LEASES = 64
+SERVER_THREADS = CALL_THREADS + MAX_LEASES
+# How often a held lease checks that its session is still the live one (a replaced or ended
+# session's stream is ended, so that the broker opens one for its new session).
+LEASE_CHECK_SECONDS = 0.5
 CONTROLLER_SERVICE_NAME = controller_pb2.DESCRIPTOR.services_by_name["Controller"].full_name  # "weir.v1.Controller"
 
 
@@ -70,9 +80,14 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
     def __init__(self, service: ControllerService | None, internal_token: str) -> None:
         self._service: Any = service if service is not None else _Standby()
         self._token = internal_token.encode("utf-8")
+        self._lease_slots = threading.Lock()
+        self._leases_held = 0
 
     def activate(self, service: ControllerService | None) -> None:
         """Serve as the active controller ``service``; None: answer as a standby again."""
+        previous = self._service if hasattr(self, "_service") else None
+        if isinstance(previous, ControllerService) and previous is not service:
+            previous.close_leases()  # the streams that end as this controller stops fence nobody
         self._service = service if service is not None else _Standby()
 
     def _authenticate(self, context: grpc.ServicerContext) -> None:
@@ -91,6 +106,43 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
             return self._heartbeat(request, context)
         finally:
             close_old_connections()
+
+    def BrokerLease(self, request: controller_pb2.BrokerLeaseRequest, context: grpc.ServicerContext) -> Iterator[controller_pb2.BrokerLeaseEvent]:
+        """Hold the broker's lease stream until its session is replaced or ends (the stream ends
+        here), or until the broker's end closes (``ControllerService.lease_lost``, on a thread of
+        its own: gRPC stops iterating a stream whose client went away, so the loss is handled from
+        the call's termination callback, which always runs)."""
+        self._authenticate(context)
+        with self._lease_slots:
+            full = self._leases_held >= MAX_LEASES
+            if not full:
+                self._leases_held += 1
+        if full:
+            # The broker goes on with heartbeats alone (and asks again later): calls keep their threads.
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"this controller holds {MAX_LEASES} leases already")
+        watch = _LeaseWatch(self._service, request.node_id, request.broker_epoch, self._release_lease_slot)
+        if not context.add_callback(watch.terminated):
+            watch.terminated()  # the call ended already
+            return
+        try:
+            watch.lease = watch.service.open_lease(request.node_id, request.broker_epoch)
+        except ControllerFencedError:
+            yield controller_pb2.BrokerLeaseEvent(error_code=ErrorCode.NOT_CONTROLLER)
+            return
+        finally:
+            close_old_connections()
+        if watch.lease is None:
+            yield controller_pb2.BrokerLeaseEvent(error_code=STALE_BROKER_EPOCH, controller_epoch=watch.service.controller_epoch)
+            return
+        yield controller_pb2.BrokerLeaseEvent(error_code=ErrorCode.NO_ERROR, controller_epoch=watch.service.controller_epoch)
+        while not watch.ended.wait(LEASE_CHECK_SECONDS):
+            if not watch.service.holds_lease(request.node_id, request.broker_epoch, watch.lease):
+                watch.closed_here = True  # replaced or ended here: not a loss
+                return
+
+    def _release_lease_slot(self) -> None:
+        with self._lease_slots:
+            self._leases_held -= 1
 
     def AlterPartition(self, request: controller_pb2.AlterPartitionRequest, context: grpc.ServicerContext) -> controller_pb2.AlterPartitionResponse:
         try:
@@ -248,6 +300,37 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):
                     return handle(request)
             except ControllerFencedError as error:
                 return not_controller(str(error))
+        finally:
+            close_old_connections()
+
+
+class _LeaseWatch:
+    """One lease stream: set up by ``BrokerLease``, ended by gRPC's termination callback."""
+
+    def __init__(self, service: Any, node_id: int, broker_epoch: int, release: Callable[[], None]) -> None:
+        self.service = service
+        self.node_id = node_id
+        self.broker_epoch = broker_epoch
+        self.lease: int | None = None
+        self.closed_here = False  # the controller ended the stream (the session was replaced or ended)
+        self.ended = threading.Event()
+        self._release = release
+
+    def terminated(self) -> None:
+        """The call ended (on gRPC's thread: nothing slow here)."""
+        self.ended.set()
+        self._release()
+        if self.lease is not None and not self.closed_here:
+            threading.Thread(target=self._lost, name=f"lease-lost-{self.node_id}", daemon=True).start()
+
+    def _lost(self) -> None:
+        assert self.lease is not None
+        try:
+            self.service.lease_lost(self.node_id, self.broker_epoch, self.lease)
+        except ControllerFencedError:
+            pass
+        except Exception:
+            logger.exception("broker %d: handling its closed lease failed", self.node_id)
         finally:
             close_old_connections()
 

@@ -16,6 +16,14 @@ A broker in controlled shutdown keeps its session (it heartbeats while it hands 
 leaderships) but is no longer *electable*: no election makes it a leader until it registers
 again. When it has handed everything over its session ends, and later heartbeats are stale.
 
+Leases: a registered broker holds a stream open to the controller (``open_lease``). When that
+stream ends from the broker's side (``lease_lost``), the session is *disconnected*: a killed
+process closes its connections at once, a slow or stopped one keeps them. A disconnected
+session is *gone* (``grace_left`` is 0) when it stayed disconnected for the grace (no new lease, no
+heartbeat since) -- the service then checks the broker's address and fences it early. Sessions
+that never held a lease (adopted ones, or brokers of a controller that ran before) are only
+ever fenced by the session timeout.
+
 Thread-safety: every method takes one lock.
 """
 
@@ -33,6 +41,9 @@ class _Session:
     epoch: int
     deadline: float  # clock seconds after which the session is expired
     shutting_down: bool = False  # in controlled shutdown: alive, but never elected
+    lease: int = 0  # the id of the lease stream held for this session; 0: none
+    lost_at: float | None = None  # clock seconds when its lease stream ended from the broker's side
+    heard_at: float = 0.0  # clock seconds of the registration or last accepted heartbeat
 
 
 class BrokerSessions:
@@ -47,13 +58,15 @@ class BrokerSessions:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._sessions: dict[int, _Session] = {}
+        self._next_lease = 1
 
     def register(self, node_id: int) -> int:
         """Start a new session for ``node_id`` (replacing any other) and return its epoch."""
         with self._lock:
             epoch = self._next_epoch
             self._next_epoch += 1
-            self._sessions[node_id] = _Session(epoch, self._monotonic() + self._timeout_seconds)
+            now = self._monotonic()
+            self._sessions[node_id] = _Session(epoch, now + self._timeout_seconds, heard_at=now)
             return epoch
 
     def adopt(self, node_id: int) -> None:
@@ -69,6 +82,7 @@ class BrokerSessions:
             if session is None or session.epoch == NO_EPOCH or session.epoch != epoch or now > session.deadline:
                 return False
             session.deadline = now + self._timeout_seconds
+            session.heard_at = now
             return True
 
     def _current(self, node_id: int, epoch: int) -> _Session | None:
@@ -89,6 +103,45 @@ class BrokerSessions:
             for node_id in expired:
                 del self._sessions[node_id]
             return expired
+
+    def open_lease(self, node_id: int, epoch: int) -> int | None:
+        """Attach a new lease stream to the live session ``epoch`` of ``node_id`` (replacing any
+        other, and ending a disconnection); its id, or None when ``epoch`` is not the live session."""
+        with self._lock:
+            session = self._current(node_id, epoch)
+            if session is None:
+                return None
+            session.lease = self._next_lease
+            self._next_lease += 1
+            session.lost_at = None
+            return session.lease
+
+    def holds_lease(self, node_id: int, epoch: int, lease: int) -> bool:
+        """True while ``lease`` is the lease of the live session ``epoch`` of ``node_id``."""
+        with self._lock:
+            session = self._current(node_id, epoch)
+            return session is not None and session.lease == lease
+
+    def lease_lost(self, node_id: int, epoch: int, lease: int) -> bool:
+        """The broker's end of ``lease`` closed: mark the session disconnected; False (nothing
+        changes) when ``lease`` is no longer the lease of the live session ``epoch``."""
+        with self._lock:
+            session = self._current(node_id, epoch)
+            if session is None or session.lease != lease:
+                return False
+            session.lease = 0
+            session.lost_at = self._monotonic()
+            return True
+
+    def grace_left(self, node_id: int, epoch: int, grace_seconds: float) -> float | None:
+        """Seconds of ``grace_seconds`` left to the live session ``epoch`` of ``node_id`` since it
+        lost its lease (0.0: the grace is over, the broker is gone); None when it is not
+        disconnected (it opened another lease or heartbeated since, or is not the live session)."""
+        with self._lock:
+            session = self._current(node_id, epoch)
+            if session is None or session.lost_at is None or session.lease or session.heard_at > session.lost_at:
+                return None
+            return max(0.0, session.lost_at + grace_seconds - self._monotonic())
 
     def live(self) -> frozenset[int]:
         """Brokers with a session that has not been found expired yet."""
@@ -111,7 +164,8 @@ class BrokerSessions:
             return True
 
     def end(self, node_id: int, epoch: int) -> bool:
-        """End the session ``epoch`` of ``node_id`` (a completed controlled shutdown), so that it
+        """End the session ``epoch`` of ``node_id`` (a completed controlled shutdown, or a broker
+        fenced because its lease was lost), so that it
         neither expires later nor accepts heartbeats; False when it is not the live session."""
         with self._lock:
             if self._current(node_id, epoch) is None:

@@ -51,6 +51,22 @@ class BrokerHeartbeatResponse(_message.Message):
     controller_epoch: int
     def __init__(self, error_code: _Optional[int] = ..., fenced: _Optional[bool] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
 
+class BrokerLeaseRequest(_message.Message):
+    __slots__ = ("node_id", "broker_epoch")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    broker_epoch: int
+    def __init__(self, node_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class BrokerLeaseEvent(_message.Message):
+    __slots__ = ("error_code", "controller_epoch")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
+
 class AlterPartitionRequest(_message.Message):
     __slots__ = ("topic", "partition", "leader_id", "leader_epoch", "new_isr", "broker_epoch")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -45,6 +45,11 @@ class ControllerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatResponse.FromString,
                 _registered_method=True)
+        self.BrokerLease = channel.unary_stream(
+                '/weir.v1.Controller/BrokerLease',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseEvent.FromString,
+                _registered_method=True)
         self.AlterPartition = channel.unary_unary(
                 '/weir.v1.Controller/AlterPartition',
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
@@ -121,6 +126,21 @@ class ControllerServicer:
     def BrokerHeartbeat(self, request, context):
         """Keeps the session alive; a broker that misses heartbeats for session_timeout_ms is
         fenced (marked offline, its leaderships moved to other in-sync replicas).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BrokerLease(self, request, context):
+        """A registered broker holds this stream open for as long as its session lives, so that the
+        controller learns of its death from the connection, not only from missing heartbeats: a
+        killed process's sockets close at once, while a slow or stopped one keeps its connection.
+        The first message confirms the lease (or refuses it: STALE_BROKER_EPOCH, NOT_CONTROLLER);
+        no other message follows. The controller ends the stream when the session is replaced or
+        ends; the broker then opens one for its new session. When the broker's end closes, the
+        controller fences the broker after broker.session.disconnect.grace.ms unless the broker
+        opened a new lease or heartbeated meanwhile, or its address still accepts connections
+        (then the session timeout decides, as for a silent broker).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -234,6 +254,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.BrokerHeartbeat,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatResponse.SerializeToString,
+            ),
+            'BrokerLease': grpc.unary_stream_rpc_method_handler(
+                    servicer.BrokerLease,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseEvent.SerializeToString,
             ),
             'AlterPartition': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterPartition,
@@ -350,6 +375,33 @@ class Controller:
             '/weir.v1.Controller/BrokerHeartbeat',
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BrokerLease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/weir.v1.Controller/BrokerLease',
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_controller__pb2.BrokerLeaseEvent.FromString,
             options,
             channel_credentials,
             insecure,

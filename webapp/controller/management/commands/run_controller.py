@@ -37,7 +37,7 @@ from webapp.controller.epoch import ControllerFencedError, become_active
 from webapp.controller.leadership import ControllerLock
 from webapp.controller.metrics import MetricsEndpoint
 from webapp.controller.rebalance import RebalanceConfig, RebalanceConfigError, RebalanceSchedule
-from webapp.controller.service import ControllerService, session_timeout_ms
+from webapp.controller.service import ControllerService, disconnect_grace_ms, session_timeout_ms
 from webapp.controller.servicer import ControllerServer, start_controller_server
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Command(BaseCommand):
         """Become the active controller (the lock is held) and serve until stopped or fenced, then
         stop the server; returns the service."""
         controller_epoch = become_active()
-        service = ControllerService(session_timeout_ms=session_timeout_ms(), controller_epoch=controller_epoch)
+        service = ControllerService(session_timeout_ms=session_timeout_ms(), controller_epoch=controller_epoch, disconnect_grace_ms=disconnect_grace_ms())
         try:
             adopted = service.adopt_online_brokers()
             service.ensure_internal_topics()  # before serving: brokers may already be registered
