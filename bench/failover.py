@@ -15,9 +15,11 @@ restarted the broker and it is back in the ISR, so that every run starts from a 
 partition.
 
 The breakdown: *leader moved* is when a metadata poll (every LEADER_POLL_SECONDS, from
-another thread) first shows another leader. It covers the controller noticing the missing
-heartbeats (about the session timeout), fencing the broker, electing a new leader from the
-ISR and pushing the change to the brokers. *after the move* is the rest: the client finding
+another thread) first shows another leader. It covers the controller noticing the death (the
+killed broker's lease stream closes and its address refuses connections: after
+broker.session.disconnect.grace.ms, not the session timeout, which only a silent but connected
+broker waits for), fencing the broker, electing a new leader from the ISR and pushing the
+change to the brokers. *after the move* is the rest: the client finding
 the new leader (metadata refresh, retry backoff) and the new leader's acks=all round trip.
 """
 
@@ -89,7 +91,8 @@ class SessionSettings:
         }
 
 
-# `make up`'s defaults (deploy.local and broker_nodes.config), spelt out so that the table shows them.
+# `make up`'s defaults (deploy.local and broker_nodes.config), spelt out so that the table shows them;
+# a killed broker is detected by its closed connection (broker.session.disconnect.grace.ms, 300 ms), not by these.
 DEFAULT_SETTINGS = SessionSettings("default", session_timeout_ms=9000, heartbeat_interval_ms=2000, replica_lag_time_max_ms=30000)
 # Faster detection for a cluster on a reliable network: a broker silent for 2 s is fenced.
 TUNED_SETTINGS = SessionSettings("tuned", session_timeout_ms=2000, heartbeat_interval_ms=250, replica_lag_time_max_ms=2000)
