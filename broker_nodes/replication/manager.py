@@ -507,7 +507,9 @@ class ReplicationManager:
         """
         deadline = self._clock.monotonic() + max(max_wait_ms, 0) / 1000.0
         linger_ms = self._settings.high_watermark_linger_ms
-        lingering = full or linger_ms <= 0  # a full fetch answers no move alone: it has no linger to start
+        # A full fetch answers no move alone; an incremental one stops at the first move, then
+        # lingers (unless the linger is 0: the move is answered at once).
+        lingering = full
 
         def read() -> tuple[SessionRead, int, bool]:
             return self._read_session(replica_id, session, generation, max_bytes, full, stop_at_high_watermark_move=not lingering)
@@ -521,7 +523,7 @@ class ReplicationManager:
                 if done:
                     result = poll.results
                     assert result is not None
-                    if lingering or result.urgent or not result.high_watermark_moved:
+                    if lingering or result.urgent or not result.high_watermark_moved or linger_ms <= 0:
                         return result
                     # Only high watermark moves so far: linger for records and further moves, within the deadline.
                     lingering = True

@@ -383,3 +383,15 @@ def test_a_lingering_fetch_reads_each_partition_again_only_when_it_changed(leade
     assert answered(answers[0])[0] == (0, 2) and answered(answers[0])[1][0] > 0
     # Partition 0 once for its move (not again before and after lingering, nor at the records' wake-up), partition 1 once for its records.
     assert reads == [0, 1]
+
+
+@pytest.mark.parametrize("leader", [0], indirect=True)  # no linger
+def test_without_a_linger_a_parked_fetch_answers_a_high_watermark_move_at_once(leader: ReplicationManager) -> None:
+    append(leader, 0, 2)
+    session = fetch(leader, 2, NO_SESSION, INITIAL_EPOCH, (0, 2), (1, 0)).session_id
+    answers: list[ReplicaFetchAnswer] = []
+    parked = _park(leader, lambda: fetch(leader, 2, session, 1, max_wait_ms=3_600_000), answers)
+    fetch(leader, 3, NO_SESSION, INITIAL_EPOCH, (0, 2))  # replica 3 at the log end: the high watermark reaches 2
+    parked.join(30)
+    assert not parked.is_alive(), "the parked fetch did not answer the high watermark move"
+    assert answered(answers[0]) == {0: (0, 2)}
