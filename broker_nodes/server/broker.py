@@ -48,7 +48,7 @@ from broker_nodes.server.periodic import PeriodicTask
 from broker_nodes.server.topic_admin import ManagedTopicsChange, TopicAdmin
 from broker_nodes.storage.atomic_files import write_atomically
 from broker_nodes.storage.log_manager import LogManager, RecoveryReport
-from broker_nodes.topic_registry import TopicRegistry
+from broker_nodes.topic_registry import TopicMetadata, TopicRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,7 @@ class Broker:
         isr_changes: _IsrChangeOptions = (
             {"on_isr_change": self._alter_partition.submit, "confirm_isr_changes": True} if self._alter_partition is not None else {}
         )
+        self._min_insync_by_topic: dict[str, tuple[TopicMetadata, int]] = {}  # see _min_insync_replicas
         self.replication = ReplicationManager(
             config.node_id,
             log_manager=self.log_manager,
@@ -417,12 +418,23 @@ class Broker:
             self.transaction_coordinator.lead_every_partition()
 
     def _min_insync_replicas(self, topic: str) -> int:
+        """The topic's effective min.insync.replicas, asked twice by every acks=all Produce.
+
+        Remembered per topic with the registry's metadata it was computed from: metadata is
+        immutable and replaced on every change of the topic's configs, so a new object means
+        computing it again (the broker's topic defaults are fixed for the process's life).
+        """
         metadata = self.registry.get(topic)
         if metadata is None:
+            self._min_insync_by_topic.pop(topic, None)
             return 1
+        known = self._min_insync_by_topic.get(topic)
+        if known is not None and known[0] is metadata:
+            return known[1]
         value = self.topic_admin.effective_configs(metadata)["min.insync.replicas"]
         if not isinstance(value, int):
             raise TypeError(f"min.insync.replicas of {topic!r} is {value!r}, not an integer")
+        self._min_insync_by_topic[topic] = (metadata, value)  # one atomic store: readers see the old pair or the new
         return value
 
     @property

@@ -66,6 +66,24 @@ def test_stopped_followers_shrink_the_isr_and_min_insync_replicas_guards_acks_al
     wait_until(lambda: cluster.log_bytes(1) == cluster.log_bytes(2) == cluster.log_bytes(3), what="identical logs")
 
 
+def test_a_changed_min_insync_replicas_applies_to_the_next_acks_all_produce(cluster: ReplicatedCluster) -> None:
+    # The leader remembers each topic's effective min.insync.replicas: a config change must reach the next produce.
+    cluster.apply(leader=1, epoch=1)
+    cluster.nodes[2].stop()
+    cluster.nodes[3].stop()
+    wait_until(lambda: cluster.isr(1) == (1,), what="ISR to shrink to the leader")
+    assert cluster.produce(1, [b"refused"]).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+
+    cluster.topic_configs["min.insync.replicas"] = "1"
+    cluster.apply(leader=1, epoch=1, isr=[1], to=[1])
+    accepted = cluster.produce(1, [b"accepted"])
+    assert accepted.error_code == ErrorCode.NO_ERROR, accepted.error_message
+
+    cluster.topic_configs["min.insync.replicas"] = "2"
+    cluster.apply(leader=1, epoch=1, isr=[1], to=[1])
+    assert cluster.produce(1, [b"refused again"]).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+
+
 def test_consumers_see_nothing_above_the_high_watermark(cluster: ReplicatedCluster) -> None:
     cluster.apply(leader=1, epoch=1)
     assert cluster.produce(1, [b"committed"]).error_code == ErrorCode.NO_ERROR
