@@ -52,7 +52,8 @@ logger = logging.getLogger(__name__)
 
 # broker.session.timeout.ms unless settings (or the environment) say WEIR_BROKER_SESSION_TIMEOUT_MS.
 DEFAULT_SESSION_TIMEOUT_MS = 9000
-# broker.session.disconnect.grace.ms unless settings (or the environment) say WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS:
+# broker.session.disconnect.grace.ms unless settings (or the environment) say WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS
+# (not WEIR_BROKER_...: brokers refuse WEIR_BROKER_ variables that are no broker setting, and they share the environment):
 # how long a broker whose lease stream closed has to open another (or heartbeat) before it is fenced.
 DEFAULT_DISCONNECT_GRACE_MS = 300
 # The connection attempt of ``address_refuses``: a live broker's kernel accepts at once even when
@@ -70,7 +71,7 @@ def session_timeout_ms() -> int:
 
 def disconnect_grace_ms() -> int:
     """``broker.session.disconnect.grace.ms`` of this deployment."""
-    configured = getattr(settings, "WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS", None) or os.environ.get("WEIR_BROKER_SESSION_DISCONNECT_GRACE_MS")
+    configured = getattr(settings, "WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS", None) or os.environ.get("WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS")
     return int(configured) if configured else DEFAULT_DISCONNECT_GRACE_MS
 
 
