@@ -106,13 +106,7 @@ def add_partitions_to_txn(
             not_attempted = (ErrorCode.OPERATION_NOT_ATTEMPTED, "another partition of the request was refused")
             outcomes = {key: error_code_and_message(error) for key, error in refused.items()}
             return _by_topic({key: outcomes.get(key, not_attempted) for key in wanted})
-        # Answered once the in-sync replicas hold the record, as Kafka does: a producer told its partitions are in
-        # the transaction must still find them there after a coordinator failover (an answer given on the local
-        # append alone was lost with a killed coordinator often enough to fail the transactional Jepsen test once
-        # failover took under a second, and the producer then died of INVALID_TXN_STATE).
-        broker.transaction_coordinator.add_partitions(
-            qualified, producer_id, producer_epoch, [(call.qualify(topic), partition) for topic, partition in wanted], durable=True
-        )
+        broker.transaction_coordinator.add_partitions(qualified, producer_id, producer_epoch, [(call.qualify(topic), partition) for topic, partition in wanted])
     except Exception as error:
         outcome = error_code_and_message(error)
         return _by_topic(dict.fromkeys(wanted, outcome))

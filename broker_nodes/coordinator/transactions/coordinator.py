@@ -231,20 +231,8 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             raise ConcurrentTransactionsError(transactional_id, "aborting the transaction of the fenced producer")
         return ProducerIdAndEpoch(outcome.metadata.producer_id, outcome.metadata.producer_epoch)
 
-    def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition], *, durable: bool = False
-    ) -> None:
-        """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open).
-
-        Answers once the id's Ongoing record is appended, its replication still under way
-        (``durable`` False), because all a producer can do with the answer is produce to the
-        partitions, and each partition leader verifies its first batch with
-        :meth:`verify_partitions`, which waits until that record is durable: no batch is appended
-        to a partition whose membership a failover could lose. The record's replication thereby
-        overlaps the answer's way back and the producer's Produce on its way to the leader
-        instead of preceding both. ``durable`` True waits for the in-sync replicas before
-        answering (AddOffsetsToTxn: TxnOffsetCommit is not verified with the coordinator).
-        """
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]) -> None:
+        """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open)."""
         state = self.coordinating(transactional_id)
         wanted = list(partitions)
         with state.lock:
@@ -260,7 +248,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                     current = machine.complete(current, now_ms=now)
                 return machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now)
 
-            self._change(state, transactional_id, decide, lambda metadata: metadata, durable=durable)
+            self._change(state, transactional_id, decide, lambda metadata: metadata)
         finally:
             with state.lock:
                 state.adding[transactional_id] -= 1
@@ -309,31 +297,20 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         if offsets is None:
             raise TransactionCoordinatorNotAvailableError(transactional_id, f"{OFFSETS_TOPIC} does not exist yet")
         topic_partition = (OFFSETS_TOPIC, partition_for_group(group_id, offsets.partitions))
-        self.add_partitions(transactional_id, producer_id, producer_epoch, [topic_partition], durable=True)
+        self.add_partitions(transactional_id, producer_id, producer_epoch, [topic_partition])
         return topic_partition
 
     def verify_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, Exception | None]:
-        """KIP-890 part 1: whether each partition is in the producer's ongoing transaction (None) or why not. Changes nothing.
-
-        Answers from the id's durable state: while its latest record (an Ongoing answered before
-        its replication ended, see :meth:`add_partitions`) is not held by the in-sync replicas,
-        this waits for them (request.timeout.ms), and answers COORDINATOR_NOT_AVAILABLE
-        (retriable, nothing appended) when they do not catch up.
-        """
+        """KIP-890 part 1: whether each partition is in the producer's ongoing transaction (None) or why not. Changes nothing."""
         state = self.coordinating(transactional_id)
-        wanted = list(partitions)
-        try:
-            self._await_durable(state, transactional_id)
-        except (NotTransactionCoordinatorError, TransactionCoordinatorNotAvailableError) as not_durable:
-            return dict.fromkeys(wanted, not_durable)
         with state.lock:
             if transactional_id in state.pending:
                 error = ConcurrentTransactionsError(transactional_id, "a state change is being written")
-                return dict.fromkeys(wanted, error)
+                return dict.fromkeys(partitions, error)
             current = state.transactions.get(transactional_id)
-        return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, wanted)
+        return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, partitions)
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool, bump_epoch: bool = True) -> ProducerIdAndEpoch:
         """EndTxn: store PrepareCommit / PrepareAbort (epoch bumped), start the markers, answer the id and epoch to use next.
@@ -469,17 +446,8 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         transactional_id: str,
         decide: Callable[[TransactionMetadata | None], T],
         to_store: Callable[[T], TransactionMetadata | None],
-        *,
-        durable: bool = True,
     ) -> T:
-        """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current.
-
-        ``durable`` False: append the record and make it current at once, under the lock (the id
-        is never pending), without waiting for the in-sync replicas; the id is then *unconfirmed*
-        until a later record of it is durable or :meth:`_await_durable` saw this one durable.
-        Only a change whose effects are all verified through :meth:`verify_partitions` may be
-        stored so (see :meth:`add_partitions`).
-        """
+        """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current."""
         with state.lock:
             if not self._is_current(state):
                 raise NotTransactionCoordinatorError(transactional_id, state.partition)
@@ -489,17 +457,11 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             metadata = to_store(decided)
             if metadata is None or metadata == state.transactions.get(transactional_id):
                 return decided
-            if not durable:
-                state.unconfirmed[transactional_id] = self._append(state, transactional_id, metadata)
-                state.transactions[transactional_id] = metadata
-                return decided
             state.pending.add(transactional_id)
         try:
             self._write(state, transactional_id, metadata)
             with state.lock:
                 state.transactions[transactional_id] = metadata
-                # The in-sync replicas hold this record, so every earlier record of the partition too.
-                state.unconfirmed.pop(transactional_id, None)
         finally:
             with state.lock:
                 state.pending.discard(transactional_id)
@@ -512,59 +474,24 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         NotTransactionCoordinatorError when the leadership ended; TransactionCoordinatorNotAvailableError
         (retriable) when the record could not be appended or replicated in request.timeout.ms.
         """
+        now = self._clock.milliseconds()
+        builder = RecordBatchBuilder()
+        builder.append(now, encode_key(transactional_id), None if metadata is None else encode_value(metadata.to_log_value()))
         try:
             with self._wait_slot():
                 with state.lock:
-                    next_offset = self._append(state, transactional_id, metadata)
-                self._wait_for_replicas(state.partition, next_offset, self._settings.write_timeout_ms)
-        except (NotTransactionCoordinatorError, TransactionCoordinatorNotAvailableError):
+                    if not self._is_current(state):
+                        raise NotTransactionCoordinatorError(transactional_id, state.partition)
+                    info = self._replica_manager.append_to_partition(TRANSACTION_STATE_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
+                self._wait_for_replicas(state.partition, info.last_offset + 1, self._settings.write_timeout_ms)
+        except NotTransactionCoordinatorError:
             raise
         except NotLeaderOrFollowerError:
             raise NotTransactionCoordinatorError(transactional_id, state.partition) from None
-        except Exception as error:  # ReplicationWaitersFullError, a timeout...
-            raise _not_stored(transactional_id, state.partition, error) from error
-
-    def _append(self, state: TransactionsPartition, transactional_id: str, metadata: TransactionMetadata | None) -> int:
-        """Under the partition's lock: append the id's record (None: a tombstone) as leader; the offset after it.
-
-        NotTransactionCoordinatorError when the leadership ended, TransactionCoordinatorNotAvailableError
-        (retriable) when it could not be appended (fewer in-sync replicas than min.insync.replicas...).
-        """
-        if not self._is_current(state):
-            raise NotTransactionCoordinatorError(transactional_id, state.partition)
-        builder = RecordBatchBuilder()
-        builder.append(self._clock.milliseconds(), encode_key(transactional_id), None if metadata is None else encode_value(metadata.to_log_value()))
-        try:
-            info = self._replica_manager.append_to_partition(TRANSACTION_STATE_TOPIC, state.partition, builder.build(), acks=ACKS_ALL)
-        except NotLeaderOrFollowerError:
-            raise NotTransactionCoordinatorError(transactional_id, state.partition) from None
-        except Exception as error:  # NotEnoughReplicasError, a log directory error...
-            raise _not_stored(transactional_id, state.partition, error) from error
-        return info.last_offset + 1
-
-    def _await_durable(self, state: TransactionsPartition, transactional_id: str) -> None:
-        """Return once the id's latest record is held by the in-sync replicas (at once when it is not unconfirmed).
-
-        NotTransactionCoordinatorError when the leadership ended meanwhile, TransactionCoordinatorNotAvailableError
-        when the replicas did not catch up within request.timeout.ms.
-        """
-        with state.lock:
-            next_offset = state.unconfirmed.get(transactional_id)
-        if next_offset is None:
-            return
-        try:
-            with self._wait_slot():
-                self._wait_for_replicas(state.partition, next_offset, self._settings.write_timeout_ms)
-        except NotLeaderOrFollowerError:
-            raise NotTransactionCoordinatorError(transactional_id, state.partition) from None
         except Exception as error:  # ReplicationWaitersFullError, NotEnoughReplicasError, a timeout...
-            raise _not_stored(transactional_id, state.partition, error) from error
-        with state.lock:
-            # A partition no longer led returns from the wait at once: its records may be truncated by the next leader.
-            if not self._is_current(state):
-                raise NotTransactionCoordinatorError(transactional_id, state.partition)
-            if state.unconfirmed.get(transactional_id) == next_offset:
-                del state.unconfirmed[transactional_id]
+            raise TransactionCoordinatorNotAvailableError(
+                transactional_id, f"its state could not be stored in partition {state.partition} of {TRANSACTION_STATE_TOPIC}: {error}"
+            ) from error
 
     # ------------------------------------------------------------------ completion (markers)
 
@@ -692,9 +619,3 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         except NotTransactionCoordinatorError:
             return True  # the next leader completes it
         return True
-
-
-def _not_stored(transactional_id: str, partition: int, error: Exception) -> TransactionCoordinatorNotAvailableError:
-    return TransactionCoordinatorNotAvailableError(
-        transactional_id, f"its state could not be stored in partition {partition} of {TRANSACTION_STATE_TOPIC}: {error}"
-    )

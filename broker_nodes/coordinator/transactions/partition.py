@@ -10,9 +10,7 @@ coordinator that has been replaced.
 
 An id is *pending* while a state change of it is being written (Kafka's pending state): no
 other change of it is accepted meanwhile (CONCURRENT_TRANSACTIONS), so the in-memory state
-always equals the last record written for the id. An id is *unconfirmed* while its last record,
-an Ongoing answered once appended (AddPartitionsToTxn), may not be held by the in-sync replicas
-yet; anything that acts on it (KIP-890's verification) waits for them first. An id is *completing* while its markers
+always equals the last record written for the id. An id is *completing* while its markers
 are being written; one completion runs per id. :attr:`settled` (a condition over :attr:`lock`)
 is notified whenever an id stops being pending or completing, so that a request that must wait
 for either (the next transaction's AddPartitionsToTxn while the previous one completes) is
@@ -44,8 +42,6 @@ class TransactionsPartition:
         self._active = False
         self.transactions: dict[str, TransactionMetadata] = {}  # qualified transactional id -> state
         self.pending: set[str] = set()  # ids with a state change being written
-        # ids whose latest record was answered before the in-sync replicas held it -> the log offset just after that record
-        self.unconfirmed: dict[str, int] = {}
         self.completing: set[str] = set()  # ids whose markers are being written
         # ids whose decided transaction (the value, the very object in ``transactions``) has every
         # marker durable while its CompleteCommit / CompleteAbort is not stored yet

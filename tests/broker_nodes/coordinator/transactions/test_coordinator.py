@@ -255,14 +255,14 @@ def test_a_transaction_decided_while_the_previous_completion_winds_down_still_ge
 def test_a_failed_write_of_the_next_transaction_leaves_the_completion_to_be_stored(broker, coordinator, markers, completer, monkeypatch):
     ids = begin(coordinator)
     bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
-    append = coordinator._append  # AddPartitionsToTxn appends its record and answers before the replicas hold it
+    write = coordinator._write
 
     def refuse_once() -> None:
         def failing(*args):  # type: ignore[no-untyped-def]
-            monkeypatch.setattr(coordinator, "_append", append)
+            monkeypatch.setattr(coordinator, "_write", write)
             raise TransactionCoordinatorNotAvailableError(TXN, "replicas away")
 
-        monkeypatch.setattr(coordinator, "_append", failing)
+        monkeypatch.setattr(coordinator, "_write", failing)
         with pytest.raises(TransactionCoordinatorNotAvailableError):
             coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
 
