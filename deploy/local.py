@@ -30,6 +30,10 @@ WEIR_CONTROLLER_BASE_PORT   9190                         controller N (1: first 
                                                          2: standby) listens on base + N - 1
 WEIR_BROKER_SESSION_TIMEOUT_MS  9000                     the controllers fence a broker
                                                          silent this long
+WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS  300          ... and a broker whose connection
+                                                         closed this long ago, if its address
+                                                         refuses connections; a dead broker is
+                                                         restarted 10 s after this
 WEIR_HTTP_PORT              8000                         the web process (dashboard, REST API,
                                                          its /metrics, /healthz and /readyz)
 WEIR_METRICS_BASE_PORT      9300                         Prometheus /metrics: controller N on
@@ -98,6 +102,10 @@ CONTROLLER_COUNT = 2
 # broker.session.timeout.ms of the controllers unless WEIR_BROKER_SESSION_TIMEOUT_MS says otherwise
 # (the same default as webapp.controller.service, which `make up` cannot import without Django).
 DEFAULT_SESSION_TIMEOUT_MS = 9000
+# How long the controllers wait after a broker's lease connection closed before they fence it (if
+# nothing accepts connections at its address) unless WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS
+# says otherwise (the same default as webapp.controller.service).
+DEFAULT_DISCONNECT_GRACE_MS = 300
 # A broker that died is restarted this long after the controller fenced it, so that the
 # failover (the broker offline, its partitions led by other replicas) can be watched.
 FAILOVER_VIEWING_SECONDS = 10.0
@@ -145,6 +153,13 @@ def _session_timeout_ms(environment: dict[str, str]) -> int:
     return int(raw)
 
 
+def _disconnect_grace_ms(environment: dict[str, str]) -> int:
+    raw = environment.get("WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS") or str(DEFAULT_DISCONNECT_GRACE_MS)
+    if not raw.isdigit():
+        raise SystemExit(f"WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS must be a number of milliseconds, not {raw!r}")
+    return int(raw)
+
+
 def file_stem(name: str) -> str:
     """The log and pid file name of a child: ``broker 2`` -> ``broker-2``."""
     return name.replace(" ", "-")
@@ -160,6 +175,7 @@ class StackSettings:
     demo_tenant: str
     controller_base_port: int = 9190
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    disconnect_grace_ms: int = DEFAULT_DISCONNECT_GRACE_MS
     # WEIR_TLS=1: brokers, controllers and the web process serve TLS with a local CA's certificate.
     local_tls: bool = False
     # WEIR_TLS_CERT / WEIR_TLS_KEY: what the web process serves HTTPS with, when given.
@@ -213,6 +229,7 @@ class StackSettings:
             demo_tenant=environment.get("WEIR_DEMO_TENANT", "demo"),
             controller_base_port=controller_base_port,
             session_timeout_ms=_session_timeout_ms(environment),
+            disconnect_grace_ms=_disconnect_grace_ms(environment),
             local_tls=raw_tls in ("1", "true"),
             web_certificate=Path(web_certificate).resolve() if web_certificate else None,
             web_private_key=Path(web_private_key).resolve() if web_private_key else None,
@@ -266,8 +283,12 @@ class StackSettings:
 
     @property
     def broker_restart_delay(self) -> float:
-        """Seconds a dead broker stays down: past the controller's fencing, plus time to look."""
-        return self.session_timeout_ms / 1000 + FAILOVER_VIEWING_SECONDS
+        """Seconds a dead broker stays down: past the controller's fencing, plus time to look.
+
+        A dead broker's lease connection closed with it, so the controller fences it once the
+        disconnect grace has passed (a live but silent broker is not restarted: it has not died).
+        """
+        return self.disconnect_grace_ms / 1000 + FAILOVER_VIEWING_SECONDS
 
     @property
     def run_directory(self) -> Path:
@@ -348,8 +369,10 @@ def child_environment(settings: StackSettings, base: dict[str, str], tls: TlsFil
         from webapp.runtime import persistent_secret
 
         environment["DJANGO_SECRET_KEY"] = persistent_secret(settings.data_dir, "django-secret-key")
-    # The controllers' broker.session.timeout.ms: the value the broker restart delay is computed from.
+    # The controllers' broker.session.timeout.ms and disconnect grace: the broker restart delay is
+    # computed from the grace.
     environment["WEIR_BROKER_SESSION_TIMEOUT_MS"] = str(settings.session_timeout_ms)
+    environment["WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS"] = str(settings.disconnect_grace_ms)
     environment.setdefault("PYTHONUNBUFFERED", "1")
     return environment
 
@@ -621,11 +644,11 @@ def failover_instructions(settings: StackSettings) -> str:
     """How to kill a broker and watch the controller move its partitions, printed last."""
     node_id = min(FAILOVER_EXAMPLE_NODE_ID, settings.broker_count)
     name = f"broker {node_id}"
-    seconds = settings.session_timeout_ms / 1000
+    fenced = "its connection to the controller closes with it, so within about a second the controller fences it"
     if settings.broker_count > 1:
-        consequence = f"after {seconds:g} s without its heartbeat the controller fences it and moves its leaderships to in-sync replicas"
+        consequence = f"{fenced} and moves its leaderships to in-sync replicas"
     else:
-        consequence = f"after {seconds:g} s without its heartbeat the controller fences it; with one broker its partitions are offline until it is back"
+        consequence = f"{fenced}; with one broker its partitions are offline until it is back"
     return "\n".join(
         [
             f"Failover:    kill -9 $(cat {settings.pid_file(name)})",

@@ -24,8 +24,13 @@ def test_defaults_give_three_brokers_on_consecutive_ports(tmp_path: Path) -> Non
     assert settings.internal_token_file == tmp_path / "secrets" / "internal-token"
     assert settings.controller_quorum == "127.0.0.1:9190,127.0.0.1:9191"
     assert settings.pid_file("broker 2") == tmp_path / "run" / "broker-2.pid"
-    # A dead broker comes back only after the controller has fenced it (9 s) and a while longer.
-    assert settings.broker_restart_delay > settings.session_timeout_ms / 1000 == 9
+    # A dead broker comes back only after the controller has fenced it (its closed connection,
+    # after the 0.3 s grace) and a while longer to watch the failover.
+    assert settings.session_timeout_ms == 9000
+    assert settings.broker_restart_delay > settings.disconnect_grace_ms / 1000 == 0.3
+    assert StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS": "2000"}).broker_restart_delay > 2
+    with pytest.raises(SystemExit, match="WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS"):
+        StackSettings.from_environment({"WEIR_DATA_DIR": str(tmp_path), "WEIR_CONTROLLER_BROKER_DISCONNECT_GRACE_MS": "soon"})
 
 
 @pytest.mark.parametrize(
