@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 # Bytes read per system call while scanning batch headers or validating a segment.
 SCAN_CHUNK_BYTES = 256 * 1024
+# Bytes read per system call by a lookup (``find_batch``): its target lies within about
+# index.interval.bytes of where it starts, so a whole scan chunk would mostly be read for nothing.
+FIND_CHUNK_BYTES = 16 * 1024
 # Largest offset distance from a segment's base that the int32 relative offsets can hold.
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
@@ -111,6 +114,10 @@ class LogSegment:
         # fetches, tailing consumers) look at the new batches only.
         self._truncations = 0
         self._last_found: tuple[int, int, BatchHeader] | None = None
+        # (next offset, size) as the last append left them, one object so that a reader sees a
+        # consistent pair; None until an append and after every cut. A lookup at or past that
+        # next offset finds nothing without reading (a fetch's high-watermark bound at the log end).
+        self._appended_end: tuple[int, int] | None = None
 
     # -------------------------------------------------------------- construction
 
@@ -222,12 +229,15 @@ class LogSegment:
         with self._file_cache.lease(self.log_path) as descriptor:
             return os.pread(descriptor, length, position)
 
-    def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of every complete batch in ``[start, end)``; stops at a torn or malformed one."""
+    def iter_headers(self, start: int = 0, end: int | None = None, *, chunk_bytes: int = SCAN_CHUNK_BYTES) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every complete batch in ``[start, end)``; stops at a torn or malformed one.
+
+        Reads ``chunk_bytes`` per system call (a batch larger than that costs one read of its own).
+        """
         end = self.size if end is None else end
         position = start
         while end - position >= HEADER_SIZE:
-            chunk = self.pread(min(SCAN_CHUNK_BYTES, end - position), position)
+            chunk = self.pread(min(chunk_bytes, end - position), position)
             offset = 0
             while len(chunk) - offset >= HEADER_SIZE:
                 header = read_batch_header(chunk, offset)
@@ -241,12 +251,15 @@ class LogSegment:
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``; None if none is."""
+        appended_end = self._appended_end
+        if appended_end is not None and offset >= appended_end[0]:
+            return None  # past the last append: as if looked up before a concurrent append
         generation = self._truncations
         start = self._scan_start(offset, generation)
         if isinstance(start, tuple):
             return start
         last: tuple[int, int, BatchHeader] | None = None
-        for position, header in self.iter_headers(start):
+        for position, header in self.iter_headers(start, chunk_bytes=FIND_CHUNK_BYTES):
             last = (generation, position, header)
             if header.last_offset >= offset:
                 self._last_found = last
@@ -352,6 +365,7 @@ class LogSegment:
             raise
         self.size = position + len(data)
         self._next_offset = batches[-1].last_offset + 1
+        self._appended_end = (self._next_offset, self.size)
 
     def _undo_failed_append(self, position: int, before: tuple[int, int, int, int, int]) -> None:
         """Put the segment back as it was before a write that failed part-way (a full disk: ENOSPC).
@@ -424,6 +438,7 @@ class LogSegment:
         """Before and after a cut: a lookup that overlapped it keeps no batch it found (see ``_last_found``)."""
         self._truncations += 1
         self._last_found = None
+        self._appended_end = None
 
     # -------------------------------------------------------------- recovery
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,8 +9,9 @@ from hypothesis import strategies as st
 
 from broker_nodes.storage.errors import CorruptIndexError
 from broker_nodes.storage.file_cache import FileHandleCache
-from broker_nodes.storage.index_file import search_greatest_at_most
+from broker_nodes.storage.index_file import SEARCH_WINDOW_BYTES, search_greatest_at_most
 from broker_nodes.storage.offset_index import OffsetIndex
+from log_formats.log_files import OFFSET_INDEX_ENTRY
 
 BASE = 1000
 
@@ -110,3 +112,35 @@ def test_lookup_returns_greatest_entry_at_or_below_target(tmp_path_factory: pyte
 def test_search_greatest_at_most_matches_a_linear_scan(keys: list[int], target: int) -> None:
     expected = max((index for index, key in enumerate(keys) if key <= target), default=-1)
     assert search_greatest_at_most(keys.__getitem__, len(keys), target) == expected
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    count=st.integers(0, 3 * SEARCH_WINDOW_BYTES // OFFSET_INDEX_ENTRY.size),
+    targets=st.lists(st.integers(-10, 40_000), min_size=1, max_size=20),
+)
+def test_lookup_and_truncation_point_of_an_index_larger_than_one_search_window_match_a_linear_scan(
+    tmp_path_factory: pytest.TempPathFactory, count: int, targets: list[int]
+) -> None:
+    directory = tmp_path_factory.mktemp("index")
+    cache = FileHandleCache(4)
+    index = new_index(directory, cache, max_bytes=1 << 20)
+    entries = [(BASE + 1 + 3 * number, 100 * (number + 1)) for number in range(count)]  # offsets 1, 4, 7, ... above the base
+    for offset, position in entries:
+        index.append(offset, position)
+    for target in targets:
+        assert index.lookup(BASE + target) == max((entry for entry in entries if entry[0] <= BASE + target), default=(BASE, 0))
+        index_file = index._file
+        assert index_file.first_index_at_least(0, target) == sum(1 for offset, _ in entries if offset - BASE < target)
+    cache.close_all()
+
+
+def test_a_lookup_in_a_large_index_reads_a_handful_of_times(tmp_path: Path, file_cache: FileHandleCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = new_index(tmp_path, file_cache, max_bytes=1 << 20)
+    for number in range(16 * SEARCH_WINDOW_BYTES // OFFSET_INDEX_ENTRY.size):  # 16 windows: 4 halvings, then one window
+        index.append(BASE + 1 + number, number + 1)
+    reads: list[int] = []
+    pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda descriptor, length, position: reads.append(length) or pread(descriptor, length, position))
+    assert index.lookup(BASE + 5000) == (BASE + 5000, 5000)
+    assert len(reads) == 5

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from broker_nodes.storage.log import PartitionLog
-from broker_nodes.storage.segment import AppendedBatch, LogSegment
+from broker_nodes.storage.segment import FIND_CHUNK_BYTES, AppendedBatch, LogSegment
 from tests.broker_nodes.storage.conftest import START_MS, make_batch, read_all
 from weir.records import iter_batch_positions
 
@@ -71,3 +71,15 @@ def test_a_cut_segment_forgets_the_batches_its_lookups_found(open_log) -> None:
     found = segment.find_batch(6)
     assert found is not None
     assert (found[1].base_offset, found[1].last_offset, found[1].size) == (5, 6, len(new))
+
+
+def test_a_read_up_to_the_log_end_reads_only_the_batches_it_returns(open_log, monkeypatch: pytest.MonkeyPatch) -> None:
+    log: PartitionLog = open_log({"index.interval.bytes": "100"})
+    batches = [make_batch([b"v%02d" % value * 200]) for value in range(400)]  # ~80 KiB: more than one lookup chunk
+    for batch in batches:
+        log.append_as_leader(batch, 0)
+    read = _count_bytes_read(monkeypatch)
+    fetched = log.read(10, len(batches[10]))  # bounded by the high watermark, which is the log end
+    assert [header.base_offset for _, header in iter_batch_positions(fetched.records)] == [10]
+    # The batch's lookup (one chunk) and its bytes: the log end needs no lookup of its own.
+    assert sum(read) <= FIND_CHUNK_BYTES + len(batches[10])
