@@ -15,13 +15,21 @@ leader's truncates to the leader's log end; one whose log end is below the leade
 (it was away while retention deleted what it lacks) discards its whole log and continues from
 the leader's log start.
 
-Calls are blocking calls on the fetcher's own thread: the answer wakes no other thread and no
-thread starts per call (grpcio's ``.future()`` starts a channel "spin" thread whenever a channel
-goes from no call in flight to one, which a fetcher with one call at a time paid on every fetch,
-then handed the answer over to this thread). A blocking call cannot be cancelled, so a partition
-change that must cut a long poll short closes the channel under it (the call ends CANCELLED
-at once) and the next call opens a new one; the replication manager interrupts once per
-cluster map, not once per partition.
+Fetches go on one ``ReplicaFetchStream`` per leader (``fetch_stream``), held open across
+rounds: one request at a time, its answer read back on the fetcher's own thread. A leader
+without the stream method (UNIMPLEMENTED) is fetched with unary ``ReplicaFetch`` calls until
+the channel is next reopened. A stream that fails, ends, or misses its answer deadline is
+dropped, and the next fetch opens a new one with a full fetch (a new session); it is also
+dropped while the fetcher has nothing to fetch, so that no stream sits idle long enough for the
+leader to refuse its keepalive pings.
+
+The other calls (OffsetForLeaderEpoch, and unary fetches) are blocking calls on the fetcher's
+own thread: the answer wakes no other thread and no thread starts per call (grpcio's
+``.future()`` starts a channel "spin" thread whenever a channel goes from no call in flight to
+one). A blocking call cannot be cancelled, so a partition change that must cut a long poll
+short cancels the stream in flight, or closes the channel under a unary call (the call ends
+CANCELLED at once) and the next call opens a new one; the replication manager interrupts once
+per cluster map, not once per partition.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import TypeVar
 import grpc
 
 from broker_nodes.replication.fetch_sessions import NO_SESSION, FollowerSession, PartitionState
+from broker_nodes.replication.fetch_stream import AnswerDeadline, FetchStream, FetchStreamDeadlineError, FetchStreamEndedError
 from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH
 from broker_nodes.storage.log import PartitionLog
 from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
@@ -115,6 +124,11 @@ class ReplicaFetcher:
         self._session = FollowerSession()  # the fetch session with this leader (KIP-227)
         self._channel = settings.channel_factory(address)
         self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
+        # The open fetch stream (None: the next stream fetch opens one) and whether the leader
+        # serves streams; both change under the channel lock.
+        self._stream: FetchStream | None = None
+        self._streaming = True
+        self._answer_deadline = AnswerDeadline(f"replica-fetch-deadline-{leader_id}")
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
 
     # ------------------------------------------------------------------ control
@@ -152,17 +166,37 @@ class ReplicaFetcher:
         self.interrupt()
         self._thread.join(timeout_seconds)
         with self._channel_lock:  # _call opens no channel once stopping is set
-            if not self._channel_closed:
-                self._channel_closed = True
-                self._channel.close()
+            self._close_channel_locked()
+        self._answer_deadline.close()
 
     def interrupt(self) -> None:
-        """Cut a long poll short so that a partition change takes effect at once (closes the channel of a call in flight)."""
+        """Cut a long poll short so that a partition change takes effect at once (cancels the stream or closes the channel of a call in flight)."""
         with self._channel_lock:
             self._wake.set()
-            if self._calling and not self._channel_closed:
-                self._channel_closed = True
-                self._channel.close()
+            if self._calling:
+                if self._stream is not None:
+                    self._drop_stream_locked()
+                else:
+                    self._close_channel_locked()
+
+    def _close_channel_locked(self) -> None:
+        self._drop_stream_locked()
+        if not self._channel_closed:
+            self._channel_closed = True
+            self._channel.close()
+
+    def _drop_stream_locked(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+            self._stream = None
+
+    def _open_channel_locked(self) -> None:
+        """A new channel when the last one was closed; the leader behind it may serve streams (again)."""
+        if self._channel_closed:
+            self._channel = self._settings.channel_factory(self.address)
+            self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
+            self._channel_closed = False
+            self._streaming = True
 
     # ------------------------------------------------------------------ the loop
 
@@ -178,6 +212,10 @@ class ReplicaFetcher:
                     logger.info("replica fetcher for leader %d at %s: %s", self.leader_id, self.address, error.code().name)
                     self._wake.wait(self._settings.backoff_ms / 1000.0)
                 continue
+            except (FetchStreamDeadlineError, FetchStreamEndedError) as error:
+                logger.info("replica fetcher for leader %d at %s: %s", self.leader_id, self.address, error)
+                self._wake.wait(self._settings.backoff_ms / 1000.0)
+                continue
             except Exception:
                 logger.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
                 progressed = False
@@ -192,6 +230,8 @@ class ReplicaFetcher:
             # Those truncated now are fetched in this round too.
             to_truncate, to_fetch = self._due(time.monotonic())
         if not to_fetch:
+            with self._channel_lock:
+                self._drop_stream_locked()  # an idle stream would only draw the leader's keepalive refusals
             return False
         return self._fetch(to_fetch)
 
@@ -216,10 +256,7 @@ class ReplicaFetcher:
         with self._channel_lock:
             if self._wake.is_set() or self._stopping.is_set():
                 raise FetchInterruptedError()  # the partitions changed since this round read them
-            if self._channel_closed:
-                self._channel = self._settings.channel_factory(self.address)
-                self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
-                self._channel_closed = False
+            self._open_channel_locked()
             callable_ = method(self._stub)
             self._calling = True
         try:
@@ -338,7 +375,7 @@ class ReplicaFetcher:
             forgotten=[replication_pb2.ReplicaFetchForgottenPartition(topic=topic, partition=partition) for topic, partition in forgotten],
         )
         try:
-            response = self._call(lambda stub: stub.ReplicaFetch, request)
+            response = self._fetch_call(request)
             if response.error_code != ErrorCode.NO_ERROR:
                 # The leader lost or refused the session: the next fetch is a full one, at once.
                 logger.info("replica fetcher for leader %d: %s; fetching in full", self.leader_id, response.error_message)
@@ -352,6 +389,51 @@ class ReplicaFetcher:
             raise
         # An answer within a session (even an empty one, after a full long poll) is progress: fetch again at once.
         return response.session_id != NO_SESSION or bool(response.partitions)
+
+    def _fetch_call(self, request: replication_pb2.ReplicaFetchRequest) -> replication_pb2.ReplicaFetchResponse:
+        """``request`` on the fetch stream (opened if needed), or a unary ReplicaFetch to a leader without streams."""
+        timeout = self._settings.max_wait_ms / 1000.0 + CALL_DEADLINE_MARGIN_SECONDS
+        with self._channel_lock:
+            if self._wake.is_set() or self._stopping.is_set():
+                raise FetchInterruptedError()  # the partitions changed since this round read them
+            self._open_channel_locked()
+            if self._streaming and self._stream is None:
+                try:
+                    self._stream = FetchStream(self._stub, self._metadata, self._answer_deadline)
+                except ValueError as closed:  # grpcio: the channel was closed (not by us: stop() holds this lock)
+                    self._channel_closed = True
+                    raise FetchInterruptedError() from closed
+            stream = self._stream
+            self._calling = stream is not None
+        if stream is None:
+            return self._unary_fetch(request)
+        try:
+            return stream.exchange(request, timeout)
+        except grpc.RpcError as error:
+            with self._channel_lock:
+                if self._stream is stream:
+                    self._drop_stream_locked()
+                if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    # A leader without ReplicaFetchStream never saw the request: send it unary, as from now on.
+                    logger.info("leader %d at %s serves no fetch stream; fetching with unary calls", self.leader_id, self.address)
+                    self._streaming = False
+            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return self._unary_fetch(request)
+            if error.code() == grpc.StatusCode.CANCELLED and self._wake.is_set():
+                raise FetchInterruptedError() from None  # interrupt() cancelled the stream under the exchange
+            raise
+        except BaseException:
+            with self._channel_lock:
+                if self._stream is stream:
+                    self._drop_stream_locked()
+            raise
+        finally:
+            with self._channel_lock:
+                self._calling = False
+
+    def _unary_fetch(self, request: replication_pb2.ReplicaFetchRequest) -> replication_pb2.ReplicaFetchResponse:
+        response: replication_pb2.ReplicaFetchResponse = self._call(lambda stub: stub.ReplicaFetch, request)
+        return response
 
     def _apply(self, response: replication_pb2.ReplicaFetchResponse, partitions: dict[PartitionKey, int]) -> None:
         for answer in response.partitions:

@@ -11,6 +11,7 @@ tell the follower how to move its log into the leader's range.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import grpc
 
@@ -42,6 +43,24 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
     def ReplicaFetch(self, request: replication_pb2.ReplicaFetchRequest, context: grpc.ServicerContext) -> replication_pb2.ReplicaFetchResponse:
         """A follower's fetch, within its fetch session (KIP-227) unless ``session_epoch`` is -1."""
         self._check_call(context)
+        return self._replica_fetch(request)
+
+    def ReplicaFetchStream(
+        self, requests: Iterator[replication_pb2.ReplicaFetchRequest], context: grpc.ServicerContext
+    ) -> Iterator[replication_pb2.ReplicaFetchResponse]:
+        """A follower's fetches on one stream: each answered in order as ``ReplicaFetch`` answers it.
+
+        The credential is checked once, when the stream opens; readiness before every fetch (a
+        broker shutting down ends the stream with UNAVAILABLE). The stream holds one pool thread
+        for its life, as the follower's unary long polls held one for theirs.
+        """
+        self._check_call(context)
+        for request in requests:
+            if not self.broker.ready:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the broker is shutting down")
+            yield self._replica_fetch(request)
+
+    def _replica_fetch(self, request: replication_pb2.ReplicaFetchRequest) -> replication_pb2.ReplicaFetchResponse:
         requests = [
             ReplicaFetchPartitionRequest(item.topic, item.partition, item.fetch_offset, item.current_leader_epoch, item.log_start_offset)
             for item in request.partitions

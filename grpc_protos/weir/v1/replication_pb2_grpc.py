@@ -39,6 +39,11 @@ class ReplicationStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.FromString,
                 _registered_method=True)
+        self.ReplicaFetchStream = channel.stream_stream(
+                '/weir.v1.Replication/ReplicaFetchStream',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.FromString,
+                _registered_method=True)
         self.OffsetForLeaderEpoch = channel.unary_unary(
                 '/weir.v1.Replication/OffsetForLeaderEpoch',
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochRequest.SerializeToString,
@@ -63,6 +68,22 @@ class ReplicationServicer:
         """Long poll: answers once min_bytes of records are available or max_wait_ms passed. The
         fetch offset tells the leader how far the follower's log reaches (its log end offset):
         the leader moves the high watermark and the ISR from it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicaFetchStream(self, request_iterator, context):
+        """The same fetches on one long-lived stream per follower and leader (what followers use; the
+        unary ReplicaFetch stays for a leader or follower without it: UNIMPLEMENTED makes a
+        follower fall back). Each request is one ReplicaFetch, answered by exactly one response in
+        order, with the same long poll and fetch session; a follower sends its next request once it
+        has the answer to the previous one. The credential is checked once when the stream opens;
+        a leader that is not ready ends the stream with UNAVAILABLE. Either side ends the stream
+        on any failure (the follower also cancels it to cut a long poll short when the partitions
+        it follows change) and the follower opens a new one with a full fetch (a new session). The
+        follower cancels a stream whose answer is later than max_wait_ms plus a margin, as the
+        unary call's deadline would.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,6 +128,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.SerializeToString,
             ),
+            'ReplicaFetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ReplicaFetchStream,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.SerializeToString,
+            ),
             'OffsetForLeaderEpoch': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetForLeaderEpoch,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_replication__pb2.OffsetForLeaderEpochRequest.FromString,
@@ -148,6 +174,33 @@ class Replication:
             request,
             target,
             '/weir.v1.Replication/ReplicaFetch',
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicaFetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Replication/ReplicaFetchStream',
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_replication__pb2.ReplicaFetchResponse.FromString,
             options,
