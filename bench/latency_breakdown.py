@@ -13,7 +13,9 @@ splits each record's latency into stages, by the system-wide monotonic clock:
    round trip (Produce call started -> answer arrived)
 4. fetcher hand-off: Fetch answer arrived (gRPC's callback) -> its records queued for the
    application (the fetcher thread woke and parsed)
-5. consumer hand-off: queued -> ``consume()`` returned them to the application
+5. consumer hand-off: queued -> ``consume()`` returned them to the application; beside it, the
+   two hand-offs together (Fetch answer arrived -> ``consume()`` returned), which does not
+   depend on when the SDK counts a chunk as queued
 
 Stage times are taken by wrapping the SDK's per-batch (not per-record) methods in the
 benchmark's processes only; the SDK itself carries no tracing. At ``linger.ms=0`` and a few
@@ -24,6 +26,7 @@ The report shows each stage's p50 / p99 / p99.9 over every record of every run.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 import uuid
@@ -51,6 +54,7 @@ STAGES = (
     "  of it: producer's Produce round trip",
     "fetcher hand-off",
     "consumer hand-off",
+    "  fetch answer -> application (the two above)",
     "end to end",
 )
 
@@ -137,7 +141,8 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
 @dataclass
 class RunTrace:
     """Per offset: due, produce() returned, Produce started, Produce answered (ns), and the receiver's rows;
-    CPU time (ns) of the producing process during the run and of the receiving process in all."""
+    CPU time (ns) of the producing process during the run, of the receiving process in all, and of
+    the broker during the run (0 when unknown: a broker at --bootstrap)."""
 
     due: list[int]
     returned: list[int]
@@ -146,6 +151,7 @@ class RunTrace:
     received: array
     producer_cpu_ns: int = 0
     receiver_cpu_ns: int = 0
+    broker_cpu_ns: int = 0
 
 
 def _produce_traced(
@@ -213,7 +219,8 @@ def _produce_traced(
     return due, returned, sent, acknowledged
 
 
-def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replication_factor: int = 1) -> RunTrace:
+def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replication_factor: int = 1, broker_pid: int | None = None) -> RunTrace:
+    from bench.broker_sampler import process_cpu_seconds
     from weir.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -225,13 +232,17 @@ def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replica
     try:
         with LatencyReceiver(spec, records, seconds_limit=seconds + 15) as receiver:
             cpu_before = _cpu_ns()
+            broker_before = process_cpu_seconds(broker_pid) if broker_pid is not None else None
             due, returned, sent, acknowledged = _produce_traced(bootstrap, topic, rate, records, acks, value_pool(100))
             producer_cpu = _cpu_ns() - cpu_before
+            broker_after = process_cpu_seconds(broker_pid) if broker_pid is not None else None
             received = receiver.latencies(timeout=20)
     finally:
         admin.delete_topics([topic])[topic].result(timeout=ADMIN_TIMEOUT)
     receiver_cpu = received[1] if len(received) >= RECEIVED_FIELDS and received[0] == -1 else 0
-    return RunTrace(due, returned, sent, acknowledged, received[RECEIVED_FIELDS:] if receiver_cpu else received, producer_cpu, receiver_cpu)
+    broker_cpu = int((broker_after - broker_before) * 1e9) if broker_before is not None and broker_after is not None else 0
+    rows = received[RECEIVED_FIELDS:] if receiver_cpu else received
+    return RunTrace(due, returned, sent, acknowledged, rows, producer_cpu, receiver_cpu, broker_cpu)
 
 
 def stage_samples(traces: list[RunTrace]) -> dict[str, list[int]]:
@@ -251,6 +262,7 @@ def stage_samples(traces: list[RunTrace]) -> dict[str, list[int]]:
                 trace.acknowledged[offset] - started,
                 queued - fetched,
                 returned_to_app - queued,
+                returned_to_app - fetched,
                 returned_to_app - due,
             )
             for stage, value in zip(STAGES, values, strict=True):
@@ -264,10 +276,14 @@ def percentile(sorted_values: list[int], fraction: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))] / 1e6
 
 
-def cpu_per_record(traces: list[RunTrace]) -> tuple[float, float]:
-    """Microseconds of CPU per record: (producing process, receiving process)."""
+def cpu_per_record(traces: list[RunTrace]) -> tuple[float, float, float]:
+    """Microseconds of CPU per record: (producing process, receiving process, broker; 0 when unknown)."""
     records = sum(len(trace.due) for trace in traces) or 1
-    return sum(trace.producer_cpu_ns for trace in traces) / records / 1e3, sum(trace.receiver_cpu_ns for trace in traces) / records / 1e3
+    return (
+        sum(trace.producer_cpu_ns for trace in traces) / records / 1e3,
+        sum(trace.receiver_cpu_ns for trace in traces) / records / 1e3,
+        sum(trace.broker_cpu_ns for trace in traces) / records / 1e3,
+    )
 
 
 def format_table(samples: dict[str, list[int]]) -> str:
@@ -284,22 +300,26 @@ def run(*, bootstrap: str | None, rate: int, seconds: float, runs: int, acks: st
     if rate <= 0 or seconds <= 0 or runs <= 0:
         raise ValueError(f"rate, seconds and runs must be positive, got {rate}, {seconds}, {runs}")
 
-    def measure(address: str) -> list[RunTrace]:
-        return [run_once(address, rate, seconds, acks, replication_factor) for _ in range(runs)]
+    def measure(address: str, broker_pid: int | None = None) -> list[RunTrace]:
+        return [run_once(address, rate, seconds, acks, replication_factor, broker_pid) for _ in range(runs)]
 
+    load_before = os.getloadavg()[0]
     if bootstrap:
         traces = measure(bootstrap)
     else:
         from bench.broker_launcher import LocalBroker
 
         with LocalBroker() as broker:
-            traces = measure(broker.address)
-    producer_cpu, receiver_cpu = cpu_per_record(traces)
+            traces = measure(broker.address, broker.pid)
+    load_after = os.getloadavg()[0]
+    producer_cpu, receiver_cpu, broker_cpu = cpu_per_record(traces)
+    broker_part = f", broker {broker_cpu:.0f} us" if broker_cpu else ""
     return "\n".join(
         (
             f"latency breakdown: {runs} run(s) of {seconds:g} s at {rate:,} records/s, linger.ms=0, acks={acks}, replication factor {replication_factor}",
             format_table(stage_samples(traces)),
-            f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life)",
+            f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life){broker_part}",
+            f"load average (1 min) before / after: {load_before:.1f} / {load_after:.1f} (compare runs taken at the same load only)",
         )
     )
 
