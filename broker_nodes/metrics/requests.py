@@ -5,7 +5,9 @@ OK, UNAVAILABLE, ...) and ``weir_broker_request_duration_seconds{service, method
 time in the handler, long-polling fetches and acks=all waits included, which is what a
 client sees of the broker). Produce, Fetch and ReplicaFetch also count their record bytes,
 the Kafka error code of every partition answered with one, and the time their responses
-were held back for a tenant over its quota (``throttle_time_ms`` of the response).
+were held back for a tenant over its quota (``throttle_time_ms`` of the response). The
+fetches a follower sends on ``ReplicaFetchStream`` count as ReplicaFetch calls, one per answer
+(the time from the request's arrival to its answer).
 
 The interceptor reads requests and responses only; it never changes a call. Methods of the
 services are fixed by the protos, so the label values are bounded; unknown methods (answered
@@ -30,6 +32,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 PRODUCE = "/weir.v1.Broker/Produce"
 FETCH = "/weir.v1.Broker/Fetch"
 REPLICA_FETCH = "/weir.v1.Replication/ReplicaFetch"
+# Followers' fetches on a stream, one answer per request: each is counted as a ReplicaFetch call.
+MEASURED_STREAMS = {"/weir.v1.Replication/ReplicaFetchStream": REPLICA_FETCH}
 
 
 class RequestMetrics:
@@ -119,9 +123,16 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         if handler is not None and handler.unary_unary is None and handler.stream_unary is not None:
             # A call refused before its message was read (server.admission) is still counted.
             return self._counted_refusal(handler, handler.stream_unary, self._meter(handler_call_details.method))
+        method: str = handler_call_details.method
+        if handler is not None and handler.stream_stream is not None and method in MEASURED_STREAMS:
+            cached = self._measured.get(method)
+            if cached is not None and cached[0] is handler:
+                return cached[1]
+            measuring = self._measuring_stream(handler, handler.stream_stream, self._meter(MEASURED_STREAMS[method]))
+            self._measured[method] = (handler, measuring)
+            return measuring
         if handler is None or handler.unary_unary is None:
             return handler
-        method: str = handler_call_details.method
         cached = self._measured.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
@@ -150,6 +161,34 @@ class MetricsInterceptor(grpc.ServerInterceptor):
                 meter.answered(code).inc()
 
         return grpc.unary_unary_rpc_method_handler(measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+
+    def _measuring_stream(
+        self, handler: grpc.RpcMethodHandler, inner: Callable[[Iterator[Any], grpc.ServicerContext], Iterator[Any]], meter: _MethodMeter
+    ) -> grpc.RpcMethodHandler:
+        """``handler`` with its one-answer-per-request stream behaviour ``inner`` wrapped to time and count each exchange as a call."""
+        clock = self._clock
+
+        def measured(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+            latest: list[Any] = [None, 0.0]  # the request being answered and when it arrived
+
+            def received() -> Iterator[Any]:
+                for request in requests:
+                    latest[0], latest[1] = request, clock()
+                    yield request
+
+            try:
+                for response in inner(received(), context):
+                    meter.account(latest[0], response)
+                    meter.duration.observe(clock() - latest[1])
+                    meter.answered("OK").inc()
+                    yield response
+            except Exception:
+                meter.answered(_code_name(context) or "UNKNOWN").inc()  # the exchange the stream ended on
+                raise
+
+        return grpc.stream_stream_rpc_method_handler(
+            measured, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+        )
 
     def _counted_refusal(
         self, handler: grpc.RpcMethodHandler, inner: Callable[[Iterator[Any], grpc.ServicerContext], object], meter: _MethodMeter

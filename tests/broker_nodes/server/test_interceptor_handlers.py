@@ -14,7 +14,7 @@ from broker_nodes.security.access import CallContext, CallerKind
 from broker_nodes.security.authorizer import AclEntry, Operation, PatternType, Permission, ResourceType
 from broker_nodes.server.admission import RequestBudgetInterceptor
 from broker_nodes.server.request_budget import RequestBudget
-from grpc_protos.weir.v1 import broker_pb2
+from grpc_protos.weir.v1 import broker_pb2, replication_pb2
 
 PRODUCE = "/weir.v1.Broker/Produce"
 
@@ -53,6 +53,26 @@ def test_the_metrics_interceptor_hands_out_one_measuring_handler_per_registered_
         handler.unary_unary(broker_pb2.ProduceRequest(), Context())
     assert registry.get_sample_value("weir_broker_requests_total", {"service": "weir.v1.Broker", "method": "Produce", "code": "OK"}) == 4
     assert registry.get_sample_value("weir_broker_request_duration_seconds_count", {"service": "weir.v1.Broker", "method": "Produce"}) == 4
+
+
+def test_each_fetch_on_a_replica_fetch_stream_is_counted_as_a_replica_fetch_call_with_its_bytes() -> None:
+    registry = CollectorRegistry()
+    interceptor = MetricsInterceptor(RequestMetrics(registry))
+
+    def answer_each(requests: Any, context: Any) -> Any:
+        for request in requests:
+            yield replication_pb2.ReplicaFetchResponse(partitions=[replication_pb2.ReplicaFetchPartitionResponse(records=b"x" * request.max_bytes)])
+
+    stream = grpc.stream_stream_rpc_method_handler(answer_each)
+    handler = interceptor.intercept_service(lambda details: stream, Details("/weir.v1.Replication/ReplicaFetchStream"))
+    assert handler is not None and handler is not stream
+    assert handler is interceptor.intercept_service(lambda details: stream, Details("/weir.v1.Replication/ReplicaFetchStream"))
+    answers = list(handler.stream_stream(iter([replication_pb2.ReplicaFetchRequest(max_bytes=size) for size in (3, 4)]), Context()))
+    assert [len(answer.partitions[0].records) for answer in answers] == [3, 4]
+    labels = {"service": "weir.v1.Replication", "method": "ReplicaFetch"}
+    assert registry.get_sample_value("weir_broker_requests_total", {**labels, "code": "OK"}) == 2
+    assert registry.get_sample_value("weir_broker_request_duration_seconds_count", labels) == 2
+    assert registry.get_sample_value("weir_broker_replication_bytes_out_total") == 7
 
 
 def test_the_budget_interceptor_hands_out_one_admitting_handler_per_registered_handler() -> None:
