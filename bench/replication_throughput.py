@@ -116,30 +116,42 @@ def kafka_verdict(samples: Mapping[Workload, Sequence[ThroughputSample]]) -> str
     return f"RF=3 acks=all through librdkafka: {median:,.0f} records/s (median), issue 14 target >= {KAFKA_REPLICATED_TARGET:,}: target {met}"
 
 
-def measure(stack: LocalStack, runs: int, records: int, record_bytes: int, delivery: str, console: Console) -> dict[Workload, list[ThroughputSample]]:
-    """``runs`` alternating runs of every workload; the samples of each. ThroughputRunError on the first run that fails."""
+def measure(
+    stack: LocalStack, runs: int, records: int, record_bytes: int, delivery: str, console: Console, unavailable: list[str] | None = None
+) -> dict[Workload, list[ThroughputSample]]:
+    """``runs`` alternating runs of every workload; the samples of each. ThroughputRunError on the first run that fails.
+
+    A front door that cannot be reached (SystemUnavailable) is left out, its reason appended to
+    ``unavailable``, and the other one is still measured.
+    """
     assert stack.credentials is not None
     credentials = stack.credentials
     api = ApiClient.for_stack(credentials)
     admin = AdminClient(credentials.client_config())
     values = value_pool(record_bytes)
-    systems = {
-        workload: WeirSystem(
-            WeirOptions(
-                bootstrap=credentials.bootstrap_servers if workload.library == SDK else credentials.kafka_bootstrap_servers,
-                delivery=delivery,
-                acks=workload.acks,
-                idempotence=workload.idempotence,
-                client_settings=credentials.security_config() if workload.library == SDK else credentials.kafka_security_config(),
-                library=workload.library,
+    systems: dict[Workload, WeirSystem] = {}
+    for workload in WORKLOADS:
+        try:
+            systems[workload] = WeirSystem(
+                WeirOptions(
+                    bootstrap=credentials.bootstrap_servers if workload.library == SDK else credentials.kafka_bootstrap_servers,
+                    delivery=delivery,
+                    acks=workload.acks,
+                    idempotence=workload.idempotence,
+                    client_settings=credentials.security_config() if workload.library == SDK else credentials.kafka_security_config(),
+                    library=workload.library,
+                )
             )
-        )
-        for workload in WORKLOADS
-    }
+        except SystemUnavailable as error:
+            if unavailable is None:
+                raise
+            unavailable.append(f"{workload.row_label}: {error}")
     samples: dict[Workload, list[ThroughputSample]] = {workload: [] for workload in WORKLOADS}
     try:
         for run in range(1, runs + 1):
             for workload in run_order(run):
+                if workload not in systems:
+                    continue
                 topic = workload.topic_name(run)
                 try:
                     create_topic(api, topic, 1, workload.replication_factor, dict(workload.topic_configs))
@@ -187,15 +199,18 @@ def main(runs: int, records: int, record_bytes: int, delivery: str, console: Con
     """Start a stack, measure, print the table and the verdict; 1 on any failure."""
     samples: dict[Workload, list[ThroughputSample]] = {}
     failure = None
+    unavailable: list[str] = []
     try:
         with LocalStack(console, "replication-throughput") as stack:
             try:
-                samples = measure(stack, runs, records, record_bytes, delivery, console)
+                samples = measure(stack, runs, records, record_bytes, delivery, console, unavailable)
             except (ThroughputRunError, SystemUnavailable) as error:
                 failure = str(error)
                 console.print(stack.log_tails(), markup=False, highlight=False)
     except StackError as error:
         failure = str(error)
+    if unavailable and failure is None:
+        failure = "unavailable, not measured: " + "; ".join(unavailable)
     command = f"python -m bench replication-throughput --runs {runs} --records {records} --record-bytes {record_bytes}"
     console.print(results_table(samples, records, record_bytes, command))
     console.print(machine_description(malloc_tuned=False), markup=False)
