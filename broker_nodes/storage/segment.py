@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.offset_index import OffsetIndex
@@ -39,8 +40,7 @@ FIND_CHUNK_BYTES = 16 * 1024
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class AppendedBatch:
+class AppendedBatch(NamedTuple):
     """Where one batch of an append lies (``position`` within the appended bytes) and what it holds."""
 
     position: int
