@@ -13,8 +13,8 @@ same stack, alternating, so that the replication's own share can be read off.
 
 The report gives p50 / p99 / p99.9 per workload over all runs' records (the first ``--warmup``
 records of each run are not counted), the three brokers' CPU time per record (user + system,
-from ``/proc``, warm-up included: a figure the machine's load sways less than latency), and the
-machine's load average.
+from ``/proc``, warm-up included: a figure the machine's load sways less than latency) and that of
+the busiest broker alone (per run: the partition's leader), and the machine's load average.
 """
 
 from __future__ import annotations
@@ -92,11 +92,14 @@ class Samples:
     latencies_ns: list[int] = field(default_factory=list)
     broker_cpu_seconds: float = 0.0
     produced: int = 0
+    # Per run, the CPU of the broker that used the most (the partition's leader: it serves the
+    # Produce and every follower's fetch), summed over runs.
+    busiest_broker_cpu_seconds: float = 0.0
 
 
-def brokers_cpu_seconds(stack: LocalStack) -> float:
-    """User + system CPU seconds the stack's brokers have used so far (a broker gone counts 0)."""
-    return sum(process_cpu_seconds(stack.broker_pid(node_id)) or 0.0 for node_id in BROKERS)
+def brokers_cpu_seconds(stack: LocalStack) -> dict[int, float]:
+    """User + system CPU seconds each of the stack's brokers has used so far (a broker gone counts 0)."""
+    return {node_id: process_cpu_seconds(stack.broker_pid(node_id)) or 0.0 for node_id in BROKERS}
 
 
 def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, Samples]:
@@ -116,7 +119,10 @@ def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Co
                 try:
                     cpu_before = brokers_cpu_seconds(stack)
                     latencies = sequential_round_trips(producer, topic, warmup + records)[warmup:]
-                    samples[workload].broker_cpu_seconds += brokers_cpu_seconds(stack) - cpu_before
+                    cpu_after = brokers_cpu_seconds(stack)
+                    used = [cpu_after[node_id] - cpu_before[node_id] for node_id in BROKERS]
+                    samples[workload].broker_cpu_seconds += sum(used)
+                    samples[workload].busiest_broker_cpu_seconds += max(used)
                     samples[workload].produced += warmup + records
                 finally:
                     producer.close()
@@ -131,14 +137,16 @@ def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Co
 def report(samples: dict[RoundTripWorkload, Samples], runs: int, records: int) -> str:
     lines = [
         f"sequential one-record produce round trip, {runs} run(s) of {records} records per workload (SDK, linger.ms=0, one partition)",
-        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s} {'broker CPU us/record':>21s}",
+        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s} {'broker CPU us/record':>21s} {'busiest broker':>15s}",
     ]
     for workload, sample in samples.items():
         if sample.latencies_ns:
             summary = LatencySummary.from_nanoseconds(sample.latencies_ns)
             cpu_per_record_us = sample.broker_cpu_seconds / sample.produced * 1e6
+            busiest_per_record_us = sample.busiest_broker_cpu_seconds / sample.produced * 1e6
             lines.append(
-                f"{workload.label:16s} {summary.p50_ms:8.3f} {summary.p99_ms:8.3f} {summary.p999_ms:9.3f} {summary.count:8d} {cpu_per_record_us:21.0f}"
+                f"{workload.label:16s} {summary.p50_ms:8.3f} {summary.p99_ms:8.3f} {summary.p999_ms:9.3f} {summary.count:8d}"
+                f" {cpu_per_record_us:21.0f} {busiest_per_record_us:15.0f}"
             )
     load = os.getloadavg()
     lines.append(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
