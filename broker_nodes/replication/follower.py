@@ -128,6 +128,7 @@ class ReplicaFetcher:
         # serves streams; both change under the channel lock.
         self._stream: FetchStream | None = None
         self._streaming = True
+        self._exchanging = False  # a fetch is in flight on the stream (_calling: a unary call is)
         self._answer_deadline = AnswerDeadline(f"replica-fetch-deadline-{leader_id}")
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
 
@@ -173,11 +174,10 @@ class ReplicaFetcher:
         """Cut a long poll short so that a partition change takes effect at once (cancels the stream or closes the channel of a call in flight)."""
         with self._channel_lock:
             self._wake.set()
-            if self._calling:
-                if self._stream is not None:
-                    self._drop_stream_locked()
-                else:
-                    self._close_channel_locked()
+            if self._exchanging:
+                self._drop_stream_locked()
+            elif self._calling:
+                self._close_channel_locked()
 
     def _close_channel_locked(self) -> None:
         self._drop_stream_locked()
@@ -404,13 +404,14 @@ class ReplicaFetcher:
                     self._channel_closed = True
                     raise FetchInterruptedError() from closed
             stream = self._stream
-            self._calling = stream is not None
+            self._exchanging = stream is not None
         if stream is None:
             return self._unary_fetch(request)
         try:
             return stream.exchange(request, timeout)
         except grpc.RpcError as error:
             with self._channel_lock:
+                self._exchanging = False  # (a unary fallback below is cut short by closing the channel)
                 if self._stream is stream:
                     self._drop_stream_locked()
                 if error.code() == grpc.StatusCode.UNIMPLEMENTED:
@@ -429,7 +430,7 @@ class ReplicaFetcher:
             raise
         finally:
             with self._channel_lock:
-                self._calling = False
+                self._exchanging = False
 
     def _unary_fetch(self, request: replication_pb2.ReplicaFetchRequest) -> replication_pb2.ReplicaFetchResponse:
         response: replication_pb2.ReplicaFetchResponse = self._call(lambda stub: stub.ReplicaFetch, request)
