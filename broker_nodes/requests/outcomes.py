@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from broker_nodes.cluster_state import NotLeaderOrFollowerError
 from broker_nodes.replication.errors import FencedLeaderEpochError
 from broker_nodes.security.access import CallContext
+from broker_nodes.security.authorizer import Operation, ResourceType
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import error_code_and_message
 
@@ -32,6 +34,17 @@ def leader_hint(broker: Broker, error: BaseException, qualified_topic: str, part
         return None
     assignment = topic.partitions[partition]
     return LeaderHint(assignment.leader_id, assignment.leader_epoch) if assignment.leader_id >= 0 else None
+
+
+def allowed_topics(call: CallContext, operation: Operation, topics: Iterable[str]) -> set[str]:
+    """The plain topic names among ``topics`` on which the caller may ``operation``, each asked once
+    (a request names a topic once per partition, and an ACL check walks the caller's rules)."""
+    return {topic for topic in set(topics) if call.may(operation, ResourceType.TOPIC, topic)}
+
+
+def qualified_names(call: CallContext, topics: Iterable[str]) -> dict[str, str]:
+    """Plain topic name -> stored (tenant-qualified) name, each qualified once."""
+    return {topic: call.qualify(topic) for topic in set(topics)}
 
 
 def plain_error(error: BaseException, call: CallContext, topic: str) -> tuple[int, str]:

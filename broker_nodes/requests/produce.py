@@ -28,27 +28,29 @@ the coordinators' markers and transactional offset commits (written by the broke
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker_nodes.coordinator.transactions.errors import TransactionalBatchWithoutIdError, TransactionalIdAuthorizationError
 from broker_nodes.metering.metering import ProduceTally
 from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.replica_manager import AppendInProgress
 from broker_nodes.requests import throttle
-from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, leader_hint, plain_error
+from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, allowed_topics, leader_hint, plain_error, qualified_names
 from broker_nodes.requests.produce_batches import first_transactional_batch, single_batch_refusal
 from broker_nodes.requests.schema_validation import SchemaValidationError, refuse_invalid
 from broker_nodes.security.access import CallContext, CallerKind
-from broker_nodes.security.authorizer import Operation, ResourceType
+from broker_nodes.security.authorizer import Operation
 from broker_nodes.security.errors import TopicAuthorizationError
 from broker_nodes.security.quotas import Direction
 from broker_nodes.security.transactional_ids import may_use_transactional_id
 from broker_nodes.server.broker import Broker
 from broker_nodes.storage.log import AppendInfo
 
+# The per-partition records are NamedTuples: as immutable as frozen dataclasses, and cheaper to
+# build, which a Produce does twice per partition.
 
-@dataclass(frozen=True, slots=True)
-class ProducePartition:
+
+class ProducePartition(NamedTuple):
     """One partition's data of a Produce request; ``topic`` is the caller's plain name."""
 
     topic: str
@@ -56,8 +58,7 @@ class ProducePartition:
     records: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ProducePartitionOutcome:
+class ProducePartitionOutcome(NamedTuple):
     """One partition's answer: an error code and message (plain names), or where the batches went."""
 
     topic: str
@@ -71,8 +72,7 @@ class ProducePartitionOutcome:
     record_errors: tuple[tuple[int, str], ...] = ()  # INVALID_RECORD by schema validation: (batch index, message) per refused record
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
+class ProduceResult(NamedTuple):
     partitions: list[ProducePartitionOutcome]  # in request order
     throttle_ms: int
 
@@ -154,14 +154,16 @@ def start_produce(
     refusal = transactional_refusal(call, partitions, transactional_id)
     if refusal is not None:
         return PendingProduce(broker, call, partitions, [], AppendInProgress([]), None, {(item.topic, item.partition): refusal for item in partitions})
-    authorized = [item for item in partitions if call.may(Operation.WRITE, ResourceType.TOPIC, item.topic)]
+    allowed = allowed_topics(call, Operation.WRITE, (item.topic for item in partitions))
+    authorized = [item for item in partitions if item.topic in allowed]
     refused = _refused_before_append(broker, call, authorized)
     if refused:
         authorized = [item for item in authorized if (item.topic, item.partition) not in refused]
     usage = broker.metering.produce_tally(call)
+    qualified = qualified_names(call, allowed)
     append = broker.replica_manager.start_append_records(
         acks,
-        [(call.qualify(item.topic), item.partition, item.records) for item in authorized],
+        [(qualified[item.topic], item.partition, item.records) for item in authorized],
         transactional_id=call.qualify(transactional_id) if transactional_id else "",
         timeout_ms=timeout_ms,
         trusted=call.kind is CallerKind.INTERNAL,
