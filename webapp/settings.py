@@ -238,6 +238,10 @@ DATABASES = {
         conn_max_age=60,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with psycopg's own (C) timestamptz loader: Django's Python one was the
+    # largest cost of a page of jobs (webapp.common.postgresql.base).
+    DATABASES["default"]["ENGINE"] = "webapp.common.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (web, worker, beat) share the file: wait for locks instead of failing,
     # and take the write lock when a transaction starts, so that a transaction that reads and

@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend with psycopg's own ``timestamptz`` loader (see :mod:`.base`)."""
