@@ -16,16 +16,23 @@ loss of the coordinator. EndTxn answers once PrepareCommit / PrepareAbort is sto
 markers are then written on a completer thread through the injected :class:`MarkerWriter`
 (partitions whose leader moved are retried after a backoff, for as long as this leadership
 lasts, since a decided transaction must complete), and CompleteCommit / CompleteAbort is
-stored last. The producer's next AddPartitionsToTxn, usually sent while that completion runs,
-waits for it (bounded by ``completion_wait_ms``) and is woken when it ends, rather than being
-answered CONCURRENT_TRANSACTIONS and retried by the client after a fixed backoff. It waits
-only for the markers: once every marker is durable it is decided on the completed state and its
-Ongoing record is stored in place of CompleteCommit / CompleteAbort (the record that follows
-PrepareCommit says the markers are done either way, as a loading coordinator reads it), which
-takes one acks=all round trip of ``__transaction_state`` off every transaction of a producer
-that commits in a loop. Two periodic tasks of the broker call :meth:`abort_timed_out_transactions`
-(transaction.timeout.ms) and :meth:`expire_transactional_ids`
-(transactional.id.expiration.ms).
+stored later, if at all. The producer's next AddPartitionsToTxn, usually sent while that
+completion runs, waits for it (bounded by ``completion_wait_ms``) and is woken when it ends,
+rather than being answered CONCURRENT_TRANSACTIONS and retried by the client after a fixed
+backoff. It waits only for the markers: once every marker is durable the transaction is
+complete in memory (``markers_written``): every decision and every description sees it as
+CompleteCommit / CompleteAbort, and the next change of the id (the next transaction's Ongoing
+record, InitProducerId's Empty) is stored in place of the completion record (the record that
+follows PrepareCommit says the markers are done either way, as a loading coordinator reads it).
+The completion record itself is stored only by the periodic pass (:meth:`store_completions`,
+run with the timeout aborts) for the ids no later change superseded meanwhile, so a producer
+that commits in a loop never stores one: one acks=all round trip of ``__transaction_state``
+less per transaction, and no completion write racing the next transaction's records. Until
+then the log ends in PrepareCommit, as after a coordinator lost between the markers and the
+completion record: a loading coordinator writes those markers again (a marker without an open
+transaction is harmless) and completes the transaction. Two periodic tasks of the broker call
+:meth:`abort_timed_out_transactions` (transaction.timeout.ms, then :meth:`store_completions`)
+and :meth:`expire_transactional_ids` (transactional.id.expiration.ms).
 
 Thread-safe: the led partitions are a dict changed under one lock and read without it; each
 partition's state is guarded by its own lock, which is never held across a wait for replicas
@@ -232,29 +239,20 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         return ProducerIdAndEpoch(outcome.metadata.producer_id, outcome.metadata.producer_epoch)
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]) -> None:
-        """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open)."""
+        """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open).
+
+        Decided on the completed state once the previous transaction's markers are durable (see :meth:`_change`).
+        """
         state = self.coordinating(transactional_id)
         wanted = list(partitions)
-        with state.lock:
-            state.adding[transactional_id] += 1
-        try:
-            self._await_settled(state, transactional_id)
-            now = self._clock.milliseconds()
-
-            def decide(current: TransactionMetadata | None) -> TransactionMetadata | None:
-                # Called under the partition's lock. The previous transaction's markers are all durable:
-                # the next one begins from its completed state, and this record takes CompleteCommit's place.
-                if current is not None and state.markers_written.get(transactional_id) is current:
-                    current = machine.complete(current, now_ms=now)
-                return machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now)
-
-            self._change(state, transactional_id, decide, lambda metadata: metadata)
-        finally:
-            with state.lock:
-                state.adding[transactional_id] -= 1
-                if not state.adding[transactional_id]:
-                    del state.adding[transactional_id]
-                state.settled.notify_all()
+        self._await_settled(state, transactional_id)
+        now = self._clock.milliseconds()
+        self._change(
+            state,
+            transactional_id,
+            lambda current: machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now),
+            lambda metadata: metadata,
+        )
 
     def _await_settled(self, state: TransactionsPartition, transactional_id: str) -> None:
         """Wait (at most completion_wait_ms) while the id's previous transaction completes or a state change of it is written.
@@ -291,6 +289,13 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             return True  # an older completion still finishing concerns a transaction that is over
         return state.markers_written.get(transactional_id) is current
 
+    def _as_completed(self, state: TransactionsPartition, transactional_id: str) -> TransactionMetadata | None:
+        """The id's state, a decided transaction whose markers are all durable as its CompleteCommit / CompleteAbort. Under the lock."""
+        current = state.transactions.get(transactional_id)
+        if current is not None and state.markers_written.get(transactional_id) is current:
+            return machine.complete(current, now_ms=current.last_update_timestamp_ms)
+        return current
+
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TopicPartition:
         """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction; returns it."""
         offsets = self._registry.get(OFFSETS_TOPIC)
@@ -309,7 +314,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             if transactional_id in state.pending:
                 error = ConcurrentTransactionsError(transactional_id, "a state change is being written")
                 return dict.fromkeys(partitions, error)
-            current = state.transactions.get(transactional_id)
+            current = self._as_completed(state, transactional_id)
         return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, partitions)
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool, bump_epoch: bool = True) -> ProducerIdAndEpoch:
@@ -353,7 +358,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         """The id's state (DescribeTransactions); TransactionalIdNotFoundError for an unknown id."""
         state = self.coordinating(transactional_id)
         with state.lock:
-            metadata = state.transactions.get(transactional_id)
+            metadata = self._as_completed(state, transactional_id)
         if metadata is None:
             raise TransactionalIdNotFoundError(transactional_id)
         return metadata
@@ -370,7 +375,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             if not state.active:
                 continue
             with state.lock:
-                candidates = list(state.transactions.values())
+                candidates = [self._as_completed(state, transactional_id) or metadata for transactional_id, metadata in state.transactions.items()]
             for metadata in candidates:
                 if states and metadata.state.kafka_name not in states:
                     continue
@@ -384,7 +389,34 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
     # ------------------------------------------------------------------ periodic work
 
     def abort_timed_out_transactions(self) -> int:
-        """Abort every ongoing transaction open past its timeout (epoch bumped: its producer is fenced); returns how many."""
+        """Abort every ongoing transaction open past its timeout (epoch bumped: its producer is fenced); returns how many.
+
+        Then stores the completions no later change superseded (:meth:`store_completions`).
+        """
+        try:
+            return self._abort_timed_out_transactions()
+        finally:
+            self.store_completions()
+
+    def store_completions(self) -> int:
+        """Store CompleteCommit / CompleteAbort for each transaction whose markers are durable and whose id changed no further since.
+
+        Returns how many are done (stored, superseded meanwhile, or left to the next leader); one that could not be stored waits for the next pass.
+        """
+        stored = 0
+        for state in list(self._partitions.values()):
+            if not state.active:
+                continue
+            with state.lock:
+                candidates = [
+                    (transactional_id, prepared) for transactional_id, prepared in state.markers_written.items() if transactional_id not in state.pending
+                ]
+            for transactional_id, prepared in candidates:
+                if self._store_completion(state, transactional_id, prepared) is True:
+                    stored += 1
+        return stored
+
+    def _abort_timed_out_transactions(self) -> int:
         aborted = 0
         for state in list(self._partitions.values()):
             if not state.active:
@@ -427,6 +459,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                     self._write(state, transactional_id, None)
                     with state.lock:
                         state.transactions.pop(transactional_id, None)
+                        state.markers_written.pop(transactional_id, None)
                     removed += 1
                 except Exception as error:
                     logger.info("%s: expiry waits for the next round: %s", transactional_id, error)
@@ -446,14 +479,21 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         transactional_id: str,
         decide: Callable[[TransactionMetadata | None], T],
         to_store: Callable[[T], TransactionMetadata | None],
+        *,
+        as_completed: bool = True,
     ) -> T:
-        """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current."""
+        """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current.
+
+        ``decide`` sees a transaction whose markers are durable as completed (``as_completed``,
+        see :meth:`_as_completed`); the stored record then takes the completion record's place.
+        """
         with state.lock:
             if not self._is_current(state):
                 raise NotTransactionCoordinatorError(transactional_id, state.partition)
             if transactional_id in state.pending:
                 raise ConcurrentTransactionsError(transactional_id, "a state change is being written")
-            decided = decide(state.transactions.get(transactional_id))
+            current = self._as_completed(state, transactional_id) if as_completed else state.transactions.get(transactional_id)
+            decided = decide(current)
             metadata = to_store(decided)
             if metadata is None or metadata == state.transactions.get(transactional_id):
                 return decided
@@ -462,6 +502,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             self._write(state, transactional_id, metadata)
             with state.lock:
                 state.transactions[transactional_id] = metadata
+                state.markers_written.pop(transactional_id, None)  # superseded: the log no longer ends in its PrepareCommit
         finally:
             with state.lock:
                 state.pending.discard(transactional_id)
@@ -508,12 +549,14 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                 state.settled.notify_all()
 
     def _complete(self, state: TransactionsPartition, transactional_id: str) -> None:
-        """Write the markers of a decided transaction until every partition has its own, then store CompleteCommit / CompleteAbort.
+        """Write the markers of a decided transaction until every partition has its own; it is then complete in memory.
 
-        Once the markers are durable the id is in ``markers_written``: the producer's next
-        AddPartitionsToTxn may then store its Ongoing record first, in place of the completion,
-        and this completion ends. Should a later transaction be decided before this completion
-        has left ``completing``, it is started again for that one when it ends.
+        Once the markers are durable the id is in ``markers_written`` and this completion ends:
+        the id's next change (the producer's next AddPartitionsToTxn) is stored in place of
+        CompleteCommit / CompleteAbort, or :meth:`store_completions` stores that record. The id
+        leaves ``completing`` in the step that marks it complete, so the next decision starts its
+        own completion; should one be decided while this completion still runs, it is started
+        when this one ends.
         """
         prepared: TransactionMetadata | None = None
         try:
@@ -534,39 +577,29 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                     with state.lock:
                         if state.transactions.get(transactional_id) is metadata:
                             state.markers_written[transactional_id] = metadata
-                            state.settled.notify_all()
-                            self._yield_to_next_transaction(state, transactional_id, metadata)
-                    stored = self._store_completion(state, transactional_id, metadata)
-                    if stored is True:
-                        return
-                    if stored is None:
-                        # Another change of the id is being written (the next AddPartitionsToTxn): look again once it is.
-                        with state.lock:
-                            state.settled.wait_for(
-                                lambda: transactional_id not in state.pending or not self._is_current(state),
-                                timeout=self._settings.marker_retry_backoff_ms / 1000.0,
-                            )
-                        continue
+                        # In the step that makes the transaction complete: the id's next decision starts a completion of its own.
+                        state.completing.discard(transactional_id)
+                        state.settled.notify_all()
+                    return
                 self._stopping.wait(self._settings.marker_retry_backoff_ms / 1000.0)
         except Exception:
             logger.exception("%s: completing its transaction failed; the next leader of partition %d completes it", transactional_id, state.partition)
         finally:
             with state.lock:
                 state.completing.discard(transactional_id)
-                if prepared is not None and state.markers_written.get(transactional_id) is prepared:
-                    del state.markers_written[transactional_id]
                 state.settled.notify_all()
                 current = state.transactions.get(transactional_id)
-                again = prepared is not None and current is not None and current is not prepared and current.state.completing and self._is_current(state)
+                again = (
+                    prepared is not None
+                    and current is not None
+                    and current is not prepared
+                    and current.state.completing
+                    and transactional_id not in state.completing
+                    and state.markers_written.get(transactional_id) is not current
+                    and self._is_current(state)
+                )
             if again:
                 self._start_completion(state, transactional_id)
-
-    def _yield_to_next_transaction(self, state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> None:
-        """Under the lock, markers durable: while the producer's next AddPartitionsToTxn is being served, let it store its record first (bounded)."""
-        state.settled.wait_for(
-            lambda: not state.adding[transactional_id] or state.transactions.get(transactional_id) is not prepared or not self._is_current(state),
-            timeout=self._settings.completion_wait_ms / 1000.0,
-        )
 
     def _write_markers(self, state: TransactionsPartition, metadata: TransactionMetadata, partitions: list[TopicPartition]) -> set[TopicPartition]:
         """The partitions that got their marker (or no longer exist); logs the rest, which are retried."""
@@ -610,6 +643,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                 transactional_id,
                 lambda current: machine.complete(prepared, now_ms=now) if current is prepared else None,
                 lambda metadata: metadata,
+                as_completed=False,
             )
         except ConcurrentTransactionsError:
             return None

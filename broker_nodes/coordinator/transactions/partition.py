@@ -15,8 +15,10 @@ are being written; one completion runs per id. :attr:`settled` (a condition over
 is notified whenever an id stops being pending or completing, so that a request that must wait
 for either (the next transaction's AddPartitionsToTxn while the previous one completes) is
 woken at once instead of being answered CONCURRENT_TRANSACTIONS and retried after a backoff.
-Once every marker of a decided transaction is durable (:attr:`markers_written`), that request
-need not wait for CompleteCommit / CompleteAbort to be stored: its own record supersedes it.
+Once every marker of a decided transaction is durable (:attr:`markers_written`) the transaction
+is complete in memory: that request need not wait for CompleteCommit / CompleteAbort to be
+stored, its own record supersedes it (the coordinator stores the completion record only for the
+ids no later change superseded).
 
 Thread-safety: every field is read and changed under :attr:`lock`, except :attr:`active`
 (a bool, read without it).
@@ -25,7 +27,6 @@ Thread-safety: every field is read and changed under :attr:`lock`, except :attr:
 from __future__ import annotations
 
 import threading
-from collections import Counter
 
 from broker_nodes.coordinator.transactions.state import TransactionMetadata
 from log_formats.transaction_log_records import TransactionLogValue
@@ -44,11 +45,9 @@ class TransactionsPartition:
         self.pending: set[str] = set()  # ids with a state change being written
         self.completing: set[str] = set()  # ids whose markers are being written
         # ids whose decided transaction (the value, the very object in ``transactions``) has every
-        # marker durable while its CompleteCommit / CompleteAbort is not stored yet
+        # marker durable while its CompleteCommit / CompleteAbort is not stored: complete in memory
+        # until a later record of the id is stored
         self.markers_written: dict[str, TransactionMetadata] = {}
-        # AddPartitionsToTxn requests of each id being served: a completion whose markers are
-        # durable lets them store their record first rather than racing them with its own
-        self.adding: Counter[str] = Counter()
         self.settled = threading.Condition(self.lock)  # notified when an id leaves ``pending`` or ``completing``, or its markers are written
         self.waiting = 0  # requests waiting on :attr:`settled` now (tests and metrics)
 

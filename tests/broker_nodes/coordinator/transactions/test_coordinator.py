@@ -130,7 +130,7 @@ def begin(coordinator, partitions=(ORDERS, PAYMENTS)):
     return ids
 
 
-def test_commit_stores_prepare_writes_markers_with_the_bumped_epoch_then_stores_complete(broker, coordinator, markers, completer):
+def test_commit_stores_prepare_writes_markers_with_the_bumped_epoch_and_the_periodic_pass_stores_complete(broker, coordinator, markers, completer):
     ids = begin(coordinator)
     answered = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
     assert (answered.producer_id, answered.producer_epoch) == (ids.producer_id, ids.producer_epoch + 1)
@@ -139,8 +139,14 @@ def test_commit_stores_prepare_writes_markers_with_the_bumped_epoch_then_stores_
     assert [(r.producer_id, r.producer_epoch, r.commit, r.coordinator_epoch, sorted(r.partitions)) for r in markers.requests] == [
         (ids.producer_id, ids.producer_epoch + 1, True, 0, sorted([ORDERS, PAYMENTS]))
     ]
+    # Complete once the markers are durable; its record waits for the periodic pass, unless a later change supersedes it.
     assert coordinator.describe(TXN).state is TransactionState.COMPLETE_COMMIT
+    assert stored_states(broker, TXN) == [TransactionState.EMPTY, TransactionState.ONGOING, TransactionState.PREPARE_COMMIT]
+    assert coordinator.abort_timed_out_transactions() == 0
     assert stored_states(broker, TXN) == [TransactionState.EMPTY, TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT]
+    assert coordinator.coordinating(TXN).markers_written == {}
+    assert coordinator.store_completions() == 0
+    assert coordinator.describe(TXN).state is TransactionState.COMPLETE_COMMIT
 
 
 def test_retried_end_txn_is_answered_without_new_markers(coordinator, markers, completer):
@@ -195,30 +201,17 @@ def test_add_partitions_of_the_next_transaction_is_woken_by_the_completion_inste
     assert stored_states(broker, TXN)[-2:] == [TransactionState.PREPARE_COMMIT, TransactionState.ONGOING]
 
 
-def _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, then: Callable[[], None]) -> None:
-    """Run ``then`` in the completer once the markers are durable, just before it would store CompleteCommit."""
-    store = coordinator._store_completion
-
-    def interleaved(*args):  # type: ignore[no-untyped-def]
-        monkeypatch.setattr(coordinator, "_store_completion", store)
-        then()
-        return store(*args)
-
-    monkeypatch.setattr(coordinator, "_store_completion", interleaved)
-
-
-def test_the_next_transaction_begins_once_the_markers_are_durable_and_its_record_replaces_the_completion(broker, coordinator, markers, completer, monkeypatch):
-    """One acks=all round trip less per transaction: AddPartitionsToTxn needs the markers, not the stored CompleteCommit."""
+def test_the_next_transaction_begins_once_the_markers_are_durable_and_its_record_replaces_the_completion(broker, coordinator, markers, completer):
+    """One acks=all round trip less per transaction: AddPartitionsToTxn needs the markers, not a stored CompleteCommit."""
     ids = begin(coordinator)
     bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
-    _next_transaction_before_the_completion_is_stored(
-        coordinator, monkeypatch, lambda: coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
-    )
     completer.run_all()
+    coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
     described = coordinator.describe(TXN)
     assert (described.state, described.partitions, described.producer_epoch) == (TransactionState.ONGOING, frozenset([ORDERS]), bumped.producer_epoch)
     assert stored_states(broker, TXN) == [TransactionState.EMPTY, TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.ONGOING]
     assert coordinator.coordinating(TXN).markers_written == {}
+    assert coordinator.store_completions() == 0  # nothing left to store: the Ongoing record superseded it
     # The previous commit's retry is no retry any more; the new transaction commits as usual.
     with pytest.raises(ProducerFencedError):
         coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
@@ -228,22 +221,19 @@ def test_the_next_transaction_begins_once_the_markers_are_durable_and_its_record
     assert [sorted(request.partitions) for request in markers.requests] == [sorted([ORDERS, PAYMENTS]), [ORDERS]]
 
 
-def test_a_transaction_decided_while_the_previous_completion_winds_down_still_gets_its_markers(broker, coordinator, markers, completer, monkeypatch):
+def test_a_transaction_decided_right_after_the_previous_markers_gets_markers_of_its_own(broker, coordinator, markers, completer):
     ids = begin(coordinator)
     bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
-    ended: list[int] = []
-
-    def next_transaction() -> None:
-        coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [PAYMENTS])
-        ended.append(coordinator.end_transaction(TXN, bumped.producer_id, bumped.producer_epoch, commit=False).producer_epoch)
-
-    _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, next_transaction)
+    completer.run_all()
+    coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [PAYMENTS])
+    ended = coordinator.end_transaction(TXN, bumped.producer_id, bumped.producer_epoch, commit=False)
     completer.run_all()
     assert [(request.commit, request.producer_epoch, sorted(request.partitions)) for request in markers.requests] == [
         (True, bumped.producer_epoch, sorted([ORDERS, PAYMENTS])),
-        (False, ended[0], [PAYMENTS]),
+        (False, ended.producer_epoch, [PAYMENTS]),
     ]
     assert coordinator.describe(TXN).state is TransactionState.COMPLETE_ABORT
+    assert coordinator.store_completions() == 1
     assert stored_states(broker, TXN)[2:] == [
         TransactionState.PREPARE_COMMIT,
         TransactionState.ONGOING,
@@ -252,24 +242,49 @@ def test_a_transaction_decided_while_the_previous_completion_winds_down_still_ge
     ]
 
 
+def test_a_retried_end_txn_and_a_new_producer_are_served_from_the_completed_state_before_it_is_stored(broker, coordinator, markers, completer):
+    ids = begin(coordinator)
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    completer.run_all()
+    # Neither waits for a CompleteCommit record (nor is answered CONCURRENT_TRANSACTIONS until one is stored).
+    assert coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True).producer_epoch == ids.producer_epoch + 1
+    assert coordinator.init_producer_id(TXN, 60_000).producer_epoch == ids.producer_epoch + 2
+    assert stored_states(broker, TXN)[2:] == [TransactionState.PREPARE_COMMIT, TransactionState.EMPTY]
+    assert coordinator.store_completions() == 0
+    assert len(markers.requests) == 1
+
+
 def test_a_failed_write_of_the_next_transaction_leaves_the_completion_to_be_stored(broker, coordinator, markers, completer, monkeypatch):
     ids = begin(coordinator)
     bumped = coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    completer.run_all()
     write = coordinator._write
 
-    def refuse_once() -> None:
-        def failing(*args):  # type: ignore[no-untyped-def]
-            monkeypatch.setattr(coordinator, "_write", write)
-            raise TransactionCoordinatorNotAvailableError(TXN, "replicas away")
+    def failing(*args):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(coordinator, "_write", write)
+        raise TransactionCoordinatorNotAvailableError(TXN, "replicas away")
 
-        monkeypatch.setattr(coordinator, "_write", failing)
-        with pytest.raises(TransactionCoordinatorNotAvailableError):
-            coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
-
-    _next_transaction_before_the_completion_is_stored(coordinator, monkeypatch, refuse_once)
-    completer.run_all()
+    monkeypatch.setattr(coordinator, "_write", failing)
+    with pytest.raises(TransactionCoordinatorNotAvailableError):
+        coordinator.add_partitions(TXN, bumped.producer_id, bumped.producer_epoch, [ORDERS])
     assert coordinator.describe(TXN).state is TransactionState.COMPLETE_COMMIT
+    assert coordinator.store_completions() == 1
     assert stored_states(broker, TXN)[2:] == [TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT]
+
+
+def test_a_log_ending_in_prepare_commit_after_durable_markers_is_completed_by_the_next_leader(broker, clock, coordinator, markers, completer):
+    """The completion record not stored yet when the coordinator is lost: the successor writes the markers again (harmless) and completes."""
+    ids = begin(coordinator)
+    coordinator.end_transaction(TXN, ids.producer_id, ids.producer_epoch, commit=True)
+    completer.run_all()
+    successor_markers, successor_completer = FakeMarkers(), ManualExecutor()
+    successor = make_coordinator(broker, clock, successor_markers, successor_completer)
+    successor.lead_every_partition()
+    successor_completer.run_all()
+    assert [(r.commit, r.producer_epoch) for r in successor_markers.requests] == [(True, ids.producer_epoch + 1)]
+    assert successor.describe(TXN).state is TransactionState.COMPLETE_COMMIT
+    assert successor.store_completions() == 1
+    assert stored_states(broker, TXN)[-1] is TransactionState.COMPLETE_COMMIT
 
 
 def test_add_partitions_still_refused_when_the_completion_outlasts_the_wait(broker, clock, markers, completer):
