@@ -131,6 +131,11 @@ class ProducerStateManager:
 
     # -------------------------------------------------------------- queries
 
+    @property
+    def is_empty(self) -> bool:
+        """True when no producer is remembered."""
+        return not self._producers
+
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 

@@ -98,3 +98,29 @@ def test_snapshot_keeps_the_last_two_files_and_rejects_corruption(tmp_path: Path
     (tmp_path / "00000000000000000030.snapshot").write_bytes(b"\x00\x01garbage")
     assert manager.load_latest_snapshot(100) == 20
     assert manager.snapshot_offsets() == [20]
+
+
+def test_a_clean_shutdown_of_an_empty_log_writes_no_snapshot(open_log) -> None:
+    log = open_log()
+    log.flush()
+    log.write_producer_snapshot()
+    directory = log.directory
+    log.close()
+    assert not ProducerStateManager(directory).snapshot_offsets()
+    reopened = open_log()
+    assert reopened.active_producers() == []
+    assert reopened.append_as_leader(idempotent(0), 0).first_offset == 0
+
+
+def test_a_snapshot_already_at_the_log_end_is_not_written_again(open_log, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = open_log()
+    log.append_as_leader(idempotent(0), 0)
+    log.write_producer_snapshot()
+    assert ProducerStateManager(log.directory).snapshot_offsets() == [2]
+    taken: list[int] = []
+    monkeypatch.setattr(ProducerStateManager, "take_snapshot", lambda manager, offset: taken.append(offset))
+    log.write_producer_snapshot()  # nothing appended since: the snapshot on disk is the state at the log end
+    assert taken == []
+    log.append_as_leader(idempotent(2), 0)
+    log.write_producer_snapshot()
+    assert taken == [4]
