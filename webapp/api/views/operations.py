@@ -10,7 +10,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.accounts.facade import Actor, is_operator
+from webapp.accounts.facade import Actor, Tenant, is_operator
 from webapp.api.permissions import IsTenantMemberOrOperator
 from webapp.api.query import validated_query
 from webapp.api.serializers.common import Timestamps
@@ -68,7 +68,7 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
     lookup_field = "public_id"
 
     def get_queryset(self) -> QuerySet[ProvisioningJob]:
-        jobs = ProvisioningJob.objects.select_related("tenant")
+        jobs = ProvisioningJob.objects.all()
         if getattr(self, "swagger_fake_view", False):
             return jobs.none()
         user = self.request.user
@@ -77,7 +77,16 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             jobs = jobs.filter(tenant=user.tenant)
         if self.action == "list":
             jobs = jobs.filter(**validated_query(JobFilterSerializer, self.request).validated_data)
+        if self._tenant_of_every_job() is None:
+            jobs = jobs.select_related("tenant")
         return jobs
+
+    def _tenant_of_every_job(self) -> Tenant | None:
+        """The tenant of every job a page of the list holds: the caller's, unless it is an operator."""
+        user = self.request.user
+        if self.action != "list" or is_operator(user) or not isinstance(user, Actor):
+            return None
+        return user.tenant
 
     # Inline enums: a serializer here would make a second "kind" enum component.
     @extend_schema(
@@ -87,4 +96,12 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
         ]
     )
     def list(self, request: Request) -> Response:
-        return super().list(request)
+        page = self.paginate_queryset(self.get_queryset())
+        assert page is not None, "every list is paginated (DEFAULT_PAGINATION_CLASS)"
+        tenant = self._tenant_of_every_job()
+        if tenant is not None:
+            # A member's jobs are all its tenant's: given to each job instead of joined and built
+            # per row (a Tenant instance per job was a tenth of the page's CPU).
+            for job in page:
+                job.tenant = tenant
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
