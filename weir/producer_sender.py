@@ -15,18 +15,15 @@ One loop per producer, :meth:`Sender.run`, runs on one thread at a time. Each ro
    batches of one partition (one partition per request, so a partition's batches are
    pipelined over consecutive requests; without idempotence one per partition unless the
    application set the property, see :mod:`weir.producer_idempotence`), non-blocking:
-   each call runs on a :class:`weir.call_threads.CallThreads` thread, which starts no thread
-   per call as gRPC's ``.future()`` does,
+   requests go on one ``ProduceStream`` per broker (:mod:`weir.produce_streams`), whose
+   reader thread completes them, or as unary calls on :class:`weir.call_threads.CallThreads`
+   threads to a broker that refuses streams,
 5. sleeps until an answer arrives, a batch is ready, a retry is due, or the next batch's
    linger ends.
 
-The loop's thread is not always the same one. The last request of a round
-is made by the thread that ran the round, after it handed the loop over to an idle call thread
-(:meth:`weir.call_threads.CallThreads.hand_over`): the request leaves at once instead of once
-another thread woke up to send it (at ``linger.ms=0`` that wake-up was in every record's
-latency, twice for a record that waited for the answer in flight). The thread that takes the
-loop over starts with a full round, so nothing that arrived meanwhile waits for a wake-up. The
-other requests of a round, and every request when no call thread is free, go to call threads.
+A stream's requests are answered in the order sent, which keeps a partition's pipelined
+batches in order at the broker. Every round also ends the streams whose oldest request is past
+``request.timeout.ms`` (its requests fail as a unary call past its deadline would).
 
 Answers: success -> a delivery report with the offsets (DUPLICATE_SEQUENCE_NUMBER, "appended
 before, the answer was lost", counts as success with offset -1, as in librdkafka); a
@@ -72,10 +69,11 @@ from typing import Any
 import grpc
 
 from grpc_protos.weir.v1 import broker_pb2
-from weir.call_threads import CallThreads, ChannelClosedError, PreparedCall
+from weir.call_threads import CallThreads
 from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.produce_streams import ProduceStreams
 from weir.producer_accumulator import ProducerBatch, RecordAccumulator
 from weir.producer_idempotence import SEQUENCE_MODULUS, PartitionQueue, partition_in_flight_limit, stamp_producer_state
 from weir.producer_transactions import TransactionManager
@@ -151,9 +149,9 @@ class Sender:
         self._in_flight: dict[str, int] = {}
         self._inbox: deque[tuple[str, list[ProducerBatch], Future[Any]]] = deque()
         self._calls = CallThreads("weir-producer-call")
-        # Requests of the current round, ready to start at its end (see run()).
-        self._prepared: list[PreparedCall] = []
-        # Set once the loop has ended, on whichever thread ran it last (see the module docstring).
+        # Produce requests go on one stream per broker (see weir.produce_streams).
+        self._streams = ProduceStreams(cluster.stub, self._calls, cluster.call_metadata)
+        # Set once the loop has ended.
         self._done = threading.Event()
         self._rtts: dict[int, float] = {}  # round trip of each answered request, by id(future), until handled
         self._producer_id = NO_PRODUCER_ID
@@ -181,6 +179,7 @@ class Sender:
         self._stopping = True
         self._accumulator.close()
         self._done.wait(timeout)
+        self._streams.close()
         self._calls.close()
 
     def request_purge(self) -> None:
@@ -198,7 +197,7 @@ class Sender:
         return self._producer_id, self._producer_epoch
 
     def run(self) -> None:
-        """The send loop on this thread, until it ends or is handed over (see the module docstring)."""
+        """The send loop, until it ends (see the module docstring)."""
         while True:
             try:
                 wait = self._run_once()
@@ -206,28 +205,10 @@ class Sender:
                 logger.exception("producer sender round failed")
                 self._report_error(KafkaError(KafkaError._FAIL, f"producer sender: {error!r}"))
                 wait = self._backoff
-            prepared, self._prepared = self._prepared, []
-            for call in prepared[:-1]:
-                self._start(call)
-            if prepared:
-                if self._calls.hand_over(self.run):
-                    # From here on this thread touches none of the sender's state: the call's
-                    # answer reaches the loop through the inbox, like any other.
-                    prepared[-1].run()
-                    return
-                self._start(prepared[-1])
             if self._stopping and self._finished():
                 self._done.set()
                 return
             self._accumulator.wait_for_work(wait, self._has_inbox)
-
-    def _start(self, call: PreparedCall) -> None:
-        try:
-            self._calls.start(call)
-        except RuntimeError:
-            # Closed since the round prepared it (stop() gave up waiting for the loop): the
-            # answer is a transport failure, handled as one.
-            call.future.set_exception(ChannelClosedError("the producer was closed"))
 
     def _has_inbox(self) -> bool:
         return bool(self._inbox)
@@ -238,6 +219,7 @@ class Sender:
     # ------------------------------------------------------------------ one round
 
     def _run_once(self) -> float:
+        self._streams.expire(time.monotonic())
         while self._inbox:
             self._handle_answer(*self._inbox.popleft())
         if self._transactions is not None:
@@ -474,17 +456,7 @@ class Sender:
         self._log.debug("msg", "PRODUCE", "%s: sending %d batch(es), %d bytes", address, len(batches), size)
         self._counters.request_sent(address, size)
         sent_at = time.monotonic()
-        try:
-            if self._calls.closed:
-                raise RuntimeError("the producer's call threads are closed")
-            call = self._calls.prepare(
-                self._cluster.stub(address).Produce,
-                request,
-                timeout=self._request_timeout,
-                metadata=self._cluster.call_metadata,
-                on_done=lambda done: self._arrived(address, batches, done, sent_at),
-            )
-        except (KafkaException, RuntimeError):
+        if self._calls.closed:
             self._in_flight[address] -= 1
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
@@ -494,13 +466,14 @@ class Sender:
         for batch in batches:
             batch.attempts += 1
             batch.sent_to = address
+        # The answer (or failure) reaches the loop through the inbox, whichever thread completes it.
+        self._streams.send(address, request, self._request_timeout, lambda done: self._arrived(address, batches, done, sent_at))
         if self._acks == 0:
             # Nobody waits for the broker: the batch counts as delivered once sent (offset -1).
             for batch in batches:
                 queue = self._queues[(batch.topic, batch.partition)]
                 queue.finish(batch)
                 self._succeed(batch, -1, -1)
-        self._prepared.append(call)
 
     def _arrived(self, address: str, batches: list[ProducerBatch], future: Future[Any], sent_at: float) -> None:
         # Runs on a call thread: hand over to the sender thread and wake it.

@@ -6,8 +6,9 @@ time in the handler, long-polling fetches and acks=all waits included, which is 
 client sees of the broker). Produce, Fetch and ReplicaFetch also count their record bytes,
 the Kafka error code of every partition answered with one, and the time their responses
 were held back for a tenant over its quota (``throttle_time_ms`` of the response). The
-fetches a follower sends on ``ReplicaFetchStream`` count as ReplicaFetch calls, one per answer
-(the time from the request's arrival to its answer).
+fetches a follower sends on ``ReplicaFetchStream`` count as ReplicaFetch calls, and the requests
+a producer sends on ``ProduceStream`` as Produce calls, one per answer (the time from the
+request's arrival to its answer).
 
 The interceptor reads requests and responses only; it never changes a call. Methods of the
 services are fixed by the protos, so the label values are bounded; unknown methods (answered
@@ -32,8 +33,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 PRODUCE = "/weir.v1.Broker/Produce"
 FETCH = "/weir.v1.Broker/Fetch"
 REPLICA_FETCH = "/weir.v1.Replication/ReplicaFetch"
-# Followers' fetches on a stream, one answer per request: each is counted as a ReplicaFetch call.
-MEASURED_STREAMS = {"/weir.v1.Replication/ReplicaFetchStream": REPLICA_FETCH}
+# Streams of requests answered one by one: each request counts as a call of the unary method named.
+MEASURED_STREAMS = {"/weir.v1.Replication/ReplicaFetchStream": REPLICA_FETCH, "/weir.v1.Broker/ProduceStream": PRODUCE}
 
 
 class RequestMetrics:

@@ -18,7 +18,9 @@ Two gRPC server interceptors, installed by ``server.app``:
   deserializer, which parses them as before and notes their length. A request that finds no
   room in time is answered RESOURCE_EXHAUSTED with the Kafka error code
   THROTTLING_QUOTA_EXCEEDED in the trailing metadata (``weir.cluster.ERROR_CODE_TRAILER``),
-  which the SDK retries, unlike a message over the size limit (MESSAGE_TOO_LARGE).
+  which the SDK retries, unlike a message over the size limit (MESSAGE_TOO_LARGE). The
+  requests on a ``ProduceStream`` take their size from the budget one by one, each until its
+  answer: a request that finds no room ends the stream the same way.
 
 gRPC's peer address is not available to interceptors, so the interceptor authenticates with
 no peer and the servicer fills in the client's address (``CallContext.client_host``, which
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +57,8 @@ INTERNAL_METHOD_PREFIXES = (
 
 # The one Admin method a tenant token may call (the web process reading its tenant's partitions).
 DESCRIBE_STATE_METHOD = f"{INTERNAL_METHOD_PREFIXES[0]}DescribeState"
+# Broker streams of requests answered one by one: each request is admitted like a unary call's.
+BUDGETED_STREAMS = frozenset({f"{BROKER_METHOD_PREFIX}ProduceStream"})
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("weir_broker_call", default=None)
 
@@ -127,16 +131,25 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
     def intercept_service(self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = continuation(handler_call_details)
         method: str = handler_call_details.method
-        if handler is None or handler.unary_unary is None or not method.startswith(BROKER_METHOD_PREFIX):
+        streamed = handler is not None and handler.stream_stream is not None and method in BUDGETED_STREAMS
+        if handler is None or (handler.unary_unary is None and not streamed) or not method.startswith(BROKER_METHOD_PREFIX):
             return handler  # refusals (stream handlers) and other services pass unchanged
         cached = self._admitting.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        admitting = grpc.unary_unary_rpc_method_handler(
-            self._admitted(handler.unary_unary),
-            request_deserializer=_sized(handler.request_deserializer),
-            response_serializer=handler.response_serializer,
-        )
+        if handler.unary_unary is not None:
+            admitting = grpc.unary_unary_rpc_method_handler(
+                self._admitted(handler.unary_unary),
+                request_deserializer=_sized(handler.request_deserializer),
+                response_serializer=handler.response_serializer,
+            )
+        else:
+            assert handler.stream_stream is not None  # streamed
+            admitting = grpc.stream_stream_rpc_method_handler(
+                self._admitted_stream(handler.stream_stream),
+                request_deserializer=_sized(handler.request_deserializer),
+                response_serializer=handler.response_serializer,
+            )
         self._admitting[method] = (handler, admitting)
         return admitting
 
@@ -153,6 +166,35 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
                 return behaviour(request.message, context)
             finally:
                 budget.release(taken)
+
+        return serve
+
+    def _admitted_stream(
+        self, behaviour: Callable[[Iterator[Any], grpc.ServicerContext], Iterator[Any]]
+    ) -> Callable[[Iterator[_SizedRequest], grpc.ServicerContext], Iterator[Any]]:
+        """``behaviour`` (one answer per request, in order) with each request holding its size in the budget until its answer."""
+        budget = self._budget
+
+        def serve(requests: Iterator[_SizedRequest], context: grpc.ServicerContext) -> Iterator[Any]:
+            held: list[int] = []  # what the request being answered took (at most one: answers come in order)
+
+            def admitted() -> Iterator[Any]:
+                for request in requests:
+                    try:
+                        held.append(budget.acquire(request.size))
+                    except RequestBudgetExhaustedError as error:
+                        context.set_trailing_metadata(((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),))
+                        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
+                    yield request.message
+
+            try:
+                for response in behaviour(admitted(), context):
+                    if held:
+                        budget.release(held.pop())
+                    yield response
+            finally:
+                while held:
+                    budget.release(held.pop())
 
         return serve
 

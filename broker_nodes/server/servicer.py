@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -56,6 +57,7 @@ from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
+from weir.produce_streams import STREAM_REFUSED_TRAILER
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,8 @@ Item = TypeVar("Item")
 Converted = TypeVar("Converted", bound=Message)
 
 NO_ERROR = 0
+# Errors that end a call with their own status (see grpc_status); anything else is INTERNAL and logged.
+_EXPECTED_ERRORS = (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError)
 
 
 def _handler(
@@ -78,7 +82,7 @@ def _handler(
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
             return method(self, request, self._caller(context))
-        except (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError) as error:
+        except _EXPECTED_ERRORS as error:
             context.abort(grpc_status(error), str(error))
         except Exception as error:
             logger.exception("%s failed unexpectedly", method.__name__)
@@ -125,6 +129,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         config = broker.config
         self._partition_max_bytes = config.integer("max.partition.fetch.bytes")
         self._node = broker_pb2.BrokerNode(node_id=config.node_id, host=config.host_for_clients, port=0, rack=config.rack)
+        # A ProduceStream holds a request thread for its whole life: at most half of num.io.threads
+        # do, so that the others stay free for every other call (a refused client uses Produce).
+        self._produce_streams = threading.BoundedSemaphore(max(1, config.integer("num.io.threads") // 2))
 
     def _caller(self, context: grpc.ServicerContext) -> CallContext:
         """Who makes this call: the context the interceptor authenticated, with the client's address
@@ -303,6 +310,35 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def Produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
+        return self._produce(request, call)
+
+    def ProduceStream(self, requests: Iterator[broker_pb2.ProduceRequest], context: grpc.ServicerContext) -> Iterator[broker_pb2.ProduceResponse]:
+        """Produce requests on one stream, answered in order (see broker.proto).
+
+        One thread reads and answers them in turn, so a producer's requests are appended in the
+        order sent, and each costs the broker no hand-off between gRPC's threads as a unary call
+        does (``python -m bench.rpc_floor``). The caller is authenticated once, for the stream.
+        """
+        if not self._produce_streams.acquire(blocking=False):
+            context.set_trailing_metadata(((STREAM_REFUSED_TRAILER, "1"),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the broker serves as many produce streams as it can: use Produce")
+        try:
+            if not self.broker.ready:
+                raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
+            call = self._caller(context)
+            for request in requests:
+                yield self._produce(request, call)
+        except grpc.RpcError:
+            return  # the client cancelled the stream (gRPC raises it from the request iterator)
+        except _EXPECTED_ERRORS as error:
+            context.abort(grpc_status(error), str(error))
+        except Exception as error:
+            logger.exception("ProduceStream failed unexpectedly")
+            context.abort(grpc_status(error), f"unexpected server error: {type(error).__name__}: {error}")
+        finally:
+            self._produce_streams.release()
+
+    def _produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
         partitions = [ProducePartition(topic, partition, records) for topic, partition, records in request_parsing.produce_entries(request)]
         result = produce_requests.produce(
             self.broker, call, partitions, acks=request.acks, timeout_ms=request.timeout_ms, transactional_id=request.transactional_id

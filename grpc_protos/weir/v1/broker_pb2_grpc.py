@@ -69,6 +69,11 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/weir.v1.Broker/ProduceStream',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+                _registered_method=True)
         self.Fetch = channel.unary_unary(
                 '/weir.v1.Broker/Fetch',
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
@@ -244,6 +249,16 @@ class BrokerServicer:
 
     def Produce(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProduceStream(self, request_iterator, context):
+        """The same requests on one stream: each answered, in the order sent, as Produce would answer it.
+        A request refused as a whole (a malformed one) ends the stream with the status Produce would
+        have answered. A broker serving too many streams refuses a new one with RESOURCE_EXHAUSTED:
+        the client then uses Produce.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -478,6 +493,11 @@ def add_BrokerServicer_to_server(servicer, server):
             ),
             'Produce': grpc.unary_unary_rpc_method_handler(
                     servicer.Produce,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
+            ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
             ),
@@ -799,6 +819,33 @@ class Broker:
             request,
             target,
             '/weir.v1.Broker/Produce',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Broker/ProduceStream',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
             options,
