@@ -45,6 +45,10 @@ logger = logging.getLogger(__name__)
 STREAM_REFUSED_TRAILER = "weir-produce-stream-refused"
 # Seconds a broker that refused a stream gets unary Produce calls before the next stream is tried.
 REFUSED_SECONDS = 60.0
+# Seconds a stream with nothing in flight stays open: a stream holds one of the broker's request
+# threads (it serves at most half of num.io.threads of them), so a producer that has gone quiet
+# gives its slot back to the producers that are sending; its next request opens a new stream.
+IDLE_STREAM_SECONDS = 10.0
 
 StubFunction = Callable[[str], broker_pb2_grpc.BrokerStub]
 
@@ -69,9 +73,9 @@ class _Exchange:
 
     __slots__ = ("request", "deadline", "future")
 
-    def __init__(self, request: broker_pb2.ProduceRequest, timeout: float) -> None:
+    def __init__(self, request: broker_pb2.ProduceRequest, deadline: float) -> None:
         self.request = request
-        self.deadline = time.monotonic() + timeout
+        self.deadline = deadline
         self.future: Future[Any] = Future()
         self.future.set_running_or_notify_cancel()
 
@@ -79,9 +83,12 @@ class _Exchange:
 class _Stream:
     """One open ProduceStream call and its requests waiting for answers."""
 
-    def __init__(self, stub: broker_pb2_grpc.BrokerStub, metadata: Sequence[tuple[str, str]] | None, on_refused: Callable[[list[_Exchange]], None]) -> None:
+    def __init__(
+        self, stub: broker_pb2_grpc.BrokerStub, metadata: Sequence[tuple[str, str]] | None, on_refused: Callable[[list[_Exchange]], None], now: float
+    ) -> None:
         self.stub = stub
         self._lock = threading.Lock()
+        self._last_used = now  # when a request was last sent (monotonic seconds)
         self._waiting: deque[_Exchange] = deque()
         self._outgoing: queue.SimpleQueue[broker_pb2.ProduceRequest | None] = queue.SimpleQueue()
         self._answered = False
@@ -94,11 +101,12 @@ class _Stream:
     def failed(self) -> bool:
         return self._failed
 
-    def send(self, exchange: _Exchange) -> bool:
+    def send(self, exchange: _Exchange, now: float) -> bool:
         """Queue ``exchange`` on the stream; False when the stream has failed (nothing queued)."""
         with self._lock:
             if self._failed:
                 return False
+            self._last_used = now
             self._waiting.append(exchange)
             self._outgoing.put(exchange.request)
         return True
@@ -106,6 +114,11 @@ class _Stream:
     def overdue(self, now: float) -> bool:
         with self._lock:
             return bool(self._waiting) and self._waiting[0].deadline <= now
+
+    def idle(self, now: float) -> bool:
+        """Nothing in flight and nothing sent for :data:`IDLE_STREAM_SECONDS`."""
+        with self._lock:
+            return not self._waiting and now - self._last_used >= IDLE_STREAM_SECONDS
 
     def fail(self, error: grpc.RpcError) -> None:
         """End the stream: the oldest request fails with ``error``, the later ones CANCELLED."""
@@ -187,7 +200,8 @@ class ProduceStreams:
 
     def send(self, address: str, request: broker_pb2.ProduceRequest, timeout: float, on_done: Callable[[Future[Any]], object]) -> None:
         """Send ``request`` to ``address``; ``on_done(future)`` runs once it is answered or failed."""
-        exchange = _Exchange(request, timeout)
+        now = self._monotonic()
+        exchange = _Exchange(request, now + timeout)
         exchange.future.add_done_callback(on_done)
         try:
             stub = self._stub(address)
@@ -195,7 +209,7 @@ class ProduceStreams:
             exchange.future.set_exception(ChannelClosedError(str(error)))
             return
         for _ in range(2):  # a stream found failed is replaced once (unless it was refused)
-            if self._monotonic() < self._unary_until.get(address, 0.0):
+            if now < self._unary_until.get(address, 0.0):
                 break
             try:
                 stream = self._stream(address, stub)
@@ -207,16 +221,23 @@ class ProduceStreams:
             if stream is None:
                 exchange.future.set_exception(ChannelClosedError(reason))
                 return
-            if stream.send(exchange):
+            if stream.send(exchange, now):
                 return
         self._send_unary(address, [exchange])
 
     def expire(self, now: float) -> None:
-        """End every stream whose oldest request is past its deadline (DEADLINE_EXCEEDED)."""
+        """End every stream whose oldest request is past its deadline (DEADLINE_EXCEEDED), and
+        close the streams idle for :data:`IDLE_STREAM_SECONDS`."""
         with self._lock:
             overdue = [stream for stream in self._streams.values() if stream.overdue(now)]
+            idle = {address: stream for address, stream in self._streams.items() if stream.idle(now)}
+            for address in idle:
+                del self._streams[address]
         for stream in overdue:
             stream.fail(StreamFailedError(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer on the produce stream within request.timeout.ms"))
+        for stream in idle.values():
+            # Nothing is in flight on it; a request sent meanwhile fails CANCELLED and is retried.
+            stream.fail(StreamFailedError(grpc.StatusCode.CANCELLED, "the produce stream was idle"))
 
     def close(self) -> None:
         with self._lock:
@@ -233,7 +254,7 @@ class ProduceStreams:
             stream = self._streams.get(address)
             if stream is not None and not stream.failed and stream.stub is stub:
                 return stream
-            stream = _Stream(stub, self._metadata, lambda waiting: self._refused(address, waiting))
+            stream = _Stream(stub, self._metadata, lambda waiting: self._refused(address, waiting), self._monotonic())
             self._streams[address] = stream
             return stream
 
@@ -248,7 +269,7 @@ class ProduceStreams:
                 self._calls.call(
                     self._stub(address).Produce,
                     exchange.request,
-                    timeout=max(exchange.deadline - time.monotonic(), 0.0),
+                    timeout=max(exchange.deadline - self._monotonic(), 0.0),
                     metadata=self._metadata,
                     on_done=_copying_to(exchange.future),
                 )

@@ -19,7 +19,7 @@ import pytest
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
 from tests.weir.scripted_broker import ScriptedBroker
 from weir.call_threads import CallThreads
-from weir.produce_streams import STREAM_REFUSED_TRAILER, ProduceStreams
+from weir.produce_streams import IDLE_STREAM_SECONDS, STREAM_REFUSED_TRAILER, ProduceStreams
 
 WAIT_SECONDS = 10.0
 
@@ -218,4 +218,70 @@ def test_close_fails_the_requests_waiting_on_a_stream(calls: CallThreads) -> Non
         assert future.exception(timeout=0).code() == grpc.StatusCode.CANCELLED  # type: ignore[union-attr]
     finally:
         release.set()
+        broker.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_stream_idle_past_its_limit_is_closed_and_the_next_request_opens_a_new_one(calls: CallThreads) -> None:
+    ended = threading.Event()
+
+    class EndingBroker(StreamingBroker):
+        def stream(self, requests: Iterator[broker_pb2.ProduceRequest], context: grpc.ServicerContext) -> Iterator[broker_pb2.ProduceResponse]:
+            try:
+                yield from super().stream(requests, context)
+            finally:
+                ended.set()  # the broker's thread serving the stream is free again
+
+    broker = EndingBroker().start()
+    clock = Clock()
+    try:
+        stub = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(broker.address))
+        streams = ProduceStreams(lambda address: stub, calls, None, monotonic=clock)
+        sent = Sent()
+        streams.send(broker.address, _request(0), WAIT_SECONDS, sent.on_done)
+        sent.wait(1)
+        clock.now += IDLE_STREAM_SECONDS - 0.5
+        streams.expire(clock.now)  # not idle long enough: kept
+        assert not ended.wait(0.2)
+        clock.now += 0.5
+        streams.expire(clock.now)
+        assert ended.wait(WAIT_SECONDS), "the idle stream was not closed"
+        streams.send(broker.address, _request(1), WAIT_SECONDS, sent.on_done)
+        assert [_offset(future) for future in sent.wait(1)] == [100, 100]
+        assert broker.streams_opened == 2
+        streams.close()
+    finally:
+        broker.stop()
+
+
+def test_a_stream_with_a_request_in_flight_is_not_idle(calls: CallThreads) -> None:
+    release = threading.Event()
+
+    class SlowBroker(StreamingBroker):
+        def stream(self, requests: Iterator[broker_pb2.ProduceRequest], context: grpc.ServicerContext) -> Iterator[broker_pb2.ProduceResponse]:
+            for index, request in enumerate(requests):
+                release.wait(WAIT_SECONDS)
+                yield _answer(request, 100 + index)
+
+    broker = SlowBroker().start()
+    clock = Clock()
+    try:
+        stub = broker_pb2_grpc.BrokerStub(grpc.insecure_channel(broker.address))
+        streams = ProduceStreams(lambda address: stub, calls, None, monotonic=clock)
+        sent = Sent()
+        streams.send(broker.address, _request(0), 3 * IDLE_STREAM_SECONDS, sent.on_done)
+        clock.now += 2 * IDLE_STREAM_SECONDS
+        streams.expire(clock.now)
+        release.set()
+        assert [_offset(future) for future in sent.wait(1)] == [100]
+        assert broker.streams_opened == 1
+        streams.close()
+    finally:
         broker.stop()
