@@ -87,6 +87,8 @@ class BrokerServer:
         self.broker.metering.flush()
         self.broker.controlled_shutdown()
         stopped = self.server.stop(grace_seconds)
+        # Open streams never finish by themselves: end them rather than wait out the grace.
+        self.broker.streams.close()
         if self.kafka is not None:
             self.kafka.close_listener()
         # Parked long polls answer at once instead of holding the shutdown for max_wait_ms.

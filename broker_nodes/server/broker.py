@@ -44,6 +44,7 @@ from broker_nodes.security.quotas import QuotaManager
 from broker_nodes.security.snapshot import SecuritySnapshot, SecurityStore
 from broker_nodes.server.channels import open_internal_channel
 from broker_nodes.server.fetch_purgatory import FetchPurgatory
+from broker_nodes.server.open_streams import OpenStreams
 from broker_nodes.server.periodic import PeriodicTask
 from broker_nodes.server.topic_admin import ManagedTopicsChange, TopicAdmin
 from broker_nodes.storage.atomic_files import write_atomically
@@ -142,6 +143,8 @@ class Broker:
             cleaner_backoff_ms=config.integer("log.cleaner.backoff.ms"),
         )
         # Kafka clients' long polls park without a thread, at most one per connection: max.connections bounds them.
+        # ProduceStream and ReplicaFetchStream calls: ended at once by a graceful stop (server.app).
+        self.streams = OpenStreams()
         self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config), max_parked_without_thread=config.integer("max.connections"))
         self.replica_manager = ReplicaManager(
             self.registry,

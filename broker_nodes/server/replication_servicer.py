@@ -51,11 +51,12 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
         """A follower's fetches on one stream: each answered in order as ``ReplicaFetch`` answers it.
 
         The credential is checked once, when the stream opens; readiness before every fetch (a
-        broker shutting down ends the stream with UNAVAILABLE). The stream holds one pool thread
+        broker shutting down ends the stream with UNAVAILABLE, and its stop ends an idle one at
+        once: ``server.open_streams``). The stream holds one pool thread
         for its life, as the follower's unary long polls held one for theirs.
         """
         self._check_call(context)
-        for request in requests:
+        for request in self.broker.streams.requests(requests, context):
             if not self.broker.ready:
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the broker is shutting down")
             yield self._replica_fetch(request)

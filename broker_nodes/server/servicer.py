@@ -326,7 +326,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
             call = self._caller(context)
-            for request in requests:
+            for request in self.broker.streams.requests(requests, context):
                 yield self._produce(request, call)
         except grpc.RpcError:
             return  # the client cancelled the stream (gRPC raises it from the request iterator)
