@@ -14,17 +14,10 @@ handed to an idle thread (one wake-up, no thread start), which completes a
 callbacks there, as gRPC's own future does on its spin thread. A thread is started only when
 every thread is busy (up to ``max_threads``; beyond that calls queue) and leaves after
 ``idle_seconds`` without work or at :meth:`close`. Thread-safe.
-
-A thread that has a call to make and nothing else to do right after can make it itself, so
-that its request leaves without waking another thread first: :meth:`prepare` builds the call
-(its future at once) and :meth:`PreparedCall.run` makes it on the calling thread, while
-:meth:`hand_over` gives the caller's own loop to an idle thread (a thread wakes, but off the
-request's path). The producer's sender does this with the last request of each round.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -33,8 +26,6 @@ from typing import Any
 
 import grpc
 
-logger = logging.getLogger(__name__)
-
 # Seconds an idle call thread waits for work before it exits.
 IDLE_SECONDS = 10.0
 # Threads per CallThreads at most: calls beyond that many in flight wait for a free thread.
@@ -42,7 +33,7 @@ MAX_THREADS = 64
 
 
 class PreparedCall:
-    """One unary call and the future its outcome completes; :meth:`run` makes it on the calling thread."""
+    """One unary call and the future its outcome completes."""
 
     __slots__ = ("method", "request", "timeout", "metadata", "future")
 
@@ -52,11 +43,6 @@ class PreparedCall:
         self.timeout = timeout
         self.metadata = metadata
         self.future: Future[Any] = Future()
-
-    def run(self) -> None:
-        """Make the call here (blocking) and complete the future; its done callbacks run on this thread."""
-        if self.future.set_running_or_notify_cancel():
-            self.settle(*self.invoke())
 
     def invoke(self) -> tuple[Any, BaseException | None]:
         """Make the call (blocking): (answer, None), or (None, the error its future's result() is to raise)."""
@@ -73,10 +59,6 @@ class PreparedCall:
             self.future.set_exception(error)
         else:
             self.future.set_result(answer)
-
-
-# Work for a call thread: a call to make, or a function to run (a loop handed over, see hand_over).
-Work = PreparedCall | Callable[[], None]
 
 
 class ChannelClosedError(grpc.RpcError):
@@ -104,7 +86,7 @@ class CallThreads:
         self._idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
-        self._calls: deque[Work] = deque()
+        self._calls: deque[PreparedCall] = deque()
         self._threads = 0
         # Threads not running a call: waiting for one, or done with one and about to look for the next.
         self._available = 0
@@ -138,7 +120,7 @@ class CallThreads:
         metadata: Sequence[tuple[str, str]] | None = None,
         on_done: Callable[[Future[Any]], object] | None = None,
     ) -> PreparedCall:
-        """The call :meth:`call` would start, not started: :meth:`start` it on a call thread or :meth:`PreparedCall.run` it."""
+        """The call :meth:`call` would start, not started: :meth:`start` starts it on a call thread."""
         prepared = PreparedCall(method, request, timeout, metadata)
         if on_done is not None:
             prepared.future.add_done_callback(on_done)
@@ -161,23 +143,6 @@ class CallThreads:
             self._claim_new_thread_locked()
         self._start_thread()
 
-    def hand_over(self, function: Callable[[], None]) -> bool:
-        """Run ``function`` on a call thread now: an idle one, or a new one; False (nothing runs) when
-        every thread is busy at ``max_threads`` or the threads are closed, as it must not wait behind calls."""
-        with self._lock:
-            if self._closed:
-                return False
-            if self._available > len(self._calls):
-                self._calls.append(function)
-                self._work.notify()
-                return True
-            if self._threads >= self._max_threads:
-                return False
-            self._calls.append(function)
-            self._claim_new_thread_locked()
-        self._start_thread()
-        return True
-
     def _claim_new_thread_locked(self) -> None:
         self._threads += 1
         self._available += 1
@@ -199,7 +164,7 @@ class CallThreads:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called: :meth:`start` raises and :meth:`hand_over` refuses from then on."""
+        """Whether :meth:`close` was called: :meth:`start` raises from then on."""
         return self._closed
 
     @property
@@ -218,14 +183,6 @@ class CallThreads:
                         return
                 work = self._calls.popleft()
                 self._available -= 1
-            if not isinstance(work, PreparedCall):
-                try:
-                    work()
-                except Exception:  # a handed-over loop ends on its own; an escaping error must not end the thread
-                    logger.exception("%s: a function handed over failed", self._name)
-                with self._lock:
-                    self._available += 1
-                continue
             if not work.future.set_running_or_notify_cancel():
                 with self._lock:
                     self._available += 1
