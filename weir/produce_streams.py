@@ -46,7 +46,7 @@ STREAM_REFUSED_TRAILER = "weir-produce-stream-refused"
 # Seconds a broker that refused a stream gets unary Produce calls before the next stream is tried.
 REFUSED_SECONDS = 60.0
 # Seconds a stream with nothing in flight stays open: a stream holds one of the broker's request
-# threads (it serves at most half of num.io.threads of them), so a producer that has gone quiet
+# threads (it serves at most a quarter of num.io.threads of them), so a producer that has gone quiet
 # gives its slot back to the producers that are sending; its next request opens a new stream.
 IDLE_STREAM_SECONDS = 10.0
 

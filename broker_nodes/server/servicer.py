@@ -129,9 +129,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         config = broker.config
         self._partition_max_bytes = config.integer("max.partition.fetch.bytes")
         self._node = broker_pb2.BrokerNode(node_id=config.node_id, host=config.host_for_clients, port=0, rack=config.rack)
-        # A ProduceStream holds a request thread for its whole life: at most half of num.io.threads
-        # do, so that the others stay free for every other call (a refused client uses Produce).
-        self._produce_streams = threading.BoundedSemaphore(max(1, config.integer("num.io.threads") // 2))
+        # A ProduceStream holds a request thread for its whole life: at most a quarter of num.io.threads
+        # do, and requests waiting for room in the request budget at most half (server.app), so that a
+        # quarter stays free for every other call even under a flood (a refused client uses Produce).
+        self._produce_streams = threading.BoundedSemaphore(max(1, config.integer("num.io.threads") // 4))
 
     def _caller(self, context: grpc.ServicerContext) -> CallContext:
         """Who makes this call: the context the interceptor authenticated, with the client's address

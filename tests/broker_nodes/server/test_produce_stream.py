@@ -1,5 +1,5 @@
 """ProduceStream: Produce requests on one stream, appended and answered in the order sent; a
-broker serving as many streams as half its num.io.threads refuses one more with the trailer
+broker serving as many streams as a quarter of its num.io.threads refuses one more with the trailer
 that sends the client to unary Produce (weir.produce_streams); each request on a stream holds
 its size in the request budget until its answer."""
 
@@ -56,7 +56,7 @@ def test_requests_on_a_produce_stream_are_appended_and_answered_in_the_order_sen
     assert [(answer.error_code, answer.base_offset) for answer in answers] == [(0, 0), (0, 1), (0, 2)]
 
 
-def test_a_broker_refuses_streams_beyond_half_its_io_threads_with_the_trailer(broker_server_factory) -> None:
+def test_a_broker_refuses_streams_beyond_a_quarter_of_its_io_threads_with_the_trailer(broker_server_factory) -> None:
     broker = broker_server_factory(num_io_threads="2")  # one stream at a time
     create_topic(broker.stub, "orders")
     first = OpenStream(broker.stub)
