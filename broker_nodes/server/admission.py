@@ -177,14 +177,17 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
 
         def serve(requests: Iterator[_SizedRequest], context: grpc.ServicerContext) -> Iterator[Any]:
             held: list[int] = []  # what the request being answered took (at most one: answers come in order)
+            refused: list[RequestBudgetExhaustedError] = []
 
             def admitted() -> Iterator[Any]:
                 for request in requests:
                     try:
                         held.append(budget.acquire(request.size))
                     except RequestBudgetExhaustedError as error:
-                        context.set_trailing_metadata(((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),))
-                        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
+                        # The requests end here, so the behaviour ends as for a closed stream; the
+                        # refusal is made below, outside it, and no handler's error path sees it.
+                        refused.append(error)
+                        return
                     yield request.message
 
             try:
@@ -195,6 +198,9 @@ class RequestBudgetInterceptor(grpc.ServerInterceptor):
             finally:
                 while held:
                     budget.release(held.pop())
+            if refused:
+                context.set_trailing_metadata(((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),))
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(refused[0]))
 
         return serve
 

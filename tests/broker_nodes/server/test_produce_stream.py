@@ -15,6 +15,8 @@ from broker_nodes.server.admission import RequestBudgetInterceptor
 from broker_nodes.server.request_budget import RequestBudget
 from grpc_protos.weir.v1 import broker_pb2
 from tests.broker_nodes.server.helpers import batch, create_topic
+from weir.cluster import ERROR_CODE_TRAILER
+from weir.errors import ErrorCode
 from weir.produce_streams import STREAM_REFUSED_TRAILER
 
 WAIT_SECONDS = 10.0
@@ -97,4 +99,58 @@ def test_each_request_on_a_produce_stream_holds_its_size_in_the_request_budget_u
     answers = list(handler.stream_stream(iter([handler.request_deserializer(data) for data in raw]), object()))
     assert [answer.throttle_time_ms for answer in answers] == [1, -1]
     assert in_use == [len(raw[0]), len(raw[1])]  # one request held at a time, each its own size
+    assert budget.state().in_use == 0
+
+
+class _AbortingContext:
+    """What a refusal sets on a real ServicerContext: trailers, then abort (which raises)."""
+
+    def __init__(self) -> None:
+        self.trailers: tuple[tuple[str, str], ...] = ()
+        self.aborted: tuple[grpc.StatusCode, str] | None = None
+
+    def set_trailing_metadata(self, trailers: tuple[tuple[str, str], ...]) -> None:
+        self.trailers = trailers
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.aborted = (code, details)
+        raise RuntimeError("aborted")
+
+
+def test_a_request_finding_no_room_ends_the_stream_resource_exhausted_outside_the_handler() -> None:
+    budget = RequestBudget(1000, max_wait_seconds=0.0, max_waiters=0)
+    interceptor = RequestBudgetInterceptor(budget)
+    seen: list[int] = []
+    others: list[int] = []
+    handler_errors: list[BaseException] = []
+
+    def answer_each(requests: Iterator[broker_pb2.ProduceRequest], context: object) -> Iterator[broker_pb2.ProduceResponse]:
+        # Like the servicer: any exception out of the requests would be its "unexpected" error.
+        try:
+            for request in requests:
+                seen.append(request.acks)
+                if not others:  # another client's request takes the rest of the budget meanwhile
+                    others.append(budget.acquire(1000 - budget.state().in_use))
+                yield broker_pb2.ProduceResponse(throttle_time_ms=request.acks)
+        except Exception as error:
+            handler_errors.append(error)
+            raise
+
+    stream = grpc.stream_stream_rpc_method_handler(
+        answer_each, request_deserializer=broker_pb2.ProduceRequest.FromString, response_serializer=broker_pb2.ProduceResponse.SerializeToString
+    )
+    handler = interceptor.intercept_service(lambda details: stream, _Details("/weir.v1.Broker/ProduceStream"))
+    assert handler is not None and handler.stream_stream is not None and handler.request_deserializer is not None
+    first = broker_pb2.ProduceRequest(acks=1).SerializeToString()
+    second = broker_pb2.ProduceRequest(acks=-1, transactional_id="x" * 50).SerializeToString()  # more than the first gives back
+    context = _AbortingContext()
+    answers: list[broker_pb2.ProduceResponse] = []
+    with pytest.raises(RuntimeError, match="aborted"):
+        for answer in handler.stream_stream(iter([handler.request_deserializer(first), handler.request_deserializer(second)]), context):
+            answers.append(answer)
+    assert [answer.throttle_time_ms for answer in answers] == [1]
+    assert seen == [1] and handler_errors == []
+    assert context.aborted is not None and context.aborted[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert context.trailers == ((ERROR_CODE_TRAILER, str(int(ErrorCode.THROTTLING_QUOTA_EXCEEDED))),)
+    budget.release(others.pop())
     assert budget.state().in_use == 0
