@@ -18,8 +18,18 @@ so that Kafka's tools read the topic:
           unsigned varint length + 1, 0 for null; a tagged-field section after each
           struct), with tagged fields 0 PreviousProducerId (int64, default -1),
           1 NextProducerId (int64, default -1), 2 ClientTransactionVersion (int16,
-          default 0) written only when they differ from their default
+          default 0) written only when they differ from their default, and Weir's
+          tag 100 UnwrittenMarkers (absent: none), see below
   ======  ==========================================================================
+
+  UnwrittenMarkers (Weir's tag, far above Kafka's, so that Kafka's tools skip it as an unknown
+  tagged field and a record without it reads as before): the markers of the id's previous
+  transaction that were not known to be durable when this record was written, a flexible
+  struct of int64 producer id, int16 producer epoch, int8 commit (1) or abort (0), compact
+  array of (compact string topic, compact array of int32 partitions, tagged fields), tagged
+  fields. Only a record that begins the next transaction while those markers are still being
+  written carries it (an Ongoing record of KIP-890's transactions version 2); a loading
+  coordinator writes those markers again before the id may change further.
 
   Weir writes v1 with ClientTransactionVersion 2 (KIP-890's transactions version 2: the
   producer epoch is bumped at every commit and abort), as Kafka 4 does for those clients.
@@ -48,6 +58,7 @@ NO_PRODUCER_ID = -1
 TAG_PREVIOUS_PRODUCER_ID = 0
 TAG_NEXT_PRODUCER_ID = 1
 TAG_CLIENT_TRANSACTION_VERSION = 2
+TAG_UNWRITTEN_MARKERS = 100  # Weir's: far above Kafka's tags, which Kafka's tools then skip
 
 # Kafka's TransactionState ids (the int8 status field).
 STATE_EMPTY = 0
@@ -84,6 +95,17 @@ class TransactionLogValue:
     previous_producer_id: int = NO_PRODUCER_ID  # the id of the last completed transaction when it differs
     next_producer_id: int = NO_PRODUCER_ID  # the id the producer moves to when its epoch runs out
     client_transaction_version: int = TRANSACTION_VERSION_2
+    unwritten_markers: UnwrittenMarkers | None = None  # the previous transaction's markers, not known durable
+
+
+@dataclass(frozen=True, slots=True)
+class UnwrittenMarkers:
+    """A decided transaction's markers that a later record of its id names because they may not all be durable yet."""
+
+    producer_id: int
+    producer_epoch: int  # the markers' epoch (bumped at the prepare)
+    commit: bool
+    partitions: Mapping[str, tuple[int, ...]]  # topic -> partition ids, sorted
 
 
 def partition_for_transactional_id(transactional_id: str, partition_count: int) -> int:
@@ -151,6 +173,8 @@ def encode_value(value: TransactionLogValue) -> bytes:
         tagged[TAG_NEXT_PRODUCER_ID] = _INT64.pack(value.next_producer_id)
     if value.client_transaction_version != 0:
         tagged[TAG_CLIENT_TRANSACTION_VERSION] = _INT16.pack(value.client_transaction_version)
+    if value.unwritten_markers is not None:
+        tagged[TAG_UNWRITTEN_MARKERS] = _encode_unwritten_markers(value.unwritten_markers)
     writer.tagged_fields(tagged)
     return writer.to_bytes()
 
@@ -190,7 +214,42 @@ def decode_value(data: bytes) -> TransactionLogValue:
         previous_producer_id=_tagged_int(tagged, TAG_PREVIOUS_PRODUCER_ID, _INT64, NO_PRODUCER_ID),
         next_producer_id=_tagged_int(tagged, TAG_NEXT_PRODUCER_ID, _INT64, NO_PRODUCER_ID),
         client_transaction_version=_tagged_int(tagged, TAG_CLIENT_TRANSACTION_VERSION, _INT16, 0),
+        unwritten_markers=_decode_unwritten_markers(tagged[TAG_UNWRITTEN_MARKERS]) if TAG_UNWRITTEN_MARKERS in tagged else None,
     )
+
+
+def _encode_unwritten_markers(markers: UnwrittenMarkers) -> bytes:
+    writer = SchemaWriter(TransactionLogSchemaError, flexible=True)
+    writer.int64(markers.producer_id)
+    writer.int16(markers.producer_epoch)
+    writer.int8(1 if markers.commit else 0)
+    writer.count(len(markers.partitions))
+    for topic, partition_ids in markers.partitions.items():
+        writer.string(topic)
+        writer.count(len(partition_ids))
+        for partition_id in partition_ids:
+            writer.int32(partition_id)
+        writer.tagged_fields({})
+    writer.tagged_fields({})
+    return writer.to_bytes()
+
+
+def _decode_unwritten_markers(data: bytes) -> UnwrittenMarkers:
+    reader = SchemaReader(data, TransactionLogSchemaError, flexible=True, what="unwritten markers")
+    producer_id = reader.int64()
+    producer_epoch = reader.int16()
+    commit = reader.int8()
+    if commit not in (0, 1):
+        raise TransactionLogSchemaError(f"unwritten markers: commit must be 0 or 1, not {commit}")
+    partitions: dict[str, tuple[int, ...]] = {}
+    for _ in range(reader.count()):
+        topic = reader.string()
+        if topic is None:
+            raise TransactionLogSchemaError("a topic name must not be null")
+        partitions[topic] = tuple(reader.int32() for _ in range(reader.count()))
+        reader.tagged_fields()
+    reader.tagged_fields()
+    return UnwrittenMarkers(producer_id, producer_epoch, commit == 1, partitions)
 
 
 def _tagged_int(tagged: Mapping[int, bytes], tag: int, layout: struct.Struct, default: int) -> int:

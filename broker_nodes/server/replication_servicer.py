@@ -108,6 +108,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                 commit=request.commit,
                 coordinator_epoch=request.coordinator_epoch,
                 partitions=[(item.topic, item.partition) for item in request.partitions],
+                above_batches=request.above_batches,
             )
         )
         results = []

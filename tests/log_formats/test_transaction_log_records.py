@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -11,8 +12,11 @@ from log_formats.transaction_log_records import (
     STATE_COMPLETE_COMMIT,
     STATE_EMPTY,
     STATE_ONGOING,
+    TAG_CLIENT_TRANSACTION_VERSION,
+    TAG_UNWRITTEN_MARKERS,
     TransactionLogSchemaError,
     TransactionLogValue,
+    UnwrittenMarkers,
     decode_key,
     decode_value,
     encode_key,
@@ -107,3 +111,28 @@ def test_placement_hashes_like_kafka_and_like_groups():
 
 def test_partitions_grouped_by_topic_and_sorted():
     assert partitions_by_topic([("b", 2), ("a", 1), ("b", 0), ("b", 2)]) == {"a": (1,), "b": (0, 2)}
+
+
+def test_an_ongoing_value_naming_unwritten_markers_round_trips_and_a_value_without_them_reads_none():
+    unwritten = UnwrittenMarkers(producer_id=7, producer_epoch=3, commit=True, partitions={"t~a": (0, 2), "t~b": (1,)})
+    value = TransactionLogValue(7, 3, 60000, STATE_ONGOING, {"t~a": (0,)}, 1000, 1000, unwritten_markers=unwritten)
+    encoded = encode_value(value)
+    assert decode_value(encoded) == value
+    without = encode_value(dataclasses.replace(value, unwritten_markers=None))
+    assert decode_value(without).unwritten_markers is None
+    # Both are v1 with the same fields up to the tagged section (one more tagged field, Weir's, which Kafka's tools skip).
+    tagged_section = 1 + 1 + 1 + 2  # count, then ClientTransactionVersion's tag, size and int16
+    assert encoded[:2] == without[:2] == struct.pack(">h", 1)
+    assert encoded[: len(without) - tagged_section] == without[:-tagged_section]
+    assert TAG_UNWRITTEN_MARKERS > TAG_CLIENT_TRANSACTION_VERSION
+
+
+def test_unwritten_markers_that_do_not_decode_are_refused():
+    value = TransactionLogValue(7, 3, 60000, STATE_ONGOING, {"t~a": (0,)}, 1000, 1000, unwritten_markers=UnwrittenMarkers(7, 3, False, {"t~a": (0,)}))
+    encoded = bytearray(encode_value(value))
+    struct_size = 8 + 2 + 1 + (1 + 1 + 3 + 1 + 4 + 1) + 1  # the markers' struct ends the value (the highest tag)
+    commit_at = len(encoded) - struct_size + 8 + 2
+    assert encoded[commit_at] == 0
+    encoded[commit_at] = 5
+    with pytest.raises(TransactionLogSchemaError):
+        decode_value(bytes(encoded))

@@ -30,7 +30,20 @@ that commits in a loop never stores one: one acks=all round trip of ``__transact
 less per transaction, and no completion write racing the next transaction's records. Until
 then the log ends in PrepareCommit, as after a coordinator lost between the markers and the
 completion record: a loading coordinator writes those markers again (a marker without an open
-transaction is harmless) and completes the transaction. Two periodic tasks of the broker call
+transaction is harmless) and completes the transaction.
+
+Transactions version 2 (the epoch bumped at the prepare, so its markers are above every batch of
+the transaction): the next AddPartitionsToTxn does not wait for those markers either. It is
+decided on the completed state at once and its Ongoing record names the markers still being
+written (``unwritten_markers``), so that record's replication and the markers' run at the same
+time instead of one after the other; it answers once both are durable, as before. A
+coordinator that loads such a record writes those markers again before anything else of the id
+(a partition whose producer already holds their epoch or a later one takes none, see
+``marker_appender``), and while they are not durable no other change of the id is decided and
+no partition is verified for the next transaction, so none of its batches can precede the
+previous transaction's marker in a partition. Transactions version 1 (EndTxn before v5, e.g.
+librdkafka) keeps the epoch, so its markers cannot be told from the next transaction's batches:
+its AddPartitionsToTxn still waits for them. Two periodic tasks of the broker call
 :meth:`abort_timed_out_transactions` (transaction.timeout.ms, then :meth:`store_completions`)
 and :meth:`expire_transactional_ids` (transactional.id.expiration.ms).
 
@@ -44,7 +57,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from broker_nodes.clock import Clock
@@ -61,8 +74,8 @@ from broker_nodes.coordinator.transactions.errors import (
     TransactionCoordinatorNotAvailableError,
 )
 from broker_nodes.coordinator.transactions.markers import MarkerRequest, MarkerWriter
-from broker_nodes.coordinator.transactions.partition import TransactionsPartition
-from broker_nodes.coordinator.transactions.state import TopicPartition, TransactionMetadata
+from broker_nodes.coordinator.transactions.partition import MarkerJob, TransactionsPartition
+from broker_nodes.coordinator.transactions.state import TopicPartition, TransactionMarkers, TransactionMetadata
 from broker_nodes.replica_manager import ACKS_ALL, ReplicaManager
 from broker_nodes.topic_registry import TopicRegistry, UnknownTopicOrPartitionError
 from log_formats.offset_commit_records import partition_for_group
@@ -167,14 +180,19 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             if not self._is_current(state):
                 return loaded
             state.activate()
-            decided = [transactional_id for transactional_id, metadata in state.transactions.items() if metadata.state.completing]
+            decided = [
+                transactional_id
+                for transactional_id, metadata in state.transactions.items()
+                if metadata.state.completing or metadata.unwritten_markers is not None
+            ]
         for transactional_id in decided:
             logger.info(
-                "%s-%d: completing transaction of %r left in %s",
+                "%s-%d: completing transaction of %r left in %s%s",
                 TRANSACTION_STATE_TOPIC,
                 state.partition,
                 transactional_id,
                 state.transactions[transactional_id].state.kafka_name,
+                "" if state.transactions[transactional_id].unwritten_markers is None else " (the previous transaction's markers)",
             )
             self._start_completion(state, transactional_id)
         return loaded
@@ -241,20 +259,29 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]) -> None:
         """AddPartitionsToTxn: the partitions join the producer's transaction (which begins if none is open).
 
-        Decided on the completed state once the previous transaction's markers are durable (see :meth:`_change`).
+        Decided on the completed state once the previous transaction's markers are durable, or
+        at once while they are written for transactions version 2 (see the module docstring);
+        answered once they are durable (at most completion_wait_ms, else CONCURRENT_TRANSACTIONS:
+        the retry finds the partitions added and waits again).
         """
         state = self.coordinating(transactional_id)
         wanted = list(partitions)
-        self._await_settled(state, transactional_id)
+        self._await_settled(state, transactional_id, ahead=True)
         now = self._clock.milliseconds()
         self._change(
             state,
             transactional_id,
             lambda current: machine.add_partitions(current, transactional_id, producer_id, producer_epoch, wanted, now_ms=now),
             lambda metadata: metadata,
+            ahead=True,
         )
+        self._await_settled(state, transactional_id)
+        with state.lock:
+            current = state.transactions.get(transactional_id)
+            if current is not None and current.unwritten_markers is not None and state.durable_markers.get(transactional_id) is not current.unwritten_markers:
+                raise ConcurrentTransactionsError(transactional_id, "the previous transaction's markers are still being written")
 
-    def _await_settled(self, state: TransactionsPartition, transactional_id: str) -> None:
+    def _await_settled(self, state: TransactionsPartition, transactional_id: str, *, ahead: bool = False) -> None:
         """Wait (at most completion_wait_ms) while the id's previous transaction completes or a state change of it is written.
 
         A producer begins its next transaction as soon as EndTxn answers, while the markers
@@ -264,36 +291,65 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         and being woken by the completion (``TransactionsPartition.settled``) lets the next
         transaction begin the moment the previous one is complete. The decision itself is
         unchanged: ``_change`` then decides on the state as it is, CONCURRENT_TRANSACTIONS
-        included when the wait ran out (markers retried for a moved leader).
+        included when the wait ran out (markers retried for a moved leader). ``ahead``: markers
+        above their transaction's batches being written need no wait (see :meth:`_view`).
         """
         with state.lock:
-            if self._settled(state, transactional_id):
+            if self._settled(state, transactional_id, ahead=ahead):
                 return
             state.waiting += 1
             try:
                 # A real-time bound, as every wait on a condition; a shutdown or a lost leadership ends it at the bound.
                 state.settled.wait_for(
-                    lambda: self._settled(state, transactional_id) or not self._is_current(state),
+                    lambda: self._settled(state, transactional_id, ahead=ahead) or not self._is_current(state),
                     timeout=self._settings.completion_wait_ms / 1000.0,
                 )
             finally:
                 state.waiting -= 1
 
     @staticmethod
-    def _settled(state: TransactionsPartition, transactional_id: str) -> bool:
-        """No state change of the id is being written, and it is not decided with markers still to write. Under the lock."""
+    def _settled(state: TransactionsPartition, transactional_id: str, *, ahead: bool = False) -> bool:
+        """No state change of the id is being written and no marker of it is still to write (``ahead``: none that the next
+        transaction must wait for, see :meth:`_view`). Under the lock."""
         if transactional_id in state.pending:
             return False
         current = state.transactions.get(transactional_id)
-        if current is None or not current.state.completing:
-            return True  # an older completion still finishing concerns a transaction that is over
-        return state.markers_written.get(transactional_id) is current
+        if current is None:
+            return True
+        if current.state.completing:
+            if state.markers_written.get(transactional_id) is current:
+                return True
+            return ahead and TransactionCoordinator._ahead_of(state, transactional_id, current) is not None
+        return ahead or current.unwritten_markers is None or state.durable_markers.get(transactional_id) is current.unwritten_markers
 
-    def _as_completed(self, state: TransactionsPartition, transactional_id: str) -> TransactionMetadata | None:
-        """The id's state, a decided transaction whose markers are all durable as its CompleteCommit / CompleteAbort. Under the lock."""
+    @staticmethod
+    def _ahead_of(state: TransactionsPartition, transactional_id: str, prepared: TransactionMetadata) -> TransactionMarkers | None:
+        """The markers of ``prepared`` being written now when they are above its batches (the next transaction may begin ahead of them)."""
+        job = state.completing.get(transactional_id)
+        if job is None or job.prepared is not prepared or not job.markers.above_batches:
+            return None
+        return job.markers
+
+    def _view(self, state: TransactionsPartition, transactional_id: str, *, ahead: bool = False) -> TransactionMetadata | None:
+        """The id's state as decisions see it. Under the lock.
+
+        A decided transaction whose markers are all durable is its CompleteCommit / CompleteAbort;
+        with ``ahead`` (AddPartitionsToTxn), so is one whose markers above its batches are being
+        written, naming them as ``unwritten_markers``. Unwritten markers that are durable now are
+        dropped, so the next record no longer names them.
+        """
         current = state.transactions.get(transactional_id)
-        if current is not None and state.markers_written.get(transactional_id) is current:
-            return machine.complete(current, now_ms=current.last_update_timestamp_ms)
+        if current is None:
+            return None
+        if current.state.completing:
+            if state.markers_written.get(transactional_id) is current:
+                return machine.complete(current, now_ms=current.last_update_timestamp_ms)
+            unwritten = self._ahead_of(state, transactional_id, current) if ahead else None
+            if unwritten is not None:
+                return machine.complete(current, now_ms=current.last_update_timestamp_ms, unwritten=unwritten)
+            return current
+        if current.unwritten_markers is not None and state.durable_markers.get(transactional_id) is current.unwritten_markers:
+            return replace(current, unwritten_markers=None)
         return current
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> TopicPartition:
@@ -314,7 +370,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             if transactional_id in state.pending:
                 error = ConcurrentTransactionsError(transactional_id, "a state change is being written")
                 return dict.fromkeys(partitions, error)
-            current = self._as_completed(state, transactional_id)
+            current = self._view(state, transactional_id)
         return machine.verify_partitions(current, transactional_id, producer_id, producer_epoch, partitions)
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool, bump_epoch: bool = True) -> ProducerIdAndEpoch:
@@ -358,7 +414,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         """The id's state (DescribeTransactions); TransactionalIdNotFoundError for an unknown id."""
         state = self.coordinating(transactional_id)
         with state.lock:
-            metadata = self._as_completed(state, transactional_id)
+            metadata = self._view(state, transactional_id)
         if metadata is None:
             raise TransactionalIdNotFoundError(transactional_id)
         return metadata
@@ -375,7 +431,7 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             if not state.active:
                 continue
             with state.lock:
-                candidates = [self._as_completed(state, transactional_id) or metadata for transactional_id, metadata in state.transactions.items()]
+                candidates = [self._view(state, transactional_id) or metadata for transactional_id, metadata in state.transactions.items()]
             for metadata in candidates:
                 if states and metadata.state.kafka_name not in states:
                     continue
@@ -467,6 +523,8 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
                     with state.lock:
                         state.pending.discard(transactional_id)
                         state.settled.notify_all()
+                        if transactional_id not in state.transactions:
+                            state.durable_markers.pop(transactional_id, None)
         if removed:
             logger.info("expired %d transactional ids unused for %d ms", removed, self._settings.id_expiration_ms)
         return removed
@@ -481,18 +539,19 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
         to_store: Callable[[T], TransactionMetadata | None],
         *,
         as_completed: bool = True,
+        ahead: bool = False,
     ) -> T:
         """Decide a change under the partition's lock, store it (acks=all) with the id pending, then make it current.
 
         ``decide`` sees a transaction whose markers are durable as completed (``as_completed``,
-        see :meth:`_as_completed`); the stored record then takes the completion record's place.
+        see :meth:`_view`, with ``ahead``); the stored record then takes the completion record's place.
         """
         with state.lock:
             if not self._is_current(state):
                 raise NotTransactionCoordinatorError(transactional_id, state.partition)
             if transactional_id in state.pending:
                 raise ConcurrentTransactionsError(transactional_id, "a state change is being written")
-            current = self._as_completed(state, transactional_id) if as_completed else state.transactions.get(transactional_id)
+            current = self._view(state, transactional_id, ahead=ahead) if as_completed else state.transactions.get(transactional_id)
             decided = decide(current)
             metadata = to_store(decided)
             if metadata is None or metadata == state.transactions.get(transactional_id):
@@ -536,49 +595,65 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
 
     # ------------------------------------------------------------------ completion (markers)
 
+    @staticmethod
+    def _job_needed(state: TransactionsPartition, transactional_id: str) -> MarkerJob | None:
+        """The markers the id still needs written (its decided transaction's, or those its record names as unwritten). Under the lock."""
+        current = state.transactions.get(transactional_id)
+        if current is None:
+            return None
+        if current.state.completing:
+            return None if state.markers_written.get(transactional_id) is current else MarkerJob(TransactionMarkers.of(current), current)
+        unwritten = current.unwritten_markers
+        if unwritten is not None and state.durable_markers.get(transactional_id) is not unwritten:
+            return MarkerJob(unwritten, None)
+        return None
+
     def _start_completion(self, state: TransactionsPartition, transactional_id: str) -> None:
         with state.lock:
             if transactional_id in state.completing:
                 return
-            state.completing.add(transactional_id)
+            job = self._job_needed(state, transactional_id)
+            if job is None:
+                return
+            state.completing[transactional_id] = job
         try:
-            self._completer.submit(self._complete, state, transactional_id)
+            self._completer.submit(self._complete, state, transactional_id, job)
         except RuntimeError:  # the completer is shut down: the next leader completes it
             with state.lock:
-                state.completing.discard(transactional_id)
+                if state.completing.get(transactional_id) is job:
+                    del state.completing[transactional_id]
                 state.settled.notify_all()
 
-    def _complete(self, state: TransactionsPartition, transactional_id: str) -> None:
-        """Write the markers of a decided transaction until every partition has its own; it is then complete in memory.
+    def _complete(self, state: TransactionsPartition, transactional_id: str, job: MarkerJob) -> None:
+        """Write the job's markers until every partition has its own; they are then durable (``durable_markers``).
 
-        Once the markers are durable the id is in ``markers_written`` and this completion ends:
-        the id's next change (the producer's next AddPartitionsToTxn) is stored in place of
-        CompleteCommit / CompleteAbort, or :meth:`store_completions` stores that record. The id
-        leaves ``completing`` in the step that marks it complete, so the next decision starts its
-        own completion; should one be decided while this completion still runs, it is started
-        when this one ends.
+        When the job ends a PrepareCommit / PrepareAbort that is still the id's state, the
+        transaction is then complete in memory (``markers_written``): the id's next change is
+        stored in place of CompleteCommit / CompleteAbort, or :meth:`store_completions` stores that
+        record. The job goes on when the next transaction began ahead of its markers (its record
+        names them) and ends when neither is the id's state any more. The id leaves ``completing``
+        in the step that makes the markers durable, so the next decision starts its own
+        completion; should one be needed when this one ends otherwise, it is started then.
         """
-        prepared: TransactionMetadata | None = None
         try:
             done: set[TopicPartition] = set()
             while self._is_current(state):
                 with state.lock:
-                    metadata = state.transactions.get(transactional_id)
-                if metadata is None or not metadata.state.completing:
+                    current = state.transactions.get(transactional_id)
+                    needed = current is not None and (current is job.prepared or current.unwritten_markers is job.markers)
+                if not needed:
                     return
-                if prepared is None:
-                    prepared = metadata
-                elif metadata is not prepared:
-                    return  # a later decision (the next transaction began from this one's markers): restarted below
-                remaining = sorted(metadata.partitions - done)
+                remaining = sorted(job.markers.partitions - done)
                 if remaining:
-                    done |= self._write_markers(state, metadata, remaining)
-                if metadata.partitions <= done:
+                    done |= self._write_markers(state, transactional_id, job.markers, remaining)
+                if job.markers.partitions <= done:
                     with state.lock:
-                        if state.transactions.get(transactional_id) is metadata:
-                            state.markers_written[transactional_id] = metadata
-                        # In the step that makes the transaction complete: the id's next decision starts a completion of its own.
-                        state.completing.discard(transactional_id)
+                        state.durable_markers[transactional_id] = job.markers
+                        if job.prepared is not None and state.transactions.get(transactional_id) is job.prepared:
+                            state.markers_written[transactional_id] = job.prepared
+                        # In the step that makes the markers durable: the id's next decision starts a completion of its own.
+                        if state.completing.get(transactional_id) is job:
+                            del state.completing[transactional_id]
                         state.settled.notify_all()
                     return
                 self._stopping.wait(self._settings.marker_retry_backoff_ms / 1000.0)
@@ -586,48 +661,44 @@ class TransactionCoordinator(PartitionLeadership[TransactionsPartition]):
             logger.exception("%s: completing its transaction failed; the next leader of partition %d completes it", transactional_id, state.partition)
         finally:
             with state.lock:
-                state.completing.discard(transactional_id)
+                ended_here = state.completing.get(transactional_id) is job
+                if ended_here:
+                    del state.completing[transactional_id]
                 state.settled.notify_all()
-                current = state.transactions.get(transactional_id)
-                again = (
-                    prepared is not None
-                    and current is not None
-                    and current is not prepared
-                    and current.state.completing
-                    and transactional_id not in state.completing
-                    and state.markers_written.get(transactional_id) is not current
-                    and self._is_current(state)
-                )
+                again = ended_here and self._is_current(state) and self._job_needed(state, transactional_id) is not None
             if again:
                 self._start_completion(state, transactional_id)
 
-    def _write_markers(self, state: TransactionsPartition, metadata: TransactionMetadata, partitions: list[TopicPartition]) -> set[TopicPartition]:
+    def _write_markers(
+        self, state: TransactionsPartition, transactional_id: str, markers: TransactionMarkers, partitions: list[TopicPartition]
+    ) -> set[TopicPartition]:
         """The partitions that got their marker (or no longer exist); logs the rest, which are retried."""
         request = MarkerRequest(
-            transactional_id=metadata.transactional_id,
-            producer_id=metadata.producer_id,
-            producer_epoch=metadata.producer_epoch,
-            commit=metadata.state is machine.TransactionState.PREPARE_COMMIT,
+            transactional_id=transactional_id,
+            producer_id=markers.producer_id,
+            producer_epoch=markers.producer_epoch,
+            commit=markers.commit,
             coordinator_epoch=state.leader_epoch,
             partitions=partitions,
+            above_batches=markers.above_batches,
         )
         try:
             results = self._markers.write_markers(request)
         except Exception as error:
-            logger.warning("%s: writing markers failed, retrying: %s", metadata.transactional_id, error)
+            logger.warning("%s: writing markers failed, retrying: %s", transactional_id, error)
             return set()
         written: set[TopicPartition] = set()
         for topic_partition in partitions:
-            outcome = results.get(topic_partition, TransactionCoordinatorNotAvailableError(metadata.transactional_id, "no answer for the partition"))
+            outcome = results.get(topic_partition, TransactionCoordinatorNotAvailableError(transactional_id, "no answer for the partition"))
             if outcome is None:
                 written.add(topic_partition)
             elif isinstance(outcome, UnknownTopicOrPartitionError) and self._registry.get(topic_partition[0]) is None:
-                logger.info("%s: partition %d of %r no longer exists; it needs no marker", metadata.transactional_id, topic_partition[1], topic_partition[0])
+                logger.info("%s: partition %d of %r no longer exists; it needs no marker", transactional_id, topic_partition[1], topic_partition[0])
                 written.add(topic_partition)
             else:
                 logger.info(
                     "%s: marker for partition %d of %r not written yet (%s); retrying",
-                    metadata.transactional_id,
+                    transactional_id,
                     topic_partition[1],
                     topic_partition[0],
                     outcome,

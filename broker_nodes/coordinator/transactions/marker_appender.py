@@ -10,6 +10,13 @@ CompleteAbort only after every marker is durable, so a marker can never be lost 
 leader. A partition led elsewhere answers NOT_LEADER_OR_FOLLOWER and the coordinator retries
 it after the next cluster map.
 
+A marker whose epoch is above its transaction's batches (``above_batches``, transactions
+version 2) is not appended where the producer already holds that epoch or a later one: that
+partition has the marker already, or the next transaction's batches and none of this one (a
+coordinator that took over writes the markers of a transaction again without knowing which
+landed, and such a marker must not end the next transaction). It is answered once the log up
+to its end is on the in-sync replicas, as the marker it stands for.
+
 A marker on a ``__consumer_offsets`` partition ends the transaction's offset commits there:
 the :class:`TransactionCompletionListener` (the group coordinator's side) is told once it is
 durable.
@@ -62,24 +69,24 @@ class MarkerAppender:
                 appended = []
                 for topic, partition in request.partitions:
                     try:
-                        appended.append((topic, partition, self._append(topic, partition, request)))
+                        appended.append((topic, partition, *self._append(topic, partition, request)))
                     except Exception as error:  # this partition's answer
                         outcomes[(topic, partition)] = error
-                for topic, partition, next_offset in appended:
+                for topic, partition, next_offset, superseded in appended:
                     try:
                         self._await_replicas(topic, partition, next_offset)
                         outcomes[(topic, partition)] = None
                     except Exception as error:  # this partition's answer
                         outcomes[(topic, partition)] = error
                         continue
-                    if topic == OFFSETS_TOPIC and self._listener is not None:
+                    if topic == OFFSETS_TOPIC and self._listener is not None and not superseded:
                         self._listener.transaction_completed(partition, request.producer_id, request.producer_epoch, commit=request.commit)
         except Exception as error:  # no wait slot free: every partition is retried
             return dict.fromkeys(request.partitions, error)
         return outcomes
 
-    def _append(self, topic: str, partition: int, request: MarkerRequest) -> int | None:
-        """Append the marker as leader; the offset after it when followers must catch up, None when the marker is durable already."""
+    def _append(self, topic: str, partition: int, request: MarkerRequest) -> tuple[int | None, bool]:
+        """Append the marker as leader: the offset followers must reach (None: durable already), and whether it was superseded."""
         leader_epoch = self._replica_manager.leader_epoch(topic, partition)  # NotLeaderOrFollowerError when led elsewhere
         log = self._replica_manager.partition_log(topic, partition)
         replication = self._replica_manager.replication
@@ -87,6 +94,11 @@ class MarkerAppender:
         if replicated:
             assert replication is not None
             replication.check_enough_replicas(topic, partition)
+        if request.above_batches:
+            entry = log.producer_state(request.producer_id)
+            if entry is not None and entry.epoch >= request.producer_epoch:
+                # What holds that epoch (the marker itself or a later batch) is durable once the log's end is.
+                return (log.log_end_offset if replicated else None), True
         info = log.append_marker(
             request.producer_id,
             request.producer_epoch,
@@ -99,10 +111,10 @@ class MarkerAppender:
             log.update_high_watermark(log.log_end_offset)
         self._notify_append(topic, partition, info.size_bytes)
         if not replicated:
-            return None
+            return None, False
         assert replication is not None
         replication.after_leader_append(topic, partition, log)
-        return info.last_offset + 1
+        return info.last_offset + 1, False
 
     def _await_replicas(self, topic: str, partition: int, next_offset: int | None) -> None:
         """acks=all for one appended marker (bounded by request.timeout.ms); nothing to wait for when ``next_offset`` is None."""

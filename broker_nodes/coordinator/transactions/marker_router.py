@@ -109,6 +109,7 @@ class MarkerRouter:
             commit=request.commit,
             coordinator_epoch=request.coordinator_epoch,
             partitions=[replication_pb2.TxnMarkerPartition(topic=topic, partition=partition) for topic, partition in request.partitions],
+            above_batches=request.above_batches,
         )
         call = self._stubs.stub(address).WriteTxnMarkers.future(message, timeout=self._timeout_seconds, metadata=self._metadata)
         return lambda: _outcomes(address, request, call)
@@ -139,4 +140,6 @@ def _outcomes(address: str, request: MarkerRequest, call: grpc.Future) -> dict[T
 
 
 def _with_partitions(request: MarkerRequest, partitions: list[TopicPartition]) -> MarkerRequest:
-    return MarkerRequest(request.transactional_id, request.producer_id, request.producer_epoch, request.commit, request.coordinator_epoch, partitions)
+    return MarkerRequest(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.commit, request.coordinator_epoch, partitions, request.above_batches
+    )

@@ -32,6 +32,10 @@ class MarkerRequest:
     commit: bool
     coordinator_epoch: int  # the leader epoch of the coordinator's __transaction_state partition
     partitions: Sequence[TopicPartition]
+    # The epoch is above every batch of the transaction (transactions version 2): a partition whose
+    # producer holds this epoch or a later one already has the marker, or only later transactions'
+    # batches, and takes none (a marker written again after a coordinator moved must not end them).
+    above_batches: bool = False
 
 
 class MarkerWriter(Protocol):

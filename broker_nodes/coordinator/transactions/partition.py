@@ -18,7 +18,9 @@ woken at once instead of being answered CONCURRENT_TRANSACTIONS and retried afte
 Once every marker of a decided transaction is durable (:attr:`markers_written`) the transaction
 is complete in memory: that request need not wait for CompleteCommit / CompleteAbort to be
 stored, its own record supersedes it (the coordinator stores the completion record only for the
-ids no later change superseded).
+ids no later change superseded). With transactions version 2 it need not even wait for the
+markers: its record names them (``unwritten_markers``) while :attr:`completing` still writes
+them, and :attr:`durable_markers` tells when they are durable.
 
 Thread-safety: every field is read and changed under :attr:`lock`, except :attr:`active`
 (a bool, read without it).
@@ -27,9 +29,18 @@ Thread-safety: every field is read and changed under :attr:`lock`, except :attr:
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
-from broker_nodes.coordinator.transactions.state import TransactionMetadata
+from broker_nodes.coordinator.transactions.state import TransactionMarkers, TransactionMetadata
 from log_formats.transaction_log_records import TransactionLogValue
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MarkerJob:
+    """One completion: the markers being written, and the PrepareCommit / PrepareAbort they end (None: named by a later record)."""
+
+    markers: TransactionMarkers
+    prepared: TransactionMetadata | None
 
 
 class TransactionsPartition:
@@ -43,7 +54,10 @@ class TransactionsPartition:
         self._active = False
         self.transactions: dict[str, TransactionMetadata] = {}  # qualified transactional id -> state
         self.pending: set[str] = set()  # ids with a state change being written
-        self.completing: set[str] = set()  # ids whose markers are being written
+        self.completing: dict[str, MarkerJob] = {}  # ids whose markers are being written, with that completion
+        # the markers (the very object of a MarkerJob) last made durable per id: a record's
+        # ``unwritten_markers`` are durable when they are this object
+        self.durable_markers: dict[str, TransactionMarkers] = {}
         # ids whose decided transaction (the value, the very object in ``transactions``) has every
         # marker durable while its CompleteCommit / CompleteAbort is not stored: complete in memory
         # until a later record of the id is stored

@@ -23,6 +23,16 @@ outcome) is answered from the state, never applied again. When an epoch would re
 ``MAX_PRODUCER_EPOCH``, a new producer id is allocated at the prepare and the producer moves
 to it (epoch 0) once the transaction completes, as Kafka's NextProducerId does.
 
+Markers ahead of the next transaction (transactions version 2 only): once a commit or abort is
+prepared with a bumped epoch, its markers carry an epoch above every batch of that transaction,
+and a partition leader can tell them from the next transaction's batches. The producer's next
+AddPartitionsToTxn may then begin the next transaction while those markers are still being
+written (:func:`complete` with ``unwritten``): the Ongoing record names them
+(:class:`TransactionMarkers`, ``unwritten_markers``), so a coordinator that loads it writes them
+again. Until they are durable no other change of the id is decided (CONCURRENT_TRANSACTIONS)
+and no partition is verified for the next transaction, so nothing of it is appended before the
+previous transaction's marker in any partition.
+
 Aborts the producer did not ask for (the transaction timed out, or a new producer with the
 same transactional id fenced it with InitProducerId) bump the epoch too but are no "retry"
 target: the old producer's EndTxn is PRODUCER_FENCED.
@@ -44,7 +54,7 @@ from broker_nodes.coordinator.transactions.errors import (
 )
 from broker_nodes.producer_ids import MAX_PRODUCER_EPOCH
 from log_formats import transaction_log_records as log_records
-from log_formats.transaction_log_records import TransactionLogValue, partitions_by_topic
+from log_formats.transaction_log_records import TransactionLogValue, UnwrittenMarkers, partitions_by_topic
 
 TopicPartition = tuple[str, int]
 NO_EPOCH = -1
@@ -119,6 +129,39 @@ class IllegalTransitionError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionMarkers:
+    """The markers that end one decided transaction: every partition gets a control batch of this producer id and epoch.
+
+    ``above_batches``: the epoch was bumped at the prepare (transactions version 2), so it is
+    above every batch of the transaction; a partition whose producer already holds this epoch
+    or a later one has this marker, or the next transaction's batches and no batch of this one,
+    and takes no marker (see ``marker_appender``). False for a decision replayed from the log
+    (whose version is not recorded) and for transactions version 1, whose markers keep the epoch.
+    """
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+    above_batches: bool
+
+    @classmethod
+    def of(cls, prepared: TransactionMetadata) -> TransactionMarkers:
+        """The markers of a PrepareCommit / PrepareAbort."""
+        commit = prepared.state is TransactionState.PREPARE_COMMIT
+        return cls(prepared.producer_id, prepared.producer_epoch, commit, prepared.partitions, prepared.epoch_bumped)
+
+    def to_log(self) -> UnwrittenMarkers:
+        return UnwrittenMarkers(self.producer_id, self.producer_epoch, self.commit, partitions_by_topic(self.partitions))
+
+    @classmethod
+    def from_log(cls, value: UnwrittenMarkers) -> TransactionMarkers:
+        """Markers a record names as unwritten: only ever those of a bumped epoch (see the module docstring)."""
+        partitions = frozenset((topic, partition) for topic, partitions in value.partitions.items() for partition in partitions)
+        return cls(value.producer_id, value.producer_epoch, value.commit, partitions, above_batches=True)
+
+
+@dataclass(frozen=True, slots=True)
 class TransactionMetadata:
     """One transactional id's state (Kafka's ``TransactionMetadata``), immutable: transitions return a new one.
 
@@ -129,6 +172,10 @@ class TransactionMetadata:
     abort bumps the epoch as the producer's own EndTxn does): a retry with the same outcome is
     taken for the producer's own, and a commit after such an abort is a fenced producer's
     (Kafka's TV2 answer to a timed-out producer's late EndTxn).
+
+    ``unwritten_markers``: the previous transaction's markers, which may not all be durable
+    (stored; see the module docstring). ``epoch_bumped`` (memory only): a PrepareCommit /
+    PrepareAbort whose epoch was bumped here, whose markers are therefore ``above_batches``.
     """
 
     transactional_id: str  # qualified: tenant~id
@@ -143,6 +190,8 @@ class TransactionMetadata:
     next_producer_id: int = log_records.NO_PRODUCER_ID
     ended_by: tuple[int, int] | None = None
     ended_by_inferred: bool = False
+    unwritten_markers: TransactionMarkers | None = None
+    epoch_bumped: bool = False
 
     def transition(self, target: TransactionState, **changes: object) -> TransactionMetadata:
         """This metadata in ``target`` with ``changes``; IllegalTransitionError when Kafka forbids it."""
@@ -161,6 +210,7 @@ class TransactionMetadata:
             start_timestamp_ms=self.start_timestamp_ms,
             previous_producer_id=self.previous_producer_id,
             next_producer_id=self.next_producer_id,
+            unwritten_markers=None if self.unwritten_markers is None else self.unwritten_markers.to_log(),
         )
 
     @classmethod
@@ -186,6 +236,7 @@ class TransactionMetadata:
             next_producer_id=value.next_producer_id,
             ended_by=ended_by,
             ended_by_inferred=ended_by is not None,
+            unwritten_markers=None if value.unwritten_markers is None else TransactionMarkers.from_log(value.unwritten_markers),
         )
 
 
@@ -236,6 +287,7 @@ def init_producer_id(
     if current is None or current.state is TransactionState.DEAD:
         return InitOutcome(TransactionMetadata(transactional_id, allocate(), 0, timeout_ms, TransactionState.EMPTY, frozenset(), -1, now_ms))
     _check_not_busy(current)
+    _check_markers_written(current)
     if producer_id >= 0:
         if producer_id != current.producer_id:
             raise ProducerFencedError(transactional_id, producer_epoch, current.producer_epoch)
@@ -306,6 +358,9 @@ def verify_partitions(
         current = _check_producer(current, transactional_id, producer_id, producer_epoch)
     except Exception as error:
         return dict.fromkeys(wanted, error)
+    if current.unwritten_markers is not None:
+        # Nothing of the next transaction may precede the previous one's marker in a partition.
+        return dict.fromkeys(wanted, ConcurrentTransactionsError(transactional_id, "the previous transaction's markers are being written"))
     outcome: dict[TopicPartition, Exception | None] = {}
     for topic_partition in wanted:
         if current.state is TransactionState.ONGOING and topic_partition in current.partitions:
@@ -341,6 +396,7 @@ def end_transaction(
         return _retried_end(current, transactional_id, producer_epoch, commit)
     current = _check_producer(current, transactional_id, producer_id, producer_epoch)
     _check_not_busy(current)
+    _check_markers_written(current)
     target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
     completed = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
     if not bump_epoch and current.state is completed:
@@ -374,6 +430,8 @@ def abort_timed_out(current: TransactionMetadata, *, now_ms: int, allocate: Allo
     """PrepareAbort of an ongoing transaction open longer than its timeout; None when it is not one."""
     if current.state is not TransactionState.ONGOING or current.start_timestamp_ms + current.timeout_ms > now_ms:
         return None
+    if current.unwritten_markers is not None:
+        return None  # the next round, once the previous transaction's markers are durable
     return _prepare(current, TransactionState.PREPARE_ABORT, now_ms, allocate, ended_by=None)
 
 
@@ -387,15 +445,23 @@ def abort_by_operator(current: TransactionMetadata | None, transactional_id: str
     if current is None or current.state is TransactionState.DEAD:
         raise TransactionalIdNotFoundError(transactional_id)
     _check_not_busy(current)
+    _check_markers_written(current)
     if current.state is not TransactionState.ONGOING:
         raise InvalidTransactionStateError(transactional_id, f"no transaction is open (state {current.state.kafka_name})")
     return _prepare(current, TransactionState.PREPARE_ABORT, now_ms, allocate, ended_by=None)
 
 
-def complete(current: TransactionMetadata, *, now_ms: int) -> TransactionMetadata:
-    """CompleteCommit / CompleteAbort once every marker is written; moves to the next producer id when one was allocated."""
+def complete(current: TransactionMetadata, *, now_ms: int, unwritten: TransactionMarkers | None = None) -> TransactionMetadata:
+    """CompleteCommit / CompleteAbort once every marker is written; moves to the next producer id when one was allocated.
+
+    ``unwritten``: the markers are still being written and the next transaction begins ahead of
+    them (only for markers ``above_batches``); the completed state names them, and so does every
+    state decided from it until they are durable.
+    """
+    if unwritten is not None and not unwritten.above_batches:
+        raise ValueError("only markers above their transaction's batches may be written behind the next transaction")
     target = TransactionState.COMPLETE_COMMIT if current.state is TransactionState.PREPARE_COMMIT else TransactionState.COMPLETE_ABORT
-    changes: dict[str, object] = {"partitions": frozenset(), "last_update_timestamp_ms": now_ms}
+    changes: dict[str, object] = {"partitions": frozenset(), "last_update_timestamp_ms": now_ms, "unwritten_markers": unwritten, "epoch_bumped": False}
     if current.next_producer_id != log_records.NO_PRODUCER_ID:
         changes.update(
             producer_id=current.next_producer_id,
@@ -442,6 +508,7 @@ def _prepare(
         last_update_timestamp_ms=now_ms,
         ended_by=ended_by,
         ended_by_inferred=False,
+        epoch_bumped=bump_epoch,
     )
 
 
@@ -456,3 +523,9 @@ def _check_producer(current: TransactionMetadata | None, transactional_id: str, 
 def _check_not_busy(current: TransactionMetadata) -> None:
     if current.state.completing or current.state is TransactionState.PREPARE_EPOCH_FENCE:
         raise ConcurrentTransactionsError(current.transactional_id, current.state.kafka_name)
+
+
+def _check_markers_written(current: TransactionMetadata) -> None:
+    """Only AddPartitionsToTxn may change an id whose previous transaction's markers are not known durable."""
+    if current.unwritten_markers is not None:
+        raise ConcurrentTransactionsError(current.transactional_id, "the previous transaction's markers are being written")

@@ -14,6 +14,12 @@ verified: once the partition's producer state holds an open transaction of that 
 and epoch, the partition was verified and its later batches are appended without asking
 (the marker that ends the transaction there closes it, so a late batch is verified again).
 
+A batch of a later epoch of a producer whose transaction of an earlier epoch is still open in
+the partition is refused (retriable, without asking): that transaction's marker is not there
+yet, and a batch appended before it would be ended by it, as part of the earlier transaction.
+With transactions version 2 the coordinator lets the next transaction begin while the previous
+one's markers are written (``coordinator``): the marker comes first in every partition.
+
 Each entry is verified by its first batch's producer id and epoch, which covers the whole entry
 only because an entry holds exactly one batch: ``requests.produce`` refuses any other
 (INVALID_RECORD, Kafka's rule from Produce v3 on) before the append, so a transactional batch
@@ -76,14 +82,21 @@ class TransactionVerifier:
         and epoch are read; entries whose batch is not transactional are left to the log's own checks.
         """
         by_producer: dict[tuple[int, int], list[int]] = {}
-        for index, (_, _, records) in enumerate(entries):
+        refused: dict[int, Exception] = {}
+        for index, (topic, partition, records) in enumerate(entries):
             try:
                 header = read_batch_header(records, 0)
             except (RecordFormatError, ValueError, IndexError):
                 continue  # the log refuses it with the precise error
-            if header.is_transactional and self._open_transaction_epoch(entries[index][0], entries[index][1], header.producer_id) != header.producer_epoch:
+            if not header.is_transactional:
+                continue
+            open_epoch = self._open_transaction_epoch(topic, partition, header.producer_id)
+            if open_epoch is not None and open_epoch < header.producer_epoch:
+                refused[index] = TransactionVerificationUnavailableError(
+                    transactional_id, f"the producer's transaction of epoch {open_epoch} has no marker in this partition yet"
+                )
+            elif open_epoch != header.producer_epoch:
                 by_producer.setdefault((header.producer_id, header.producer_epoch), []).append(index)
-        refused: dict[int, Exception] = {}
         for (producer_id, producer_epoch), indexes in by_producer.items():
             partitions = [(entries[index][0], entries[index][1]) for index in indexes]
             outcomes = self.verify(transactional_id, producer_id, producer_epoch, partitions)

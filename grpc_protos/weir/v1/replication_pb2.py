@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%grpc_protos/weir/v1/replication.proto\x12\x07weir.v1\"\x94\x01\n\x1aVerifyTxnPartitionsRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12/\n\npartitions\x18\x04 \x03(\x0b\x32\x1b.weir.v1.TxnMarkerPartition\"Z\n\x1bVerifyTxnPartitionsResponse\x12;\n\npartitions\x18\x01 \x03(\x0b\x32\'.weir.v1.WriteTxnMarkersPartitionResult\"6\n\x12TxnMarkerPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\"\xbb\x01\n\x16WriteTxnMarkersRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12\x0e\n\x06\x63ommit\x18\x04 \x01(\x08\x12\x19\n\x11\x63oordinator_epoch\x18\x05 \x01(\x05\x12/\n\npartitions\x18\x06 \x03(\x0b\x32\x1b.weir.v1.TxnMarkerPartition\"m\n\x1eWriteTxnMarkersPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\"V\n\x17WriteTxnMarkersResponse\x12;\n\npartitions\x18\x01 \x03(\x0b\x32\'.weir.v1.WriteTxnMarkersPartitionResult\"\x9f\x01\n\x15ReplicaFetchPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\"\xff\x01\n\x13ReplicaFetchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x32\n\npartitions\x18\x05 \x03(\x0b\x32\x1e.weir.v1.ReplicaFetchPartition\x12\x12\n\nsession_id\x18\x06 \x01(\x05\x12\x15\n\rsession_epoch\x18\x07 \x01(\x05\x12:\n\tforgotten\x18\x08 \x03(\x0b\x32\'.weir.v1.ReplicaFetchForgottenPartition\"B\n\x1eReplicaFetchForgottenPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\"\xc7\x01\n\x1dReplicaFetchPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x07 \x01(\x03\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"\x91\x01\n\x14ReplicaFetchResponse\x12:\n\npartitions\x18\x01 \x03(\x0b\x32&.weir.v1.ReplicaFetchPartitionResponse\x12\x12\n\nerror_code\x18\x02 \x01(\x05\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\x05\"u\n\x1dOffsetForLeaderEpochPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\"m\n\x1bOffsetForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.weir.v1.OffsetForLeaderEpochPartition\"\x9e\x01\n%OffsetForLeaderEpochPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x12\n\nend_offset\x18\x06 \x01(\x03\"b\n\x1cOffsetForLeaderEpochResponse\x12\x42\n\npartitions\x18\x01 \x03(\x0b\x32..weir.v1.OffsetForLeaderEpochPartitionResponse2\xce\x03\n\x0bReplication\x12K\n\x0cReplicaFetch\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse\x12U\n\x12ReplicaFetchStream\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse(\x01\x30\x01\x12\x63\n\x14OffsetForLeaderEpoch\x12$.weir.v1.OffsetForLeaderEpochRequest\x1a%.weir.v1.OffsetForLeaderEpochResponse\x12T\n\x0fWriteTxnMarkers\x12\x1f.weir.v1.WriteTxnMarkersRequest\x1a .weir.v1.WriteTxnMarkersResponse\x12`\n\x13VerifyTxnPartitions\x12#.weir.v1.VerifyTxnPartitionsRequest\x1a$.weir.v1.VerifyTxnPartitionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%grpc_protos/weir/v1/replication.proto\x12\x07weir.v1\"\x94\x01\n\x1aVerifyTxnPartitionsRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12/\n\npartitions\x18\x04 \x03(\x0b\x32\x1b.weir.v1.TxnMarkerPartition\"Z\n\x1bVerifyTxnPartitionsResponse\x12;\n\npartitions\x18\x01 \x03(\x0b\x32\'.weir.v1.WriteTxnMarkersPartitionResult\"6\n\x12TxnMarkerPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\"\xd2\x01\n\x16WriteTxnMarkersRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12\x0e\n\x06\x63ommit\x18\x04 \x01(\x08\x12\x19\n\x11\x63oordinator_epoch\x18\x05 \x01(\x05\x12/\n\npartitions\x18\x06 \x03(\x0b\x32\x1b.weir.v1.TxnMarkerPartition\x12\x15\n\rabove_batches\x18\x07 \x01(\x08\"m\n\x1eWriteTxnMarkersPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\"V\n\x17WriteTxnMarkersResponse\x12;\n\npartitions\x18\x01 \x03(\x0b\x32\'.weir.v1.WriteTxnMarkersPartitionResult\"\x9f\x01\n\x15ReplicaFetchPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\"\xff\x01\n\x13ReplicaFetchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x02 \x01(\x05\x12\x11\n\tmin_bytes\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x32\n\npartitions\x18\x05 \x03(\x0b\x32\x1e.weir.v1.ReplicaFetchPartition\x12\x12\n\nsession_id\x18\x06 \x01(\x05\x12\x15\n\rsession_epoch\x18\x07 \x01(\x05\x12:\n\tforgotten\x18\x08 \x03(\x0b\x32\'.weir.v1.ReplicaFetchForgottenPartition\"B\n\x1eReplicaFetchForgottenPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\"\xc7\x01\n\x1dReplicaFetchPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x07 \x01(\x03\x12\x0f\n\x07records\x18\x08 \x01(\x0c\"\x91\x01\n\x14ReplicaFetchResponse\x12:\n\npartitions\x18\x01 \x03(\x0b\x32&.weir.v1.ReplicaFetchPartitionResponse\x12\x12\n\nerror_code\x18\x02 \x01(\x05\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\x05\"u\n\x1dOffsetForLeaderEpochPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\"m\n\x1bOffsetForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12:\n\npartitions\x18\x02 \x03(\x0b\x32&.weir.v1.OffsetForLeaderEpochPartition\"\x9e\x01\n%OffsetForLeaderEpochPartitionResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x12\n\nend_offset\x18\x06 \x01(\x03\"b\n\x1cOffsetForLeaderEpochResponse\x12\x42\n\npartitions\x18\x01 \x03(\x0b\x32..weir.v1.OffsetForLeaderEpochPartitionResponse2\xce\x03\n\x0bReplication\x12K\n\x0cReplicaFetch\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse\x12U\n\x12ReplicaFetchStream\x12\x1c.weir.v1.ReplicaFetchRequest\x1a\x1d.weir.v1.ReplicaFetchResponse(\x01\x30\x01\x12\x63\n\x14OffsetForLeaderEpoch\x12$.weir.v1.OffsetForLeaderEpochRequest\x1a%.weir.v1.OffsetForLeaderEpochResponse\x12T\n\x0fWriteTxnMarkers\x12\x1f.weir.v1.WriteTxnMarkersRequest\x1a .weir.v1.WriteTxnMarkersResponse\x12`\n\x13VerifyTxnPartitions\x12#.weir.v1.VerifyTxnPartitionsRequest\x1a$.weir.v1.VerifyTxnPartitionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,29 +38,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TXNMARKERPARTITION']._serialized_start=293
   _globals['_TXNMARKERPARTITION']._serialized_end=347
   _globals['_WRITETXNMARKERSREQUEST']._serialized_start=350
-  _globals['_WRITETXNMARKERSREQUEST']._serialized_end=537
-  _globals['_WRITETXNMARKERSPARTITIONRESULT']._serialized_start=539
-  _globals['_WRITETXNMARKERSPARTITIONRESULT']._serialized_end=648
-  _globals['_WRITETXNMARKERSRESPONSE']._serialized_start=650
-  _globals['_WRITETXNMARKERSRESPONSE']._serialized_end=736
-  _globals['_REPLICAFETCHPARTITION']._serialized_start=739
-  _globals['_REPLICAFETCHPARTITION']._serialized_end=898
-  _globals['_REPLICAFETCHREQUEST']._serialized_start=901
-  _globals['_REPLICAFETCHREQUEST']._serialized_end=1156
-  _globals['_REPLICAFETCHFORGOTTENPARTITION']._serialized_start=1158
-  _globals['_REPLICAFETCHFORGOTTENPARTITION']._serialized_end=1224
-  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_start=1227
-  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_end=1426
-  _globals['_REPLICAFETCHRESPONSE']._serialized_start=1429
-  _globals['_REPLICAFETCHRESPONSE']._serialized_end=1574
-  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_start=1576
-  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_end=1693
-  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_start=1695
-  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_end=1804
-  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_start=1807
-  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_end=1965
-  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_start=1967
-  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_end=2065
-  _globals['_REPLICATION']._serialized_start=2068
-  _globals['_REPLICATION']._serialized_end=2530
+  _globals['_WRITETXNMARKERSREQUEST']._serialized_end=560
+  _globals['_WRITETXNMARKERSPARTITIONRESULT']._serialized_start=562
+  _globals['_WRITETXNMARKERSPARTITIONRESULT']._serialized_end=671
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_start=673
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_end=759
+  _globals['_REPLICAFETCHPARTITION']._serialized_start=762
+  _globals['_REPLICAFETCHPARTITION']._serialized_end=921
+  _globals['_REPLICAFETCHREQUEST']._serialized_start=924
+  _globals['_REPLICAFETCHREQUEST']._serialized_end=1179
+  _globals['_REPLICAFETCHFORGOTTENPARTITION']._serialized_start=1181
+  _globals['_REPLICAFETCHFORGOTTENPARTITION']._serialized_end=1247
+  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_start=1250
+  _globals['_REPLICAFETCHPARTITIONRESPONSE']._serialized_end=1449
+  _globals['_REPLICAFETCHRESPONSE']._serialized_start=1452
+  _globals['_REPLICAFETCHRESPONSE']._serialized_end=1597
+  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_start=1599
+  _globals['_OFFSETFORLEADEREPOCHPARTITION']._serialized_end=1716
+  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_start=1718
+  _globals['_OFFSETFORLEADEREPOCHREQUEST']._serialized_end=1827
+  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_start=1830
+  _globals['_OFFSETFORLEADEREPOCHPARTITIONRESPONSE']._serialized_end=1988
+  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_start=1990
+  _globals['_OFFSETFORLEADEREPOCHRESPONSE']._serialized_end=2088
+  _globals['_REPLICATION']._serialized_start=2091
+  _globals['_REPLICATION']._serialized_end=2553
 # @@protoc_insertion_point(module_scope)

@@ -33,20 +33,22 @@ class TxnMarkerPartition(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class WriteTxnMarkersRequest(_message.Message):
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "commit", "coordinator_epoch", "partitions")
+    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "commit", "coordinator_epoch", "partitions", "above_batches")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    ABOVE_BATCHES_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
     producer_id: int
     producer_epoch: int
     commit: bool
     coordinator_epoch: int
     partitions: _containers.RepeatedCompositeFieldContainer[TxnMarkerPartition]
-    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., commit: _Optional[bool] = ..., coordinator_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TxnMarkerPartition, _Mapping]]] = ...) -> None: ...
+    above_batches: bool
+    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., commit: _Optional[bool] = ..., coordinator_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TxnMarkerPartition, _Mapping]]] = ..., above_batches: _Optional[bool] = ...) -> None: ...
 
 class WriteTxnMarkersPartitionResult(_message.Message):
     __slots__ = ("topic", "partition", "error_code", "error_message")

@@ -92,3 +92,46 @@ def test_a_partition_whose_replicas_do_not_catch_up_gets_its_error_and_the_other
     assert isinstance(outcomes[("t~a", 0)], ReplicationTimedOutError)
     assert outcomes[(OFFSETS_TOPIC, 4)] is None
     assert listener.partitions == [4]  # the group coordinator hears of a durable offsets marker only
+
+
+class ProducerStateLog(RecordingLog):
+    """A log whose producer 7 already holds ``epoch`` (by a marker or a later transaction's batch)."""
+
+    def __init__(self, name: str, events: list[tuple[str, str]], epoch: int) -> None:
+        super().__init__(name, events)
+        self.log_end_offset = 40
+        self.epoch = epoch
+
+    def producer_state(self, producer_id: int):  # type: ignore[no-untyped-def]
+        return SimpleNamespace(epoch=self.epoch) if producer_id == 7 else None
+
+
+def _appender_over(log: RecordingLog, events: list[tuple[str, str]], listener: Completions | None = None) -> MarkerAppender:
+    replica_manager = SimpleNamespace(
+        replication=RecordingReplication(events), leader_epoch=lambda topic, partition: 3, partition_log=lambda topic, partition: log
+    )
+    return MarkerAppender(replica_manager, ManualClock(), notify_append=lambda topic, partition, size: None, timeout_ms=1000, listener=listener)  # type: ignore[arg-type]
+
+
+def _above(epoch: int, topic: str = "t~a") -> MarkerRequest:
+    return MarkerRequest("t~app", 7, epoch, True, 0, [(topic, 0)], above_batches=True)
+
+
+def test_a_marker_above_its_batches_is_not_appended_where_the_producer_holds_its_epoch_already():
+    """Written again by a coordinator that took over: the partition has it, or the next transaction's batches, which it must not end."""
+    events: list[tuple[str, str]] = []
+    listener = Completions()
+    outcomes = _appender_over(ProducerStateLog(f"{OFFSETS_TOPIC}-0", events, epoch=2), events, listener).write_markers(_above(2, OFFSETS_TOPIC))
+    assert outcomes == {(OFFSETS_TOPIC, 0): None}
+    assert events == [("wait", f"{OFFSETS_TOPIC}-0")]  # answered once the log up to its end is replicated
+    assert listener.partitions == []  # the next transaction's offsets are not the group coordinator's to apply
+
+
+def test_a_marker_above_its_batches_is_appended_over_an_older_epoch_and_a_plain_marker_always():
+    events: list[tuple[str, str]] = []
+    assert _appender_over(ProducerStateLog("t~a-0", events, epoch=1), events).write_markers(_above(2)) == {("t~a", 0): None}
+    assert events == [("append", "t~a-0"), ("wait", "t~a-0")]
+    events.clear()
+    plain = MarkerRequest("t~app", 7, 2, True, 0, [("t~a", 0)])
+    assert _appender_over(ProducerStateLog("t~a-0", events, epoch=2), events).write_markers(plain) == {("t~a", 0): None}
+    assert events == [("append", "t~a-0"), ("wait", "t~a-0")]  # transactions version 1: the marker keeps its batches' epoch
