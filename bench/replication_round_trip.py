@@ -1,6 +1,6 @@
 """The sequential acks=all round trip on RF=3: one record produced, acknowledged, then the next.
 
-``python -m bench.replication_round_trip [--records 2000] [--runs 3] [--warmup 200]`` starts a
+``python -m bench.replication_round_trip [--records 2000] [--runs 3] [--warmup 200] [--bare] [--stages]`` starts a
 three-broker stack (:class:`bench.stack.LocalStack`), creates a one-partition topic with
 replication factor 3 and min.insync.replicas=2, and produces one record at a time through the
 SDK (acks=all, idempotent, ``linger.ms=0``), waiting for each acknowledgement (``flush``)
@@ -10,6 +10,13 @@ the whole replication round trip on the leader: the append, the wake-up of the f
 parked fetches, their answers, the followers' appends and next fetches, the high watermark's
 advance and the acks=all waiter's wake-up. An RF=1 acks=1 topic is measured beside it in the
 same stack, alternating, so that the replication's own share can be read off.
+
+``--bare`` runs on three bare broker processes (:class:`bench.replicated_brokers.ReplicatedBrokers`,
+no control plane: seconds to start, and none of the stack's other processes on the machine)
+instead. ``--stages`` also splits the RF=3 round trip into its stages (leader append, the
+followers' fetch wake-up, answer, append and next fetch, the high watermark, the acks=all
+wake-up), from stage stamps the brokers write when started with ``WEIR_REPLICATION_TRACE``
+(see :mod:`bench.replication_stages`).
 
 The report gives p50 / p99 / p99.9 per workload over all runs' records (the first ``--warmup``
 records of each run are not counted), the three brokers' CPU time per record (user + system,
@@ -21,19 +28,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
+from bench import replication_stages
+from bench.broker_launcher import BrokerStartError
 from bench.broker_sampler import process_cpu_seconds
 from bench.measurements import LatencySummary
+from bench.replicated_brokers import ReplicatedBrokers
 from bench.replicated_topics import TopicSetupError, create_topic, wait_until_healthy
 from bench.stack import ApiClient, LocalStack, StackError
 from weir import Producer
 from weir.admin import AdminClient
+from weir.message import Message
 
 TOPIC_PREFIX = "demo-round-trip"  # the demo service account may write topics starting with "demo"
 TOPIC_READY_TIMEOUT_SECONDS = 60.0
@@ -65,23 +79,33 @@ class RoundTripError(Exception):
     retriable = False
 
 
-def sequential_round_trips(producer: Producer, topic: str, records: int) -> list[int]:
-    """Produce ``records`` records one at a time, each after the previous one's delivery report; each one's ns."""
-    failures: list[str] = []
+def sequential_round_trips(producer: Producer, topic: str, records: int, spans: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    """Produce ``records`` records one at a time, each after the previous one's delivery report; each one's ns.
 
-    def on_delivery(error: object, _message: object) -> None:
+    ``spans``: also filled with each record's offset -> (produce() called, delivery report), in
+    ``time.monotonic_ns``, the clock of the brokers' stage stamps (bench.replication_stages).
+    """
+    failures: list[str] = []
+    offsets: list[int] = []
+
+    def on_delivery(error: object, message: Message | None) -> None:
         if error is not None:
             failures.append(str(error))
+        elif message is not None and (offset := message.offset()) is not None:
+            offsets.append(offset)
 
     latencies = []
     for _ in range(records):
-        started = time.perf_counter_ns()
+        started = time.monotonic_ns()
         producer.produce(topic, RECORD, on_delivery=on_delivery)
         if producer.flush(DELIVERY_TIMEOUT_SECONDS) != 0:
             raise RoundTripError(f"{topic}: a record was not acknowledged within {DELIVERY_TIMEOUT_SECONDS:g} s")
-        latencies.append(time.perf_counter_ns() - started)
+        delivered = time.monotonic_ns()
+        latencies.append(delivered - started)
         if failures:
             raise RoundTripError(f"{topic}: {failures[0]}")
+        if spans is not None and offsets:
+            spans[offsets[-1]] = (started, delivered)
     return latencies
 
 
@@ -97,40 +121,64 @@ class Samples:
     busiest_broker_cpu_seconds: float = 0.0
 
 
-def brokers_cpu_seconds(stack: LocalStack) -> dict[int, float]:
-    """User + system CPU seconds each of the stack's brokers has used so far (a broker gone counts 0)."""
-    return {node_id: process_cpu_seconds(stack.broker_pid(node_id)) or 0.0 for node_id in BROKERS}
+@dataclass
+class Stand:
+    """Where the runs go: the brokers (a ``make up`` stack, or bare processes with ``--bare``), as the measurement needs them."""
+
+    client_config: dict[str, Any]
+    create_topic: Callable[[str, RoundTripWorkload], None]  # returns once the topic serves
+    broker_pids: Callable[[], dict[int, int]]
+    # Filled with the replicated workload's counted records, by topic: offset -> (produce() called, delivery), monotonic ns.
+    spans: dict[str, dict[int, tuple[int, int]]] | None = None
 
 
-def measure(stack: LocalStack, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, Samples]:
-    """``runs`` alternating runs of both workloads, each on a fresh topic; each workload's samples."""
+def stack_stand(stack: LocalStack, admin: AdminClient) -> Stand:
     assert stack.credentials is not None
-    credentials = stack.credentials
-    api = ApiClient.for_stack(credentials)
-    admin = AdminClient(credentials.client_config())
+    api = ApiClient.for_stack(stack.credentials)
+
+    def create(topic: str, workload: RoundTripWorkload) -> None:
+        create_topic(api, topic, 1, workload.replication_factor, dict(workload.configs))
+        wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
+
+    return Stand(stack.credentials.client_config(), create, lambda: {node_id: stack.broker_pid(node_id) for node_id in BROKERS})
+
+
+def bare_stand(brokers: ReplicatedBrokers) -> Stand:
+    def create(topic: str, workload: RoundTripWorkload) -> None:
+        brokers.create_topic(topic, replication_factor=workload.replication_factor, configs=dict(workload.configs))
+
+    return Stand(brokers.client_config(), create, lambda: {node_id: brokers.pid(node_id) for node_id in BROKERS})
+
+
+def brokers_cpu_seconds(stand: Stand) -> dict[int, float]:
+    """User + system CPU seconds each broker has used so far (a broker gone counts 0)."""
+    return {node_id: process_cpu_seconds(pid) or 0.0 for node_id, pid in stand.broker_pids().items()}
+
+
+def measure(stand: Stand, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, Samples]:
+    """``runs`` alternating runs of both workloads, each on a fresh topic; each workload's samples."""
     samples = {workload: Samples() for workload in WORKLOADS}
-    try:
-        for run in range(1, runs + 1):
-            for workload in WORKLOADS if run % 2 else tuple(reversed(WORKLOADS)):
-                topic = f"{TOPIC_PREFIX}-rf{workload.replication_factor}-{uuid.uuid4().hex[:8]}"
-                create_topic(api, topic, 1, workload.replication_factor, dict(workload.configs))
-                wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
-                producer = Producer({**credentials.client_config(), "acks": workload.acks, "enable.idempotence": workload.idempotence, "linger.ms": 0})
-                try:
-                    cpu_before = brokers_cpu_seconds(stack)
-                    latencies = sequential_round_trips(producer, topic, warmup + records)[warmup:]
-                    cpu_after = brokers_cpu_seconds(stack)
-                    used = [cpu_after[node_id] - cpu_before[node_id] for node_id in BROKERS]
-                    samples[workload].broker_cpu_seconds += sum(used)
-                    samples[workload].busiest_broker_cpu_seconds += max(used)
-                    samples[workload].produced += warmup + records
-                finally:
-                    producer.close()
-                samples[workload].latencies_ns.extend(latencies)
-                summary = LatencySummary.from_nanoseconds(latencies)
-                console.print(f"run {run}: {workload.label}: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms", markup=False)
-    finally:
-        admin.close()
+    for run in range(1, runs + 1):
+        for workload in WORKLOADS if run % 2 else tuple(reversed(WORKLOADS)):
+            topic = f"{TOPIC_PREFIX}-rf{workload.replication_factor}-{uuid.uuid4().hex[:8]}"
+            stand.create_topic(topic, workload)
+            producer = Producer({**stand.client_config, "acks": workload.acks, "enable.idempotence": workload.idempotence, "linger.ms": 0})
+            spans: dict[int, tuple[int, int]] | None = {} if stand.spans is not None and workload is REPLICATED else None
+            try:
+                cpu_before = brokers_cpu_seconds(stand)
+                latencies = sequential_round_trips(producer, topic, warmup + records, spans)[warmup:]
+                cpu_after = brokers_cpu_seconds(stand)
+                used = [cpu_after[node_id] - cpu_before[node_id] for node_id in cpu_before]
+                samples[workload].broker_cpu_seconds += sum(used)
+                samples[workload].busiest_broker_cpu_seconds += max(used)
+                samples[workload].produced += warmup + records
+            finally:
+                producer.close()
+            if spans is not None and stand.spans is not None:
+                stand.spans[topic] = dict(sorted(spans.items())[warmup:])
+            samples[workload].latencies_ns.extend(latencies)
+            summary = LatencySummary.from_nanoseconds(latencies)
+            console.print(f"run {run}: {workload.label}: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms", markup=False)
     return samples
 
 
@@ -158,19 +206,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=DEFAULT_RECORDS, help=f"counted records per run and workload (default {DEFAULT_RECORDS})")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"runs (default {DEFAULT_RUNS})")
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help=f"records per run not counted (default {DEFAULT_WARMUP})")
+    parser.add_argument("--bare", action="store_true", help="three bare broker processes (bench.replicated_brokers) instead of a make up stack")
+    parser.add_argument(
+        "--stages", action="store_true", help="also split the RF=3 round trip into stages (brokers' stage stamps; see bench.replication_stages)"
+    )
     arguments = parser.parse_args(argv)
     if arguments.records <= 0 or arguments.runs <= 0 or arguments.warmup < 0:
         parser.error("--records and --runs must be positive, --warmup not negative")
     console = Console()
     samples: dict[RoundTripWorkload, Samples] = {}
-    try:
-        with LocalStack(console, "replication-round-trip") as stack:
-            samples = measure(stack, arguments.runs, arguments.records, arguments.warmup, console)
-    except (StackError, TopicSetupError, RoundTripError) as error:
-        console.print(f"failure: {error}", markup=False)
-        return 1
-    print(report(samples, arguments.runs, arguments.records))
+    with tempfile.TemporaryDirectory(prefix="weir-round-trip-stamps-") as stamps_directory:
+        environment = {replication_stages.TRACE_VARIABLE: str(Path(stamps_directory) / "stamps")} if arguments.stages else {}
+        spans: dict[str, dict[int, tuple[int, int]]] | None = {} if arguments.stages else None
+        try:
+            samples = _run(arguments, environment, spans, console)
+        except (StackError, TopicSetupError, RoundTripError, BrokerStartError) as error:
+            console.print(f"failure: {error}", markup=False)
+            return 1
+        print(report(samples, arguments.runs, arguments.records))
+        if spans is not None:
+            stamps = replication_stages.read_stamps(Path(stamps_directory).glob("stamps.*"))
+            result = replication_stages.Breakdown()
+            for topic, topic_spans in spans.items():
+                result = replication_stages.merge(result, replication_stages.breakdown(stamps, topic, topic_spans))
+            print(replication_stages.report(result))
     return 0
+
+
+def _run(
+    arguments: argparse.Namespace, environment: dict[str, str], spans: dict[str, dict[int, tuple[int, int]]] | None, console: Console
+) -> dict[RoundTripWorkload, Samples]:
+    """The runs on the stand the arguments ask for; the brokers have stopped (and written their stamps) when it returns."""
+    if arguments.bare:
+        with ReplicatedBrokers(environment=environment) as brokers:
+            stand = bare_stand(brokers)
+            stand.spans = spans
+            return measure(stand, arguments.runs, arguments.records, arguments.warmup, console)
+    with LocalStack(console, "replication-round-trip", settings=environment) as stack:
+        assert stack.credentials is not None
+        admin = AdminClient(stack.credentials.client_config())
+        try:
+            stand = stack_stand(stack, admin)
+            stand.spans = spans
+            return measure(stand, arguments.runs, arguments.records, arguments.warmup, console)
+        finally:
+            admin.close()
 
 
 if __name__ == "__main__":

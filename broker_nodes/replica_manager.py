@@ -26,6 +26,7 @@ from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterState
 from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.producer_ids import TransactionsUnsupportedError
+from broker_nodes.replication import stage_trace
 from broker_nodes.replication.errors import FencedLeaderEpochError, ReplicationWaitersFullError, UnknownLeaderEpochError
 from broker_nodes.replication.purgatory import AcksTarget, AcksWait
 from broker_nodes.server.fetch_purgatory import FetchPurgatory, LongPoll
@@ -378,6 +379,8 @@ class ReplicaManager:
                 return info
             if not replicated:
                 log.update_high_watermark(log.log_end_offset)
+        if stage_trace.ENABLED:
+            stage_trace.stamp(stage_trace.APPEND, topic, partition, info.first_offset)
         # Wakes followers' long polls; consumers parked here re-read and see only what is below the high watermark.
         self._purgatory.notify_append(topic, partition, info.size_bytes)
         if replicated:

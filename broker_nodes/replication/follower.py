@@ -43,6 +43,7 @@ from typing import TypeVar
 
 import grpc
 
+from broker_nodes.replication import stage_trace
 from broker_nodes.replication.fetch_sessions import NO_SESSION, FollowerSession, PartitionState
 from broker_nodes.replication.fetch_stream import AnswerDeadline, FetchStream, FetchStreamDeadlineError, FetchStreamEndedError
 from broker_nodes.storage.leader_epoch_cache import UNDEFINED_EPOCH
@@ -374,6 +375,9 @@ class ReplicaFetcher:
             ],
             forgotten=[replication_pb2.ReplicaFetchForgottenPartition(topic=topic, partition=partition) for topic, partition in forgotten],
         )
+        if stage_trace.ENABLED:
+            for (topic, partition), state in named:
+                stage_trace.stamp(stage_trace.FETCH_SENT, topic, partition, state.fetch_offset, self.node_id)
         try:
             response = self._fetch_call(request)
             if response.error_code != ErrorCode.NO_ERROR:
@@ -455,7 +459,11 @@ class ReplicaFetcher:
                     self._handle_out_of_range_locked(key, state, log, answer)
                     continue
                 if answer.records:
+                    if stage_trace.ENABLED:
+                        stage_trace.stamp(stage_trace.ANSWER_ARRIVED, key[0], key[1], log.log_end_offset, self.node_id)
                     log.append_as_follower(answer.records)
+                    if stage_trace.ENABLED:
+                        stage_trace.stamp(stage_trace.APPENDED, key[0], key[1], log.log_end_offset, self.node_id)
                 log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
                 log.increase_log_start_offset(answer.log_start_offset)
 

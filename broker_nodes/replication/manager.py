@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from broker_nodes.clock import Clock
 from broker_nodes.cluster_state import ClusterSnapshot, NotLeaderOrFollowerError, PartitionAssignment
 from broker_nodes.partition_waitlist import wait_blocking
+from broker_nodes.replication import stage_trace
 from broker_nodes.replication.errors import (
     FencedLeaderEpochError,
     LowWatermarkTimedOutError,
@@ -393,6 +394,8 @@ class ReplicationManager:
             required = self._min_insync_replicas(topic)
             if len(tracker.isr) < required:
                 raise NotEnoughReplicasAfterAppendError(topic, partition, len(tracker.isr), required)
+            if stage_trace.ENABLED:
+                stage_trace.stamp(stage_trace.ACKS_DONE, topic, partition, required_offset)
             return True
 
         def timed_out() -> Exception:
@@ -476,6 +479,9 @@ class ReplicationManager:
         session. What the follower was told is recorded for the answer actually sent.
         """
         named = [(request.topic, request.partition) for request in requests]
+        if stage_trace.ENABLED:
+            for request in requests:
+                stage_trace.stamp(stage_trace.FETCH_ARRIVED, request.topic, request.partition, request.fetch_offset, replica_id)
         states = [PartitionState(request.fetch_offset, request.current_leader_epoch, request.log_start_offset) for request in requests]
         if session_epoch == FINAL_EPOCH:
             if session_id != NO_SESSION:
@@ -531,6 +537,8 @@ class ReplicationManager:
                     if poll.wait_longer(min(linger_ms, remaining_ms)):
                         continue
                 poll.signal.wait(poll.remaining_seconds())
+                if stage_trace.ENABLED:
+                    stage_trace.stamp(stage_trace.FETCH_WOKE, "", -1, -1, replica_id)
                 done = poll.advance()
         finally:
             poll.release()
@@ -578,6 +586,8 @@ class ReplicationManager:
             state.last_answer = None
             if result.records or result.log_start_offset != state.sent_log_start_offset:
                 urgent = True
+                if stage_trace.ENABLED and result.records:
+                    stage_trace.stamp(stage_trace.ANSWER_BUILT, topic, partition, state.fetch_offset, replica_id)
             elif result.high_watermark != state.told_high_watermark:
                 moved = True
             elif not full:
@@ -764,6 +774,8 @@ class ReplicationManager:
 
     def _advance(self, key: PartitionKey, tracker: IsrTracker, log: PartitionLog) -> None:
         if advance_high_watermark(log, tracker.in_sync_follower_log_end_offsets()):
+            if stage_trace.ENABLED:
+                stage_trace.stamp(stage_trace.HIGH_WATERMARK, key[0], key[1], log.high_watermark)
             # The acks=all produces first: their answers are the round trip a producer waits for,
             # and each thread woken before them (parked fetches re-read their partitions) holds
             # the interpreter lock they need. Then consumers (they read below the high watermark)
