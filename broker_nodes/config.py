@@ -341,8 +341,25 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
                 "connections.max.idle.ms",
                 "LONG",
                 "600000",
-                "A Kafka-protocol connection that sends no request for this long is closed.",
+                "A Kafka-protocol connection that sends no request for this long is closed; a gRPC request stream (ProduceStream, "
+                "ReplicaFetchStream) that sends none for this long is ended by the broker (the client opens another when it needs one).",
                 minimum=1,
+            ),
+            ConfigKey(
+                "connections.keepalive.time.ms",
+                "LONG",
+                "10000",
+                "While a call on the gRPC port is open (a produce or replica fetch stream, a long poll), the broker pings the client's "
+                "connection after this long without a frame from it.",
+                minimum=1000,
+            ),
+            ConfigKey(
+                "connections.keepalive.timeout.ms",
+                "LONG",
+                "5000",
+                "A gRPC connection whose ping is not acknowledged within this long is closed: the calls of a client that froze "
+                "(SIGSTOP) or vanished (power loss, a partition) end and give their request threads back.",
+                minimum=100,
             ),
             ConfigKey(
                 "kafka.request.read.timeout.ms",

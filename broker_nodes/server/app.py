@@ -134,6 +134,15 @@ def start_broker_server(config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, sl
             ("grpc.http2.bdp_probe", 0),
             ("grpc.http2.lookahead_bytes", LOOKAHEAD_BYTES),
             ("grpc.so_reuseport", 0),
+            # A frozen or vanished client's open calls (streams hold a request thread each) end once
+            # its connection misses a ping; pings go only while calls are open, as often as needed.
+            ("grpc.keepalive_time_ms", config.integer("connections.keepalive.time.ms")),
+            ("grpc.keepalive_timeout_ms", config.integer("connections.keepalive.timeout.ms")),
+            # gRPC core closes the connection on an unanswered ping after this (60 s by default,
+            # whatever keepalive_timeout_ms says).
+            ("grpc.http2.ping_timeout_ms", config.integer("connections.keepalive.timeout.ms")),
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.http2.max_pings_without_data", 0),
         ],
         # Outermost first. The budget wraps the others, so that the metrics and request id
         # interceptors see parsed requests; authentication is innermost, so that refusals are

@@ -57,6 +57,7 @@ REPLICATION_WAITERS_PER_IO_THREAD = 4
 LEADERSHIP_HANDOVER_MAX_SECONDS = 5.0  # the longest a broker in controlled shutdown waits for that map
 LEADERSHIP_HANDOVER_POLL_SECONDS = 0.05  # how often a broker in controlled shutdown checks for the map that moved its leaderships
 META_PROPERTIES_FILE_NAME = "meta.properties"  # in the data directory: cluster id and node id, as Kafka keeps them
+IDLE_STREAM_CHECK_SECONDS = 30.0  # the longest between two checks for request streams idle past connections.max.idle.ms
 
 
 class _IsrChangeOptions(TypedDict, total=False):
@@ -144,7 +145,10 @@ class Broker:
         )
         # Kafka clients' long polls park without a thread, at most one per connection: max.connections bounds them.
         # ProduceStream and ReplicaFetchStream calls: ended at once by a graceful stop (server.app).
-        self.streams = OpenStreams()
+        # One idle for connections.max.idle.ms is ended (checked every half of that, at least every 30 s).
+        self.streams = OpenStreams(clock.monotonic)
+        max_idle_seconds = config.integer("connections.max.idle.ms") / 1000.0
+        self._idle_streams = PeriodicTask("idle-streams", min(max_idle_seconds / 2, IDLE_STREAM_CHECK_SECONDS), lambda: self.streams.end_idle(max_idle_seconds))
         self.purgatory = FetchPurgatory(max_parked=max_parked_fetches(config), max_parked_without_thread=config.integer("max.connections"))
         self.replica_manager = ReplicaManager(
             self.registry,
@@ -335,6 +339,7 @@ class Broker:
         self.log_manager.start_background()
         self._offset_expiry.start()
         self._group_timers.start()
+        self._idle_streams.start()
         self._transaction_timeouts.start()
         self._transactional_id_expiry.start()
         self._isr_expiry.start()
@@ -534,6 +539,7 @@ class Broker:
         self.replication.shutdown()
         self._offset_expiry.stop()
         self._group_timers.stop()
+        self._idle_streams.stop()
         self.offset_store.shutdown()
         self._transaction_timeouts.stop()
         self._transactional_id_expiry.stop()

@@ -6,13 +6,19 @@ stop of a broker with a producer or a follower connected took the whole grace. A
 its requests through :meth:`OpenStreams.requests`: while it waits for the next one the stream is
 idle, and :meth:`OpenStreams.close` cancels it (nothing of it is in progress: the client sees the
 stream fail and sends its next request elsewhere or again); a stream in the middle of a request
-answers it and then ends. Thread-safe.
+answers it and then ends.
+
+A stream idle for longer than the broker's ``connections.max.idle.ms`` is cancelled the same way
+(:meth:`OpenStreams.end_idle`, run periodically by the broker): a client that keeps a stream open
+without using it cannot hold a request thread (and one of the few stream slots) for ever. The
+SDK closes its own idle streams much sooner. Thread-safe.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import grpc
@@ -23,9 +29,11 @@ Request = TypeVar("Request")
 class OpenStreams:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._idle: dict[int, grpc.ServicerContext] = {}  # streams waiting for their next request, by a key of their own
+        # Streams waiting for their next request, by a key of their own: their context and since when they wait.
+        self._idle: dict[int, tuple[grpc.ServicerContext, float]] = {}
         self._next_key = 0
         self._closing = False
 
@@ -47,7 +55,7 @@ class OpenStreams:
             with self._lock:
                 if self._closing:
                     return
-                self._idle[key] = context
+                self._idle[key] = (context, self._monotonic())
             try:
                 request = next(requests)
             except (StopIteration, grpc.RpcError):
@@ -61,8 +69,18 @@ class OpenStreams:
         """End every stream: the idle ones are cancelled now, the busy ones end after their answer. Returns how many were cancelled."""
         with self._lock:
             self._closing = True
-            idle = list(self._idle.values())
+            idle = [context for context, _ in self._idle.values()]
             self._idle.clear()
         for context in idle:
             context.cancel()
         return len(idle)
+
+    def end_idle(self, max_idle_seconds: float) -> int:
+        """Cancel the streams that have waited for their next request for ``max_idle_seconds`` or longer; returns how many."""
+        now = self._monotonic()
+        with self._lock:
+            expired = [key for key, (_, since) in self._idle.items() if now - since >= max_idle_seconds]
+            contexts = [self._idle.pop(key)[0] for key in expired]
+        for context in contexts:
+            context.cancel()
+        return len(contexts)

@@ -135,3 +135,48 @@ def test_a_graceful_stop_with_an_open_stream_ends_when_the_streams_are_closed(ec
     assert stopped.wait(WAIT_SECONDS), "the server waited for the open stream"
     send(None)
     channel.close()
+
+
+class FakeMonotonic:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _wait_for_idle(echo: EchoServer, count: int) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while echo.streams.idle_count != count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert echo.streams.idle_count == count
+
+
+def test_a_stream_idle_for_the_limit_is_cancelled_and_a_newer_or_busy_one_is_not(echo: EchoServer) -> None:
+    clock = FakeMonotonic()
+    echo.streams = OpenStreams(clock)
+    old_channel, send_old, old_answers = _open(echo)
+    send_old(b"old")
+    assert next(old_answers) == b"old"
+    _wait_for_idle(echo, 1)
+    clock.now += 50.0
+    new_channel, send_new, new_answers = _open(echo)
+    send_new(b"new")
+    assert next(new_answers) == b"new"
+    _wait_for_idle(echo, 2)
+    busy_channel, send_busy, busy_answers = _open(echo)
+    send_busy(b"slow")
+    assert echo.serving.wait(WAIT_SECONDS)
+    clock.now += 20.0  # the old stream has been idle 70 s, the new one 20 s, the busy one is answering
+
+    assert echo.streams.end_idle(60.0) == 1
+    with pytest.raises(grpc.RpcError) as failed:
+        next(old_answers)
+    assert failed.value.code() == grpc.StatusCode.CANCELLED
+    send_new(b"still open")
+    assert next(new_answers) == b"still open"
+    echo.release.set()
+    assert next(busy_answers) == b"slow"
+    for send, channel in ((send_old, old_channel), (send_new, new_channel), (send_busy, busy_channel)):
+        send(None)
+        channel.close()
