@@ -35,6 +35,7 @@ per cluster map, not once per partition.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +63,18 @@ ChannelFactory = Callable[[str], grpc.Channel]  # HOST:PORT -> a channel to that
 INTERNAL_TOKEN_HEADER = "x-weir-internal-token"
 # Added to the long poll's max wait for the gRPC deadline, so the leader can answer late.
 CALL_DEADLINE_MARGIN_SECONDS = 5.0
+# A partition's first retry after an error; each further error in a row doubles the pause, up to
+# replica.fetch.backoff.ms. The usual error is brief: a new partition's followers learn of it
+# before its leader does (the control plane pushes the map to every broker at once), and the
+# leader answers NOT_LEADER_OR_FOLLOWER or UNKNOWN_LEADER_EPOCH for the few milliseconds until it
+# applies the same map. A full replica.fetch.backoff.ms (1 s) there held every acks=all produce
+# to the new partition for up to a second (the bimodal runs of bench replication-throughput).
+FIRST_RETRY_BACKOFF_MS = 10
+
+
+def retry_backoff_ms(failures: int, max_backoff_ms: int) -> int:
+    """The pause before a partition's next fetch after its ``failures``-th error in a row (1, 2, ...)."""
+    return min(max_backoff_ms, FIRST_RETRY_BACKOFF_MS << min(max(failures - 1, 0), 20))
 
 
 class FetchInterruptedError(Exception):
@@ -75,6 +88,7 @@ class FollowedPartition:
     leader_epoch: int
     truncated: bool = False  # the divergent tail (if any) is gone; fetching may start
     retry_at: float = 0.0  # monotonic time before which the partition is not fetched (after an error)
+    failures: int = 0  # errors in a row: the pause before the next retry doubles with each (retry_backoff_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +137,7 @@ class ReplicaFetcher:
         self._calling = False
         self._channel_closed = False
         self._session = FollowerSession()  # the fetch session with this leader (KIP-227)
+        self._next_retry_at: float | None = None  # when the earliest backing-off partition is due (the fetcher's thread's)
         self._channel = settings.channel_factory(address)
         self._stub = replication_pb2_grpc.ReplicationStub(self._channel)
         # The open fetch stream (None: the next stream fetch opens one) and whether the leader
@@ -221,7 +236,14 @@ class ReplicaFetcher:
                 logger.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
                 progressed = False
             if not progressed:
-                self._wake.wait(self._settings.backoff_ms / 1000.0)
+                self._wake.wait(self._idle_wait_seconds())
+
+    def _idle_wait_seconds(self) -> float:
+        """How long a round that did nothing waits for the next: until the next partition's retry is due, at most replica.fetch.backoff.ms."""
+        wait = self._settings.backoff_ms / 1000.0
+        if self._next_retry_at is not None:
+            wait = min(wait, max(self._next_retry_at - time.monotonic(), 0.0))
+        return wait
 
     def _run_once(self) -> bool:
         """One round: truncate the partitions that need it, then one fetch. False when there was nothing to do."""
@@ -239,16 +261,32 @@ class ReplicaFetcher:
     def _due(self, now: float) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
         """(partitions to truncate, partitions to fetch), each with its leader epoch: those not backing off at ``now``.
 
-        One pass over the partitions: a round runs after every answer, so its cost per partition
-        is in front of every acknowledgement that waits for this follower.
+        Also notes when the earliest of the others is due (:attr:`_next_retry_at`), which bounds
+        the round's long poll. One pass over the partitions: a round runs after every answer, so
+        its cost per partition is in front of every acknowledgement that waits for this follower.
         """
         to_truncate: dict[PartitionKey, int] = {}
         to_fetch: dict[PartitionKey, int] = {}
+        next_retry_at: float | None = None
         with self._lock:
             for key, state in self._partitions.items():
                 if state.retry_at <= now:
                     (to_fetch if state.truncated else to_truncate)[key] = state.leader_epoch
+                elif next_retry_at is None or state.retry_at < next_retry_at:
+                    next_retry_at = state.retry_at
+        self._next_retry_at = next_retry_at
         return to_truncate, to_fetch
+
+    def _max_wait_ms(self) -> int:
+        """The long poll of this round's fetch: replica.fetch.wait.max.ms, cut short when a backing-off partition is due sooner.
+
+        Otherwise the retry would wait for the long poll of the others to end (up to 500 ms
+        more, with nothing appended to them).
+        """
+        max_wait_ms = self._settings.max_wait_ms
+        if self._next_retry_at is not None:
+            max_wait_ms = min(max_wait_ms, max(math.ceil((self._next_retry_at - time.monotonic()) * 1000.0), 0))
+        return max_wait_ms
 
     def _call(
         self, method: Callable[[replication_pb2_grpc.ReplicationStub], grpc.UnaryUnaryMultiCallable[_Request, _Response]], request: _Request
@@ -321,6 +359,7 @@ class ReplicaFetcher:
                     )
                     log.truncate_to(target)
                 state.truncated = True
+                state.failures = 0
 
     @staticmethod
     def _truncation_offset(log: PartitionLog, asked_epoch: int, leader_epoch: int, leader_end_offset: int) -> int:
@@ -357,7 +396,7 @@ class ReplicaFetcher:
         named, forgotten = session.next_fetch(wanted)
         request = replication_pb2.ReplicaFetchRequest(
             replica_id=self.node_id,
-            max_wait_ms=self._settings.max_wait_ms,
+            max_wait_ms=self._max_wait_ms(),
             min_bytes=1,
             max_bytes=self._settings.max_bytes,
             session_id=session.session_id,
@@ -466,6 +505,7 @@ class ReplicaFetcher:
                         stage_trace.stamp(stage_trace.APPENDED, key[0], key[1], log.log_end_offset, self.node_id)
                 log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
                 log.increase_log_start_offset(answer.log_start_offset)
+                state.failures = 0
 
     def _handle_out_of_range_locked(
         self, key: PartitionKey, state: FollowedPartition, log: PartitionLog, answer: replication_pb2.ReplicaFetchPartitionResponse
@@ -505,5 +545,7 @@ class ReplicaFetcher:
             self._back_off_locked(state, answer.error_code, answer.error_message, key)
 
     def _back_off_locked(self, state: FollowedPartition, code: int, message: str, key: PartitionKey) -> None:
-        logger.info("partition %d of %s from leader %d: error %d (%s); retrying later", key[1], key[0], self.leader_id, code, message)
-        state.retry_at = time.monotonic() + self._settings.backoff_ms / 1000.0
+        state.failures += 1
+        backoff_ms = retry_backoff_ms(state.failures, self._settings.backoff_ms)
+        logger.info("partition %d of %s from leader %d: error %d (%s); retrying in %d ms", key[1], key[0], self.leader_id, code, message, backoff_ms)
+        state.retry_at = time.monotonic() + backoff_ms / 1000.0
