@@ -22,6 +22,10 @@ on a worker thread, and once the request is done the continuation's ``finish`` (
 thread) builds the response. The connection always releases the pending: when it is answered,
 when the client disconnects while it waits, and when the listener stops.
 
+Where handlers run: on a worker thread, except the requests the connection answers on the event
+loop thread itself to spare two thread hand-offs (small Produce requests, ``context.on_loop``),
+whose handler raises :class:`WorkerThreadNeeded` when the request may block after all.
+
 Throttling: a handler puts the neutral layer's ``throttle_ms`` into the response's
 ``throttle_time`` (kio's name for Kafka's ``throttle_time_ms``, a ``datetime.timedelta``); a
 response whose ``throttle_time`` is above zero mutes the connection for that long after it is
@@ -58,9 +62,12 @@ class KafkaListener:
     rack: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KafkaRequestContext:
-    """One Kafka request's surroundings: the broker, the caller, and the request header's fields."""
+    """One Kafka request's surroundings: the broker, the caller, and the request header's fields.
+
+    ``on_loop``: the handler runs on the listener's event loop thread (see :class:`WorkerThreadNeeded`).
+    """
 
     broker: Broker
     call: CallContext
@@ -69,6 +76,20 @@ class KafkaRequestContext:
     correlation_id: int
     client_id: str | None
     listener: KafkaListener
+    on_loop: bool = False
+
+
+class WorkerThreadNeeded(Exception):
+    """Raised by a handler running on the event loop (``context.on_loop``), before it changed anything,
+    when its request may block its thread: the listener then answers the request on a worker thread.
+
+    Only the API keys the connection lists as answered on the loop (``connection.LOOP_API_KEYS``) get
+    there; their handlers raise this for whatever may wait on another process or on disk beyond an
+    append of a small batch to the page cache (a transactional produce verified with its
+    coordinator, a topic whose records are checked against the schema registry, a large request).
+    """
+
+    retriable = True
 
 
 Handler = Callable[[KafkaRequestContext, Any], Any]
@@ -103,6 +124,18 @@ def answer_blocking(answer: Any) -> Any:
         return answer
     wait_blocking(answer.pending, started=True)
     return answer.finish()
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response body a handler encoded itself, bytes identical to kio's (the hottest answers, see
+    ``handlers.produce_response``); the listener adds the response header of ``flexible_header``'s kind."""
+
+    api_key: int
+    api_version: int
+    flexible_header: bool  # response header v1 (a tagged-field section after the correlation id), else v0
+    body: bytes
+    throttle_ms: int  # the response's throttle_time_ms, which mutes the connection (KIP-219)
 
 
 NO_RESPONSE = None

@@ -1,20 +1,25 @@
-"""One Kafka-protocol client connection: read a frame, answer it on a worker thread, write the response, repeat.
+"""One Kafka-protocol client connection: read frames, answer them on a worker thread, write the responses, repeat.
 
-Like Kafka's own broker, a connection has one request in progress at a time: the next frame
-is read only after the previous response was written. Responses therefore go out in request
-order, as Kafka requires, and clients may still pipeline (what they send meanwhile waits in
-the socket's buffers, which TCP bounds). Thousands of idle connections cost one small
-coroutine each and no thread: only a request's short steps (decode, read or append, encode)
-hold a worker thread. A request that must wait (the handler answered an ``api.Continuation``:
-a long poll, acks=all, a rebalance) is parked on the event loop — a future the pending's wake
-signal completes through ``loop.call_soon_threadsafe``, a loop timer for its deadline — and
-its next step runs on a worker thread after each wake-up (:meth:`KafkaConnection._wait_parked`).
-While it is parked the connection watches the socket: a client that disconnects releases the
-parked request at once; a pipelined request's first byte is kept for the next read.
+Like Kafka's own broker, a connection answers its requests one after the other, so responses
+go out in request order, as Kafka requires. Clients may pipeline: the socket is read in chunks
+of up to :data:`READ_CHUNK_BYTES`, and the whole frames that arrived together (up to
+:data:`MAX_FRAMES_PER_HANDOFF`, each holding its size of the request budget) are answered in
+order in one worker-thread call, their responses sent in one write. A producer sending one
+small Produce request per record (``linger.ms=0``) thus costs one hand-off between the loop and
+a worker per burst instead of per request once it sends faster than the broker answers, which
+keeps a backlog from growing. What a client sends beyond that waits in the socket's buffers,
+which TCP bounds. Thousands of idle connections cost one small coroutine each and no thread:
+only a request's short steps (decode, read or append, encode) hold a worker thread. A request
+that must wait (the handler answered an ``api.Continuation``: a long poll, acks=all, a
+rebalance) is parked on the event loop — a future the pending's wake signal completes through
+``loop.call_soon_threadsafe``, a loop timer for its deadline — and its next step runs on a
+worker thread after each wake-up (:meth:`KafkaConnection._wait_parked`); the frames behind it
+wait, answered after it. While it is parked the connection watches the socket: a client that
+disconnects releases the parked request at once; what a pipelining client sends is kept.
 
-Per frame, on the event loop: wait for its first byte up to ``connections.max.idle.ms``
+Per frame, on the event loop: wait for its first bytes up to ``connections.max.idle.ms``
 (idle connections are closed), then the rest of the 4-byte size within the request read
-timeout; refuse a size above the limit before allocating anything (before authentication the
+timeout; refuse a size above the limit before reading its body (before authentication the
 limit is :data:`UNAUTHENTICATED_MAX_FRAME_BYTES`, Kafka's ``sasl.server.max.receive.size``);
 take the size from the broker's request budget (``queued.max.request.bytes``; without room,
 stop reading this socket and try again shortly, until the read timeout); read the body within
@@ -22,7 +27,7 @@ the timeout. Then, on a worker thread (:meth:`KafkaConnection.answer`): the SASL
 checks (unknown API key, version outside the registered range, a request before
 authentication: close, except ApiVersions' v0 fallback), the caller re-resolved against the
 current security snapshot, the handler, the response encoded. After a response whose
-``throttle_time`` is above zero the connection is muted (nothing read) for that long (KIP-219).
+``throttle_time`` is above zero the connection is muted (nothing answered) for that long (KIP-219).
 
 A connection that misbehaves is closed with one log line naming why; nothing it sent reaches
 a handler, and no other connection notices.
@@ -33,7 +38,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,12 +49,14 @@ from kio.schema.errors import ErrorCode
 
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.framing import (
+    FRAME_SIZE,
     SIZE_PREFIX_BYTES,
     FrameError,
     FrameSizeError,
     decode_request,
     encode_raw,
     encode_response,
+    encode_response_body,
     frame_size,
     peek_request,
 )
@@ -87,8 +95,13 @@ QUICK_API_KEYS = frozenset(
         69,  # ConsumerGroupDescribe
     }
 )
+# Requests answered on the event loop thread itself instead of a worker's (see KafkaConnection._answer_on_loop): their
+# handlers raise api.WorkerThreadNeeded for a request that may block, which then goes to a worker.
+LOOP_API_KEYS = frozenset({0})  # Produce
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
+READ_CHUNK_BYTES = 64 * 1024  # asked of the socket per read: pipelined requests that arrived together are read together
+MAX_FRAMES_PER_HANDOFF = 64  # pipelined requests answered in one worker-thread call, their responses sent in one write
 
 
 @dataclass(frozen=True)
@@ -135,6 +148,12 @@ class Reply:
     close: ConnectionClosed | None = None
     throttle_seconds: float = 0.0
     parked: Parked | None = None
+    on_worker: bool = False  # not answered: the handler, called on the loop, needs a worker thread (api.WorkerThreadNeeded)
+
+    @property
+    def holds_next(self) -> bool:
+        """Whether the frames after this one wait: it parks, closes or mutes the connection, or is not answered yet."""
+        return self.parked is not None or self.close is not None or self.throttle_seconds > 0 or self.on_worker
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -169,8 +188,12 @@ class KafkaConnection:
         self._clock = clock
         self.busy = False  # a request is being read or answered (shutdown lets it finish)
         self.stopping = False
-        self._next_first_byte: bytes | None = None  # a pipelined request's first byte, read while a request was parked
+        self._buffer = bytearray()  # bytes read from the socket not yet taken as a frame (the start of pipelined requests)
+        self._frames: deque[tuple[bytes, int]] = deque()  # whole frames read and not yet answered, each with the budget bytes it holds
         self._parked_wakeup: asyncio.Future[None] | None = None  # completed to end the current park early (shutdown)
+        # The request metrics' labelled series by (api key, closed), looked up once: prometheus_client's labels()
+        # takes a lock and builds its key on every call. Used by one request at a time (a worker thread's).
+        self._counted: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
     async def serve(self) -> None:
         """Answer requests until the client leaves, a limit or bad input closes the connection, or the listener stops."""
@@ -179,25 +202,9 @@ class KafkaConnection:
         reason, detail, level = "client", "the client closed it", logging.DEBUG
         try:
             while not self.stopping:
-                frame, taken = await self._read_frame()
-                executor = self._executor_for(frame)
-                try:
-                    reply = await asyncio.get_running_loop().run_in_executor(executor, self.answer, frame)
-                finally:
-                    if taken and self._services.budget is not None:
-                        self._services.budget.release(taken)
-                    del frame
-                if reply.parked is not None:
-                    reply = await self._wait_parked(reply.parked, executor)
-                if reply.frame is not None:
-                    self._writer.write(reply.frame)
-                    async with asyncio.timeout(self._limits.read_timeout):
-                        await self._writer.drain()
-                self.busy = False
-                if reply.close is not None:
-                    raise reply.close
-                if reply.throttle_seconds > 0:
-                    await asyncio.sleep(reply.throttle_seconds)  # muted: KIP-219
+                if not self._frames:
+                    await self._read_frames()
+                await self._answer_next_batch()
             reason, detail = "shutdown", "the listener is stopping"
         except ConnectionClosed as closed:
             reason, detail, level = closed.reason, closed.detail, closed.level
@@ -208,10 +215,67 @@ class KafkaConnection:
         except asyncio.CancelledError:
             reason, detail = "shutdown", "the listener is stopping"
         finally:
+            self._release_budget(self._frames)
+            self._frames.clear()
             metrics.connections.dec()
             metrics.closed.labels(reason).inc()
             logger.log(level, "Kafka connection from %s closed: %s", self.peer, detail)
             self._writer.close()
+
+    async def _answer_next_batch(self) -> None:
+        """Answer the frames at the head of the queue that share a pool, in one worker-thread call, and send their responses.
+
+        The worker stops after a reply that parks, closes or mutes the connection; the frames
+        after it stay queued (in order) until that reply is done.
+        """
+        executor = self._executor_for(self._frames[0][0])
+        batch = [self._frames.popleft()]
+        if self._session.authenticated:  # before authentication each frame may change how the next is read (SASL's raw tokens)
+            while self._frames and len(batch) < MAX_FRAMES_PER_HANDOFF and self._executor_for(self._frames[0][0]) is executor:
+                batch.append(self._frames.popleft())
+        frames = [frame for frame, _ in batch]
+        try:
+            replies = self._answer_on_loop(frames)
+            if replies and replies[-1].on_worker:
+                replies.pop()  # that frame and those after it are answered on a worker thread
+            if len(replies) < len(frames) and not (replies and replies[-1].holds_next):
+                replies += await asyncio.get_running_loop().run_in_executor(executor, self.answer_all, frames[len(replies) :])
+        except BaseException:
+            self._release_budget(batch)
+            raise
+        self._release_budget(batch[: len(replies)])
+        self._frames.extendleft(reversed(batch[len(replies) :]))
+        del batch, frames
+        last = replies[-1]
+        frames = [reply.frame for reply in replies[:-1] if reply.frame is not None]
+        if last.parked is not None:
+            if frames:  # the answers before the parked request go out now, in order
+                await self._send(frames)
+                frames = []
+            last = await self._wait_parked(last.parked, executor)
+        if last.frame is not None:
+            frames.append(last.frame)
+        if frames:
+            await self._send(frames)
+        self.busy = bool(self._frames)
+        if last.close is not None:
+            raise last.close
+        if last.throttle_seconds > 0:
+            await asyncio.sleep(last.throttle_seconds)  # muted: KIP-219
+
+    async def _send(self, frames: list[bytes]) -> None:
+        """Write response frames in one write; wait (up to the read timeout) only while the client is not taking them."""
+        self._writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+        if self._writer.transport.get_write_buffer_size():  # the kernel did not take it all at once: flow control may apply
+            async with asyncio.timeout(self._limits.read_timeout):
+                await self._writer.drain()
+
+    def _release_budget(self, frames: Iterable[tuple[bytes, int]]) -> None:
+        budget = self._services.budget
+        if budget is not None:
+            for _, taken in frames:
+                if taken:
+                    budget.release(taken)
 
     def _executor_for(self, frame: bytes) -> Executor:
         """The quick pool for a request that answers at once (and for SASL's raw tokens and bad frames), else the waiting pool."""
@@ -219,31 +283,79 @@ class KafkaConnection:
             return self._services.executor
         return self._services.waiting_executor
 
-    async def _read_frame(self) -> tuple[bytes, int]:
-        """The next request frame and the budget bytes taken for it (give them back when answered)."""
-        try:
-            first, self._next_first_byte = self._next_first_byte, None
-            if first is None:
-                async with asyncio.timeout(self._limits.idle_timeout):
-                    first = await self._reader.readexactly(1)
-        except TimeoutError:
-            raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
-        self.busy = True
-        limit = self._limits.max_frame_bytes if self._session.authenticated else min(self._limits.max_frame_bytes, UNAUTHENTICATED_MAX_FRAME_BYTES)
-        async with asyncio.timeout(self._limits.read_timeout):
-            prefix = first + await self._reader.readexactly(SIZE_PREFIX_BYTES - 1)
+    def _frame_limit(self) -> int:
+        return self._limits.max_frame_bytes if self._session.authenticated else min(self._limits.max_frame_bytes, UNAUTHENTICATED_MAX_FRAME_BYTES)
+
+    async def _read_frames(self) -> None:
+        """Queue the next request frame, and (once authenticated) the further whole frames already read with it.
+
+        Each queued frame holds its size of the request budget until it is answered.
+        """
+        if not self._buffer:
             try:
-                size = frame_size(prefix, limit)
+                async with asyncio.timeout(self._limits.idle_timeout):
+                    await self._read_more()
+            except TimeoutError:
+                raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
+        self.busy = True
+        async with asyncio.timeout(self._limits.read_timeout):
+            while len(self._buffer) < SIZE_PREFIX_BYTES:
+                await self._read_more()
+            try:
+                size = frame_size(bytes(self._buffer[:SIZE_PREFIX_BYTES]), self._frame_limit())
             except FrameSizeError as error:
                 stage = "" if self._session.authenticated else " before authentication"
                 raise ConnectionClosed("too_large", f"{error}{stage}") from None
             taken = await self._take_budget(size)
             try:
-                return await self._reader.readexactly(size), taken
+                frame = await self._take_frame(size)
             except BaseException:
-                if taken and self._services.budget is not None:
-                    self._services.budget.release(taken)
+                self._release_budget(((b"", taken),))
                 raise
+        self._frames.append((frame, taken))
+        if self._session.authenticated:
+            self._queue_buffered_frames()
+
+    async def _take_frame(self, size: int) -> bytes:
+        """The body of the frame whose size prefix starts the buffer, reading what is still missing."""
+        end = SIZE_PREFIX_BYTES + size
+        if len(self._buffer) >= end:
+            frame = bytes(self._buffer[SIZE_PREFIX_BYTES:end])
+            del self._buffer[:end]
+            return frame
+        rest = await self._reader.readexactly(end - len(self._buffer))
+        frame = bytes(self._buffer[SIZE_PREFIX_BYTES:]) + rest
+        self._buffer.clear()
+        return frame
+
+    def _queue_buffered_frames(self) -> None:
+        """Queue the whole frames already in the buffer (pipelined requests), while the request budget has room for them.
+
+        A frame whose size is refused, or that is not whole yet, stays in the buffer: it is read
+        (and refused) in its turn, after the frames before it were answered.
+        """
+        budget = self._services.budget
+        limit = self._frame_limit()
+        while len(self._frames) < MAX_FRAMES_PER_HANDOFF and len(self._buffer) >= SIZE_PREFIX_BYTES:
+            (size,) = FRAME_SIZE.unpack_from(self._buffer)
+            end = SIZE_PREFIX_BYTES + size
+            if size < 0 or size > limit or len(self._buffer) < end:
+                return
+            taken = 0
+            if budget is not None:
+                room = budget.try_acquire(size)
+                if room is None:
+                    return
+                taken = room
+            self._frames.append((bytes(self._buffer[SIZE_PREFIX_BYTES:end]), taken))
+            del self._buffer[:end]
+
+    async def _read_more(self) -> None:
+        """Append what the socket has (waiting for at least a byte) to the buffer; IncompleteReadError at end of stream."""
+        data = await self._reader.read(READ_CHUNK_BYTES)
+        if not data:
+            raise asyncio.IncompleteReadError(bytes(self._buffer), None)
+        self._buffer += data
 
     async def _take_budget(self, size: int) -> int:
         """Take ``size`` bytes of the request budget, pausing this connection (not the loop) until there is room."""
@@ -256,8 +368,35 @@ class KafkaConnection:
             attempt += 1
         return taken
 
-    def answer(self, frame: bytes) -> Reply:
-        """Answer one request frame (on a worker thread): the response frame, and whether the connection closes after it."""
+    def answer_all(self, frames: list[bytes], *, on_loop: bool = False) -> list[Reply]:
+        """Answer pipelined frames in order (on a worker thread, or ``on_loop``); stops after a reply that holds the next frames.
+
+        At least one reply; the frames after the last reply are not answered yet.
+        """
+        replies = []
+        for frame in frames:
+            reply = self.answer(frame, on_loop=on_loop)
+            replies.append(reply)
+            if reply.holds_next:
+                break
+        return replies
+
+    def _answer_on_loop(self, frames: list[bytes]) -> list[Reply]:
+        """The replies to the leading frames answered on the event loop thread (none when the first is not of :data:`LOOP_API_KEYS`).
+
+        Saves the two thread hand-offs of a worker call, which cost more than answering a small
+        Produce request; a handler that finds its request may block answers ``on_worker`` instead
+        (the last reply then), and that frame and those after it go to a worker thread.
+        """
+        if not self._session.authenticated:
+            return []
+        leading = 0
+        while leading < len(frames) and len(frames[leading]) >= 2 and int.from_bytes(frames[leading][:2], "big", signed=True) in LOOP_API_KEYS:
+            leading += 1
+        return self.answer_all(frames[:leading], on_loop=True) if leading else []
+
+    def answer(self, frame: bytes, *, on_loop: bool = False) -> Reply:
+        """Answer one request frame (on a worker thread, or on the loop: ``on_loop``): the response frame, and whether the connection closes after it."""
         if self._session.state == SaslState.RAW_TOKEN:
             outcome = self._session.authenticate(frame)
             if outcome.succeeded:
@@ -268,13 +407,15 @@ class KafkaConnection:
         except FrameError as error:
             return Reply(None, ConnectionClosed("malformed", str(error)))
         started = self._clock()
-        return self._guarded(keys.api_key, keys.api_version, started, lambda: self._answer_request(frame, keys, started))
+        return self._guarded(keys.api_key, keys.api_version, started, lambda: self._answer_request(frame, keys, started, on_loop))
 
     def _guarded(self, api_key: int, api_version: int, started: float, step: Callable[[], Reply]) -> Reply:
         """Run one step of a request (on a worker thread); a failure closes the connection. Counts the request once answered."""
         name = _api_name(api_key)
         try:
             reply = step()
+        except api.WorkerThreadNeeded:
+            return Reply(None, on_worker=True)  # not answered: counted when a worker thread answers it
         except ConnectionClosed as closed:
             reply = Reply(None, closed)
         except FrameError as error:
@@ -283,9 +424,13 @@ class KafkaConnection:
             logger.exception("Kafka handler of %s v%d failed (connection from %s)", name, api_version, self.peer)
             reply = Reply(None, ConnectionClosed("handler_error", f"the {name} v{api_version} handler failed (logged above)"))
         if reply.parked is None:
-            metrics = self._services.metrics
-            metrics.requests.labels(name, "ok" if reply.close is None else "closed").inc()
-            metrics.duration.labels(name).observe(self._clock() - started)
+            closes = reply.close is not None
+            counted = self._counted.get((api_key, closes))
+            if counted is None:
+                metrics = self._services.metrics
+                counted = self._counted[(api_key, closes)] = (metrics.requests.labels(name, "closed" if closes else "ok"), metrics.duration.labels(name))
+            counted[0].inc()
+            counted[1].observe(self._clock() - started)
         return reply
 
     async def _wait_parked(self, parked: Parked, executor: Executor) -> Reply:
@@ -338,17 +483,17 @@ class KafkaConnection:
 
     async def _park_until(self, woken: asyncio.Future[None]) -> None:
         """Wait for ``woken``, meanwhile watching the socket: EOF or a reset ends the connection (raised), a byte is kept."""
-        if self._next_first_byte is not None:  # a pipelined request already arrived: nothing more to watch for
+        if self._buffer or self._frames:  # a pipelined request already arrived: nothing more to watch for
             await woken
             return
-        watch = asyncio.ensure_future(self._reader.readexactly(1))
+        watch = asyncio.ensure_future(self._read_more())
         try:
             await asyncio.wait((woken, watch), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not watch.done():
                 watch.cancel()  # readexactly consumes nothing until its byte is there
         if watch.done() and not watch.cancelled():
-            self._next_first_byte = watch.result()  # raises IncompleteReadError / ConnectionError when the client left
+            watch.result()  # raises IncompleteReadError / ConnectionError when the client left
             await woken
 
     def wake_parked(self) -> None:
@@ -356,7 +501,7 @@ class KafkaConnection:
         if self._parked_wakeup is not None:
             _resolve(self._parked_wakeup)
 
-    def _answer_request(self, frame: bytes, keys: Any, started: float) -> Reply:
+    def _answer_request(self, frame: bytes, keys: Any, started: float, on_loop: bool) -> Reply:
         registration = api.registration(keys.api_key)
         if registration is None:
             raise ConnectionClosed("unknown_api", f"api key {keys.api_key} is not served here")
@@ -391,6 +536,7 @@ class KafkaConnection:
             correlation_id=keys.correlation_id,
             client_id=request.client_id,
             listener=self._services.listener,
+            on_loop=on_loop,
         )
         response = registration.handler(context, request.body)
         if isinstance(response, api.Continuation):
@@ -402,6 +548,11 @@ class KafkaConnection:
         """The reply carrying a handler's response (checked to be the request's API and version)."""
         if response is None:
             return Reply(None)  # api.NO_RESPONSE: Produce with acks=0 is answered with nothing, as Kafka does
+        if isinstance(response, api.EncodedResponse):
+            if response.api_key != api_key or response.api_version != api_version:
+                raise TypeError(f"the {_api_name(api_key)} v{api_version} handler answered an encoded {_api_name(response.api_key)} v{response.api_version}")
+            frame = encode_response_body(correlation_id, response.body, flexible_header=response.flexible_header)
+            return Reply(frame, throttle_seconds=max(response.throttle_ms, 0) / 1000.0)
         if type(response).__api_key__ != api_key or type(response).__version__ != api_version:
             name = _api_name(api_key)
             raise TypeError(f"the {name} v{api_version} handler answered {type(response).__module__}.{type(response).__qualname__}")

@@ -27,7 +27,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import DecodeError
 
 SIZE_PREFIX_BYTES = 4
-_SIZE = struct.Struct(">i")
+FRAME_SIZE = struct.Struct(">i")  # the big-endian int32 size before every frame
+_RESPONSE_KEYS = struct.Struct(">ii")  # a response frame's size, then its header's correlation id
 _REQUEST_KEYS = struct.Struct(">hhi")  # api key, api version, correlation id: the first 8 bytes of every request header
 
 
@@ -72,7 +73,7 @@ class DecodedRequest:
 
 def frame_size(prefix: bytes, limit: int) -> int:
     """The size a 4-byte prefix announces; FrameSizeError when negative or above ``limit`` (checked before any allocation)."""
-    (size,) = _SIZE.unpack(prefix)
+    (size,) = FRAME_SIZE.unpack(prefix)
     if size < 0 or size > limit:
         raise FrameSizeError(size, limit)
     return int(size)
@@ -135,14 +136,24 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     _writer(header_schema)(buffer, header_schema(correlation_id=correlation_id))
     _writer(type(response))(buffer, response)
     frame = buffer.getbuffer()
-    _SIZE.pack_into(frame, 0, len(frame) - SIZE_PREFIX_BYTES)
+    FRAME_SIZE.pack_into(frame, 0, len(frame) - SIZE_PREFIX_BYTES)
     del frame  # release the export so the buffer's bytes can be taken
     return buffer.getvalue()
 
 
+_NO_TAGGED_FIELDS = b"\x00"  # response header v1's empty tagged-field section
+
+
+def encode_response_body(correlation_id: int, body: bytes, *, flexible_header: bool) -> bytes:
+    """The whole response frame of a body encoded without kio: size prefix, header v0 (the
+    correlation id) or v1 (and an empty tagged-field section), body."""
+    header = _RESPONSE_KEYS.pack(SIZE_PREFIX_BYTES + len(body) + (1 if flexible_header else 0), correlation_id)
+    return header + _NO_TAGGED_FIELDS + body if flexible_header else header + body
+
+
 def encode_raw(payload: bytes) -> bytes:
     """A bare size-prefixed frame (the SASL tokens of a SaslHandshake v0 exchange, which have no header)."""
-    return _SIZE.pack(len(payload)) + payload
+    return FRAME_SIZE.pack(len(payload)) + payload
 
 
 def encode_request(correlation_id: int, request: Any, client_id: str | None = "weir") -> bytes:

@@ -124,6 +124,7 @@ class SaslSession:
         self._software: tuple[str, str] = ("", "")
         self._application: ClientApplication | None = None
         self._application_client_id: str | None = None
+        self._anonymous: CallContext | None = None  # the caller of an OPEN session (no security), once built
 
     def note_software(self, name: str | None, version: str | None) -> None:
         """The client software name and version an ApiVersions v3+ request declared (client-supplied)."""
@@ -213,7 +214,9 @@ class SaslSession:
         if self._recheck is None:
             if self.state != SaslState.OPEN:
                 raise AuthenticationError("this connection has not authenticated")
-            return dataclasses.replace(anonymous_context(self._client_host), door=KAFKA_DOOR)
+            if self._anonymous is None:  # built once: an anonymous caller depends on no security snapshot
+                self._anonymous = dataclasses.replace(anonymous_context(self._client_host), door=KAFKA_DOOR)
+            return self._anonymous
         app = self._application
         if app is None or client_id != self._application_client_id:  # built again only when the client.id changes
             app = self._application = application(client_id, *self._software, self._client_host)

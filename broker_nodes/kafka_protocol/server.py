@@ -3,7 +3,9 @@
 One event loop thread owns every socket (accepting, TLS, reading frames, writing responses,
 timeouts) and every parked request: a long-poll fetch, an acks=all produce or a JoinGroup/SyncGroup
 waiting for its rebalance waits there as a future and a loop timer (``api.Continuation``), holding
-no thread; a slow client holds nothing but its own coroutine. Handlers' steps run on thread pools:
+no thread; a slow client holds nothing but its own coroutine. Small Produce requests are answered
+on the loop thread itself (see ``connection``: a hand-off costs more than such a request), pipelined
+requests that arrived together in one worker call. Handlers' other steps run on thread pools:
 requests that answer at once (``connection.QUICK_API_KEYS``) have ``kafka.handler.threads``
 workers of their own, the others ``kafka.waiting.handler.threads`` (which the requests that still
 block while they wait, offset commits and administration forwarded to the controller, hold), so

@@ -10,6 +10,12 @@ this broker does not (or no longer) lead names its current leader and that leade
 named twice in one request is refused on its repeats (INVALID_REQUEST), its first occurrence
 is appended. Records refused by broker-side schema validation are listed in ``record_errors``
 (KIP-467, v8+) with the partition's INVALID_RECORD.
+
+The listener answers Produce on its event loop thread (``context.on_loop``), sparing the two
+thread hand-offs that cost more than a one-record request itself; a request that may block there
+(:func:`_may_block`) raises ``api.WorkerThreadNeeded`` first and goes to a worker thread. The
+response body is encoded by ``produce_response`` (kio's bytes, without building kio's objects)
+except for answers carrying record errors or leader hints.
 """
 
 from __future__ import annotations
@@ -23,15 +29,20 @@ from kio.static.primitive import i32
 from broker_nodes.kafka_protocol import api
 from broker_nodes.kafka_protocol.handlers.admin_common import build, response_module, timeout_ms
 from broker_nodes.kafka_protocol.handlers.data_common import by_topic, current_leader, leader_endpoints, throttle_time
+from broker_nodes.kafka_protocol.handlers.produce_response import FIRST_FLEXIBLE_VERSION, encode_produce_body
 from broker_nodes.requests import produce as produce_requests
 from broker_nodes.requests.produce import ProducePartition, ProducePartitionOutcome
+from broker_nodes.requests.schema_validation import schema_rules
 
 PRODUCE_KEY = 0
 NO_ACKS = 0
+LOOP_MAX_RECORD_BYTES = 64 * 1024  # record bytes of a Produce request answered on the listener's loop at most (larger: a worker thread)
 
 
 @api.handles(PRODUCE_KEY, 3, 11)
 def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
+    if context.on_loop and _may_block(context, request):
+        raise api.WorkerThreadNeeded()
     partitions: list[ProducePartition] = []
     repeated: list[ProducePartitionOutcome] = []
     seen: set[tuple[str, int]] = set()
@@ -55,11 +66,35 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
     return api.answer_when_done(pending, lambda: _response(context, request, pending.result(), repeated))
 
 
+def _may_block(context: api.KafkaRequestContext, request: Any) -> bool:
+    """Whether this Produce may wait beyond appending a small batch to the page cache (then it is not answered on the loop).
+
+    A transactional id is verified with its coordinator (KIP-890), possibly another broker; a
+    topic with schema validation may look ids up in the control plane's registry; a large
+    request's copy, checks and write take long enough that the loop would keep other
+    connections waiting, and a hand-off costs little beside them.
+    """
+    if request.transactional_id:
+        return True
+    size = 0
+    registry, qualify = context.broker.registry, context.call.qualify
+    for topic in request.topic_data:
+        metadata = registry.get(qualify(topic.name))
+        if metadata is not None and schema_rules(metadata.configs) is not None:
+            return True
+        for data in topic.partition_data:
+            size += len(data.records or b"")
+    return size > LOOP_MAX_RECORD_BYTES
+
+
 def _response(context: api.KafkaRequestContext, request: Any, result: produce_requests.ProduceResult, repeated: list[ProducePartitionOutcome]) -> Any:
     if request.acks == NO_ACKS:
         return api.NO_RESPONSE  # Kafka sends nothing back for acks=0
-    schema = response_module(context)
     outcomes = by_topic([*result.partitions, *repeated], lambda outcome: outcome.topic)
+    body = encode_produce_body(context.api_version, outcomes, result.throttle_ms)
+    if body is not None:
+        return api.EncodedResponse(PRODUCE_KEY, context.api_version, context.api_version >= FIRST_FLEXIBLE_VERSION, body, result.throttle_ms)
+    schema = response_module(context)
     hints = [outcome.current_leader for outcome in result.partitions]
     return build(
         schema.ProduceResponse,
