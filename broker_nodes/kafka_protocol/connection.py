@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
@@ -137,8 +137,7 @@ class Parked:
     started: float  # on the connection's clock, for the request duration metric
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):  # a NamedTuple: one per request, cheaper to build than a frozen dataclass
     """What the worker thread hands back: the frame to send (None: nothing), then whether to close, and the mute.
 
     ``parked``: no answer yet, the request waits on the loop (then ``frame`` is None).
@@ -298,20 +297,25 @@ class KafkaConnection:
             except TimeoutError:
                 raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
         self.busy = True
-        async with asyncio.timeout(self._limits.read_timeout):
-            while len(self._buffer) < SIZE_PREFIX_BYTES:
-                await self._read_more()
-            try:
-                size = frame_size(bytes(self._buffer[:SIZE_PREFIX_BYTES]), self._frame_limit())
-            except FrameSizeError as error:
-                stage = "" if self._session.authenticated else " before authentication"
-                raise ConnectionClosed("too_large", f"{error}{stage}") from None
-            taken = await self._take_budget(size)
-            try:
-                frame = await self._take_frame(size)
-            except BaseException:
-                self._release_budget(((b"", taken),))
-                raise
+        if not self._queue_buffered_frames():  # the usual case, a whole request in one read, needs no read timeout
+            async with asyncio.timeout(self._limits.read_timeout):
+                await self._read_frame()
+
+    async def _read_frame(self) -> None:
+        """Read (within the caller's read timeout) and queue the frame that starts the buffer, refusing a size above the limit."""
+        while len(self._buffer) < SIZE_PREFIX_BYTES:
+            await self._read_more()
+        try:
+            size = frame_size(bytes(self._buffer[:SIZE_PREFIX_BYTES]), self._frame_limit())
+        except FrameSizeError as error:
+            stage = "" if self._session.authenticated else " before authentication"
+            raise ConnectionClosed("too_large", f"{error}{stage}") from None
+        taken = await self._take_budget(size)
+        try:
+            frame = await self._take_frame(size)
+        except BaseException:
+            self._release_budget(((b"", taken),))
+            raise
         self._frames.append((frame, taken))
         if self._session.authenticated:
             self._queue_buffered_frames()
@@ -328,27 +332,32 @@ class KafkaConnection:
         self._buffer.clear()
         return frame
 
-    def _queue_buffered_frames(self) -> None:
-        """Queue the whole frames already in the buffer (pipelined requests), while the request budget has room for them.
+    def _queue_buffered_frames(self) -> bool:
+        """Queue the whole frames already in the buffer while the request budget has room for them; whether any was.
 
-        A frame whose size is refused, or that is not whole yet, stays in the buffer: it is read
-        (and refused) in its turn, after the frames before it were answered.
+        Before authentication at most one (each may change how the next is read: SASL's raw
+        tokens). A frame whose size is refused, or that is not whole yet, stays in the buffer:
+        it is read (and refused) in its turn, after the frames before it were answered.
         """
         budget = self._services.budget
         limit = self._frame_limit()
-        while len(self._frames) < MAX_FRAMES_PER_HANDOFF and len(self._buffer) >= SIZE_PREFIX_BYTES:
+        most = MAX_FRAMES_PER_HANDOFF if self._session.authenticated else 1
+        queued = False
+        while len(self._frames) < most and len(self._buffer) >= SIZE_PREFIX_BYTES:
             (size,) = FRAME_SIZE.unpack_from(self._buffer)
             end = SIZE_PREFIX_BYTES + size
             if size < 0 or size > limit or len(self._buffer) < end:
-                return
+                break
             taken = 0
             if budget is not None:
                 room = budget.try_acquire(size)
                 if room is None:
-                    return
+                    break
                 taken = room
             self._frames.append((bytes(self._buffer[SIZE_PREFIX_BYTES:end]), taken))
             del self._buffer[:end]
+            queued = True
+        return queued
 
     async def _read_more(self) -> None:
         """Append what the socket has (waiting for at least a byte) to the buffer; IncompleteReadError at end of stream."""
@@ -437,7 +446,8 @@ class KafkaConnection:
         """Wait on the loop (no thread) until the parked request is done, running its steps on ``executor``; its reply.
 
         Each round subscribes a loop future to the pending's wake signal and arms a timer for
-        its deadline, then runs the next step on a worker thread. The pending is always
+        its deadline, then runs the next step on a worker thread (a produce's on the loop: it
+        only checks the high watermark and builds the answer). The pending is always
         released: answered, failed, client gone (the socket watch raises), or cancelled.
         """
         loop = asyncio.get_running_loop()
@@ -463,7 +473,10 @@ class KafkaConnection:
                     pending.signal.subscribe(None)
                     timer.cancel()
                     self._parked_wakeup = None
-                reply = await loop.run_in_executor(executor, self._resume, parked)
+                if parked.api_key in LOOP_API_KEYS:  # a parked produce's later steps (replicated yet? the answer) never block
+                    reply = self._resume(parked)
+                else:
+                    reply = await loop.run_in_executor(executor, self._resume, parked)
                 if reply.parked is None:
                     return reply
                 if self.stopping:
