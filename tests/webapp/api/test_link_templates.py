@@ -50,3 +50,14 @@ def test_a_link_equals_drfs_reverse_for_plain_and_quoted_values() -> None:
     assert common.link(request, "api:topic-partition-detail", topic_name="orders", partition_id=3) == reverse(
         "api:topic-partition-detail", kwargs={"topic_name": "orders", "partition_id": 3}, request=request
     )
+
+
+def test_a_link_of_several_arguments_puts_each_where_its_route_has_it_whatever_the_order_given() -> None:
+    request = APIRequestFactory().get("/api/v1/topics")
+    expected = reverse("api:topic-partition-replica", kwargs={"topic_name": "orders", "partition_id": 3, "broker_id": 12}, request=request)
+    assert common.link(request, "api:topic-partition-replica", broker_id=12, topic_name="orders", partition_id=3) == expected
+    assert common.link(request, "api:topic-partition-replica", topic_name="orders", partition_id=3, broker_id=12) == expected
+    # The template of the same route is reused with other values, quoting when they need it.
+    assert common.link(request, "api:topic-partition-replica", broker_id=1, topic_name="a b", partition_id=0) == reverse(
+        "api:topic-partition-replica", kwargs={"topic_name": "a b", "partition_id": 0, "broker_id": 1}, request=request
+    )

@@ -132,6 +132,22 @@ def test_list_topics_filters_by_name_and_paginates(acme: TenantFixture, register
     assert len(first_page["results"]) == 2 and len(second_page["results"]) == 1
 
 
+def test_a_topic_in_a_page_reads_as_its_own_resource(acme: TenantFixture, registered_broker: BrokerNode) -> None:
+    # The page renders rows of columns and its health from one query; the topic's own page
+    # renders the instance: both say the same, links, health counts and timestamps included.
+    assert create(acme, topic_name="orders", partitions_count=2, configs=[{"name": "min.insync.replicas", "value": "2"}]).status_code == 201
+    assert create(acme, topic_name="payments", partitions_count=1).status_code == 201
+    Partition.objects.filter(topic__name="orders", index=1).update(isr=[], leader=-1)
+    client = acme.client(Role.VIEWER)
+
+    page = client.get(TOPICS).json()["results"]
+
+    for entry in page:
+        assert entry == client.get(f"{TOPICS}/{entry['topic_name']}").json()
+    orders = next(entry for entry in page if entry["topic_name"] == "orders")
+    assert (orders["offline_partitions_count"], orders["under_replicated_partitions_count"], orders["under_min_isr_partitions_count"]) == (1, 1, 2)
+
+
 def test_get_and_delete_topic(acme: TenantFixture, registered_broker: BrokerNode) -> None:
     assert create(acme, topic_name="a.b_c-1").status_code == 201
 

@@ -57,27 +57,65 @@ _PLACEHOLDER = "90817263545{}"
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9._~-]+")
 
 
-def link(request: Request, name: str, **kwargs: Any) -> str:
-    """The absolute URL of the route ``name`` with ``kwargs``, as DRF's ``reverse`` gives it.
+class LinkTemplate:
+    """The absolute URL of one route with its arguments left open, reversed once per request.
 
     A page of resources links each of them: reversing every link costs more than the rest of
-    the page (each call walks the resolver and Django's thread-local URL configuration). So
-    each request reverses a route once, with placeholder arguments, keeps that template on
-    the request, and fills it in for every resource. Values that are not plain URL characters
-    (or hold a placeholder) go through ``reverse`` itself, which quotes them.
+    the page (each call walks the resolver and Django's thread-local URL configuration). The
+    route is reversed once with placeholder arguments and split around them; each link then
+    joins the pieces with its values. A value that is not plain URL characters (or holds a
+    placeholder) goes through ``reverse`` itself, which quotes it, so every link is what DRF's
+    ``reverse`` gives. Built by :func:`link_template`; not shared between requests.
     """
-    values = {key: str(value) for key, value in kwargs.items()}
-    if not all(_PLAIN_VALUE.fullmatch(value) and _PLACEHOLDER[:-2] not in value for value in values.values()):
-        return reverse(name, kwargs=kwargs, request=request)
-    templates: dict[tuple[str, tuple[str, ...]], str] = request.__dict__.setdefault("_weir_link_templates", {})
-    keys = tuple(sorted(values))
+
+    __slots__ = ("_request", "_name", "_keys", "_pieces", "_order")
+
+    def __init__(self, request: Request, name: str, keys: tuple[str, ...]) -> None:
+        self._request = request
+        self._name = name
+        self._keys = keys
+        template = reverse(name, kwargs={key: _PLACEHOLDER.format(index) for index, key in enumerate(keys)}, request=request)
+        # Where each argument sits in the URL (the route's order, not the keys'), then the text
+        # around them: len(keys) + 1 pieces.
+        found = sorted((template.index(_PLACEHOLDER.format(index)), index) for index in range(len(keys)))
+        self._order = tuple(index for _, index in found)
+        pieces, position = [], 0
+        for start, index in found:
+            pieces.append(template[position:start])
+            position = start + len(_PLACEHOLDER.format(index))
+        pieces.append(template[position:])
+        self._pieces = tuple(pieces)
+
+    def __call__(self, *values: Any) -> str:
+        """The link with these values, in the order of the keys the template was made with."""
+        texts = [str(value) for value in values]
+        for text in texts:
+            if not _PLAIN_VALUE.fullmatch(text) or _PLACEHOLDER[:-2] in text:
+                return reverse(self._name, kwargs=dict(zip(self._keys, values, strict=True)), request=self._request)
+        pieces = self._pieces
+        if len(texts) == 1:
+            return pieces[0] + texts[0] + pieces[1]
+        parts = [pieces[0]]
+        for position, index in enumerate(self._order):
+            parts.append(texts[index])
+            parts.append(pieces[position + 1])
+        return "".join(parts)
+
+
+def link_template(request: Request, name: str, *keys: str) -> LinkTemplate:
+    """This request's template of route ``name`` with arguments ``keys`` (made on first use)."""
+    templates: dict[tuple[str, tuple[str, ...]], LinkTemplate] = request.__dict__.setdefault("_weir_link_templates", {})
     template = templates.get((name, keys))
     if template is None:
-        template = reverse(name, kwargs={key: _PLACEHOLDER.format(index) for index, key in enumerate(keys)}, request=request)
-        templates[(name, keys)] = template
-    for index, key in enumerate(keys):
-        template = template.replace(_PLACEHOLDER.format(index), values[key], 1)
+        template = templates[(name, keys)] = LinkTemplate(request, name, keys)
     return template
+
+
+def link(request: Request, name: str, **kwargs: Any) -> str:
+    """The absolute URL of the route ``name`` with ``kwargs``, as DRF's ``reverse`` gives it,
+    from this request's :class:`LinkTemplate` of the route. A serializer that links every item
+    of a page keeps the template (:func:`link_template`) instead."""
+    return link_template(request, name, *kwargs)(*kwargs.values())
 
 
 def job_summary(job: ProvisioningJob | None, request: Request) -> dict[str, Any] | None:

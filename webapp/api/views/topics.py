@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from webapp.api.query import validated_query
 from webapp.api.serializers.common import JobResponseSerializer, NameFilterSerializer, job_summary
 from webapp.api.serializers.topics import (
+    TOPIC_ROW_FIELDS,
     ConfigAlterSerializer,
     PartitionSerializer,
     PartitionsGrowSerializer,
@@ -65,10 +66,13 @@ class TopicViewSet(TenantScopedViewSet):
     def list(self, request: Request) -> Response:
         name = validated_query(NameFilterSerializer, request).validated_data.get("name")
         topics = self.get_queryset()
-        page = self.paginate_queryset(topics.filter(name__icontains=name) if name else topics)
-        # The page's health counts come from one query of tuples; prefetching Partition instances
-        # onto each topic cost more CPU than the rest of the page.
-        topics_of_page = list(page) if page is not None else list(topics)
+        if name:
+            topics = topics.filter(name__icontains=name)
+        # Rows of the columns the shape reads, not Topic instances (building those was a third of
+        # the page's CPU); the page's health counts come from one query of tuples too.
+        rows = topics.values_list(*TOPIC_ROW_FIELDS, named=True)
+        page = self.paginate_queryset(rows)
+        topics_of_page = list(page) if page is not None else list(rows)
         context = {**self.get_serializer_context(), "health_counts": health_counts_by_topic(topics_of_page)}
         return self.get_paginated_response(TopicSerializer(topics_of_page, many=True, context=context).data)
 
