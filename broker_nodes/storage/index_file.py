@@ -3,6 +3,8 @@
 The offset index and the time index share this mechanism; each says what its entries mean.
 Entries are not held in memory: a lookup binary-searches the file through the shared
 descriptor cache, so a closed segment's index costs no memory and, when idle, no descriptor.
+Nothing is read when an index is opened: its entry count and last entry are loaded on first
+use, so a broker of thousands of partitions starts without reading indexes it does not need.
 """
 
 from __future__ import annotations
@@ -67,9 +69,10 @@ class IndexFile:
     """Entries of ``entry.size`` bytes appended at the end of ``path``, keys ascending.
 
     On disk: entries back to back, nothing else; the entry count is the file size divided by
-    the entry size. Only the entry count and the last entry are cached in memory.
-    Thread-safe: appends and truncations take the index's lock; lookups read a snapshot of
-    the entry count and then only read entries below it, which are never rewritten in place.
+    the entry size (a missing file has none). Only the entry count and the last entry are
+    cached in memory, both loaded on first use. Thread-safe: loading, appends and truncations
+    take the index's lock; lookups read a snapshot of the entry count and then only read
+    entries below it, which are never rewritten in place.
     """
 
     def __init__(self, path: Path, entry: struct.Struct, file_cache: FileHandleCache, max_bytes: int) -> None:
@@ -78,22 +81,52 @@ class IndexFile:
         self._file_cache = file_cache
         self._lock = threading.Lock()
         self._max_entries = max(1, max_bytes // entry.size)
-        self._count = self._read_count()
-        self._last: tuple[int, ...] | None = self._read_entry(self._count - 1) if self._count else None
+        # None until loaded (``_loaded_count``); then kept up to date by appends and truncations.
+        self._count: int | None = None
+        self._last: tuple[int, ...] | None = None
+
+    # -------------------------------------------------------------- loading
+
+    def _loaded_count(self) -> int:
+        count = self._count
+        if count is None:
+            with self._lock:
+                if self._count is None:
+                    self._load_locked(self.file_size())
+                count = self._count
+                assert count is not None
+        return count
+
+    def _load_locked(self, file_bytes: int) -> None:
+        count = file_bytes // self._entry.size
+        self._last = self._read_entry(count - 1) if count else None
+        self._count = count
+
+    def reload(self) -> int:
+        """Read the entry count and last entry from the file again; return its size in bytes.
+
+        FileNotFoundError when the file is missing (open-time checks tell that apart from an
+        empty index; everything else treats a missing file as empty).
+        """
+        with self._lock:
+            file_bytes = os.stat(self.path).st_size
+            self._load_locked(file_bytes)
+            return file_bytes
 
     # -------------------------------------------------------------- reading
 
     @property
     def entry_count(self) -> int:
-        return self._count
+        return self._loaded_count()
 
     @property
     def is_full(self) -> bool:
         """True when one more entry would exceed segment.index.bytes."""
-        return self._count >= self._max_entries
+        return self._loaded_count() >= self._max_entries
 
     @property
     def last_entry(self) -> tuple[int, ...] | None:
+        self._loaded_count()
         return self._last
 
     def entry(self, index: int) -> tuple[int, ...]:
@@ -101,7 +134,7 @@ class IndexFile:
 
     def search(self, key_field: int, target: int) -> tuple[int, ...] | None:
         """The last entry whose field ``key_field`` is <= ``target``, None if none is."""
-        count = self._count
+        count = self._loaded_count()
         if count == 0:
             return None
         with self._file_cache.lease(self.path) as descriptor:
@@ -109,7 +142,7 @@ class IndexFile:
 
     def first_index_at_least(self, key_field: int, target: int) -> int:
         """Position in the file of the first entry whose field is >= ``target`` (= count if none)."""
-        count = self._count
+        count = self._loaded_count()
         if count == 0:
             return 0
         with self._file_cache.lease(self.path) as descriptor:
@@ -122,6 +155,9 @@ class IndexFile:
         """Write one entry after the last; the caller guarantees key order."""
         data = self._entry.pack(*values)
         with self._lock:
+            if self._count is None:
+                self._load_locked(self.file_size())
+            assert self._count is not None
             with self._file_cache.lease(self.path, create=True) as descriptor:
                 os.pwrite(descriptor, data, self._count * self._entry.size)
             self._count += 1
@@ -130,6 +166,9 @@ class IndexFile:
     def truncate_entries(self, count: int) -> None:
         """Keep only the first ``count`` entries."""
         with self._lock:
+            if self._count is None:
+                self._load_locked(self.file_size())
+            assert self._count is not None
             if count >= self._count:
                 return
             with self._file_cache.lease(self.path, create=True) as descriptor:
@@ -174,9 +213,6 @@ class IndexFile:
             return self.path.stat().st_size
         except FileNotFoundError:
             return 0
-
-    def _read_count(self) -> int:
-        return self.file_size() // self._entry.size
 
     def _read_entry(self, index: int) -> tuple[int, ...]:
         with self._file_cache.lease(self.path) as descriptor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Collection
 from pathlib import Path
 
 from broker_nodes.storage.checkpoints import LeaderEpochCheckpointFile
@@ -31,10 +32,12 @@ class LeaderEpochCache:
     and not recoverable from the log, are fsynced at once.
     """
 
-    def __init__(self, partition_directory: Path) -> None:
+    def __init__(self, partition_directory: Path, *, file_names: Collection[str] | None = None) -> None:
+        """Load the checkpoint; ``file_names`` (the directory's listing, when the caller has it) spares opening a missing one."""
         self._file = LeaderEpochCheckpointFile(partition_directory / LEADER_EPOCH_CHECKPOINT)
         self._lock = threading.Lock()
-        self._entries: list[tuple[int, int]] = self._file.read()
+        present = file_names is None or LEADER_EPOCH_CHECKPOINT in file_names
+        self._entries: list[tuple[int, int]] = self._file.read() if present else []
         self._unflushed = False  # an assign wrote the file without fsync since the last durable write
 
     @property

@@ -38,7 +38,7 @@ from broker_nodes.storage.file_cache import FileHandleCache
 from broker_nodes.storage.leader_epoch_cache import LeaderEpochCache
 from broker_nodes.storage.log_config import COMPRESSION_TYPE_PRODUCER, COMPRESSION_TYPE_UNCOMPRESSED, LogConfig
 from broker_nodes.storage.producer_state import ActiveProducer, CompletedTransaction, ProducerEntry, ProducerStateManager
-from broker_nodes.storage.recovery import PartitionRecovery, load_segments, prepare_directory
+from broker_nodes.storage.recovery import PartitionRecovery, list_partition_directory, load_segments, prepare_directory
 from broker_nodes.storage.retention import count_below_log_start, select_segments_to_delete
 from broker_nodes.storage.segment import MAX_RELATIVE_OFFSET, AppendedBatch, LogSegment
 from broker_nodes.storage.transaction_index import AbortedTransaction
@@ -169,6 +169,8 @@ class PartitionLog:
         self._leader_epoch_cache = leader_epoch_cache
         self._unflushed_records = 0
         self._last_flush_ms = clock.milliseconds()
+        # True when records above the recovery point were found valid by recovery (``open``): flush soon.
+        self._flush_requested = False
         self._roll_jitter_ms = self._new_roll_jitter()
         self._closed = False
 
@@ -198,11 +200,11 @@ class PartitionLog:
         topic, partition = parsed
         file_cache = file_cache if file_cache is not None else FileHandleCache(DEFAULT_PRIVATE_MAX_OPEN_FILES)
         try:
-            directory.mkdir(parents=True, exist_ok=True)
             recovery = PartitionRecovery()
-            prepare_directory(directory, file_cache, recovery)
+            names = prepare_directory(directory, list_partition_directory(directory), file_cache, recovery)
             segments = load_segments(
                 directory,
+                names,
                 config,
                 file_cache,
                 now_ms=clock.milliseconds(),
@@ -211,14 +213,12 @@ class PartitionLog:
                 clean_shutdown=clean_shutdown,
                 recovery=recovery,
             )
-            if recovery.recovered:
-                # Everything scanned is now known to be valid; fsync it so that the recovery
-                # point can move to the log end and the next crash need not scan it again.
-                for segment in segments:
-                    if segment.next_offset > recovery_point:
-                        segment.flush()
-                recovery_point = segments[-1].next_offset
-            elif clean_shutdown:
+            # After recovery everything scanned is valid, but the recovery point moves past it
+            # only once it is fsynced: not here, where a broker of thousands of partitions
+            # would fsync every written one before serving, but at the log's first flush, which
+            # the log manager's first maintenance pass makes (``flush_requested``).
+            flush_requested = recovery.recovered and segments[-1].next_offset > recovery_point
+            if clean_shutdown:
                 recovery_point = segments[-1].next_offset
             log = cls(
                 topic,
@@ -231,10 +231,11 @@ class PartitionLog:
                 segments=segments,
                 log_start_offset=log_start_offset,
                 recovery_point=recovery_point,
-                producer_state=ProducerStateManager(directory),
-                leader_epoch_cache=LeaderEpochCache(directory),
+                producer_state=ProducerStateManager(directory, file_names=names),
+                leader_epoch_cache=LeaderEpochCache(directory, file_names=names),
                 recovery=recovery,
             )
+            log._flush_requested = flush_requested
             log._load_producer_state(log.log_end_offset, rebuild_txn_indexes_from=recovery.txn_index_rebuild_from)
             # Epochs that began in the scanned batches may be missing from a checkpoint that was
             # not fsynced when they began (LeaderEpochCache); the batches say where each began.
@@ -242,7 +243,7 @@ class PartitionLog:
                 log._leader_epoch_cache.assign(epoch, start_offset)
             log._leader_epoch_cache.truncate_from_end(log.log_end_offset)
             log._leader_epoch_cache.truncate_from_start(log.log_start_offset)
-            log._leader_epoch_cache.flush()  # the recovery point is already past those epochs' batches
+            log._leader_epoch_cache.flush()  # a no-op unless the scan found epochs the checkpoint lacked
             return log
         except OSError as error:
             raise LogDirectoryError(directory, str(error)) from error
@@ -295,6 +296,11 @@ class PartitionLog:
     @property
     def last_flush_ms(self) -> int:
         return self._last_flush_ms
+
+    @property
+    def flush_requested(self) -> bool:
+        """True after a recovery that found valid records above the recovery point, until the next ``flush``."""
+        return self._flush_requested
 
     def producer_state(self, producer_id: int) -> ProducerEntry | None:
         """The remembered state of ``producer_id`` (epoch and last batches), None if unknown."""
@@ -816,6 +822,7 @@ class PartitionLog:
         with self._lock:
             self._recovery_point = max(self._recovery_point, min(end, self._log_end_offset))
             self._last_flush_ms = self._clock.milliseconds()
+            self._flush_requested = False
 
     def write_producer_snapshot(self) -> None:
         """Persist producer state as of the log end (clean shutdown), unless loading needs no new snapshot.

@@ -251,7 +251,7 @@ class LogManager:
         for log in self.logs():
             if log.closed or log.recovery_point >= log.log_end_offset:
                 continue
-            if now_ms - log.last_flush_ms >= log.config.flush_ms:
+            if log.flush_requested or now_ms - log.last_flush_ms >= log.config.flush_ms:
                 self._guarded(log, log.flush)
 
     def _apply_retention(self, now_ms: int) -> None:

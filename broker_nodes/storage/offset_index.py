@@ -59,8 +59,11 @@ class OffsetIndex(SegmentIndex):
         self._file.truncate_entries(self._file.first_index_at_least(_POSITION, position))
 
     def sanity_check(self, log_size: int) -> None:
-        """Raise CorruptIndexError if the file cannot belong to a log of ``log_size`` bytes."""
-        size = self._file.file_size()
+        """Raise CorruptIndexError if the file cannot belong to a log of ``log_size`` bytes (FileNotFoundError if it is missing).
+
+        Reloads the entry count and the last entry from the file first.
+        """
+        size = self._file.reload()  # FileNotFoundError when the file is missing
         if size % OFFSET_INDEX_ENTRY.size:
             raise CorruptIndexError(self.path, f"size {size} is not a multiple of {OFFSET_INDEX_ENTRY.size}")
         last = self._file.last_entry

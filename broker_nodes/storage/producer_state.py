@@ -10,6 +10,7 @@ smallest ongoing first offset bounds the partition's last stable offset.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import struct
@@ -123,11 +124,21 @@ class ProducerStateManager:
     calls it under its lock.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, file_names: Iterable[str] | None = None) -> None:
+        """State of the partition in ``directory``, empty until a snapshot is loaded.
+
+        ``file_names`` (the directory's listing, when the caller has just made one) gives the
+        snapshot files present; this manager then keeps that list up to date itself instead of
+        listing the directory at every question (it is the only writer of snapshot files).
+        """
         self.directory = directory
         self._producers: dict[int, ProducerEntry] = {}
         # producer id -> first offset of its open transaction, for the last stable offset.
         self._ongoing: dict[int, int] = {}
+        # Offsets of the snapshot files present, ascending; None: list the directory when asked.
+        self._snapshots: list[int] | None = None
+        if file_names is not None:
+            self._snapshots = _snapshot_offsets_in(file_names)
 
     # -------------------------------------------------------------- queries
 
@@ -282,12 +293,9 @@ class ProducerStateManager:
 
     def snapshot_offsets(self) -> list[int]:
         """Offsets of the snapshot files present, ascending."""
-        offsets = []
-        for name in os.listdir(self.directory):
-            offset = parse_producer_snapshot_file_name(name)
-            if offset is not None:
-                offsets.append(offset)
-        return sorted(offsets)
+        if self._snapshots is not None:
+            return list(self._snapshots)
+        return _snapshot_offsets_in(os.listdir(self.directory))
 
     def take_snapshot(self, offset: int) -> Path:
         """Write the current state as ``<offset>.snapshot`` and keep only the newest snapshots."""
@@ -299,6 +307,8 @@ class ProducerStateManager:
         data = _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(bytes(body)), len(self._producers)) + bytes(body)
         path = self.directory / producer_snapshot_file_name(offset)
         write_atomically(path, data)
+        if self._snapshots is not None and offset not in self._snapshots:
+            bisect.insort(self._snapshots, offset)
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
             self._remove_snapshot(old)
         return path
@@ -335,6 +345,13 @@ class ProducerStateManager:
             os.unlink(self.directory / producer_snapshot_file_name(offset))
         except FileNotFoundError:
             pass
+        if self._snapshots is not None and offset in self._snapshots:
+            self._snapshots.remove(offset)
+
+
+def _snapshot_offsets_in(names: Iterable[str]) -> list[int]:
+    """The offsets of the snapshot files among ``names``, ascending."""
+    return sorted(offset for name in names if (offset := parse_producer_snapshot_file_name(name)) is not None)
 
 
 def _parse_snapshot(path: Path) -> dict[int, ProducerEntry]:

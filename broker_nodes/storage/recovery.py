@@ -71,12 +71,30 @@ def _remove(path: Path) -> None:
         pass
 
 
-def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: PartitionRecovery) -> None:
-    """Step 1 above: leave only live segment files and the partition's own checkpoints."""
-    names = os.listdir(directory)
+def list_partition_directory(directory: Path) -> list[str]:
+    """The names in the partition directory ``directory``, which is created (empty) when missing.
+
+    Opening a partition lists its directory this once and hands the names to every step
+    below: a broker of 10,000 partitions restarted after kill -9 spent a third of its time in
+    the four listings (and the mkdir) each partition's opening used to make.
+    """
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        return []
+
+
+def prepare_directory(directory: Path, names: list[str], file_cache: FileHandleCache, recovery: PartitionRecovery) -> list[str]:
+    """Step 1 above: leave only live segment files and the partition's own checkpoints.
+
+    ``names`` lists the directory; returns the names it holds afterwards.
+    """
+    changed = False
     for name in names:
         if name.endswith(TEMPORARY_SUFFIX) or name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
             _remove(directory / name)
+            changed = True
     committed = {
         parsed[0]
         for name in names
@@ -88,6 +106,7 @@ def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: Pa
         parsed = parse_segment_file_name(name[: -len(SWAP_SUFFIX)])
         if parsed is None or parsed[0] not in committed:
             _remove(directory / name)
+            changed = True
     for base_offset in sorted(committed):
         for suffix in (*_SEGMENT_SUFFIXES, TXN_INDEX_SUFFIX):
             live = directory / segment_file_name(base_offset, suffix)
@@ -101,10 +120,13 @@ def prepare_directory(directory: Path, file_cache: FileHandleCache, recovery: Pa
         message = f"{directory.name}: completed an interrupted compaction swap of segment {base_offset}"
         logger.warning(message)
         recovery.details.append(message)
+    # Leftovers are rare (a crash during a roll, a deletion or a compaction): list again then.
+    return os.listdir(directory) if changed or committed else names
 
 
 def load_segments(
     directory: Path,
+    names: list[str],
     config: LogConfig,
     file_cache: FileHandleCache,
     *,
@@ -114,8 +136,8 @@ def load_segments(
     clean_shutdown: bool,
     recovery: PartitionRecovery,
 ) -> list[LogSegment]:
-    """Steps 2 and 3 above; returns the segments in offset order (at least one)."""
-    log_bases = _log_bases_without_orphan_indexes(directory)
+    """Steps 2 and 3 above, for the directory holding ``names``; returns the segments in offset order (at least one)."""
+    log_bases = _log_bases_without_orphan_indexes(directory, names)
 
     def open_segment(base_offset: int) -> LogSegment:
         return LogSegment(
@@ -174,11 +196,11 @@ def _prepare_txn_index_rebuild(directory: Path, segments: list[LogSegment], firs
         segment.txn_index.create()
 
 
-def _log_bases_without_orphan_indexes(directory: Path) -> set[int]:
-    """The base offsets of the directory's log files; index files without their log are deleted."""
+def _log_bases_without_orphan_indexes(directory: Path, names: list[str]) -> set[int]:
+    """The base offsets of the log files among ``names``; index files without their log are deleted."""
     log_bases: set[int] = set()
     index_files: list[tuple[int, str]] = []
-    for name in os.listdir(directory):
+    for name in names:
         parsed = parse_segment_file_name(name)
         if parsed is None:
             continue

@@ -544,12 +544,11 @@ class LogSegment:
 
     def sanity_check_indexes(self) -> str | None:
         """None when both index files look usable for this log; otherwise why not."""
-        for path in (self.offset_index.path, self.time_index.path):
-            if not path.exists():
-                return f"{path.name} is missing"
         try:
             self.offset_index.sanity_check(self.size)
             self.time_index.sanity_check()
+        except FileNotFoundError as error:
+            return f"{Path(error.filename).name if error.filename else error} is missing"
         except Exception as error:  # CorruptIndexError, or a short read of a damaged file
             return str(error)
         return None

@@ -59,8 +59,11 @@ class TimeIndex(SegmentIndex):
         self._file.truncate_entries(count)
 
     def sanity_check(self) -> None:
-        """Raise CorruptIndexError if the file is not a whole number of ordered entries."""
-        size = self._file.file_size()
+        """Raise CorruptIndexError if the file is not a whole number of ordered entries (FileNotFoundError if it is missing).
+
+        Reloads the entry count and the last entry from the file first.
+        """
+        size = self._file.reload()  # FileNotFoundError when the file is missing
         if size % TIME_INDEX_ENTRY.size:
             raise CorruptIndexError(self.path, f"size {size} is not a multiple of {TIME_INDEX_ENTRY.size}")
         last = self._file.last_entry

@@ -112,8 +112,11 @@ class TransactionIndex:
 
     def create(self) -> None:
         """Create the file empty (truncating any old one)."""
-        with open(self.path, "wb"):
-            pass
+        try:
+            os.truncate(self.path, 0)  # one system call where the file exists, as after every unclean shutdown
+        except FileNotFoundError:
+            with open(self.path, "wb"):
+                pass
         self._entries = ()
 
     def append(self, entry: AbortedTransaction) -> None:
