@@ -74,3 +74,12 @@ def test_a_members_page_of_jobs_builds_no_tenant_per_job(client_with_topics, acm
     assert built == []
     assert len(body["results"]) >= 6
     assert {job["tenant_id"] for job in body["results"]} == {acme.tenant.public_id}
+
+
+def test_a_job_in_a_members_page_reads_as_its_own_resource(client_with_topics) -> None:  # type: ignore[no-untyped-def]
+    # The page renders rows of columns with the caller's tenant id; a job's own page renders the instance.
+    page = client_with_topics.get("/api/v1/jobs").json()["results"]
+
+    assert len(page) >= 6
+    for entry in page:
+        assert entry == client_with_topics.get(f"/api/v1/jobs/{entry['id']}").json()
