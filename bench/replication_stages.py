@@ -10,15 +10,19 @@ one at a time) and splits its round trip into consecutive stages:
 1. client -> leader append: the SDK's send, the Produce on the wire, the leader's request handling
 2. append -> follower's fetch woke: the parked fetch's wake-up on the leader
 3. woke -> answer built: the fetch's read of its session
-4. answer built -> answer at follower: the answer's way out (gRPC send, loopback, the follower's receipt)
-5. follower append: the follower's append of the records
-6. follower appended -> next fetch sent
-7. fetch sent -> fetch at leader: the fetch's way in
-8. fetch at leader -> high watermark: the read that records it and moves the high watermark
-9. high watermark -> acks=all done: the produce's wake-up and check
-10. acks done -> client: the answer's way back and the SDK's delivery report
+4. answer built -> returned: the rest of the read and the session's bookkeeping
+5. returned -> answer at follower: the answer's way out (the servicer's protobuf answer, gRPC's
+   send, loopback, the follower's gRPC threads and its fetcher thread's wake-up)
+6. follower append: the follower's append of the records
+7. follower appended -> next fetch sent (handed to the stream)
+8. fetch sent -> taken by gRPC's sending thread of the stream (a thread hand-off)
+9. taken -> fetch at leader: the fetch's way in (loopback, the leader's gRPC threads, the
+   stream handler's wake-up)
+10. fetch at leader -> high watermark: the read that records it and moves the high watermark
+11. high watermark -> acks=all done: the produce's wake-up and check
+12. acks done -> client: the answer's way back and the SDK's delivery report
 
-Stages 2-7 are those of the follower whose next fetch reached the leader last (the one the
+Stages 2-9 are those of the follower whose next fetch reached the leader last (the one the
 high watermark waited for); the other follower's are shown beside them. The stages add up to
 the round trip; a record with a stamp missing (its fetch answered by a fetch already in
 flight, say) is left out and counted.
@@ -38,21 +42,25 @@ TRACE_VARIABLE = "WEIR_REPLICATION_TRACE"  # broker_nodes.replication.stage_trac
 APPEND = "append"
 FETCH_WOKE = "fetch_woke"
 ANSWER_BUILT = "answer_built"
+ANSWER_RETURNED = "answer_returned"
 FETCH_ARRIVED = "fetch_arrived"
 HIGH_WATERMARK = "high_watermark"
 ACKS_DONE = "acks_done"
 ANSWER_ARRIVED = "answer_arrived"
 APPENDED = "appended"
 FETCH_SENT = "fetch_sent"
+FETCH_DEQUEUED = "fetch_dequeued"
 
 STAGES = (
     "client -> leader append",
     "append -> follower fetch woke",
     "woke -> answer built",
-    "answer built -> at follower",
+    "answer built -> returned",
+    "returned -> at follower",
     "follower append",
     "appended -> next fetch sent",
-    "fetch sent -> at leader",
+    "fetch sent -> taken by gRPC's sender",
+    "taken -> fetch at leader",
     "fetch at leader -> high watermark",
     "high watermark -> acks done",
     "acks done -> client",
@@ -127,6 +135,19 @@ def breakdown(stamps: Sequence[Stamp], topic_suffix: str, client: Mapping[int, t
     return result
 
 
+def _follower_path(offset: int) -> tuple[tuple[str, int], ...]:
+    """A follower's stages of the record at ``offset`` after its fetch woke, in order, with the offset each is stamped with."""
+    return (
+        (ANSWER_BUILT, offset),
+        (ANSWER_RETURNED, offset),
+        (ANSWER_ARRIVED, offset),
+        (APPENDED, offset + 1),
+        (FETCH_SENT, offset + 1),
+        (FETCH_DEQUEUED, offset + 1),
+        (FETCH_ARRIVED, offset + 1),
+    )
+
+
 def _record_stages(
     by_key: Mapping[tuple[str, int, int], Sequence[int]], woke: Mapping[int, Sequence[int]], followers: Sequence[int], offset: int, started: int, delivered: int
 ) -> dict[str, int] | None:
@@ -140,29 +161,20 @@ def _record_stages(
         return None
     paths = {}
     for replica in followers:
-        built = at(ANSWER_BUILT, offset, replica, appended_at)
-        arrived = at(ANSWER_ARRIVED, offset, replica, appended_at)
-        appended = at(APPENDED, offset + 1, replica, appended_at)
-        sent = at(FETCH_SENT, offset + 1, replica, appended_at)
-        at_leader = at(FETCH_ARRIVED, offset + 1, replica, appended_at)
-        if built is None or arrived is None or appended is None or sent is None or at_leader is None:
+        times = [at(stage, stage_offset, replica, appended_at) for stage, stage_offset in _follower_path(offset)]
+        if any(moment is None for moment in times):
             return None
+        built = times[0]
+        assert built is not None
         woke_at = _last_at_or_before(woke.get(replica, ()), built, appended_at)
-        paths[replica] = (woke_at if woke_at is not None else appended_at, built, arrived, appended, sent, at_leader)
+        paths[replica] = [woke_at if woke_at is not None else appended_at, *times]
     last = max(paths, key=lambda replica: paths[replica][-1])
-    woke_at, built, arrived, appended, sent, at_leader = paths[last]
+    moments = [appended_at, *paths[last], high_watermark, acks_done]
     other = min(paths[replica][-1] for replica in paths if replica != last)
     return {
         STAGES[0]: appended_at - started,
-        STAGES[1]: woke_at - appended_at,
-        STAGES[2]: built - woke_at,
-        STAGES[3]: arrived - built,
-        STAGES[4]: appended - arrived,
-        STAGES[5]: sent - appended,
-        STAGES[6]: at_leader - sent,
-        STAGES[7]: high_watermark - at_leader,
-        STAGES[8]: acks_done - high_watermark,
-        STAGES[9]: delivered - acks_done,
+        **{STAGES[index + 1]: later - earlier for index, (earlier, later) in enumerate(zip(moments, moments[1:]))},
+        STAGES[-1]: delivered - acks_done,
         OTHER_FOLLOWER: other - appended_at,
         TOTAL: delivered - started,
     }

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 
 import grpc
 
+from broker_nodes.replication import stage_trace
 from grpc_protos.weir.v1 import replication_pb2, replication_pb2_grpc
 
 Metadata = tuple[tuple[str, str], ...]
@@ -113,7 +114,8 @@ class FetchStream:
         self._outgoing: queue.SimpleQueue[replication_pb2.ReplicaFetchRequest | None] = queue.SimpleQueue()
         self._deadline = deadline
         self._expired_after: float | None = None
-        self._call = stub.ReplicaFetchStream(iter(self._outgoing.get, None), metadata=metadata)
+        requests: Iterator[replication_pb2.ReplicaFetchRequest] = iter(self._outgoing.get, None)
+        self._call = stub.ReplicaFetchStream(_stamped(requests) if stage_trace.ENABLED else requests, metadata=metadata)
         self._answers: Iterator[replication_pb2.ReplicaFetchResponse] = self._call
 
     def exchange(self, request: replication_pb2.ReplicaFetchRequest, timeout_seconds: float) -> replication_pb2.ReplicaFetchResponse:
@@ -139,3 +141,11 @@ class FetchStream:
     def _expire(self, seconds: float) -> None:
         self._expired_after = seconds
         self.cancel()
+
+
+def _stamped(requests: Iterator[replication_pb2.ReplicaFetchRequest]) -> Iterator[replication_pb2.ReplicaFetchRequest]:
+    """``requests``, each stamped as gRPC's sending thread takes it (stage_trace.FETCH_DEQUEUED)."""
+    for request in requests:
+        for partition in request.partitions:
+            stage_trace.stamp(stage_trace.FETCH_DEQUEUED, partition.topic, partition.partition, partition.fetch_offset, request.replica_id)
+        yield request

@@ -500,6 +500,8 @@ class ReplicationManager:
                 if sent is not None and result.error is None:
                     sent.sent_high_watermark = result.high_watermark
                     sent.sent_log_start_offset = result.log_start_offset
+                    if stage_trace.ENABLED and result.records:
+                        stage_trace.stamp(stage_trace.ANSWER_RETURNED, result.topic, result.partition, sent.fetch_offset, replica_id)
         return ReplicaFetchAnswer(session.session_id, read.partitions)
 
     def _session_long_poll(

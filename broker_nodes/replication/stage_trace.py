@@ -12,11 +12,13 @@ and the followers' receipt of it, the next fetch offset for what follows it):
 
 - leader: ``append`` (a produce's batch is in the log: its base offset), ``fetch_woke`` (a
   follower's parked fetch woke up: the follower's fetch offset), ``answer_built`` (that fetch's
-  answer carries records from the fetch offset), ``fetch_arrived`` (a follower's fetch with
+  read found records from the fetch offset), ``answer_returned`` (the answer leaves the
+  replication logic for the servicer and gRPC), ``fetch_arrived`` (a follower's fetch with
   ``offset`` as its fetch offset reached the leader), ``high_watermark`` (moved to ``offset``),
   ``acks_done`` (an acks=all wait for ``offset`` found it replicated);
 - follower: ``answer_arrived`` (records from ``offset`` came back), ``appended`` (they are in the
-  log: the new log end), ``fetch_sent`` (the next fetch from ``offset`` handed to the stream).
+  log: the new log end), ``fetch_sent`` (the next fetch from ``offset`` handed to the stream),
+  ``fetch_dequeued`` (gRPC's sending thread of the stream took it).
 
 Thread-safe: ``list.append`` is atomic. Diagnostics only: nothing reads the stamps in-process.
 """
@@ -32,12 +34,14 @@ TRACE_VARIABLE = "WEIR_REPLICATION_TRACE"
 APPEND = "append"
 FETCH_WOKE = "fetch_woke"
 ANSWER_BUILT = "answer_built"
+ANSWER_RETURNED = "answer_returned"
 FETCH_ARRIVED = "fetch_arrived"
 HIGH_WATERMARK = "high_watermark"
 ACKS_DONE = "acks_done"
 ANSWER_ARRIVED = "answer_arrived"
 APPENDED = "appended"
 FETCH_SENT = "fetch_sent"
+FETCH_DEQUEUED = "fetch_dequeued"
 
 _prefix = os.environ.get(TRACE_VARIABLE, "")
 ENABLED = bool(_prefix)

@@ -8,9 +8,11 @@ from bench.replication_stages import (
     ACKS_DONE,
     ANSWER_ARRIVED,
     ANSWER_BUILT,
+    ANSWER_RETURNED,
     APPEND,
     APPENDED,
     FETCH_ARRIVED,
+    FETCH_DEQUEUED,
     FETCH_SENT,
     FETCH_WOKE,
     HIGH_WATERMARK,
@@ -35,23 +37,25 @@ def record_stamps(offset: int, start: int, slow_follower: int, fast_follower: in
         stamps += [
             Stamp(FETCH_WOKE, "", -1, -1, replica, base + 1_000),
             Stamp(ANSWER_BUILT, TOPIC, 0, offset, replica, base + 2_000),
-            Stamp(ANSWER_ARRIVED, TOPIC, 0, offset, replica, base + 3_000),
-            Stamp(APPENDED, TOPIC, 0, offset + 1, replica, base + 4_000),
-            Stamp(FETCH_SENT, TOPIC, 0, offset + 1, replica, base + 5_000),
-            Stamp(FETCH_ARRIVED, TOPIC, 0, offset + 1, replica, base + 6_000),
+            Stamp(ANSWER_RETURNED, TOPIC, 0, offset, replica, base + 3_000),
+            Stamp(ANSWER_ARRIVED, TOPIC, 0, offset, replica, base + 4_000),
+            Stamp(APPENDED, TOPIC, 0, offset + 1, replica, base + 5_000),
+            Stamp(FETCH_SENT, TOPIC, 0, offset + 1, replica, base + 6_000),
+            Stamp(FETCH_DEQUEUED, TOPIC, 0, offset + 1, replica, base + 7_000),
+            Stamp(FETCH_ARRIVED, TOPIC, 0, offset + 1, replica, base + 8_000),
         ]
-    stamps += [Stamp(HIGH_WATERMARK, TOPIC, 0, offset + 1, -1, start + 22_000), Stamp(ACKS_DONE, TOPIC, 0, offset + 1, -1, start + 23_000)]
+    stamps += [Stamp(HIGH_WATERMARK, TOPIC, 0, offset + 1, -1, start + 24_000), Stamp(ACKS_DONE, TOPIC, 0, offset + 1, -1, start + 25_000)]
     return stamps
 
 
 def test_each_stage_is_measured_on_the_follower_the_high_watermark_waited_for() -> None:
     stamps = record_stamps(7, 1_000_000, slow_follower=3, fast_follower=2)
-    result = breakdown(stamps, "demo-round-trip-rf3-abc", {7: (1_000_000, 1_000_000 + 25_000)})
+    result = breakdown(stamps, "demo-round-trip-rf3-abc", {7: (1_000_000, 1_000_000 + 27_000)})
     assert result.records == 1 and result.incomplete == 0
     # client -> append 10 us; then the slow follower's stages, each 1 us after a 5 us later wake-up.
-    assert [result.stages[name][0] for name in STAGES] == [10_000, 6_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 2_000]
-    assert sum(result.stages[name][0] for name in STAGES) == result.stages[TOTAL][0] == 25_000
-    assert result.stages[OTHER_FOLLOWER] == [6_000]  # the fast follower's fetch came back 6 us after the append
+    assert [result.stages[name][0] for name in STAGES] == [10_000, 6_000, *[1_000] * 9, 2_000]
+    assert sum(result.stages[name][0] for name in STAGES) == result.stages[TOTAL][0] == 27_000
+    assert result.stages[OTHER_FOLLOWER] == [8_000]  # the fast follower's fetch came back 8 us after the append
 
 
 def test_a_record_missing_a_stamp_is_left_out_and_counted() -> None:
