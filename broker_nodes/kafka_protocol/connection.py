@@ -98,6 +98,10 @@ QUICK_API_KEYS = frozenset(
 # Requests answered on the event loop thread itself instead of a worker's (see KafkaConnection._answer_on_loop): their
 # handlers raise api.WorkerThreadNeeded for a request that may block, which then goes to a worker.
 LOOP_API_KEYS = frozenset({0})  # Produce
+# Parked requests whose later steps run on the event loop thread: a produce's (replicated yet? the answer) never
+# block; a long-poll fetch's read what was just appended to partitions at their end (in the page cache), so
+# that a consumer's wake-up does not wait for the interpreter lock behind a loop busy with produce requests.
+LOOP_RESUMED_API_KEYS = frozenset({0, 1})  # Produce, Fetch
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
 READ_CHUNK_BYTES = 64 * 1024  # asked of the socket per read: pipelined requests that arrived together are read together
@@ -203,7 +207,10 @@ class KafkaConnection:
             while not self.stopping:
                 if not self._frames:
                     await self._read_frames()
-                await self._answer_next_batch()
+                if not await self._answer_next_batch():
+                    # Answered on the loop, and reading buffered bytes does not suspend either: without this a
+                    # client sending faster than it is answered would keep every other connection waiting.
+                    await asyncio.sleep(0)
             reason, detail = "shutdown", "the listener is stopping"
         except ConnectionClosed as closed:
             reason, detail, level = closed.reason, closed.detail, closed.level
@@ -221,11 +228,12 @@ class KafkaConnection:
             logger.log(level, "Kafka connection from %s closed: %s", self.peer, detail)
             self._writer.close()
 
-    async def _answer_next_batch(self) -> None:
+    async def _answer_next_batch(self) -> bool:
         """Answer the frames at the head of the queue that share a pool, in one worker-thread call, and send their responses.
 
         The worker stops after a reply that parks, closes or mutes the connection; the frames
-        after it stay queued (in order) until that reply is done.
+        after it stay queued (in order) until that reply is done. Whether a worker thread
+        answered some (the coroutine then gave other connections their turn while it waited).
         """
         executor = self._executor_for(self._frames[0][0])
         batch = [self._frames.popleft()]
@@ -233,11 +241,13 @@ class KafkaConnection:
             while self._frames and len(batch) < MAX_FRAMES_PER_HANDOFF and self._executor_for(self._frames[0][0]) is executor:
                 batch.append(self._frames.popleft())
         frames = [frame for frame, _ in batch]
+        on_worker = False
         try:
             replies = self._answer_on_loop(frames)
             if replies and replies[-1].on_worker:
                 replies.pop()  # that frame and those after it are answered on a worker thread
             if len(replies) < len(frames) and not (replies and replies[-1].holds_next):
+                on_worker = True
                 replies += await asyncio.get_running_loop().run_in_executor(executor, self.answer_all, frames[len(replies) :])
         except BaseException:
             self._release_budget(batch)
@@ -261,6 +271,7 @@ class KafkaConnection:
             raise last.close
         if last.throttle_seconds > 0:
             await asyncio.sleep(last.throttle_seconds)  # muted: KIP-219
+        return on_worker
 
     async def _send(self, frames: list[bytes]) -> None:
         """Write response frames in one write; wait (up to the read timeout) only while the client is not taking them."""
@@ -446,8 +457,8 @@ class KafkaConnection:
         """Wait on the loop (no thread) until the parked request is done, running its steps on ``executor``; its reply.
 
         Each round subscribes a loop future to the pending's wake signal and arms a timer for
-        its deadline, then runs the next step on a worker thread (a produce's on the loop: it
-        only checks the high watermark and builds the answer). The pending is always
+        its deadline, then runs the next step on a worker thread (on the loop for
+        :data:`LOOP_RESUMED_API_KEYS`). The pending is always
         released: answered, failed, client gone (the socket watch raises), or cancelled.
         """
         loop = asyncio.get_running_loop()
@@ -473,7 +484,7 @@ class KafkaConnection:
                     pending.signal.subscribe(None)
                     timer.cancel()
                     self._parked_wakeup = None
-                if parked.api_key in LOOP_API_KEYS:  # a parked produce's later steps (replicated yet? the answer) never block
+                if parked.api_key in LOOP_RESUMED_API_KEYS:
                     reply = self._resume(parked)
                 else:
                     reply = await loop.run_in_executor(executor, self._resume, parked)

@@ -8,9 +8,11 @@ write over a raw socket against an in-process broker.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import struct
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,11 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.schema.produce.v9.response import ProduceResponse
 
 import broker_nodes.kafka_protocol.handlers  # noqa: F401  (registers every handler; the listener imports them on its first connection)
+from broker_nodes.kafka_protocol import api
+from broker_nodes.kafka_protocol.connection import MAX_FRAMES_PER_HANDOFF, ConnectionServices, KafkaConnection
 from broker_nodes.kafka_protocol.framing import decode_response, encode_request
+from broker_nodes.kafka_protocol.limits import ConnectionLimits
+from broker_nodes.metrics.kafka import KafkaMetrics
 from tests.kafka_protocol.wire import closed_by_peer, connect, read_frame
 from tests.support.in_process_broker import InProcessBroker
 from weir.records import build_batch
@@ -130,3 +136,62 @@ def test_requests_of_both_pools_pipelined_together_are_answered_in_order(start_b
             assert (TOPIC in {topic.name for topic in response.topics}) if is_metadata else response.error_code == ErrorCode.none
             answered.append(correlation_id)
     assert answered == list(range(len(kinds)))
+
+
+class RecordingWriter:
+    """A StreamWriter stand-in that appends (connection name, response frames in the write) to a shared log."""
+
+    def __init__(self, name: str, log: list[tuple[str, int]]) -> None:
+        self.name = name
+        self.log = log
+        self.transport = self
+
+    def write(self, data: bytes) -> None:
+        frames, position = 0, 0
+        while position < len(data):
+            (size,) = struct.unpack_from(">i", data, position)
+            position += 4 + size
+            frames += 1
+        self.log.append((self.name, frames))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_connection_with_a_backlog_gives_other_connections_their_turn_between_bursts(tmp_path: Path) -> None:
+    """Produce is answered on the loop and buffered frames are read without suspending: the connection must still yield."""
+    broker = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1"}).start()
+    broker.broker.topic_admin.create_topic(TOPIC, 1, 1, {})
+    executor, waiting = ThreadPoolExecutor(2), ThreadPoolExecutor(2)
+    try:
+        listener = api.KafkaListener(node_id=1, host="127.0.0.1", port=9092)
+        services = ConnectionServices(broker.broker, listener, executor, waiting, None, KafkaMetrics())
+        limits = ConnectionLimits(max_frame_bytes=1 << 20, idle_timeout=30.0, read_timeout=30.0)
+        log: list[tuple[str, int]] = []
+
+        async def serve_both() -> None:
+            busy, other = asyncio.StreamReader(), asyncio.StreamReader()
+            busy.feed_data(b"".join(produce_frame(index, b"busy") for index in range(BURST)))
+            busy.feed_eof()
+            other.feed_data(produce_frame(1, b"other"))
+            other.feed_eof()
+            connections = [
+                KafkaConnection(reader, RecordingWriter(name, log), services, limits, name, "127.0.0.1")  # type: ignore[arg-type]
+                for name, reader in (("busy", busy), ("other", other))
+            ]
+            await asyncio.gather(*(connection.serve() for connection in connections))
+
+        asyncio.run(serve_both())
+    finally:
+        executor.shutdown()
+        waiting.shutdown()
+        broker.stop()
+    busy_before_other = sum(frames for name, frames in log[: [name for name, _ in log].index("other")] if name == "busy")
+    assert sum(frames for name, frames in log if name == "busy") == BURST
+    assert busy_before_other <= 2 * MAX_FRAMES_PER_HANDOFF  # not the whole burst first
