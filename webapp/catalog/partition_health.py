@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.db.models import Func, IntegerField
 
 from webapp.accounts.facade import Tenant
 from webapp.catalog.models import Partition, Topic
@@ -62,12 +65,28 @@ class PartitionHealth:
 
 def partition_health(leader: int, replicas: Sequence[int], isr: Sequence[int], min_insync_replicas: int) -> PartitionHealth:
     """The health of a partition led by ``leader`` (-1: none) with these replicas and ISR."""
+    return partition_health_of_sizes(leader, len(replicas), len(isr), min_insync_replicas)
+
+
+def partition_health_of_sizes(leader: int, replica_count: int, isr_size: int, min_insync_replicas: int) -> PartitionHealth:
+    """:func:`partition_health` from the sizes of the replica list and the ISR, which is all it reads."""
     is_offline = leader < 0
     return PartitionHealth(
         is_offline=is_offline,
-        is_under_replicated=len(isr) < len(replicas),
-        is_under_min_isr=is_offline or len(isr) < min_insync_replicas,
+        is_under_replicated=isr_size < replica_count,
+        is_under_min_isr=is_offline or isr_size < min_insync_replicas,
     )
+
+
+class JSONArrayLength(Func):
+    """The length of a JSON array column, computed by the database (``jsonb_array_length`` on
+    PostgreSQL, ``json_array_length`` on SQLite): counting needs no decoded list in Python."""
+
+    function = "JSON_ARRAY_LENGTH"
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        return super().as_sql(compiler, connection, function="JSONB_ARRAY_LENGTH", **extra_context)
 
 
 def min_insync_replicas(configs: Mapping[str, str]) -> int:
@@ -119,18 +138,34 @@ def topic_health_counts(topic: Topic) -> HealthCounts:
     return counts
 
 
-def health_counts_by_topic(topics: Sequence[Topic]) -> dict[int, HealthCounts]:
+class TopicKeyAndConfigs(Protocol):
+    """What :func:`health_counts_by_topic` reads of a topic: a Topic, or a row with these columns."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def configs(self) -> Mapping[str, Any]: ...
+
+
+def health_counts_by_topic(topics: Sequence[TopicKeyAndConfigs]) -> dict[int, HealthCounts]:
     """The counts of each of ``topics`` by primary key, from one query over their partitions.
 
-    The rows are read as tuples, not Partition instances: for a page of 50 topics, building an
-    instance per partition (and prefetching them onto each topic) cost more CPU than the rest of
-    the page. A topic without partitions counts zero of each.
+    The rows are read as tuples of the leader and the sizes of the replica list and the ISR (the
+    database counts them), not Partition instances: for a page of 50 topics, building an instance
+    per partition (and prefetching them onto each topic) cost more CPU than the rest of the page,
+    and decoding two JSON lists per partition only to count them was the next largest cost. A
+    topic without partitions counts zero of each.
     """
     counts = {topic.pk: HealthCounts() for topic in topics}
     minimum_by_topic = {topic.pk: min_insync_replicas(topic.configs) for topic in topics}
-    rows = Partition.objects.filter(topic_id__in=list(counts)).order_by().values_list("topic_id", "leader", "replicas", "isr")
-    for topic_id, leader, replicas, isr in rows:
-        counts[topic_id].add(partition_health(leader, replicas, isr, minimum_by_topic[topic_id]))
+    rows = (
+        Partition.objects.filter(topic_id__in=list(counts))
+        .order_by()
+        .annotate(replica_count=JSONArrayLength("replicas"), isr_size=JSONArrayLength("isr"))
+        .values_list("topic_id", "leader", "replica_count", "isr_size")
+    )
+    for topic_id, leader, replica_count, isr_size in rows:
+        counts[topic_id].add(partition_health_of_sizes(leader, replica_count, isr_size, minimum_by_topic[topic_id]))
     return counts
 
 

@@ -18,8 +18,8 @@ from webapp.catalog.facade import (
     PartitionHealth,
     Topic,
     TopicConfigEntry,
+    health_counts_by_topic,
     partition_health,
-    topic_health_counts,
     topic_name_length_help,
 )
 from webapp.provisioning.facade import PartitionDescription
@@ -187,15 +187,11 @@ class TopicSerializer(serializers.Serializer):
         return self._health(topic).offline
 
     def _health(self, topic: TopicFields) -> HealthCounts:
-        """The topic's counts: from the context's ``health_counts`` (a page's), else from its
-        partitions (a Topic instance: a row comes with its page's counts)."""
+        """The topic's counts: from the context's ``health_counts`` (a page's), else from one query
+        of its partitions' rows."""
         if topic.pk not in self._health_by_topic:
             counted = self.context.get("health_counts")
-            if counted is not None and topic.pk in counted:
-                self._health_by_topic[topic.pk] = counted[topic.pk]
-            else:
-                assert isinstance(topic, Topic), "a row of a page of topics comes with the page's health_counts"
-                self._health_by_topic[topic.pk] = topic_health_counts(topic)
+            self._health_by_topic[topic.pk] = counted[topic.pk] if counted is not None and topic.pk in counted else health_counts_by_topic([topic])[topic.pk]
         return self._health_by_topic[topic.pk]
 
 
