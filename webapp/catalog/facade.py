@@ -47,6 +47,7 @@ from webapp.catalog.partition_health import (
     tenant_health_counts,
     topic_health_counts,
     topic_partition_health,
+    topic_row_with_health_counts,
 )
 from webapp.catalog.placement_rows import place_partitions
 from webapp.catalog.topic_configs import TopicConfigEntry, describe_topic_configs
@@ -106,4 +107,5 @@ __all__ = [
     "topic_name_length_help",
     "topic_name_problem",
     "topic_partition_health",
+    "topic_row_with_health_counts",
 ]

@@ -37,7 +37,7 @@ def client_with_topics(acme: TenantFixture, registered_broker: BrokerNode, setti
     reset_verified_keys()
 
 
-@pytest.mark.parametrize(("path", "expected"), [("/api/v1/topics", 2), ("/api/v1/topics?page_size=2", 2), ("/api/v1/topics/hot-1", 2), ("/api/v1/jobs", 1)])
+@pytest.mark.parametrize(("path", "expected"), [("/api/v1/topics", 2), ("/api/v1/topics?page_size=2", 2), ("/api/v1/topics/hot-1", 1), ("/api/v1/jobs", 1)])
 def test_hot_endpoints_answer_with_a_fixed_number_of_queries(client_with_topics, path: str, expected: int) -> None:  # type: ignore[no-untyped-def]
     assert len(queries_of(client_with_topics, path)) == expected
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -40,6 +41,7 @@ from webapp.catalog.facade import (
     health_counts_by_topic,
     min_insync_replicas,
     replica_states,
+    topic_row_with_health_counts,
 )
 from webapp.provisioning.facade import describe_partitions
 
@@ -87,7 +89,14 @@ class TopicViewSet(TenantScopedViewSet):
         return Response(TopicWithJobSerializer(change.topic, context=context).data, status=status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, topic_name: str) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
+        # The topic's columns and its partitions' health from one query (a row per partition).
+        found = topic_row_with_health_counts(self.get_queryset().filter(name=topic_name), TOPIC_ROW_FIELDS)
+        if found is None:
+            raise Http404("No Topic matches the given query.")  # what get_object answers
+        topic, health = found
+        self.check_object_permissions(request, topic)
+        context = {**self.get_serializer_context(), "health_counts": {topic.pk: health}}
+        return Response(TopicSerializer(topic, context=context).data)
 
     @extend_schema(responses={202: JobResponseSerializer})
     def destroy(self, request: Request, topic_name: str) -> Response:
