@@ -98,10 +98,8 @@ QUICK_API_KEYS = frozenset(
 # Requests answered on the event loop thread itself instead of a worker's (see KafkaConnection._answer_on_loop): their
 # handlers raise api.WorkerThreadNeeded for a request that may block, which then goes to a worker.
 LOOP_API_KEYS = frozenset({0})  # Produce
-# Parked requests whose later steps run on the event loop thread: a produce's (replicated yet? the answer) never
-# block; a long-poll fetch's read what was just appended to partitions at their end (in the page cache), so
-# that a consumer's wake-up does not wait for the interpreter lock behind a loop busy with produce requests.
-LOOP_RESUMED_API_KEYS = frozenset({0, 1})  # Produce, Fetch
+# Parked requests whose later steps run on the event loop thread: a produce's (replicated yet? the answer) never block.
+LOOP_RESUMED_API_KEYS = frozenset({0})  # Produce
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
 READ_CHUNK_BYTES = 64 * 1024  # asked of the socket per read: pipelined requests that arrived together are read together
