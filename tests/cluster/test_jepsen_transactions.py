@@ -1,7 +1,7 @@
-"""Jepsen-style proof of transactions: librdkafka transactional producers on 3 brokers while the
-nemesis kills transaction coordinators and partition leaders with -9 and freezes a producer.
+"""Jepsen-style proof of transactions: transactional producers on 3 brokers while the nemesis
+kills transaction coordinators and partition leaders with -9 and freezes a producer.
 
-Three producer processes (:mod:`tests.support.transactional_producer_process`) write
+Three producer processes (librdkafka's p1 and p3, the SDK's p2) (:mod:`tests.support.transactional_producer_process`) write
 transactions of 2-6 records across the partitions of one topic (RF=3, min.insync.replicas=2),
 each committed or aborted at random; every value names its transaction and intent. The nemesis,
 bounded in count and time: kill -9 the leader of a producer's ``__transaction_state`` partition
@@ -69,6 +69,10 @@ ABORT_CHECK_MS = 500  # transaction.abort.timed.out.transaction.cleanup.interval
 # and a coordinator failover (a kill may hit its coordinator) that loads the state again.
 FROZEN_SECONDS = 3 * FROZEN_TIMEOUT_MS / 1000 + 2
 TRANSACTIONS_BETWEEN_FAULTS = 2  # each running producer ends this many transactions between two faults
+# p2 is Weir's SDK producer (KIP-890 transactions version 2: its next transaction begins while the
+# previous one's markers are written, its Ongoing record naming them), and the nemesis kills its coordinator.
+SDK_PRODUCER = "p2"
+SDK_PRODUCER_CLIENT = "sdk"
 FAULT_SECONDS = 45.0  # bound on one fault: failover, restart, ISR back, producers moving again
 READ_SECONDS = 60.0
 FENCED_ERRORS = ("_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE")  # see the frozen producer's check
@@ -119,16 +123,20 @@ def start_producers(cluster: RealCluster, root: Path, seed: int) -> dict[str, Tr
     producers = {}
     for index, name in enumerate(("p1", "p2", "p3")):
         timeout_ms = FROZEN_TIMEOUT_MS if name == "p3" else 60000
-        config = cluster.kafka_client_config(
-            **{
-                "transactional.id": transactional_id(name),
-                "transaction.timeout.ms": timeout_ms,
-                "linger.ms": 5,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "reconnect.backoff.max.ms": 500,
-            }
-        )
-        spec = {"name": name, "topic": TOPIC, "partitions": PARTITIONS, "config": config, "seed": seed + index}
+        client = SDK_PRODUCER_CLIENT if name == SDK_PRODUCER else "librdkafka"
+        if client == "sdk":
+            config = cluster.client_config(**{"transactional.id": transactional_id(name), "transaction.timeout.ms": timeout_ms, "linger.ms": 5})
+        else:
+            config = cluster.kafka_client_config(
+                **{
+                    "transactional.id": transactional_id(name),
+                    "transaction.timeout.ms": timeout_ms,
+                    "linger.ms": 5,
+                    "topic.metadata.refresh.interval.ms": 1000,
+                    "reconnect.backoff.max.ms": 500,
+                }
+            )
+        spec = {"name": name, "topic": TOPIC, "partitions": PARTITIONS, "config": config, "seed": seed + index, "client": client}
         producers[name] = TransactionalProducerProcess(root / name, spec).start()
     return producers
 

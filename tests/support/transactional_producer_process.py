@@ -1,4 +1,4 @@
-"""A librdkafka transactional producer as its own process, so that a test can freeze it (SIGSTOP).
+"""A transactional producer (librdkafka's, or the SDK's with ``client`` "sdk") as its own process, so that a test can freeze it (SIGSTOP).
 
 ``python -m tests.support.transactional_producer_process SPEC.json`` runs transactions until the
 spec's stop file exists: each writes 2-6 records to random partitions of one topic, then commits
@@ -41,28 +41,34 @@ class ProducerSpec:
     history: str
     stop_file: str
     freeze_file: str
-    config: dict[str, Any] = field(default_factory=dict)  # librdkafka settings (transactional.id included)
+    config: dict[str, Any] = field(default_factory=dict)  # the client's settings (transactional.id included)
     seed: int = 0
     commit_share: float = 0.7
+    client: str = "librdkafka"  # or "sdk": Weir's Producer over gRPC (KIP-890 transactions version 2: the epoch bumped at every end)
+
+
+def _client_errors() -> tuple[type[Exception], ...]:
+    from confluent_kafka import KafkaException
+
+    from weir import KafkaException as SdkKafkaException
+
+    return KafkaException, SdkKafkaException
 
 
 def _end(producer: Any, commit: bool) -> None:
     """commit_transaction()/abort_transaction(), retried on retriable errors; raises KafkaException otherwise."""
-    from confluent_kafka import KafkaException
-
     for attempt in range(END_ATTEMPTS):
         try:
             (producer.commit_transaction if commit else producer.abort_transaction)(CLIENT_SECONDS)
             return
-        except KafkaException as error:
+        except _client_errors() as error:
             if not error.args[0].retriable() or attempt == END_ATTEMPTS - 1:
                 raise
 
 
 def _transaction(producer: Any, spec: ProducerSpec, number: int, rng: random.Random, history: Any) -> bool:
     """One transaction, recorded in ``history``; False when the producer can go on no more (fatal error)."""
-    from confluent_kafka import KafkaException
-
+    KafkaException = _client_errors()  # noqa: N806 - either client's exception, caught as one
     intent = COMMIT if rng.random() < spec.commit_share else ABORT
     count = rng.randint(2, 6)
     records = tuple((rng.randrange(spec.partitions), record_value(spec.name, number, intent, index, count)) for index in range(count))
@@ -98,7 +104,10 @@ def _transaction(producer: Any, spec: ProducerSpec, number: int, rng: random.Ran
 
 
 def run(spec: ProducerSpec) -> int:
-    from confluent_kafka import Producer
+    if spec.client == "sdk":
+        from weir import Producer
+    else:
+        from confluent_kafka import Producer
 
     rng = random.Random(spec.seed)
     with open(spec.history, "a", buffering=1) as history:
