@@ -513,8 +513,12 @@ class KafkaConnection:
             await asyncio.wait((woken, watch), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not watch.done():
-                watch.cancel()  # readexactly consumes nothing until its byte is there
-        if watch.done() and not watch.cancelled():
+                watch.cancel()  # read() consumes nothing until its bytes are there
+                # Let the cancellation land before going on: until it has, the stream reader still has the
+                # watch as its waiter, and the next read (the resumed request may be answered on the loop
+                # without suspending) would fail with RuntimeError and close the connection.
+                await asyncio.wait((watch,))
+        if not watch.cancelled():
             watch.result()  # raises IncompleteReadError / ConnectionError when the client left
             await woken
 

@@ -290,6 +290,8 @@ def test_acks_all_produces_park_without_threads_until_the_followers_have_the_bat
             assert correlation_id == index
             assert response.responses[0].partition_responses[0].error_code == ErrorCode.NO_ERROR
         poll_until(lambda: acks.parked == 0, "every acks=all waiter released")
+        for index, client in enumerate(clients):  # each connection goes on after its parked request (its socket watch ended cleanly)
+            assert call(client, metadata_request(), correlation_id=100 + index).throttle_time is not None
     finally:
         for client in clients:
             client.close()
