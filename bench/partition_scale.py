@@ -11,7 +11,9 @@ key allowed on its own topics. The figures, each beside its target:
   one core;
 * produce throughput through the SDK with every record sent to a random partition of one
   tenant's 100, against the same producer sending every record to a one-partition topic of the
-  same tenant (medians over ``--runs``, the two alternating);
+  same tenant (medians over ``--runs``, the two alternating), each with the CPU per record of the
+  broker and of the benchmark's own process (the SDK producer): which side a gap between the two
+  comes from;
 * ``kill -9`` of the broker, then the same command again: seconds from the new process's start
   until it answers a Produce and a Fetch (raw gRPC, polled every PROBE_INTERVAL_SECONDS), and its
   RSS once serving. The same after a clean stop (SIGTERM) for comparison.
@@ -116,6 +118,11 @@ class ScaleFigures:
     idle_cpu: float | None = None
     random_partition_rates: list[float] = field(default_factory=list)
     single_partition_rates: list[float] = field(default_factory=list)
+    # CPU microseconds per record of each run, the broker's and the producer's (this process).
+    random_partition_broker_us: list[float] = field(default_factory=list)
+    single_partition_broker_us: list[float] = field(default_factory=list)
+    random_partition_client_us: list[float] = field(default_factory=list)
+    single_partition_client_us: list[float] = field(default_factory=list)
     unclean_restart_seconds: float | None = None
     unclean_restart_rss_bytes: int | None = None
     clean_restart_seconds: float | None = None
@@ -310,12 +317,26 @@ def measure_throughput(broker: LocalBroker, tenant: Tenant, runs: int, records: 
     for run in range(1, runs + 1):
         order = ((TOPIC, PARTITIONS_PER_TENANT), (SINGLE_TOPIC, 1))
         for topic, partitions in order if run % 2 else tuple(reversed(order)):
+            broker_before, client_before = cpu_seconds(broker.pid), time.process_time()
             try:
                 rate = produce_rate(tenant, broker.address, topic, partitions, records, values)
             except KafkaException as error:
                 raise ScaleRunError(f"run {run}, {topic}: {error}") from None
-            (figures.random_partition_rates if partitions > 1 else figures.single_partition_rates).append(rate)
-            console.print(f"partition-scale: run {run} of {runs}: {partitions} partition(s): {rate:,.0f} records/s", markup=False)
+            broker_after, client_us = cpu_seconds(broker.pid), (time.process_time() - client_before) / records * 1e6
+            broker_us = (broker_after - broker_before) / records * 1e6 if broker_before is not None and broker_after is not None else None
+            if partitions > 1:
+                figures.random_partition_rates.append(rate)
+                figures.random_partition_client_us.append(client_us)
+                figures.random_partition_broker_us.extend([broker_us] if broker_us is not None else [])
+            else:
+                figures.single_partition_rates.append(rate)
+                figures.single_partition_client_us.append(client_us)
+                figures.single_partition_broker_us.extend([broker_us] if broker_us is not None else [])
+            shown = "-" if broker_us is None else f"{broker_us:.2f}"
+            console.print(
+                f"partition-scale: run {run} of {runs}: {partitions} partition(s): {rate:,.0f} records/s, CPU per record: broker {shown} us, producer {client_us:.2f} us",
+                markup=False,
+            )
 
 
 def serving_seconds(address: str, tenant: Tenant, partitions: int, started: float) -> float:
@@ -441,6 +462,14 @@ def broker_table(figures: ScaleFigures, records: int, command: str) -> Table:
     row("produce, random partition of 100, records/s", random_rate, lambda v: f"{v:,.0f}", "", None)
     row("produce, one partition, records/s", single_rate, lambda v: f"{v:,.0f}", "", None)
     row("random / one partition", ratio, lambda v: f"{v:.2f}", f">= {THROUGHPUT_RATIO_TARGET:g}", lambda v: v >= THROUGHPUT_RATIO_TARGET)
+    cpu = (
+        ("broker", figures.random_partition_broker_us, figures.single_partition_broker_us),
+        ("producer (SDK)", figures.random_partition_client_us, figures.single_partition_client_us),
+    )
+    for side, random_us, single_us in cpu:
+        random_median, single_median = _median(random_us), _median(single_us)
+        shown = "-" if random_median is None or single_median is None else f"{random_median:.2f} / {single_median:.2f}"
+        table.add_row(f"{side} CPU per record, random / one partition, us", shown, "", "-")
     row("kill -9, restart to Produce + Fetch served, s", figures.unclean_restart_seconds, lambda v: f"{v:.2f}", "<= 10", lambda v: v <= RESTART_TARGET_SECONDS)
     row("RSS after that restart, MiB", figures.unclean_restart_rss_bytes, lambda v: f"{v / mebibytes:,.0f}", "< 1,024", lambda v: v < RSS_TARGET_BYTES)
     row("clean stop, restart to Produce + Fetch served, s", figures.clean_restart_seconds, lambda v: f"{v:.2f}", "", None)

@@ -44,6 +44,10 @@ def test_table_shows_each_figure_beside_its_target_and_a_verdict() -> None:
         idle_cpu=BROKER_IDLE_CPU_TARGET * 2,
         random_partition_rates=[90_000.0, 100_000.0, 80_000.0],
         single_partition_rates=[100_000.0],
+        random_partition_broker_us=[0.5, 0.4, 0.6],
+        single_partition_broker_us=[0.3],
+        random_partition_client_us=[1.7],
+        single_partition_client_us=[1.2],
         unclean_restart_seconds=4.0,
     )
     console = Console(width=200, record=True)
@@ -54,6 +58,10 @@ def test_table_shows_each_figure_beside_its_target_and_a_verdict() -> None:
     assert "10.0%" in idle_row and "NOT met" in idle_row
     ratio_row = next(line for line in text.splitlines() if "random / one partition" in line)
     assert "0.90" in ratio_row and "met" in ratio_row and "NOT" not in ratio_row
+    broker_cpu_row = next(line for line in text.splitlines() if "broker CPU per record" in line)
+    assert "0.50 / 0.30" in broker_cpu_row  # medians of each side's runs
+    producer_cpu_row = next(line for line in text.splitlines() if "producer (SDK) CPU per record" in line)
+    assert "1.70 / 1.20" in producer_cpu_row
     restart_row = next(line for line in text.splitlines() if "kill -9" in line)
     assert "4.00" in restart_row and " met" in restart_row
     clean_row = next(line for line in text.splitlines() if "clean stop" in line)
