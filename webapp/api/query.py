@@ -10,6 +10,7 @@ an input serializer through :func:`validated_query`, which names every bad param
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any, TypeVar
 
@@ -52,3 +53,22 @@ def validated_query(serializer_class: type[SerializerT], request: Request) -> Se
     serializer = serializer_class(data=query_data(request.query_params, _declared_fields(serializer_class)))
     serializer.is_valid(raise_exception=True)
     return serializer
+
+
+def validated_query_data(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The ``validated_data`` of :func:`validated_query`. A query string that gives none of the
+    serializer's parameters (a plain list request, the most common one) is answered from the
+    class's validation of no parameters, made once: building and validating a serializer cost
+    about 0.1 ms of every such request. That validation takes no context, so it is the same every
+    time; one that fails is not kept and fails again with its 400."""
+    data = query_data(request.query_params, _declared_fields(serializer_class))
+    if data:
+        return dict(validated_query(serializer_class, request).validated_data)
+    return copy.deepcopy(_validated_without_parameters(serializer_class))
+
+
+@functools.cache
+def _validated_without_parameters(serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+    serializer = serializer_class(data={})
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

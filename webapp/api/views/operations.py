@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from webapp.accounts.facade import Actor, Tenant, is_operator
 from webapp.api.permissions import IsTenantMemberOrOperator
-from webapp.api.query import validated_query
+from webapp.api.query import validated_query_data
 from webapp.api.serializers.common import Timestamps
 from webapp.api.views.base import ActionErrorsMixin
 from webapp.provisioning.facade import JobKind, JobState, ProvisioningJob
@@ -87,7 +87,7 @@ class JobViewSet(ActionErrorsMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             assert isinstance(user, Actor)
             jobs = jobs.filter(tenant=user.tenant)
         if self.action == "list":
-            jobs = jobs.filter(**validated_query(JobFilterSerializer, self.request).validated_data)
+            jobs = jobs.filter(**validated_query_data(JobFilterSerializer, self.request))
         if self._tenant_of_every_job() is None:
             jobs = jobs.select_related("tenant")
         return jobs

@@ -13,7 +13,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.api.query import validated_query
+from webapp.api.query import validated_query_data
 from webapp.api.serializers.common import JobResponseSerializer, NameFilterSerializer, job_summary
 from webapp.api.serializers.topics import (
     TOPIC_ROW_FIELDS,
@@ -66,7 +66,7 @@ class TopicViewSet(TenantScopedViewSet):
 
     @extend_schema(parameters=[NameFilterSerializer])
     def list(self, request: Request) -> Response:
-        name = validated_query(NameFilterSerializer, request).validated_data.get("name")
+        name = validated_query_data(NameFilterSerializer, request).get("name")
         topics = self.get_queryset()
         if name:
             topics = topics.filter(name__icontains=name)
