@@ -273,6 +273,8 @@ class KafkaConnection:
 
     async def _send(self, frames: list[bytes]) -> None:
         """Write response frames in one write; wait (up to the read timeout) only while the client is not taking them."""
+        if self._writer.transport.is_closing():  # the client left: end here rather than answer what it left queued
+            raise ConnectionResetError("the client closed the connection")
         self._writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
         if self._writer.transport.get_write_buffer_size():  # the kernel did not take it all at once: flow control may apply
             async with asyncio.timeout(self._limits.read_timeout):

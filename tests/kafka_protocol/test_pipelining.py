@@ -141,10 +141,11 @@ def test_requests_of_both_pools_pipelined_together_are_answered_in_order(start_b
 class RecordingWriter:
     """A StreamWriter stand-in that appends (connection name, response frames in the write) to a shared log."""
 
-    def __init__(self, name: str, log: list[tuple[str, int]]) -> None:
+    def __init__(self, name: str, log: list[tuple[str, int]], closes_after_writes: int | None = None) -> None:
         self.name = name
         self.log = log
         self.transport = self
+        self.closes_after_writes = closes_after_writes  # the client leaves after this many writes (None: never)
 
     def write(self, data: bytes) -> None:
         frames, position = 0, 0
@@ -157,6 +158,9 @@ class RecordingWriter:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def is_closing(self) -> bool:
+        return self.closes_after_writes is not None and len(self.log) >= self.closes_after_writes
+
     async def drain(self) -> None:
         return None
 
@@ -164,34 +168,45 @@ class RecordingWriter:
         return None
 
 
-def test_a_connection_with_a_backlog_gives_other_connections_their_turn_between_bursts(tmp_path: Path) -> None:
-    """Produce is answered on the loop and buffered frames are read without suspending: the connection must still yield."""
+def serve_on_one_loop(tmp_path: Path, connections: list[tuple[str, bytes, int | None]]) -> list[tuple[str, int]]:
+    """Serve fake connections (name, bytes the client sent, writes until it leaves) on one event loop; the writes, in order."""
     broker = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1"}).start()
     broker.broker.topic_admin.create_topic(TOPIC, 1, 1, {})
     executor, waiting = ThreadPoolExecutor(2), ThreadPoolExecutor(2)
+    log: list[tuple[str, int]] = []
     try:
         listener = api.KafkaListener(node_id=1, host="127.0.0.1", port=9092)
         services = ConnectionServices(broker.broker, listener, executor, waiting, None, KafkaMetrics())
         limits = ConnectionLimits(max_frame_bytes=1 << 20, idle_timeout=30.0, read_timeout=30.0)
-        log: list[tuple[str, int]] = []
 
-        async def serve_both() -> None:
-            busy, other = asyncio.StreamReader(), asyncio.StreamReader()
-            busy.feed_data(b"".join(produce_frame(index, b"busy") for index in range(BURST)))
-            busy.feed_eof()
-            other.feed_data(produce_frame(1, b"other"))
-            other.feed_eof()
-            connections = [
-                KafkaConnection(reader, RecordingWriter(name, log), services, limits, name, "127.0.0.1")  # type: ignore[arg-type]
-                for name, reader in (("busy", busy), ("other", other))
-            ]
-            await asyncio.gather(*(connection.serve() for connection in connections))
+        async def serve_all() -> None:
+            served = []
+            for name, sent, closes_after_writes in connections:
+                reader = asyncio.StreamReader()
+                reader.feed_data(sent)
+                reader.feed_eof()
+                writer = RecordingWriter(name, log, closes_after_writes)
+                served.append(KafkaConnection(reader, writer, services, limits, name, "127.0.0.1"))  # type: ignore[arg-type]
+            await asyncio.gather(*(connection.serve() for connection in served))
 
-        asyncio.run(serve_both())
+        asyncio.run(serve_all())
     finally:
         executor.shutdown()
         waiting.shutdown()
         broker.stop()
+    return log
+
+
+def test_a_connection_with_a_backlog_gives_other_connections_their_turn_between_bursts(tmp_path: Path) -> None:
+    """Produce is answered on the loop and buffered frames are read without suspending: the connection must still yield."""
+    burst = b"".join(produce_frame(index, b"busy") for index in range(BURST))
+    log = serve_on_one_loop(tmp_path, [("busy", burst, None), ("other", produce_frame(1, b"other"), None)])
     busy_before_other = sum(frames for name, frames in log[: [name for name, _ in log].index("other")] if name == "busy")
     assert sum(frames for name, frames in log if name == "busy") == BURST
     assert busy_before_other <= 2 * MAX_FRAMES_PER_HANDOFF  # not the whole burst first
+
+
+def test_a_client_that_left_gets_no_answers_to_the_requests_it_left_queued(tmp_path: Path) -> None:
+    burst = b"".join(produce_frame(index, b"gone") for index in range(BURST))
+    log = serve_on_one_loop(tmp_path, [("gone", burst, 1)])
+    assert log == [("gone", MAX_FRAMES_PER_HANDOFF)]  # the first burst's answers, then the connection ended
