@@ -3,7 +3,7 @@
 The connection answers small Produce requests on its event loop thread (``context.on_loop``);
 the handler raises ``api.WorkerThreadNeeded`` for a transactional one (verified with its
 coordinator), one to a topic with schema validation (ids looked up in the control plane's
-registry) and a large one, and the connection then answers it on a worker thread.
+registry), one to a partition that fsyncs every flush.messages records and a large one, and the connection then answers it on a worker thread.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from weir.records import build_batch
 VERSION = 9
 PLAIN_TOPIC = "plain"
 VALIDATED_TOPIC = "validated"
+FLUSHED_TOPIC = "flushed"
 
 
 @pytest.fixture
@@ -33,6 +34,7 @@ def broker(tmp_path: Path) -> Iterator[Any]:
     server = InProcessBroker(tmp_path / "data", {"offsets.topic.num.partitions": "1"}).start()
     server.broker.topic_admin.create_topic(PLAIN_TOPIC, 1, 1, {})
     server.broker.topic_admin.create_topic(VALIDATED_TOPIC, 1, 1, {"confluent.value.schema.validation": "true"})
+    server.broker.topic_admin.create_topic(FLUSHED_TOPIC, 1, 1, {"flush.messages": "1000"})
     yield server.broker
     server.stop()
 
@@ -71,9 +73,10 @@ def test_a_small_plain_produce_is_answered_on_the_loop(broker: Any) -> None:
     [
         (PLAIN_TOPIC, b"x" * 10, "txn-1"),
         (VALIDATED_TOPIC, b"x" * 10, None),
+        (FLUSHED_TOPIC, b"x" * 10, None),
         (PLAIN_TOPIC, b"x" * (LOOP_MAX_RECORD_BYTES + 1), None),
     ],
-    ids=["transactional", "schema-validated topic", "large"],
+    ids=["transactional", "schema-validated topic", "fsync by flush.messages", "large"],
 )
 def test_a_produce_that_may_block_asks_for_a_worker_thread_and_appends_nothing(broker: Any, topic: str, value: bytes, transactional_id: str | None) -> None:
     with pytest.raises(api.WorkerThreadNeeded):

@@ -36,6 +36,7 @@ from broker_nodes.requests.schema_validation import schema_rules
 
 PRODUCE_KEY = 0
 NO_ACKS = 0
+NEVER_FLUSH_MESSAGES = 2**63 - 1  # flush.messages's default (Kafka's Long.MAX_VALUE): appends never fsync
 LOOP_MAX_RECORD_BYTES = 64 * 1024  # record bytes of a Produce request answered on the listener's loop at most (larger: a worker thread)
 
 
@@ -70,19 +71,24 @@ def _may_block(context: api.KafkaRequestContext, request: Any) -> bool:
     """Whether this Produce may wait beyond appending a small batch to the page cache (then it is not answered on the loop).
 
     A transactional id is verified with its coordinator (KIP-890), possibly another broker; a
-    topic with schema validation may look ids up in the control plane's registry; a large
+    topic with schema validation may look ids up in the control plane's registry; a partition
+    whose log fsyncs every ``flush.messages`` records may fsync in this append; a large
     request's copy, checks and write take long enough that the loop would keep other
     connections waiting, and a hand-off costs little beside them.
     """
     if request.transactional_id:
         return True
     size = 0
-    registry, qualify = context.broker.registry, context.call.qualify
+    broker, qualify = context.broker, context.call.qualify
     for topic in request.topic_data:
-        metadata = registry.get(qualify(topic.name))
+        name = qualify(topic.name)
+        metadata = broker.registry.get(name)
         if metadata is not None and schema_rules(metadata.configs) is not None:
             return True
         for data in topic.partition_data:
+            log = broker.log_manager.get_log(name, data.index)
+            if log is not None and log.config.flush_messages < NEVER_FLUSH_MESSAGES:
+                return True
             size += len(data.records or b"")
     return size > LOOP_MAX_RECORD_BYTES
 
