@@ -69,6 +69,9 @@ class ClientLibrary:
 
 
 SDK = ClientLibrary(NAME, "weir", "weir.admin")  # over gRPC
+# The end-to-end receiver's first record, which it produces and reads back before the run starts (not a stamped value: shorter).
+WARM_UP_VALUE = b"warm-up"
+WARM_UP_SECONDS = 30.0
 LIBRDKAFKA = ClientLibrary(f"{NAME} (Kafka protocol, librdkafka)", "confluent_kafka", "confluent_kafka.admin")  # over the Kafka listener
 
 
@@ -289,7 +292,14 @@ class WeirSystem:
     def end_to_end(self, plan: EndToEndPlan, values: list[bytes]) -> LatencySample:
         topic = self._create_topic()
         spec = ReceiverSpec(
-            __name__, "receive_stamped", {"consumer_config": self.options.consumer_config(), "topic": topic, "client_module": self.options.library.module}
+            __name__,
+            "receive_stamped",
+            {
+                "consumer_config": self.options.consumer_config(),
+                "producer_config": self.options.producer_config(linger_ms=0),
+                "topic": topic,
+                "client_module": self.options.library.module,
+            },
         )
         try:
             with (
@@ -324,26 +334,51 @@ class WeirSystem:
 
 
 def receive_stamped(
-    *, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str, client_module: str = SDK.module
+    *,
+    expected: int,
+    deadline_ns: int,
+    on_ready: Callable[[], None],
+    consumer_config: dict[str, Any],
+    producer_config: dict[str, Any],
+    topic: str,
+    client_module: str = SDK.module,
 ) -> array:
-    """End-to-end receiver (runs in a child process): consume until ``expected`` records arrived."""
+    """End-to-end receiver (runs in a child process): consume until ``expected`` records arrived.
+
+    Ready only once a warm-up record it produced itself came back through the consumer: until
+    then the consumer may still be connecting, finding the leader and resolving its offset
+    (librdkafka took a few hundred milliseconds after assign()), and the first records would
+    be charged with that (p99 of ~300 ms at 5,000 records/s through librdkafka).
+    """
     client = importlib.import_module(client_module)
     consumer = client.Consumer(consumer_config)
     latencies = array("q")
     try:
         consumer.assign([client.TopicPartition(topic, 0, client.OFFSET_BEGINNING)])
-        # One empty round trip first, so that connecting is not charged to the first record.
-        consumer.consume(num_messages=1, timeout=0.1)
-        on_ready()
         # consume() waits for all num_messages or the whole timeout (as librdkafka's), which would add
         # up to 100 ms to each latency: the SDK takes what is there once one record came, others poll().
         receive = (lambda: consume_available(consumer, 1000, 0.1)) if client_module == SDK.module else (lambda: [consumer.poll(0.1)])
+        _warm_up(client, producer_config, topic, receive, deadline_ns)
+        on_ready()
         while len(latencies) < expected and time.monotonic_ns() < deadline_ns:
             messages = [message for message in receive() if message is not None]
             received_ns = time.monotonic_ns()
             for message in messages:
-                if message.error() is None:
+                if message.error() is None and message.value() != WARM_UP_VALUE:
                     latencies.append(received_ns - read_stamp(message.value()))
     finally:
         consumer.close()
     return latencies
+
+
+def _warm_up(client: ModuleType, producer_config: dict[str, Any], topic: str, receive: Callable[[], list[Any]], deadline_ns: int) -> None:
+    """Produce :data:`WARM_UP_VALUE` to ``topic`` and consume until it is read (bounded by ``deadline_ns`` and WARM_UP_SECONDS)."""
+    producer = client.Producer(producer_config)
+    producer.produce(topic, WARM_UP_VALUE)
+    if producer.flush(WARM_UP_SECONDS):
+        raise BenchmarkIntegrityError(str(client.__name__), f"the warm-up record was not delivered within {WARM_UP_SECONDS} s")
+    until_ns = min(deadline_ns, time.monotonic_ns() + int(WARM_UP_SECONDS * 1e9))
+    while time.monotonic_ns() < until_ns:
+        if any(message is not None and message.error() is None and message.value() == WARM_UP_VALUE for message in receive()):
+            return
+    raise BenchmarkIntegrityError(str(client.__name__), f"the warm-up record was not read back within {WARM_UP_SECONDS} s")
