@@ -80,6 +80,9 @@ def test_a_frozen_producers_stream_ends_and_the_producer_delivers_again_when_res
     finally:
         producer.kill()
         producer.wait(WAIT_SECONDS)
+        for pipe in (producer.stdin, producer.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def test_a_stream_left_open_without_requests_is_ended_after_connections_max_idle_ms(broker: InProcessBroker) -> None:
