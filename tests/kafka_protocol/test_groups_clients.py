@@ -59,6 +59,8 @@ class Member:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:
