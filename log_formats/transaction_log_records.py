@@ -157,13 +157,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
     if value.state == STATE_EMPTY:
         writer.count(None)  # null: Kafka writes no partitions for Empty
     else:
-        writer.count(len(value.partitions))
-        for topic, partition_ids in value.partitions.items():
-            writer.string(topic)
-            writer.count(len(partition_ids))
-            for partition_id in partition_ids:
-                writer.int32(partition_id)
-            writer.tagged_fields({})  # the struct's tagged fields: none
+        _write_partitions(writer, value.partitions)
     writer.int64(value.last_update_timestamp_ms)
     writer.int64(value.start_timestamp_ms)
     tagged: dict[int, bytes] = {}
@@ -192,14 +186,7 @@ def decode_value(data: bytes) -> TransactionLogValue:
     state = reader.int8()
     if state not in STATE_IDS:
         raise TransactionLogSchemaError(f"unknown transaction state {state}")
-    partitions: dict[str, tuple[int, ...]] = {}
-    for _ in range(reader.count()):
-        topic = reader.string()
-        if topic is None:
-            raise TransactionLogSchemaError("a topic name must not be null")
-        partitions[topic] = tuple(reader.int32() for _ in range(reader.count()))
-        if reader.flexible:
-            reader.tagged_fields()
+    partitions = _read_partitions(reader)
     last_update = reader.int64()
     start = reader.int64()
     tagged = reader.tagged_fields() if reader.flexible else {}
@@ -223,13 +210,7 @@ def _encode_unwritten_markers(markers: UnwrittenMarkers) -> bytes:
     writer.int64(markers.producer_id)
     writer.int16(markers.producer_epoch)
     writer.int8(1 if markers.commit else 0)
-    writer.count(len(markers.partitions))
-    for topic, partition_ids in markers.partitions.items():
-        writer.string(topic)
-        writer.count(len(partition_ids))
-        for partition_id in partition_ids:
-            writer.int32(partition_id)
-        writer.tagged_fields({})
+    _write_partitions(writer, markers.partitions)
     writer.tagged_fields({})
     return writer.to_bytes()
 
@@ -241,15 +222,33 @@ def _decode_unwritten_markers(data: bytes) -> UnwrittenMarkers:
     commit = reader.int8()
     if commit not in (0, 1):
         raise TransactionLogSchemaError(f"unwritten markers: commit must be 0 or 1, not {commit}")
+    partitions = _read_partitions(reader)
+    reader.tagged_fields()
+    return UnwrittenMarkers(producer_id, producer_epoch, commit == 1, partitions)
+
+
+def _write_partitions(writer: SchemaWriter, partitions: Mapping[str, tuple[int, ...]]) -> None:
+    """The partitions by topic (flexible: each topic's struct ends with its tagged fields, none)."""
+    writer.count(len(partitions))
+    for topic, partition_ids in partitions.items():
+        writer.string(topic)
+        writer.count(len(partition_ids))
+        for partition_id in partition_ids:
+            writer.int32(partition_id)
+        writer.tagged_fields({})
+
+
+def _read_partitions(reader: SchemaReader) -> dict[str, tuple[int, ...]]:
+    """The partitions by topic, as :func:`_write_partitions` writes them (in version 0, not flexible, without tagged fields)."""
     partitions: dict[str, tuple[int, ...]] = {}
     for _ in range(reader.count()):
         topic = reader.string()
         if topic is None:
             raise TransactionLogSchemaError("a topic name must not be null")
         partitions[topic] = tuple(reader.int32() for _ in range(reader.count()))
-        reader.tagged_fields()
-    reader.tagged_fields()
-    return UnwrittenMarkers(producer_id, producer_epoch, commit == 1, partitions)
+        if reader.flexible:
+            reader.tagged_fields()
+    return partitions
 
 
 def _tagged_int(tagged: Mapping[int, bytes], tag: int, layout: struct.Struct, default: int) -> int:
