@@ -20,7 +20,6 @@ with, say, ``queued.max.request.bytes`` raised out of the way.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from bench import flood_sender
 from bench.broker_launcher import BrokerStartError, LocalBroker
 from bench.measurements import BYTES_PER_MEBIBYTE, LatencySummary
 from bench.report import machine_description
+from bench.tenant_access import TenantKey, every_topic_request
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
 from server_runtime.lifeline import spawn
 from weir import Producer
@@ -175,33 +175,10 @@ def provision(address: str) -> None:
             timeout=30,
         )
         admin.ApplySecurity(
-            admin_pb2.ApplySecurityRequest(
-                version=1,
-                credentials=[
-                    admin_pb2.Credential(api_key=key, secret_sha256=_sha256(secret), tenant_id=tenant, principal=principal)
-                    for tenant, principal, key, secret in (FLOODER, NEIGHBOUR)
-                ],
-                acls=[
-                    admin_pb2.AclBinding(
-                        tenant_id=tenant,
-                        principal=principal,
-                        resource_type=admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
-                        resource_name="*",
-                        pattern_type=admin_pb2.ACL_PATTERN_TYPE_LITERAL,
-                        operation=admin_pb2.ACL_OPERATION_ALL,
-                        permission=admin_pb2.ACL_PERMISSION_ALLOW,
-                        host="*",
-                    )
-                    for tenant, principal, _, _ in (FLOODER, NEIGHBOUR)
-                ],
-            ),
+            every_topic_request([TenantKey(*FLOODER), TenantKey(*NEIGHBOUR)]),
             metadata=metadata,
             timeout=30,
         )
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class FloodProcess:

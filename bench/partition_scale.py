@@ -29,7 +29,6 @@ indexes), which the restart figure is held against only as "faster than that".
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import signal
@@ -49,6 +48,7 @@ from bench.flood import INTERNAL_TOKEN, SecuredLocalBroker, rss_bytes
 from bench.payloads import value_pool
 from bench.report import machine_description
 from bench.stack import LocalStack, StackError
+from bench.tenant_access import TenantKey, every_topic_request
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 from server_runtime.lifeline import spawn
 from server_runtime.malloc_tuning import tuned_environment
@@ -166,31 +166,7 @@ def provision(address: str, tenants: Sequence[Tenant], partitions_per_tenant: in
     with grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)]) as channel:
         admin = admin_pb2_grpc.AdminStub(channel)
         admin.ApplySecurity(
-            admin_pb2.ApplySecurityRequest(
-                version=1,
-                credentials=[
-                    admin_pb2.Credential(
-                        api_key=tenant.api_key,
-                        secret_sha256=hashlib.sha256(tenant.secret.encode()).hexdigest(),
-                        tenant_id=tenant.tenant_id,
-                        principal=tenant.principal,
-                    )
-                    for tenant in tenants
-                ],
-                acls=[
-                    admin_pb2.AclBinding(
-                        tenant_id=tenant.tenant_id,
-                        principal=tenant.principal,
-                        resource_type=admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
-                        resource_name="*",
-                        pattern_type=admin_pb2.ACL_PATTERN_TYPE_LITERAL,
-                        operation=admin_pb2.ACL_OPERATION_ALL,
-                        permission=admin_pb2.ACL_PERMISSION_ALLOW,
-                        host="*",
-                    )
-                    for tenant in tenants
-                ],
-            ),
+            every_topic_request([TenantKey(tenant.tenant_id, tenant.principal, tenant.api_key, tenant.secret) for tenant in tenants]),
             metadata=metadata,
             timeout=30,
         )

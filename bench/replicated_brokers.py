@@ -16,7 +16,6 @@ A/B pairs of a replication change can run back to back.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -25,6 +24,7 @@ from types import TracebackType
 import grpc
 
 from bench.broker_launcher import LOOPBACK, LocalBroker
+from bench.tenant_access import TenantKey, every_topic_request
 from grpc_protos.weir.v1 import admin_pb2, admin_pb2_grpc, broker_pb2
 
 INTERNAL_TOKEN = "bench-replication-internal-token"
@@ -137,24 +137,7 @@ class ReplicatedBrokers:
             broker.stop()
 
     def _apply_security(self, address: str) -> None:
-        request = admin_pb2.ApplySecurityRequest(
-            version=1,
-            credentials=[
-                admin_pb2.Credential(api_key=API_KEY, secret_sha256=hashlib.sha256(API_SECRET.encode()).hexdigest(), tenant_id=TENANT, principal=PRINCIPAL)
-            ],
-            acls=[
-                admin_pb2.AclBinding(
-                    tenant_id=TENANT,
-                    principal=PRINCIPAL,
-                    resource_type=admin_pb2.ACL_RESOURCE_TYPE_TOPIC,
-                    resource_name="*",
-                    pattern_type=admin_pb2.ACL_PATTERN_TYPE_LITERAL,
-                    operation=admin_pb2.ACL_OPERATION_ALL,
-                    permission=admin_pb2.ACL_PERMISSION_ALLOW,
-                    host="*",
-                )
-            ],
-        )
+        request = every_topic_request([TenantKey(TENANT, PRINCIPAL, API_KEY, API_SECRET)])
         self._admin_call(address, lambda admin: admin.ApplySecurity(request, metadata=_INTERNAL, timeout=ADMIN_TIMEOUT_SECONDS))
 
     @staticmethod
