@@ -36,20 +36,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.measurements import LatencySummary
-
-TRACE_VARIABLE = "WEIR_REPLICATION_TRACE"  # broker_nodes.replication.stage_trace reads it (bench may not import brokers)
-
-APPEND = "append"
-FETCH_WOKE = "fetch_woke"
-ANSWER_BUILT = "answer_built"
-ANSWER_RETURNED = "answer_returned"
-FETCH_ARRIVED = "fetch_arrived"
-HIGH_WATERMARK = "high_watermark"
-ACKS_DONE = "acks_done"
-ANSWER_ARRIVED = "answer_arrived"
-APPENDED = "appended"
-FETCH_SENT = "fetch_sent"
-FETCH_DEQUEUED = "fetch_dequeued"
+from log_formats.replication_trace import (  # noqa: F401 - TRACE_VARIABLE for bench.replication_round_trip
+    ACKS_DONE,
+    ANSWER_ARRIVED,
+    ANSWER_BUILT,
+    ANSWER_RETURNED,
+    APPEND,
+    APPENDED,
+    FETCH_ARRIVED,
+    FETCH_DEQUEUED,
+    FETCH_SENT,
+    FETCH_WOKE,
+    FIELDS,
+    HIGH_WATERMARK,
+    TRACE_VARIABLE,
+)
 
 STAGES = (
     "client -> leader append",
@@ -94,7 +95,7 @@ def read_stamps(paths: Iterable[Path]) -> list[Stamp]:
     for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
             parts = line.split("\t")
-            if len(parts) != 6:
+            if len(parts) != FIELDS:
                 continue
             stage, topic, partition, offset, replica, nanoseconds = parts
             stamps.append(Stamp(stage, topic, int(partition), int(offset), int(replica), int(nanoseconds)))

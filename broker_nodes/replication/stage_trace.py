@@ -29,19 +29,21 @@ import atexit
 import os
 import time
 
-TRACE_VARIABLE = "WEIR_REPLICATION_TRACE"
-
-APPEND = "append"
-FETCH_WOKE = "fetch_woke"
-ANSWER_BUILT = "answer_built"
-ANSWER_RETURNED = "answer_returned"
-FETCH_ARRIVED = "fetch_arrived"
-HIGH_WATERMARK = "high_watermark"
-ACKS_DONE = "acks_done"
-ANSWER_ARRIVED = "answer_arrived"
-APPENDED = "appended"
-FETCH_SENT = "fetch_sent"
-FETCH_DEQUEUED = "fetch_dequeued"
+from log_formats.replication_trace import (  # noqa: F401 - the stage names, re-exported for the stamp sites
+    ACKS_DONE,
+    ANSWER_ARRIVED,
+    ANSWER_BUILT,
+    ANSWER_RETURNED,
+    APPEND,
+    APPENDED,
+    FETCH_ARRIVED,
+    FETCH_DEQUEUED,
+    FETCH_SENT,
+    FETCH_WOKE,
+    HIGH_WATERMARK,
+    TRACE_VARIABLE,
+    format_line,
+)
 
 _prefix = os.environ.get(TRACE_VARIABLE, "")
 ENABLED = bool(_prefix)
@@ -56,7 +58,7 @@ def stamp(stage: str, topic: str, partition: int, offset: int, replica: int = -1
 def _write() -> None:
     with open(f"{_prefix}.{os.getpid()}", "w", encoding="utf-8") as out:
         for stage, topic, partition, offset, replica, nanoseconds in _stamps:
-            out.write(f"{stage}\t{topic}\t{partition}\t{offset}\t{replica}\t{nanoseconds}\n")
+            out.write(format_line(stage, topic, partition, offset, replica, nanoseconds))
 
 
 if ENABLED:
