@@ -17,6 +17,14 @@ splits each record's latency into stages, by the system-wide monotonic clock:
    two hand-offs together (Fetch answer arrived -> ``consume()`` returned), which does not
    depend on when the SDK counts a chunk as queued
 
+With the broker it starts itself (no ``--bootstrap``), the broker stage is split further by the
+broker's own stamps (``WEIR_REPLICATION_TRACE``: ``replication.stage_trace``, with the consumer
+Fetch stages of ``log_formats.consumer_fetch_trace``), on the same clock: Produce started ->
+appended (the request's way in and the append), appended -> the Fetch that returns the record
+reads (its wake-up, or its arrival when it came after the append: the previous answer's round
+trip), that read -> its outcomes built, built -> the servicer's protobuf answer returned to gRPC,
+returned -> the answer at the consumer (gRPC's send, loopback, the SDK's call thread).
+
 Stage times are taken by wrapping the SDK's per-batch (not per-record) methods in the
 benchmark's processes only; the SDK itself carries no tracing. At ``linger.ms=0`` and a few
 thousand records a second almost every batch holds one record, so per-batch is per-record.
@@ -26,8 +34,10 @@ The report shows each stage's p50 / p99 / p99.9 over every record of every run.
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
 import resource
+import tempfile
 import time
 import uuid
 from array import array
@@ -39,6 +49,8 @@ from typing import Any
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value, value_pool
+from log_formats import consumer_fetch_trace
+from log_formats.replication_trace import APPEND, FIELDS, TRACE_VARIABLE
 
 ADMIN_TIMEOUT = 30.0
 # Defaults of a measurement: seconds per run and runs.
@@ -46,12 +58,17 @@ DEFAULT_SECONDS = 5.0
 DEFAULT_RUNS = 3
 FLUSH_TIMEOUT = 60.0
 # Fields of one received record in the receiver's answer (see receive_traced).
-RECEIVED_FIELDS = 4  # offset, fetch answer arrived, records queued, consume() returned
+RECEIVED_FIELDS = 5  # offset, its Fetch's fetch offset, fetch answer arrived, records queued, consume() returned
 STAGES = (
     "produce()",
     "sender wake-up",
     "broker (produce+append+fetch wake+answer)",
     "  of it: producer's Produce round trip",
+    "  of it: Produce started -> appended",
+    "  of it: appended -> Fetch reads (wake/arrival)",
+    "  of it: Fetch read -> outcomes built",
+    "  of it: built -> answer returned to gRPC",
+    "  of it: returned -> answer at consumer",
     "fetcher hand-off",
     "consumer hand-off",
     "  fetch answer -> application (the two above)",
@@ -79,7 +96,7 @@ def _patched(owner: type, name: str, make: Callable[[Callable[..., Any]], Callab
 
 
 def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str) -> array:
-    """Consume ``expected`` records; per record (offset, fetch answer arrived, queued, consume() returned) in ns."""
+    """Consume ``expected`` records; per record (offset, fetch offset, fetch answer arrived, queued, consume() returned) in ns."""
     from weir import OFFSET_BEGINNING, TopicPartition
     from weir import fetcher as fetcher_module
     from weir.consumer import Consumer, consume_available
@@ -123,7 +140,7 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
         finally:
             consumer.close()
     # First row: the receiving process's CPU time; then per record, its fetch answer's arrival and queueing time.
-    answer = array("q", (-1, _cpu_ns(), 0, 0))
+    answer = array("q", (-1, _cpu_ns(), 0, 0, 0))
     chunks = sorted(queued)
     chunk_index = 0
     for position in range(0, len(received), 3):
@@ -131,7 +148,7 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
         while chunk_index + 1 < len(chunks) and chunks[chunk_index][1] <= offset:
             chunk_index += 1
         first, _next, queued_at = chunks[chunk_index] if chunks else (offset, offset + 1, returned)
-        answer.extend((offset, arrived.get(first, queued_at), queued_at, returned))
+        answer.extend((offset, first, arrived.get(first, queued_at), queued_at, returned))
     return answer
 
 
@@ -140,10 +157,11 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
 
 @dataclass
 class RunTrace:
-    """Per offset: due, produce() returned, Produce started, Produce answered (ns), and the receiver's rows;
+    """The run's topic; per offset: due, produce() returned, Produce started, Produce answered (ns), and the receiver's rows;
     CPU time (ns) of the producing process during the run, of the receiving process in all, and of
     the broker during the run (0 when unknown: a broker at --bootstrap)."""
 
+    topic: str
     due: list[int]
     returned: list[int]
     sent: dict[int, int]
@@ -242,31 +260,94 @@ def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replica
     receiver_cpu = received[1] if len(received) >= RECEIVED_FIELDS and received[0] == -1 else 0
     broker_cpu = int((broker_after - broker_before) * 1e9) if broker_before is not None and broker_after is not None else 0
     rows = received[RECEIVED_FIELDS:] if receiver_cpu else received
-    return RunTrace(due, returned, sent, acknowledged, rows, producer_cpu, receiver_cpu, broker_cpu)
+    return RunTrace(topic, due, returned, sent, acknowledged, rows, producer_cpu, receiver_cpu, broker_cpu)
 
 
-def stage_samples(traces: list[RunTrace]) -> dict[str, list[int]]:
-    """Nanoseconds per stage (see STAGES) over every record received in ``traces``."""
+class BrokerStamps:
+    """The broker's stage stamps of one topic: appends by base offset, consumer Fetch stages by fetch offset."""
+
+    def __init__(self) -> None:
+        self.append_bases: list[int] = []
+        self.append_at: list[int] = []
+        # stage -> fetch offset -> ns (the last stamp: the Fetch that returned records from there)
+        self.fetch: dict[str, dict[int, int]] = {}
+
+    def appended(self, offset: int) -> int | None:
+        """When the batch holding ``offset`` was appended (the last append at or below it)."""
+        index = bisect.bisect_right(self.append_bases, offset) - 1
+        return self.append_at[index] if index >= 0 else None
+
+
+def read_broker_stamps(paths: list[str]) -> dict[str, BrokerStamps]:
+    """Stamps by topic from trace files (``log_formats.replication_trace`` lines; the consumer stages and appends)."""
+    appends: dict[str, list[tuple[int, int]]] = {}
+    by_topic: dict[str, BrokerStamps] = {}
+    wanted = {consumer_fetch_trace.FETCH_ARRIVED, consumer_fetch_trace.FETCH_WOKE, consumer_fetch_trace.ANSWER_BUILT, consumer_fetch_trace.ANSWER_RETURNED}
+    for path in paths:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) != FIELDS:
+                    continue
+                stage, topic, _partition, offset, _replica, nanoseconds = fields
+                if stage == APPEND:
+                    appends.setdefault(topic, []).append((int(offset), int(nanoseconds)))
+                elif stage in wanted:
+                    by_topic.setdefault(topic, BrokerStamps()).fetch.setdefault(stage, {})[int(offset)] = int(nanoseconds)
+    for topic, stamped in appends.items():
+        stamped.sort()
+        stamps = by_topic.setdefault(topic, BrokerStamps())
+        stamps.append_bases = [base for base, _ in stamped]
+        stamps.append_at = [at for _, at in stamped]
+    return by_topic
+
+
+def _broker_split(stamps: BrokerStamps, offset: int, fetch_offset: int, started: int, fetched: int) -> tuple[int, int, int, int, int] | None:
+    """The broker stage of one record in five parts (see the module docstring), or None when a stamp is missing."""
+    appended = stamps.appended(offset)
+    fetch = stamps.fetch
+    arrived = fetch.get(consumer_fetch_trace.FETCH_ARRIVED, {}).get(fetch_offset)
+    built = fetch.get(consumer_fetch_trace.ANSWER_BUILT, {}).get(fetch_offset)
+    returned = fetch.get(consumer_fetch_trace.ANSWER_RETURNED, {}).get(fetch_offset)
+    if appended is None or arrived is None or built is None or returned is None:
+        return None
+    woke = fetch.get(consumer_fetch_trace.FETCH_WOKE, {}).get(fetch_offset)
+    # The read that found the record: after a wake-up of this Fetch, else on its arrival; never before the append.
+    read = max(woke if woke is not None and woke > arrived else arrived, appended)
+    return appended - started, read - appended, built - read, returned - built, fetched - returned
+
+
+def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps] | None = None) -> dict[str, list[int]]:
+    """Nanoseconds per stage (see STAGES) over every record received in ``traces``.
+
+    The broker's sub-stages have samples only where ``broker_stamps`` has the record's stamps.
+    """
     samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
+    split_stages = [stage for stage in STAGES if stage.startswith("  of it:") and "round trip" not in stage]
     for trace in traces:
         rows = trace.received
+        stamps = (broker_stamps or {}).get(trace.topic)
         for position in range(0, len(rows), RECEIVED_FIELDS):
-            offset, fetched, queued, returned_to_app = rows[position : position + RECEIVED_FIELDS]
+            offset, fetch_offset, fetched, queued, returned_to_app = rows[position : position + RECEIVED_FIELDS]
             if offset >= len(trace.due) or offset not in trace.sent:
                 continue
             due, produced, started = trace.due[offset], trace.returned[offset], trace.sent[offset]
-            values = (
-                produced - due,
-                started - produced,
-                fetched - started,
-                trace.acknowledged[offset] - started,
-                queued - fetched,
-                returned_to_app - queued,
-                returned_to_app - fetched,
-                returned_to_app - due,
-            )
-            for stage, value in zip(STAGES, values, strict=True):
+            values = {
+                "produce()": produced - due,
+                "sender wake-up": started - produced,
+                "broker (produce+append+fetch wake+answer)": fetched - started,
+                "  of it: producer's Produce round trip": trace.acknowledged[offset] - started,
+                "fetcher hand-off": queued - fetched,
+                "consumer hand-off": returned_to_app - queued,
+                "  fetch answer -> application (the two above)": returned_to_app - fetched,
+                "end to end": returned_to_app - due,
+            }
+            for stage, value in values.items():
                 samples[stage].append(value)
+            split = _broker_split(stamps, offset, fetch_offset, started, fetched) if stamps is not None else None
+            if split is not None:
+                for stage, value in zip(split_stages, split, strict=True):
+                    samples[stage].append(value)
     return samples
 
 
@@ -287,12 +368,34 @@ def cpu_per_record(traces: list[RunTrace]) -> tuple[float, float, float]:
 
 
 def format_table(samples: dict[str, list[int]]) -> str:
-    lines = [f"{'stage':45s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s}"]
+    lines = [f"{'stage':48s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s}"]
     for stage, values in samples.items():
+        if not values:
+            continue
         ordered = sorted(values)
-        lines.append(f"{stage:45s} {percentile(ordered, 0.5):8.3f} {percentile(ordered, 0.99):8.3f} {percentile(ordered, 0.999):9.3f}")
+        lines.append(f"{stage:48s} {percentile(ordered, 0.5):8.3f} {percentile(ordered, 0.99):8.3f} {percentile(ordered, 0.999):9.3f}")
     lines.append(f"records: {len(samples['end to end'])}")
     return "\n".join(lines)
+
+
+@contextmanager
+def _traced_broker(prefix: str) -> Iterator[Any]:
+    """A broker of its own that stamps its stages into ``<prefix>.<pid>`` (written when it exits)."""
+    from bench.broker_launcher import LocalBroker
+
+    before = os.environ.get(TRACE_VARIABLE)
+    os.environ[TRACE_VARIABLE] = prefix
+    try:
+        broker = LocalBroker().__enter__()
+    finally:
+        if before is None:
+            del os.environ[TRACE_VARIABLE]
+        else:
+            os.environ[TRACE_VARIABLE] = before
+    try:
+        yield broker
+    finally:
+        broker.__exit__(None, None, None)
 
 
 def run(*, bootstrap: str | None, rate: int, seconds: float, runs: int, acks: str = "1", replication_factor: int = 1) -> str:
@@ -304,20 +407,23 @@ def run(*, bootstrap: str | None, rate: int, seconds: float, runs: int, acks: st
         return [run_once(address, rate, seconds, acks, replication_factor, broker_pid) for _ in range(runs)]
 
     load_before = os.getloadavg()[0]
+    broker_stamps: dict[str, BrokerStamps] | None = None
     if bootstrap:
         traces = measure(bootstrap)
     else:
-        from bench.broker_launcher import LocalBroker
-
-        with LocalBroker() as broker:
-            traces = measure(broker.address, broker.pid)
+        with tempfile.TemporaryDirectory(prefix="weir-breakdown-") as directory:
+            prefix = os.path.join(directory, "trace")
+            with _traced_broker(prefix) as broker:
+                traces = measure(broker.address, broker.pid)
+            # The broker wrote its stamps as it exited.
+            broker_stamps = read_broker_stamps([os.path.join(directory, name) for name in os.listdir(directory)])
     load_after = os.getloadavg()[0]
     producer_cpu, receiver_cpu, broker_cpu = cpu_per_record(traces)
     broker_part = f", broker {broker_cpu:.0f} us" if broker_cpu else ""
     return "\n".join(
         (
             f"latency breakdown: {runs} run(s) of {seconds:g} s at {rate:,} records/s, linger.ms=0, acks={acks}, replication factor {replication_factor}",
-            format_table(stage_samples(traces)),
+            format_table(stage_samples(traces, broker_stamps)),
             f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life){broker_part}",
             f"load average (1 min) before / after: {load_before:.1f} / {load_after:.1f} (compare runs taken at the same load only)",
         )

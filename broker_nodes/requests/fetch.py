@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from broker_nodes.replication import stage_trace
 from broker_nodes.requests import throttle
 from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, allowed_topics, leader_hint, plain_error, qualified_names
 from broker_nodes.security.access import CallContext
@@ -22,6 +23,7 @@ from broker_nodes.security.quotas import Direction
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.fetch_purgatory import LongPoll
 from broker_nodes.storage.transaction_index import AbortedTransaction
+from log_formats import consumer_fetch_trace
 
 
 class FetchPartitionOutcome(NamedTuple):  # a NamedTuple: built once per partition, cheaper than a frozen dataclass
@@ -95,6 +97,8 @@ class PendingFetch:
         return self._poll.signal
 
     def advance(self) -> bool:
+        if stage_trace.ENABLED and self._poll.signal.is_set():
+            _stamp(consumer_fetch_trace.FETCH_WOKE, self._qualified)
         return self._poll.advance()
 
     def remaining_seconds(self) -> float:
@@ -106,6 +110,8 @@ class PendingFetch:
     def result(self) -> FetchResult:
         results = self._poll.results
         assert results is not None, "result() before advance() returned True"
+        if stage_trace.ENABLED:
+            _stamp(consumer_fetch_trace.ANSWER_BUILT, [item for item, result in zip(self._qualified, results) if result.records])
         return _finish(self._broker, self._call, self._partitions, self._authorized, self._qualified, results)
 
 
@@ -139,11 +145,19 @@ def start_fetch(
         )
         for item in authorized
     ]
+    if stage_trace.ENABLED:
+        _stamp(consumer_fetch_trace.FETCH_ARRIVED, qualified)
     if len(authorized) < len(partitions):
         poll = broker.replica_manager.start_fetch(qualified, max_wait_ms=0, min_bytes=0, max_bytes=limit, holds_thread=holds_thread)
     else:
         poll = broker.replica_manager.start_fetch(qualified, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=limit, holds_thread=holds_thread)
     return PendingFetch(broker, call, partitions, authorized, qualified, poll)
+
+
+def _stamp(stage: str, partitions: Sequence[FetchPartitionRequest]) -> None:
+    """Stage stamps for ``bench.latency_breakdown`` (only while the broker traces, see ``replication.stage_trace``)."""
+    for item in partitions:
+        stage_trace.stamp(stage, item.topic, item.partition, item.fetch_offset)
 
 
 def _finish(

@@ -29,6 +29,7 @@ from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.coordinator.transactions.state import TransactionState
 from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
+from broker_nodes.replication import stage_trace
 from broker_nodes.requests import acls as acl_requests
 from broker_nodes.requests import cluster as cluster_requests
 from broker_nodes.requests import configs as config_requests
@@ -57,6 +58,7 @@ from broker_nodes.server.admission import current_call
 from broker_nodes.server.broker import Broker
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
+from log_formats import consumer_fetch_trace
 from weir.produce_streams import STREAM_REFUSED_TRAILER
 
 logger = logging.getLogger(__name__)
@@ -390,10 +392,15 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             )
             for item in result.partitions
         ]
-        return broker_pb2.FetchResponse(
+        answer = broker_pb2.FetchResponse(
             topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()],
             throttle_time_ms=result.throttle_ms,
         )
+        if stage_trace.ENABLED:
+            for item in request.topics:
+                for partition in item.partitions:
+                    stage_trace.stamp(consumer_fetch_trace.ANSWER_RETURNED, call.qualify(item.topic), partition.partition, partition.fetch_offset)
+        return answer
 
     @_handler
     def ListOffsets(self, request: broker_pb2.ListOffsetsRequest, call: CallContext) -> broker_pb2.ListOffsetsResponse:

@@ -1,24 +1,68 @@
-"""The latency breakdown's arithmetic: stages per record from the timestamps of both processes."""
+"""The latency breakdown's arithmetic: stages per record from the timestamps of both processes and of the broker."""
 
 from __future__ import annotations
 
 from array import array
+from pathlib import Path
 
-from bench.latency_breakdown import STAGES, RunTrace, cpu_per_record, format_table, stage_samples
+from bench.latency_breakdown import STAGES, RunTrace, cpu_per_record, format_table, read_broker_stamps, stage_samples
+from log_formats import consumer_fetch_trace
+from log_formats.replication_trace import APPEND, format_line
+
+CLIENT_STAGES = [stage for stage in STAGES if not stage.startswith("  of it:") or "round trip" in stage or "two above" in stage]
 
 
 def test_stages_are_the_differences_of_consecutive_timestamps_and_add_up_to_end_to_end() -> None:
-    # Record 0: due 0, produce() returned 100, Produce started 300, answered 900; fetch answer 1000, queued 1200, consumed 1500.
+    # Record 0 (fetched from offset 0): due 0, produce() returned 100, Produce started 300, answered 900; fetch answer 1000, queued 1200, consumed 1500.
     trace = RunTrace(
-        due=[0], returned=[100], sent={0: 300}, acknowledged={0: 900}, received=array("q", (0, 1000, 1200, 1500)), producer_cpu_ns=50_000, broker_cpu_ns=70_000
+        topic="t",
+        due=[0],
+        returned=[100],
+        sent={0: 300},
+        acknowledged={0: 900},
+        received=array("q", (0, 0, 1000, 1200, 1500)),
+        producer_cpu_ns=50_000,
+        broker_cpu_ns=70_000,
     )
     samples = stage_samples([trace])
     # The two hand-offs together (fetch answer -> consume() returned) come before end to end.
-    assert [samples[stage] for stage in STAGES] == [[100], [200], [700], [600], [200], [300], [500], [1500]]
+    assert [samples[stage] for stage in CLIENT_STAGES] == [[100], [200], [700], [600], [200], [300], [500], [1500]]
+    # Without the broker's stamps its sub-stages have no samples and are left out of the table.
+    assert all(not samples[stage] for stage in STAGES if stage not in CLIENT_STAGES)
     assert cpu_per_record([trace]) == (50.0, 0.0, 70.0)
-    assert "end to end" in format_table(samples)
+    table = format_table(samples)
+    assert "end to end" in table and "appended" not in table
 
 
 def test_records_the_producer_has_no_send_time_for_are_left_out() -> None:
-    trace = RunTrace(due=[0, 10], returned=[1, 11], sent={1: 20}, acknowledged={1: 30}, received=array("q", (0, 5, 6, 7, 1, 40, 50, 60)))
+    trace = RunTrace(topic="t", due=[0, 10], returned=[1, 11], sent={1: 20}, acknowledged={1: 30}, received=array("q", (0, 0, 5, 6, 7, 1, 1, 40, 50, 60)))
     assert stage_samples([trace])["end to end"] == [50]
+
+
+def test_broker_stamps_split_the_broker_stage(tmp_path: Path) -> None:
+    # Offsets 0 and 1 in one batch appended at 400; the Fetch from 0 arrived at 350 (parked), woke at 450,
+    # built its answer at 500, returned it at 550; the consumer got it at 1000. Another topic's stamps are ignored.
+    lines = [
+        format_line(consumer_fetch_trace.FETCH_ARRIVED, "t", 0, 0, -1, 350),
+        format_line(APPEND, "t", 0, 0, -1, 400),
+        format_line(APPEND, "other", 0, 0, -1, 1),
+        format_line(consumer_fetch_trace.FETCH_WOKE, "t", 0, 0, -1, 450),
+        format_line(consumer_fetch_trace.ANSWER_BUILT, "t", 0, 0, -1, 500),
+        format_line(consumer_fetch_trace.ANSWER_RETURNED, "t", 0, 0, -1, 550),
+    ]
+    path = tmp_path / "trace.123"
+    path.write_text("".join(lines), encoding="utf-8")
+    trace = RunTrace(
+        topic="t",
+        due=[0, 0],
+        returned=[100, 100],
+        sent={0: 300, 1: 300},
+        acknowledged={0: 900, 1: 900},
+        received=array("q", (0, 0, 1000, 1200, 1500, 1, 0, 1000, 1200, 1500)),
+    )
+    samples = stage_samples([trace], read_broker_stamps([str(path)]))
+    split = [samples[stage] for stage in STAGES if stage not in CLIENT_STAGES]
+    # Produce started -> appended, appended -> woke, woke -> built, built -> returned, returned -> at consumer: they add up to the broker stage.
+    assert split == [[100, 100], [50, 50], [50, 50], [50, 50], [450, 450]]
+    assert samples["broker (produce+append+fetch wake+answer)"] == [700, 700]
+    assert "appended" in format_table(samples)
