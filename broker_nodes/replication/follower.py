@@ -497,10 +497,11 @@ class ReplicaFetcher:
                 if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._handle_out_of_range_locked(key, state, log, answer)
                     continue
-                if answer.records:
+                records = answer.records  # each read of a protobuf bytes field copies it: once
+                if records:
                     if stage_trace.ENABLED:
                         stage_trace.stamp(stage_trace.ANSWER_ARRIVED, key[0], key[1], log.log_end_offset, self.node_id)
-                    log.append_as_follower(answer.records)
+                    log.append_as_follower(records)
                     if stage_trace.ENABLED:
                         stage_trace.stamp(stage_trace.APPENDED, key[0], key[1], log.log_end_offset, self.node_id)
                 log.update_high_watermark(min(answer.high_watermark, log.log_end_offset))
