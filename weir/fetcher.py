@@ -35,6 +35,7 @@ records from before it.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from collections import deque
@@ -50,7 +51,7 @@ from weir.config import ClientConfig
 from weir.coordinator import GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
-from weir.records import iter_batch_positions
+from weir.records import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH
 from weir.statistics import ClientCounters
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,31 @@ logger = logging.getLogger(__name__)
 _LIST_OFFSETS_EARLIEST = -2
 _LIST_OFFSETS_LATEST = -1
 _IDLE_WAIT = 0.5
+# A RecordBatch header's baseOffset and batchLength, and its lastOffsetDelta (after the attributes): all that
+# the fetcher reads of a batch (weir.records has the whole layout).
+_BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + 2
+
+
+def next_fetch_offset(records: bytes, fetch_offset: int) -> int:
+    """The offset after the last complete batch of a Fetch answer's ``records`` (``fetch_offset`` when none is complete).
+
+    The walk of ``weir.records.iter_batch_positions`` (a trailing partial batch ends it), reading three
+    fields of each header instead of building a BatchHeader: the fetcher runs it on every answer, on
+    the thread that hands the records to the application, and the consumer decodes the headers later anyway.
+    """
+    end = len(records)
+    position = 0
+    next_offset = fetch_offset
+    while end - position >= HEADER_SIZE:
+        base_offset, batch_length = _BASE_OFFSET_AND_LENGTH.unpack_from(records, position)
+        size = batch_length + LOG_OVERHEAD
+        if batch_length < MIN_BATCH_LENGTH or position + size > end:
+            break
+        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(records, position + _LAST_OFFSET_DELTA_OFFSET)[0] + 1
+        position += size
+    return next_offset
 
 
 class PartitionState:
@@ -182,7 +208,6 @@ class Fetcher:
         # Statistics (stats_cb) and throttle events (address, ms) for throttle_cb, read by the consumer.
         self.counters = ClientCounters()
         self.throttles: deque[tuple[str, int]] = deque()
-        self._rtts: dict[int, float] = {}
         self._log = config.log
 
     def start(self) -> None:
@@ -484,10 +509,8 @@ class Fetcher:
         # the next Fetch from here. _in_flight changes only under _send_lock (adds) or for an
         # address whose call just completed (this discard), so no address gets two fetches.
         rtt = time.monotonic() - sent_at
-        with self.lock:
-            self._rtts[id(future)] = rtt
         try:
-            self._handle_answer(address, sent, future)
+            self._handle_answer(address, sent, future, rtt)
         except Exception as error:  # as in the fetcher's loop: report, and let fetching go on
             logger.exception("consumer fetch answer failed")
             with self.lock:
@@ -508,10 +531,8 @@ class Fetcher:
             with self.lock:
                 self._run_again_locked()
 
-    def _handle_answer(self, address: str, sent: list[tuple[PartitionState, int, int]], future: Future[Any]) -> None:
+    def _handle_answer(self, address: str, sent: list[tuple[PartitionState, int, int]], future: Future[Any], rtt: float) -> None:
         self._in_flight.discard(address)
-        with self.lock:
-            rtt = self._rtts.pop(id(future), 0.0)
         try:
             response = future.result()
         except grpc.RpcError as rpc_error:
@@ -562,9 +583,7 @@ class Fetcher:
         state.high_watermark = answer.high_watermark
         state.log_start_offset = answer.log_start_offset
         records = answer.records
-        next_offset = fetch_offset
-        for _, header in iter_batch_positions(records):
-            next_offset = header.base_offset + header.last_offset_delta + 1
+        next_offset = next_fetch_offset(records, fetch_offset)
         if next_offset > fetch_offset:
             state.fetch_position = next_offset
             aborted = tuple((entry.producer_id, entry.first_offset) for entry in answer.aborted_transactions)
