@@ -66,6 +66,8 @@ STAGES = (
     "  of it: producer's Produce round trip",
     "  of it: Produce started -> appended",
     "  of it: appended -> Fetch reads (wake/arrival)",
+    "    Fetch parked before the append: wake-up",
+    "    no Fetch parked: until the next one came",
     "  of it: Fetch read -> outcomes built",
     "  of it: built -> answer returned to gRPC",
     "  of it: returned -> answer at consumer",
@@ -302,8 +304,9 @@ def read_broker_stamps(paths: list[str]) -> dict[str, BrokerStamps]:
     return by_topic
 
 
-def _broker_split(stamps: BrokerStamps, offset: int, fetch_offset: int, started: int, fetched: int) -> tuple[int, int, int, int, int] | None:
-    """The broker stage of one record in five parts (see the module docstring), or None when a stamp is missing."""
+def _broker_split(stamps: BrokerStamps, offset: int, fetch_offset: int, started: int, fetched: int) -> tuple[tuple[int, int, int, int, int], bool] | None:
+    """The broker stage of one record in five parts (see the module docstring) and whether its Fetch was parked
+    when the record was appended (else it came later); None when a stamp is missing."""
     appended = stamps.appended(offset)
     fetch = stamps.fetch
     arrived = fetch.get(consumer_fetch_trace.FETCH_ARRIVED, {}).get(fetch_offset)
@@ -313,8 +316,9 @@ def _broker_split(stamps: BrokerStamps, offset: int, fetch_offset: int, started:
         return None
     woke = fetch.get(consumer_fetch_trace.FETCH_WOKE, {}).get(fetch_offset)
     # The read that found the record: after a wake-up of this Fetch, else on its arrival; never before the append.
+    parked = woke is not None and arrived < appended <= woke
     read = max(woke if woke is not None and woke > arrived else arrived, appended)
-    return appended - started, read - appended, built - read, returned - built, fetched - returned
+    return (appended - started, read - appended, built - read, returned - built, fetched - returned), parked
 
 
 def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps] | None = None) -> dict[str, list[int]]:
@@ -324,6 +328,7 @@ def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps]
     """
     samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
     split_stages = [stage for stage in STAGES if stage.startswith("  of it:") and "round trip" not in stage]
+    parked_stage, unparked_stage = (stage for stage in STAGES if stage.startswith("    "))
     for trace in traces:
         rows = trace.received
         stamps = (broker_stamps or {}).get(trace.topic)
@@ -346,8 +351,10 @@ def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps]
                 samples[stage].append(value)
             split = _broker_split(stamps, offset, fetch_offset, started, fetched) if stamps is not None else None
             if split is not None:
-                for stage, value in zip(split_stages, split, strict=True):
+                parts, parked = split
+                for stage, value in zip(split_stages, parts, strict=True):
                     samples[stage].append(value)
+                samples[parked_stage if parked else unparked_stage].append(parts[1])
     return samples
 
 
@@ -368,12 +375,12 @@ def cpu_per_record(traces: list[RunTrace]) -> tuple[float, float, float]:
 
 
 def format_table(samples: dict[str, list[int]]) -> str:
-    lines = [f"{'stage':48s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s}"]
+    lines = [f"{'stage':48s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s}"]
     for stage, values in samples.items():
         if not values:
             continue
         ordered = sorted(values)
-        lines.append(f"{stage:48s} {percentile(ordered, 0.5):8.3f} {percentile(ordered, 0.99):8.3f} {percentile(ordered, 0.999):9.3f}")
+        lines.append(f"{stage:48s} {percentile(ordered, 0.5):8.3f} {percentile(ordered, 0.99):8.3f} {percentile(ordered, 0.999):9.3f} {len(ordered):8d}")
     lines.append(f"records: {len(samples['end to end'])}")
     return "\n".join(lines)
 
