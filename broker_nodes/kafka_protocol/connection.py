@@ -1,21 +1,31 @@
-"""One Kafka-protocol client connection: read frames, answer them on a worker thread, write the responses, repeat.
+"""One Kafka-protocol client connection: read frames, answer them (on the loop or a worker thread), send the responses in request order.
 
-Like Kafka's own broker, a connection answers its requests one after the other, so responses
-go out in request order, as Kafka requires. Clients may pipeline: the socket is read in chunks
-of up to :data:`READ_CHUNK_BYTES`, and the whole frames that arrived together (up to
+Responses go out in request order, as Kafka requires. Clients may pipeline: the socket is read
+in chunks of up to :data:`READ_CHUNK_BYTES`, and the whole frames that arrived together (up to
 :data:`MAX_FRAMES_PER_HANDOFF`, each holding its size of the request budget) are answered in
 order in one worker-thread call, their responses sent in one write. A producer sending one
 small Produce request per record (``linger.ms=0``) thus costs one hand-off between the loop and
 a worker per burst instead of per request once it sends faster than the broker answers, which
 keeps a backlog from growing. What a client sends beyond that waits in the socket's buffers,
 which TCP bounds. Thousands of idle connections cost one small coroutine each and no thread:
-only a request's short steps (decode, read or append, encode) hold a worker thread. A request
-that must wait (the handler answered an ``api.Continuation``: a long poll, acks=all, a
-rebalance) is parked on the event loop — a future the pending's wake signal completes through
-``loop.call_soon_threadsafe``, a loop timer for its deadline — and its next step runs on a
-worker thread after each wake-up (:meth:`KafkaConnection._wait_parked`); the frames behind it
-wait, answered after it. While it is parked the connection watches the socket: a client that
-disconnects releases the parked request at once; what a pipelining client sends is kept.
+only a request's short steps (decode, read or append, encode) hold a worker thread.
+
+A request that must wait (the handler answered an ``api.Continuation``: a long poll, acks=all,
+a rebalance) is parked on the event loop as a task of its own (:meth:`KafkaConnection._wait_parked`):
+a future the pending's wake signal completes through ``loop.call_soon_threadsafe``, a loop timer
+for its deadline, its next step on a worker thread (on the loop for a Produce) after each
+wake-up. Its answer takes its place in the connection's queue of answers not sent yet
+(``_in_flight``), which are sent in request order as the head of the queue becomes ready.
+Meanwhile the connection keeps reading: a client that disconnects ends the connection at once,
+which cancels its parked requests and releases their waiters. Only Produce requests are
+answered while earlier requests are parked (:data:`PIPELINED_API_KEYS`): each is appended when
+it is answered, in request order (so an idempotent producer's sequence numbers arrive in
+order), and only the acks=all waits overlap, so librdkafka's five in-flight Produce requests
+per connection all wait for the followers at once instead of one after the other. Any other
+request waits until every earlier answer was sent, and a parked request other than a Produce
+(a long poll, a rebalance) holds every request after it. At most
+:data:`MAX_IN_FLIGHT_REQUESTS` answers wait to be sent per connection: beyond that, and behind a
+request that must wait, the connection stops reading (what the client sends waits in the socket).
 
 Per frame, on the event loop: wait for its first bytes up to ``connections.max.idle.ms``
 (idle connections are closed), then the rest of the 4-byte size within the request read
@@ -27,7 +37,7 @@ the timeout. Then, on a worker thread (:meth:`KafkaConnection.answer`): the SASL
 checks (unknown API key, version outside the registered range, a request before
 authentication: close, except ApiVersions' v0 fallback), the caller re-resolved against the
 current security snapshot, the handler, the response encoded. After a response whose
-``throttle_time`` is above zero the connection is muted (nothing answered) for that long (KIP-219).
+``throttle_time`` is above zero the connection is muted (nothing answered) for that long once it is sent (KIP-219).
 
 A connection that misbehaves is closed with one log line naming why; nothing it sent reaches
 a handler, and no other connection notices.
@@ -100,6 +110,10 @@ QUICK_API_KEYS = frozenset(
 LOOP_API_KEYS = frozenset({0})  # Produce
 # Parked requests whose later steps run on the event loop thread: a produce's (replicated yet? the answer) never block.
 LOOP_RESUMED_API_KEYS = frozenset({0})  # Produce
+# Requests that may be answered while earlier ones of the connection are parked (their answers still go out in request
+# order): a Produce's append happens when it is answered, in request order, and only its acks=all wait overlaps others'.
+PIPELINED_API_KEYS = frozenset({0})  # Produce
+MAX_IN_FLIGHT_REQUESTS = 5  # requests of one connection answered or parked but not yet sent back (Kafka clients' max.in.flight default)
 UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024  # Kafka's sasl.server.max.receive.size: what a client may send before it authenticated
 BUDGET_RETRY_SECONDS = (0.001, 0.005, 0.02, 0.05)  # pauses between tries for room in the request budget (the last repeats)
 READ_CHUNK_BYTES = 64 * 1024  # asked of the socket per read: pipelined requests that arrived together are read together
@@ -153,8 +167,17 @@ class Reply(NamedTuple):  # a NamedTuple: one per request, cheaper to build than
 
     @property
     def holds_next(self) -> bool:
-        """Whether the frames after this one wait: it parks, closes or mutes the connection, or is not answered yet."""
-        return self.parked is not None or self.close is not None or self.throttle_seconds > 0 or self.on_worker
+        """Whether the frames after this one wait until it is sent: it closes or mutes the connection, is not answered yet,
+        or parks a request that is not pipelined (:data:`PIPELINED_API_KEYS`)."""
+        return (
+            self.close is not None or self.throttle_seconds > 0 or self.on_worker or (self.parked is not None and self.parked.api_key not in PIPELINED_API_KEYS)
+        )
+
+
+def _queued_after(queued: int, reply: Reply) -> int:
+    """How many answers wait to be sent once ``reply`` joins ``queued`` waiting ones: a reply waits behind any answer
+    not sent yet, and a parked request's waits for the request to end; an answer with none before it goes out at once."""
+    return queued + 1 if queued or reply.parked is not None else 0
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -191,9 +214,14 @@ class KafkaConnection:
         self.stopping = False
         self._buffer = bytearray()  # bytes read from the socket not yet taken as a frame (the start of pipelined requests)
         self._frames: deque[tuple[bytes, int]] = deque()  # whole frames read and not yet answered, each with the budget bytes it holds
-        self._parked_wakeup: asyncio.Future[None] | None = None  # completed to end the current park early (shutdown)
+        # Answers not sent yet, in request order, each with whether it holds the requests after it (Reply.holds_next):
+        # ready replies, and the tasks of parked requests (_wait_parked). Only the head's readiness lets anything be sent.
+        self._in_flight: deque[tuple[bool, Reply | asyncio.Task[Reply]]] = deque()
+        self._watch: asyncio.Task[None] | None = None  # a socket read started while requests were in flight, not finished yet
+        self._parked_wakeups: set[asyncio.Future[None]] = set()  # completed to end the current parks early (shutdown)
         # The request metrics' labelled series by (api key, closed), looked up once: prometheus_client's labels()
-        # takes a lock and builds its key on every call. Used by one request at a time (a worker thread's).
+        # takes a lock and builds its key on every call. Used by a worker thread and the loop at once at most (a
+        # Produce resumed on the loop while a later request is answered on a worker): a lost race builds one twice.
         self._counted: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
     async def serve(self) -> None:
@@ -202,13 +230,17 @@ class KafkaConnection:
         metrics.connections.inc()
         reason, detail, level = "client", "the client closed it", logging.DEBUG
         try:
-            while not self.stopping:
-                if not self._frames:
+            while not (self.stopping and not self._in_flight):
+                if self._frames and not self.stopping and self._may_answer(self._frames[0][0], self._queued()):
+                    if not await self._answer_next_batch():
+                        # Answered on the loop, and reading buffered bytes does not suspend either: without this a
+                        # client sending faster than it is answered would keep every other connection waiting.
+                        await asyncio.sleep(0)
+                elif self._in_flight:
+                    await self._wait_in_flight()
+                    await self._send_ready()
+                else:
                     await self._read_frames()
-                if not await self._answer_next_batch():
-                    # Answered on the loop, and reading buffered bytes does not suspend either: without this a
-                    # client sending faster than it is answered would keep every other connection waiting.
-                    await asyncio.sleep(0)
             reason, detail = "shutdown", "the listener is stopping"
         except ConnectionClosed as closed:
             reason, detail, level = closed.reason, closed.detail, closed.level
@@ -225,13 +257,18 @@ class KafkaConnection:
             metrics.closed.labels(reason).inc()
             logger.log(level, "Kafka connection from %s closed: %s", self.peer, detail)
             self._writer.close()
+            await self._abandon_in_flight()
 
     async def _answer_next_batch(self) -> bool:
-        """Answer the frames at the head of the queue that share a pool, in one worker-thread call, and send their responses.
+        """Answer the frames at the head of the queue that share a pool, in one worker-thread call, and send the answers that are ready.
 
-        The worker stops after a reply that parks, closes or mutes the connection; the frames
-        after it stay queued (in order) until that reply is done. Whether a worker thread
-        answered some (the coroutine then gave other connections their turn while it waited).
+        The caller checked that the first frame may be answered now (:meth:`_may_answer`). The
+        answers stop before a frame that must wait for the earlier ones and after a reply that
+        closes or mutes the connection or parks a request that is not pipelined; the frames
+        after the last answer stay queued (in order). A parked request's wait becomes a task
+        of its own (:meth:`_wait_parked`) queued in :attr:`_in_flight` in request order. Whether
+        a worker thread answered some (the coroutine then gave other connections their turn
+        while it waited).
         """
         executor = self._executor_for(self._frames[0][0])
         batch = [self._frames.popleft()]
@@ -239,37 +276,124 @@ class KafkaConnection:
             while self._frames and len(batch) < MAX_FRAMES_PER_HANDOFF and self._executor_for(self._frames[0][0]) is executor:
                 batch.append(self._frames.popleft())
         frames = [frame for frame, _ in batch]
+        queued = self._queued()
         on_worker = False
         try:
-            replies = self._answer_on_loop(frames)
+            replies = self._answer_on_loop(frames, queued)
             if replies and replies[-1].on_worker:
                 replies.pop()  # that frame and those after it are answered on a worker thread
             if len(replies) < len(frames) and not (replies and replies[-1].holds_next):
-                on_worker = True
-                replies += await asyncio.get_running_loop().run_in_executor(executor, self.answer_all, frames[len(replies) :])
+                for reply in replies:
+                    queued = _queued_after(queued, reply)
+                if self._may_answer(frames[len(replies)], queued):
+                    on_worker = True
+                    replies += await asyncio.get_running_loop().run_in_executor(executor, self.answer_all, frames[len(replies) :], queued)
         except BaseException:
             self._release_budget(batch)
             raise
         self._release_budget(batch[: len(replies)])
         self._frames.extendleft(reversed(batch[len(replies) :]))
         del batch, frames
-        last = replies[-1]
-        frames = [reply.frame for reply in replies[:-1] if reply.frame is not None]
-        if last.parked is not None:
-            if frames:  # the answers before the parked request go out now, in order
-                await self._send(frames)
-                frames = []
-            last = await self._wait_parked(last.parked, executor)
-        if last.frame is not None:
-            frames.append(last.frame)
+        for reply in replies:
+            if reply.parked is None:
+                self._in_flight.append((reply.holds_next, reply))
+            else:
+                task = asyncio.create_task(self._wait_parked(reply.parked, executor))
+                self._in_flight.append((reply.holds_next, task))
+        await self._send_ready()
+        return on_worker
+
+    def _queued(self) -> int:
+        """How many answers wait to be sent (:data:`MAX_IN_FLIGHT_REQUESTS` when one of them holds the requests after it)."""
+        in_flight = self._in_flight
+        if not in_flight:
+            return 0
+        if any(holds for holds, _ in in_flight):
+            return MAX_IN_FLIGHT_REQUESTS
+        return len(in_flight)
+
+    @staticmethod
+    def _may_answer(frame: bytes, queued: int) -> bool:
+        """Whether ``frame`` may be answered while ``queued`` earlier answers wait to be sent: any frame when none does,
+        else a pipelined request (a Produce) while fewer than :data:`MAX_IN_FLIGHT_REQUESTS` are in flight."""
+        if not queued:
+            return True
+        return queued < MAX_IN_FLIGHT_REQUESTS and len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in PIPELINED_API_KEYS
+
+    async def _send_ready(self) -> None:
+        """Send the answers at the head of :attr:`_in_flight` that are ready, in request order, in one write; then close
+        or mute (KIP-219) as the last of them says."""
+        frames: list[bytes] = []
+        closing: ConnectionClosed | None = None
+        mute = 0.0
+        in_flight = self._in_flight
+        while in_flight:
+            item = in_flight[0][1]
+            if isinstance(item, asyncio.Task):
+                if not item.done():
+                    break
+                reply: Reply = item.result()
+            else:
+                reply = item
+            in_flight.popleft()
+            if reply.frame is not None:
+                frames.append(reply.frame)
+            if reply.close is not None:
+                closing = reply.close
+                break
+            mute = max(mute, reply.throttle_seconds)
         if frames:
             await self._send(frames)
-        self.busy = bool(self._frames)
-        if last.close is not None:
-            raise last.close
-        if last.throttle_seconds > 0:
-            await asyncio.sleep(last.throttle_seconds)  # muted: KIP-219
-        return on_worker
+        self.busy = bool(self._frames or in_flight)
+        if closing is not None:
+            raise closing
+        if mute > 0:
+            await asyncio.sleep(mute)  # muted: KIP-219
+
+    async def _wait_in_flight(self) -> None:
+        """Wait until the oldest answer not sent yet is ready; meanwhile read the socket.
+
+        Reading on while requests are parked is what lets a client pipeline acks=all Produces,
+        and it notices a client that left: the end of the stream raises, and :meth:`serve`
+        then cancels the parked waits. Behind requests queued that may not be answered yet, at
+        most :data:`READ_CHUNK_BYTES` more are read (to notice the end of the stream); what the
+        client sends beyond waits in the socket. The socket read (:attr:`_watch`) is never
+        cancelled here: it stays for the next wait, or for :meth:`_read_more` once nothing is
+        in flight.
+        """
+        head = self._in_flight[0][1]
+        if not isinstance(head, asyncio.Task):
+            return
+        if self.stopping:
+            await asyncio.wait((head,))
+            return
+        if not self._frames and self._buffer:  # the start of a request arrived: read the rest (within the read timeout)
+            await self._read_frames()
+            return
+        if self._watch is None:
+            if len(self._buffer) >= READ_CHUNK_BYTES:  # back-pressure
+                await asyncio.wait((head,))
+                return
+            self._watch = asyncio.ensure_future(self._receive())
+        await asyncio.wait((head, self._watch), return_when=asyncio.FIRST_COMPLETED)
+        if self._watch.done():
+            watch, self._watch = self._watch, None
+            watch.result()  # raises IncompleteReadError / ConnectionError when the client left
+
+    async def _abandon_in_flight(self) -> None:
+        """The connection closed: cancel the socket read and the parked waits, and let each release its waiter."""
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        tasks = [item for _, item in self._in_flight if isinstance(item, asyncio.Task)]
+        self._in_flight.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+            for task in tasks:
+                if not task.cancelled():
+                    task.exception()  # retrieved: the connection is gone, nobody would read it
 
     async def _send(self, frames: list[bytes]) -> None:
         """Write response frames in one write; wait (up to the read timeout) only while the client is not taking them."""
@@ -303,7 +427,7 @@ class KafkaConnection:
         """
         if not self._buffer:
             try:
-                async with asyncio.timeout(self._limits.idle_timeout):
+                async with asyncio.timeout(self._limits.idle_timeout):  # from when nothing is in flight any more
                     await self._read_more()
             except TimeoutError:
                 raise ConnectionClosed("idle", f"no request for {self._limits.idle_timeout:.3f} s (connections.max.idle.ms)", level=logging.DEBUG) from None
@@ -334,6 +458,8 @@ class KafkaConnection:
     async def _take_frame(self, size: int) -> bytes:
         """The body of the frame whose size prefix starts the buffer, reading what is still missing."""
         end = SIZE_PREFIX_BYTES + size
+        if self._watch is not None and len(self._buffer) < end:
+            await self._read_more()  # the read started while requests were in flight comes first
         if len(self._buffer) >= end:
             frame = bytes(self._buffer[SIZE_PREFIX_BYTES:end])
             del self._buffer[:end]
@@ -371,7 +497,15 @@ class KafkaConnection:
         return queued
 
     async def _read_more(self) -> None:
-        """Append what the socket has (waiting for at least a byte) to the buffer; IncompleteReadError at end of stream."""
+        """Append what the socket has (waiting for at least a byte) to the buffer, through the read :meth:`_wait_in_flight`
+        started if there is one; IncompleteReadError at end of stream."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch
+        else:
+            await self._receive()
+
+    async def _receive(self) -> None:
         data = await self._reader.read(READ_CHUNK_BYTES)
         if not data:
             raise asyncio.IncompleteReadError(bytes(self._buffer), None)
@@ -388,20 +522,24 @@ class KafkaConnection:
             attempt += 1
         return taken
 
-    def answer_all(self, frames: list[bytes], *, on_loop: bool = False) -> list[Reply]:
-        """Answer pipelined frames in order (on a worker thread, or ``on_loop``); stops after a reply that holds the next frames.
+    def answer_all(self, frames: list[bytes], queued: int = 0, *, on_loop: bool = False) -> list[Reply]:
+        """Answer pipelined frames in order (on a worker thread, or ``on_loop``), ``queued`` earlier answers not sent yet.
 
-        At least one reply; the frames after the last reply are not answered yet.
+        Stops before a frame that may not be answered yet (:meth:`_may_answer`) and after a reply
+        that holds the next frames; the frames after the last reply are not answered yet.
         """
         replies = []
         for frame in frames:
+            if not self._may_answer(frame, queued):
+                break
             reply = self.answer(frame, on_loop=on_loop)
             replies.append(reply)
             if reply.holds_next:
                 break
+            queued = _queued_after(queued, reply)
         return replies
 
-    def _answer_on_loop(self, frames: list[bytes]) -> list[Reply]:
+    def _answer_on_loop(self, frames: list[bytes], queued: int) -> list[Reply]:
         """The replies to the leading frames answered on the event loop thread (none when the first is not of :data:`LOOP_API_KEYS`).
 
         Saves the two thread hand-offs of a worker call, which cost more than answering a small
@@ -413,7 +551,7 @@ class KafkaConnection:
         leading = 0
         while leading < len(frames) and len(frames[leading]) >= 2 and int.from_bytes(frames[leading][:2], "big", signed=True) in LOOP_API_KEYS:
             leading += 1
-        return self.answer_all(frames[:leading], on_loop=True) if leading else []
+        return self.answer_all(frames[:leading], queued, on_loop=True) if leading else []
 
     def answer(self, frame: bytes, *, on_loop: bool = False) -> Reply:
         """Answer one request frame (on a worker thread, or on the loop: ``on_loop``): the response frame, and whether the connection closes after it."""
@@ -456,10 +594,11 @@ class KafkaConnection:
     async def _wait_parked(self, parked: Parked, executor: Executor) -> Reply:
         """Wait on the loop (no thread) until the parked request is done, running its steps on ``executor``; its reply.
 
-        Each round subscribes a loop future to the pending's wake signal and arms a timer for
-        its deadline, then runs the next step on a worker thread (on the loop for
-        :data:`LOOP_RESUMED_API_KEYS`). The pending is always
-        released: answered, failed, client gone (the socket watch raises), or cancelled.
+        Runs as a task of its own, queued in :attr:`_in_flight`, while the connection goes on
+        reading (and answering pipelined Produces). Each round subscribes a loop future to the
+        pending's wake signal and arms a timer for its deadline, then runs the next step on a
+        worker thread (on the loop for :data:`LOOP_RESUMED_API_KEYS`). The pending is always
+        released: answered, failed, or cancelled (the client left, the connection closed).
         """
         loop = asyncio.get_running_loop()
         pending = parked.continuation.pending
@@ -473,17 +612,17 @@ class KafkaConnection:
                     except RuntimeError:  # the loop closed meanwhile (listener stopped): nobody waits any more
                         pass
 
-                self._parked_wakeup = woken
+                self._parked_wakeups.add(woken)
                 if self.stopping:  # the listener began stopping before this park: take the next step at once
                     _resolve(woken)
                 timer = loop.call_later(max(pending.remaining_seconds(), 0.0), _resolve, woken)
                 pending.signal.subscribe(wake)
                 try:
-                    await self._park_until(woken)
+                    await woken
                 finally:
                     pending.signal.subscribe(None)
                     timer.cancel()
-                    self._parked_wakeup = None
+                    self._parked_wakeups.discard(woken)
                 if parked.api_key in LOOP_RESUMED_API_KEYS:
                     reply = self._resume(parked)
                 else:
@@ -491,7 +630,7 @@ class KafkaConnection:
                 if reply.parked is None:
                     return reply
                 if self.stopping:
-                    raise ConnectionClosed("shutdown", "the listener stopped while a request was waiting")
+                    return Reply(None, ConnectionClosed("shutdown", "the listener stopped while a request was waiting"))
         finally:
             pending.release()
 
@@ -505,29 +644,10 @@ class KafkaConnection:
 
         return self._guarded(parked.api_key, parked.api_version, parked.started, step)
 
-    async def _park_until(self, woken: asyncio.Future[None]) -> None:
-        """Wait for ``woken``, meanwhile watching the socket: EOF or a reset ends the connection (raised), a byte is kept."""
-        if self._buffer or self._frames:  # a pipelined request already arrived: nothing more to watch for
-            await woken
-            return
-        watch = asyncio.ensure_future(self._read_more())
-        try:
-            await asyncio.wait((woken, watch), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not watch.done():
-                watch.cancel()  # read() consumes nothing until its bytes are there
-                # Let the cancellation land before going on: until it has, the stream reader still has the
-                # watch as its waiter, and the next read (the resumed request may be answered on the loop
-                # without suspending) would fail with RuntimeError and close the connection.
-                await asyncio.wait((watch,))
-        if not watch.cancelled():
-            watch.result()  # raises IncompleteReadError / ConnectionError when the client left
-            await woken
-
     def wake_parked(self) -> None:
-        """End the current park early (on the loop thread): the request takes its next step now (shutdown)."""
-        if self._parked_wakeup is not None:
-            _resolve(self._parked_wakeup)
+        """End the current parks early (on the loop thread): the requests take their next step now (shutdown)."""
+        for woken in list(self._parked_wakeups):
+            _resolve(woken)
 
     def _answer_request(self, frame: bytes, keys: Any, started: float, on_loop: bool) -> Reply:
         registration = api.registration(keys.api_key)
