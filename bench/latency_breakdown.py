@@ -23,7 +23,11 @@ Fetch stages of ``log_formats.consumer_fetch_trace``), on the same clock: Produc
 appended (the request's way in and the append), appended -> the Fetch that returns the record
 reads (its wake-up, or its arrival when it came after the append: the previous answer's round
 trip), that read -> its outcomes built, built -> the servicer's protobuf answer returned to gRPC,
-returned -> the answer at the consumer (gRPC's send, loopback, the SDK's call thread).
+returned -> the answer at the consumer (gRPC's send, loopback, the SDK's call thread). The
+appended -> read part is shown apart for records whose Fetch was parked at the append (its
+wake-up) and for those appended while no Fetch was parked (a wait for the next Fetch), and for
+these, the Fetch's two legs (they overlap the wait): the SDK's turnaround (the answer before
+arrived -> this Fetch handed to gRPC) and its way in (handed to gRPC -> at the broker's fetch logic).
 
 Stage times are taken by wrapping the SDK's per-batch (not per-record) methods in the
 benchmark's processes only; the SDK itself carries no tracing. At ``linger.ms=0`` and a few
@@ -58,7 +62,9 @@ DEFAULT_SECONDS = 5.0
 DEFAULT_RUNS = 3
 FLUSH_TIMEOUT = 60.0
 # Fields of one received record in the receiver's answer (see receive_traced).
-RECEIVED_FIELDS = 5  # offset, its Fetch's fetch offset, fetch answer arrived, records queued, consume() returned
+# offset, its Fetch's fetch offset, that Fetch sent, the previous Fetch's answer arrived (-1: unknown),
+# fetch answer arrived, records queued, consume() returned
+RECEIVED_FIELDS = 7
 STAGES = (
     "produce()",
     "sender wake-up",
@@ -68,6 +74,8 @@ STAGES = (
     "  of it: appended -> Fetch reads (wake/arrival)",
     "    Fetch parked before the append: wake-up",
     "    no Fetch parked: until the next one came",
+    "      SDK: previous answer arrived -> Fetch sent",
+    "      Fetch sent by the SDK -> at the broker",
     "  of it: Fetch read -> outcomes built",
     "  of it: built -> answer returned to gRPC",
     "  of it: returned -> answer at consumer",
@@ -98,12 +106,13 @@ def _patched(owner: type, name: str, make: Callable[[Callable[..., Any]], Callab
 
 
 def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], None], consumer_config: dict[str, Any], topic: str) -> array:
-    """Consume ``expected`` records; per record (offset, fetch offset, fetch answer arrived, queued, consume() returned) in ns."""
+    """Consume ``expected`` records; per record the RECEIVED_FIELDS (ns) after a first row with this process's CPU time."""
     from weir import OFFSET_BEGINNING, TopicPartition
     from weir import fetcher as fetcher_module
     from weir.consumer import Consumer, consume_available
 
     arrived: dict[int, int] = {}  # fetch offset -> answer arrived
+    fetch_sent: dict[int, int] = {}  # fetch offset -> the Fetch was handed to gRPC
     queued: list[tuple[int, int, int]] = []  # (first offset, next offset, queued at)
 
     def wrap_arrived(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -111,6 +120,7 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
             now = time.monotonic_ns()
             for _state, _generation, offset in sent:
                 arrived[offset] = now
+                fetch_sent[offset] = int(sent_at * 1e9)  # time.monotonic(): the same clock
             original(self, address, sent, future, sent_at)
 
         return _arrived
@@ -142,15 +152,18 @@ def receive_traced(*, expected: int, deadline_ns: int, on_ready: Callable[[], No
         finally:
             consumer.close()
     # First row: the receiving process's CPU time; then per record, its fetch answer's arrival and queueing time.
-    answer = array("q", (-1, _cpu_ns(), 0, 0, 0))
+    answer = array("q", (-1, _cpu_ns(), 0, 0, 0, 0, 0))
     chunks = sorted(queued)
+    previous_first = {next_offset: first for first, next_offset, _ in chunks}  # fetch offset -> the fetch offset before it
     chunk_index = 0
     for position in range(0, len(received), 3):
         offset, _due, returned = received[position], received[position + 1], received[position + 2]
         while chunk_index + 1 < len(chunks) and chunks[chunk_index][1] <= offset:
             chunk_index += 1
         first, _next, queued_at = chunks[chunk_index] if chunks else (offset, offset + 1, returned)
-        answer.extend((offset, first, arrived.get(first, queued_at), queued_at, returned))
+        fetched = arrived.get(first, queued_at)
+        before = previous_first.get(first)
+        answer.extend((offset, first, fetch_sent.get(first, fetched), arrived.get(before, -1) if before is not None else -1, fetched, queued_at, returned))
     return answer
 
 
@@ -328,12 +341,12 @@ def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps]
     """
     samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
     split_stages = [stage for stage in STAGES if stage.startswith("  of it:") and "round trip" not in stage]
-    parked_stage, unparked_stage = (stage for stage in STAGES if stage.startswith("    "))
+    parked_stage, unparked_stage, turnaround_stage, way_in_stage = (stage for stage in STAGES if stage.startswith("    "))
     for trace in traces:
         rows = trace.received
         stamps = (broker_stamps or {}).get(trace.topic)
         for position in range(0, len(rows), RECEIVED_FIELDS):
-            offset, fetch_offset, fetched, queued, returned_to_app = rows[position : position + RECEIVED_FIELDS]
+            offset, fetch_offset, fetch_sent, previous_answer, fetched, queued, returned_to_app = rows[position : position + RECEIVED_FIELDS]
             if offset >= len(trace.due) or offset not in trace.sent:
                 continue
             due, produced, started = trace.due[offset], trace.returned[offset], trace.sent[offset]
@@ -355,6 +368,12 @@ def stage_samples(traces: list[RunTrace], broker_stamps: dict[str, BrokerStamps]
                 for stage, value in zip(split_stages, parts, strict=True):
                     samples[stage].append(value)
                 samples[parked_stage if parked else unparked_stage].append(parts[1])
+                if not parked:
+                    if previous_answer >= 0:
+                        samples[turnaround_stage].append(fetch_sent - previous_answer)
+                    arrived_at_broker = stamps.fetch.get(consumer_fetch_trace.FETCH_ARRIVED, {}).get(fetch_offset)
+                    if arrived_at_broker is not None:
+                        samples[way_in_stage].append(arrived_at_broker - fetch_sent)
     return samples
 
 

@@ -20,7 +20,7 @@ def test_stages_are_the_differences_of_consecutive_timestamps_and_add_up_to_end_
         returned=[100],
         sent={0: 300},
         acknowledged={0: 900},
-        received=array("q", (0, 0, 1000, 1200, 1500)),
+        received=array("q", (0, 0, 250, -1, 1000, 1200, 1500)),
         producer_cpu_ns=50_000,
         broker_cpu_ns=70_000,
     )
@@ -35,13 +35,16 @@ def test_stages_are_the_differences_of_consecutive_timestamps_and_add_up_to_end_
 
 
 def test_records_the_producer_has_no_send_time_for_are_left_out() -> None:
-    trace = RunTrace(topic="t", due=[0, 10], returned=[1, 11], sent={1: 20}, acknowledged={1: 30}, received=array("q", (0, 0, 5, 6, 7, 1, 1, 40, 50, 60)))
+    trace = RunTrace(
+        topic="t", due=[0, 10], returned=[1, 11], sent={1: 20}, acknowledged={1: 30}, received=array("q", (0, 0, 0, -1, 5, 6, 7, 1, 1, 0, -1, 40, 50, 60))
+    )
     assert stage_samples([trace])["end to end"] == [50]
 
 
 def test_broker_stamps_split_the_broker_stage(tmp_path: Path) -> None:
-    # Offsets 0 and 1 in one batch appended at 400; the Fetch from 0 arrived at 350 (parked), woke at 450,
-    # built its answer at 500, returned it at 550; the consumer got it at 1000. Another topic's stamps are ignored.
+    # Offsets 0 and 1 in one batch appended at 400; the Fetch from 0 (sent at 320, after the answer before it
+    # came at 310) arrived at 350 (parked), woke at 450, built its answer at 500, returned it at 550; the
+    # consumer got it at 1000. Another topic's stamps are ignored.
     lines = [
         format_line(consumer_fetch_trace.FETCH_ARRIVED, "t", 0, 0, -1, 350),
         format_line(APPEND, "t", 0, 0, -1, 400),
@@ -58,13 +61,39 @@ def test_broker_stamps_split_the_broker_stage(tmp_path: Path) -> None:
         returned=[100, 100],
         sent={0: 300, 1: 300},
         acknowledged={0: 900, 1: 900},
-        received=array("q", (0, 0, 1000, 1200, 1500, 1, 0, 1000, 1200, 1500)),
+        received=array("q", (0, 0, 320, 310, 1000, 1200, 1500, 1, 0, 320, 310, 1000, 1200, 1500)),
     )
     samples = stage_samples([trace], read_broker_stamps([str(path)]))
     split = [samples[stage] for stage in STAGES if stage.startswith("  of it:") and stage not in CLIENT_STAGES]
     # Produce started -> appended, appended -> woke, woke -> built, built -> returned, returned -> at consumer: they add up to the broker stage.
     assert split == [[100, 100], [50, 50], [50, 50], [50, 50], [450, 450]]
     # The Fetch was parked when the batch was appended: the wake-up, not a wait for the next Fetch.
-    assert [samples[stage] for stage in STAGES if stage.startswith("    ")] == [[50, 50], []]
+    assert [samples[stage] for stage in STAGES if stage.startswith("    ")] == [[50, 50], [], [], []]
     assert samples["broker (produce+append+fetch wake+answer)"] == [700, 700]
     assert "appended" in format_table(samples)
+
+
+def test_a_record_appended_while_no_fetch_was_parked_waits_for_the_next_fetch(tmp_path: Path) -> None:
+    # Offset 5 appended at 400; the answer before (from 4) reached the SDK at 380, which sent the Fetch from 5
+    # at 430; it reached the broker at 500 and read at once; built at 520, returned at 530, at the consumer at 800.
+    lines = [
+        format_line(APPEND, "t", 0, 5, -1, 400),
+        format_line(consumer_fetch_trace.FETCH_ARRIVED, "t", 0, 5, -1, 500),
+        format_line(consumer_fetch_trace.ANSWER_BUILT, "t", 0, 5, -1, 520),
+        format_line(consumer_fetch_trace.ANSWER_RETURNED, "t", 0, 5, -1, 530),
+    ]
+    path = tmp_path / "trace.7"
+    path.write_text("".join(lines), encoding="utf-8")
+    trace = RunTrace(
+        topic="t",
+        due=[0] * 6,
+        returned=[100] * 6,
+        sent={5: 300},
+        acknowledged={5: 700},
+        received=array("q", (5, 5, 430, 380, 800, 900, 950)),
+    )
+    samples = stage_samples([trace], read_broker_stamps([str(path)]))
+    waits = [samples[stage] for stage in STAGES if stage.startswith("    ")]
+    # Appended -> read 100, of it the SDK's turnaround 50 and the Fetch's way in 70 (they overlap the append).
+    assert waits == [[], [100], [50], [70]]
+    assert samples["broker (produce+append+fetch wake+answer)"] == [500]
