@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
-from bench.latency_breakdown import STAGES, RunTrace, cpu_per_record, format_table, read_broker_stamps, stage_samples
+from bench.latency_breakdown import STAGES, RunTrace, cpu_per_record, format_table, read_broker_stamps, run, stage_samples
 from log_formats import consumer_fetch_trace
 from log_formats.replication_trace import APPEND, format_line
 
@@ -97,3 +97,11 @@ def test_a_record_appended_while_no_fetch_was_parked_waits_for_the_next_fetch(tm
     # Appended -> read 100, of it the SDK's turnaround 50 and the Fetch's way in 70 (they overlap the append).
     assert waits == [[], [100], [50], [70]]
     assert samples["broker (produce+append+fetch wake+answer)"] == [500]
+
+
+def test_a_run_on_its_own_broker_splits_the_broker_stage_by_its_stamps() -> None:
+    # A real broker process (traced), producer and receiving process; only the rows' presence is checked.
+    report = run(bootstrap=None, rate=200, seconds=0.5, runs=1)
+    assert "end to end" in report
+    for stage in ("Produce started -> appended", "appended -> Fetch reads", "Fetch read -> outcomes built", "returned -> answer at consumer"):
+        assert stage in report, report
