@@ -49,6 +49,7 @@ from broker_nodes.replication.fetch_sessions import (
     SessionPartition,
 )
 from broker_nodes.replication.follower import FetcherSettings, ReplicaFetcher
+from broker_nodes.replication.follower_wakes import FollowerFetchWake, high_watermark_moves
 from broker_nodes.replication.high_watermark import advance_high_watermark
 from broker_nodes.replication.isr import IsrChangeCallback, IsrChangeCounts, IsrTracker
 from broker_nodes.replication.low_watermark_purgatory import LowWatermarkPurgatory
@@ -525,20 +526,23 @@ class ReplicationManager:
         poll = self._fetch_purgatory.start_long_poll(
             tuple(session.partitions), read, min_bytes=min_bytes, max_wait_ms=max_wait_ms, monotonic=self._clock.monotonic, holds_thread=True
         )
+        # Woken at once by records and errors, by a high watermark move only once it waited out the linger (see follower_wakes).
+        wake = FollowerFetchWake(linger_ms / 1000.0, lingering=lingering)
+        answer_moves = False  # the move waited out its linger while parked: answer it without lingering again
         try:
             done = poll.advance()
             while True:
                 if done:
                     result = poll.results
                     assert result is not None
-                    if lingering or result.urgent or not result.high_watermark_moved or linger_ms <= 0:
+                    if lingering or answer_moves or result.urgent or not result.high_watermark_moved or linger_ms <= 0:
                         return result
                     # Only high watermark moves so far: linger for records and further moves, within the deadline.
-                    lingering = True
+                    lingering = wake.lingering = True
                     remaining_ms = max(int((deadline - self._clock.monotonic()) * 1000.0), 0)
                     if poll.wait_longer(min(linger_ms, remaining_ms)):
                         continue
-                poll.signal.wait(poll.remaining_seconds())
+                answer_moves = wake.wait(poll.signal, poll.remaining_seconds)
                 if stage_trace.ENABLED:
                     stage_trace.stamp(stage_trace.FETCH_WOKE, "", -1, -1, replica_id)
                 done = poll.advance()
@@ -780,10 +784,11 @@ class ReplicationManager:
                 stage_trace.stamp(stage_trace.HIGH_WATERMARK, key[0], key[1], log.high_watermark)
             # The acks=all produces first: their answers are the round trip a producer waits for,
             # and each thread woken before them (parked fetches re-read their partitions) holds
-            # the interpreter lock they need. Then consumers (they read below the high watermark)
-            # and the followers' parked fetches, which pass the move on.
+            # the interpreter lock they need. Then consumers (they read below the high watermark);
+            # the followers' parked fetches pass the move on after the linger, not woken for it now.
             self.acks.on_high_watermark(key[0], key[1], log.high_watermark)
-            self._fetch_purgatory.wake_partition(*key)
+            with high_watermark_moves():  # followers' parked fetches hear of it after the linger (follower_wakes)
+                self._fetch_purgatory.wake_partition(*key)
 
     def shutdown(self) -> None:
         """Stop every fetcher and wake every parked acks=all produce and DeleteRecords."""
