@@ -21,7 +21,10 @@ wake-up), from stage stamps the brokers write when started with ``WEIR_REPLICATI
 The report gives p50 / p99 / p99.9 per workload over all runs' records (the first ``--warmup``
 records of each run are not counted), the three brokers' CPU time per record (user + system,
 from ``/proc``, warm-up included: a figure the machine's load sways less than latency) and that of
-the busiest broker alone (per run: the partition's leader), and the machine's load average.
+the busiest broker alone (per run: the partition's leader), that broker's context switches per
+record (every thread's, voluntary and not: each is a thread hand-off or a wait for the interpreter
+lock, and a figure that the machine's load sways less than latency and CPU), and the machine's load
+average.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from bench.broker_sampler import process_cpu_seconds
 from bench.measurements import LatencySummary
 from bench.replicated_brokers import ReplicatedBrokers
 from bench.replicated_topics import TopicSetupError, create_topic, wait_until_healthy
+from bench.rpc_floor import context_switches
 from bench.stack import ApiClient, LocalStack, StackError
 from weir import Producer
 from weir.admin import AdminClient
@@ -119,6 +123,7 @@ class Samples:
     # Per run, the CPU of the broker that used the most (the partition's leader: it serves the
     # Produce and every follower's fetch), summed over runs.
     busiest_broker_cpu_seconds: float = 0.0
+    busiest_broker_switches: int = 0  # that broker's context switches, summed over runs
 
 
 @dataclass
@@ -155,6 +160,17 @@ def brokers_cpu_seconds(stand: Stand) -> dict[int, float]:
     return {node_id: process_cpu_seconds(pid) or 0.0 for node_id, pid in stand.broker_pids().items()}
 
 
+def brokers_switches(stand: Stand) -> dict[int, int]:
+    """Context switches of every thread of each broker so far (a broker gone counts 0)."""
+    counts = {}
+    for node_id, pid in stand.broker_pids().items():
+        try:
+            counts[node_id] = context_switches(pid)
+        except OSError:
+            counts[node_id] = 0
+    return counts
+
+
 def measure(stand: Stand, runs: int, records: int, warmup: int, console: Console) -> dict[RoundTripWorkload, Samples]:
     """``runs`` alternating runs of both workloads, each on a fresh topic; each workload's samples."""
     samples = {workload: Samples() for workload in WORKLOADS}
@@ -165,12 +181,14 @@ def measure(stand: Stand, runs: int, records: int, warmup: int, console: Console
             producer = Producer({**stand.client_config, "acks": workload.acks, "enable.idempotence": workload.idempotence, "linger.ms": 0})
             spans: dict[int, tuple[int, int]] | None = {} if stand.spans is not None and workload is REPLICATED else None
             try:
-                cpu_before = brokers_cpu_seconds(stand)
+                cpu_before, switches_before = brokers_cpu_seconds(stand), brokers_switches(stand)
                 latencies = sequential_round_trips(producer, topic, warmup + records, spans)[warmup:]
-                cpu_after = brokers_cpu_seconds(stand)
-                used = [cpu_after[node_id] - cpu_before[node_id] for node_id in cpu_before]
-                samples[workload].broker_cpu_seconds += sum(used)
-                samples[workload].busiest_broker_cpu_seconds += max(used)
+                cpu_after, switches_after = brokers_cpu_seconds(stand), brokers_switches(stand)
+                used = {node_id: cpu_after[node_id] - cpu_before[node_id] for node_id in cpu_before}
+                busiest = max(used, key=lambda node_id: used[node_id])
+                samples[workload].broker_cpu_seconds += sum(used.values())
+                samples[workload].busiest_broker_cpu_seconds += used[busiest]
+                samples[workload].busiest_broker_switches += switches_after.get(busiest, 0) - switches_before.get(busiest, 0)
                 samples[workload].produced += warmup + records
             finally:
                 producer.close()
@@ -185,16 +203,18 @@ def measure(stand: Stand, runs: int, records: int, warmup: int, console: Console
 def report(samples: dict[RoundTripWorkload, Samples], runs: int, records: int) -> str:
     lines = [
         f"sequential one-record produce round trip, {runs} run(s) of {records} records per workload (SDK, linger.ms=0, one partition)",
-        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s} {'broker CPU us/record':>21s} {'busiest broker':>15s}",
+        f"{'workload':16s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99.9 ms':>9s} {'records':>8s} {'broker CPU us/record':>21s} {'busiest broker':>15s}"
+        f" {'its switches/record':>20s}",
     ]
     for workload, sample in samples.items():
         if sample.latencies_ns:
             summary = LatencySummary.from_nanoseconds(sample.latencies_ns)
             cpu_per_record_us = sample.broker_cpu_seconds / sample.produced * 1e6
             busiest_per_record_us = sample.busiest_broker_cpu_seconds / sample.produced * 1e6
+            switches_per_record = sample.busiest_broker_switches / sample.produced
             lines.append(
                 f"{workload.label:16s} {summary.p50_ms:8.3f} {summary.p99_ms:8.3f} {summary.p999_ms:9.3f} {summary.count:8d}"
-                f" {cpu_per_record_us:21.0f} {busiest_per_record_us:15.0f}"
+                f" {cpu_per_record_us:21.0f} {busiest_per_record_us:15.0f} {switches_per_record:20.1f}"
             )
     load = os.getloadavg()
     lines.append(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")

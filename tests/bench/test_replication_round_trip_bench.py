@@ -47,11 +47,13 @@ def test_a_failed_or_unacknowledged_record_stops_the_run(producer: FakeProducer,
 
 def test_the_report_gives_percentiles_and_broker_cpu_per_record() -> None:
     samples = {
-        REPLICATED: Samples([2_000_000] * 99 + [9_000_000], broker_cpu_seconds=0.5, produced=1000, busiest_broker_cpu_seconds=0.3),
+        REPLICATED: Samples(
+            [2_000_000] * 99 + [9_000_000], broker_cpu_seconds=0.5, produced=1000, busiest_broker_cpu_seconds=0.3, busiest_broker_switches=64_500
+        ),
         UNREPLICATED: Samples(),
     }
     text = report(samples, runs=1, records=100)
     row = next(line for line in text.splitlines() if line.startswith(REPLICATED.label))
-    # p50, p99, p99.9 ms, records, us per record on all brokers and on the busiest
-    assert row.split()[-6:] == ["2.000", "2.000", "9.000", "100", "500", "300"]
+    # p50, p99, p99.9 ms, records, us per record on all brokers and on the busiest, the busiest's context switches per record
+    assert row.split()[-7:] == ["2.000", "2.000", "9.000", "100", "500", "300", "64.5"]
     assert UNREPLICATED.label not in text.split("\n", 2)[2]  # a workload without records has no row
