@@ -372,34 +372,33 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         partitions = request_parsing.fetch_partitions(request, self._partition_max_bytes)
         result = fetch_requests.fetch(self.broker, call, partitions, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=request.max_bytes)
         self._throttle(result.throttle_ms)
-        responses = [
-            (
-                item.topic,
-                broker_pb2.FetchPartitionResponse(
-                    partition=item.partition,
-                    error_code=item.error_code,
-                    error_message=item.error_message,
-                    high_watermark=item.high_watermark,
-                    last_stable_offset=item.last_stable_offset,
-                    log_start_offset=item.log_start_offset,
-                    records=item.records,
-                    diverging_epoch=_epoch_end_offset(item.diverging_epoch),
-                    aborted_transactions=[
-                        broker_pb2.AbortedTransaction(producer_id=entry.producer_id, first_offset=entry.first_offset)
-                        for entry in item.aborted_transactions or ()
-                    ],
-                ),
+        # Built in place: messages handed to a constructor are merged by serializing and parsing each
+        # again (protobuf's upb), which copied every answer's records twice more (one-record answer,
+        # build + serialize: 16.7 -> 3.1 us; 1 MB: 2.9 -> 1.8 ms).
+        answer = broker_pb2.FetchResponse(throttle_time_ms=result.throttle_ms)
+        topics: dict[str, broker_pb2.FetchTopicResponse] = {}
+        for item in result.partitions:
+            topic = topics.get(item.topic)
+            if topic is None:
+                topic = topics[item.topic] = answer.topics.add(topic=item.topic)
+            partition = topic.partitions.add(
+                partition=item.partition,
+                error_code=item.error_code,
+                error_message=item.error_message,
+                high_watermark=item.high_watermark,
+                last_stable_offset=item.last_stable_offset,
+                log_start_offset=item.log_start_offset,
+                records=item.records,
             )
-            for item in result.partitions
-        ]
-        answer = broker_pb2.FetchResponse(
-            topics=[broker_pb2.FetchTopicResponse(topic=topic, partitions=items) for topic, items in _group_by_topic(responses).items()],
-            throttle_time_ms=result.throttle_ms,
-        )
+            diverging = _epoch_end_offset(item.diverging_epoch)
+            if diverging is not None:
+                partition.diverging_epoch.CopyFrom(diverging)
+            for entry in item.aborted_transactions or ():
+                partition.aborted_transactions.add(producer_id=entry.producer_id, first_offset=entry.first_offset)
         if stage_trace.ENABLED:
-            for item in request.topics:
-                for partition in item.partitions:
-                    stage_trace.stamp(consumer_fetch_trace.ANSWER_RETURNED, call.qualify(item.topic), partition.partition, partition.fetch_offset)
+            for requested in request.topics:
+                for wanted in requested.partitions:
+                    stage_trace.stamp(consumer_fetch_trace.ANSWER_RETURNED, call.qualify(requested.topic), wanted.partition, wanted.fetch_offset)
         return answer
 
     @_handler
