@@ -31,7 +31,7 @@ from tests.kafka_protocol.test_parked_requests import (
     poll_until,
     read_response,
 )
-from tests.kafka_protocol.wire import call, connect
+from tests.kafka_protocol.wire import call, closed_by_peer, connect
 from weir.errors import ErrorCode
 
 INIT_PRODUCER_ID = 22
@@ -172,3 +172,16 @@ def test_a_connection_answers_at_most_max_in_flight_requests_ahead_of_its_respon
         answers = produce_answers(client, len(frames))
     assert answers == [(index, ErrorCode.NO_ERROR, index * RECORDS_PER_REQUEST) for index in range(len(frames))]
     poll_until(lambda: budget_in_use(cluster) == budget_before, "the request budget given back")
+
+
+def test_stopping_the_listener_with_pipelined_produces_waiting_ends_the_connection_and_releases_them(cluster: ReplicatedCluster) -> None:
+    leader = cluster.nodes[1]
+    acks = leader.broker.replication.acks
+    assert leader.running is not None and leader.running.kafka is not None
+    listener = leader.running.kafka
+    with connect(kafka_port(leader)) as client:
+        client.sendall(b"".join(produce_frame(index) for index in range(MAX_IN_FLIGHT_REQUESTS)))
+        poll_until(lambda: acks.parked == MAX_IN_FLIGHT_REQUESTS, "the pipelined produces waiting")
+        listener.stop(grace_seconds=5.0)  # the waits are woken, are still not replicated, and end the connection
+        assert closed_by_peer(client)
+    assert acks.parked == 0
