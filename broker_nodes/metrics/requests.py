@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from broker_nodes.metrics import record_bytes
 from weir.errors import error_name
 
 # Seconds: sub-millisecond metadata calls up to long polls capped by max.wait and acks=all
@@ -148,6 +149,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         def measured(request: object, context: grpc.ServicerContext) -> object:
             started = clock()
             code = "UNKNOWN"
+            record_bytes.clear()
             try:
                 response = inner(request, context)
                 code = _code_name(context) or "OK"
@@ -171,6 +173,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
 
         def measured(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
             latest: list[Any] = [None, 0.0]  # the request being answered and when it arrived
+            record_bytes.clear()
 
             def received() -> Iterator[Any]:
                 for request in requests:
@@ -247,7 +250,8 @@ def _accounting(metrics: RequestMetrics, full_method: str, method: str) -> Calla
     if full_method == REPLICA_FETCH:
 
         def replica_fetch(request: Any, response: Any) -> None:
-            metrics.replication_bytes_out.inc(sum(len(partition.records) for partition in response.partitions))
+            noted = record_bytes.take()  # the replication servicer notes what it answers with: reading the field copies it
+            metrics.replication_bytes_out.inc(sum(len(partition.records) for partition in response.partitions) if noted is None else noted)
             _count_partition_errors(metrics, method, response.partitions)
 
         return replica_fetch

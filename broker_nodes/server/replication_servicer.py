@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import grpc
 
 from broker_nodes.coordinator.transactions.markers import MarkerRequest
+from broker_nodes.metrics import record_bytes
 from broker_nodes.replication.fetch_sessions import FetchSessionError
 from broker_nodes.replication.manager import ReplicaFetchPartitionRequest, ReplicaFetchPartitionResult
 from broker_nodes.security.authenticator import INTERNAL_TOKEN_HEADER, internal_token_matches
@@ -81,6 +82,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
             return replication_pb2.ReplicaFetchResponse(error_code=refusal.code, error_message=str(refusal))
         response = replication_pb2.ReplicaFetchResponse(session_id=answer.session_id)
         add = response.partitions.add
+        answered_bytes = 0
         for result in answer.partitions:
             code, message = (0, "") if result.error is None else error_code_and_message(result.error)
             log_start_offset, log_end_offset = _leader_log_range(result)
@@ -96,6 +98,8 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServicer):
                 log_end_offset=log_end_offset,
                 records=result.records,
             )
+            answered_bytes += len(result.records)
+        record_bytes.note(answered_bytes)  # for the request metrics, which would copy the records to count them
         return response
 
     def WriteTxnMarkers(self, request: replication_pb2.WriteTxnMarkersRequest, context: grpc.ServicerContext) -> replication_pb2.WriteTxnMarkersResponse:

@@ -103,3 +103,25 @@ def test_with_client_host_changes_the_address_and_keeps_every_other_field() -> N
         "cluster_admin",
         "scram_user",
     ], "a new CallContext field must be copied by with_client_host too"
+
+
+def test_a_replica_fetch_answer_counts_the_record_bytes_its_handler_noted_and_a_stale_note_never_counts() -> None:
+    """The replication servicer notes the size of the records it answers with (reading the field back would copy
+    them); a note left by an exchange that was never accounted does not count for the next one."""
+    from broker_nodes.metrics import record_bytes
+
+    registry = CollectorRegistry()
+    interceptor = MetricsInterceptor(RequestMetrics(registry))
+
+    def answer_each(requests: Any, context: Any) -> Any:
+        for request in requests:
+            answer = replication_pb2.ReplicaFetchResponse(partitions=[replication_pb2.ReplicaFetchPartitionResponse(records=b"x" * request.max_bytes)])
+            if request.max_bytes != 4:  # the answer of 4 bytes is not noted: the message is read instead
+                record_bytes.note(request.max_bytes * 10)  # noted by the handler: what counts (10x, to tell it apart)
+            yield answer
+
+    stream = grpc.stream_stream_rpc_method_handler(answer_each)
+    handler = interceptor.intercept_service(lambda details: stream, Details("/weir.v1.Replication/ReplicaFetchStream"))
+    record_bytes.note(1000)  # left over on this thread by an exchange never accounted
+    list(handler.stream_stream(iter([replication_pb2.ReplicaFetchRequest(max_bytes=size) for size in (3, 4)]), Context()))
+    assert registry.get_sample_value("weir_broker_replication_bytes_out_total") == 30 + 4
