@@ -81,6 +81,10 @@ class GroupCoordinators:
             return cached
         return self._find(group_id, time.monotonic() + timeout)
 
+    def cached_address(self, group_id: str) -> str | None:
+        """``host:port`` of ``group_id``'s coordinator if known, without asking any broker."""
+        return self._addresses.get(group_id)
+
     def forget(self, group_id: str, address: str | None = None) -> None:
         """Look ``group_id``'s coordinator up again on next use; only if it still is ``address`` when given."""
         with self._lock:

@@ -131,6 +131,8 @@ class Producer:
                 transaction_timeout_ms=config_values["transaction.timeout.ms"],
                 request_timeout=config_values["request.timeout.ms"] / 1000.0,
                 report_error=self._sender_error,
+                wake_sender=self._accumulator.wake,
+                log=config_values.log,
             )
         self._only_errors: bool = config_values["delivery.report.only.error"]
         self._max_messages: int | None = config_values["queue.buffering.max.messages"] if config_values.is_set("queue.buffering.max.messages") else None
@@ -254,6 +256,10 @@ class Producer:
         self._accumulator.append(
             topic, partition, partition_count, timestamp, key, value, headers, delivery, size, self._max_block, info if self._fast_path else None
         )
+        if self._transactions is not None:
+            # The partition joins the transaction now, while the application goes on producing
+            # (a keyless record's is the sticky one it went to, in all but the case where its batch just filled).
+            self._transactions.note_record(topic, partition if partition >= 0 else self._partitioner.sticky.current(topic))
 
     def _check_queue_room(self, size: int) -> None:
         """librdkafka's queue.buffering.max.messages / kbytes (when set): BufferError at once when full."""

@@ -50,7 +50,7 @@ Transactions (``transactional.id``, see :mod:`weir.producer_transactions`): the 
 and epoch come from the transaction manager (init_transactions(), then each EndTxn's bumped
 epoch, under which every partition numbers from 0 again), never from the sender's own
 InitProducerId. A partition's batches wait until the manager has added the partition to the
-transaction (AddPartitionsToTxn, made here, retried after retry.backoff.ms); once the
+transaction (AddPartitionsToTxn, started by produce() or here, retried after retry.backoff.ms); once the
 transaction failed nothing more is sent until abort_transaction() purges it. A batch that
 fails for good fails the transaction (abortable, or fatal when fenced) instead of bumping the
 epoch, and every ProduceRequest names the transactional id.
@@ -160,7 +160,6 @@ class Sender:
         self._next_producer_id_attempt = 0.0
         self._transactions = transactions
         self._transactional_id = transactions.transactional_id if transactions is not None else ""
-        self._next_add_attempt = 0.0
         self._stopping = False
         self._purge_requested = False
         # Set when no purge is waiting for the sender's next round (abort_transaction() waits for it).
@@ -355,21 +354,18 @@ class Sender:
         wake = self._next_wake(now, next_ready)
         if self._producer_id == NO_PRODUCER_ID or transactions.failed:
             return wake  # before init_transactions(), or until abort_transaction() purges the batches
-        # As librdkafka: a partition joins the transaction at its first record (the accumulator
-        # wakes the sender when a batch opens), so AddPartitionsToTxn overlaps the application's
-        # produce() calls and linger.ms instead of running only once the batch is drained.
+        # As librdkafka: a partition joins the transaction at its first record. produce() starts
+        # AddPartitionsToTxn itself (see TransactionManager.note_record); this covers the
+        # partitions it could not name and retries after a failure. Neither waits for the answer,
+        # which wakes this loop.
         wanted = {key for key, queue in self._queues.items() if queue.waiting or queue.retries}
         wanted.update(self._accumulator.open_partitions())
         missing = transactions.missing(sorted(wanted))
-        if missing and now >= self._next_add_attempt:
-            error = transactions.add_partitions(missing)
-            if error is not None:
-                if error.retriable():
-                    self._next_add_attempt = now + self._backoff
-                return min(wake, float(self._backoff))
-            self._next_add_attempt = 0.0
-        elif missing:
-            wake = min(wake, self._next_add_attempt - now)
+        if missing:
+            transactions.add_partitions_soon(missing, may_block=True)
+            retry_in = transactions.next_add_in()
+            if retry_in > 0:
+                wake = min(wake, retry_in)
         self._send(now)
         return max(min(wake, self._next_wake(now, next_ready)), 0.0)
 
@@ -454,6 +450,7 @@ class Sender:
         self._in_flight[address] = self._in_flight.get(address, 0) + 1
         size = sum(len(batch.encoded) for batch in batches)
         self._log.debug("msg", "PRODUCE", "%s: sending %d batch(es), %d bytes", address, len(batches), size)
+        self._log.debug("protocol", "SEND", "Sent ProduceRequest (%d batch(es), %d bytes) to %s", len(batches), size, address)
         self._counters.request_sent(address, size)
         sent_at = time.monotonic()
         if self._calls.closed:
@@ -478,6 +475,7 @@ class Sender:
     def _arrived(self, address: str, batches: list[ProducerBatch], future: Future[Any], sent_at: float) -> None:
         # Runs on a call thread: hand over to the sender thread and wake it.
         self._rtts[id(future)] = time.monotonic() - sent_at
+        self._log.debug("protocol", "RECV", "Received ProduceResponse from %s", address)
         self._inbox.append((address, batches, future))
         self._accumulator.wake()
 

@@ -17,7 +17,13 @@ What librdkafka does, and so this does:
   older producer of the id (its open transaction is aborted).
 - A partition joins the transaction (AddPartitionsToTxn) as soon as it gets its first record,
   while the application goes on producing and the batch lingers; the sender holds the
-  partition's batches until it has joined (:meth:`TransactionManager.add_partitions`).
+  partition's batches until it has joined. The request leaves from produce() itself
+  (:meth:`TransactionManager.note_record`, asynchronous: a gRPC future whose answer wakes the
+  sender), not from the sender thread, which a busy produce() loop keeps from running for up to
+  Python's thread switch interval (5 ms); the sender starts it for the partitions produce()
+  could not name (:meth:`TransactionManager.add_partitions_soon`) and after a retriable
+  failure. One AddPartitionsToTxn is in flight at a time (the coordinator answers a second one
+  CONCURRENT_TRANSACTIONS), and EndTxn waits for it, so that no partition joins after the end.
 - commit_transaction() flushes first, then sends EndTxn; a transaction that wrote nothing
   ends locally. abort_transaction() purges what was not sent (delivery reports with
   ``_PURGE_QUEUE``), waits for what is in flight, then sends EndTxn. EndTxn answers the
@@ -43,10 +49,14 @@ import enum
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
+import grpc
+
 from grpc_protos.weir.v1 import broker_pb2
-from weir.cluster import Cluster
+from weir.client_logging import ClientLog
+from weir.cluster import Cluster, error_from_rpc
 from weir.commit_metadata import encode_commit_metadata
 from weir.coordinator import COORDINATOR_LOADING, COORDINATOR_MOVED, GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
@@ -119,8 +129,15 @@ class TransactionManager:
         transaction_timeout_ms: int,
         request_timeout: float,
         report_error: Callable[[KafkaError], None],
+        wake_sender: Callable[[], None] = lambda: None,
+        log: ClientLog | None = None,
     ) -> None:
+        """``wake_sender``: called once an AddPartitionsToTxn answered (the partitions' batches may go);
+        ``log``: the client's log (debug context ``eos``: the transactional requests sent and answered)."""
         self.transactional_id = transactional_id
+        self._cluster = cluster
+        self._wake_sender = wake_sender
+        self._log = log if log is not None else ClientLog(None, transactional_id)
         self._timeout_ms = transaction_timeout_ms
         self._request_timeout = request_timeout
         self._report_error = report_error
@@ -133,6 +150,14 @@ class TransactionManager:
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._partitions: set[Partition] = set()
         self._offsets_added = False
+        # The partitions of the AddPartitionsToTxn in flight (empty: none), notified when it ends.
+        self._adding: frozenset[Partition] = frozenset()
+        self._add_ended = threading.Condition(self._lock)
+        # After a retriable AddPartitionsToTxn failure: no new one before this monotonic time.
+        self._next_add_attempt = 0.0
+        self._add_failures = 0
+        # Counts the ended transactions: an answer of an earlier transaction's AddPartitionsToTxn changes nothing.
+        self._transaction_number = 0
 
     # ------------------------------------------------------------------ state
 
@@ -271,11 +296,18 @@ class TransactionManager:
     def _end(self, *, commit: bool, deadline: float) -> None:
         operation = "commit_transaction()" if commit else "abort_transaction()"
         with self._lock:
+            # A partition must not join after EndTxn (nor its answer be lost): the add in flight ends first.
+            if not self._add_ended.wait_for(lambda: not self._adding, timeout=max(deadline - time.monotonic(), 0.0)):
+                raise KafkaException(
+                    KafkaError(KafkaError._TIMED_OUT, f"{operation} timed out: AddPartitionsToTxn still in flight; call it again", retriable=True)
+                )
             wrote = bool(self._partitions) or self._offsets_added
             producer_id, producer_epoch = self._producer_id, self._producer_epoch
         if wrote:
             request = broker_pb2.EndTxnRequest(transactional_id=self.transactional_id, producer_id=producer_id, producer_epoch=producer_epoch, committed=commit)
+            self._log.debug("eos", "ENDTXN", "Sent EndTxnRequest (%s, producer id %d, epoch %d)", "commit" if commit else "abort", producer_id, producer_epoch)
             response = self._call("EndTxn", request, deadline, _answer_retry_code, operation)
+            self._log.debug("eos", "ENDTXN", "Received EndTxnResponse (error %d)", response.error_code)
             if response.error_code:
                 raise KafkaException(self._fail(KafkaError(response.error_code, f"EndTxn: {response.error_message or KafkaError(response.error_code).str()}")))
             producer_id, producer_epoch = response.producer_id, response.producer_epoch
@@ -284,6 +316,9 @@ class TransactionManager:
             self._producer_id, self._producer_epoch = producer_id, producer_epoch
             self._partitions = set()
             self._offsets_added = False
+            self._transaction_number += 1
+            self._next_add_attempt = 0.0
+            self._add_failures = 0
             self._state = TransactionState.READY
 
     def send_offsets(self, offsets: Sequence[TopicPartition], group_metadata: ConsumerGroupMetadata, timeout: float | None) -> None:
@@ -347,31 +382,80 @@ class TransactionManager:
     # ------------------------------------------------------------------ the sender's calls
 
     def missing(self, partitions: Iterable[Partition]) -> list[Partition]:
-        """Those of ``partitions`` not in the transaction yet (their batches wait for add_partitions())."""
+        """Those of ``partitions`` not in the transaction yet (their batches wait until they joined)."""
         return [partition for partition in partitions if partition not in self._partitions]
 
-    def add_partitions(self, partitions: Sequence[Partition]) -> KafkaError | None:
-        """AddPartitionsToTxn for ``partitions`` (one request, at most request.timeout.ms); None when all were added.
+    def note_record(self, topic: str, partition: int | None) -> None:
+        """produce() put a record in ``partition`` of ``topic`` (None: not known): have the partition join the transaction now.
 
-        Returns a retriable error to try again later; any other failure also moves the
-        transaction to the abortable or fatal state.
+        Cheap when it is in the transaction or being added; otherwise starts AddPartitionsToTxn
+        without waiting for anything (:meth:`add_partitions_soon`, never blocking).
         """
-        producer_id, producer_epoch = self.producer()
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        request = broker_pb2.AddPartitionsToTxnRequest(
-            transactional_id=self.transactional_id,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            topics=[broker_pb2.TopicPartitions(topic=topic, partitions=ids) for topic, ids in by_topic.items()],
-        )
+        if partition is None:
+            return
+        key = (topic, partition)
+        if key in self._partitions or key in self._adding:
+            return
+        self.add_partitions_soon([key], may_block=False)
+
+    def add_partitions_soon(self, partitions: Iterable[Partition], *, may_block: bool) -> None:
+        """Start one AddPartitionsToTxn for those of ``partitions`` not in the transaction; its answer wakes the sender.
+
+        Does nothing while another is in flight, after a retriable failure until its backoff
+        ended, or outside a transaction that may still write. ``may_block`` False (produce()):
+        nothing is started unless the coordinator's address is known (the sender asks again).
+        A non-retriable failure moves the transaction to the abortable or fatal state.
+        """
+        with self._lock:
+            if self._adding or self._error is not None or self._state not in (TransactionState.IN_TRANSACTION, TransactionState.COMMITTING):
+                return
+            if time.monotonic() < self._next_add_attempt:
+                return
+            wanted = sorted({partition for partition in partitions if partition not in self._partitions})
+            if not wanted:
+                return
+            address = self._coordinators.cached_address(self.transactional_id)
+            if address is None and not may_block:
+                return
+            self._adding = frozenset(wanted)
+            number = self._transaction_number
+            producer_id, producer_epoch = self._producer_id, self._producer_epoch
         try:
-            response = self._coordinators.call(
-                self.transactional_id, "AddPartitionsToTxn", request, timeout=self._request_timeout, error_of=_partition_retry_code
+            if address is None:
+                address = self._coordinators.address(self.transactional_id, timeout=self._request_timeout)
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in wanted:
+                by_topic.setdefault(topic, []).append(partition)
+            request = broker_pb2.AddPartitionsToTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                topics=[broker_pb2.TopicPartitions(topic=topic, partitions=ids) for topic, ids in by_topic.items()],
             )
+            future = self._cluster.stub(address).AddPartitionsToTxn.future(request, timeout=self._request_timeout, metadata=self._cluster.call_metadata)
         except KafkaException as exception:
-            return exception.error if exception.error.retriable() else self._fail(exception.error)
+            self._add_ended_with(number, [], exception.error)
+            return
+        self._log.debug("eos", "ADDPARTS", "Sent AddPartitionsToTxnRequest for %d partition(s) to %s", len(wanted), address)
+        called = address
+        future.add_done_callback(lambda done: self._add_answered(number, called, done))
+
+    def _add_answered(self, number: int, address: str, future: Future[Any]) -> None:
+        """An AddPartitionsToTxn answered (on a gRPC thread): the added partitions join, an error is handled, the sender is woken."""
+        try:
+            response = future.result()
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error, f"AddPartitionsToTxn to {address}")
+            self._cluster.note_failure(address, error)
+            if error.retriable():
+                self._coordinators.forget(self.transactional_id, address)
+            self._add_ended_with(number, [], error)
+            return
+        except Exception as unexpected:  # a cancelled future (the producer closed): retried if ever needed
+            self._add_ended_with(number, [], KafkaError(KafkaError._TRANSPORT, f"AddPartitionsToTxn to {address}: {unexpected!r}"))
+            return
+        self._cluster.note_answer(address)
+        self._log.debug("eos", "ADDPARTS", "Received AddPartitionsToTxnResponse from %s", address)
         added: list[Partition] = []
         refused: KafkaError | None = None
         for topic in response.topics:
@@ -381,12 +465,31 @@ class TransactionManager:
                 elif result.error_code != ErrorCode.OPERATION_NOT_ATTEMPTED and refused is None:
                     message = result.error_message or KafkaError(result.error_code).str()
                     refused = KafkaError(result.error_code, f"AddPartitionsToTxn of {topic.topic} [{result.partition}]: {message}")
+                    if result.error_code in COORDINATOR_MOVED:
+                        self._coordinators.forget(self.transactional_id, address)
+        self._add_ended_with(number, added, refused)
+
+    def _add_ended_with(self, number: int, added: list[Partition], error: KafkaError | None) -> None:
+        """The AddPartitionsToTxn of transaction ``number`` ended: ``added`` joined; ``error`` (if any) retried after a backoff or failing the transaction."""
+        retry = error is not None and (error.retriable() or error.code() in _RETRIED)
         with self._lock:
-            if self._state in (TransactionState.IN_TRANSACTION, TransactionState.COMMITTING):
+            self._adding = frozenset()
+            current = number == self._transaction_number
+            if current:
                 self._partitions.update(added)
-        if refused is None:
-            return None
-        return refused if refused.retriable() else self._fail(refused)
+            if retry:
+                self._next_add_attempt = time.monotonic() + self._cluster.backoff(self._add_failures)
+                self._add_failures += 1
+            elif error is None:
+                self._add_failures = 0
+            self._add_ended.notify_all()
+        if error is not None and not retry and current:
+            self._fail(error)
+        self._wake_sender()
+
+    def next_add_in(self) -> float:
+        """Seconds until a retried AddPartitionsToTxn may be started (0: now)."""
+        return max(self._next_add_attempt - time.monotonic(), 0.0)
 
     def produce_failed(self, error: KafkaError) -> None:
         """A batch of the transaction failed for good: the transaction can only be aborted (fatal when fenced)."""

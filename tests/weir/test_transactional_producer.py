@@ -264,3 +264,31 @@ def test_a_partition_joins_the_transaction_at_its_first_record_before_the_batch_
         producer.close()
         admin.close()
     assert read_committed(broker.address, 1) == [b"held-by-linger"]
+
+
+def test_an_abort_right_after_the_first_record_ends_the_transaction_its_partition_joined(broker) -> None:
+    """produce() sends AddPartitionsToTxn itself; abort_transaction() called at once waits for its answer and ends the
+    transaction at the coordinator (EndTxn), instead of ending it locally and leaving it open there until its timeout."""
+    from weir.admin import AdminClient
+
+    create_topic(broker.address, TOPIC, partitions=2)
+    producer = transactional_producer(broker.address, "abort-at-once", **{"linger.ms": 60_000})
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    try:
+        producer.init_transactions(30)
+        for round_number in range(3):
+            _, epoch = producer._transactions.producer()
+            producer.begin_transaction()
+            producer.produce(TOPIC, value=b"aborted", partition=round_number % 2)
+            producer.abort_transaction(30)
+            # EndTxn went out (it bumps the epoch), so the coordinator holds no open transaction of the id.
+            assert producer._transactions.producer()[1] == epoch + 1, round_number
+            state = admin.describe_transactions(["abort-at-once"])["abort-at-once"].result(10).state
+            assert state in ("PrepareAbort", "CompleteAbort"), (round_number, state)
+        producer.begin_transaction()
+        producer.produce(TOPIC, value=b"committed", partition=0)
+        producer.commit_transaction(30)
+    finally:
+        producer.close()
+        admin.close()
+    assert read_committed(broker.address, 1) == [b"committed"]
