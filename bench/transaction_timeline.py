@@ -1,22 +1,28 @@
-"""``python -m bench.transaction_timeline``: where a librdkafka transaction's time goes (issue 15).
+"""``python -m bench.transaction_timeline``: where a transaction's time goes, librdkafka's or the SDK's (issue 15).
 
 A transactional producer commits every ``--records-per-transaction`` records to a fresh
 one-partition topic (RF 3, min.insync.replicas 2) of a :class:`bench.stack.LocalStack`, with
-librdkafka's ``eos,protocol`` debug log, which librdkafka itself writes to standard error with
-its wall-clock time in milliseconds (file descriptor 2 goes to a temporary file meanwhile,
-beside this process's own BEGIN / END lines). Each transaction's timeline is rebuilt from the log: begin_transaction(), librdkafka's registration of the
-partition, AddPartitionsToTxn sent and answered, Produce sent and answered, EndTxn sent and
+the client's ``eos,protocol`` debug log. librdkafka (``--client librdkafka``, the default)
+writes it to standard error with its wall-clock time in milliseconds (file descriptor 2 goes to
+a temporary file meanwhile, beside this process's own BEGIN / END lines); Weir's SDK
+(``--client sdk``) logs the same request names through the ``logger`` given in its
+configuration, kept in memory with each record's wall-clock time. Each transaction's timeline is
+rebuilt from the log: begin_transaction(), librdkafka's registration of the partition (not in
+the SDK's log), AddPartitionsToTxn sent and answered, Produce sent and answered, EndTxn sent and
 answered, commit_transaction() returned. The report gives each step's median and mean over the
 transactions (the first few, warming up, left out) and the brokers' CPU seconds per
 transaction (every broker process, from ``/proc``), so two trees compare at the same load by
 CPU as well as by time.
 
 librdkafka stamps its lines in whole milliseconds: a step's time is good to about a millisecond.
+The SDK's records carry microseconds, but a step stamped on the sender thread (Produce sent) may
+wait for the interpreter lock behind the application's produce() calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -32,7 +38,7 @@ from rich.console import Console
 from bench.payloads import value_pool
 from bench.replicated_topics import create_topic, wait_until_healthy
 from bench.stack import ApiClient, LocalStack
-from bench.transactions import LIBRDKAFKA_CLIENT, REPLICATION_FACTOR, TOPIC_CONFIGS, TOPIC_READY_TIMEOUT_SECONDS, TRANSACTIONAL_1000, Workload
+from bench.transactions import CLIENTS, LIBRDKAFKA_CLIENT, REPLICATION_FACTOR, TOPIC_CONFIGS, TOPIC_READY_TIMEOUT_SECONDS, TRANSACTIONAL_1000, Workload
 from weir.admin import AdminClient
 
 WARM_UP_TRANSACTIONS = 5  # left out of the figures: connections and caches settle
@@ -50,6 +56,8 @@ MARKS: tuple[tuple[str, str], ...] = (
     ("end answered", "Received EndTxnResponse"),
 )
 STEPS = (BEGIN, *(name for name, _ in MARKS), END)
+# The SDK logs no registration step: AddPartitionsToTxn leaves from produce() itself.
+SDK_STEPS = tuple(step for step in STEPS if step != "registering")
 
 
 @dataclass(frozen=True)
@@ -80,13 +88,13 @@ def transaction_timelines(events: Iterable[Event]) -> list[dict[str, float]]:
     return timelines
 
 
-def step_durations(timelines: Sequence[dict[str, float]]) -> dict[str, list[float]]:
-    """Milliseconds of each step (``a -> b``) and of the whole transaction, over the complete timelines."""
+def step_durations(timelines: Sequence[dict[str, float]], steps: Sequence[str] = STEPS) -> dict[str, list[float]]:
+    """Milliseconds of each step (``a -> b``) and of the whole transaction, over the timelines that have every one of ``steps``."""
     durations: dict[str, list[float]] = {}
     for timeline in timelines:
-        if not all(step in timeline for step in STEPS):
+        if not all(step in timeline for step in steps):
             continue
-        for before, after in zip(STEPS, STEPS[1:]):
+        for before, after in zip(steps, steps[1:]):
             durations.setdefault(f"{before} -> {after}", []).append((timeline[after] - timeline[before]) * 1000.0)
         durations.setdefault("transaction", []).append((timeline[END] - timeline[BEGIN]) * 1000.0)
     return durations
@@ -139,9 +147,47 @@ def broker_cpu_seconds(stack: LocalStack, brokers: int) -> float:
     return total
 
 
-def run(console: Console, records_per_transaction: int, transactions: int, brokers: int = 3) -> int:
+class _Recorder(logging.Handler):
+    """Keeps every record of the SDK's log as an Event (its wall-clock time and message)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.events: list[Event] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.events.append(Event(record.created, record.getMessage()))
+
+
+def _sdk_transactions(config: dict[str, object], topic: str, records_per_transaction: int, transactions: int, values: list[bytes]) -> list[Event]:
+    """Run the transactions with Weir's SDK, its eos,protocol log recorded; its events and BEGIN / END, in time order."""
+    from weir import Producer
+
+    recorder = _Recorder()
+    logger = logging.getLogger(f"bench.transaction_timeline.sdk.{time.time_ns()}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(recorder)
+    producer = Producer({**config, "debug": "eos,protocol", "logger": logger})
+    try:
+        producer.list_topics(topic, timeout=CLIENT_SECONDS)
+        producer.init_transactions(CLIENT_SECONDS)
+        for _ in range(transactions):
+            recorder.events.append(Event(time.time(), BEGIN))
+            producer.begin_transaction()
+            for index in range(records_per_transaction):
+                producer.produce(topic, values[index % len(values)])
+            producer.commit_transaction(CLIENT_SECONDS)
+            recorder.events.append(Event(time.time(), END))
+        producer.flush(CLIENT_SECONDS)
+    finally:
+        producer.close()
+    return sorted(recorder.events, key=lambda event: event.seconds)
+
+
+def run(console: Console, records_per_transaction: int, transactions: int, brokers: int = 3, client_name: str = LIBRDKAFKA_CLIENT.name) -> int:
     from confluent_kafka import Producer
 
+    client = CLIENTS[client_name]
     workload = Workload(f"transactional, {records_per_transaction} records/txn", records_per_transaction)
     log_path = Path(tempfile.mkdtemp(prefix="weir-bench-txn-timeline-")) / "librdkafka.log"
     with LocalStack(console, "transaction-timeline") as stack:
@@ -153,8 +199,17 @@ def run(console: Console, records_per_transaction: int, transactions: int, broke
             wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
         finally:
             admin.close()
-        config = LIBRDKAFKA_CLIENT.producer_config(stack.credentials, TRANSACTIONAL_1000, 1) | {"debug": "eos,protocol"}
+        config = client.producer_config(stack.credentials, TRANSACTIONAL_1000, 1)
         values = value_pool(100)
+        if client is not LIBRDKAFKA_CLIENT:
+            cpu_before = broker_cpu_seconds(stack, brokers)
+            events = _sdk_transactions(config, topic, records_per_transaction, transactions, values)
+            cpu = broker_cpu_seconds(stack, brokers) - cpu_before  # init_transactions() included, once
+            marks = [event.seconds for event in events if event.text in (BEGIN, END)]
+            seconds = marks[-1] - marks[0]
+            durations = step_durations(transaction_timelines(events)[WARM_UP_TRANSACTIONS:], SDK_STEPS)
+            return _report(console, workload, transactions, records_per_transaction, seconds, cpu, durations)
+        config |= {"debug": "eos,protocol"}
         with standard_error_to(log_path):
             producer = Producer(config)
             producer.list_topics(topic, timeout=CLIENT_SECONDS)
@@ -173,6 +228,13 @@ def run(console: Console, records_per_transaction: int, transactions: int, broke
     with log_path.open(encoding="utf-8", errors="replace") as log:
         durations = step_durations(transaction_timelines(parse_log(log))[WARM_UP_TRANSACTIONS:])
     console.print(f"librdkafka's log: {log_path}", markup=False)
+    return _report(console, workload, transactions, records_per_transaction, seconds, cpu, durations)
+
+
+def _report(
+    console: Console, workload: Workload, transactions: int, records_per_transaction: int, seconds: float, cpu: float, durations: dict[str, list[float]]
+) -> int:
+    """The throughput, the brokers' CPU and each step's median and mean; 1 when no transaction had every step."""
     console.print(f"{workload.label}: {transactions} transactions, {records_per_transaction * transactions / seconds:,.0f} records/s", markup=False)
     console.print(f"brokers' CPU: {cpu / transactions * 1000:.2f} ms per transaction; load average {os.getloadavg()[0]:.1f}", markup=False)
     for name, values_ms in durations.items():
@@ -184,8 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.transaction_timeline", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--records-per-transaction", type=int, default=100)
     parser.add_argument("--transactions", type=int, default=200)
+    parser.add_argument("--client", choices=sorted(CLIENTS), default=LIBRDKAFKA_CLIENT.name, help="librdkafka (the default) or Weir's SDK")
     arguments = parser.parse_args(argv)
-    return run(Console(), arguments.records_per_transaction, arguments.transactions)
+    return run(Console(), arguments.records_per_transaction, arguments.transactions, client_name=arguments.client)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""bench.transaction_timeline: a transaction's steps rebuilt from librdkafka's debug lines."""
+"""bench.transaction_timeline: a transaction's steps rebuilt from librdkafka's debug lines, or the SDK's."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from bench.transaction_timeline import BEGIN, END, Event, parse_log, step_durations, transaction_timelines
+from bench.transaction_timeline import BEGIN, END, SDK_STEPS, Event, _Recorder, parse_log, step_durations, transaction_timelines
+from weir.client_logging import ClientLog
 
 
 def _transaction(start: float) -> list[Event]:
@@ -45,3 +48,28 @@ def test_the_captured_log_is_read_in_time_order_and_other_lines_are_skipped():
         "%7|not-a-time|X|y| z\n",
     ]
     assert [(event.seconds, event.text) for event in parse_log(lines)] == [(1700000000.01, "begin"), (1700000000.02, "[thrd:main]: EndTxn returned NO_ERROR")]
+
+
+def test_the_sdks_log_has_every_step_but_the_registration():
+    """The SDK logs the same request names through its logger (debug=eos,protocol); it has no registration line."""
+    recorder = _Recorder()
+    logger = logging.getLogger("tests.bench.transaction_timeline.sdk")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(recorder)
+    log = ClientLog(logger, "weir#producer-1", {"eos", "protocol"})
+    try:
+        recorder.events.append(Event(1.0, BEGIN))
+        log.debug("eos", "ADDPARTS", "Sent AddPartitionsToTxnRequest for %d partition(s) to %s", 1, "127.0.0.1:1")
+        log.debug("eos", "ADDPARTS", "Received AddPartitionsToTxnResponse from %s", "127.0.0.1:1")
+        log.debug("protocol", "SEND", "Sent ProduceRequest (%d batch(es), %d bytes) to %s", 1, 100, "127.0.0.1:2")
+        log.debug("protocol", "RECV", "Received ProduceResponse from %s", "127.0.0.1:2")
+        log.debug("eos", "ENDTXN", "Sent EndTxnRequest (commit, producer id %d, epoch %d)", 7, 1)
+        log.debug("eos", "ENDTXN", "Received EndTxnResponse (error %d)", 0)
+        recorder.events.append(Event(recorder.events[-1].seconds + 0.001, END))
+    finally:
+        logger.removeHandler(recorder)
+    timelines = transaction_timelines(sorted(recorder.events, key=lambda event: event.seconds))
+    assert set(timelines[0]) == set(SDK_STEPS)
+    assert "transaction" not in step_durations(timelines)  # librdkafka's steps include the registration
+    assert len(step_durations(timelines, SDK_STEPS)["transaction"]) == 1
