@@ -10,7 +10,9 @@ fetches a follower sends on ``ReplicaFetchStream`` count as ReplicaFetch calls, 
 a producer sends on ``ProduceStream`` as Produce calls, one per answer (the time from the
 request's arrival to its answer).
 
-The interceptor reads requests and responses only; it never changes a call. Methods of the
+The interceptor reads requests and responses only; it never changes a call. Record bytes are
+counted from what the servicers noted (:mod:`broker_nodes.metrics.record_bytes`) where they did:
+reading a bytes field of a message copies it. Methods of the
 services are fixed by the protos, so the label values are bounded; unknown methods (answered
 UNIMPLEMENTED by gRPC itself) are not counted.
 """
@@ -233,7 +235,8 @@ def _accounting(metrics: RequestMetrics, full_method: str, method: str) -> Calla
     if full_method == PRODUCE:
 
         def produce(request: Any, response: Any) -> None:
-            metrics.bytes_in.inc(sum(len(partition.records) for topic in request.topics for partition in topic.partitions))
+            noted = record_bytes.take()  # the servicer notes what it received: reading the field copies it
+            metrics.bytes_in.inc(sum(len(partition.records) for topic in request.topics for partition in topic.partitions) if noted is None else noted)
             _count_partition_errors(metrics, method, (partition for topic in response.topics for partition in topic.partitions))
             _count_throttle(metrics, method, response.throttle_time_ms)
 
@@ -242,7 +245,8 @@ def _accounting(metrics: RequestMetrics, full_method: str, method: str) -> Calla
 
         def fetch(request: Any, response: Any) -> None:
             partitions = [partition for topic in response.topics for partition in topic.partitions]
-            metrics.bytes_out.inc(sum(len(partition.records) for partition in partitions))
+            noted = record_bytes.take()  # the servicer notes what it answers with: reading the field copies it
+            metrics.bytes_out.inc(sum(len(partition.records) for partition in partitions) if noted is None else noted)
             _count_partition_errors(metrics, method, partitions)
             _count_throttle(metrics, method, response.throttle_time_ms)
 

@@ -28,6 +28,7 @@ from broker_nodes.cluster_state import BrokerEndpoint, ClusterSnapshot
 from broker_nodes.coordinator.groups import messages as group_messages
 from broker_nodes.coordinator.offset_store import OffsetCommitEntry
 from broker_nodes.coordinator.transactions.state import TransactionState
+from broker_nodes.metrics import record_bytes
 from broker_nodes.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
 from broker_nodes.replication import stage_trace
 from broker_nodes.requests import acls as acl_requests
@@ -343,6 +344,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     def _produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
         partitions = [ProducePartition(topic, partition, records) for topic, partition, records in request_parsing.produce_entries(request)]
+        record_bytes.note(sum(len(item.records) for item in partitions))  # for the request metrics: reading the field again copies it
         result = produce_requests.produce(
             self.broker, call, partitions, acks=request.acks, timeout_ms=request.timeout_ms, transactional_id=request.transactional_id
         )
@@ -377,6 +379,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         # build + serialize: 16.7 -> 3.1 us; 1 MB: 2.9 -> 1.8 ms).
         answer = broker_pb2.FetchResponse(throttle_time_ms=result.throttle_ms)
         topics: dict[str, broker_pb2.FetchTopicResponse] = {}
+        answered_bytes = 0
         for item in result.partitions:
             topic = topics.get(item.topic)
             if topic is None:
@@ -390,11 +393,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 log_start_offset=item.log_start_offset,
                 records=item.records,
             )
+            answered_bytes += len(item.records)
             diverging = _epoch_end_offset(item.diverging_epoch)
             if diverging is not None:
                 partition.diverging_epoch.CopyFrom(diverging)
             for entry in item.aborted_transactions or ():
                 partition.aborted_transactions.add(producer_id=entry.producer_id, first_offset=entry.first_offset)
+        record_bytes.note(answered_bytes)  # for the request metrics: reading the field again copies it
         if stage_trace.ENABLED:
             for requested in request.topics:
                 for wanted in requested.partitions:
