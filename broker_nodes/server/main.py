@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from broker_nodes.config import BROKER_SETTINGS, BrokerConfig, BrokerConfigError, environment_variable, load_broker_config
 from broker_nodes.server.app import start_broker_server
+from server_runtime.gc_tuning import freeze_startup_objects
 from server_runtime.logging_setup import LogFormatError, configure_logging
 from server_runtime.malloc_tuning import tune_this_process
 from server_runtime.private_files import make_new_files_private, restrict_directory
@@ -118,6 +119,8 @@ def main(arguments: Sequence[str] | None = None) -> int:
     except Exception:
         logger.exception("broker %d could not start", config.node_id)
         return EXIT_START_FAILED
+    # What start-up built lives as long as the process: out of the collector's full passes (server_runtime.gc_tuning).
+    freeze_startup_objects()
     logger.info("broker %d serving on %s:%d (data in %s)", config.node_id, config.listen.host, running.port, config.data_dir)
     if running.kafka is not None and config.kafka_listen is not None:
         logger.info("broker %d serving Kafka clients on %s:%d", config.node_id, config.kafka_listen.host, running.kafka_port)
