@@ -9,9 +9,11 @@ idempotence, as ``python -m bench produce``), both measured in the same stack
 Every run produces the same workload once to each kind of topic, each time to a fresh
 one-partition topic, the order alternating from run to run so that a machine slowly getting
 busier does not favour one side. The producer and its measurement are those of
-``python -m bench produce`` (:meth:`bench.systems.weir_system.WeirSystem.produce_to`): time
+``python -m bench produce`` (:meth:`bench.systems.weir_system.WeirSystem.produce_to`): a
+warm-up record delivered before the clock starts (librdkafka's idempotent producer asks for
+its producer id only ~500 ms after it starts, which the RF=3 row used to time), then time
 from the first produce() to the last acknowledgement, then a check that the partition's end
-offset equals the records sent. The ratio is of the medians over runs.
+offset equals the records sent plus the warm-up. The ratio is of the medians over runs.
 
 Both front doors are measured: the SDK over gRPC, and librdkafka (confluent-kafka) over the
 brokers' Kafka listeners with SASL/PLAIN and the same producer settings. The librdkafka RF=3
