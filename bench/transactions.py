@@ -9,8 +9,10 @@ replication factor 3 and min.insync.replicas=2:
   beside the idempotent producer's (the baseline: the same records and settings, acks=all,
   ``enable.idempotence``, the batch.size and linger.ms of ``python -m bench produce``, flushing
   only at the end). Each run times the first produce() to the last commit (or flush), set-up
-  excluded on both sides (metadata fetched, the transactional producer initialised), and checks
-  the partition's end offset: the records plus one marker per transaction. The ratio of the
+  excluded on both sides (metadata fetched, the transactional producer initialised, the idempotent
+  one's warm-up record delivered: librdkafka asks for its producer id only ~500 ms after it
+  starts), and checks the partition's end offset: the records plus one marker per transaction
+  (plus the idempotent run's warm-up record). The ratio of the
   medians at 1,000 records per transaction is held against the target (>= 0.8), for each client
   against its own idempotent baseline;
 - commit latency: the time commit_transaction() takes (the flush of the transaction's
@@ -42,7 +44,7 @@ from bench.payloads import read_stamp, stamped_value, value_pool
 from bench.replicated_topics import TopicSetupError, create_topic, wait_until_healthy
 from bench.report import machine_description
 from bench.stack import ApiClient, Credentials, LocalStack, StackError
-from bench.systems.weir_system import LIBRDKAFKA, SDK, ClientLibrary, WeirOptions
+from bench.systems.weir_system import LIBRDKAFKA, SDK, WARM_UP_SECONDS, WARM_UP_VALUE, ClientLibrary, WeirOptions
 from weir.admin import AdminClient
 
 RATIO_TARGET = 0.8  # issue 15: transactional throughput at 1,000 records per transaction >= 0.8 x idempotent
@@ -189,7 +191,8 @@ def _commit(producer: Any, commit_latencies_ns: list[int]) -> None:
 def produce_run(
     config: Mapping[str, Any], topic: str, workload: Workload, records: int, values: list[bytes], client: Client = LIBRDKAFKA_CLIENT
 ) -> tuple[RunSample, int]:
-    """Produce ``records`` values to ``topic`` with ``client`` as ``workload`` says; the sample and the number of transactions."""
+    """Produce ``records`` values to ``topic`` with ``client`` as ``workload`` says; the sample and the untimed offsets besides the records
+    (one marker per transaction, or the idempotent producer's warm-up record)."""
     producer = client.library.load().Producer(dict(config))
     per_transaction = workload.records_per_transaction
     deliveries = _Deliveries()
@@ -198,6 +201,8 @@ def produce_run(
     producer.list_topics(topic, timeout=CLIENT_SECONDS)
     if per_transaction is not None:
         producer.init_transactions(CLIENT_SECONDS)
+    else:
+        _warm_up(producer, topic)
     started = time.perf_counter()
     for index in range(records):
         if per_transaction is not None and index % per_transaction == 0:
@@ -217,7 +222,15 @@ def produce_run(
         raise TransactionsRunError(f"{topic}: {remaining} records undelivered, first delivery error {deliveries.first_error}")
     sample = ThroughputSample(records=records, record_size=len(values[0]), seconds=seconds)
     latency = LatencySummary.from_nanoseconds(sorted(commit_latencies_ns)) if commit_latencies_ns else None
-    return RunSample(sample, latency), len(commit_latencies_ns)
+    return RunSample(sample, latency), len(commit_latencies_ns) if per_transaction is not None else 1
+
+
+def _warm_up(producer: Any, topic: str) -> None:
+    """Deliver one record before the clock starts, so that the idempotent producer has its producer id (untimed set-up, as init_transactions())."""
+    deliveries = _Deliveries()
+    producer.produce(topic, WARM_UP_VALUE, on_delivery=deliveries.on_delivery)
+    if producer.flush(WARM_UP_SECONDS) or deliveries.first_error is not None:
+        raise TransactionsRunError(f"{topic}: the warm-up record was not delivered within {WARM_UP_SECONDS} s: {deliveries.first_error}")
 
 
 def end_offset(config: Mapping[str, Any], topic: str, expected: int, timeout: float = MARKER_SECONDS) -> int:
@@ -273,13 +286,13 @@ def measure_throughput(
                 try:
                     create_topic(api, topic, 1, REPLICATION_FACTOR, TOPIC_CONFIGS)
                     wait_until_healthy(admin, topic, 1, TOPIC_READY_TIMEOUT_SECONDS)
-                    sample, transactions = produce_run(client.producer_config(credentials, workload, run), topic, workload, records, values, client)
-                    expected = records + transactions  # one COMMIT marker per transaction
+                    sample, untimed = produce_run(client.producer_config(credentials, workload, run), topic, workload, records, values, client)
+                    expected = records + untimed  # one COMMIT marker per transaction, or the warm-up record
                     found = end_offset(producer_config(credentials, IDEMPOTENT, run), topic, expected)
                 except Exception as error:  # noqa: BLE001 - any failure of a run is reported with the run it broke
                     raise TransactionsRunError(f"{what}: {type(error).__name__}: {error}") from None
                 if found != expected:
-                    raise TransactionsRunError(f"{what}: end offset {found}, expected {expected} ({records} records, {transactions} markers)")
+                    raise TransactionsRunError(f"{what}: end offset {found}, expected {expected} ({records} records, {untimed} markers or warm-up record)")
                 samples[name][workload].append(sample)
                 console.print(
                     f"transactions: run {run} of {runs}: {name}: {workload.label}: {sample.throughput.records_per_second:,.0f} records/s", markup=False

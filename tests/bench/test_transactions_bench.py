@@ -25,6 +25,8 @@ from bench.transactions import (
     TRANSACTIONAL_1000,
     WORKLOADS,
     RunSample,
+    TransactionsRunError,
+    _warm_up,
     parse_clients,
     results_table,
     run_order,
@@ -136,3 +138,31 @@ def test_the_scenario_runs_with_its_options(monkeypatch: pytest.MonkeyPatch, arg
     monkeypatch.setattr(bench, "transactions", module, raising=False)
     assert bench_main(argv) == 3
     assert recorded == expected
+
+
+class _WarmUpProducer:
+    """Records what was produced; ``flush`` reports each record with ``error`` and leaves ``left`` records queued."""
+
+    def __init__(self, error: object = None, left: int = 0) -> None:
+        self.produced: list[tuple[str, bytes]] = []
+        self._reports: list[Any] = []
+        self._error = error
+        self._left = left
+
+    def produce(self, topic: str, value: bytes, on_delivery: Any) -> None:
+        self.produced.append((topic, value))
+        self._reports.append(on_delivery)
+
+    def flush(self, timeout: float) -> int:
+        for report in self._reports:
+            report(self._error, None)
+        return self._left
+
+
+def test_the_idempotent_run_delivers_a_warm_up_record_before_its_clock_starts() -> None:
+    producer = _WarmUpProducer()
+    _warm_up(producer, "demo-bench-txn-idempotent-run1")
+    assert [topic for topic, _ in producer.produced] == ["demo-bench-txn-idempotent-run1"]
+    for failing in (_WarmUpProducer(error="broker down"), _WarmUpProducer(left=1)):
+        with pytest.raises(TransactionsRunError):
+            _warm_up(failing, "demo-bench-txn-idempotent-run1")
