@@ -6,9 +6,15 @@ group is dropped on its next use or timer check and its waiting JoinGroup/SyncGr
 are answered NOT_COORDINATOR. Each completed generation is in the log (``classic_records``:
 written under the group's lock, acks=all, after every change that alters it), so the new
 coordinator takes the group over from the record its load read (``OffsetsPartition.classic_records``)
-on first use or timer check, Stable in that generation: its members carry on. A group that
-becomes Empty is forgotten at once and its record tombstoned, so memory holds only groups with
-members; its committed offsets stay in the offsets partition. A record that could not be
+on first use or timer check, Stable in that generation: its members carry on. A group whose
+last member leaves stays, as in Kafka: Empty, its protocol type and generation kept, its
+record rewritten without members (not a tombstone), so ListGroups / DescribeGroups show it as
+a classic ``consumer`` group (not an offsets-only one) and its next rebalance continues the
+generations; a new coordinator loads it Empty from that record. Memory keeps such a group
+as its record alone (protocol type, generation), per leadership, outside the timers' dict of
+groups with members; a protocol call revives it as a :class:`ClassicGroup` for its duration.
+It is deleted (tombstone) only by DeleteGroups, by offset expiry once it has no offsets left,
+or when a KIP-848 heartbeat takes its id (``GroupCoordinator``). A record that could not be
 written is logged and written with the group's next change; until then a failover finds the
 previous generation and its members rejoin, as before the record existed.
 
@@ -16,9 +22,11 @@ A group id is one kind of group at a time: every call here runs under the same p
 as the KIP-848 group of that id (``LoadedGroups.lock``), so a classic join and a consumer-group
 heartbeat can never both create the group. A classic JoinGroup to an empty KIP-848 group
 converts it (its records are deleted; offsets stay), as Kafka 4 does; to one with members it is
-refused with INCONSISTENT_GROUP_PROTOCOL.
+refused with INCONSISTENT_GROUP_PROTOCOL. The other way, a KIP-848 heartbeat joining the id of
+an Empty classic group deletes it (Kafka's ``maybeDeleteEmptyClassicGroup``; offsets stay), and
+is refused GROUP_ID_NOT_FOUND while it has members.
 
-Thread-safe: the dict of groups is changed under each group's lock and read without one (a
+Thread-safe: the dicts of groups are changed under each group's lock and read without one (a
 dict operation is atomic); a group itself is only touched under its lock.
 """
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from broker_nodes import names
 from broker_nodes.clock import Clock
@@ -50,6 +59,14 @@ logger = logging.getLogger(__name__)
 ConsumerGroupDropper = Callable[[OffsetsPartition, str], None]
 
 
+@dataclass(frozen=True, slots=True)
+class _EmptyGroup:
+    """An Empty classic group as memory keeps it: its record (protocol type, generation), and whether the log holds it."""
+
+    stored: classic_records.StoredClassicGroup
+    written: bool
+
+
 class ClassicGroups:
     """See the module docstring."""
 
@@ -61,7 +78,9 @@ class ClassicGroups:
         self.settings = settings
         self._member_ids = member_ids
         self._drop_consumer_group = drop_consumer_group
-        self._groups: dict[str, ClassicGroup] = {}
+        self._groups: dict[str, ClassicGroup] = {}  # groups with members (or pending ones): the timers look at these
+        # Empty groups, by leadership (id of its home -> (home, group id -> group)); a leadership's dict goes when it ends.
+        self._empty: dict[int, tuple[object, dict[str, _EmptyGroup]]] = {}
 
     # ------------------------------------------------------------------ the protocol
 
@@ -124,6 +143,9 @@ class ClassicGroups:
         group = self._current(partition, group_id)
         if group is None:
             return None
+        if self._groups.get(group_id) is not group:  # an Empty group: only commits from outside any generation, nothing to hold
+            group.check_commit(member_id, instance_id, generation)
+            return None
         group.begin_commit(member_id, instance_id, generation)
         return group
 
@@ -143,27 +165,64 @@ class ClassicGroups:
             if self._groups.get(group.group_id) is group:
                 self._keep(group)
 
-    def refuse_consumer_protocol(self, partition: OffsetsPartition, group_id: str) -> None:
-        """Under the group's lock: GROUP_ID_NOT_FOUND for a KIP-848 heartbeat to a classic group with members."""
-        if self._current(partition, group_id) is not None:
+    def replaced_by_consumer_group(self, partition: OffsetsPartition, group_id: str) -> bool:
+        """Under the group's lock, for a KIP-848 heartbeat creating a group of that id: GROUP_ID_NOT_FOUND when a classic
+        group with members has it; True when an Empty classic group has it (the caller tombstones its record and
+        calls :meth:`forget`, as Kafka's ``maybeDeleteEmptyClassicGroup``); False when there is no classic group."""
+        group = self._current(partition, group_id)
+        if group is None:
+            return False
+        if group.members:
             raise NotConsumerGroupError(group_id)
+        return True
+
+    def has_group(self, partition: OffsetsPartition, group_id: str) -> bool:
+        """Under the group's lock: whether a classic group of that id exists (with members or Empty)."""
+        return self._current(partition, group_id) is not None
+
+    def is_empty_group(self, partition: OffsetsPartition, group_id: str) -> bool:
+        """Under the group's lock: whether the classic group of that id exists and is Empty (no members, none pending)."""
+        group = self._current(partition, group_id)
+        return group is not None and group.is_empty and group.state == ClassicState.EMPTY
+
+    def empty_group_ids(self, partition: OffsetsPartition) -> list[str]:
+        """The Empty classic groups of one led offsets partition (read without locks: check each under its lock)."""
+        self._take_over_loaded(partition)
+        entry = self._empty.get(id(partition))
+        return list(entry[1]) if entry is not None and entry[0] is partition else []
+
+    def forget(self, partition: OffsetsPartition, group_id: str) -> None:
+        """Under the group's lock, once its record is tombstoned: the classic group of that id is gone (DeleteGroups,
+        expiry, a KIP-848 group taking its id)."""
+        partition.classic_records.pop(group_id, None)
+        group = self._groups.get(group_id)
+        if group is not None and group.home is partition:
+            del self._groups[group_id]  # members it may have had are pending ones, without waiters
+        entry = self._empty.get(id(partition))
+        if entry is not None and entry[0] is partition:
+            entry[1].pop(group_id, None)
 
     # ------------------------------------------------------------------ views
 
     def describe(self, group_id: str) -> ClassicDescription | None:
-        """The classic group of that id, None when there is none with members."""
+        """The classic group of that id (an Empty one too), None when there is none."""
         partition = self._offsets.coordinating(group_id)
         with partition.groups.lock(group_id):
             group = self._current(partition, group_id)
             return group.describe() if group is not None else None
 
     def listed(self, partition: OffsetsPartition) -> list[ClassicDescription]:
-        """The classic groups of one led offsets partition (summaries without members)."""
+        """The classic groups of one led offsets partition, Empty ones too (summaries without members)."""
         self._take_over_loaded(partition)
         found = []
         for group_id, group in list(self._groups.items()):
             if group.home is partition:
                 found.append(ClassicDescription(group_id, group.state, group.protocol_type, group.protocol_name, group.generation, group.leader))
+        entry = self._empty.get(id(partition))
+        if entry is not None and entry[0] is partition:
+            for group_id, empty in list(entry[1].items()):
+                if group_id not in self._groups:  # revived by a join meanwhile: listed above
+                    found.append(ClassicDescription(group_id, ClassicState.EMPTY, empty.stored.protocol_type, "", empty.stored.generation, ""))
         return found
 
     def subscribed_topics(self, partition: OffsetsPartition, group_id: str) -> frozenset[str] | None:
@@ -200,6 +259,9 @@ class ClassicGroups:
         for partition in led_partitions:
             self._take_over_loaded(partition)
         led = {id(partition) for partition in led_partitions}
+        for home_id in list(self._empty):
+            if home_id not in led:
+                self._empty.pop(home_id, None)  # that leadership ended: its Empty groups go with it (the log keeps them)
         now = self._clock.milliseconds()
         removed = 0
         for group_id, group in list(self._groups.items()):
@@ -233,20 +295,30 @@ class ClassicGroups:
         """The group if it lives under this leadership; one of an earlier leadership is dropped (its waiters told NOT_COORDINATOR).
 
         A group this leadership loaded from the log and nobody used yet is taken over now.
+        An Empty group comes back as a new :class:`ClassicGroup` each time, kept by :meth:`_keep`
+        (a call that changes nothing need not keep it).
         """
         group = self._groups.get(group_id)
         if group is not None and group.home is partition:
             return group
         if group is not None:
             self._abandon(group)
+        entry = self._empty.get(id(partition))
+        empty = entry[1].get(group_id) if entry is not None and entry[0] is partition else None
+        if empty is not None:
+            return classic_records.restore(group_id, empty.stored, partition, self._clock.milliseconds(), written=empty.written)
         return self._restore(partition, group_id)
 
     def _restore(self, partition: OffsetsPartition, group_id: str) -> ClassicGroup | None:
-        """Under the group's lock: the group of the record this leadership loaded, Stable, its members' sessions starting now."""
+        """Under the group's lock: the group of the record this leadership loaded, Stable, its members' sessions starting
+        now, or Empty in its generation (kept with the Empty groups)."""
         stored = partition.classic_records.pop(group_id, None)
-        if stored is None or not stored.members:
+        if stored is None:
             return None
         group = classic_records.restore(group_id, stored, partition, self._clock.milliseconds())
+        if not stored.members:
+            self._keep_empty(partition, group_id, _EmptyGroup(stored, written=True))
+            return group
         self._groups[group_id] = group
         logger.info("classic group %s loaded in generation %d with %d members", group_id, group.generation, len(group.members))
         return group
@@ -264,13 +336,32 @@ class ClassicGroups:
         return group
 
     def _keep(self, group: ClassicGroup) -> None:
-        """Under the group's lock, after every change: keep it (or forget it once empty) and bring its record up to date."""
-        if group.is_empty and group.state == ClassicState.EMPTY:
-            if self._groups.get(group.group_id) is group:
-                del self._groups[group.group_id]
-        else:
-            self._groups[group.group_id] = group
+        """Under the group's lock, after every change: bring its record up to date and keep it (an Empty one as its
+        record alone; one that never had a generation is forgotten)."""
         self._persist(group)
+        home = group.home
+        if not (group.is_empty and group.state == ClassicState.EMPTY):
+            self._groups[group.group_id] = group
+            self._drop_empty(home, group.group_id)
+            return
+        if self._groups.get(group.group_id) is group:
+            del self._groups[group.group_id]
+        stored = classic_records.empty_form(group.protocol_type, group.generation)
+        if stored is None:
+            self._drop_empty(home, group.group_id)
+        else:
+            self._keep_empty(home, group.group_id, _EmptyGroup(stored, written=group.persisted == stored))
+
+    def _keep_empty(self, home: object, group_id: str, empty: _EmptyGroup) -> None:
+        entry = self._empty.get(id(home))
+        if entry is None or entry[0] is not home:
+            entry = self._empty.setdefault(id(home), (home, {}))
+        entry[1][group_id] = empty
+
+    def _drop_empty(self, home: object, group_id: str) -> None:
+        entry = self._empty.get(id(home))
+        if entry is not None and entry[0] is home:
+            entry[1].pop(group_id, None)
 
     def _persist(self, group: ClassicGroup) -> None:
         """Write the group's record when what it should hold changed (see the module docstring); a failure is logged."""

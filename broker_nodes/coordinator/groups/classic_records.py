@@ -4,10 +4,14 @@ Kafka's classic coordinator keeps one record per group, rewritten whole: the key
 group, so compaction keeps only the latest, and a null value (tombstone) deletes the group.
 Weir writes it as Kafka does, when a rebalance completes (the leader's SyncGroup makes the
 group Stable, with every member's assignment), when the members of a Stable group change
-without a rebalance (a static member replaced, KIP-345), and a tombstone when the group has
-no members left (Weir keeps no empty classic group; its committed offsets stay). A new
-coordinator loads the latest record and serves the group as Stable in that generation, so
-members go on heartbeating and committing with it instead of rejoining.
+without a rebalance (a static member replaced, KIP-345), and when the group has no members
+left: Empty, its protocol type and generation kept, protocol and leader null, no members
+(Kafka's ``GroupCoordinator.onCompleteJoin`` of an emptied group). A new coordinator loads the
+latest record and serves the group as Stable in that generation, so members go on
+heartbeating and committing with it instead of rejoining; a record without members gives an
+Empty group whose next rebalance continues the generations. Only deleting the group writes a
+tombstone: DeleteGroups, the expiry of an Empty group without offsets, and a KIP-848
+heartbeat that takes over an Empty group's id (``coordinator``).
 
 Layout (non-flexible, Kafka's ``GroupMetadataKey`` v2 / ``GroupMetadataValue`` v3; strings
 int16-length, nullable ones -1, bytes int32-length)::
@@ -65,13 +69,16 @@ class StoredClassicGroup:
 
 
 def stored_form(group: ClassicGroup) -> StoredClassicGroup | None:
-    """What the log should hold for ``group`` now: its Stable state, None for a group without members (a tombstone).
+    """What the log should hold for ``group`` now: its Stable state, or its Empty one (protocol type and generation, no
+    members) once it had a generation; None for a group that never had one (no record).
 
     Raises LookupError while a rebalance is in progress: the log keeps the last completed
     generation until the next one completes.
     """
     if not group.members:
-        return None
+        if group.state != ClassicState.EMPTY:
+            raise LookupError(group.state)
+        return empty_form(group.protocol_type, group.generation)
     if group.state != ClassicState.STABLE:
         raise LookupError(group.state)
     members = tuple(
@@ -90,10 +97,21 @@ def stored_form(group: ClassicGroup) -> StoredClassicGroup | None:
     return StoredClassicGroup(group.protocol_type, group.generation, group.protocol_name, group.leader, members)
 
 
-def restore(group_id: str, stored: StoredClassicGroup, home: object, now_ms: int) -> ClassicGroup:
-    """The Stable group a new coordinator serves from its record; every member gets a full session from ``now_ms``.
+def empty_form(protocol_type: str, generation: int) -> StoredClassicGroup | None:
+    """The record of an Empty group (Kafka's: protocol type and generation kept, protocol and leader null, no members);
+    None for one that never completed a generation."""
+    if generation <= 0 and not protocol_type:
+        return None
+    return StoredClassicGroup(protocol_type, generation, "", "", ())
+
+
+def restore(group_id: str, stored: StoredClassicGroup, home: object, now_ms: int, *, written: bool = True) -> ClassicGroup:
+    """The group a new coordinator serves from its record: Stable with its members, each getting a full session from
+    ``now_ms``, or Empty in its generation when the record has no members (as Kafka's ``GroupMetadata.loadGroup``).
 
     As in Kafka, each member's protocols are the group's protocol with its stored subscription.
+    ``written`` False: the log does not hold ``stored`` yet (an Empty group whose record could
+    not be written), so the group's next change writes it.
     """
     members = {
         member.member_id: ClassicMember(
@@ -110,6 +128,15 @@ def restore(group_id: str, stored: StoredClassicGroup, home: object, now_ms: int
         )
         for member in stored.members
     }
+    if not members:
+        return ClassicGroup(
+            group_id,
+            home=home,
+            state=ClassicState.EMPTY,
+            generation=stored.generation,
+            protocol_type=stored.protocol_type,
+            persisted=stored if written else None,
+        )
     return ClassicGroup(
         group_id,
         home=home,
@@ -119,7 +146,7 @@ def restore(group_id: str, stored: StoredClassicGroup, home: object, now_ms: int
         protocol_name=stored.protocol_name,
         leader=stored.leader,
         members=members,
-        persisted=stored,
+        persisted=stored if written else None,
     )
 
 

@@ -14,7 +14,8 @@ persistent (the usual steady heartbeat) write nothing.
 Timers: :meth:`expire_members` (run every ``TIMER_INTERVAL_SECONDS``) removes members past
 their session or rebalance timeout; :meth:`expire_offsets` (offsets.retention.check.interval.ms)
 expires offsets and then deletes groups that stayed empty, without offsets, for
-offsets.retention.minutes.
+offsets.retention.minutes, and Empty classic groups without offsets left (Kafka's
+``cleanupGroupMetadata``: such a group goes at the first check that finds it so).
 
 Thread-safe: calls for different groups run in parallel; calls for one group in turn.
 """
@@ -122,9 +123,12 @@ class GroupCoordinator:
         """One ConsumerGroupHeartbeat of the (qualified) group; the group errors, or the coordinator errors, otherwise."""
         now = self._clock.milliseconds()
         partition = self._offsets.coordinating(group_id)
+        replacing: list[bool] = []  # set when the heartbeat creates the group in place of an Empty classic one
 
         def change(group: ConsumerGroup) -> HeartbeatAnswer:
-            self.classic.refuse_consumer_protocol(partition, group_id)  # under the group's lock, like every classic change
+            # Under the group's lock, like every classic change: a classic group with members refuses the heartbeat.
+            if self.classic.replaced_by_consumer_group(partition, group_id):
+                replacing.append(True)
             return group.heartbeat(request, now, self.settings, resolve, self._topics, self._member_ids)
 
         return self._change(
@@ -132,6 +136,7 @@ class GroupCoordinator:
             change,
             create=request.member_epoch == JOIN_EPOCH,
             missing=lambda: UnknownMemberIdError(group_id, request.member_id),
+            replacing_classic=replacing,
         )
 
     def describe(self, group_id: str) -> GroupSnapshot:
@@ -183,7 +188,7 @@ class GroupCoordinator:
         """Delete a group without members: tombstones for its state and every committed offset.
 
         NonEmptyGroupError while it has members (a static member that left for now counts);
-        GroupIdNotFoundError when there is nothing to delete.
+        GroupIdNotFoundError when there is nothing to delete (an Empty classic group is something).
         """
         partition = self._offsets.coordinating(group_id)
         with partition.groups.lock(group_id):
@@ -192,19 +197,21 @@ class GroupCoordinator:
             classic_members = self.classic.member_count(partition, group_id)
             if classic_members:
                 raise NonEmptyGroupError(group_id, classic_members)
-            if group is None and not commits:
+            if group is None and not commits and not self.classic.has_group(partition, group_id):
                 raise GroupIdNotFoundError(group_id)
             if group is not None and group.members:
                 raise NonEmptyGroupError(group_id, len(group.members))
             self._delete_locked(partition, group_id, group, commits, classic_tombstone=True)
+            self.classic.forget(partition, group_id)
         logger.info("group %s deleted with %d committed offsets", group_id, len(commits))
 
     def delete_offsets(self, group_id: str, topic_partitions: list[TopicPartition]) -> list[Exception | None]:
         """OffsetDelete: remove committed offsets of the (qualified) group with tombstones; one outcome per partition.
 
         A partition of a topic the group's members subscribe to is refused (GROUP_SUBSCRIBED_TO_TOPIC);
-        GroupIdNotFoundError when the group has neither members nor offsets. Under the group's
-        lock, so no commit of the group runs in between.
+        GroupIdNotFoundError when there is no such group (neither members, offsets nor an Empty
+        classic group); an Empty classic group goes with its last offset. Under the group's lock,
+        so no commit of the group runs in between.
         """
         partition = self._offsets.coordinating(group_id)
         with partition.groups.lock(group_id):
@@ -213,18 +220,24 @@ class GroupCoordinator:
             subscribed = self.classic.subscribed_topics(partition, group_id)
             if group is not None and group.members:
                 subscribed = frozenset(topic for member in group.members.values() for topic in member.subscribed_topics)
-            if subscribed is None and group is None and not committed:
+            if subscribed is None and group is None and not committed and not self.classic.has_group(partition, group_id):
                 raise GroupIdNotFoundError(group_id)
             outcomes: list[Exception | None] = [
                 GroupSubscribedToTopicError(group_id, topic) if subscribed and topic in subscribed else None for topic, _ in topic_partitions
             ]
             deleting = sorted({item for item, outcome in zip(topic_partitions, outcomes) if outcome is None and item in committed})
+            # An Empty classic group goes with its last offset, in the same write (Kafka's cleanupGroupMetadata after OffsetDelete).
+            dropping_classic = bool(deleting) and len(deleting) == len(committed) and self._classic_group_goes(partition, group_id)
             if deleting:
-                self._offsets.write_records(
-                    partition, group_id, [(encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in deleting]
-                )
+                records = [(encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in deleting]
+                if dropping_classic:
+                    records.append((classic_records.encode_key(group_id), None))
+                self._offsets.write_records(partition, group_id, records)
                 with partition.lock:
                     partition.remove((group_id, item) for item in deleting)
+                if dropping_classic:
+                    self.classic.forget(partition, group_id)
+                    logger.info("classic group %s deleted with its last committed offsets", group_id)
         if deleting:
             logger.info("group %s: %d committed offsets deleted", group_id, len(deleting))
         return outcomes
@@ -292,8 +305,8 @@ class GroupCoordinator:
     ) -> None:
         records = group_records(group, None)
         if classic_tombstone:
-            # A classic group's record is tombstoned when it empties; again here, as Kafka's deletion does,
-            # in case that write failed (a record left behind would bring its members back on failover).
+            # The classic group's record (an Empty one's, or one its last member's leaving could not rewrite: a record
+            # left behind would bring the group back on failover), tombstoned as Kafka's deletion does.
             records.append((classic_records.encode_key(group_id), None))
         records.extend((encode_offset_commit_key(OffsetCommitKey(group_id, topic, number)), None) for topic, number in commits)
         self._offsets.write_records(partition, group_id, records)
@@ -352,12 +365,49 @@ class GroupCoordinator:
                     logger.exception("group %s: deleting the expired empty group failed; trying again on the next check", group_id)
                     continue
                 logger.info("group %s deleted: empty for %d ms and without committed offsets", group_id, retention_ms)
+            self._delete_empty_classic_groups(partition)
         return expired
+
+    def _classic_group_goes(self, partition: OffsetsPartition, group_id: str) -> bool:
+        """Under the group's lock: whether an Empty classic group of that id goes once it has no committed offsets.
+
+        Offsets of an open transaction keep it, as Kafka's hasOffsets does.
+        """
+        return self.classic.is_empty_group(partition, group_id) and not partition.has_transactional(group_id)
+
+    def _delete_empty_classic_groups(self, partition: OffsetsPartition) -> None:
+        """Delete the Empty classic groups of ``partition`` that have no offsets left, as Kafka's ``cleanupGroupMetadata``."""
+        for group_id in self.classic.empty_group_ids(partition):
+            try:
+                with partition.groups.lock(group_id):
+                    if partition.committed(group_id) or not self._classic_group_goes(partition, group_id):
+                        continue
+                    self._delete_locked(partition, group_id, None, [], classic_tombstone=True)
+                    self.classic.forget(partition, group_id)
+            except (NotCoordinatorError, CoordinatorLoadingError):
+                continue
+            except Exception:
+                logger.exception("classic group %s: deleting the empty group without offsets failed; trying again on the next check", group_id)
+                continue
+            logger.info("classic group %s deleted: Empty and without committed offsets", group_id)
 
     # ------------------------------------------------------------------ the one way groups change
 
-    def _change(self, group_id: str, change: Callable[[ConsumerGroup], Result], *, create: bool, missing: Callable[[], Exception]) -> Result:
-        """Apply ``change`` to a copy of the group, write the difference, then keep the copy (see the module docstring)."""
+    def _change(
+        self,
+        group_id: str,
+        change: Callable[[ConsumerGroup], Result],
+        *,
+        create: bool,
+        missing: Callable[[], Exception],
+        replacing_classic: list[bool] | None = None,
+    ) -> Result:
+        """Apply ``change`` to a copy of the group, write the difference, then keep the copy (see the module docstring).
+
+        ``replacing_classic`` non-empty once ``change`` ran: the group takes the id of an Empty
+        classic group, whose record's tombstone goes in the same write (Kafka's
+        ``maybeDeleteEmptyClassicGroup``), so either both land or neither does.
+        """
         partition = self._offsets.coordinating(group_id)
         with partition.groups.lock(group_id):
             before = partition.groups.get(group_id)
@@ -366,7 +416,12 @@ class GroupCoordinator:
             working = before.copy() if before is not None else ConsumerGroup(group_id)
             result = change(working)
             records = group_records(before, working)
+            if replacing_classic:
+                records.insert(0, (classic_records.encode_key(group_id), None))
             if records:
                 self._offsets.write_records(partition, group_id, records)
+            if replacing_classic:
+                self.classic.forget(partition, group_id)
+                logger.info("group %s: the empty classic group becomes a consumer group", group_id)
             partition.groups.put(working)
             return result

@@ -159,8 +159,10 @@ def test_bad_bytes_are_a_clear_error() -> None:
         classic_records.decode_value(classic_records.encode_value(STORED, 0)[:-3])
 
 
-def test_only_a_stable_group_has_a_form_to_store_and_an_empty_one_is_a_tombstone() -> None:
-    assert classic_records.stored_form(ClassicGroup(GROUP)) is None
+def test_a_stable_group_is_stored_with_its_members_and_an_emptied_one_without() -> None:
+    assert classic_records.stored_form(ClassicGroup(GROUP)) is None  # never had a generation: no record
+    emptied = ClassicGroup(GROUP, generation=3, protocol_type="consumer")
+    assert classic_records.stored_form(emptied) == StoredClassicGroup("consumer", 3, "", "", ())
     with pytest.raises(LookupError):
         classic_records.stored_form(ClassicGroup(GROUP, state=ClassicState.PREPARING_REBALANCE, members={"m": None}))  # type: ignore[dict-item]
     restored = classic_records.restore(GROUP, STORED, "home", now_ms=1_000)
@@ -191,7 +193,7 @@ def test_a_new_coordinator_carries_the_classic_group_on_in_its_generation(broker
     assert len(classic_records_in_log(broker)) == len(written)  # nothing changed: nothing written
 
 
-def test_members_that_stay_away_expire_and_the_last_one_leaving_tombstones_the_group(broker, coordinators) -> None:
+def test_members_that_stay_away_expire_and_the_last_one_leaving_empties_the_group(broker, coordinators) -> None:
     first = coordinators(1)
     leader, follower = stable_group_of_two(first)
     second = coordinators(2)
@@ -205,7 +207,8 @@ def test_members_that_stay_away_expire_and_the_last_one_leaving_tombstones_the_g
     second.classic.sync(GROUP, leader.member_id, "", GENERATION + 1, "consumer", "range", {leader.member_id: b"orders-0,1"})
     assert [stored.generation for _, stored in classic_records_in_log(broker) if stored] == [1, GENERATION, GENERATION + 1]
     assert second.classic.leave(GROUP, [(leader.member_id, "")]) == [None]
-    assert classic_records_in_log(broker)[-1] == (GROUP, None)
+    # Kafka's emptied group: generation bumped, protocol type kept, no protocol, leader nor members; not a tombstone.
+    assert classic_records_in_log(broker)[-1] == (GROUP, StoredClassicGroup("consumer", GENERATION + 2, "", "", ()))
     assert second.groups.commit_offsets(GROUP, "", -1, [OffsetCommitEntry("orders", 0, 3, -1, "")]) == [None]
     tombstones = len(classic_records_in_log(broker))
     second.groups.delete_group(GROUP)  # DeleteGroups tombstones the classic record again, as Kafka's deletion does
