@@ -125,7 +125,7 @@ def describe_groups(broker: Broker, call: CallContext, group_ids: Sequence[str])
 def _classic_snapshot(broker: Broker, call: CallContext, snapshot: GroupSnapshot) -> GroupSnapshot:
     """The classic group's snapshot with its members' consumer-protocol subscriptions and assignments (one read of the group)."""
     classic = broker.group_coordinator.classic.describe(snapshot.group_id)
-    if classic is None:  # its last member left since the first read
+    if classic is None:  # deleted since the first read (DeleteGroups, expiry, a KIP-848 group taking its id)
         return replace(snapshot, state=ClassicState.EMPTY, members=(), target={})
     members = tuple(_classic_member(classic, member, call) for member in classic.members)
     return replace(

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient as KafkaAdminClient
 from confluent_kafka.admin import NewTopic
 from kafka import KafkaConsumer as PythonKafkaConsumer
 
-from tests.support.group_broker import GROUP_BROKER_CONFIGS, produce
+from tests.support.group_broker import GROUP_BROKER_CONFIGS, join_and_commit, produce
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_until
 from weir import ConsumerGroupState, ConsumerGroupType
@@ -160,3 +160,15 @@ def test_a_closed_classic_group_stays_empty_across_a_restart_rejoins_in_its_next
     kafka_admin.delete_consumer_groups([GROUP], request_timeout=CLIENT_SECONDS)[GROUP].result(timeout=CLIENT_SECONDS)
     assert kafka_admin.list_consumer_groups(request_timeout=CLIENT_SECONDS).result(timeout=CLIENT_SECONDS).valid == []
     assert json.loads(run_cli(broker.address, "groups", "list", "--output", "json")) == []
+
+
+def test_a_weir_sdk_consumer_takes_over_the_empty_classic_group_with_its_offsets(broker: BrokerProcess) -> None:
+    join_commit_and_close_with_librdkafka(broker)
+    # KIP-848 over gRPC: the Empty classic group makes way; orders-0 resumes from librdkafka's commit (1 of 2 records left there).
+    sdk_member = join_and_commit({"bootstrap.servers": broker.address}, TOPIC, GROUP, records=2)
+    try:
+        kafka_admin = KafkaAdminClient({"bootstrap.servers": broker.kafka_address})
+        listed = kafka_admin.list_consumer_groups(request_timeout=CLIENT_SECONDS).result(timeout=CLIENT_SECONDS)
+        assert [(item.group_id, item.type, item.is_simple_consumer_group) for item in listed.valid] == [(GROUP, KafkaConsumerGroupType.CONSUMER, False)]
+    finally:
+        sdk_member.close()

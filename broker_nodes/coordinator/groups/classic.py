@@ -12,7 +12,9 @@ then are removed) -> **CompletingRebalance** (the generation is bumped and the j
 waiting for the leader's SyncGroup, at most the rebalance timeout, after which members that
 did not sync are removed and the group rebalances again) -> **Stable**. A member joining,
 leaving, timing out or changing its protocols moves the group back to PreparingRebalance.
-**Dead** is only reported for a group that does not exist.
+A group whose last member leaves ends that generation and is Empty again, keeping its protocol
+type and generation (Kafka's ``initNextGeneration``), so its next rebalance continues the
+numbering. **Dead** is only reported for a group that does not exist.
 
 Member ids: a first JoinGroup of v4+ without a member id is answered MEMBER_ID_REQUIRED with a
 new id, which the member must join with within its session timeout (KIP-394). Static members

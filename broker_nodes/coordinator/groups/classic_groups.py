@@ -221,7 +221,8 @@ class ClassicGroups:
         entry = self._empty.get(id(partition))
         if entry is not None and entry[0] is partition:
             for group_id, empty in list(entry[1].items()):
-                if group_id not in self._groups:  # revived by a join meanwhile: listed above
+                current = self._groups.get(group_id)
+                if current is None or current.home is not partition:  # else a join revived it meanwhile: listed above
                     found.append(ClassicDescription(group_id, ClassicState.EMPTY, empty.stored.protocol_type, "", empty.stored.generation, ""))
         return found
 
