@@ -22,7 +22,7 @@ def test_garbage_is_collected_before_the_live_objects_are_frozen() -> None:
     try:
         frozen = freeze_startup_objects()
         assert collected() is None  # not frozen for ever as garbage
-        assert frozen == gc.get_freeze_count() > 0
+        assert frozen > 0  # (the count then falls as frozen objects are freed by reference counting)
         assert not any(obj is kept for obj in gc.get_objects())  # frozen objects are in no generation a pass walks
     finally:
         gc.unfreeze()
