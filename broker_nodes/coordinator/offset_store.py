@@ -33,8 +33,9 @@ transactional batches and markers of the log the same way.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -491,12 +492,13 @@ class OffsetStore(PartitionLeadership[OffsetsPartition]):
         self._check_group_id(group_id)
         return self.coordinating(group_id).unstable_partitions(group_id)
 
-    def expire(self, retention_ms: int) -> int:
+    def expire(self, retention_ms: int, classic_expire_from: Callable[[OffsetsPartition, str], int | None] | None = None) -> int:
         """Remove commits past ``retention_ms`` (offsets.retention.minutes) with tombstones; returns how many.
 
         Offsets of a group with members never expire; an empty group's count from when it
-        became empty (see ``OffsetsPartition.expired``). Only partitions this broker leads and
-        has loaded are expired; their followers learn of the tombstones through replication.
+        became empty (see ``OffsetsPartition.expired``; ``classic_expire_from`` tells it of the
+        classic groups). Only partitions this broker leads and has loaded are expired; their
+        followers learn of the tombstones through replication.
         """
         removed = 0
         for state in list(self._partitions.values()):
@@ -507,7 +509,8 @@ class OffsetStore(PartitionLeadership[OffsetsPartition]):
             with state.lock:
                 if not self._is_current(state):
                     continue
-                expired = state.expired(self._clock.milliseconds(), retention_ms)
+                classic = functools.partial(classic_expire_from, state) if classic_expire_from is not None else None
+                expired = state.expired(self._clock.milliseconds(), retention_ms, classic)
                 if not expired:
                     continue
                 now = self._clock.milliseconds()

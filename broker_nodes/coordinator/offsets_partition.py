@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from broker_nodes.coordinator.groups.classic_records import StoredClassicGroup
@@ -211,13 +211,14 @@ class OffsetsPartition:
 
     # ------------------------------------------------------------------ expiry
 
-    def expired(self, now_ms: int, retention_ms: int) -> list[CommitKey]:
+    def expired(self, now_ms: int, retention_ms: int, classic_expire_from: Callable[[str], int | None] | None = None) -> list[CommitKey]:
         """Commits past ``retention_ms`` and not pending (nor in an open transaction). The caller holds :attr:`lock` until :meth:`remove`.
 
         Offsets of a group with members never expire; those of an empty group count from the
         later of their commit and the moment the group became empty (offsets.retention.minutes
         after the last consumer left); those of a group without members' state (assign()-style
-        commits) from their commit.
+        commits) from their commit. ``classic_expire_from`` says the same of a classic group
+        (None: it has members; -1: there is none; else when it became Empty).
         """
         cutoff_ms = now_ms - retention_ms
         # A key an open transaction commits keeps its offset too: a tombstone written now would
@@ -229,11 +230,10 @@ class OffsetsPartition:
         for group, commits in self._commits.items():
             loaded = self.groups.get(group)
             empty_since = -1
-            if loaded is not None:
-                start = loaded.offsets_expire_from()
-                if start is None:
-                    continue
-                empty_since = start
+            start = loaded.offsets_expire_from() if loaded is not None else classic_expire_from(group) if classic_expire_from is not None else -1
+            if start is None:
+                continue
+            empty_since = start
             expired.extend(
                 (group, topic_partition)
                 for topic_partition, cached in commits.items()

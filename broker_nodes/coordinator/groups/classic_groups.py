@@ -61,10 +61,12 @@ ConsumerGroupDropper = Callable[[OffsetsPartition, str], None]
 
 @dataclass(frozen=True, slots=True)
 class _EmptyGroup:
-    """An Empty classic group as memory keeps it: its record (protocol type, generation), and whether the log holds it."""
+    """An Empty classic group as memory keeps it: its record (protocol type, generation), whether the log holds it, and
+    since when (ms) this coordinator knows it Empty (its offsets' retention counts from then)."""
 
     stored: classic_records.StoredClassicGroup
     written: bool
+    empty_since_ms: int
 
 
 class ClassicGroups:
@@ -190,6 +192,20 @@ class ClassicGroups:
         self._take_over_loaded(partition)
         entry = self._empty.get(id(partition))
         return list(entry[1]) if entry is not None and entry[0] is partition else []
+
+    def offsets_expire_from(self, partition: OffsetsPartition, group_id: str) -> int | None:
+        """For offset retention, called under ``partition``'s lock without the group's (reads only): None while a classic
+        group of that id has members (or is rebalancing), whose offsets never expire; the time (ms) an Empty one became
+        Empty, from which its offsets count (Kafka's KIP-211); -1 when there is no classic group of that id (each offset
+        counts from its commit)."""
+        group = self._groups.get(group_id)
+        if group is not None and group.home is partition:
+            return None
+        loaded = partition.classic_records.get(group_id)
+        if loaded is not None:
+            return None if loaded.members else self._clock.milliseconds()  # loaded, not taken over yet: Empty from now
+        empty = self._empty_entry(partition, group_id)
+        return empty.empty_since_ms if empty is not None else -1
 
     def forget(self, partition: OffsetsPartition, group_id: str) -> None:
         """Under the group's lock, once its record is tombstoned: the classic group of that id is gone (DeleteGroups,
@@ -318,7 +334,8 @@ class ClassicGroups:
             return None
         group = classic_records.restore(group_id, stored, partition, self._clock.milliseconds())
         if not stored.members:
-            self._keep_empty(partition, group_id, _EmptyGroup(stored, written=True))
+            # The record's own time is not kept: retention counts from the load (later, so offsets are never expired early).
+            self._keep_empty(partition, group_id, _EmptyGroup(stored, written=True, empty_since_ms=self._clock.milliseconds()))
             return group
         self._groups[group_id] = group
         logger.info("classic group %s loaded in generation %d with %d members", group_id, group.generation, len(group.members))
@@ -351,13 +368,19 @@ class ClassicGroups:
         if stored is None:
             self._drop_empty(home, group.group_id)
         else:
-            self._keep_empty(home, group.group_id, _EmptyGroup(stored, written=group.persisted == stored))
+            known = self._empty_entry(home, group.group_id)  # a call on an Empty group that changed nothing keeps its time
+            since = known.empty_since_ms if known is not None else self._clock.milliseconds()
+            self._keep_empty(home, group.group_id, _EmptyGroup(stored, written=group.persisted == stored, empty_since_ms=since))
 
     def _keep_empty(self, home: object, group_id: str, empty: _EmptyGroup) -> None:
         entry = self._empty.get(id(home))
         if entry is None or entry[0] is not home:
             entry = self._empty.setdefault(id(home), (home, {}))
         entry[1][group_id] = empty
+
+    def _empty_entry(self, home: object, group_id: str) -> _EmptyGroup | None:
+        entry = self._empty.get(id(home))
+        return entry[1].get(group_id) if entry is not None and entry[0] is home else None
 
     def _drop_empty(self, home: object, group_id: str) -> None:
         entry = self._empty.get(id(home))

@@ -345,7 +345,7 @@ class GroupCoordinator:
 
     def expire_offsets(self, retention_ms: int) -> int:
         """Expire committed offsets, then delete groups empty for ``retention_ms`` that have no offsets left; returns offsets expired."""
-        expired = self._offsets.expire(retention_ms)
+        expired = self._offsets.expire(retention_ms, self.classic.offsets_expire_from)
         now = self._clock.milliseconds()
         for partition in self._offsets.led_partitions():
             for group_id in partition.groups.group_ids():

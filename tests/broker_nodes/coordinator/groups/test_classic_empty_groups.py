@@ -164,3 +164,43 @@ def test_offset_delete_of_the_last_offset_deletes_the_empty_group_in_the_same_wr
     assert first.groups.list_groups() == []
     with pytest.raises(GroupIdNotFoundError):
         first.groups.delete_group(GROUP)  # nothing left to delete, as Kafka answers after OffsetDelete emptied the group
+
+
+def committed_offsets(coordinator: Coordinator) -> dict[tuple[str, int], int]:
+    return {(topic, partition): found.offset for topic, partition, found in coordinator.store.fetch(GROUP, None) if found is not None}
+
+
+def test_offsets_of_a_classic_group_with_members_never_expire(broker: Broker, coordinators) -> None:
+    """Kafka's KIP-211: a group with members keeps its offsets however old its last commit (a quiet topic's consumer
+    commits nothing new for days)."""
+    clock = broker.clock
+    assert isinstance(clock, ManualClock)
+    first = coordinators(1)
+    answer = first.join(client_id="a").wait(0)
+    assert isinstance(answer, JoinAnswer)
+    first.classic.sync(GROUP, answer.member_id, "", 1, "consumer", "range", {answer.member_id: b"orders-0"})
+    assert first.groups.commit_offsets(GROUP, answer.member_id, 1, [OffsetCommitEntry("orders", 0, 5, -1, "")]) == [None]
+    clock.advance(RETENTION_MS * 3)
+    assert first.groups.expire_offsets(RETENTION_MS) == 0
+    assert committed_offsets(first) == {("orders", 0): 5}
+    # The same for the group as a new coordinator loads it (Stable, with its member), before anything took it over.
+    assert coordinators(2).groups.expire_offsets(RETENTION_MS) == 0
+
+
+def test_offsets_of_an_emptied_classic_group_count_from_when_it_became_empty(broker: Broker, coordinators) -> None:
+    clock = broker.clock
+    assert isinstance(clock, ManualClock)
+    first = coordinators(1)
+    answer = first.join(client_id="a").wait(0)
+    assert isinstance(answer, JoinAnswer)
+    first.classic.sync(GROUP, answer.member_id, "", 1, "consumer", "range", {answer.member_id: b"orders-0"})
+    assert first.groups.commit_offsets(GROUP, answer.member_id, 1, [OffsetCommitEntry("orders", 0, 5, -1, "")]) == [None]
+    clock.advance(RETENTION_MS // 2)
+    assert first.classic.leave(GROUP, [(answer.member_id, "")]) == [None]  # Empty from here
+    clock.advance(RETENTION_MS // 2 + 1)  # the commit is past the retention, the emptiness not yet
+    assert first.groups.expire_offsets(RETENTION_MS) == 0
+    first.groups.describe(GROUP)  # a call on the Empty group that changes nothing does not restart its time
+    clock.advance(RETENTION_MS // 2)
+    assert first.groups.expire_offsets(RETENTION_MS) == 1
+    assert committed_offsets(first) == {}
+    assert first.groups.list_groups() == []  # and the group went with its last offset
