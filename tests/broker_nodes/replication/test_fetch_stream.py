@@ -42,6 +42,9 @@ class Clock:
 def test_the_deadline_expires_only_once_passed_and_armed() -> None:
     clock, expired = Clock(), []
     deadline = AnswerDeadline("test-deadline", monotonic=clock)
+    # Closed first, so that arm() starts no watching thread: a watcher scheduled late on a busy machine saw the manual
+    # clock already past the deadline and expired it before the test's own expire_due() could.
+    deadline.close()
     try:
         deadline.arm(5.0, lambda: expired.append("first"))
         clock.now += 4.9
