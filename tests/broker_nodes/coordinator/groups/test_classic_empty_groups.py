@@ -49,13 +49,19 @@ def coordinators(broker: Broker) -> Iterator[Callable[[int], Coordinator]]:
         coordinator.store.shutdown()
 
 
-def emptied_group(coordinator: Coordinator, *, commit: bool = True) -> JoinAnswer:
-    """One member joins (generation 1), syncs, maybe commits orders-0, and leaves: the group is Empty in generation 2."""
+def joined_group(coordinator: Coordinator, *, commit: bool = True) -> JoinAnswer:
+    """One member joins (generation 1), syncs and maybe commits orders-0 at offset 5: the group is Stable."""
     answer = coordinator.join(client_id="a").wait(0)
     assert isinstance(answer, JoinAnswer) and answer.generation == 1
     coordinator.classic.sync(GROUP, answer.member_id, "", 1, "consumer", "range", {answer.member_id: b"orders-0"})
     if commit:
         assert coordinator.groups.commit_offsets(GROUP, answer.member_id, 1, [OffsetCommitEntry("orders", 0, 5, -1, "")]) == [None]
+    return answer
+
+
+def emptied_group(coordinator: Coordinator, *, commit: bool = True) -> JoinAnswer:
+    """:func:`joined_group`, then its member leaves: the group is Empty in generation 2."""
+    answer = joined_group(coordinator, commit=commit)
     assert coordinator.classic.leave(GROUP, [(answer.member_id, "")]) == [None]
     return answer
 
@@ -176,10 +182,7 @@ def test_offsets_of_a_classic_group_with_members_never_expire(broker: Broker, co
     clock = broker.clock
     assert isinstance(clock, ManualClock)
     first = coordinators(1)
-    answer = first.join(client_id="a").wait(0)
-    assert isinstance(answer, JoinAnswer)
-    first.classic.sync(GROUP, answer.member_id, "", 1, "consumer", "range", {answer.member_id: b"orders-0"})
-    assert first.groups.commit_offsets(GROUP, answer.member_id, 1, [OffsetCommitEntry("orders", 0, 5, -1, "")]) == [None]
+    joined_group(first)
     clock.advance(RETENTION_MS * 3)
     assert first.groups.expire_offsets(RETENTION_MS) == 0
     assert committed_offsets(first) == {("orders", 0): 5}
@@ -191,10 +194,7 @@ def test_offsets_of_an_emptied_classic_group_count_from_when_it_became_empty(bro
     clock = broker.clock
     assert isinstance(clock, ManualClock)
     first = coordinators(1)
-    answer = first.join(client_id="a").wait(0)
-    assert isinstance(answer, JoinAnswer)
-    first.classic.sync(GROUP, answer.member_id, "", 1, "consumer", "range", {answer.member_id: b"orders-0"})
-    assert first.groups.commit_offsets(GROUP, answer.member_id, 1, [OffsetCommitEntry("orders", 0, 5, -1, "")]) == [None]
+    answer = joined_group(first)
     clock.advance(RETENTION_MS // 2)
     assert first.classic.leave(GROUP, [(answer.member_id, "")]) == [None]  # Empty from here
     clock.advance(RETENTION_MS // 2 + 1)  # the commit is past the retention, the emptiness not yet
