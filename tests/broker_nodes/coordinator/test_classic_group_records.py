@@ -79,19 +79,6 @@ class Coordinator:
         return self.classic.join(GROUP, request)
 
 
-@pytest.fixture
-def coordinators(broker):  # type: ignore[no-untyped-def]
-    made: list[Coordinator] = []
-
-    def make(epoch: int) -> Coordinator:
-        made.append(Coordinator(broker, epoch))
-        return made[-1]
-
-    yield make
-    for coordinator in made:
-        coordinator.store.shutdown()
-
-
 def stable_group_of_two(first: Coordinator) -> tuple[JoinAnswer, JoinAnswer]:
     """A member alone in generation 1, then a second one: both synced in generation 2 (GENERATION)."""
     alone = first.join(client_id="a").wait(0)

@@ -7,7 +7,7 @@ failover (the helpers of ``test_classic_group_records``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,19 +34,6 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     broker.topic_admin.create_topic("orders", 1, 1, {})
     yield broker
     broker.shutdown()
-
-
-@pytest.fixture
-def coordinators(broker: Broker) -> Iterator[Callable[[int], Coordinator]]:
-    made: list[Coordinator] = []
-
-    def make(epoch: int) -> Coordinator:
-        made.append(Coordinator(broker, epoch))
-        return made[-1]
-
-    yield make
-    for coordinator in made:
-        coordinator.store.shutdown()
 
 
 def joined_group(coordinator: Coordinator, *, commit: bool = True) -> JoinAnswer:
