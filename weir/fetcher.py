@@ -35,7 +35,6 @@ records from before it.
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections import deque
@@ -51,7 +50,7 @@ from weir.config import ClientConfig
 from weir.coordinator import GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
-from weir.records import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH
+from weir.records import iter_batch_positions
 from weir.statistics import ClientCounters
 
 logger = logging.getLogger(__name__)
@@ -59,30 +58,14 @@ logger = logging.getLogger(__name__)
 _LIST_OFFSETS_EARLIEST = -2
 _LIST_OFFSETS_LATEST = -1
 _IDLE_WAIT = 0.5
-# A RecordBatch header's baseOffset and batchLength, and its lastOffsetDelta (after the attributes): all that
-# the fetcher reads of a batch (weir.records has the whole layout).
-_BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + 2
 
 
 def next_fetch_offset(records: bytes, fetch_offset: int) -> int:
-    """The offset after the last complete batch of a Fetch answer's ``records`` (``fetch_offset`` when none is complete).
-
-    The walk of ``weir.records.iter_batch_positions`` (a trailing partial batch ends it), reading three
-    fields of each header instead of building a BatchHeader: the fetcher runs it on every answer, on
-    the thread that hands the records to the application, and the consumer decodes the headers later anyway.
-    """
-    end = len(records)
-    position = 0
+    """The offset after the last complete batch of a Fetch answer's ``records`` (``fetch_offset`` when none is complete;
+    a trailing partial batch is not counted, as ``weir.records.iter_batch_positions`` walks them)."""
     next_offset = fetch_offset
-    while end - position >= HEADER_SIZE:
-        base_offset, batch_length = _BASE_OFFSET_AND_LENGTH.unpack_from(records, position)
-        size = batch_length + LOG_OVERHEAD
-        if batch_length < MIN_BATCH_LENGTH or position + size > end:
-            break
-        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(records, position + _LAST_OFFSET_DELTA_OFFSET)[0] + 1
-        position += size
+    for _, header in iter_batch_positions(records):
+        next_offset = header.next_offset
     return next_offset
 
 
