@@ -172,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--e2e-rate", type=_positive_int, default=defaults.DEFAULT_E2E_RATE, help="records/s of the end-to-end producer (default 5000)")
     parser.add_argument("--e2e-seconds", type=float, help=f"duration of an end-to-end run (default {defaults.DEFAULT_E2E_SECONDS:g})")
+    parser.add_argument(
+        "--no-replicated-e2e",
+        dest="replicated_e2e",
+        action="store_false",
+        help="e2e: leave out the acks=all RF=3 row (three more brokers of its own; only when the benchmark starts Weir itself)",
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--nats-url", default="nats://127.0.0.1:4222")
     parser.add_argument("--topics", type=_positive_int, default=20, help="control-plane: topics created (and timed) per run (default 20)")
@@ -246,6 +252,7 @@ def settings_from(arguments: argparse.Namespace) -> BenchSettings:
         nats_url=arguments.nats_url,
         broker_profile_directory=arguments.profile_broker,
         broker_profile_rate=arguments.profile_broker_rate,
+        replicated_e2e=arguments.replicated_e2e,
     )
 
 

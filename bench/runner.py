@@ -79,9 +79,16 @@ def describe_sample(sample: ThroughputSample | LatencySample) -> str:
     return text
 
 
+def takes_part(system: BenchmarkedSystem, scenario: str) -> bool:
+    """Whether ``system`` is measured in ``scenario``: every scenario, unless it names its own (a ``scenarios`` attribute)."""
+    scenarios: tuple[str, ...] | None = getattr(system, "scenarios", None)
+    return scenarios is None or scenario in scenarios
+
+
 def run_scenario(scenario: str, systems: list[BenchmarkedSystem], settings: BenchSettings, console: Console) -> ScenarioResult:
-    """Every system, every record size, ``settings.runs`` runs each; progress goes to ``console``."""
+    """Every system that takes part, every record size, ``settings.runs`` runs each; progress goes to ``console``."""
     result = ScenarioResult(scenario)
+    systems = [system for system in systems if takes_part(system, scenario)]
     for record_size in settings.sizes:
         values = value_pool(record_size)
         records = settings.e2e_records() if scenario == "e2e" else settings.records_for(record_size)
@@ -151,9 +158,25 @@ def open_systems(settings: BenchSettings, console: Console) -> Iterator[Systems]
             "redis": lambda: RedisStreamsSystem(settings.redis_url),
             "nats": lambda: NatsJetStreamSystem(settings.nats_url),
         }
+        if settings.replicated_e2e and "e2e" in settings.scenarios and settings.bootstrap is None and bootstrap is not None:
+            _connect_replicated(systems, stack, console)
         for peer in settings.peers:
             _connect(systems, stack, peer_factories[peer])
         yield systems
+
+
+def _connect_replicated(systems: Systems, stack: contextlib.ExitStack, console: Console) -> None:
+    """Issue 19's acks=all RF=3 end-to-end row: three brokers of their own (``bench.replicated_brokers``)."""
+    from bench.replicated_brokers import ReplicatedBrokers
+    from bench.systems.replicated_weir import NAME, ReplicatedWeirSystem
+
+    console.print("[dim]starting three replicating Weir brokers for the acks=all RF=3 end-to-end row ...[/dim]")
+    try:
+        brokers = stack.enter_context(ReplicatedBrokers())
+    except BrokerStartError as error:
+        systems.unavailable.append(f"{NAME} unavailable: {error}")
+        return
+    _connect(systems, stack, lambda: ReplicatedWeirSystem(brokers))
 
 
 def _door_sampling(sampler: BrokerSampler | None, door: str) -> BrokerSampling:

@@ -33,6 +33,9 @@ class Targets:
     produce_records_per_second: int = 300_000
     consume_records_per_second: int = 600_000
     e2e_p99_ms: float = 10.0
+    # Issue 19 goal 1: at 5,000 records/s and linger.ms=0, with acks=1 and with acks=all on RF=3.
+    e2e_goal_p99_ms: float = 1.0
+    e2e_goal_p999_ms: float = 3.0
     kafka_produce_records_per_second: int = 821_557
     kafka_consume_records_per_second: int = 940_521
 
@@ -55,6 +58,8 @@ class BenchSettings:
     # --profile-broker: where py-spy's collapsed stacks of the started broker go (None: not profiled).
     broker_profile_directory: Path | None = None
     broker_profile_rate: int = DEFAULT_BROKER_PROFILE_RATE
+    # e2e beside the one started broker: acks=all on an RF=3 topic of three started brokers (issue 19 goal 1).
+    replicated_e2e: bool = True
 
     def records_for(self, record_size: int) -> int:
         """Records per produce or consume run for ``record_size``-byte records."""

@@ -76,3 +76,13 @@ def test_unreachable_peer_is_reported_in_one_line_not_a_crash(broker: BrokerProc
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "Redis Streams unavailable" in completed.stdout
     assert "Traceback" not in completed.stdout + completed.stderr
+
+
+def test_e2e_it_starts_itself_adds_the_acks_all_replicated_row() -> None:
+    completed = run_bench("e2e", "--e2e-seconds", "0.5", timeout=240)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    replicated = re.search(r"│ Weir, acks=all RF=3\s+│\s+100 B │\s+([\d,]+) │\s+([\d,]+) │", completed.stdout)
+    assert replicated is not None, completed.stdout
+    assert int(replicated.group(2).replace(",", "")) > 0
+    assert "replication factor 3, min.insync.replicas=2" in completed.stdout
+    assert "issue 19: p99 <= 1 ms and p99.9 <= 3 ms" in completed.stdout

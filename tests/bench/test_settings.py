@@ -34,3 +34,8 @@ def test_unknown_peer_is_refused() -> None:
 
 def test_profile_directory_is_a_path() -> None:
     assert parse("produce", "--profile", "/tmp/p").profile_directory == Path("/tmp/p")
+
+
+def test_replicated_e2e_row_is_on_unless_left_out() -> None:
+    assert parse("e2e").replicated_e2e is True
+    assert parse("e2e", "--no-replicated-e2e").replicated_e2e is False
