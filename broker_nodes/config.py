@@ -250,6 +250,15 @@ BROKER_SETTINGS: Mapping[str, ConfigKey] = MappingProxyType(
             ),
             ConfigKey("num.io.threads", "INT", "16", "Threads that handle requests (the gRPC thread pool).", minimum=1),
             ConfigKey(
+                "fetch.streams.max",
+                "INT",
+                "32",
+                "Consumers' FetchStream calls the broker serves at once. A stream holds a request thread for its life (the pool has "
+                "one thread more per stream, beside num.io.threads), and one stream serves one consumer's fetches from this broker; "
+                "beyond the limit a new stream is refused RESOURCE_EXHAUSTED and its client uses unary Fetch. 0: no fetch streams.",
+                minimum=0,
+            ),
+            ConfigKey(
                 "metering.enabled",
                 "BOOLEAN",
                 "true",

@@ -6,9 +6,11 @@ reset, and not already holding more prefetched data than ``queued.max.messages.k
 Answers are applied on the thread that completed the call (a :class:`weir.call_threads.CallThreads`
 thread, which starts no thread per call as gRPC's ``.future()`` does): the records go to the
 application from there, one thread wake-up sooner than through the fetcher thread, and the
-same thread sends the next Fetch (and then makes that call itself, being free), so a long poll
-is parked again at the broker without any thread hand-off; the fetcher thread is woken too,
-for offset resets and anything else it does.
+same thread sends the next Fetch, so a long poll is parked again at the broker without a wake-up
+of the fetcher thread, which is woken only for offset resets and anything else it does.
+Fetches go on one ``FetchStream`` per broker (:mod:`weir.fetch_streams`: a message on an open
+stream costs the broker less than a unary call and reaches its purgatory sooner); a broker that
+refuses the stream gets unary Fetch calls for a while, and the stream is tried again later.
 Record bytes are queued as :class:`FetchedChunk` objects, undecoded; the consumer decodes
 them in poll()/consume(), in the application's thread.
 
@@ -49,6 +51,7 @@ from weir.cluster import Cluster, error_from_rpc
 from weir.config import ClientConfig
 from weir.coordinator import GroupCoordinators
 from weir.errors import ErrorCode, KafkaError, KafkaException
+from weir.fetch_streams import FetchStreams
 from weir.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
 from weir.records import iter_batch_positions
 from weir.statistics import ClientCounters
@@ -183,7 +186,11 @@ class Fetcher:
         self._run_again = False
         # Held while deciding and sending fetches, by the fetcher thread or a call thread after an answer.
         self._send_lock = threading.Lock()
-        self._calls = CallThreads("weir-consumer-fetch")
+        self._calls = CallThreads("weir-consumer-fetch")  # unary Fetch calls to brokers that refuse a stream
+        self._streams = FetchStreams(cluster.stub, self._calls, cluster.call_metadata)
+        # Set on a thread while it decides and sends fetches: a fetch that fails at once (a closed
+        # client) completes on that thread, which must not send again from inside the send.
+        self._sending = threading.local()
         self._in_flight: set[str] = set()
         self._errors: deque[KafkaError] = deque()
         self._stopping = False
@@ -201,6 +208,8 @@ class Fetcher:
             self._stopping = True
             self._run_again_locked()
         self._thread.join(timeout=self._request_timeout)
+        # The brokers' stream threads come back now, not when the long polls in flight end.
+        self._streams.close()
         self._calls.close()
 
     def wake(self) -> None:
@@ -265,6 +274,7 @@ class Fetcher:
 
     def _run_once(self) -> float:
         now = time.monotonic()
+        self._streams.expire(now)  # a fetch answered later than its deadline fails DEADLINE_EXCEEDED, as a unary call
         wait = self._resolve_resets(now)
         return min(wait, self._send_fetches(now))
 
@@ -411,7 +421,11 @@ class Fetcher:
 
     def _send_fetches(self, now: float) -> float:
         with self._send_lock:
-            return self._send_fetches_locked(now)
+            self._sending.active = True
+            try:
+                return self._send_fetches_locked(now)
+            finally:
+                self._sending.active = False
 
     def _send_fetches_locked(self, now: float) -> float:
         by_leader: dict[str, list[PartitionState]] = {}
@@ -474,15 +488,9 @@ class Fetcher:
         self.counters.request_sent(address, request.ByteSize())
         self._log.debug("fetch", "FETCH", "%s: fetching %d partition(s)", address, len(sent))
         sent_at = time.monotonic()
-        # The callback is attached before the call starts, so that it always runs on the call
-        # thread: inline here it would take _send_lock, which this thread holds.
-        self._calls.call(
-            self._cluster.stub(address).Fetch,
-            request,
-            timeout=self._request_timeout + self._max_wait_ms / 1000.0,
-            metadata=self._cluster.call_metadata,
-            on_done=lambda done: self._arrived(address, sent, done, sent_at),
-        )
+        # The callback runs on the stream's reader thread (or a call thread), except for a fetch
+        # that fails at once, which _arrived handles without sending again (see _sending).
+        self._streams.send(address, request, self._request_timeout + self._max_wait_ms / 1000.0, lambda done: self._arrived(address, sent, done, sent_at))
 
     def _arrived(self, address: str, sent: list[tuple[PartitionState, int, int]], future: Future[Any], sent_at: float) -> None:
         # Runs on a call thread: queue the records for the application here (a hand-off to the
@@ -500,7 +508,7 @@ class Fetcher:
                     state.in_flight = False
             self._report_error(KafkaError(KafkaError._FAIL, f"consumer fetcher: {error!r}"))
         fetching_again = False
-        if not self._stopping:
+        if not self._stopping and not getattr(self._sending, "active", False):
             try:
                 self._send_fetches(time.monotonic())
                 fetching_again = address in self._in_flight
@@ -517,6 +525,11 @@ class Fetcher:
         try:
             response = future.result()
         except grpc.RpcError as rpc_error:
+            if self._stopping:  # the consumer is closing and ended its streams: nothing to report
+                with self.lock:
+                    for state, _, _ in sent:
+                        state.in_flight = False
+                return
             error = error_from_rpc(rpc_error, f"Fetch from {address}")
             self.counters.request_failed(address)
             self._cluster.note_failure(address, error)

@@ -7,8 +7,8 @@ client sees of the broker). Produce, Fetch and ReplicaFetch also count their rec
 the Kafka error code of every partition answered with one, and the time their responses
 were held back for a tenant over its quota (``throttle_time_ms`` of the response). The
 fetches a follower sends on ``ReplicaFetchStream`` count as ReplicaFetch calls, and the requests
-a producer sends on ``ProduceStream`` as Produce calls, one per answer (the time from the
-request's arrival to its answer).
+a producer sends on ``ProduceStream`` as Produce calls, and a consumer's on ``FetchStream`` as
+Fetch calls, one per answer (the time from the request's arrival to its answer).
 
 The interceptor reads requests and responses only; it never changes a call. Record bytes are
 counted from what the servicers noted (:mod:`broker_nodes.metrics.record_bytes`) where they did:
@@ -37,7 +37,11 @@ PRODUCE = "/weir.v1.Broker/Produce"
 FETCH = "/weir.v1.Broker/Fetch"
 REPLICA_FETCH = "/weir.v1.Replication/ReplicaFetch"
 # Streams of requests answered one by one: each request counts as a call of the unary method named.
-MEASURED_STREAMS = {"/weir.v1.Replication/ReplicaFetchStream": REPLICA_FETCH, "/weir.v1.Broker/ProduceStream": PRODUCE}
+MEASURED_STREAMS = {
+    "/weir.v1.Replication/ReplicaFetchStream": REPLICA_FETCH,
+    "/weir.v1.Broker/ProduceStream": PRODUCE,
+    "/weir.v1.Broker/FetchStream": FETCH,
+}
 
 
 class RequestMetrics:

@@ -15,6 +15,7 @@ from broker_nodes.partition_waitlist import WakeSignal, wait_blocking
 from broker_nodes.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from broker_nodes.replication import stage_trace
 from broker_nodes.requests import throttle
+from broker_nodes.requests.departure import Departure
 from broker_nodes.requests.outcomes import NO_ERROR, LeaderHint, allowed_topics, leader_hint, plain_error, qualified_names
 from broker_nodes.security.access import CallContext
 from broker_nodes.security.authorizer import Operation
@@ -56,15 +57,33 @@ def fetch_limit(broker: Broker, requested_max_bytes: int) -> int:
     return min(requested_max_bytes or broker_limit, broker_limit)
 
 
-def fetch(broker: Broker, call: CallContext, partitions: Sequence[FetchPartitionRequest], *, max_wait_ms: int, min_bytes: int, max_bytes: int) -> FetchResult:
+class FetchAbandonedError(Exception):
+    """The client went away while its fetch waited: nobody to answer, and nothing was metered or charged."""
+
+
+def fetch(
+    broker: Broker,
+    call: CallContext,
+    partitions: Sequence[FetchPartitionRequest],
+    *,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    departure: Departure | None = None,
+) -> FetchResult:
     """Read every partition (``topic`` as the caller names it); one outcome per partition, in order.
 
     Precondition: no (topic, partition) occurs twice, the numbers are not negative. Blocks this
     thread up to ``max_wait_ms`` until ``min_bytes`` are available (never when a partition is
     denied); :func:`start_fetch` is the same fetch for a caller that waits without a thread.
+    With ``departure`` (a stream's fetches), the wait ends as soon as the client leaves, with
+    :class:`FetchAbandonedError`.
     """
     pending = start_fetch(broker, call, partitions, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, holds_thread=True)
-    wait_blocking(pending)
+    if departure is None:
+        wait_blocking(pending)
+    elif not departure.wait(pending):
+        raise FetchAbandonedError("the client went away while its fetch waited")
     return pending.result()
 
 

@@ -19,8 +19,8 @@ Two gRPC server interceptors, installed by ``server.app``:
   room in time is answered RESOURCE_EXHAUSTED with the Kafka error code
   THROTTLING_QUOTA_EXCEEDED in the trailing metadata (``weir.cluster.ERROR_CODE_TRAILER``),
   which the SDK retries, unlike a message over the size limit (MESSAGE_TOO_LARGE). The
-  requests on a ``ProduceStream`` take their size from the budget one by one, each until its
-  answer: a request that finds no room ends the stream the same way.
+  requests on a ``ProduceStream`` or a ``FetchStream`` take their size from the budget one by one,
+  each until its answer: a request that finds no room ends the stream the same way.
 
 gRPC's peer address is not available to interceptors, so the interceptor authenticates with
 no peer and the servicer fills in the client's address (``CallContext.client_host``, which
@@ -58,7 +58,7 @@ INTERNAL_METHOD_PREFIXES = (
 # The one Admin method a tenant token may call (the web process reading its tenant's partitions).
 DESCRIBE_STATE_METHOD = f"{INTERNAL_METHOD_PREFIXES[0]}DescribeState"
 # Broker streams of requests answered one by one: each request is admitted like a unary call's.
-BUDGETED_STREAMS = frozenset({f"{BROKER_METHOD_PREFIX}ProduceStream"})
+BUDGETED_STREAMS = frozenset({f"{BROKER_METHOD_PREFIX}ProduceStream", f"{BROKER_METHOD_PREFIX}FetchStream"})
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("weir_broker_call", default=None)
 

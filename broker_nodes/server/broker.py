@@ -597,13 +597,19 @@ def max_replication_waiters(config: BrokerConfig) -> int:
     return REPLICATION_WAITERS_PER_IO_THREAD * config.integer("num.io.threads")
 
 
-def request_thread_count(config: BrokerConfig) -> int:
-    """Threads of the gRPC pool: ``num.io.threads`` for requests plus one per parkable fetch and
-    one per acks=all waiter.
+def max_fetch_streams(config: BrokerConfig) -> int:
+    """How many consumers' ``FetchStream`` calls may be open at once (``fetch.streams.max``); each holds a thread for its life."""
+    return config.integer("fetch.streams.max")
 
-    A parked fetch and an acks=all wait each hold a thread while they wait; sizing the pool above
-    both limits keeps ``num.io.threads`` threads free for every other call, the followers'
-    ``ReplicaFetch`` answers that acks=all waits for among them (without them the waiters could
-    take every thread and starve the fetches they wait on).
+
+def request_thread_count(config: BrokerConfig) -> int:
+    """Threads of the gRPC pool: ``num.io.threads`` for requests plus one per parkable fetch, one
+    per acks=all waiter and one per consumer fetch stream.
+
+    A parked fetch and an acks=all wait each hold a thread while they wait, and a fetch stream
+    holds one while it is open; sizing the pool above all three limits keeps ``num.io.threads``
+    threads free for every other call, the followers' ``ReplicaFetch`` answers that acks=all waits
+    for among them (without them the waiters could take every thread and starve the fetches they
+    wait on).
     """
-    return config.integer("num.io.threads") + max_parked_fetches(config) + max_replication_waiters(config)
+    return config.integer("num.io.threads") + max_parked_fetches(config) + max_replication_waiters(config) + max_fetch_streams(config)

@@ -50,16 +50,19 @@ from broker_nodes.requests import transaction_admin as transaction_admin_request
 from broker_nodes.requests import transactions as transaction_requests
 from broker_nodes.requests.coordinator_lookup import CoordinatorOutcome
 from broker_nodes.requests.delete_records import DeleteRecordsPartition
+from broker_nodes.requests.departure import Departure
+from broker_nodes.requests.fetch import FetchAbandonedError
 from broker_nodes.requests.list_offsets import ListOffsetsPartition
 from broker_nodes.requests.produce import ProducePartition
 from broker_nodes.security.access import CallContext, client_host_of
 from broker_nodes.security.authenticator import AuthenticationError, CredentialsUnavailableError
 from broker_nodes.server import request_parsing
 from broker_nodes.server.admission import current_call
-from broker_nodes.server.broker import Broker
+from broker_nodes.server.broker import Broker, max_fetch_streams
 from broker_nodes.server.errors import BrokerNotReadyError, InvalidRequestError, grpc_status
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc, controller_pb2
 from log_formats import consumer_fetch_trace
+from weir.fetch_streams import FETCH_STREAM_REFUSED_TRAILER
 from weir.produce_streams import STREAM_REFUSED_TRAILER
 
 logger = logging.getLogger(__name__)
@@ -136,6 +139,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         # do, and requests waiting for room in the request budget at most half (server.app), so that a
         # quarter stays free for every other call even under a flood (a refused client uses Produce).
         self._produce_streams = threading.BoundedSemaphore(max(1, config.integer("num.io.threads") // 4))
+        # A FetchStream holds a thread too, one the pool has beside num.io.threads (server.broker.request_thread_count).
+        # fetch.streams.max 0: every stream is refused.
+        self._fetch_streams = threading.BoundedSemaphore(max_fetch_streams(config))
 
     def _caller(self, context: grpc.ServicerContext) -> CallContext:
         """Who makes this call: the context the interceptor authenticated, with the client's address
@@ -323,24 +329,55 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         order sent, and each costs the broker no hand-off between gRPC's threads as a unary call
         does (``python -m bench.rpc_floor``). The caller is authenticated once, for the stream.
         """
-        if not self._produce_streams.acquire(blocking=False):
-            context.set_trailing_metadata(((STREAM_REFUSED_TRAILER, "1"),))
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the broker serves as many produce streams as it can: use Produce")
+        return self._serve_stream(requests, context, self._produce_streams, STREAM_REFUSED_TRAILER, "Produce", self._produce)
+
+    def FetchStream(self, requests: Iterator[broker_pb2.FetchRequest], context: grpc.ServicerContext) -> Iterator[broker_pb2.FetchResponse]:
+        """A consumer's fetches on one stream, each answered in order as Fetch answers it (see broker.proto).
+
+        Why: a unary Fetch costs the broker a hand-off between gRPC's threads and a call set-up
+        that a message on an open stream does not (as ProduceStream). A fetch waiting in the
+        purgatory when the client cancels the stream is given up at once (``requests.departure``),
+        so the stream's thread and slot come back without waiting for the fetch's max_wait_ms.
+        """
+        departure = Departure()
+        context.add_callback(departure.leave)
+        return self._serve_stream(
+            requests, context, self._fetch_streams, FETCH_STREAM_REFUSED_TRAILER, "Fetch", lambda request, call: self._fetch(request, call, departure)
+        )
+
+    def _serve_stream(
+        self,
+        requests: Iterator[Request],
+        context: grpc.ServicerContext,
+        slots: threading.BoundedSemaphore,
+        refused_trailer: str,
+        unary_method: str,
+        answer: Callable[[Request, CallContext], Response],
+    ) -> Iterator[Response]:
+        """A stream of ``unary_method`` requests, each answered in turn by ``answer`` on this one thread, while a slot is free.
+
+        Without a free slot the stream is refused RESOURCE_EXHAUSTED with ``refused_trailer`` (the
+        SDK then uses the unary method). A request refused as a whole ends the stream with the
+        status the unary call would have had; a client that cancels ends it quietly.
+        """
+        if not slots.acquire(blocking=False):
+            context.set_trailing_metadata(((refused_trailer, "1"),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the broker serves as many {unary_method} streams as it can: use {unary_method}")
         try:
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
             call = self._caller(context)
             for request in self.broker.streams.requests(requests, context):
-                yield self._produce(request, call)
-        except grpc.RpcError:
-            return  # the client cancelled the stream (gRPC raises it from the request iterator)
+                yield answer(request, call)
+        except (grpc.RpcError, FetchAbandonedError):
+            return  # the client cancelled the stream (gRPC raises it from the request iterator) or left while a fetch waited
         except _EXPECTED_ERRORS as error:
             context.abort(grpc_status(error), str(error))
         except Exception as error:
-            logger.exception("ProduceStream failed unexpectedly")
+            logger.exception("%sStream failed unexpectedly", unary_method)
             context.abort(grpc_status(error), f"unexpected server error: {type(error).__name__}: {error}")
         finally:
-            self._produce_streams.release()
+            slots.release()
 
     def _produce(self, request: broker_pb2.ProduceRequest, call: CallContext) -> broker_pb2.ProduceResponse:
         partitions = [ProducePartition(topic, partition, records) for topic, partition, records in request_parsing.produce_entries(request)]
@@ -371,8 +408,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
     @_handler
     def Fetch(self, request: broker_pb2.FetchRequest, call: CallContext) -> broker_pb2.FetchResponse:
+        return self._fetch(request, call)
+
+    def _fetch(self, request: broker_pb2.FetchRequest, call: CallContext, departure: Departure | None = None) -> broker_pb2.FetchResponse:
+        """One Fetch, unary or on a stream (``departure``: the stream's client leaving ends its wait, FetchAbandonedError)."""
         partitions = request_parsing.fetch_partitions(request, self._partition_max_bytes)
-        result = fetch_requests.fetch(self.broker, call, partitions, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=request.max_bytes)
+        result = fetch_requests.fetch(
+            self.broker, call, partitions, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes, max_bytes=request.max_bytes, departure=departure
+        )
         self._throttle(result.throttle_ms)
         # Built in place: messages handed to a constructor are merged by serializing and parsing each
         # again (protobuf's upb), which copied every answer's records twice more (one-record answer,

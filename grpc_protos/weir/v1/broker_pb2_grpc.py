@@ -79,6 +79,11 @@ class BrokerStub:
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
                 response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/weir.v1.Broker/FetchStream',
+                request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+                response_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/weir.v1.Broker/ListOffsets',
                 request_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -265,6 +270,17 @@ class BrokerServicer:
 
     def Fetch(self, request, context):
         """Long poll: waits up to max_wait_ms for min_bytes, returns as soon as they are there.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request_iterator, context):
+        """A consumer's fetches on one stream: one answer per request, in the order sent, each as Fetch
+        would answer it (long poll included); a client sends its next request after the answer. A
+        request refused as a whole (a malformed one) ends the stream with the status Fetch would have
+        answered. A broker serving as many fetch streams as it can (fetch.streams.max) refuses a new
+        one with RESOURCE_EXHAUSTED and the trailer weir-fetch-stream-refused: the client then uses Fetch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -503,6 +519,11 @@ def add_BrokerServicer_to_server(servicer, server):
             ),
             'Fetch': grpc.unary_unary_rpc_method_handler(
                     servicer.Fetch,
+                    request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.FromString,
+                    response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
                     request_deserializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.FromString,
                     response_serializer=grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
             ),
@@ -873,6 +894,33 @@ class Broker:
             request,
             target,
             '/weir.v1.Broker/Fetch',
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+            grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Broker/FetchStream',
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
             grpc__protos_dot_weir_dot_v1_dot_broker__pb2.FetchResponse.FromString,
             options,
