@@ -913,122 +913,333 @@ encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* ------------------------------------------------------------------ producer: delivery reports */
 
-/* How far ahead serve_deliveries asks the CPU for the delivery records it reads next: a batch's
- * records were allocated among those of every other partition produced to meanwhile, so with random
- * partitions each one is a cache miss (its tuple, then its index, timestamp and produce time objects),
- * which waiting for one at a time made most of the cost of a report. */
-#define PREFETCH_TUPLES 16
-#define PREFETCH_FIELDS 8
+/* A batch's delivery records (weir.producer_accumulator.Delivery) in one array instead of one tuple
+ * (with its index, timestamp and produce-time objects) per record. With random partitions a batch's
+ * tuples were allocated among every other partition's and freed, report by report, into pools that
+ * the next records then filled at random, so writing, reading and freeing each one missed the cache;
+ * here a batch's records sit next to each other, are written and read in order, and no object is
+ * allocated per record until its Message is built. The StickyAppender writes them directly; Python
+ * appends the same 7-tuples it would append to a list; indexing gives them back (None once served),
+ * so the log reads as the list of weir.producer's pure-Python path. */
+typedef struct {
+    PyObject *callback, *key, *value, *headers; /* strong references (key, value and headers may be None) */
+    long long index, timestamp;
+    double produced_at;
+} DeliveryEntry;
 
-static inline void
-prefetch_deliveries(PyObject *deliveries, Py_ssize_t index)
+typedef struct {
+    PyObject_HEAD
+    DeliveryEntry *entries;
+    Py_ssize_t count, capacity;
+    Py_ssize_t served; /* entries before it were reported (their references dropped) */
+} DeliveryLog;
+
+static PyTypeObject DeliveryLogType;
+
+#define DELIVERY_LOG_FIRST_CAPACITY 16
+
+/* Room for one more entry (doubling); -1 with MemoryError, nothing changed. */
+static int
+delivery_log_reserve(DeliveryLog *self)
 {
-    Py_ssize_t count = PyList_GET_SIZE(deliveries);
-    if (index + PREFETCH_TUPLES < count) {
-        const char *tuple = (const char *)PyList_GET_ITEM(deliveries, index + PREFETCH_TUPLES);
-        __builtin_prefetch(tuple);
-        __builtin_prefetch(tuple + 64);
+    if (self->count < self->capacity) {
+        return 0;
     }
-    if (index + PREFETCH_FIELDS < count) {
-        PyObject *ahead = PyList_GET_ITEM(deliveries, index + PREFETCH_FIELDS);
-        if (PyTuple_CheckExact(ahead) && PyTuple_GET_SIZE(ahead) == 7) {
-            __builtin_prefetch(PyTuple_GET_ITEM(ahead, 1));
-            __builtin_prefetch(PyTuple_GET_ITEM(ahead, 5));
-            __builtin_prefetch(PyTuple_GET_ITEM(ahead, 6));
+    Py_ssize_t capacity = self->capacity == 0 ? DELIVERY_LOG_FIRST_CAPACITY : self->capacity * 2;
+    if (capacity > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(DeliveryEntry)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    DeliveryEntry *entries = PyMem_Realloc(self->entries, capacity * sizeof(DeliveryEntry));
+    if (entries == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->entries = entries;
+    self->capacity = capacity;
+    return 0;
+}
+
+/* Appends an entry (room reserved); takes new references to the objects. */
+static inline void
+delivery_log_push(DeliveryLog *self, PyObject *callback, long long index, PyObject *key, PyObject *value, PyObject *headers, long long timestamp,
+                  double produced_at)
+{
+    DeliveryEntry *entry = &self->entries[self->count++];
+    entry->callback = Py_NewRef(callback);
+    entry->key = Py_NewRef(key);
+    entry->value = Py_NewRef(value);
+    entry->headers = Py_NewRef(headers);
+    entry->index = index;
+    entry->timestamp = timestamp;
+    entry->produced_at = produced_at;
+    if (self->count < self->capacity) {
+        /* The partition's next record comes after records of other partitions: its entry's line
+         * is asked for now, while this one's is in the cache. */
+        __builtin_prefetch(&self->entries[self->count], 1);
+        __builtin_prefetch((const char *)&self->entries[self->count + 1] - 1, 1);
+    }
+}
+
+static void
+delivery_entry_release(DeliveryEntry *entry)
+{
+    Py_CLEAR(entry->callback);
+    Py_CLEAR(entry->key);
+    Py_CLEAR(entry->value);
+    Py_CLEAR(entry->headers);
+}
+
+static PyObject *
+delivery_log_append(DeliveryLog *self, PyObject *delivery)
+{
+    if (!PyTuple_CheckExact(delivery) || PyTuple_GET_SIZE(delivery) != 7) {
+        PyErr_SetString(PyExc_TypeError, "DeliveryLog.append() takes a delivery record, a 7-tuple (callback, index, key, value, headers, timestamp, produced_at)");
+        return NULL;
+    }
+    long long index = PyLong_AsLongLong(PyTuple_GET_ITEM(delivery, 1));
+    long long timestamp = index == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyTuple_GET_ITEM(delivery, 5));
+    double produced_at = PyErr_Occurred() ? -1.0 : PyFloat_AsDouble(PyTuple_GET_ITEM(delivery, 6));
+    if (PyErr_Occurred() || delivery_log_reserve(self) < 0) {
+        return NULL;
+    }
+    delivery_log_push(self, PyTuple_GET_ITEM(delivery, 0), index, PyTuple_GET_ITEM(delivery, 2), PyTuple_GET_ITEM(delivery, 3), PyTuple_GET_ITEM(delivery, 4),
+                      timestamp, produced_at);
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t
+delivery_log_length(DeliveryLog *self)
+{
+    return self->count;
+}
+
+/* log[i]: the 7-tuple appended, or None once its report was served (as the list's entry). */
+static PyObject *
+delivery_log_item(DeliveryLog *self, Py_ssize_t position)
+{
+    if (position < 0 || position >= self->count) {
+        PyErr_SetString(PyExc_IndexError, "DeliveryLog index out of range");
+        return NULL;
+    }
+    if (position < self->served) {
+        Py_RETURN_NONE;
+    }
+    DeliveryEntry *entry = &self->entries[position];
+    return Py_BuildValue("(OLOOOLd)", entry->callback, entry->index, entry->key, entry->value, entry->headers, entry->timestamp, entry->produced_at);
+}
+
+static int
+delivery_log_traverse(DeliveryLog *self, visitproc visit, void *arg)
+{
+    for (Py_ssize_t position = self->served; position < self->count; position++) {
+        DeliveryEntry *entry = &self->entries[position];
+        Py_VISIT(entry->callback);
+        Py_VISIT(entry->headers);
+    }
+    return 0;
+}
+
+static int
+delivery_log_clear(DeliveryLog *self)
+{
+    for (Py_ssize_t position = self->served; position < self->count; position++) {
+        delivery_entry_release(&self->entries[position]);
+    }
+    self->served = self->count;
+    return 0;
+}
+
+static void
+delivery_log_dealloc(DeliveryLog *self)
+{
+    PyObject_GC_UnTrack(self);
+    delivery_log_clear(self);
+    PyMem_Free(self->entries);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef delivery_log_methods[] = {
+    {"append", (PyCFunction)delivery_log_append, METH_O, "append((callback, index, key, value, headers, timestamp, produced_at)): one record's delivery."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods delivery_log_sequence = {
+    .sq_length = (lenfunc)delivery_log_length,
+    .sq_item = (ssizeargfunc)delivery_log_item,
+};
+
+static PyTypeObject DeliveryLogType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "weir._records_native.DeliveryLog",
+    .tp_basicsize = sizeof(DeliveryLog),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "DeliveryLog(): one batch's delivery records, in order (see weir.producer_accumulator.Delivery).",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)delivery_log_dealloc,
+    .tp_traverse = (traverseproc)delivery_log_traverse,
+    .tp_clear = (inquiry)delivery_log_clear,
+    .tp_methods = delivery_log_methods,
+    .tp_as_sequence = &delivery_log_sequence,
+};
+
+/* The fields every delivery report of one batch shares (serve_deliveries' arguments). */
+typedef struct {
+    PyObject *topic, *partition, *error, *log_append_time, *timestamp_type;
+    long long base_offset, log_append;
+    double now;
+} ReportFields;
+
+/* Builds one record's Message and calls its callback with (error, Message); -1 when that fails or
+ * the callback raises. ``timestamp`` is a new reference (or NULL, failing), taken over. */
+static int
+deliver_one(const ReportFields *report, PyObject *callback, long long index, PyObject *key, PyObject *value, PyObject *headers, PyObject *timestamp,
+            double produced_at)
+{
+    PyObject *offset_object;
+    if (report->error != Py_None) {
+        offset_object = PyLong_FromLong(-1001); /* OFFSET_INVALID */
+    }
+    else if (report->base_offset < 0) {
+        offset_object = PyLong_FromLong(-1);
+    }
+    else {
+        offset_object = PyLong_FromLongLong(report->base_offset + index);
+    }
+    PyObject *latency = PyFloat_FromDouble(report->now - produced_at);
+    PyObject *header_tuple = headers == Py_None ? PyTuple_New(0) : PySequence_Tuple(headers);
+    if (report->log_append >= 0) {
+        Py_XSETREF(timestamp, Py_NewRef(report->log_append_time));
+    }
+    if (offset_object == NULL || latency == NULL || header_tuple == NULL || timestamp == NULL) {
+        Py_XDECREF(offset_object);
+        Py_XDECREF(latency);
+        Py_XDECREF(header_tuple);
+        Py_XDECREF(timestamp);
+        return -1;
+    }
+    PyObject *const values[M_SLOTS] = {
+        [M_TOPIC] = Py_NewRef(report->topic),
+        [M_PARTITION] = Py_NewRef(report->partition),
+        [M_OFFSET] = offset_object,
+        [M_TIMESTAMP] = timestamp,
+        [M_KEY] = Py_NewRef(key),
+        [M_VALUE] = Py_NewRef(value),
+        [M_HEADERS] = header_tuple,
+        [M_TIMESTAMP_TYPE] = Py_NewRef(report->timestamp_type),
+        [M_ERROR] = Py_NewRef(report->error),
+        [M_LATENCY] = latency,
+        [M_LEADER_EPOCH] = Py_NewRef(Py_None),
+    };
+    PyObject *message = new_message(values);
+    if (message == NULL) {
+        for (int slot = 0; slot < M_SLOTS; slot++) {
+            Py_DECREF(values[slot]);
+        }
+        return -1;
+    }
+    PyObject *call_args[2] = {report->error, message};
+    PyObject *result = PyObject_Vectorcall(callback, call_args, 2, NULL);
+    Py_DECREF(message);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+/* The reports of a DeliveryLog from its first unserved entry; each entry is released as its callback
+ * returns (the report is served once). The entry is read again after each callback: nothing is held
+ * across one. */
+static int
+serve_log(DeliveryLog *log, const ReportFields *report)
+{
+    while (log->served < log->count) {
+        DeliveryEntry *entry = &log->entries[log->served];
+        PyObject *callback = Py_NewRef(entry->callback), *key = Py_NewRef(entry->key), *value = Py_NewRef(entry->value), *headers = Py_NewRef(entry->headers);
+        int failed = deliver_one(report, callback, entry->index, key, value, headers, PyLong_FromLongLong(entry->timestamp), entry->produced_at);
+        Py_DECREF(callback);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        Py_DECREF(headers);
+        if (failed) {
+            return -1;
+        }
+        if (log->served < log->count) {
+            delivery_entry_release(&log->entries[log->served]);
+            log->served++;
         }
     }
+    return 0;
+}
+
+/* The reports of a list of 7-tuples (a record failed before it entered a batch, or the tests'); the
+ * entry of each record whose callback returned becomes None. */
+static int
+serve_list(PyObject *deliveries, const ReportFields *report)
+{
+    for (Py_ssize_t index = 0; index < PyList_GET_SIZE(deliveries); index++) {
+        PyObject *delivery = Py_NewRef(PyList_GET_ITEM(deliveries, index));
+        if (delivery == Py_None) {
+            Py_DECREF(delivery);
+            continue;
+        }
+        if (!PyTuple_CheckExact(delivery) || PyTuple_GET_SIZE(delivery) != 7) {
+            Py_DECREF(delivery);
+            PyErr_SetString(PyExc_TypeError, "a delivery record is a 7-tuple");
+            return -1;
+        }
+        long long record_index = PyLong_AsLongLong(PyTuple_GET_ITEM(delivery, 1));
+        double produced_at = record_index == -1 && PyErr_Occurred() ? -1.0 : PyFloat_AsDouble(PyTuple_GET_ITEM(delivery, 6));
+        if (PyErr_Occurred()) {
+            Py_DECREF(delivery);
+            return -1;
+        }
+        int failed = deliver_one(report, PyTuple_GET_ITEM(delivery, 0), record_index, PyTuple_GET_ITEM(delivery, 2), PyTuple_GET_ITEM(delivery, 3),
+                                 PyTuple_GET_ITEM(delivery, 4), Py_NewRef(PyTuple_GET_ITEM(delivery, 5)), produced_at);
+        if (failed) {
+            Py_DECREF(delivery);
+            return -1;
+        }
+        if (index < PyList_GET_SIZE(deliveries) && PyList_GET_ITEM(deliveries, index) == delivery) {
+            PyList_SET_ITEM(deliveries, index, Py_NewRef(Py_None));
+            Py_DECREF(delivery);
+        }
+        Py_DECREF(delivery);
+    }
+    return 0;
 }
 
 /* serve_deliveries(deliveries, topic, partition, error, base_offset, log_append_time, timestamp_type,
  * only_errors, now): calls each delivery record's callback with (error, Message), as
- * weir.producer.Producer._serve_python does; stops at the first callback that raises. The list's
- * entry of each record whose callback returned becomes None (the report is served once). */
+ * weir.producer.Producer._serve_python does; stops at the first callback that raises. ``deliveries``
+ * is a DeliveryLog or a list of delivery records; a record whose callback returned is not served again. */
 static PyObject *
 serve_deliveries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "serve_deliveries(deliveries: list, topic, partition, error, base_offset, log_append_time, timestamp_type, only_errors, now)");
+    if (nargs != 9 || !(PyList_CheckExact(args[0]) || Py_IS_TYPE(args[0], &DeliveryLogType))) {
+        PyErr_SetString(PyExc_TypeError, "serve_deliveries(deliveries: DeliveryLog | list, topic, partition, error, base_offset, log_append_time, timestamp_type, only_errors, now)");
         return NULL;
     }
     if (MessageType == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "weir._records_native.init_message() was not called");
         return NULL;
     }
-    PyObject *deliveries = args[0], *topic = args[1], *partition = args[2], *error = args[3], *log_append_time = args[5], *timestamp_type = args[6];
-    long long base_offset = PyLong_AsLongLong(args[4]);
-    long long log_append = PyLong_AsLongLong(log_append_time);
+    ReportFields report = {
+        .topic = args[1], .partition = args[2], .error = args[3], .log_append_time = args[5], .timestamp_type = args[6],
+    };
+    report.base_offset = PyLong_AsLongLong(args[4]);
+    report.log_append = PyLong_AsLongLong(report.log_append_time);
     int only_errors = PyObject_IsTrue(args[7]);
-    double now = PyFloat_AsDouble(args[8]);
+    report.now = PyFloat_AsDouble(args[8]);
     if (PyErr_Occurred() || only_errors < 0) {
         return NULL;
     }
-    if (error == Py_None && only_errors) {
+    if (report.error == Py_None && only_errors) {
         Py_RETURN_NONE; /* delivery.report.only.error: nothing to report */
     }
-    for (Py_ssize_t index = 0; index < PyList_GET_SIZE(deliveries); index++) {
-        prefetch_deliveries(deliveries, index);
-        PyObject *delivery = Py_NewRef(PyList_GET_ITEM(deliveries, index));
-        if (!PyTuple_CheckExact(delivery) || PyTuple_GET_SIZE(delivery) != 7) {
-            Py_DECREF(delivery);
-            PyErr_SetString(PyExc_TypeError, "a delivery record is a 7-tuple");
-            return NULL;
-        }
-        PyObject *callback = PyTuple_GET_ITEM(delivery, 0), *headers = PyTuple_GET_ITEM(delivery, 4);
-        PyObject *offset_object;
-        if (error != Py_None) {
-            offset_object = PyLong_FromLong(-1001); /* OFFSET_INVALID */
-        }
-        else if (base_offset < 0) {
-            offset_object = PyLong_FromLong(-1);
-        }
-        else {
-            long long record_index = PyLong_AsLongLong(PyTuple_GET_ITEM(delivery, 1));
-            offset_object = record_index == -1 && PyErr_Occurred() ? NULL : PyLong_FromLongLong(base_offset + record_index);
-        }
-        PyObject *latency = PyFloat_FromDouble(now - PyFloat_AsDouble(PyTuple_GET_ITEM(delivery, 6)));
-        PyObject *header_tuple = headers == Py_None ? PyTuple_New(0) : PySequence_Tuple(headers);
-        if (offset_object == NULL || latency == NULL || header_tuple == NULL || PyErr_Occurred()) {
-            Py_XDECREF(offset_object);
-            Py_XDECREF(latency);
-            Py_XDECREF(header_tuple);
-            Py_DECREF(delivery);
-            return NULL;
-        }
-        PyObject *const values[M_SLOTS] = {
-            [M_TOPIC] = Py_NewRef(topic),
-            [M_PARTITION] = Py_NewRef(partition),
-            [M_OFFSET] = offset_object,
-            [M_TIMESTAMP] = Py_NewRef(log_append >= 0 ? log_append_time : PyTuple_GET_ITEM(delivery, 5)),
-            [M_KEY] = Py_NewRef(PyTuple_GET_ITEM(delivery, 2)),
-            [M_VALUE] = Py_NewRef(PyTuple_GET_ITEM(delivery, 3)),
-            [M_HEADERS] = header_tuple,
-            [M_TIMESTAMP_TYPE] = Py_NewRef(timestamp_type),
-            [M_ERROR] = Py_NewRef(error),
-            [M_LATENCY] = latency,
-            [M_LEADER_EPOCH] = Py_NewRef(Py_None),
-        };
-        PyObject *message = new_message(values);
-        if (message == NULL) {
-            for (int slot = 0; slot < M_SLOTS; slot++) {
-                Py_DECREF(values[slot]);
-            }
-            Py_DECREF(delivery);
-            return NULL;
-        }
-        PyObject *call_args[2] = {error, message};
-        PyObject *result = PyObject_Vectorcall(callback, call_args, 2, NULL);
-        Py_DECREF(message);
-        if (result == NULL) {
-            Py_DECREF(delivery);
-            return NULL;
-        }
-        Py_DECREF(result);
-        if (index < PyList_GET_SIZE(deliveries) && PyList_GET_ITEM(deliveries, index) == delivery) {
-            /* Served: freed now, while in the cache, rather than with the whole list later. */
-            PyList_SET_ITEM(deliveries, index, Py_NewRef(Py_None));
-            Py_DECREF(delivery);
-        }
-        Py_DECREF(delivery);
+    int failed = PyList_CheckExact(args[0]) ? serve_list(args[0], &report) : serve_log((DeliveryLog *)args[0], &report);
+    if (failed) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -1181,7 +1392,8 @@ key_partition_function(PyObject *self, PyObject *args)
 
 /* One partition's armed batch; records NULL when that partition is not armed. */
 typedef struct {
-    PyObject *records, *deliveries;
+    PyObject *records;
+    DeliveryLog *deliveries; /* the batch's delivery records */
     long long count, size, base_timestamp, max_timestamp, last_offset_delta;
     long long added_records, added_bytes; /* since the last take() */
     int listed;                           /* in the appender's ``touched`` list */
@@ -1351,7 +1563,7 @@ appender_arm(StickyAppender *self, PyObject *args)
     Py_ssize_t partition_count, partition;
     int sticky;
     long long count, size, base_timestamp, max_timestamp, last_offset_delta, buffered;
-    if (!PyArg_ParseTuple(args, "UOnnpO!O!LLLLLL", &topic, &info, &partition_count, &partition, &sticky, &PyByteArray_Type, &records, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "UOnnpO!O!LLLLLL", &topic, &info, &partition_count, &partition, &sticky, &PyByteArray_Type, &records, &DeliveryLogType,
                           &deliveries, &count, &size, &base_timestamp, &max_timestamp, &last_offset_delta, &buffered)) {
         return NULL;
     }
@@ -1373,7 +1585,7 @@ appender_arm(StickyAppender *self, PyObject *args)
     ArmedBatch *batch = &self->batches[partition];
     batch_disarm(self, partition);
     batch->records = Py_NewRef(records);
-    batch->deliveries = Py_NewRef(deliveries);
+    batch->deliveries = (DeliveryLog *)Py_NewRef(deliveries);
     batch->count = count;
     batch->size = size;
     batch->base_timestamp = base_timestamp;
@@ -1584,45 +1796,15 @@ appender_append(StickyAppender *self, PyObject *topic, PyObject *key, PyObject *
     body += value_length < 0 ? 1 : varint_size(value_length) + value_length;
     body += 1; /* no headers */
     Py_ssize_t added = varint_size(body) + body;
-    PyObject *report = NULL;
-    if (delivery != Py_None) {
-        /* weir.producer_accumulator.Delivery: (callback, index, key, value, headers, timestamp, produced at). */
-        PyObject *index = PyLong_FromLongLong(batch->count);
-        PyObject *timestamp_object = PyLong_FromLongLong(timestamp);
-        PyObject *produced_at = PyFloat_FromDouble(monotonic_seconds());
-        report = PyTuple_New(7);
-        if (index == NULL || timestamp_object == NULL || produced_at == NULL || report == NULL) {
-            Py_XDECREF(index);
-            Py_XDECREF(timestamp_object);
-            Py_XDECREF(produced_at);
-            Py_XDECREF(report);
-            return -1;
-        }
-        PyTuple_SET_ITEM(report, 0, Py_NewRef(delivery)); /* each steals its reference */
-        PyTuple_SET_ITEM(report, 1, index);
-        PyTuple_SET_ITEM(report, 2, Py_NewRef(key));
-        PyTuple_SET_ITEM(report, 3, Py_NewRef(value));
-        PyTuple_SET_ITEM(report, 4, Py_NewRef(Py_None));
-        PyTuple_SET_ITEM(report, 5, timestamp_object);
-        PyTuple_SET_ITEM(report, 6, produced_at);
-        /* Hundreds of thousands of these wait for their acknowledgement: left to the cyclic
-         * collector, each of its passes would walk them all (a fifth of produce()'s time with a
-         * callback per record). A delivery record is freed when its report is served, and a cycle
-         * through it (callback -> ... -> producer -> batch) is kept alive by the producer anyway. */
-        PyObject_GC_UnTrack(report);
+    if (delivery != Py_None && delivery_log_reserve(batch->deliveries) < 0) {
+        return -1;
     }
     Py_ssize_t start = PyByteArray_GET_SIZE(batch->records);
     if (grow_bytearray(batch->records, start + added) < 0) {
-        Py_XDECREF(report);
         return -1;
     }
-    if (report != NULL) {
-        int appended = PyList_Append(batch->deliveries, report);
-        Py_DECREF(report);
-        if (appended < 0) {
-            PyByteArray_Resize(batch->records, start);
-            return -1;
-        }
+    if (delivery != Py_None) {
+        delivery_log_push(batch->deliveries, delivery, batch->count, key, value, Py_None, timestamp, monotonic_seconds());
     }
     uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(batch->records) + start;
     out = write_varint(out, body);
@@ -1826,14 +2008,15 @@ PyInit__records_native(void)
         }
     }
     crc32_init();
-    if (PyType_Ready(&StickyAppenderType) < 0) {
+    if (PyType_Ready(&StickyAppenderType) < 0 || PyType_Ready(&DeliveryLogType) < 0) {
         return NULL;
     }
     PyObject *module_object = PyModule_Create(&module);
     if (module_object == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(module_object, "StickyAppender", (PyObject *)&StickyAppenderType) < 0) {
+    if (PyModule_AddObjectRef(module_object, "StickyAppender", (PyObject *)&StickyAppenderType) < 0 ||
+        PyModule_AddObjectRef(module_object, "DeliveryLog", (PyObject *)&DeliveryLogType) < 0) {
         Py_DECREF(module_object);
         return NULL;
     }

@@ -51,7 +51,7 @@ from weir.errors import ErrorCode, KafkaError, KafkaException
 from weir.group_metadata import ConsumerGroupMetadata
 from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message, ThrottleEvent, TopicPartition
 from weir.partitioner import Partitioner, StickyPartitions
-from weir.producer_accumulator import Delivery, ProducerBatch, RecordAccumulator
+from weir.producer_accumulator import Deliveries, ProducerBatch, RecordAccumulator
 from weir.producer_sender import Sender
 from weir.producer_transactions import TransactionManager
 from weir.records import COMPRESSION_CODECS
@@ -64,7 +64,7 @@ _HEADER_OVERHEAD = 10
 
 # A queued delivery report: (topic, partition, deliveries, record count, error, base offset,
 # log append time). The record count includes records produced without a callback.
-_Report = tuple[str, int, list[Delivery], int, KafkaError | None, int, int]
+_Report = tuple[str, int, Deliveries, int, KafkaError | None, int, int]
 
 
 def _to_bytes(data: Any, what: str) -> bytes:
@@ -416,11 +416,14 @@ class Producer:
         return len(deliveries)
 
     def _serve_python(
-        self, topic: str, partition: int, deliveries: list[Delivery], error: KafkaError | None, base_offset: int, log_append_time: int, timestamp_type: int
+        self, topic: str, partition: int, deliveries: Deliveries, error: KafkaError | None, base_offset: int, log_append_time: int, timestamp_type: int
     ) -> None:
         """Each delivery callback of one batch's report, with its Message (the reference of serve_deliveries in C)."""
         now = time.monotonic()
-        for delivery, index, key, value, headers, timestamp, produced_at in deliveries:
+        for entry in deliveries:
+            if entry is None:
+                continue  # served already (serve_deliveries marks the entries it served)
+            delivery, index, key, value, headers, timestamp, produced_at = entry
             if error is not None:
                 offset = -1001
             elif base_offset < 0:

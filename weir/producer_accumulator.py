@@ -33,9 +33,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
+from weir import records as record_codec
 from weir.partitioner import StickyPartitions
 from weir.records import HEADER_SIZE, RecordBatchBuilder
 
@@ -47,6 +48,30 @@ RECORD_OVERHEAD = 21
 # record in its batch, key, value, headers, timestamp, monotonic time of produce()). The index
 # gives the record's offset (base offset + index) even when other records have no callback.
 Delivery = tuple[Callable[..., Any], int, bytes | None, bytes | None, Any, int, float]
+
+
+class Deliveries(Protocol):
+    """A batch's delivery records in order: a list, or with the native codec a
+    ``weir._records_native.DeliveryLog``, which keeps them in one array (the native appender writes
+    them there without a Python object per record) and reads back as the list would, an entry
+    being None once its report was served."""
+
+    def append(self, delivery: Delivery, /) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> Delivery | None: ...
+
+    def __iter__(self) -> Iterator[Delivery | None]: ...
+
+
+def new_deliveries() -> Deliveries:
+    """An empty record of delivery callbacks for one batch: a DeliveryLog with the native codec, else a list."""
+    native = record_codec._native
+    if native is None:
+        return []
+    log: Deliveries = native.DeliveryLog()
+    return log
 
 
 class ProducerBatch:
@@ -85,7 +110,7 @@ class ProducerBatch:
         self.builder = builder
         self.size = HEADER_SIZE
         self.created = created
-        self.deliveries: list[Delivery] = []
+        self.deliveries = new_deliveries()
         self.payload: bytes | None = None
         self.base_sequence = -1
         # Order in which the sender received the batch within its partition (never wraps).

@@ -176,7 +176,19 @@ def test_producer_takes_the_fast_path_only_where_it_applies() -> None:
 # ------------------------------------------------------------------ delivery reports
 
 
-def served(serve: Any, deliveries: list[Any], error: Any, base_offset: int, log_append_time: int, only_errors: bool) -> list[tuple[Any, ...]]:
+def delivery_records(kind: str, entries: list[Any]) -> Any:
+    """The delivery records ``entries`` in a list or in a native DeliveryLog (what a batch holds)."""
+    if kind == "list":
+        return list(entries)
+    log = native.DeliveryLog()
+    for entry in entries:
+        log.append(entry)
+    return log
+
+
+def served(
+    serve: Any, deliveries: list[Any], error: Any, base_offset: int, log_append_time: int, only_errors: bool, kind: str = "list"
+) -> list[tuple[Any, ...]]:
     """What each delivery callback received, the latency as whether it is a float of at least 0."""
     seen: list[tuple[Any, ...]] = []
 
@@ -201,7 +213,7 @@ def served(serve: Any, deliveries: list[Any], error: Any, base_offset: int, log_
     from weir.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
 
     timestamp_type = TIMESTAMP_LOG_APPEND_TIME if log_append_time >= 0 else TIMESTAMP_CREATE_TIME
-    ours = [(record, *delivery[1:]) for delivery in deliveries]
+    ours = delivery_records(kind, [(record, *delivery[1:]) for delivery in deliveries])
     serve(ours, "orders", 2, error, base_offset, log_append_time, timestamp_type, only_errors)
     return seen
 
@@ -209,7 +221,8 @@ def served(serve: Any, deliveries: list[Any], error: Any, base_offset: int, log_
 @pytest.mark.parametrize("error_code", [None, 7])
 @pytest.mark.parametrize(("base_offset", "log_append_time"), [(100, -1), (-1, -1), (100, 1_700_000_000_999)])
 @pytest.mark.parametrize("only_errors", [False, True])
-def test_native_delivery_reports_match_the_python_ones(error_code: int | None, base_offset: int, log_append_time: int, only_errors: bool) -> None:
+@pytest.mark.parametrize("kind", ["list", "log"])
+def test_native_delivery_reports_match_the_python_ones(error_code: int | None, base_offset: int, log_append_time: int, only_errors: bool, kind: str) -> None:
     import time
     from types import SimpleNamespace
 
@@ -232,36 +245,99 @@ def test_native_delivery_reports_match_the_python_ones(error_code: int | None, b
         native.serve_deliveries(*args, time.monotonic())
 
     expected = served(python, deliveries, error, base_offset, log_append_time, only_errors)
-    assert served(in_c, deliveries, error, base_offset, log_append_time, only_errors) == expected
+    assert served(in_c, deliveries, error, base_offset, log_append_time, only_errors, kind) == expected
     assert len(expected) == (0 if only_errors and error is None else 3)
 
 
-def test_a_raising_delivery_callback_stops_the_report_in_c_as_in_python() -> None:
+@pytest.mark.parametrize("kind", ["list", "log"])
+def test_a_raising_delivery_callback_stops_the_report_in_c_as_in_python(kind: str) -> None:
     calls: list[int] = []
 
     def failing(error: Any, message: Any) -> None:
         calls.append(message.offset())
         raise ValueError("application bug")
 
-    deliveries = [(failing, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
+    deliveries = delivery_records(kind, [(failing, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)])
     with pytest.raises(ValueError, match="application bug"):
         native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)
     assert calls == [10]
 
 
-def test_served_delivery_records_are_released_as_their_callbacks_return() -> None:
-    # Freed while still in the cache, not with the whole list later (random partitions scatter them).
+@pytest.mark.parametrize("kind", ["list", "log"])
+def test_served_delivery_records_are_released_as_their_callbacks_return(kind: str) -> None:
+    # Freed at once, not with the whole batch later; and never reported twice.
+    offsets: list[int] = []
+
     def second_fails(error: Any, message: Any) -> None:
-        if message.offset() == 11:
+        offsets.append(message.offset())
+        if message.offset() == 11 and offsets.count(11) == 1:
             raise ValueError("application bug")
 
-    deliveries: list[Any] = [(second_fails, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
+    deliveries = delivery_records(kind, [(second_fails, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)])
     with pytest.raises(ValueError, match="application bug"):
         native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)
     assert [entry if entry is None else entry[1] for entry in deliveries] == [None, 1, 2]
-    served = [(on_delivery, index, None, b"v", None, TIMESTAMP, 0.0) for index in range(3)]
-    native.serve_deliveries(served, "t", 0, None, 10, -1, 1, False, 1.0)
-    assert served == [None, None, None]
+    native.serve_deliveries(deliveries, "t", 0, None, 10, -1, 1, False, 1.0)  # the rest, from the record that raised
+    assert offsets == [10, 11, 11, 12]
+    assert list(deliveries) == [None, None, None]
+
+
+def test_a_delivery_log_reads_back_as_the_list_of_delivery_records() -> None:
+    headers = [("h", b"1")]
+    entries = [(on_delivery, 0, None, b"v0", None, TIMESTAMP, 1.5), (print, 7, b"k", None, headers, -(2**62), -0.25)]
+    log = native.DeliveryLog()
+    assert (len(log), bool(log), list(log)) == (0, False, [])
+    for entry in entries:
+        log.append(entry)
+    assert (len(log), bool(log)) == (2, True)
+    assert list(log) == entries and log[1][4] is headers
+    assert [entry[:6] for entry in log] == [entry[:6] for entry in entries]
+    with pytest.raises(IndexError):
+        log[2]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        (on_delivery, 0, None, b"v", None, TIMESTAMP),  # six fields
+        [on_delivery, 0, None, b"v", None, TIMESTAMP, 0.0],  # not a tuple
+        (on_delivery, "0", None, b"v", None, TIMESTAMP, 0.0),  # the index
+        (on_delivery, 0, None, b"v", None, 2**63, 0.0),  # a timestamp beyond int64
+        (on_delivery, 0, None, b"v", None, TIMESTAMP, "now"),  # the produce time
+    ],
+)
+def test_a_delivery_log_refuses_what_is_not_a_delivery_record(bad: Any) -> None:
+    log = native.DeliveryLog()
+    with pytest.raises((TypeError, OverflowError)):
+        log.append(bad)
+    assert len(log) == 0
+
+
+def test_a_cycle_through_a_delivery_log_is_collected() -> None:
+    # A callback may hold the producer that holds the batch: the collector must see through the log.
+    import gc
+    import weakref
+
+    class Holder:
+        def callback(self, error: Any, message: Any) -> None:
+            """Holds ``self`` and through it the log."""
+
+    holder = Holder()
+    log = native.DeliveryLog()
+    log.append((holder.callback, 0, None, b"v", None, TIMESTAMP, 0.0))
+    holder.log = log  # type: ignore[attr-defined]
+    gone = weakref.ref(holder)
+    del holder, log
+    gc.collect()
+    assert gone() is None
+
+
+def test_batches_keep_their_delivery_records_in_a_list_without_the_native_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from weir import producer_accumulator
+
+    assert type(producer_accumulator.new_deliveries()) is native.DeliveryLog
+    monkeypatch.setattr(records, "_native", None)
+    assert producer_accumulator.new_deliveries() == []
 
 
 def test_threads_producing_while_the_sender_drains_lose_and_double_nothing() -> None:
