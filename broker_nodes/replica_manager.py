@@ -265,6 +265,7 @@ class ReplicaManager:
         timeout_ms: int = 0,
         trusted: bool = False,
         on_append: AppendObserver | None = None,
+        waits_on_thread: bool = True,
     ) -> AppendInProgress:
         """Append each ``(topic, partition, record batches)`` now; the acks=all wait is left to the caller.
 
@@ -279,6 +280,10 @@ class ReplicaManager:
         :class:`AppendInProgress` (a ``Pending``). Internal topics are refused, except
         :data:`TRUSTED_PRODUCE_TOPICS` for a ``trusted`` caller. ``on_append`` sees every
         append that succeeded (duplicates included), even when the acks=all wait then fails.
+        An acks=all request whose wait will hold a request thread (``waits_on_thread``, a gRPC
+        call) first takes one of the replication's wait slots, which keep request threads free
+        for the followers' fetches; one whose wait holds no thread (the Kafka listener parks it
+        on its loop, bounded by its connections and their in-flight requests) takes none.
         """
         request_error: Exception | None = None
         if transactional_id and self.transaction_verifier is None:
@@ -294,7 +299,7 @@ class ReplicaManager:
         refused = self.transaction_verifier(transactional_id, entries) if transactional_id and self.transaction_verifier is not None else {}
         replication = self.replication
         slot = ExitStack()  # an acks=all wait slot, held until the wait ends (released with the AppendInProgress)
-        if acks == ACKS_ALL and replication is not None:
+        if acks == ACKS_ALL and replication is not None and waits_on_thread:
             try:
                 slot.enter_context(replication.wait_slot())
             except ReplicationWaitersFullError as error:  # no wait slot: nothing was appended

@@ -148,9 +148,21 @@ class PendingProduce:
 
 
 def start_produce(
-    broker: Broker, call: CallContext, partitions: Sequence[ProducePartition], *, acks: int, timeout_ms: int, transactional_id: str = ""
+    broker: Broker,
+    call: CallContext,
+    partitions: Sequence[ProducePartition],
+    *,
+    acks: int,
+    timeout_ms: int,
+    transactional_id: str = "",
+    waits_on_thread: bool = True,
 ) -> PendingProduce:
-    """Authorize and append now (on this thread); the acks=all wait is left to the caller (see :class:`PendingProduce`)."""
+    """Authorize and append now (on this thread); the acks=all wait is left to the caller (see :class:`PendingProduce`).
+
+    ``waits_on_thread``: whether the caller's acks=all wait will hold a request thread (a gRPC
+    call) and so needs one of the replica manager's wait slots; the Kafka listener's waits are
+    parked on its loop (False).
+    """
     refusal = transactional_refusal(call, partitions, transactional_id)
     if refusal is not None:
         return PendingProduce(broker, call, partitions, [], AppendInProgress([]), None, {(item.topic, item.partition): refusal for item in partitions})
@@ -168,6 +180,7 @@ def start_produce(
         timeout_ms=timeout_ms,
         trusted=call.kind is CallerKind.INTERNAL,
         on_append=usage.appended if usage is not None else None,
+        waits_on_thread=waits_on_thread,
     )
     return PendingProduce(broker, call, partitions, authorized, append, usage, refused)
 

@@ -588,11 +588,13 @@ def max_parked_fetches(config: BrokerConfig) -> int:
 
 
 def max_replication_waiters(config: BrokerConfig) -> int:
-    """How many acks=all requests (produces, offset commits, group records) may wait for their in-sync replicas at once.
+    """How many acks=all requests (produces, offset commits, group records) may wait for their in-sync replicas at once on request threads.
 
     Four per request thread: a wait costs an idle thread, and producers keep one request in
     flight per partition, so many partitions mean many concurrent waits; beyond the limit an
     acks=all request is refused before appending (REQUEST_TIMED_OUT, retried by the client).
+    The Kafka listener's acks=all produces wait on its loop without a thread and are not
+    counted: ``max.connections`` and each connection's in-flight bound limit them.
     """
     return REPLICATION_WAITERS_PER_IO_THREAD * config.integer("num.io.threads")
 

@@ -185,3 +185,28 @@ def test_stopping_the_listener_with_pipelined_produces_waiting_ends_the_connecti
         listener.stop(grace_seconds=5.0)  # the waits are woken, are still not replicated, and end the connection
         assert closed_by_peer(client)
     assert acks.parked == 0
+
+
+def test_waits_parked_on_the_loop_take_no_request_thread_slot(tmp_path: Path) -> None:
+    """With one request thread the broker has 4 acks=all wait slots for its gRPC calls; the Kafka listener's waits hold no
+    thread, so two connections' 10 pipelined acks=all produces all wait (none refused REQUEST_TIMED_OUT) and all succeed."""
+    cluster = ReplicatedCluster(
+        tmp_path,
+        broker_configs={"kafka.listen": "127.0.0.1:0", "replica.lag.time.max.ms": "60000", "num.io.threads": "1"},
+    )
+    try:
+        cluster.apply(leader=1, epoch=1, to=[1])
+        replication = cluster.nodes[1].broker.replication
+        assert replication.max_waiters < 2 * MAX_IN_FLIGHT_REQUESTS
+        with connect(kafka_port(cluster.nodes[1])) as first, connect(kafka_port(cluster.nodes[1])) as second:
+            first.sendall(b"".join(produce_frame(index) for index in range(MAX_IN_FLIGHT_REQUESTS)))
+            second.sendall(b"".join(produce_frame(100 + index) for index in range(MAX_IN_FLIGHT_REQUESTS)))
+            poll_until(lambda: replication.acks.parked == 2 * MAX_IN_FLIGHT_REQUESTS, "both connections' produces waiting at once")
+            let_followers_fetch(cluster)
+            answers = produce_answers(first, MAX_IN_FLIGHT_REQUESTS) + produce_answers(second, MAX_IN_FLIGHT_REQUESTS)
+        assert [error for _, error, _ in answers] == [ErrorCode.NO_ERROR] * (2 * MAX_IN_FLIGHT_REQUESTS)
+        assert cluster.log(1).log_end_offset == 2 * MAX_IN_FLIGHT_REQUESTS * RECORDS_PER_REQUEST
+        # A gRPC acks=all produce still takes (and gives back) a slot: the thread-bound cap is intact.
+        assert cluster.produce(1, [b"over grpc"], timeout_ms=20000).error_code == ErrorCode.NO_ERROR
+    finally:
+        cluster.stop()

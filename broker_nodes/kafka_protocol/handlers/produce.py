@@ -62,6 +62,7 @@ def handle_produce(context: api.KafkaRequestContext, request: Any) -> Any:
         acks=request.acks,
         timeout_ms=timeout_ms(request.timeout),
         transactional_id=request.transactional_id or "",
+        waits_on_thread=False,
     )
     # acks=all parks on the listener's loop (no thread held) until the in-sync replicas have the batches.
     return api.answer_when_done(pending, lambda: _response(context, request, pending.result(), repeated))
