@@ -437,16 +437,24 @@ class Sender:
         if leader is not None and leader != batch.sent_to:
             batch.retry_at = now
 
-    def _send_request(self, address: str, batches: list[ProducerBatch]) -> None:
-        by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
+    def _produce_request(self, batches: list[ProducerBatch]) -> broker_pb2.ProduceRequest:
+        """One ProduceRequest of ``batches``, grouped by topic in the order given.
+
+        Each batch's bytes are copied into the request once: messages built apart and passed to
+        the constructor were copied again with their payloads (measured in-process: 1.3-1.9 ms
+        against 0.05-0.09 ms for a megabyte request of one or of twelve batches).
+        """
+        request = broker_pb2.ProduceRequest(acks=self._acks, timeout_ms=self._request_timeout_ms, transactional_id=self._transactional_id)
+        topics: dict[str, broker_pb2.ProduceTopicData] = {}
         for batch in batches:
-            by_topic.setdefault(batch.topic, []).append(broker_pb2.ProducePartitionData(partition=batch.partition, records=batch.payload))
-        request = broker_pb2.ProduceRequest(
-            acks=self._acks,
-            timeout_ms=self._request_timeout_ms,
-            transactional_id=self._transactional_id,
-            topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()],
-        )
+            topic = topics.get(batch.topic)
+            if topic is None:
+                topic = topics[batch.topic] = request.topics.add(topic=batch.topic)
+            topic.partitions.add(partition=batch.partition, records=batch.payload)
+        return request
+
+    def _send_request(self, address: str, batches: list[ProducerBatch]) -> None:
+        request = self._produce_request(batches)
         self._in_flight[address] = self._in_flight.get(address, 0) + 1
         size = sum(len(batch.encoded) for batch in batches)
         self._log.debug("msg", "PRODUCE", "%s: sending %d batch(es), %d bytes", address, len(batches), size)
