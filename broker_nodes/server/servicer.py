@@ -386,25 +386,25 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             self.broker, call, partitions, acks=request.acks, timeout_ms=request.timeout_ms, transactional_id=request.transactional_id
         )
         self._throttle(result.throttle_ms)
-        responses = [
-            (
-                item.topic,
-                broker_pb2.ProducePartitionResponse(
-                    partition=item.partition,
-                    error_code=item.error_code,
-                    error_message=item.error_message,
-                    base_offset=item.base_offset,
-                    log_append_time_ms=item.log_append_time_ms,
-                    log_start_offset=item.log_start_offset,
-                    record_errors=[broker_pb2.ProduceRecordError(batch_index=index, message=message) for index, message in item.record_errors],
-                ),
+        # Built in place, as the Fetch answer: messages handed to a constructor are serialized and parsed
+        # again by upb (one partition's answer, build + serialize: 15-17 -> 7-10 us).
+        answer = broker_pb2.ProduceResponse(throttle_time_ms=result.throttle_ms)
+        topics: dict[str, broker_pb2.ProduceTopicResponse] = {}
+        for item in result.partitions:
+            topic = topics.get(item.topic)
+            if topic is None:
+                topic = topics[item.topic] = answer.topics.add(topic=item.topic)
+            partition = topic.partitions.add(
+                partition=item.partition,
+                error_code=item.error_code,
+                error_message=item.error_message,
+                base_offset=item.base_offset,
+                log_append_time_ms=item.log_append_time_ms,
+                log_start_offset=item.log_start_offset,
             )
-            for item in result.partitions
-        ]
-        return broker_pb2.ProduceResponse(
-            topics=[broker_pb2.ProduceTopicResponse(topic=topic, partitions=partitions) for topic, partitions in _group_by_topic(responses).items()],
-            throttle_time_ms=result.throttle_ms,
-        )
+            for index, message in item.record_errors:
+                partition.record_errors.add(batch_index=index, message=message)
+        return answer
 
     @_handler
     def Fetch(self, request: broker_pb2.FetchRequest, call: CallContext) -> broker_pb2.FetchResponse:
