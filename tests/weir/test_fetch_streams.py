@@ -5,6 +5,7 @@ unary Fetch calls and the stream is tried again later; a broker restart does not
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,9 +14,11 @@ import pytest
 
 from grpc_protos.weir.v1 import broker_pb2
 from tests.support.in_process_broker import InProcessBroker
+from tests.weir.scripted_broker import ScriptedBroker, metadata
 from tests.weir.sdk_support import assigned, consume_all, create_topic, wait_for
-from weir import OFFSET_BEGINNING, Consumer, Producer, request_streams
+from weir import OFFSET_BEGINNING, Consumer, Producer, TopicPartition, request_streams
 from weir.fetch_streams import FETCH_STREAM_REFUSED_TRAILER
+from weir.records import assign_offsets, build_batch
 
 FAST_CONFIGS = {"offsets.topic.num.partitions": "3"}
 
@@ -122,3 +125,41 @@ def test_a_consumer_reads_on_across_a_broker_restart(broker) -> None:
         assert [message.value() for message in consume_all(consumer, 1, timeout=30.0)] == [b"after"]
     finally:
         consumer.close()
+
+
+class StallingBroker(ScriptedBroker):
+    """A scripted broker whose first FetchStream takes its request and never answers; later streams answer ``answers["Fetch"]``."""
+
+    def __init__(self, node_id: int) -> None:
+        super().__init__(node_id)
+        self.streams = 0
+        self.stalled_stream_ended = threading.Event()
+
+    def FetchStream(self, requests, context):  # type: ignore[no-untyped-def]
+        self.streams += 1
+        if self.streams == 1:
+            context.add_callback(self.stalled_stream_ended.set)
+            next(requests)
+            self.stalled_stream_ended.wait(30)  # until the client gives up on the stream (or the test ends)
+            return
+        for request in requests:
+            yield self._answer("Fetch", request, context)
+
+
+def test_a_fetch_stream_without_an_answer_by_the_fetch_deadline_is_replaced_by_a_new_one() -> None:
+    broker = StallingBroker(1).start()
+    broker.answers["Metadata"] = lambda request: metadata([broker], {"orders": [(1, 0)]})
+    records = bytearray(build_batch([(1_700_000_000_000, None, b"v", None)]))
+    assign_offsets(records, 0, 0, 0)
+    answer = broker_pb2.FetchPartitionResponse(partition=0, high_watermark=1, log_start_offset=0, records=bytes(records))
+    broker.answers["Fetch"] = lambda request: broker_pb2.FetchResponse(topics=[broker_pb2.FetchTopicResponse(topic="orders", partitions=[answer])])
+    consumer = Consumer({"bootstrap.servers": broker.address, "request.timeout.ms": 500, "fetch.wait.max.ms": 10, "retry.backoff.ms": 10})
+    try:
+        consumer.assign([TopicPartition("orders", 0, 0)])
+        received = consume_all(consumer, 1)
+    finally:
+        consumer.close()
+        broker.stalled_stream_ended.set()
+        broker.stop()
+    assert [message.value() for message in received] == [b"v"]
+    assert broker.streams >= 2  # the stalled stream was cancelled at the deadline and the fetch went on a new one
