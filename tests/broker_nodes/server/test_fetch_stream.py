@@ -17,6 +17,8 @@ from grpc_protos.weir.v1 import admin_pb2, broker_pb2
 from tests.broker_nodes.replication.cluster import wait_until
 from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, brokers, credential, topic
 from tests.broker_nodes.server.helpers import batch, create_topic
+from tests.broker_nodes.server.test_metrics import scrape
+from tests.support.processes import free_port
 from weir.fetch_streams import FETCH_STREAM_REFUSED_TRAILER
 
 TENANT_A = "tn-aaaaaaaaaa"
@@ -106,6 +108,29 @@ def test_a_malformed_fetch_ends_the_stream_invalid_argument(server, stub) -> Non
     finally:
         stream.close()
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+
+
+def test_each_fetch_on_a_stream_counts_as_a_fetch_call_with_its_bytes_in_the_metrics(broker_server_factory) -> None:
+    port = free_port()
+    broker = broker_server_factory(metrics_port=str(port))
+    create_topic(broker.stub, "metered")
+    _produce(broker.stub, "metered", b"x" * 100)
+    url = f"http://127.0.0.1:{port}/metrics"
+    before = scrape(url)
+    stream = OpenFetchStream(broker.stub)
+    try:
+        fetched = [stream.exchange(_fetch_request("metered", offset=offset)).records for offset in (0, 1)]
+    finally:
+        stream.close()
+    after = scrape(url)
+
+    def grew(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after[key] - before.get(key, 0.0)
+
+    assert grew("weir_broker_requests_total", service="weir.v1.Broker", method="Fetch", code="OK") == 2
+    assert grew("weir_broker_request_duration_seconds_count", service="weir.v1.Broker", method="Fetch") == 2
+    assert grew("weir_broker_bytes_out_total") == sum(len(records) for records in fetched) > 0
 
 
 # ---------------------------------------------------------------------- the cap and departing clients
