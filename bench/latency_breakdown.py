@@ -17,8 +17,10 @@ splits each record's latency into stages, by the system-wide monotonic clock:
    two hand-offs together (Fetch answer arrived -> ``consume()`` returned), which does not
    depend on when the SDK counts a chunk as queued
 
-With the broker it starts itself (no ``--bootstrap``), the broker stage is split further by the
-broker's own stamps (``WEIR_REPLICATION_TRACE``: ``replication.stage_trace``, with the consumer
+Without ``--bootstrap`` it starts its own broker, or with ``--replication-factor 2`` or ``3`` the
+three brokers of ``bench.replicated_brokers`` (the topic led by broker 1, ``min.insync.replicas=2``;
+with ``--acks all`` that is issue 19's acks=all RF=3 figure). With brokers it starts itself the
+broker stage is split further by the (leader) broker's own stamps (``WEIR_REPLICATION_TRACE``: ``replication.stage_trace``, with the consumer
 Fetch stages of ``log_formats.consumer_fetch_trace``), on the same clock: Produce started ->
 appended (the request's way in and the append), appended -> the Fetch that returns the record
 reads (its wake-up, or its arrival when it came after the append: the previous answer's round
@@ -45,7 +47,7 @@ import tempfile
 import time
 import uuid
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +55,10 @@ from typing import Any
 from bench.latency_receiver import LatencyReceiver, ReceiverSpec
 from bench.pacing import RatePacer
 from bench.payloads import read_stamp, stamped_value, value_pool
+from bench.replicated_brokers import NODE_IDS as REPLICATED_NODE_IDS
 from log_formats import consumer_fetch_trace
 from log_formats.replication_trace import APPEND, FIELDS, TRACE_VARIABLE
+from log_formats.topic_names import TENANT_SEPARATOR
 
 ADMIN_TIMEOUT = 30.0
 # Defaults of a measurement: seconds per run and runs.
@@ -188,7 +192,7 @@ class RunTrace:
 
 
 def _produce_traced(
-    bootstrap: str, topic: str, rate: int, records: int, acks: str, values: list[bytes]
+    client_config: Mapping[str, Any], topic: str, rate: int, records: int, acks: str, values: list[bytes]
 ) -> tuple[list[int], list[int], dict[int, int], dict[int, int]]:
     from weir import producer_sender
     from weir.producer import Producer
@@ -227,7 +231,7 @@ def _produce_traced(
     due: list[int] = []
     returned: list[int] = []
     with _patched(producer_sender.Sender, "_send_request", wrap_send), _patched(producer_sender.Sender, "_arrived", wrap_arrived):
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "enable.idempotence": acks == "all"})
+        producer = Producer({**client_config, "acks": acks, "linger.ms": 0, "enable.idempotence": acks == "all"})
         errors: list[Any] = []
 
         def on_delivery(error: Any, message: Any) -> None:
@@ -252,26 +256,50 @@ def _produce_traced(
     return due, returned, sent, acknowledged
 
 
-def run_once(bootstrap: str, rate: int, seconds: float, acks: str = "1", replication_factor: int = 1, broker_pid: int | None = None) -> RunTrace:
-    from bench.broker_sampler import process_cpu_seconds
+@dataclass
+class Stand:
+    """Where the runs go: the client settings that reach it, how a run's topic is made and removed, the broker to stamp and time."""
+
+    client_config: dict[str, Any]
+    create_topic: Callable[[str], None]
+    delete_topic: Callable[[str], None]
+    broker_pid: int | None = None  # the partition leader's process (its CPU per record), when the benchmark started it
+
+
+def admin_stand(bootstrap: str, replication_factor: int, broker_pid: int | None = None) -> Stand:
+    """A broker or cluster whose topics the admin client makes (``--bootstrap``, or the one broker started)."""
     from weir.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def create(topic: str) -> None:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor)])[topic].result(timeout=ADMIN_TIMEOUT)
+
+    def delete(topic: str) -> None:
+        admin.delete_topics([topic])[topic].result(timeout=ADMIN_TIMEOUT)
+
+    return Stand({"bootstrap.servers": bootstrap}, create, delete, broker_pid)
+
+
+def run_once(stand: Stand, rate: int, seconds: float, acks: str = "1") -> RunTrace:
+    from bench.broker_sampler import process_cpu_seconds
+
     topic = f"weir-breakdown-{uuid.uuid4().hex}"
-    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor)])[topic].result(timeout=ADMIN_TIMEOUT)
+    stand.create_topic(topic)
     records = max(1, int(rate * seconds))
-    consumer_config = {"bootstrap.servers": bootstrap, "group.id": f"weir-breakdown-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    consumer_config = {**stand.client_config, "group.id": f"weir-breakdown-{uuid.uuid4().hex}", "enable.auto.commit": False}
     spec = ReceiverSpec(__name__, "receive_traced", {"consumer_config": consumer_config, "topic": topic})
+    broker_pid = stand.broker_pid
     try:
         with LatencyReceiver(spec, records, seconds_limit=seconds + 15) as receiver:
             cpu_before = _cpu_ns()
             broker_before = process_cpu_seconds(broker_pid) if broker_pid is not None else None
-            due, returned, sent, acknowledged = _produce_traced(bootstrap, topic, rate, records, acks, value_pool(100))
+            due, returned, sent, acknowledged = _produce_traced(stand.client_config, topic, rate, records, acks, value_pool(100))
             producer_cpu = _cpu_ns() - cpu_before
             broker_after = process_cpu_seconds(broker_pid) if broker_pid is not None else None
             received = receiver.latencies(timeout=20)
     finally:
-        admin.delete_topics([topic])[topic].result(timeout=ADMIN_TIMEOUT)
+        stand.delete_topic(topic)
     receiver_cpu = received[1] if len(received) >= RECEIVED_FIELDS and received[0] == -1 else 0
     broker_cpu = int((broker_after - broker_before) * 1e9) if broker_before is not None and broker_after is not None else 0
     rows = received[RECEIVED_FIELDS:] if receiver_cpu else received
@@ -294,7 +322,7 @@ class BrokerStamps:
 
 
 def read_broker_stamps(paths: list[str]) -> dict[str, BrokerStamps]:
-    """Stamps by topic from trace files (``log_formats.replication_trace`` lines; the consumer stages and appends)."""
+    """Stamps by the client's topic name from trace files (``log_formats.replication_trace`` lines; the consumer stages and appends)."""
     appends: dict[str, list[tuple[int, int]]] = {}
     by_topic: dict[str, BrokerStamps] = {}
     wanted = {consumer_fetch_trace.FETCH_ARRIVED, consumer_fetch_trace.FETCH_WOKE, consumer_fetch_trace.ANSWER_BUILT, consumer_fetch_trace.ANSWER_RETURNED}
@@ -304,7 +332,8 @@ def read_broker_stamps(paths: list[str]) -> dict[str, BrokerStamps]:
                 fields = line.rstrip("\n").split("\t")
                 if len(fields) != FIELDS:
                     continue
-                stage, topic, _partition, offset, _replica, nanoseconds = fields
+                stage, stored, _partition, offset, _replica, nanoseconds = fields
+                topic = stored.rpartition(TENANT_SEPARATOR)[2]  # a tenant's topic is stamped by its stored name
                 if stage == APPEND:
                     appends.setdefault(topic, []).append((int(offset), int(nanoseconds)))
                 elif stage in wanted:
@@ -405,52 +434,81 @@ def format_table(samples: dict[str, list[int]]) -> str:
 
 
 @contextmanager
-def _traced_broker(prefix: str) -> Iterator[Any]:
-    """A broker of its own that stamps its stages into ``<prefix>.<pid>`` (written when it exits)."""
+def _traced_stand(prefix: str, replication_factor: int) -> Iterator[Stand]:
+    """Brokers of their own that stamp their stages into ``<prefix>.<pid>`` (written when they exit): one, or
+    the replicated three with the tenant key their security requires."""
     from bench.broker_launcher import LocalBroker
+    from bench.replicated_brokers import LEADER, ReplicatedBrokers
+    from bench.replicated_topics import wait_until_healthy
+    from weir.admin import AdminClient
 
-    before = os.environ.get(TRACE_VARIABLE)
-    os.environ[TRACE_VARIABLE] = prefix
-    try:
-        broker = LocalBroker().__enter__()
-    finally:
-        if before is None:
-            del os.environ[TRACE_VARIABLE]
-        else:
-            os.environ[TRACE_VARIABLE] = before
-    try:
-        yield broker
-    finally:
-        broker.__exit__(None, None, None)
+    if replication_factor == 1:
+        before = os.environ.get(TRACE_VARIABLE)
+        os.environ[TRACE_VARIABLE] = prefix
+        try:
+            broker = LocalBroker().__enter__()
+        finally:
+            if before is None:
+                del os.environ[TRACE_VARIABLE]
+            else:
+                os.environ[TRACE_VARIABLE] = before
+        try:
+            yield admin_stand(broker.address, 1, broker.pid)
+        finally:
+            broker.__exit__(None, None, None)
+        return
+    with ReplicatedBrokers(environment={TRACE_VARIABLE: prefix}) as brokers:
+        client_config = brokers.client_config()
+        admin = AdminClient(client_config)
+
+        def create(topic: str) -> None:
+            brokers.create_topic(topic, replication_factor=replication_factor, configs={"min.insync.replicas": str(min(2, replication_factor))})
+            wait_until_healthy(admin, topic, 1, ADMIN_TIMEOUT)
+
+        def keep(topic: str) -> None:
+            """The stand has no delete; its data directories go when it stops."""
+
+        try:
+            yield Stand(client_config, create, keep, brokers.pid(LEADER))
+        finally:
+            admin.close()
 
 
 def run(*, bootstrap: str | None, rate: int, seconds: float, runs: int, acks: str = "1", replication_factor: int = 1) -> str:
-    """Measure ``runs`` runs (against ``bootstrap``, or a broker started for them) and return the report."""
+    """Measure ``runs`` runs (against ``bootstrap``, or brokers started for them) and return the report.
+
+    Without ``bootstrap`` one broker is started, or for a ``replication_factor`` above 1 the three
+    brokers of :class:`bench.replicated_brokers.ReplicatedBrokers` (each run's topic led by broker 1
+    with ``min.insync.replicas=2``), and the leader's stamps split the broker stage.
+    """
     if rate <= 0 or seconds <= 0 or runs <= 0:
         raise ValueError(f"rate, seconds and runs must be positive, got {rate}, {seconds}, {runs}")
+    if not bootstrap and not 1 <= replication_factor <= len(REPLICATED_NODE_IDS):
+        raise ValueError(f"a replication factor of 1 to {len(REPLICATED_NODE_IDS)} without --bootstrap, got {replication_factor}")
 
-    def measure(address: str, broker_pid: int | None = None) -> list[RunTrace]:
-        return [run_once(address, rate, seconds, acks, replication_factor, broker_pid) for _ in range(runs)]
+    def measure(stand: Stand) -> list[RunTrace]:
+        return [run_once(stand, rate, seconds, acks) for _ in range(runs)]
 
     load_before = os.getloadavg()[0]
     broker_stamps: dict[str, BrokerStamps] | None = None
     if bootstrap:
-        traces = measure(bootstrap)
+        traces = measure(admin_stand(bootstrap, replication_factor))
     else:
         with tempfile.TemporaryDirectory(prefix="weir-breakdown-") as directory:
             prefix = os.path.join(directory, "trace")
-            with _traced_broker(prefix) as broker:
-                traces = measure(broker.address, broker.pid)
-            # The broker wrote its stamps as it exited.
-            broker_stamps = read_broker_stamps([os.path.join(directory, name) for name in os.listdir(directory)])
+            with _traced_stand(prefix, replication_factor) as stand:
+                traces = measure(stand)
+            # The leader wrote its stamps as it exited (followers' appends are not the stage's).
+            broker_stamps = read_broker_stamps([f"{prefix}.{stand.broker_pid}"])
     load_after = os.getloadavg()[0]
     producer_cpu, receiver_cpu, broker_cpu = cpu_per_record(traces)
     broker_part = f", broker {broker_cpu:.0f} us" if broker_cpu else ""
+    leader_part = " (the leader)" if broker_cpu and replication_factor > 1 else ""
     return "\n".join(
         (
             f"latency breakdown: {runs} run(s) of {seconds:g} s at {rate:,} records/s, linger.ms=0, acks={acks}, replication factor {replication_factor}",
             format_table(stage_samples(traces, broker_stamps)),
-            f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life){broker_part}",
+            f"CPU per record: producer process {producer_cpu:.0f} us, consumer process {receiver_cpu:.0f} us (receiver: whole process life){broker_part}{leader_part}",
             f"load average (1 min) before / after: {load_before:.1f} / {load_after:.1f} (compare runs taken at the same load only)",
         )
     )
@@ -463,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help=f"seconds per run (default {DEFAULT_SECONDS:g})")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"runs (default {DEFAULT_RUNS})")
     parser.add_argument("--acks", choices=("1", "all"), default="1")
-    parser.add_argument("--replication-factor", type=int, default=1, help="of the run's topic (needs that many brokers at --bootstrap)")
+    parser.add_argument(
+        "--replication-factor", type=int, default=1, help="of the run's topic (at --bootstrap it needs that many brokers; without, up to 3 are started)"
+    )
     arguments = parser.parse_args(argv)
     try:
         print(

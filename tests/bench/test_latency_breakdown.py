@@ -5,6 +5,8 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
+import pytest
+
 from bench.latency_breakdown import STAGES, RunTrace, cpu_per_record, format_table, read_broker_stamps, run, stage_samples
 from log_formats import consumer_fetch_trace
 from log_formats.replication_trace import APPEND, format_line
@@ -105,3 +107,16 @@ def test_a_run_on_its_own_broker_splits_the_broker_stage_by_its_stamps() -> None
     assert "end to end" in report
     for stage in ("Produce started -> appended", "appended -> Fetch reads", "Fetch read -> outcomes built", "returned -> answer at consumer"):
         assert stage in report, report
+
+
+def test_an_acks_all_run_on_three_brokers_it_starts_splits_the_leaders_stage() -> None:
+    report = run(bootstrap=None, rate=200, seconds=0.5, runs=1, acks="all", replication_factor=3)
+    assert "acks=all, replication factor 3" in report
+    assert "broker" in report.splitlines()[-2] and "(the leader)" in report, report
+    for stage in ("Produce started -> appended", "appended -> Fetch reads", "returned -> answer at consumer"):
+        assert stage in report, report
+
+
+def test_a_replication_factor_beyond_the_started_brokers_is_refused() -> None:
+    with pytest.raises(ValueError, match="replication factor of 1 to 3"):
+        run(bootstrap=None, rate=200, seconds=0.5, runs=1, replication_factor=4)
