@@ -75,6 +75,7 @@ Converted = TypeVar("Converted", bound=Message)
 NO_ERROR = 0
 # Errors that end a call with their own status (see grpc_status); anything else is INTERNAL and logged.
 _EXPECTED_ERRORS = (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError)
+_NOT_RESOLVED = object()  # no security snapshot is: a stream resolves its caller again before its first request
 
 
 def _handler(
@@ -143,10 +144,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
         # fetch.streams.max 0: every stream is refused.
         self._fetch_streams = threading.BoundedSemaphore(max_fetch_streams(config))
 
-    def _caller(self, context: grpc.ServicerContext) -> CallContext:
+    def _caller(self, context: grpc.ServicerContext, *, fresh: bool = False) -> CallContext:
         """Who makes this call: the context the interceptor authenticated, with the client's address
-        (which interceptors cannot see); authenticated here when served without the interceptor."""
-        call = current_call()
+        (which interceptors cannot see); authenticated here when served without the interceptor, or
+        ``fresh`` (a stream's caller against the current security snapshot)."""
+        call = None if fresh else current_call()
         if call is None:
             return self.broker.authenticator.authenticate(context.invocation_metadata(), context.peer())
         client_host = client_host_of(context.peer())
@@ -327,7 +329,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
 
         One thread reads and answers them in turn, so a producer's requests are appended in the
         order sent, and each costs the broker no hand-off between gRPC's threads as a unary call
-        does (``python -m bench.rpc_floor``). The caller is authenticated once, for the stream.
+        does (``python -m bench.rpc_floor``). The caller is authenticated for the stream and resolved again
+        whenever the security snapshot changes (a revoked key ends the stream UNAUTHENTICATED).
         """
         return self._serve_stream(requests, context, self._produce_streams, STREAM_REFUSED_TRAILER, "Produce", self._produce)
 
@@ -367,7 +370,14 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             if not self.broker.ready:
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
             call = self._caller(context)
+            resolved: object = _NOT_RESOLVED  # the security snapshot ``call`` is resolved against (the interceptor's, unknown)
             for request in self.broker.streams.requests(requests, context):
+                snapshot = self.broker.security.snapshot
+                if snapshot is not resolved:
+                    # A revoked key or changed ACLs apply to an open stream's next request, as they do to a Kafka
+                    # connection's (kafka_protocol.sasl): the caller is resolved again whenever the snapshot changed.
+                    resolved = snapshot
+                    call = self._caller(context, fresh=True)
                 yield answer(request, call)
         except (grpc.RpcError, FetchAbandonedError):
             return  # the client cancelled the stream (gRPC raises it from the request iterator) or left while a fetch waited
