@@ -76,6 +76,7 @@ NO_ERROR = 0
 # Errors that end a call with their own status (see grpc_status); anything else is INTERNAL and logged.
 _EXPECTED_ERRORS = (InvalidRequestError, BrokerNotReadyError, AuthenticationError, CredentialsUnavailableError)
 _NOT_RESOLVED = object()  # no security snapshot is: a stream resolves its caller again before its first request
+STREAM_RESOLVE_SECONDS = 30.0  # a stream's caller is resolved again at least this often (tenant tokens expire)
 
 
 def _handler(
@@ -371,12 +372,16 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
                 raise BrokerNotReadyError("the broker is starting (recovering its logs) or shutting down")
             call = self._caller(context)
             resolved: object = _NOT_RESOLVED  # the security snapshot ``call`` is resolved against (the interceptor's, unknown)
+            monotonic = self.broker.clock.monotonic
+            resolve_by = 0.0
             for request in self.broker.streams.requests(requests, context):
                 snapshot = self.broker.security.snapshot
-                if snapshot is not resolved:
+                if snapshot is not resolved or monotonic() >= resolve_by:
                     # A revoked key or changed ACLs apply to an open stream's next request, as they do to a Kafka
-                    # connection's (kafka_protocol.sasl): the caller is resolved again whenever the snapshot changed.
+                    # connection's (kafka_protocol.sasl): the caller is resolved again whenever the snapshot changed,
+                    # and at least every STREAM_RESOLVE_SECONDS, so that an expired tenant token stops working too.
                     resolved = snapshot
+                    resolve_by = monotonic() + STREAM_RESOLVE_SECONDS
                     call = self._caller(context, fresh=True)
                 yield answer(request, call)
         except (grpc.RpcError, FetchAbandonedError):

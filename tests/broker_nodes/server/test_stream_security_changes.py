@@ -2,12 +2,14 @@
 
 A stream is authenticated when it opens, but producers and consumers keep theirs open for
 hours: as on a Kafka connection (``kafka_protocol.sasl``), removed ACLs refuse the stream's next
-request and a revoked key ends the stream UNAUTHENTICATED, without the client reconnecting.
+request and a revoked key (or an expired tenant token) ends the stream UNAUTHENTICATED, without the
+client reconnecting.
 """
 
 from __future__ import annotations
 
 import queue
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,14 +17,17 @@ from typing import Any
 import grpc
 import pytest
 
+from broker_nodes.server import servicer
 from grpc_protos.weir.v1 import admin_pb2, broker_pb2
-from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, brokers, credential, topic
+from tests.broker_nodes.security.managed_cluster import INTERNAL, SecuredBroker, allow, as_key, brokers, credential, tenant_token, topic
 from tests.broker_nodes.server.helpers import batch
+from weir.tenant_tokens import TENANT_TOKEN_HEADER
 
 TENANT = "tn-aaaaaaaaaa"
 PRINCIPAL = "User:sa-alice"
 ALICE_KEY = as_key("KEYALICE", "alice-secret")
 TOPIC_AUTHORIZATION_FAILED = 29
+TOKEN_LIFETIME_MS = 1500
 
 
 class OpenStream:
@@ -116,3 +121,21 @@ def test_a_key_revoked_while_a_stream_is_open_ends_it_unauthenticated(secured: S
     finally:
         stream.close()
     assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+
+
+def test_a_stream_opened_with_a_tenant_token_ends_once_the_token_expires(secured: SecuredBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Resolved again at every request here (30 s in production), so that the test need not wait that long.
+    monkeypatch.setattr(servicer, "STREAM_RESOLVE_SECONDS", 0.0)
+    token = tenant_token(TENANT, lifetime_ms=TOKEN_LIFETIME_MS)
+    stream = OpenStream(secured.stub.FetchStream, ((TENANT_TOKEN_HEADER, token),))
+    deadline = time.monotonic() + TOKEN_LIFETIME_MS / 1000 + 10.0
+    try:
+        assert partition_error(stream.exchange(fetch_request())) == 0
+        with pytest.raises(grpc.RpcError) as ended:
+            while time.monotonic() < deadline:  # bounded: answered until the token expires
+                assert partition_error(stream.exchange(fetch_request())) == 0
+                time.sleep(0.05)
+    finally:
+        stream.close()
+    assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+    assert "expired" in (ended.value.details() or "")  # type: ignore[attr-defined]
