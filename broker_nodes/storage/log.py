@@ -17,7 +17,7 @@ import bisect
 import logging
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -111,6 +111,10 @@ class _ValidatedBatch(NamedTuple):
     header: BatchHeader
 
 
+def _nothing() -> None:
+    """The change hook of a log no log manager watches."""
+
+
 class PartitionLog:
     """The segments of ``<topic>-<partition>/`` and everything that changes them.
 
@@ -160,9 +164,12 @@ class PartitionLog:
         self._segments = segments
         self._base_offsets = [segment.base_offset for segment in segments]
         self._log_end_offset = segments[-1].next_offset
-        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
+        # Called whenever the log start offset or the recovery point changes (both are checkpointed by the
+        # log manager, which skips the checkpoint pass while no log's changed); set by the log manager.
+        self.checkpointed_offsets_changed: Callable[[], None] = _nothing
+        self._log_start_offset_value = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
         self._high_watermark = self._log_end_offset
-        self._recovery_point = min(recovery_point, self._log_end_offset)
+        self._recovery_point_value = min(recovery_point, self._log_end_offset)
         self._producer_state = producer_state
         # Kept beside the producer state so that lock-free readers compute the LSO from one value.
         self._first_unstable_offset: int | None = None
@@ -252,7 +259,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._log_start_offset
+        return self._log_start_offset_value
 
     @property
     def log_end_offset(self) -> int:
@@ -274,7 +281,28 @@ class PartitionLog:
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._recovery_point_value
+
+    # The two checkpointed offsets are set only through these, so that no change escapes the log manager's checkpoint.
+    @property
+    def _log_start_offset(self) -> int:
+        return self._log_start_offset_value
+
+    @_log_start_offset.setter
+    def _log_start_offset(self, offset: int) -> None:
+        if offset != self._log_start_offset_value:
+            self._log_start_offset_value = offset
+            self.checkpointed_offsets_changed()
+
+    @property
+    def _recovery_point(self) -> int:
+        return self._recovery_point_value
+
+    @_recovery_point.setter
+    def _recovery_point(self, offset: int) -> None:
+        if offset != self._recovery_point_value:
+            self._recovery_point_value = offset
+            self.checkpointed_offsets_changed()
 
     @property
     def size_in_bytes(self) -> int:

@@ -168,3 +168,45 @@ def test_thousands_of_partitions_use_a_bounded_number_of_descriptors(memory_path
     assert report.partitions == 2000
     assert _open_descriptors() - baseline <= 64 + 8
     manager.shutdown()
+
+
+def checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    entries = path.read_text().splitlines()[2:]
+    return {(topic, int(partition)): int(offset) for topic, partition, offset in (line.split() for line in entries)}
+
+
+def test_checkpoints_follow_every_change_and_an_unchanged_pass_reads_no_log(tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = start(tmp_path, clock)
+    log = manager.get_or_create_log("orders", 0, LogConfig.default())
+    for _ in range(3):
+        log.append_as_leader(make_batch([b"v"]), 0)
+    manager.write_checkpoints()
+    assert checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {("orders", 0): 0}
+    # Nothing changed: the pass reads no log's offsets (a 10,000-partition broker runs it every second).
+    reads: list[int] = []
+    logs = manager.logs
+    monkeypatch.setattr(manager, "logs", lambda: reads.append(1) or logs())
+    manager.write_checkpoints()
+    assert reads == []
+    log.flush()  # the recovery point moves
+    manager.write_checkpoints()
+    assert checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {("orders", 0): 3}
+    assert log.increase_log_start_offset(2)  # the log start moves (DeleteRecords)
+    manager.write_checkpoints()
+    assert checkpoint(tmp_path / LOG_START_OFFSET_CHECKPOINT) == {("orders", 0): 2}
+    manager.get_or_create_log("orders", 1, LogConfig.default())  # a new log
+    manager.write_checkpoints()
+    assert set(checkpoint(tmp_path / LOG_START_OFFSET_CHECKPOINT)) == {("orders", 0), ("orders", 1)}
+    manager.delete_log("orders", 0)  # a log removed
+    manager.write_checkpoints()
+    assert set(checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT)) == {("orders", 1)}
+    log_one = manager.get_log("orders", 1)
+    log_one.append_as_leader(make_batch([b"v"]), 0)
+    log_one.flush()
+    manager.write_checkpoints()
+    assert checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {("orders", 1): 1}
+    log_one.truncate_to(0)  # a truncation below the recovery point moves it back
+    manager.write_checkpoints()
+    assert checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {("orders", 1): 0}
+    assert len(reads) == 6  # one pass per change, none between
+    manager.shutdown()
