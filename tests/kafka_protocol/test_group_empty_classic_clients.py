@@ -20,10 +20,9 @@ from confluent_kafka import ConsumerGroupState as KafkaConsumerGroupState
 from confluent_kafka import ConsumerGroupType as KafkaConsumerGroupType
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient as KafkaAdminClient
-from confluent_kafka.admin import NewTopic
 from kafka import KafkaConsumer as PythonKafkaConsumer
 
-from tests.support.group_broker import GROUP_BROKER_CONFIGS, join_and_commit, produce
+from tests.support.group_broker import join_and_commit, produce, start_group_broker
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_until
 from weir import ConsumerGroupState, ConsumerGroupType
@@ -39,9 +38,7 @@ CLIENT_SECONDS = 30.0  # joins, the classic group's initial rebalance delay (3 s
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "broker", configs={**GROUP_BROKER_CONFIGS, "offsets.topic.num.partitions": "1"}).start()
-    kafka_admin = KafkaAdminClient({"bootstrap.servers": process.kafka_address})
-    kafka_admin.create_topics([NewTopic(TOPIC, 2, 1)], request_timeout=CLIENT_SECONDS)[TOPIC].result(timeout=CLIENT_SECONDS)
+    process = start_group_broker(tmp_path / "broker", TOPIC, 2, CLIENT_SECONDS)
     produce({"bootstrap.servers": process.address}, TOPIC, {0: 2, 1: 1})
     yield process
     process.stop()

@@ -19,10 +19,9 @@ import pytest
 from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import ConsumerGroupType as KafkaConsumerGroupType
 from confluent_kafka.admin import AdminClient as KafkaAdminClient
-from confluent_kafka.admin import NewTopic
 
 from grpc_protos.weir.v1 import broker_pb2, broker_pb2_grpc
-from tests.support.group_broker import GROUP_BROKER_CONFIGS, join_and_commit, produce
+from tests.support.group_broker import join_and_commit, produce, start_group_broker
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_until
 from weir import ConsumerGroupState, ConsumerGroupType
@@ -37,9 +36,7 @@ CLIENT_SECONDS = 30.0  # joins, the classic group's initial rebalance delay (3 s
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "broker", configs={**GROUP_BROKER_CONFIGS, "offsets.topic.num.partitions": "1"}).start()
-    kafka_admin = KafkaAdminClient({"bootstrap.servers": process.kafka_address})
-    kafka_admin.create_topics([NewTopic(TOPIC, 2, 1)], request_timeout=CLIENT_SECONDS)[TOPIC].result(timeout=CLIENT_SECONDS)
+    process = start_group_broker(tmp_path / "broker", TOPIC, 2, CLIENT_SECONDS)
     yield process
     process.stop()
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from tests.support.processes import BrokerProcess
 from weir import Consumer, Producer
 
 GROUP_BROKER_CONFIGS = {
@@ -21,6 +23,21 @@ GROUP_BROKER_CONFIGS = {
 }
 # Longest wait for records to arrive in a subscribed consumer.
 CONSUME_SECONDS = 30.0
+
+
+def start_group_broker(directory: Path, topic: str, partitions: int, timeout_seconds: float) -> BrokerProcess:
+    """A broker process with :data:`GROUP_BROKER_CONFIGS` (one offsets partition) and ``topic`` created through its
+    Kafka listener by confluent-kafka's AdminClient, for the stock clients' group tests. The caller stops it."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    process = BrokerProcess(directory, configs={**GROUP_BROKER_CONFIGS, "offsets.topic.num.partitions": "1"}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": process.kafka_address})
+        admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=timeout_seconds)[topic].result(timeout=timeout_seconds)
+    except BaseException:
+        process.stop()
+        raise
+    return process
 
 
 def produce(config: Mapping[str, Any], topic: str, values_per_partition: Mapping[int, int]) -> None:
